@@ -1,0 +1,23 @@
+"""hwprobe: what the hardware really delivers, per precision, unit and memory level, beside the datasheet.
+
+``import hwprobe`` is light: GPU libraries load only when a GPU probe runs.
+"""
+
+__version__ = "0.1.0"
+
+
+def run(*args, **kwargs):
+    """Run a suite and return the RunResult (profile + results directory). See hwprobe.api.run."""
+    from hwprobe.api import run as _run
+
+    return _run(*args, **kwargs)
+
+
+def load_profile(path):
+    """Load, migrate and validate a profile.json. See hwprobe.profile.load_profile."""
+    from hwprobe.profile import load_profile as _load
+
+    return _load(path)
+
+
+__all__ = ["__version__", "run", "load_profile"]

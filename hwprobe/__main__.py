@@ -1,0 +1,3 @@
+from hwprobe.cli import main
+
+main()

@@ -1,0 +1,156 @@
+// DRAM streaming kernels (BabelStream semantics) with 16-byte vector accesses.
+//
+// Arrays are double, accessed as double2 (16 B). Work is split in tiles of blockDim.x * U vectors; a block
+// walks tiles with a grid-stride loop, so each thread has U independent 16 B loads in flight. The host makes
+// the vector count a multiple of every tile size it launches, so no per-element bounds checks are needed.
+// LH picks the load flavour, SH the store flavour (cache hints), so the probe can keep the fastest.
+
+// Load hints: 0 plain (const __restrict__ lets ptxas use the read-only path), 1 streaming (.cs, evict first),
+// 2 non-coherent, no L1 allocation, 256 B L2 prefetch, 3 no L1 allocation + an L2 evict-first cache policy
+// (createpolicy, sm_80+) + 256 B L2 prefetch.
+template <int LH>
+__device__ __forceinline__ double2 ld16(const double2* __restrict__ p) {
+    double2 v;
+    if constexpr (LH == 0) {
+        v = *p;
+    } else if constexpr (LH == 1) {
+        asm("ld.global.cs.v2.f64 {%0, %1}, [%2];" : "=d"(v.x), "=d"(v.y) : "l"(p));
+    } else if constexpr (LH == 2) {
+        asm("ld.global.nc.L1::no_allocate.L2::256B.v2.f64 {%0, %1}, [%2];" : "=d"(v.x), "=d"(v.y) : "l"(p));
+    } else {
+        asm("{\n\t.reg .b64 pol;\n\t"
+            "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
+            "ld.global.L1::no_allocate.L2::cache_hint.L2::256B.v2.f64 {%0, %1}, [%2], pol;\n\t}"
+            : "=d"(v.x), "=d"(v.y) : "l"(p));
+    }
+    return v;
+}
+
+// Store hints: 0 plain (write-back), 1 streaming (.cs, evict first).
+template <int SH>
+__device__ __forceinline__ void st16(double2* __restrict__ p, double2 v) {
+    if constexpr (SH == 0) {
+        *p = v;
+    } else {
+        asm volatile("st.global.cs.v2.f64 [%0], {%1, %2};" :: "l"(p), "d"(v.x), "d"(v.y) : "memory");
+    }
+}
+
+__device__ __forceinline__ double block_sum(double s) {
+    __shared__ double warp_sums[32];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_sums[warp] = s;
+    __syncthreads();
+    s = 0.0;
+    if (warp == 0) {
+        const int nw = (blockDim.x + 31) >> 5;
+        s = lane < nw ? warp_sums[lane] : 0.0;
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    }
+    return s;  // valid in thread 0
+}
+
+// read: sum of every element; one partial per block (the host adds the partials).
+template <int U, int LH>
+__global__ void __launch_bounds__(1024) stream_read(const double2* __restrict__ a, unsigned long long ntiles,
+                                                    double* __restrict__ partial) {
+    double acc[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc[u] = 0.0;
+    const unsigned long long tile = (unsigned long long)blockDim.x * U;
+    for (unsigned long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        const double2* p = a + t * tile + threadIdx.x;
+        double2 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = ld16<LH>(p + u * blockDim.x);
+#pragma unroll
+        for (int u = 0; u < U; ++u) acc[u] += v[u].x + v[u].y;
+    }
+    double s = 0.0;
+#pragma unroll
+    for (int u = 0; u < U; ++u) s += acc[u];
+    s = block_sum(s);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+// write: fill with a constant.
+template <int U, int SH>
+__global__ void __launch_bounds__(1024) stream_write(double2* __restrict__ b, unsigned long long ntiles, double x) {
+    const unsigned long long tile = (unsigned long long)blockDim.x * U;
+    const double2 v = make_double2(x, x);
+    for (unsigned long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        double2* p = b + t * tile + threadIdx.x;
+#pragma unroll
+        for (int u = 0; u < U; ++u) st16<SH>(p + u * blockDim.x, v);
+    }
+}
+
+// copy: dst = src
+template <int U, int LH, int SH>
+__global__ void __launch_bounds__(1024) stream_copy(const double2* __restrict__ src, double2* __restrict__ dst,
+                                                    unsigned long long ntiles) {
+    const unsigned long long tile = (unsigned long long)blockDim.x * U;
+    for (unsigned long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        const unsigned long long off = t * tile + threadIdx.x;
+        double2 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = ld16<LH>(src + off + u * blockDim.x);
+#pragma unroll
+        for (int u = 0; u < U; ++u) st16<SH>(dst + off + u * blockDim.x, v[u]);
+    }
+}
+
+// scale: dst = s * src
+template <int U, int LH, int SH>
+__global__ void __launch_bounds__(1024) stream_scale(const double2* __restrict__ src, double2* __restrict__ dst,
+                                                     unsigned long long ntiles, double s) {
+    const unsigned long long tile = (unsigned long long)blockDim.x * U;
+    for (unsigned long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        const unsigned long long off = t * tile + threadIdx.x;
+        double2 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) v[u] = ld16<LH>(src + off + u * blockDim.x);
+#pragma unroll
+        for (int u = 0; u < U; ++u) st16<SH>(dst + off + u * blockDim.x, make_double2(s * v[u].x, s * v[u].y));
+    }
+}
+
+// triad: dst = b + s * c
+template <int U, int LH, int SH>
+__global__ void __launch_bounds__(1024) stream_triad(const double2* __restrict__ b, const double2* __restrict__ c,
+                                                     double2* __restrict__ dst, unsigned long long ntiles,
+                                                     double s) {
+    const unsigned long long tile = (unsigned long long)blockDim.x * U;
+    for (unsigned long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        const unsigned long long off = t * tile + threadIdx.x;
+        double2 vb[U], vc[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            vb[u] = ld16<LH>(b + off + u * blockDim.x);
+            vc[u] = ld16<LH>(c + off + u * blockDim.x);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            st16<SH>(dst + off + u * blockDim.x, make_double2(vb[u].x + s * vc[u].x, vb[u].y + s * vc[u].y));
+    }
+}
+
+// The check pattern: p(i) = (i mod 1024) * 0.5 + 1, exact in double, so sums and small multiples are exact.
+__device__ __forceinline__ double pattern(unsigned long long i) { return (double)(i & 1023ull) * 0.5 + 1.0; }
+
+extern "C" __global__ void init_pattern(double* __restrict__ x, unsigned long long n, double mult) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        x[i] = mult * pattern(i);
+}
+
+// Counts elements with x[i] != mult * p(i) + add (exact comparison: every expected value is exact).
+extern "C" __global__ void count_mismatch(const double* __restrict__ x, unsigned long long n, double mult,
+                                          double add, unsigned long long* __restrict__ bad) {
+    unsigned long long local = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        local += x[i] != mult * pattern(i) + add;
+    if (local) atomicAdd(bad, local);
+}

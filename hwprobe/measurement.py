@@ -1,0 +1,123 @@
+"""The record every probe produces, and the pieces it is made of.
+
+A Measurement crosses every module boundary (probe -> results file -> profile -> report), so it is a
+plain dataclass that round-trips through JSON without loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+# What a measurement is about. Ceilings come from "compute" and "memory"; the rest annotate levels.
+KINDS = ("compute", "memory", "latency", "capacity", "sweep", "info")
+EXEC_UNITS = ("cuda_core", "tensor_core", "cpu", "copy_engine")
+PATHS = ("instruction", "library")
+PRECISIONS = (
+    "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2",
+    "int32", "int8", "int4", "int1",
+)
+
+
+@dataclass
+class Stats:
+    """Summary of raw timing samples (seconds). The rate uses the median; best uses the minimum."""
+
+    n: int
+    median_s: float
+    best_s: float
+    mean_s: float
+    cv: float
+
+    @classmethod
+    def of(cls, samples: list[float]) -> Stats:
+        a = np.asarray(samples, dtype=float)
+        if a.size == 0:
+            raise ValueError("no samples")
+        mean = float(a.mean())
+        cv = float(a.std(ddof=1) / mean) if a.size > 1 and mean > 0 else 0.0
+        return cls(n=int(a.size), median_s=float(np.median(a)), best_s=float(a.min()), mean_s=mean, cv=cv)
+
+
+@dataclass
+class ClockSummary:
+    """Clocks, power and throttle reasons seen while a measurement ran (sampled alongside it)."""
+
+    sm_mhz: float | None = None          # median over the window
+    sm_mhz_min: float | None = None
+    sm_mhz_max: float | None = None
+    mem_mhz: float | None = None
+    power_w: float | None = None         # median
+    power_w_max: float | None = None
+    temp_c: float | None = None          # max
+    throttle_reasons: list[str] = field(default_factory=list)
+    energy_j: float | None = None        # from the energy counter, whole window
+    n_samples: int = 0
+    source: str = "none"                 # "nvml" | "cpufreq" | "none"
+
+
+@dataclass
+class Theory:
+    """Theoretical values beside a measurement, all in the measurement's unit."""
+
+    at_clock: float | None = None        # at the clock measured during the probe
+    at_max_clock: float | None = None
+    datasheet: float | None = None
+    clock_mhz: float | None = None       # the clock used for at_clock
+    max_clock_mhz: float | None = None
+    basis: str = ""                      # formula in words, e.g. "132 SM x 128 FMA/clk x 2 x 1980 MHz"
+
+
+@dataclass
+class Measurement:
+    probe: str
+    metric: str                          # unique within a run, e.g. "fp32.cuda_core.ffma"
+    kind: str
+    value: float                         # rate from the median sample (or the plain value for derived kinds)
+    unit: str                            # "FLOP/s", "OP/s", "B/s", "s", "B", "cycles", ...
+    precision: str | None = None
+    exec_unit: str | None = None
+    path: str | None = None
+    level: str | None = None
+    best: float | None = None            # rate from the best sample
+    work: float | None = None            # operations or bytes per sample
+    bytes_counted: str | None = None     # how a bandwidth probe counts bytes
+    samples_s: list[float] = field(default_factory=list)
+    stats: Stats | None = None
+    clocks: ClockSummary | None = None
+    theory: Theory | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    verified: bool | None = None         # output checked outside the timed region
+    valid: bool = True
+    flags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Measurement:
+        d = dict(d)
+        known = {f.name for f in fields(cls)}
+        d = {k: v for k, v in d.items() if k in known}
+        if d.get("stats"):
+            d["stats"] = Stats(**d["stats"])
+        if d.get("clocks"):
+            d["clocks"] = ClockSummary(**d["clocks"])
+        if d.get("theory"):
+            d["theory"] = Theory(**d["theory"])
+        return cls(**d)
+
+    @property
+    def fraction_of_theory(self) -> float | None:
+        t = self.theory.at_clock if self.theory else None
+        return self.value / t if t else None
+
+    @property
+    def energy_per_op_j(self) -> float | None:
+        """Joules per operation (or byte) over the timed window, from the energy counter."""
+        if not (self.clocks and self.clocks.energy_j and self.work and self.stats):
+            return None
+        return self.clocks.energy_j / (self.work * self.stats.n)

@@ -1,0 +1,126 @@
+"""What a probe is, and the context it runs in.
+
+A probe is a generator function ``run(ctx, **params)`` that yields Measurements as it finishes them,
+so the runner can append each one to disk at once. ``ctx.measure`` is the one place that warms up,
+times, samples clocks alongside, and checks the kernel's output outside the timed region.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from hwprobe.errors import InputError, VerificationError
+from hwprobe.measurement import Measurement, Stats
+
+ProbeFunc = Callable[..., Iterator[Measurement]]
+
+_REGISTRY: dict[str, Probe] = {}
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    target: str                     # "gpu" | "cpu"
+    family: str                     # "compute" | "memory" | "interconnect"
+    summary: str
+    func: ProbeFunc
+    precisions: tuple[str, ...] = ()
+
+    def params(self) -> dict[str, Any]:
+        """Parameters a suite may set, with their defaults."""
+        sig = inspect.signature(self.func)
+        return {k: p.default for k, p in list(sig.parameters.items())[1:]}
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        allowed = self.params()
+        unknown = sorted(set(params) - set(allowed))
+        if unknown:
+            raise InputError(
+                f"probe {self.name!r} has no parameter {', '.join(unknown)} (it takes: {', '.join(allowed) or 'none'})"
+            )
+        precs = params.get("precisions")
+        if precs is not None and self.precisions:
+            bad = [p for p in precs if p not in self.precisions]
+            if bad:
+                raise InputError(
+                    f"probe {self.name!r} does not measure precision {', '.join(bad)} "
+                    f"(it does: {', '.join(self.precisions)})"
+                )
+
+
+def probe(*, name: str, target: str, family: str, summary: str, precisions: tuple[str, ...] = ()):
+    """Register a probe function under ``name``."""
+
+    def deco(func: ProbeFunc) -> ProbeFunc:
+        _REGISTRY[name] = Probe(name, target, family, summary, func, precisions)
+        return func
+
+    return deco
+
+
+@dataclass
+class ProbeContext:
+    """Everything a probe may use: the device, the clock sampler, the timer and the run options."""
+
+    target: str                               # "gpu" | "cpu"
+    device: Any                               # GpuInfo | CpuInfo
+    sampler: Any                              # ClockSampler | CpuClockSampler | NullSampler
+    probe_name: str = ""
+    quick: bool = False                       # smaller sizes, fewer repeats (tests, smoke runs)
+    log: Callable[[str], None] = field(default=lambda msg: None)
+    warmup: int = 2
+    repeats: int = 10
+
+    def _time(self, fn: Callable[[], object], warmup: int, repeats: int) -> list[float]:
+        from hwprobe.timing import time_cuda, time_host
+
+        if self.target == "gpu":
+            return time_cuda(fn, warmup=warmup, repeats=repeats)
+        return time_host(fn, warmup=warmup, repeats=repeats)
+
+    def measure(
+        self,
+        metric: str,
+        fn: Callable[[], object],
+        *,
+        work: float,
+        unit: str,
+        kind: str,
+        check: Callable[[], None] | None = None,
+        warmup: int | None = None,
+        repeats: int | None = None,
+        **meta: Any,
+    ) -> Measurement:
+        """Time ``fn`` (one sample = one call doing ``work`` operations or bytes) and check its output.
+
+        ``check`` runs after timing and raises (VerificationError/AssertionError) on a wrong result; the
+        measurement is then kept but marked invalid. ``meta`` fills the other Measurement fields.
+        """
+        warmup = self.warmup if warmup is None else warmup
+        repeats = (max(3, self.repeats // 2) if self.quick else self.repeats) if repeats is None else repeats
+        with self.sampler.window() as win:
+            samples = self._time(fn, warmup, repeats)
+        st = Stats.of(samples)
+        m = Measurement(
+            probe=self.probe_name, metric=metric, kind=kind, unit=unit,
+            value=work / st.median_s, best=work / st.best_s, work=work,
+            samples_s=samples, stats=st, clocks=win.summary, **meta,
+        )
+        if check is not None:
+            try:
+                check()
+                m.verified = True
+            except (VerificationError, AssertionError) as e:
+                m.verified = False
+                m.valid = False
+                m.flags.append(f"verification_failed: {e}")
+        if st.cv > 0.05:
+            m.notes.append(f"samples vary: cv {st.cv:.1%}")
+        return m
+
+    def derived(self, metric: str, value: float, *, unit: str, kind: str, **meta: Any) -> Measurement:
+        """A value computed from other measurements (a detected capacity, a ridge point): no samples."""
+        return Measurement(probe=self.probe_name, metric=metric, kind=kind, unit=unit, value=float(value), **meta)

@@ -1,0 +1,389 @@
+"""Pure helpers shared by the library GEMM probes: FLOP counts, tolerances, reference checks, size plans.
+
+Nothing here touches a GPU, so every rule the probes apply (how a result is checked, which sizes run, when
+the INT8 pitfall is reported) is tested on the CPU. Array helpers take ``xp`` (numpy or cupy) where they
+must run on either.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwprobe.errors import VerificationError
+
+# --- cuBLAS / CUDA enum values (cublas_api.h, library_types.h); CuPy does not export all of them by name ---
+OP_N, OP_T = 0, 1
+POINTER_MODE_HOST = 0
+GEMM_DEFAULT = -1
+MATH_DEFAULT, MATH_PEDANTIC, MATH_TF32 = 0, 2, 3
+COMPUTE_16F, COMPUTE_32F, COMPUTE_64F, COMPUTE_32I, COMPUTE_32F_FAST_TF32 = 64, 68, 70, 72, 77
+R_32F, R_64F, R_16F, R_8I, R_32I, R_16BF, R_8F_E4M3, R_8F_E5M2 = 0, 1, 2, 3, 10, 14, 28, 29
+
+# alpha/beta must have the compute type's scalar type (host pointer mode).
+SCALAR_FOR_COMPUTE = {
+    COMPUTE_16F: "float16", COMPUTE_32F: "float32", COMPUTE_32F_FAST_TF32: "float32",
+    COMPUTE_64F: "float64", COMPUTE_32I: "int32",
+}
+# Element size in bytes of the storage kinds the probes use ("bf16" is stored as uint16 bit patterns).
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bf16": 2, "int8": 1, "int32": 4, "fp8": 1}
+
+
+@dataclass(frozen=True)
+class GemmVariant:
+    """One cuBLAS gemmEx configuration: types, compute type, math mode and layout."""
+
+    key: str            # "fp16.f32acc": tolerance key and short name
+    precision: str      # measurement precision
+    metric: str         # ceiling metric; sweep points append ".n<size>"
+    exec_unit: str      # what the kernel runs on (see notes in gpu_gemm)
+    storage: str        # A/B element kind (ITEMSIZE key)
+    out: str            # C element kind
+    ab_type: int        # cudaDataType of A and B
+    c_type: int         # cudaDataType of C
+    compute: int        # cublasComputeType_t
+    math: int = MATH_DEFAULT
+    transa: int = OP_N
+    transb: int = OP_N
+    unit: str = "FLOP/s"
+
+    @property
+    def scalar(self) -> str:
+        return SCALAR_FOR_COMPUTE[self.compute]
+
+    @property
+    def layout(self) -> str:
+        return ("T" if self.transa == OP_T else "N") + ("T" if self.transb == OP_T else "N")
+
+
+GEMM_VARIANTS: dict[str, tuple[GemmVariant, ...]] = {
+    "fp64": (GemmVariant("fp64", "fp64", "fp64.tensor_core.cublas", "tensor_core", "float64", "float64",
+                         R_64F, R_64F, COMPUTE_64F),),
+    "fp32": (GemmVariant("fp32", "fp32", "fp32.cuda_core.cublas", "cuda_core", "float32", "float32",
+                         R_32F, R_32F, COMPUTE_32F, MATH_DEFAULT),),
+    "tf32": (GemmVariant("tf32", "tf32", "tf32.tensor_core.cublas", "tensor_core", "float32", "float32",
+                         R_32F, R_32F, COMPUTE_32F_FAST_TF32, MATH_TF32),),
+    "fp16": (
+        GemmVariant("fp16.f32acc", "fp16", "fp16.tensor_core.cublas.f32acc", "tensor_core", "float16", "float16",
+                    R_16F, R_16F, COMPUTE_32F),
+        GemmVariant("fp16.f16acc", "fp16", "fp16.tensor_core.cublas.f16acc", "tensor_core", "float16", "float16",
+                    R_16F, R_16F, COMPUTE_16F),
+    ),
+    "bf16": (GemmVariant("bf16", "bf16", "bf16.tensor_core.cublas", "tensor_core", "bf16", "bf16",
+                         R_16BF, R_16BF, COMPUTE_32F),),
+    "int8": (
+        GemmVariant("int8.tn", "int8", "int8.tensor_core.cublas.tn", "tensor_core", "int8", "int32",
+                    R_8I, R_32I, COMPUTE_32I, transa=OP_T, transb=OP_N, unit="OP/s"),
+        GemmVariant("int8.nn", "int8", "int8.cublas.nn", "tensor_core", "int8", "int32",
+                    R_8I, R_32I, COMPUTE_32I, transa=OP_N, transb=OP_N, unit="OP/s"),
+    ),
+}
+
+
+def variant(key: str) -> GemmVariant:
+    for vs in GEMM_VARIANTS.values():
+        for v in vs:
+            if v.key == key:
+                return v
+    raise KeyError(key)
+
+
+# --- work -------------------------------------------------------------------------------------------------
+def gemm_flops(m: int, n: int, k: int) -> float:
+    """Operations of C = A @ B: one multiply-add = 2 operations (the convention of every peak here)."""
+    return 2.0 * m * n * k
+
+
+def gemm_bytes(m: int, n: int, k: int, ab_itemsize: int, c_itemsize: int) -> int:
+    """Bytes of one operand set (A, B, C): used to size L2-busting buffer rotation."""
+    return (m * k + k * n) * ab_itemsize + m * n * c_itemsize
+
+
+# --- tolerances -------------------------------------------------------------------------------------------
+# Relative Frobenius error of sampled rows against a float64 reference.
+TOLERANCES = {
+    "fp64": 1e-12,
+    "fp32": 1e-5,        # TF32 inputs (10-bit mantissa) would give ~3e-4: this check is what tells them apart
+    "tf32": 5e-3,
+    "fp16.f32acc": 2e-3,  # fp16 output rounding (2^-11) dominates
+    "bf16": 1e-2,         # bf16 output rounding (2^-8)
+    "int8": 0.0,          # exact
+    "fp8": 2e-2,          # exact fp8 inputs; bf16/fp16 output rounding plus Hopper's narrower fp8 accumulator
+    "fp8.fast": 5e-2,     # fast accumulation: no periodic promotion to fp32
+}
+
+
+def tolerance(key: str, k: int = 0) -> float:
+    """Tolerance for a variant key (``fp16.f16acc`` grows with the reduction length ``k``).
+
+    fp16 accumulation rounds the running sum to 11 significant bits once per step; a random walk of those
+    roundings over k terms gives a relative error near 2^-11 * sqrt(k) at worst (k=8192: 0.044).
+    """
+    if key == "fp16.f16acc":
+        return max(1e-2, 2.0 ** -11 * math.sqrt(max(k, 1)))
+    if key.startswith("int8"):
+        return 0.0
+    if key not in TOLERANCES:
+        raise KeyError(f"no tolerance for {key!r}")
+    return TOLERANCES[key]
+
+
+def fp64_exec_unit(cc_major: int, cc_minor: int) -> tuple[str, str]:
+    """cuBLAS DGEMM runs on DMMA tensor cores on sm_80/sm_90/sm_100 (A100, H100/H200, B200), else on DFMA."""
+    if (cc_major, cc_minor) in {(8, 0), (9, 0), (10, 0), (10, 3)}:
+        return "tensor_core", (f"sm_{cc_major}{cc_minor} has FP64 tensor cores (DMMA), which cuBLAS DGEMM uses; "
+                               "a rate above the FP64 FMA peak confirms it")
+    return "cuda_core", f"sm_{cc_major}{cc_minor} has no fast FP64 tensor cores: DGEMM runs on DFMA"
+
+
+def rel_error(got: np.ndarray, ref: np.ndarray) -> float:
+    """||got - ref||_F / ||ref||_F, in float64 (inf if the result holds NaN/inf)."""
+    g = np.asarray(got, dtype=np.float64)
+    r = np.asarray(ref, dtype=np.float64)
+    if g.shape != r.shape:
+        raise VerificationError(f"shape {g.shape} != reference {r.shape}")
+    if not np.all(np.isfinite(g)):
+        return math.inf
+    den = float(np.linalg.norm(r))
+    num = float(np.linalg.norm(g - r))
+    return num / den if den > 0 else num
+
+
+def check_close(got: np.ndarray, ref: np.ndarray, tol: float, what: str) -> float:
+    """Raise VerificationError unless ``got`` matches ``ref`` (exactly when tol == 0); return the error."""
+    if tol == 0:
+        g = np.asarray(got, dtype=np.float64)
+        r = np.asarray(ref, dtype=np.float64)
+        if g.shape != r.shape:
+            raise VerificationError(f"{what}: shape {g.shape} != reference {r.shape}")
+        bad = int(np.count_nonzero(g != r))
+        if bad:
+            raise VerificationError(f"{what}: {bad} of {g.size} sampled values differ from the exact reference")
+        return 0.0
+    err = rel_error(got, ref)
+    if not err <= tol:
+        raise VerificationError(f"{what}: relative error {err:.3g} > tolerance {tol:.3g}")
+    return err
+
+
+def sample_rows(m: int, count: int, seed: int = 0) -> np.ndarray:
+    """Sorted distinct row indices: the first, the last, and random ones between (all rows if m <= count)."""
+    if m <= count:
+        return np.arange(m)
+    rng = np.random.default_rng(seed)
+    inner = rng.choice(np.arange(1, m - 1), size=max(0, count - 2), replace=False)
+    return np.unique(np.concatenate([[0, m - 1], inner]))
+
+
+def reference_rows(a_rows: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """float64 product of the sampled rows of op(A) with op(B)."""
+    return np.asarray(a_rows, dtype=np.float64) @ np.asarray(b, dtype=np.float64)
+
+
+def colmajor_views(a_buf, b_buf, c_buf, transa: int, transb: int):
+    """Views of cuBLAS's column-major operands as row-major matrices: (op(A) m x k, op(B) k x n, C m x n).
+
+    Buffers are C-ordered arrays holding what cuBLAS reads: column-major X with leading dimension ld is the
+    C-ordered array of shape (cols, ld), so the matrix is its transpose. Works for numpy and cupy arrays.
+    """
+    op_a = a_buf if transa == OP_T else a_buf.T
+    op_b = b_buf if transb == OP_T else b_buf.T
+    return op_a, op_b, c_buf.T
+
+
+def buffer_shapes(m: int, n: int, k: int, transa: int, transb: int) -> tuple[tuple[int, int], ...]:
+    """C-ordered shapes of the A, B, C buffers for column-major cuBLAS with tight leading dimensions."""
+    a = (m, k) if transa == OP_T else (k, m)
+    b = (k, n) if transb == OP_T else (n, k)
+    return a, b, (n, m)
+
+
+def leading_dims(m: int, n: int, k: int, transa: int, transb: int) -> tuple[int, int, int]:
+    """lda, ldb, ldc for column-major storage: the row count of each stored matrix."""
+    lda = k if transa == OP_T else m
+    ldb = n if transb == OP_T else k
+    return lda, ldb, m
+
+
+# --- bf16 / fp8 encodings (bit patterns; CuPy has neither dtype) ----------------------------------------
+def bf16_bits_from_f32(x, xp=np):
+    """Truncate float32 values to bf16 bit patterns (uint16). The decoded value is then exactly representable."""
+    x = xp.ascontiguousarray(x, dtype=xp.float32)
+    return (x.view(xp.uint32) >> 16).astype(xp.uint16)
+
+
+def bf16_bits_to_f32(bits, xp=np):
+    return (xp.ascontiguousarray(bits).astype(xp.uint32) << 16).view(xp.float32)
+
+
+def fp8_decode_table(fmt: str) -> np.ndarray:
+    """float64 value of each of the 256 codes of ``e4m3`` (OCP E4M3FN: no inf) or ``e5m2`` (IEEE-like)."""
+    ebits, mbits = {"e4m3": (4, 3), "e5m2": (5, 2)}[fmt]
+    bias = 2 ** (ebits - 1) - 1
+    out = np.empty(256, dtype=np.float64)
+    for code in range(256):
+        sign = -1.0 if code & 0x80 else 1.0
+        e = (code >> mbits) & ((1 << ebits) - 1)
+        mant = code & ((1 << mbits) - 1)
+        if fmt == "e4m3" and e == 15 and mant == 7:
+            val = math.nan
+        elif fmt == "e5m2" and e == 31:
+            val = math.inf if mant == 0 else math.nan
+        elif e == 0:
+            val = mant / 2 ** mbits * 2.0 ** (1 - bias)
+        else:
+            val = (1 + mant / 2 ** mbits) * 2.0 ** (e - bias)
+        out[code] = sign * val
+    return out
+
+
+# Values exact in both fp8 formats: FP8 inputs drawn from these make the float64 reference exact.
+FP8_EXACT_VALUES = (-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0)
+
+
+def fp8_encode_exact(values: np.ndarray, fmt: str) -> np.ndarray:
+    """uint8 codes of values that are exactly representable in ``fmt`` (ValueError otherwise)."""
+    table = fp8_decode_table(fmt)
+    lookup = {}
+    for code in range(256):
+        v = table[code]
+        if np.isfinite(v) and not (v == 0 and code & 0x80):   # +0 for zero
+            lookup.setdefault(float(v), code)
+    vals = np.asarray(values, dtype=np.float64)
+    flat = vals.ravel()
+    try:
+        codes = np.fromiter((lookup[float(v)] for v in flat), dtype=np.uint8, count=flat.size)
+    except KeyError as e:
+        raise ValueError(f"{e.args[0]} is not exactly representable in fp8 {fmt}") from None
+    return codes.reshape(vals.shape)
+
+
+# --- 2:4 structured sparsity -----------------------------------------------------------------------------
+def is_2to4(a: np.ndarray) -> bool:
+    """True if every group of 4 consecutive elements along the last axis has at most 2 nonzeros."""
+    a = np.asarray(a)
+    if a.shape[-1] % 4:
+        return False
+    groups = a.reshape(*a.shape[:-1], a.shape[-1] // 4, 4)
+    return bool(np.all(np.count_nonzero(groups, axis=-1) <= 2))
+
+
+# --- size planning ---------------------------------------------------------------------------------------
+def plan_sizes(sizes: Iterable[int], quick: bool, quick_cap: int = 4096) -> list[int]:
+    """The sweep's sizes, sorted; under ``quick`` only the smallest and the largest up to ``quick_cap``."""
+    s = sorted({int(x) for x in sizes})
+    if not s or any(x <= 0 for x in s):
+        raise ValueError(f"sizes must be positive, got {list(sizes)}")
+    if not quick:
+        return s
+    capped = [x for x in s if x <= quick_cap] or s[:1]
+    return sorted({capped[0], capped[-1]})
+
+
+def rotation_sets(bytes_per_set: int, l2_bytes: int, factor: float = 3.0, cap: int = 64) -> int:
+    """Operand sets to cycle through so that one pass touches >= factor x L2 (no set is L2-resident)."""
+    if bytes_per_set <= 0:
+        raise ValueError("bytes_per_set must be positive")
+    need = math.ceil(factor * max(l2_bytes, 0) / bytes_per_set)
+    return int(min(cap, max(1, need)))
+
+
+def alignment_sizes(base: int, aligns: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(align, n, n + 1) with n >= base the smallest multiple of ``align`` that is not a multiple of 2*align.
+
+    So each aligned size has exactly that alignment (4104 is a multiple of 8 but not 16), and n + 1 is odd.
+    """
+    out = []
+    for a in aligns:
+        if a <= 0:
+            raise ValueError("alignments must be positive")
+        n = -(-base // a) * a
+        if (n // a) % 2 == 0:
+            n += a
+        out.append((a, n, n + 1))
+    return out
+
+
+# --- summaries -------------------------------------------------------------------------------------------
+def efficiency_curve(points: Sequence[tuple[int, float]]) -> list[dict]:
+    """[(size, rate)] -> [{"n", "rate", "of_best"}] sorted by size: the "bigger runs more efficiently" curve."""
+    if not points:
+        return []
+    best = max(r for _, r in points)
+    return [{"n": int(n), "rate": float(r), "of_best": float(r / best) if best > 0 else 0.0}
+            for n, r in sorted(points)]
+
+
+def si(x: float, unit: str) -> str:
+    """3 significant digits with an SI prefix: 1.6e15 OP/s -> '1.60 POP/s'."""
+    for p, s in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= p:
+            return f"{x / p:.3g} {s}{unit}"
+    return f"{x:.3g} {unit}"
+
+
+def int8_layout_exec_unit(rate: float, best_tn_rate: float | None, fallback_ratio: float = 4.0) -> tuple[str, str]:
+    """Which unit an INT8 cuBLAS layout ran on, inferred from its rate against the TN (IMMA) layout.
+
+    cuBLAS kernel names are not visible through CuPy. IMMA kernels need TN; a layout that runs
+    ``fallback_ratio`` or more times slower than TN at the same size is the non-tensor-core fallback.
+    """
+    if not best_tn_rate or best_tn_rate <= 0:
+        return "tensor_core", "unit not inferred: no TN rate to compare with"
+    ratio = best_tn_rate / rate if rate > 0 else math.inf
+    if ratio >= fallback_ratio:
+        return "cuda_core", (f"{ratio:.1f}x slower than TN at this size: cuBLAS fell back from IMMA (tensor "
+                             f"cores need TN for INT8); inferred from the rate, confirm with a kernel name in nsys")
+    return "tensor_core", f"within {ratio:.1f}x of TN: IMMA kernel (inferred from the rate)"
+
+
+def pitfall_int8_vs_fp16(int8_rates: dict[str, float], fp16_rate: float, size: int) -> tuple[bool, str, dict]:
+    """Is any INT8 layout slower than FP16 at the same size? Returns (found, sentence, details).
+
+    INT8 tensor cores do twice FP16's operations per clock, so INT8 at or below FP16's rate means the
+    library left the fast path. The sentence names the slowest layout and the way out (the best layout).
+    """
+    if not int8_rates or fp16_rate <= 0:
+        raise ValueError("need INT8 rates and a positive FP16 rate")
+    worst = min(int8_rates, key=int8_rates.get)
+    best = max(int8_rates, key=int8_rates.get)
+    w, b = int8_rates[worst], int8_rates[best]
+    details = {"size": size, "fp16_flops": fp16_rate, "int8_ops": dict(int8_rates),
+               "worst_layout": worst, "best_layout": best,
+               "worst_vs_fp16": w / fp16_rate, "best_vs_fp16": b / fp16_rate}
+    if w < fp16_rate:
+        slower = fp16_rate / w if w > 0 else math.inf
+        text = (f"INT8 {worst.upper()} layout runs at {si(w, 'OP/s')}, {slower:.1f}x slower than FP16 "
+                f"({si(fp16_rate, 'FLOP/s')}) at {size}^3: cuBLAS falls back from IMMA tensor cores; "
+                f"use {best.upper()} ({si(b, 'OP/s')}, {b / fp16_rate:.2f}x FP16)")
+        if b < fp16_rate:
+            text += "; every INT8 layout is slower than FP16 here"
+        return True, text, details
+    return False, (f"no INT8 pitfall at {size}^3: slowest INT8 layout {worst.upper()} {si(w, 'OP/s')} >= FP16 "
+                   f"{si(fp16_rate, 'FLOP/s')}"), details
+
+
+def alignment_finding(precision: str, rows: Sequence[dict]) -> tuple[float | None, str]:
+    """Summarize aligned-vs-odd rates: rows of {"align", "n", "rate", "odd_rate" (None if unsupported)}.
+
+    Returns (worst slowdown aligned/odd or None if no odd size ran, sentence with the seeds' rule).
+    """
+    rule = {"fp16": "multiples of 8", "bf16": "multiples of 8", "tf32": "multiples of 4",
+            "int8": "multiples of 16 (003: align INT8 channels to 32)",
+            "fp8": "multiples of 16"}.get(precision, "multiples of 8")
+    ran = [r for r in rows if r.get("odd_rate")]
+    unsupported = [r["n"] + 1 for r in rows if r.get("odd_rate") is None]
+    parts = []
+    worst = None
+    if ran:
+        ratios = [(r["rate"] / r["odd_rate"], r) for r in ran if r["odd_rate"] > 0]
+        worst, wr = max(ratios, key=lambda t: t[0])
+        parts.append(f"{precision.upper()}: odd size {wr['n'] + 1} runs {worst:.2f}x slower than {wr['n']} "
+                     f"(aligned to {wr['align']})")
+    if unsupported:
+        parts.append(f"{precision.upper()}: odd sizes {', '.join(map(str, unsupported))} not supported by the library")
+    parts.append(f"rule: tensor cores want {rule}")
+    return worst, "; ".join(parts)

@@ -1,0 +1,286 @@
+"""gpu.cache: read bandwidth against working-set size, the knees that give L1 and L2 capacity, and the
+bandwidth of each level (L1, L2 and, where a step shows inside L2, its near and far partitions), plus
+shared-memory bandwidth per SM.
+
+Two sweeps: per SM (each block, one per SM, reads its own set through L1, with the L1/shared carve-out set to
+the largest L1) and device-wide (every thread reads one shared set with ld.global.cg, so L1 is bypassed and
+L2 is what is swept, up to 4x L2 where DRAM takes over). Knees come from hwprobe.analysis.knees, and each
+bracketing pair of sizes is refined before the capacity is reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from hwprobe.analysis.knees import find_knees, log_sizes, refine_between
+from hwprobe.errors import Skip, VerificationError
+from hwprobe.measurement import Measurement
+from hwprobe.probes.base import probe
+from hwprobe.probes.gpu_dram import blocks_per_sm, budget_bytes, info, release, time_call
+
+CACHE_KERNELS = ("sweep_read<0>", "sweep_read<1>", "chase<0>", "chase<1>")
+SWEEP_S = 0.002            # one timed call per sweep point
+CEILING_S = 0.004          # one timed call for a level's ceiling
+PER_SM_BLOCK = 1024
+DEVICE_BLOCK = 512
+LOADS_PER_ITER = 4         # sweep_read unrolls 4 loads of 16 B per iteration
+SMEM_BLOCK, SMEM_VECS = 256, 8  # must match mem_cache.cu
+
+
+@probe(name="gpu.cache", target="gpu", family="memory",
+       summary="L1/L2 bandwidth and capacity from a working-set sweep, L2 partitions, shared-memory bandwidth")
+def run(ctx, per_octave: int | None = None, refine: bool = True, shared: bool = True) -> Iterator[Measurement]:
+    """``per_octave``: sweep points per doubling of the working set (default 4, quick 3). ``refine``: add
+    points inside each knee's bracket before estimating capacity. ``shared``: measure shared memory too."""
+    import cupy as cp
+
+    from hwprobe.kernels import load
+
+    release()
+    dev = ctx.device
+    ppo = per_octave or (3 if ctx.quick else 4)
+    l1_guess = dev.l1_smem_bytes_per_sm or dev.smem_per_sm_bytes or 256 << 10
+    l1_hi = 4 * l1_guess
+    l2_hi = 4 * dev.l2_bytes
+    need = max(dev.sms * l1_hi, l2_hi)
+    if need > budget_bytes():
+        raise Skip(f"the sweeps need {need / 2**20:.0f} MiB, more than 25% of free device memory")
+    mod = load("mem_cache.cu", name_expressions=CACHE_KERNELS)
+
+    # --- per-SM sweep (L1) --------------------------------------------------------------------------------
+    k_l1 = mod.get_function("sweep_read<0>")
+    carve_note = _max_l1(k_l1)
+    region_vecs = l1_hi // 16
+    buf = cp.ones(dev.sms * region_vecs * 4, dtype=cp.uint32)   # every word 1: the check counts the loads
+    out = cp.zeros(max(dev.sms, 1) * 64, dtype=cp.uint32)
+
+    def per_sm_point(size: int, iters: int | None = None, target: float = SWEEP_S):
+        nvec = size // 16
+        grid, block = dev.sms, PER_SM_BLOCK
+
+        def make(it: int):
+            args = (buf, cp.uint32(nvec), cp.uint64(region_vecs), cp.int32(1), cp.uint64(it), out)
+            return lambda: k_l1((grid,), (block,), args)
+
+        it = iters or _iters_for(make, target)
+        work = grid * block * it * LOADS_PER_ITER * 16
+        return make(it), work, _count_check(out, grid, block * it * LOADS_PER_ITER * 4), it
+
+    sizes = log_sizes(4 << 10, l1_hi, ppo, align=256)
+    l1_pts = yield from _sweep(ctx, "per_sm", sizes, per_sm_point)
+    if refine:
+        l1_pts = yield from _refine(ctx, "per_sm", l1_pts, per_sm_point)
+    yield from _report_l1(ctx, l1_pts, per_sm_point, l1_guess, carve_note)
+    buf = None
+
+    # --- device-wide sweep (L2, then DRAM) ----------------------------------------------------------------
+    k_l2 = mod.get_function("sweep_read<1>")
+    big = cp.ones(l2_hi // 4, dtype=cp.uint32)
+    grid_l2 = dev.sms * min(blocks_per_sm(k_l2, DEVICE_BLOCK, fallback=2), 2048 // DEVICE_BLOCK)
+    out_l2 = cp.zeros(grid_l2, dtype=cp.uint32)
+
+    def device_point(size: int, iters: int | None = None, target: float = SWEEP_S):
+        nvec = size // 16
+
+        def make(it: int):
+            args = (big, cp.uint32(nvec), cp.uint64(0), cp.int32(0), cp.uint64(it), out_l2)
+            return lambda: k_l2((grid_l2,), (DEVICE_BLOCK,), args)
+
+        it = iters or _iters_for(make, target)
+        work = grid_l2 * DEVICE_BLOCK * it * LOADS_PER_ITER * 16
+        return make(it), work, _count_check(out_l2, grid_l2, DEVICE_BLOCK * it * LOADS_PER_ITER * 4), it
+
+    sizes = log_sizes(512 << 10, l2_hi, ppo, align=4096)
+    l2_pts = yield from _sweep(ctx, "device", sizes, device_point)
+    if refine:
+        l2_pts = yield from _refine(ctx, "device", l2_pts, device_point)
+    yield from _report_l2(ctx, l2_pts, device_point, dev.l2_bytes)
+    big = None
+    release()
+
+    if shared:
+        yield from _shared(ctx, mod)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+def _max_l1(kernel) -> str:
+    """Ask for the smallest shared-memory carve-out (largest L1) for the L1 sweep kernel."""
+    try:
+        kernel.preferred_shared_memory_carveout = 0
+        return "preferred shared-memory carve-out set to 0% (largest L1)"
+    except Exception as e:
+        return f"could not set the shared-memory carve-out ({type(e).__name__}: {e}); L1 may look smaller"
+
+
+def _iters_for(make: Callable[[int], Callable[[], None]], target: float) -> int:
+    """Iterations so one call lasts ``target``: time a short call, scale (kernel time is linear in iters)."""
+    from hwprobe.timing import iterations_for
+
+    probe_iters = 64
+    f = make(probe_iters)
+    f()
+    t = time_call(f)
+    return iterations_for(t / probe_iters, target, lo=16, hi=1 << 31)
+
+
+def _count_check(out, grid: int, per_block: int) -> Callable[[], None]:
+    """Every word read is 1, so each block's sum is the number of words it read (mod 2^32)."""
+    expected = per_block % (1 << 32)
+
+    def fn() -> None:
+        got = out[:grid].get()
+        wrong = int(np.count_nonzero(got != expected))
+        if wrong:
+            raise VerificationError(f"{wrong} of {grid} blocks read a wrong sum (want {expected}, got {got[0]})")
+    return fn
+
+
+def _sweep(ctx, scope: str, sizes: list[int], point) -> Iterator[Measurement]:
+    """Measure each size as a "sweep" point; returns {size: bandwidth} for the knee analysis."""
+    pts: dict[int, float] = {}
+    for size in sizes:
+        try:
+            fn, work, check, it = point(size)
+            m = ctx.measure(f"cache.sweep.{scope}.{size}", fn, work=work, unit="B/s", kind="sweep", check=check,
+                            warmup=1, repeats=3, exec_unit="cuda_core",
+                            params={"working_set_bytes": size, "scope": scope, "iters": it},
+                            bytes_counted="bytes requested by 16-byte loads (all SMs)")
+            if m.verified is not False:
+                pts[size] = m.value
+            yield m
+        except Exception as e:
+            yield info(ctx, f"cache.sweep.{scope}.{size}", f"sweep point {size} B failed", e,
+                       params={"working_set_bytes": size, "scope": scope})
+    return pts
+
+
+def _refine(ctx, scope: str, pts: dict[int, float], point) -> Iterator[Measurement]:
+    """Measure extra sizes inside each knee's bracket so the capacity is resolved to a few percent."""
+    if len(pts) < 6:
+        return pts
+    sizes = sorted(pts)
+    _, knees = find_knees(sizes, [pts[s] for s in sizes])
+    extra = sorted({s for k in knees for s in refine_between(int(k.bracket[0]), int(k.bracket[1]), align=256)
+                    if s not in pts})
+    more = yield from _sweep(ctx, scope, extra, point)
+    return {**pts, **more}
+
+
+def _ceiling(ctx, metric: str, point, size: int, level: str, scope: str, notes: list[str]) -> Measurement:
+    fn, work, check, it = point(size, target=CEILING_S)
+    return ctx.measure(metric, fn, work=work, unit="B/s", kind="memory", check=check, level=level,
+                       exec_unit="cuda_core", bytes_counted="bytes requested by 16-byte loads (all SMs)",
+                       params={"working_set_bytes": size, "scope": scope, "iters": it}, notes=notes)
+
+
+def _best_in(pts: dict[int, float], lo: float, hi: float) -> int | None:
+    inside = [s for s in pts if lo <= s <= hi]
+    return max(inside, key=lambda s: pts[s]) if inside else None
+
+
+def _report_l1(ctx, pts: dict[int, float], point, l1_reported: int, carve_note: str) -> Iterator[Measurement]:
+    if len(pts) < 6:
+        yield info(ctx, "cache.l1", "too few per-SM sweep points for knee detection", f"{len(pts)} points")
+        return
+    sizes = sorted(pts)
+    plats, knees = find_knees(sizes, [pts[s] for s in sizes])
+    if not plats:
+        yield info(ctx, "cache.l1", "no plateau in the per-SM sweep", "curve too noisy")
+        return
+    top = plats[0]
+    best = _best_in(pts, top.lo_size, top.hi_size)
+    yield _ceiling(ctx, "cache.l1.read", point, best, "l1", "per_sm",
+                   [f"best point of the first plateau ({top.lo_size / 1024:.0f}-{top.hi_size / 1024:.0f} KiB "
+                    f"per SM)", carve_note])
+    if not knees:
+        yield info(ctx, "cache.l1.capacity", "no knee in the per-SM sweep", "L1 larger than the sweep?")
+        return
+    k = knees[0]
+    notes = [carve_note, f"knee between {k.bracket[0] / 1024:.1f} and {k.bracket[1] / 1024:.1f} KiB; "
+             f"bandwidth falls {k.ratio:.2f}x"]
+    if l1_reported:
+        notes.append(f"device L1/shared per SM: {l1_reported / 1024:.0f} KiB; measured/reported "
+                     f"{k.size / l1_reported:.2f}")
+    yield ctx.derived("cache.l1.capacity", k.size, unit="B", kind="capacity", level="l1",
+                      params={"bracket": list(k.bracket), "reported_bytes": l1_reported or None,
+                              "upper_level_bps": k.upper.level, "lower_level_bps": k.lower.level},
+                      notes=notes)
+
+
+def _report_l2(ctx, pts: dict[int, float], point, l2_reported: int) -> Iterator[Measurement]:
+    if len(pts) < 6:
+        yield info(ctx, "cache.l2", "too few device sweep points for knee detection", f"{len(pts)} points")
+        return
+    sizes = sorted(pts)
+    plats, knees = find_knees(sizes, [pts[s] for s in sizes])
+    # L2 bandwidth: best point between L2/30 and L2/3 (2-20 MiB on a 60 MiB L2).
+    best = _best_in(pts, l2_reported / 30, l2_reported / 3)
+    dram_level = plats[-1].level if plats and plats[-1].hi_size >= 2 * l2_reported else None
+    if best is not None:
+        notes = [f"best point between {l2_reported / 30 / 2**20:.1f} and {l2_reported / 3 / 2**20:.1f} MiB"]
+        if dram_level:
+            notes.append(f"{pts[best] / dram_level:.2f}x the DRAM plateau of this sweep")
+        yield _ceiling(ctx, "cache.l2.read", point, best, "l2", "device", notes)
+    # L2 capacity: the last knee (the drop to DRAM); a step before it inside L2 is a far partition.
+    drops = [k for k in knees if k.size < 1.5 * l2_reported] or knees
+    if not drops:
+        yield info(ctx, "cache.l2.capacity", "no knee in the device sweep", "L2 larger than the sweep?")
+        return
+    cap = drops[-1]
+    yield ctx.derived("cache.l2.capacity", cap.size, unit="B", kind="capacity", level="l2",
+                      params={"bracket": list(cap.bracket), "reported_bytes": l2_reported,
+                              "upper_level_bps": cap.upper.level, "lower_level_bps": cap.lower.level},
+                      notes=[f"device-reported L2 {l2_reported / 2**20:.0f} MiB; measured/reported "
+                             f"{cap.size / l2_reported:.2f}; bandwidth falls {cap.ratio:.2f}x past it"])
+    inner = [k for k in drops[:-1] if 0.2 * l2_reported <= k.size <= 0.8 * l2_reported]
+    if inner:
+        near = inner[-1]
+        n_best = _best_in(pts, near.upper.lo_size, near.upper.hi_size)
+        f_best = _best_in(pts, near.lower.lo_size, near.lower.hi_size)
+        note = (f"step inside L2 at {near.size / 2**20:.1f} MiB ({near.size / l2_reported:.2f} of L2): data in "
+                f"the near partition vs data also served from the far one")
+        yield _ceiling(ctx, "cache.l2_near.read", point, n_best, "l2_near", "device", [note])
+        yield _ceiling(ctx, "cache.l2_far.read", point, f_best, "l2_far", "device", [note])
+    else:
+        yield ctx.derived("cache.l2.partitions", 0.0, unit="", kind="info", level="l2",
+                          notes=["no step inside L2 (near/far partitions not distinguishable in bandwidth)"])
+
+
+def _shared(ctx, mod) -> Iterator[Measurement]:
+    """Shared-memory read bandwidth: 128-bit conflict-free LDS, all SMs, bytes = 16 per lane per load."""
+    import cupy as cp
+
+    dev = ctx.device
+    try:
+        k = mod.get_function("smem_read")
+        per_sm = blocks_per_sm(k, SMEM_BLOCK, fallback=4)
+        grid = dev.sms * per_sm
+        out = cp.zeros(grid * SMEM_BLOCK, dtype=cp.uint32)
+
+        def make(it: int):
+            args = (cp.uint64(it), out)
+            return lambda: k((grid,), (SMEM_BLOCK,), args)
+
+        iters = _iters_for(make, CEILING_S)
+        t = np.arange(SMEM_BLOCK, dtype=np.uint64)
+        per_thread = sum(16 * (t + SMEM_BLOCK * j) + 6 for j in range(SMEM_VECS))
+        expected = (per_thread * np.uint64(iters)) % np.uint64(1 << 32)
+
+        def check() -> None:
+            got = out.get().reshape(grid, SMEM_BLOCK).astype(np.uint64)
+            wrong = int(np.count_nonzero(got != expected[None, :]))
+            if wrong:
+                raise VerificationError(f"{wrong} threads read wrong shared-memory sums")
+
+        yield ctx.measure(
+            "cache.shared.read", make(iters), work=grid * SMEM_BLOCK * SMEM_VECS * 16 * iters, unit="B/s",
+            kind="memory", check=check, level="shared", exec_unit="cuda_core",
+            bytes_counted="bytes loaded from shared memory (16 B per thread per LDS.128)",
+            params={"blocks_per_sm": per_sm, "block": SMEM_BLOCK, "iters": iters, "access": "ld.shared.v4.u32"},
+            notes=["theory: 128 B/clk/SM on Volta and later"],
+        )
+    except Exception as e:
+        yield info(ctx, "cache.shared.read", "shared-memory bandwidth failed", e)

@@ -1,0 +1,313 @@
+"""gpu.dram: DRAM bandwidth with BabelStream semantics (read, write, copy, scale, triad) and cudaMemcpy D2D.
+
+Each op tries a few kernel variants (block size, loads in flight per thread, blocks per SM, cache hints), keeps
+the fastest, and records the winner in params: a probe that reports less than the hardware does is wrong.
+Arrays are >= 4x L2 each, so every pass streams from DRAM. This module also holds the small GPU helpers the
+other memory probes share (memory budget, occupancy, calibrated repeat counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from hwprobe.analysis.knees import align_down, bytes_counted, stream_array_bytes, stream_bytes
+from hwprobe.errors import Skip, VerificationError
+from hwprobe.measurement import Measurement
+from hwprobe.probes.base import probe
+
+MEM_FRACTION = 0.25          # at most this share of free device memory per probe
+SAMPLE_S = 0.004             # one timed call lasts about this long (launch overhead < 1%)
+SCREEN_S = 0.002             # shorter calls while screening variants
+
+UNROLLS = (2, 4, 8)
+READ_HINTS = (0, 1, 2, 3)                                    # load hint LH (see memory.cu)
+WRITE_HINTS = (0, 1)                                         # store hint SH
+RW_HINTS = ((0, 0), (0, 1), (1, 1), (2, 0), (2, 1), (3, 1))  # (LH, SH) for copy/scale/triad
+LOAD_HINT_NAMES = {0: "plain", 1: "ld.global.cs", 2: "ld.global.nc.L1::no_allocate.L2::256B",
+                   3: "L1::no_allocate + L2 evict_first policy + L2::256B"}
+STORE_HINT_NAMES = {0: "plain", 1: "st.global.cs"}
+SCALAR = 3.0                 # scale/triad multiplier; with the pattern's values every result is exact
+FILL = 7.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Helpers shared by the memory probes
+
+def free_bytes() -> int:
+    import cupy as cp
+
+    return int(cp.cuda.runtime.memGetInfo()[0])
+
+
+def budget_bytes(fraction: float = MEM_FRACTION) -> int:
+    """Device bytes a probe may allocate: a share of what is free now (CuPy's pool is emptied first)."""
+    import cupy as cp
+
+    cp.get_default_memory_pool().free_all_blocks()
+    return int(fraction * free_bytes())
+
+
+def release() -> None:
+    """Hand cached device and pinned blocks back, so the next probe sees the memory as free."""
+    import cupy as cp
+
+    cp.get_default_memory_pool().free_all_blocks()
+    cp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def blocks_per_sm(kernel, block: int, smem: int = 0, fallback: int = 1) -> int:
+    """Resident blocks per SM for ``kernel`` at ``block`` threads (CUDA occupancy API)."""
+    import cupy as cp
+
+    try:
+        n = int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, smem))
+        return max(1, n)
+    except Exception:
+        return fallback
+
+
+def time_call(fn: Callable[[], object]) -> float:
+    """Seconds of one call of ``fn`` on the current stream (CUDA events), after it has run once."""
+    import cupy as cp
+
+    stream = cp.cuda.get_current_stream()
+    a, b = cp.cuda.Event(), cp.cuda.Event()
+    a.record(stream)
+    fn()
+    b.record(stream)
+    b.synchronize()
+    return cp.cuda.get_elapsed_time(a, b) * 1e-3
+
+
+def calibrate(launch: Callable[[], object], target_s: float, hi: int = 1 << 20) -> int:
+    """How many back-to-back ``launch`` calls last about ``target_s``: warm once, then time one."""
+    from hwprobe.timing import iterations_for
+
+    launch()
+    return iterations_for(time_call(launch), target_s, lo=1, hi=hi)
+
+
+def repeat(launch: Callable[[], object], n: int) -> Callable[[], None]:
+    def fn() -> None:
+        for _ in range(n):
+            launch()
+
+    return fn
+
+
+def info(ctx, metric: str, what: str, err: BaseException | str, **meta) -> Measurement:
+    """An "info" measurement standing for a point or variant that could not run; the probe goes on."""
+    msg = f"{what}: {type(err).__name__}: {err}" if isinstance(err, BaseException) else f"{what}: {err}"
+    ctx.log(msg)
+    return ctx.derived(metric, 0.0, unit="", kind="info", notes=[f"skipped: {msg}"], **meta)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The probe
+
+def kernel_name(op: str, unroll: int, lh: int = 0, sh: int = 0) -> str:
+    if op == "read":
+        return f"stream_read<{unroll}, {lh}>"
+    if op == "write":
+        return f"stream_write<{unroll}, {sh}>"
+    return f"stream_{op}<{unroll}, {lh}, {sh}>"
+
+
+def hint_pairs(op: str) -> list[tuple[int, int]]:
+    if op == "read":
+        return [(lh, 0) for lh in READ_HINTS]
+    if op == "write":
+        return [(0, sh) for sh in WRITE_HINTS]
+    return list(RW_HINTS)
+
+
+def all_kernel_names() -> tuple[str, ...]:
+    names = [kernel_name(op, u, lh, sh) for op in ("read", "write", "copy", "scale", "triad")
+             for u in UNROLLS for lh, sh in hint_pairs(op)]
+    return tuple(dict.fromkeys(names))
+
+
+def shapes(sms: int, occupancy: Callable[[int, int], int], ntiles_of: Callable[[int, int], int]) -> list[dict]:
+    """Launch shapes to screen: (block, unroll, blocks per SM), full and half occupancy, and one flat grid
+    (one tile per block, no grid-stride loop, as BabelStream launches)."""
+    out = []
+    for block, unroll in ((256, 4), (512, 4), (1024, 2), (256, 8), (128, 4)):
+        k = occupancy(block, unroll)
+        for kk in sorted({k, max(1, k // 2)}, reverse=True):
+            out.append({"block": block, "unroll": unroll, "blocks_per_sm": kk, "grid": sms * kk})
+    out.append({"block": 256, "unroll": 2, "blocks_per_sm": None, "grid": ntiles_of(256, 2)})
+    return out
+
+
+OPS = ("read", "write", "copy", "scale", "triad", "memcpy_d2d")
+
+
+@probe(name="gpu.dram", target="gpu", family="memory",
+       summary="DRAM bandwidth: read, write, copy, scale, triad (BabelStream bytes) and cudaMemcpy D2D")
+def run(ctx, array_mib: int | None = None, ops: tuple[str, ...] = OPS, search: bool = True) -> Iterator[Measurement]:
+    """``array_mib``: bytes per array (default 1 GiB, quick 4x L2; never below 4x L2). ``search``: screen
+    kernel variants per op (off: one default variant)."""
+    import cupy as cp
+
+    from hwprobe.kernels import load
+
+    release()
+    bad = [o for o in ops if o not in OPS]
+    if bad:
+        raise Skip(f"unknown ops {bad}; known: {', '.join(OPS)}")
+    dev = ctx.device
+    target = (array_mib << 20) if array_mib else (4 * dev.l2_bytes if ctx.quick else 1 << 30)
+    try:
+        arr_bytes = stream_array_bytes(dev.l2_bytes, free_bytes(), n_arrays=3, target_bytes=target,
+                                       mem_fraction=MEM_FRACTION)
+    except ValueError as e:
+        raise Skip(str(e)) from None
+    n = arr_bytes // 8                  # doubles per array
+    n2 = n // 2                         # 16-byte vectors; a multiple of every tile (2 MiB alignment)
+    ctx.log(f"gpu.dram: 3 arrays of {arr_bytes / 2**20:.0f} MiB (L2 {dev.l2_bytes / 2**20:.0f} MiB)")
+
+    mod = load("memory.cu", name_expressions=all_kernel_names())
+    init = mod.get_function("init_pattern")
+    mismatch = mod.get_function("count_mismatch")
+    a, b, c = (cp.empty(n, dtype=cp.float64) for _ in range(3))
+    bad_count = cp.zeros(1, dtype=cp.uint64)
+    fill_grid = (dev.sms * 8,)
+
+    def set_pattern(x, mult: float) -> None:
+        init(fill_grid, (256,), (x, cp.uint64(n), cp.float64(mult)))
+
+    def check(x, mult: float, add: float = 0.0) -> Callable[[], None]:
+        def fn() -> None:
+            bad_count.fill(0)
+            mismatch(fill_grid, (256,), (x, cp.uint64(n), cp.float64(mult), cp.float64(add), bad_count))
+            nbad = int(bad_count.get()[0])
+            if nbad:
+                raise VerificationError(f"{nbad} of {n} elements differ from the expected value")
+        return fn
+
+    # Each op sets its own inputs (p = the exact pattern, 0 = cleared output), so any subset of ops can run.
+    read_total = float(n // 1024) * sum(0.5 * j + 1.0 for j in range(1024))
+    max_grid = max(dev.sms * 64, n2 // (128 * 2))
+    partial = cp.zeros(max_grid, dtype=cp.float64)
+
+    def read_check(grid: int) -> Callable[[], None]:
+        def fn() -> None:
+            got = float(partial[:grid].sum().get())
+            if got != read_total:
+                raise VerificationError(f"sum {got!r} != {read_total!r}")
+        return fn
+
+    # op: (inputs to set as (array, mult), pointer args, scalar args, check)
+    plans = {
+        "read": ([(a, 1.0)], (a,), lambda nt: (cp.uint64(nt), partial), None),
+        "write": ([(b, 1.0)], (b,), lambda nt: (cp.uint64(nt), cp.float64(FILL)), check(b, 0.0, FILL)),
+        "copy": ([(a, 1.0), (c, 0.0)], (a, c), lambda nt: (cp.uint64(nt),), check(c, 1.0)),
+        "scale": ([(c, 1.0), (b, 0.0)], (c, b), lambda nt: (cp.uint64(nt), cp.float64(SCALAR)), check(b, SCALAR)),
+        "triad": ([(b, 1.0), (c, 1.0), (a, 0.0)], (b, c, a), lambda nt: (cp.uint64(nt), cp.float64(SCALAR)),
+                  check(a, 1.0 + SCALAR)),
+    }
+
+    def occupancy_for(op: str) -> Callable[[int, int], int]:
+        def occ(block: int, unroll: int) -> int:
+            k = mod.get_function(kernel_name(op, unroll))
+            return min(blocks_per_sm(k, block, fallback=max(1, 2048 // block)), 2048 // block)
+        return occ
+
+    for op in ops:
+        if op == "memcpy_d2d":
+            set_pattern(a, 1.0)
+            set_pattern(c, 0.0)
+            yield from _memcpy(ctx, a, c, arr_bytes, check(c, 1.0))
+            continue
+        inputs, ptrs, scalars, chk = plans[op]
+        for x, mult in inputs:
+            set_pattern(x, mult)
+
+        def launcher(v: dict, op=op, ptrs=ptrs, scalars=scalars) -> Callable[[], None]:
+            k = mod.get_function(kernel_name(op, v["unroll"], v["lh"], v["sh"]))
+            ntiles = n2 // (v["block"] * v["unroll"])
+            grid = min(v["grid"], ntiles)
+            args = (*ptrs, *scalars(ntiles))
+            return lambda: k((grid,), (v["block"],), args)
+
+        def bandwidth(v: dict, op=op) -> float:
+            launch = launcher(v)
+            reps = calibrate(launch, SCREEN_S)
+            return stream_bytes(op, arr_bytes) * reps / time_call(repeat(launch, reps))
+
+        tried: list[dict] = []
+        cands = shapes(dev.sms, occupancy_for(op), lambda blk, u: n2 // (blk * u))
+        default = {**cands[0], "lh": hint_pairs(op)[0][0], "sh": hint_pairs(op)[0][1]}
+        best = _screen(ctx, [{**s, "lh": default["lh"], "sh": default["sh"]} for s in cands] if search
+                       else [default], bandwidth, tried)
+        if best is not None and search:
+            others = [(lh, sh) for lh, sh in hint_pairs(op) if (lh, sh) != (best["lh"], best["sh"])]
+            best = _screen(ctx, [{**best, "lh": lh, "sh": sh} for lh, sh in others], bandwidth, tried,
+                           floor=max(t.get("gbps", 0.0) for t in tried) * 1e9) or best
+        if best is None:
+            yield info(ctx, f"dram.{op}", f"every variant of {op} failed", "; ".join(t["error"] for t in tried))
+            continue
+        launch = launcher(best)
+        reps = calibrate(launch, SAMPLE_S)
+        grid = min(best["grid"], n2 // (best["block"] * best["unroll"]))
+        check_fn = read_check(grid) if op == "read" else chk
+        yield ctx.measure(
+            f"dram.{op}", repeat(launch, reps), work=stream_bytes(op, arr_bytes) * reps, unit="B/s", kind="memory",
+            check=check_fn, level="dram", exec_unit="cuda_core", bytes_counted=bytes_counted(op),
+            params={
+                "op": op, "array_bytes": arr_bytes, "launches_per_sample": reps, "block": best["block"],
+                "grid": grid, "blocks_per_sm": best["blocks_per_sm"], "unroll": best["unroll"],
+                "vector_bytes": 16, "load_hint": LOAD_HINT_NAMES[best["lh"]] if op != "write" else None,
+                "store_hint": STORE_HINT_NAMES[best["sh"]] if op != "read" else None,
+                "variants": [{k: t[k] for k in ("block", "unroll", "blocks_per_sm", "lh", "sh", "gbps", "error")
+                              if k in t} for t in tried],
+            },
+            notes=[f"best of {len(tried)} variants (screened at ~{SCREEN_S * 1e3:.0f} ms per call)"],
+        )
+    a = b = c = partial = None  # drop the arrays (closures hold the names) before handing memory back
+    release()
+
+
+def _screen(ctx, variants: list[dict], bandwidth: Callable[[dict], float], tried: list[dict],
+            floor: float = 0.0) -> dict | None:
+    """Time each variant once (a short calibrated call); return the fastest that beats ``floor`` (None if
+    none does), and record every one in ``tried``."""
+    best, best_bw = None, floor
+    for v in variants:
+        rec = dict(v)
+        try:
+            bw = bandwidth(v)
+            rec["gbps"] = round(bw / 1e9, 1)
+            if bw > best_bw:
+                best, best_bw = v, bw
+        except Exception as e:  # a variant that fails to launch is recorded and skipped
+            rec["error"] = f"{type(e).__name__}: {e}"
+            ctx.log(f"variant {v} failed: {rec['error']}")
+        tried.append(rec)
+    return best
+
+
+def _memcpy(ctx, src, dst, nbytes: int, check: Callable[[], None]) -> Iterator[Measurement]:
+    """cudaMemcpyAsync device-to-device on the current stream (the driver picks copy engine or SM kernel)."""
+    import cupy as cp
+
+    rt = cp.cuda.runtime
+
+    def launch() -> None:
+        rt.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, rt.memcpyDeviceToDevice, cp.cuda.get_current_stream().ptr)
+
+    try:
+        reps = calibrate(launch, SAMPLE_S)
+        yield ctx.measure(
+            "dram.memcpy_d2d", repeat(launch, reps), work=stream_bytes("copy", nbytes) * reps, unit="B/s",
+            kind="memory", check=check, level="dram", exec_unit="copy_engine",
+            bytes_counted=bytes_counted("memcpy_d2d"),
+            params={"op": "memcpy_d2d", "array_bytes": nbytes, "calls_per_sample": reps, "api": "cudaMemcpyAsync"},
+            notes=["same-device cudaMemcpy: the driver may use a copy engine or an SM copy kernel"],
+        )
+    except Exception as e:
+        yield info(ctx, "dram.memcpy_d2d", "cudaMemcpy D2D failed", e)
+
+
+__all__ = ["run", "budget_bytes", "free_bytes", "release", "blocks_per_sm", "time_call", "calibrate", "repeat",
+           "info", "kernel_name", "all_kernel_names", "shapes", "align_down"]

@@ -1,0 +1,475 @@
+"""cuBLAS GEMM ceilings per precision (CuPy's gemmEx binding), the size sweep, alignment and the INT8 pitfall.
+
+These are the library-path ceilings a performance engineer compares with: what cuBLAS delivers per
+precision, how the rate grows with size ("bigger operators run more efficiently"), what an odd size
+costs, and whether INT8 ends up slower than FP16 (it does, in the NN layout). cupy.matmul and
+torch.matmul run in the same process as comparisons.
+
+Timing: one sample is a CUDA graph of ``reps`` GEMMs lasting >= ~5 ms, so launch overhead is out even at
+1024^3 (a 2 us kernel). Operand sets rotate when one set would sit in L2. Every point is checked against a
+float64 product of sampled rows, outside the timed region.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hwprobe.errors import Skip
+from hwprobe.measurement import Measurement
+from hwprobe.probes import gemm_common as gc
+from hwprobe.probes.base import probe
+from hwprobe.timing import iterations_for
+
+TARGET_S = 0.005        # GPU time of one timed sample
+MAX_REPS = 4096         # GEMMs in one graph at most
+COMPUTE_NAMES = {gc.COMPUTE_16F: "CUBLAS_COMPUTE_16F", gc.COMPUTE_32F: "CUBLAS_COMPUTE_32F",
+                 gc.COMPUTE_64F: "CUBLAS_COMPUTE_64F", gc.COMPUTE_32I: "CUBLAS_COMPUTE_32I",
+                 gc.COMPUTE_32F_FAST_TF32: "CUBLAS_COMPUTE_32F_FAST_TF32"}
+FP32_UNIT_NOTE = ("FP32 without TF32 has no tensor-core path on this GPU: cuBLAS SGEMM runs on FFMA (CUDA "
+                  "cores). The 1e-5 check against float64 rules out TF32 inputs (they give ~3e-4)")
+
+
+# --- environment -----------------------------------------------------------------------------------------
+@dataclass
+class CublasEnv:
+    cp: Any
+    cublas: Any
+    handle: int
+    l2_bytes: int
+
+
+def cublas_env(ctx) -> CublasEnv:
+    try:
+        import cupy as cp
+    except Exception as e:
+        raise Skip(f"CuPy not importable: {e}") from None
+    try:
+        from cupy_backends.cuda.libs import cublas
+    except ImportError:
+        from cupy.cuda import cublas
+    handle = cp.cuda.device.get_cublas_handle()
+    l2 = int(getattr(ctx.device, "l2_bytes", 0) or 50 << 20)
+    return CublasEnv(cp, cublas, handle, l2)
+
+
+@contextlib.contextmanager
+def cublas_mode(env: CublasEnv, math_mode: int):
+    """Set the handle's math mode and host pointer mode for a block, and restore both after."""
+    cb, h = env.cublas, env.handle
+    old_math, old_ptr = cb.getMathMode(h), cb.getPointerMode(h)
+    cb.setMathMode(h, math_mode)
+    cb.setPointerMode(h, gc.POINTER_MODE_HOST)
+    try:
+        yield
+    finally:
+        cb.setMathMode(h, old_math)
+        cb.setPointerMode(h, old_ptr)
+        cb.setStream(h, env.cp.cuda.get_current_stream().ptr)
+
+
+# --- operands --------------------------------------------------------------------------------------------
+def random_operand(cp, kind: str, shape: tuple[int, ...], seed: int, scale: float = 1.0):
+    """Random (never zero) data of a storage kind: uniform(-scale, scale) floats, int8 in [-127, 127]."""
+    rs = cp.random.RandomState(seed)
+    if kind == "int8":
+        return rs.randint(-127, 128, size=shape).astype(cp.int8)
+    if kind == "float64":
+        return rs.uniform(-scale, scale, size=shape, dtype=cp.float64)
+    x = rs.uniform(-scale, scale, size=shape, dtype=cp.float32)
+    if kind == "float32":
+        return x
+    if kind == "float16":
+        return x.astype(cp.float16)
+    if kind == "bf16":
+        return gc.bf16_bits_from_f32(x, cp)
+    raise ValueError(f"unknown storage kind {kind!r}")
+
+
+def empty_operand(cp, kind: str, shape: tuple[int, ...]):
+    dtype = {"float64": cp.float64, "float32": cp.float32, "float16": cp.float16, "bf16": cp.uint16,
+             "int32": cp.int32, "int8": cp.int8}[kind]
+    return cp.zeros(shape, dtype=dtype)
+
+
+def to_f64(cp, x, kind: str):
+    """float64 copy of an operand of a storage kind (bf16 stored as uint16 bits)."""
+    if kind == "bf16":
+        return gc.bf16_bits_to_f32(x, cp).astype(cp.float64)
+    return cp.ascontiguousarray(x).astype(cp.float64)
+
+
+def check_rows(cp, a_rows, b, c_rows, tol: float, what: str) -> float:
+    """Compare c_rows with the float64 product a_rows @ b (all float64 cupy arrays) on the host."""
+    ref = a_rows @ b
+    return gc.check_close(cp.asnumpy(c_rows), cp.asnumpy(ref), tol, what)
+
+
+# --- timed runners ---------------------------------------------------------------------------------------
+@dataclass
+class Runner:
+    """What one timed sample runs: ``fn`` issues ``reps`` calls (a graph launch, or a Python loop)."""
+
+    fn: Callable[[], object]
+    reps: int
+    graph: bool
+    per_call_s: float
+    host_per_call_s: float
+    notes: list[str]
+
+    @property
+    def launch_bound(self) -> bool:
+        return not self.graph and self.host_per_call_s >= 0.8 * self.per_call_s
+
+
+def _pilot(cp, call: Callable[[int], None], sets: int, count: int) -> tuple[float, float]:
+    """(GPU seconds, host issue seconds) per call over ``count`` back-to-back calls."""
+    stream = cp.cuda.get_current_stream()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record(stream)
+    t0 = time.perf_counter()
+    for i in range(count):
+        call(i % sets)
+    host = time.perf_counter() - t0
+    stop.record(stream)
+    stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop) * 1e-3 / count, host / count
+
+
+def _capture(cp, call: Callable[[int], None], sets: int, reps: int, set_stream: Callable[[int], None] | None):
+    """A CUDA graph of ``reps`` calls cycling through the operand sets (captured on a side stream)."""
+    side = cp.cuda.Stream(non_blocking=True)
+    with side:
+        if set_stream:
+            set_stream(side.ptr)
+        call(0)                         # library state for this stream (workspace) before capture
+        side.synchronize()
+        side.begin_capture()
+        err = None
+        try:
+            for i in range(reps):
+                call(i % sets)
+        except Exception as e:          # end the capture in every case, then report the first error
+            err = e
+        graph = side.end_capture()
+    if set_stream:
+        set_stream(cp.cuda.get_current_stream().ptr)
+    if err is not None:
+        raise err
+    return graph
+
+
+def _time_once(cp, fn: Callable[[], object]) -> float:
+    stream = cp.cuda.get_current_stream()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record(stream)
+    fn()
+    stop.record(stream)
+    stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop) * 1e-3
+
+
+def build_runner(cp, call: Callable[[int], None], sets: int = 1, *, graph: bool = True,
+                 set_stream: Callable[[int], None] | None = None, target_s: float = TARGET_S,
+                 max_reps: int = MAX_REPS) -> Runner:
+    """Size a sample to ``target_s`` of GPU time and capture it as a CUDA graph (Python loop if that fails).
+
+    Calls that each last over a quarter of the target run as a plain loop: launch overhead is noise there.
+    """
+    for i in range(2):
+        call(i % sets)
+    cp.cuda.get_current_stream().synchronize()
+    per_call, host = _pilot(cp, call, sets, 1)
+    if per_call < target_s / 8:
+        per_call, host = _pilot(cp, call, sets, 8)
+    reps = iterations_for(per_call, target_s, lo=1, hi=max_reps)
+    notes: list[str] = []
+    if graph and per_call < target_s / 4:
+        try:
+            g = _capture(cp, call, sets, reps, set_stream)
+            g.launch()
+            t = _time_once(cp, g.launch)
+            if t < 0.5 * target_s and reps < max_reps:   # the pilot was launch-bound: size again from the graph
+                reps = min(max_reps, math.ceil(reps * target_s / max(t, 1e-9)))
+                g = _capture(cp, call, sets, reps, set_stream)
+                t = _time_once(cp, g.launch)
+            return Runner(fn=g.launch, reps=reps, graph=True, per_call_s=t / reps, host_per_call_s=host,
+                          notes=notes)
+        except Exception as e:
+            cp.cuda.get_current_stream().synchronize()
+            notes.append(f"CUDA graph capture failed ({type(e).__name__}: {e}); timed a Python loop")
+
+    def loop() -> None:
+        for i in range(reps):
+            call(i % sets)
+
+    r = Runner(fn=loop, reps=reps, graph=False, per_call_s=per_call, host_per_call_s=host, notes=notes)
+    if r.launch_bound:
+        r.notes.append(f"launch-bound: issuing a call takes {host * 1e6:.1f} us on the host vs "
+                       f"{per_call * 1e6:.1f} us on the GPU: the rate understates the GPU")
+    return r
+
+
+# --- one cuBLAS GEMM point -------------------------------------------------------------------------------
+class CublasGemm:
+    """Operand sets and the gemmEx call for one variant and shape (column-major, tight leading dims)."""
+
+    def __init__(self, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int, *, seed: int = 1,
+                 max_sets: int = 64):
+        cp = env.cp
+        self.env, self.v, self.m, self.n, self.k = env, v, m, n, k
+        per_set = gc.gemm_bytes(m, n, k, gc.ITEMSIZE[v.storage], gc.ITEMSIZE[v.out])
+        self.sets = gc.rotation_sets(per_set, env.l2_bytes, cap=max_sets)
+        sa, sb, sc = gc.buffer_shapes(m, n, k, v.transa, v.transb)
+        # Sums of k products stay near 1 for 16-bit types, so fp16 accumulation cannot overflow.
+        scale = k ** -0.25 if v.storage in ("float16", "bf16") else 1.0
+        self.ops = [(random_operand(cp, v.storage, sa, seed + 2 * i, scale),
+                     random_operand(cp, v.storage, sb, seed + 2 * i + 1, scale),
+                     empty_operand(cp, v.out, sc)) for i in range(self.sets)]
+        self.alpha = np.ones((), dtype=v.scalar)
+        self.beta = np.zeros((), dtype=v.scalar)
+        self.ld = gc.leading_dims(m, n, k, v.transa, v.transb)
+
+    def call(self, i: int) -> None:
+        v, (a, b, c), (lda, ldb, ldc) = self.v, self.ops[i], self.ld
+        self.env.cublas.gemmEx(
+            self.env.handle, v.transa, v.transb, self.m, self.n, self.k,
+            self.alpha.ctypes.data, a.data.ptr, v.ab_type, lda, b.data.ptr, v.ab_type, ldb,
+            self.beta.ctypes.data, c.data.ptr, v.c_type, ldc, v.compute, gc.GEMM_DEFAULT)
+
+    def set_stream(self, ptr: int) -> None:
+        self.env.cublas.setStream(self.env.handle, ptr)
+
+    def check(self, rows: int) -> float:
+        cp, v = self.env.cp, self.v
+        a, b, c = self.ops[0]
+        op_a, op_b, cm = gc.colmajor_views(a, b, c, v.transa, v.transb)
+        idx = cp.asarray(gc.sample_rows(self.m, rows))
+        return check_rows(cp, to_f64(cp, op_a[idx], v.storage), to_f64(cp, op_b, v.storage),
+                          to_f64(cp, cm[idx], v.out), gc.tolerance(v.key, self.k),
+                          f"cuBLAS {v.key} {self.m}x{self.n}x{self.k}")
+
+    def params(self, runner: Runner) -> dict:
+        v = self.v
+        return {"m": self.m, "n": self.n, "k": self.k, "layout": v.layout, "compute_type": COMPUTE_NAMES[v.compute],
+                "math_mode": v.math, "a_type": v.ab_type, "c_type": v.c_type, "reps": runner.reps,
+                "operand_sets": self.sets, "cuda_graph": runner.graph}
+
+
+def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int, *, metric: str, kind: str,
+                 rows: int, exec_unit: str | None = None, notes: tuple[str, ...] = (),
+                 extra: dict | None = None) -> Measurement:
+    """Time and check one cuBLAS GEMM; raises on library errors (the caller reports them)."""
+    env.cp.get_default_memory_pool().free_all_blocks()     # the previous point's operands are gone by now
+    with cublas_mode(env, v.math):
+        g = CublasGemm(env, v, m, n, k)
+        runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream)
+        err: dict = {}
+
+        def check() -> None:
+            err["rel"] = g.check(rows)
+
+        meas = ctx.measure(metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit=v.unit, kind=kind,
+                           check=check, precision=v.precision, exec_unit=exec_unit or v.exec_unit, path="library",
+                           params={**g.params(runner), **(extra or {})},
+                           notes=[*notes, *runner.notes])
+    if "rel" in err:
+        meas.params["rel_error"] = err["rel"]
+    if runner.launch_bound:
+        meas.flags.append("launch_bound")
+    return meas
+
+
+def failure(ctx, metric: str, what: str, e: Exception, **meta) -> Measurement:
+    """An "info" record for a point that could not run: the error is the finding."""
+    msg = f"{type(e).__name__}: {e}"
+    ctx.log(f"{metric}: {what} failed: {msg}")
+    return ctx.derived(metric, 0.0, unit="", kind="info", notes=[f"skipped: {what}: {msg}"], **meta)
+
+
+def ceiling_of(points: list[Measurement], metric: str) -> Measurement:
+    """The best sweep point re-labelled as the ceiling, with the whole efficiency curve in its params."""
+    valid = [p for p in points if p.valid] or points
+    best = max(valid, key=lambda p: p.value)
+    curve = gc.efficiency_curve([(p.params.get("n", 0), p.value) for p in points])
+    return dataclasses.replace(
+        best, metric=metric, kind="compute", samples_s=list(best.samples_s), flags=list(best.flags),
+        params={**best.params, "curve": curve, "ceiling_of": f"best size of the sweep (n={best.params.get('n')})"},
+        notes=[*best.notes, "efficiency vs size: " + ", ".join(f"{c['n']}: {c['of_best']:.0%}" for c in curve)],
+    )
+
+
+# --- framework comparisons -------------------------------------------------------------------------------
+def _framework_points(ctx, env: CublasEnv, n: int, rows: int, frameworks: tuple[str, ...]):
+    cp = env.cp
+    cp.get_default_memory_pool().free_all_blocks()
+    if "cupy" in frameworks:
+        try:
+            a = random_operand(cp, "float16", (n, n), 11, n ** -0.25)
+            b = random_operand(cp, "float16", (n, n), 12, n ** -0.25)
+            c = cp.empty((n, n), dtype=cp.float16)
+            runner = build_runner(cp, lambda i: cp.matmul(a, b, out=c), graph=False)
+
+            def check() -> None:
+                idx = cp.asarray(gc.sample_rows(n, rows))
+                check_rows(cp, a[idx].astype(cp.float64), b.astype(cp.float64), c[idx].astype(cp.float64),
+                           gc.tolerance("fp16.f32acc"), f"cupy.matmul fp16 {n}^3")
+
+            m = ctx.measure("fp16.tensor_core.cupy_matmul", runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps,
+                            unit="FLOP/s", kind="compute", check=check, precision="fp16", exec_unit="tensor_core",
+                            path="library", params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "cupy.matmul"},
+                            notes=["comparison: cupy.matmul in this process (CuPy picks the compute type)",
+                                   *runner.notes])
+            del a, b, c
+            yield m
+        except Exception as e:
+            yield failure(ctx, "fp16.tensor_core.cupy_matmul", "cupy.matmul", e)
+    if "torch" in frameworks:
+        try:
+            import torch
+        except Exception as e:
+            yield failure(ctx, "torch_matmul", "import torch", e)
+            return
+        stream_ok = torch.cuda.current_stream().cuda_stream == cp.cuda.get_current_stream().ptr
+        for prec, tdt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+            metric = f"{prec}.tensor_core.torch_matmul"
+            if not stream_ok:
+                yield failure(ctx, metric, "torch.matmul", RuntimeError("torch's current stream is not CuPy's"))
+                continue
+            try:
+                gen = torch.Generator(device="cuda").manual_seed(5)
+                a = (torch.rand(n, n, device="cuda", generator=gen) * 2 - 1).mul_(n ** -0.25).to(tdt)
+                b = (torch.rand(n, n, device="cuda", generator=gen) * 2 - 1).mul_(n ** -0.25).to(tdt)
+                c = torch.empty(n, n, device="cuda", dtype=tdt)
+                runner = build_runner(cp, lambda i, a=a, b=b, c=c: torch.matmul(a, b, out=c), graph=False)
+
+                def check(a=a, b=b, c=c, prec=prec) -> None:
+                    idx = torch.as_tensor(gc.sample_rows(n, rows), device="cuda")
+                    ref = a[idx].double() @ b.double()
+                    gc.check_close(c[idx].double().cpu().numpy(), ref.cpu().numpy(),
+                                   gc.tolerance("bf16" if prec == "bf16" else "fp16.f32acc"),
+                                   f"torch.matmul {prec} {n}^3")
+
+                m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit="FLOP/s",
+                                kind="compute", check=check, precision=prec, exec_unit="tensor_core", path="library",
+                                params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "torch.matmul",
+                                        "torch": torch.__version__},
+                                notes=["comparison: torch.matmul in this process", *runner.notes])
+                del a, b, c
+                torch.cuda.empty_cache()
+                yield m
+            except Exception as e:
+                yield failure(ctx, metric, "torch.matmul", e)
+
+
+# --- probes ----------------------------------------------------------------------------------------------
+def _unit_for(ctx, v: gc.GemmVariant) -> tuple[str, str]:
+    if v.precision == "fp64":
+        return gc.fp64_exec_unit(ctx.device.cc_major, ctx.device.cc_minor)
+    if v.precision == "fp32":
+        return "cuda_core", FP32_UNIT_NOTE
+    return v.exec_unit, ""
+
+
+@probe(name="gpu.gemm", target="gpu", family="compute",
+       summary="cuBLAS gemmEx ceilings per precision, size sweep, INT8 NN/TN pitfall, cupy/torch matmul beside",
+       precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"))
+def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), sizes=(1024, 2048, 4096, 8192),
+             check_rows=16, frameworks=("cupy", "torch")):
+    env = cublas_env(ctx)
+    plan = gc.plan_sizes(sizes, ctx.quick)
+    rates: dict[str, dict[int, float]] = {}
+    for prec in precisions:
+        for v in gc.GEMM_VARIANTS[prec]:
+            unit, unit_note = _unit_for(ctx, v)
+            points: list[Measurement] = []
+            for n in plan:
+                metric = f"{v.metric}.n{n}"
+                ctx.log(f"cuBLAS {v.key} {n}^3")
+                try:
+                    m = measure_gemm(ctx, env, v, n, n, n, metric=metric, kind="sweep", rows=check_rows,
+                                     exec_unit=unit, notes=(unit_note,) if unit_note else ())
+                except Exception as e:
+                    yield failure(ctx, metric, f"cuBLAS {v.key} {n}^3", e, precision=v.precision, path="library")
+                    continue
+                if v.key == "int8.nn":    # the unit is inferred from the rate against TN (measured first)
+                    m.exec_unit, note = gc.int8_layout_exec_unit(m.value, rates.get("int8.tn", {}).get(n))
+                    m.notes.append(note)
+                rates.setdefault(v.key, {})[n] = m.value
+                points.append(m)
+                yield m
+            if points:
+                yield ceiling_of(points, v.metric)
+    yield from _pitfall(ctx, rates)
+    if frameworks and ("fp16" in precisions or "bf16" in precisions):
+        yield from _framework_points(ctx, env, plan[-1], check_rows, tuple(frameworks))
+
+
+def _pitfall(ctx, rates: dict[str, dict[int, float]]):
+    fp16 = rates.get("fp16.f32acc", {})
+    int8 = {key.split(".")[1]: r for key, r in rates.items() if key.startswith("int8.")}
+    common = sorted(set(fp16).intersection(*[set(r) for r in int8.values()])) if int8 else []
+    if not common:
+        return
+    n = common[-1]
+    found, text, details = gc.pitfall_int8_vs_fp16({lay: r[n] for lay, r in int8.items()}, fp16[n], n)
+    worst = min(r[n] for r in int8.values())
+    yield ctx.derived("pitfall.int8_vs_fp16", fp16[n] / worst if worst > 0 else 0.0, unit="x", kind="info",
+                      precision="int8", path="library", params={**details, "found": found}, notes=[text])
+
+
+ALIGN_VARIANTS = {"fp16": "fp16.f32acc", "bf16": "bf16", "int8": "int8.tn", "tf32": "tf32"}
+
+
+@probe(name="gpu.gemm_align", target="gpu", family="compute",
+       summary="GEMM throughput at sizes aligned to 8/16/32/64 vs the same size + 1 (tensor-core alignment rule)",
+       precisions=("fp16", "bf16", "int8", "tf32", "fp8"))
+def run_align(ctx, precisions=("fp16", "bf16", "int8", "tf32", "fp8"), base=4096, aligns=(8, 16, 32, 64),
+              check_rows=8):
+    env = cublas_env(ctx)
+    plan = gc.alignment_sizes(base, aligns[:1] if ctx.quick else aligns)
+    for prec in precisions:
+        rows = []
+        if prec == "fp8":
+            from hwprobe.probes.gpu_fp8 import fp8_align_points
+
+            gen = fp8_align_points(ctx, plan, check_rows)
+        else:
+            gen = _align_points(ctx, env, gc.variant(ALIGN_VARIANTS[prec]), plan, check_rows)
+        for m, row in gen:
+            yield m
+            if row is not None:
+                rows.append(row)
+        if rows:
+            worst, text = gc.alignment_finding(prec, rows)
+            yield ctx.derived(f"align.{prec}.slowdown", worst or 0.0, unit="x", kind="info", precision=prec,
+                              path="library", params={"points": rows}, notes=[text])
+
+
+def _align_points(ctx, env: CublasEnv, v: gc.GemmVariant, plan, rows_checked: int):
+    """Yield (measurement, row) per aligned/odd pair; row is None when the aligned size itself failed."""
+    for align, n, odd in plan:
+        try:
+            ma = measure_gemm(ctx, env, v, n, n, n, metric=f"align.{v.precision}.{n}", kind="sweep",
+                              rows=rows_checked, exec_unit=v.exec_unit, extra={"align": align})
+        except Exception as e:
+            yield failure(ctx, f"align.{v.precision}.{n}", f"cuBLAS {v.key} {n}^3", e, precision=v.precision), None
+            continue
+        yield ma, None
+        row = {"align": align, "n": n, "rate": ma.value, "odd_rate": None}
+        try:
+            mo = measure_gemm(ctx, env, v, odd, odd, odd, metric=f"align.{v.precision}.{odd}", kind="sweep",
+                              rows=rows_checked, exec_unit=v.exec_unit, extra={"align": 1})
+            row["odd_rate"] = mo.value
+            yield mo, row
+        except Exception as e:
+            row["error"] = f"{type(e).__name__}: {e}"
+            yield failure(ctx, f"align.{v.precision}.{odd}", f"cuBLAS {v.key} {odd}^3 (odd size)", e,
+                          precision=v.precision, path="library"), row

@@ -1,0 +1,186 @@
+"""gpu.host: host<->device copy bandwidth over PCIe/NVLink-C2C, pinned and pageable, against transfer size.
+
+cudaMemcpyAsync timed with CUDA events, H2D and D2H alone and both at once on two streams (bidirectional
+counts both directions). The ceiling per direction is the pinned rate at the best size. Each point checks
+that sampled elements arrived intact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from hwprobe.errors import Skip, VerificationError
+from hwprobe.measurement import Measurement
+from hwprobe.probes.base import probe
+from hwprobe.probes.gpu_dram import budget_bytes, calibrate, info, release, repeat
+
+SAMPLE_S = 0.004
+SWEEP_S = 0.002
+DIRECTIONS = ("h2d", "d2h", "bidir")
+SENTINEL = 0xDEADBEEF
+N_SAMPLES = 64
+
+
+def transfer_sizes(max_bytes: int, quick: bool) -> list[int]:
+    """4 KiB to ``max_bytes`` in powers of 2 (powers of 4 under quick), the largest always included."""
+    step = 4 if quick else 2
+    out, s = [], 4096
+    while s < max_bytes:
+        out.append(s)
+        s *= step
+    out.append(max_bytes)
+    return out
+
+
+def sample_index(nelem: int) -> np.ndarray:
+    """Elements checked after a copy of ``nelem`` 32-bit words: spread over the range, ends included."""
+    return np.unique(np.linspace(0, nelem - 1, N_SAMPLES).astype(np.int64))
+
+
+def host_pattern(idx: np.ndarray) -> np.ndarray:
+    return ((idx.astype(np.uint64) * 2246822519 + 1) & 0xFFFFFFFF).astype(np.uint32)
+
+
+def device_pattern(idx: np.ndarray) -> np.ndarray:
+    return ((idx.astype(np.uint64) * 2654435761 + 7) & 0xFFFFFFFF).astype(np.uint32)
+
+
+@probe(name="gpu.host", target="gpu", family="interconnect",
+       summary="Host<->device copy bandwidth (H2D, D2H, bidirectional; pinned and pageable) vs size")
+def run(ctx, max_mib: int | None = None, pageable: bool = True) -> Iterator[Measurement]:
+    """``max_mib``: largest transfer (default 1024, quick 64). ``pageable``: also measure pageable memory."""
+    import cupy as cp
+    import cupyx
+
+    release()
+    dev = ctx.device
+    max_bytes = (max_mib or (64 if ctx.quick else 1024)) << 20
+    max_bytes = min(max_bytes, budget_bytes() // 2 // (1 << 20) * (1 << 20))
+    if max_bytes < 1 << 20:
+        raise Skip("less than 2 MiB of device memory in budget for host copy buffers")
+    sizes = transfer_sizes(max_bytes, ctx.quick)
+    nelem = max_bytes // 4
+    notes = []
+    if dev.integrated:
+        notes.append("integrated GPU: host and device share the same DRAM; copies move data within it")
+
+    dev_in = cp.zeros(nelem, dtype=cp.uint32)        # H2D destination
+    dev_out = cp.arange(nelem, dtype=cp.uint32)      # D2H source: device_pattern(index), uint32 wrap-around
+    dev_out *= cp.uint32(2654435761)
+    dev_out += cp.uint32(7)
+    all_idx = np.unique(np.concatenate([sample_index(s // 4) for s in sizes]))
+    kinds = ["pinned"] + (["pageable"] if pageable else [])
+    for kind in kinds:
+        try:
+            if kind == "pinned":
+                h_src, h_dst = cupyx.empty_pinned(nelem, np.uint32), cupyx.empty_pinned(nelem, np.uint32)
+            else:
+                h_src, h_dst = np.empty(nelem, np.uint32), np.empty(nelem, np.uint32)
+            h_src.fill(0x5A5A5A5A)                   # touches every page (pageable: faults them in now)
+            h_dst.fill(0)
+            h_src[all_idx] = host_pattern(all_idx)
+        except Exception as e:
+            yield info(ctx, f"host.{kind}", f"allocating {kind} host buffers failed", e)
+            continue
+        for direction in DIRECTIONS:
+            best: tuple[float, int] | None = None
+            for size in sizes:
+                try:
+                    fn, work, check = _transfer(direction, size, h_src, h_dst, dev_in, dev_out, SWEEP_S)
+                    m = ctx.measure(f"host.{direction}.{kind}.{size}", fn, work=work, unit="B/s", kind="sweep",
+                                    check=check, warmup=1, repeats=3, exec_unit="copy_engine",
+                                    bytes_counted=_counted(direction),
+                                    params={"bytes": size, "direction": direction, "host_memory": kind},
+                                    notes=list(notes))
+                    if m.verified and (best is None or m.value > best[0]):
+                        best = (m.value, size)
+                    yield m
+                except Exception as e:
+                    yield info(ctx, f"host.{direction}.{kind}.{size}", f"{direction} {kind} {size} B failed", e)
+            if best is None:
+                continue
+            try:
+                fn, work, check = _transfer(direction, best[1], h_src, h_dst, dev_in, dev_out, SAMPLE_S)
+                yield ctx.measure(f"host.{direction}.{kind}", fn, work=work, unit="B/s", kind="memory", check=check,
+                                  level=f"host_{direction}", exec_unit="copy_engine",
+                                  bytes_counted=_counted(direction),
+                                  params={"bytes": best[1], "direction": direction, "host_memory": kind,
+                                          "ceiling": kind == "pinned"},
+                                  notes=notes + ([] if kind == "pinned" else
+                                                 ["pageable host memory: staged by the driver; not the ceiling"]))
+            except Exception as e:
+                yield info(ctx, f"host.{direction}.{kind}", f"{direction} {kind} ceiling failed", e)
+        h_src = h_dst = None
+        release()
+    dev_in = dev_out = None
+    release()
+
+
+def _counted(direction: str) -> str:
+    return "bytes of both directions (H2D + D2H)" if direction == "bidir" else "bytes copied (one direction)"
+
+
+def _transfer(direction: str, size: int, h_src, h_dst, dev_in, dev_out,
+              target_s: float) -> tuple[Callable[[], None], int, Callable[[], None]]:
+    """(timed fn, bytes per call, check) for ``direction`` at ``size`` bytes."""
+    import cupy as cp
+
+    rt = cp.cuda.runtime
+    hs, hd = h_src.ctypes.data, h_dst.ctypes.data
+    idx = sample_index(size // 4)
+    idx_dev = cp.asarray(idx)
+
+    def h2d(stream_ptr: int) -> None:
+        rt.memcpyAsync(dev_in.data.ptr, hs, size, rt.memcpyHostToDevice, stream_ptr)
+
+    def d2h(stream_ptr: int) -> None:
+        rt.memcpyAsync(hd, dev_out.data.ptr, size, rt.memcpyDeviceToHost, stream_ptr)
+
+    if direction == "bidir":
+        s1 = cp.cuda.Stream(non_blocking=True)
+        s2 = cp.cuda.Stream(non_blocking=True)
+
+        def one() -> None:
+            cur = cp.cuda.get_current_stream()
+            start = cp.cuda.Event()
+            start.record(cur)
+            s1.wait_event(start)
+            s2.wait_event(start)
+            h2d(s1.ptr)
+            d2h(s2.ptr)
+            e1, e2 = cp.cuda.Event(), cp.cuda.Event()
+            e1.record(s1)
+            e2.record(s2)
+            cur.wait_event(e1)
+            cur.wait_event(e2)
+    elif direction == "h2d":
+        def one() -> None:
+            h2d(cp.cuda.get_current_stream().ptr)
+    else:
+        def one() -> None:
+            d2h(cp.cuda.get_current_stream().ptr)
+
+    def reset() -> None:  # destinations' sampled elements get a value no correct copy can leave there
+        if direction in ("h2d", "bidir"):
+            dev_in[idx_dev] = SENTINEL
+        if direction in ("d2h", "bidir"):
+            cp.cuda.get_current_stream().synchronize()
+            h_dst[idx] = SENTINEL
+
+    def check() -> None:
+        cp.cuda.get_current_stream().synchronize()
+        if direction in ("h2d", "bidir"):
+            got = cp.asnumpy(dev_in[idx_dev])
+            if not np.array_equal(got, host_pattern(idx)):
+                raise VerificationError(f"H2D: {int(np.count_nonzero(got != host_pattern(idx)))} sampled words wrong")
+        if direction in ("d2h", "bidir"):
+            got = h_dst[idx]
+            if not np.array_equal(got, device_pattern(idx)):
+                raise VerificationError(f"D2H: {int(np.count_nonzero(got != device_pattern(idx)))} sampled words wrong")
+
+    reps = calibrate(one, target_s, hi=4096)
+    reset()
+    per_call = size * (2 if direction == "bidir" else 1)
+    return repeat(one, reps), per_call * reps, check

@@ -1,0 +1,139 @@
+"""gpu.latency: load-to-use latency of L1, L2 and DRAM by pointer chasing.
+
+One thread follows a random cycle of pointers, one per 128-byte line (so no two steps share a line), and
+times the chase in-kernel with clock64 (cycles) and %globaltimer (ns). L1: a small set with plain loads after
+an in-kernel warm-up pass. L2: a set well inside L2 with ld.global.cg (L1 bypassed), pre-warmed. DRAM: a set
+>> L2 whose cycle visits 2 MiB pages in random order and the lines of a page in random order, so each step
+misses the caches but not the TLB; a fully random order over the same set is reported beside it (TLB misses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from hwprobe.analysis.knees import next_slots, page_local_cycle, random_cycle, slot_after
+from hwprobe.errors import Skip, VerificationError
+from hwprobe.measurement import Measurement
+from hwprobe.probes.base import probe
+from hwprobe.probes.gpu_cache import CACHE_KERNELS
+from hwprobe.probes.gpu_dram import budget_bytes, info, release
+
+STRIDE = 128               # bytes between slots: one L1/L2 line
+PAGE = 2 << 20             # large-page size the TLB-friendly order stays within
+OUT_SLOTS = 64             # calls recorded per point (warm-up + repeats must fit)
+
+
+@probe(name="gpu.latency", target="gpu", family="memory",
+       summary="Load-to-use latency (cycles and ns) of L1, L2 and DRAM by single-thread pointer chasing")
+def run(ctx, l1_kib: int = 16, l2_mib: int | None = None, dram_mib: int | None = None,
+        seed: int = 0) -> Iterator[Measurement]:
+    """``l1_kib``: L1 set (default 16 KiB). ``l2_mib``: L2 set (default L2/4, at most 16 MiB).
+    ``dram_mib``: DRAM set (default 8x L2, at least 512 MiB; quick 4x L2)."""
+    import cupy as cp
+
+    from hwprobe.kernels import load
+
+    release()
+    dev = ctx.device
+    rng = np.random.default_rng(seed)
+    l2_set = (l2_mib << 20) if l2_mib else min(dev.l2_bytes // 4, 16 << 20)
+    dram_set = (dram_mib << 20) if dram_mib else (4 * dev.l2_bytes if ctx.quick else max(8 * dev.l2_bytes, 512 << 20))
+    dram_set = max(PAGE, dram_set // PAGE * PAGE)
+    budget = budget_bytes()
+    if dram_set > budget:
+        dram_set = budget // PAGE * PAGE
+        if dram_set < 2 * dev.l2_bytes:
+            raise Skip(f"a DRAM chase set of 2x L2 does not fit in 25% of free memory ({budget / 2**20:.0f} MiB)")
+    mod = load("mem_cache.cu", name_expressions=CACHE_KERNELS)
+    out = cp.zeros(OUT_SLOTS * 4, dtype=cp.uint64)
+    quick = ctx.quick
+    # warm: in-kernel warm-up steps (None = one full pass); prewarm: one full pass in a launch before timing;
+    # advance: each call continues the cycle where the previous stopped (DRAM: never revisit a line).
+    points = [
+        dict(metric="latency.l1", level="l1", set_bytes=l1_kib << 10, order="random", cg=0,
+             steps=20_000 if quick else 100_000, warm=None, prewarm=False, advance=False),
+        dict(metric="latency.l2", level="l2", set_bytes=l2_set, order="random", cg=1,
+             steps=5_000 if quick else 20_000, warm=0, prewarm=True, advance=False),
+        dict(metric="latency.dram", level="dram", set_bytes=dram_set, order="page_local", cg=1,
+             steps=1_000 if quick else 4_000, warm=0, prewarm=False, advance=True),
+        dict(metric="latency.dram.random", level=None, set_bytes=dram_set, order="random", cg=1,
+             steps=1_000 if quick else 4_000, warm=0, prewarm=False, advance=True),
+    ]
+    for pt in points:
+        try:
+            yield _chase(ctx, mod, out, rng, **pt)
+        except Exception as e:
+            yield info(ctx, pt["metric"], f"pointer chase over {pt['set_bytes']} B failed", e, level=pt["level"])
+        release()
+
+
+def _chase(ctx, mod, out, rng, *, metric: str, level: str | None, set_bytes: int, order: str, cg: int, steps: int,
+           warm: int | None, prewarm: bool, advance: bool) -> Measurement:
+    import cupy as cp
+
+    order_kind = order
+    n = set_bytes // STRIDE
+    order = random_cycle(n, rng) if order_kind == "random" else page_local_cycle(n, PAGE // STRIDE, rng)
+    buf = cp.zeros(n * STRIDE // 8, dtype=cp.uint64)
+    base = int(buf.data.ptr)
+    ptrs = np.uint64(base) + next_slots(order).astype(np.uint64) * np.uint64(STRIDE)
+    buf.reshape(n, STRIDE // 8)[:, 0] = cp.asarray(ptrs)
+    warm_steps = n if warm is None else warm        # L1: one pass in the same kernel (L1 starts cold)
+    k = mod.get_function(f"chase<{cg}>")
+    calls: list[int] = []                           # start position (in `order`) of each call
+
+    def launch(start_pos: int, w: int, s: int, slot: int) -> None:
+        p = np.uint64(base + int(order[start_pos % n]) * STRIDE)
+        k((1,), (32,), (p, np.int64(w), np.int64(s), out, np.int32(slot)))
+
+    if prewarm:  # L2 keeps lines across launches: one full pass fills it
+        launch(0, n, 0, OUT_SLOTS - 1)
+    stride_calls = warm_steps + steps if advance else 0
+
+    def fn() -> None:
+        i = len(calls)
+        start = i * stride_calls
+        calls.append(start)
+        launch(start, warm_steps, steps, i % (OUT_SLOTS - 1))
+
+    warmup, repeats = 1, (3 if ctx.quick else 5)
+    m = ctx.measure(metric, fn, work=steps, unit="s", kind="latency", warmup=warmup, repeats=repeats, level=level,
+                    exec_unit="cuda_core")
+    res = out.get().reshape(OUT_SLOTS, 4)
+    timed = list(range(warmup, warmup + repeats))
+    bad = [i for i in timed
+           if int(res[i % (OUT_SLOTS - 1), 0]) != base + slot_after(order, calls[i] + warm_steps + steps) * STRIDE]
+    cycles = np.array([res[i % (OUT_SLOTS - 1), 1] / steps for i in timed], dtype=float)
+    ns = np.array([res[i % (OUT_SLOTS - 1), 2] / steps for i in timed], dtype=float)
+    sm_mhz = m.clocks.sm_mhz if m.clocks and m.clocks.sm_mhz else None
+    cyc = float(np.median(cycles))
+    if np.all(ns > 0):
+        sec, src = float(np.median(ns)) * 1e-9, "globaltimer"
+        best = float(ns.min()) * 1e-9
+    elif sm_mhz:
+        sec, src = cyc / (sm_mhz * 1e6), "cycles / sampled SM clock"
+        best = float(cycles.min()) / (sm_mhz * 1e6)
+    else:
+        raise VerificationError("no in-kernel time and no SM clock to convert cycles")
+    m.value, m.best = sec, best
+    m.params = {
+        "cycles": cyc, "cycles_min": float(cycles.min()), "steps": steps, "warm_steps": warm_steps,
+        "working_set_bytes": set_bytes, "stride_bytes": STRIDE, "order": order_kind,
+        "load": "ld.global.cg (L1 bypassed)" if cg else "ld.global (L1 cached)", "ns_source": src,
+        "event_s_per_step": float(np.median(m.samples_s)) / (warm_steps + steps),
+    }
+    if sm_mhz:
+        m.params["ns_from_cycles"] = cyc / sm_mhz * 1e3
+        if src == "globaltimer" and abs(cyc / sm_mhz * 1e3 - sec * 1e9) > 0.1 * sec * 1e9:
+            m.notes.append("globaltimer and clock64/SM-clock disagree by > 10% (clock changed during the chase?)")
+    if order_kind == "page_local":
+        m.notes.append("TLB-friendly: 2 MiB pages in random order, lines within a page in random order")
+    elif set_bytes > 4 * ctx.device.l2_bytes:
+        m.notes.append("fully random over a set >> L2: includes TLB misses")
+    m.verified = not bad
+    if bad:
+        m.valid = False
+        m.flags.append(f"verification_failed: {len(bad)} chases ended at the wrong pointer")
+    return m

@@ -1,0 +1,607 @@
+"""Tensor Core peak at the instruction level: PTX ``mma.sync`` (sm_80+) and Hopper ``wgmma`` (sm_90a).
+
+Both kernels keep their operands on chip (registers for mma.sync, shared memory for wgmma) and loop on
+the same tiles, so the rate is the tensor pipe's, with no DRAM traffic. A few launch configurations are
+timed briefly and the best is measured. The host packs every operand itself (per-lane register fragments
+for mma.sync, the K-major shared-memory image for wgmma) and unpacks the accumulators with the PTX
+fragment layouts; the check compares every output element with ``count x A @ B`` in exact integer math,
+so a wrong layout fails it. The SASS of each kernel is read back to show the intended tensor instruction
+(HMMA/IMMA/QMMA/DMMA, HGMMA/QGMMA/IGMMA) really runs: ptxas emulates some PTX on some archs.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache, partial
+
+import numpy as np
+
+from hwprobe.errors import Skip, VerificationError
+from hwprobe.probes.base import probe
+from hwprobe.timing import iterations_for
+
+MMA_SYNC_PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
+WGMMA_PRECISIONS = ("fp16", "bf16", "tf32", "fp8", "int8")
+
+CHAINS = 8          # independent accumulators per warp in mma_sync.cu (-DCHAINS)
+UNROLL = 4          # wgmma per commit group in wgmma.cu (-DUNROLL)
+WGMMA_N = 256
+TARGET_S = 0.010    # one timed launch: long against launch overhead, short against power-cap throttling
+TARGET_S_QUICK = 0.004
+SEARCH_S = 0.003    # one launch while comparing configurations
+VERIFY_ITERS = 2    # loop iterations of the checked launch (keeps fp16 accumulation exact)
+MAX_ITERS = 1 << 30
+
+# Launch configurations searched, (threads per block, blocks per SM). A wgmma CTA is one warpgroup; its
+# 154 registers per thread allow at most 3 per SM.
+MMA_CONFIGS = ((256, 1), (256, 2), (256, 4))
+WGMMA_CONFIGS = ((128, 1), (128, 2), (128, 3))
+
+# Shared-memory layout of wgmma.cu: K-major, no swizzle, 8x16-byte core matrices.
+LBO_BYTES, SBO_BYTES = 128, 256
+
+BITS = {"fp16": 16, "bf16": 16, "tf32": 32, "e4m3": 8, "e5m2": 8, "s8": 8, "s4": 4, "f64": 64}
+ACC_DTYPE = {"f32": np.float32, "s32": np.int32, "f16": np.uint32, "f64": np.float64}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One instruction form: what it computes, how the host feeds it and which SASS proves it ran."""
+
+    api: str                      # "mma_sync" | "wgmma"
+    precision: str                # the probe parameter ("fp8" covers e4m3 and e5m2)
+    metric_precision: str         # Measurement.precision
+    acc: str                      # "f32" | "f16" | "s32" | "f64"
+    kernel: str                   # extern "C" name in the .cu file
+    shape: tuple[int, int, int]   # M, N, K of one instruction
+    in_fmt: str                   # element format of A and B
+    ptx: str
+    sass: str                     # SASS opcode prefix expected in the timed loop
+    lo: int                       # verification inputs: integers in [lo, hi], exact in in_fmt
+    hi: int
+
+    @property
+    def metric(self) -> str:
+        return f"{self.metric_precision}.tensor_core.{self.api}.{self.acc}acc"
+
+    @property
+    def unit(self) -> str:
+        return "OP/s" if self.acc == "s32" else "FLOP/s"
+
+    @property
+    def ops_per_instruction(self) -> int:
+        m, n, k = self.shape
+        return 2 * m * n * k
+
+    @property
+    def shape_name(self) -> str:
+        return "m{}n{}k{}".format(*self.shape)
+
+
+def _mma(prec, mprec, acc, kernel, shape, fmt, ptx_types, sass, lo=-3, hi=3):
+    ptx = "mma.sync.aligned.m{}n{}k{}.row.col.".format(*shape) + ptx_types
+    return Variant("mma_sync", prec, mprec, acc, kernel, shape, fmt, ptx, sass, lo, hi)
+
+
+def _wg(prec, mprec, acc, kernel, k, fmt, ptx_types, sass, lo=-3, hi=3):
+    ptx = f"wgmma.mma_async.sync.aligned.m64n{WGMMA_N}k{k}.{ptx_types}"
+    return Variant("wgmma", prec, mprec, acc, kernel, (64, WGMMA_N, k), fmt, ptx, sass, lo, hi)
+
+
+VARIANTS = (
+    _mma("fp16", "fp16", "f32", "mma_fp16_f32acc", (16, 8, 16), "fp16", "f32.f16.f16.f32", "HMMA.16816.F32"),
+    # f16 accumulate: |A|,|B| <= 2 keeps CHAINS x VERIFY_ITERS x 16 x 4 <= 2048 (exact in fp16).
+    _mma("fp16", "fp16", "f16", "mma_fp16_f16acc", (16, 8, 16), "fp16", "f16.f16.f16.f16", "HMMA.16816.F16",
+         -2, 2),
+    _mma("bf16", "bf16", "f32", "mma_bf16_f32acc", (16, 8, 16), "bf16", "f32.bf16.bf16.f32", "HMMA.16816.F32.BF16"),
+    _mma("tf32", "tf32", "f32", "mma_tf32_f32acc", (16, 8, 8), "tf32", "f32.tf32.tf32.f32", "HMMA.1688.F32.TF32"),
+    _mma("int8", "int8", "s32", "mma_int8_s32acc", (16, 8, 32), "s8", "s32.s8.s8.s32", "IMMA.16832.S8.S8",
+         -100, 100),
+    _mma("int4", "int4", "s32", "mma_int4_s32acc", (16, 8, 64), "s4", "s32.s4.s4.s32", "IMMA.16864.S4.S4", -8, 7),
+    _mma("fp8", "fp8_e4m3", "f32", "mma_fp8e4m3_f32acc", (16, 8, 32), "e4m3", "f32.e4m3.e4m3.f32",
+         "QMMA.16832.F32.E4M3.E4M3"),
+    _mma("fp8", "fp8_e5m2", "f32", "mma_fp8e5m2_f32acc", (16, 8, 32), "e5m2", "f32.e5m2.e5m2.f32",
+         "QMMA.16832.F32.E5M2.E5M2"),
+    _mma("fp64", "fp64", "f64", "mma_fp64_f64acc", (8, 8, 4), "f64", "f64.f64.f64.f64", "DMMA"),
+    _wg("fp16", "fp16", "f32", "wgmma_fp16_f32acc", 16, "fp16", "f32.f16.f16", "HGMMA.64x256x16.F32"),
+    _wg("fp16", "fp16", "f16", "wgmma_fp16_f16acc", 16, "fp16", "f16.f16.f16", "HGMMA.64x256x16.F16", -2, 2),
+    _wg("bf16", "bf16", "f32", "wgmma_bf16_f32acc", 16, "bf16", "f32.bf16.bf16", "HGMMA.64x256x16.F32.BF16"),
+    _wg("tf32", "tf32", "f32", "wgmma_tf32_f32acc", 8, "tf32", "f32.tf32.tf32", "HGMMA.64x256x8.F32.TF32"),
+    _wg("fp8", "fp8_e4m3", "f32", "wgmma_fp8e4m3_f32acc", 32, "e4m3", "f32.e4m3.e4m3",
+        "QGMMA.64x256x32.F32.E4M3.E4M3"),
+    _wg("fp8", "fp8_e5m2", "f32", "wgmma_fp8e5m2_f32acc", 32, "e5m2", "f32.e5m2.e5m2",
+        "QGMMA.64x256x32.F32.E5M2.E5M2"),
+    _wg("int8", "int8", "s32", "wgmma_int8_s32acc", 32, "s8", "s32.s8.s8", "IGMMA.64x256x32.S8.S8", -100, 100),
+)
+
+# -DWGMMA_ONLY=<id> in wgmma.cu compiles one op alone.
+WGMMA_IDS = {"wgmma_fp16_f32acc": 1, "wgmma_fp16_f16acc": 2, "wgmma_bf16_f32acc": 3, "wgmma_tf32_f32acc": 4,
+             "wgmma_fp8e4m3_f32acc": 5, "wgmma_fp8e5m2_f32acc": 6, "wgmma_int8_s32acc": 7}
+
+
+def variants(api: str, precision: str | None = None) -> list[Variant]:
+    return [v for v in VARIANTS if v.api == api and (precision is None or v.precision == precision)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Support rules (pure): which (api, precision) run natively on a compute capability.
+# ---------------------------------------------------------------------------------------------------
+
+def skip_reason(api: str, precision: str, cc: tuple[int, int]) -> str | None:
+    """Why ``api`` cannot measure ``precision`` natively on compute capability ``cc``; None if it can.
+
+    From the PTX ISA targets and from the SASS ptxas 13.0 emits (checked with cuobjdump): on sm_90 and
+    sm_100/103/110, mma.sync FP8 becomes F2FP + HMMA.16816 and INT4 becomes IMMA.16832.S8.S8, i.e. no
+    FP8/INT4 tensor rate; QMMA (FP8) exists on sm_89 and sm_12x, IMMA.16864.S4 on sm_80..sm_89.
+    """
+    arch = f"sm_{cc[0]}{cc[1]}"
+    if api == "wgmma":
+        if cc != (9, 0):
+            return f"wgmma needs sm_90a (Hopper), device is {arch}"
+        return None
+    if api != "mma_sync":
+        raise ValueError(f"unknown api {api!r}")
+    if cc < (8, 0):
+        return f"{precision} mma.sync (m16n8k8/16/32/64, m8n8k4 f64 shapes) needs sm_80+, device is {arch}"
+    if precision == "fp8":
+        if cc < (8, 9):
+            return f"fp8 mma.sync needs sm_89+, device is {arch}"
+        if cc != (8, 9) and cc[0] != 12:
+            return (f"fp8 mma.sync has no native instruction on {arch} (ptxas lowers it to F2FP + HMMA.16816); "
+                    "Hopper runs FP8 through wgmma")
+    if precision == "int4" and cc >= (9, 0):
+        return (f"int4 mma.sync has no native instruction on {arch} (ptxas lowers it to IMMA.16832.S8.S8): "
+                "no INT4 tensor cores")
+    return None
+
+
+def supported(cc: tuple[int, int]) -> frozenset[tuple[str, str]]:
+    """Every (api, precision) measured natively on ``cc``."""
+    pairs = [("mma_sync", p) for p in MMA_SYNC_PRECISIONS] + [("wgmma", p) for p in WGMMA_PRECISIONS]
+    return frozenset(pair for pair in pairs if skip_reason(pair[0], pair[1], cc) is None)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Operand encoding and the PTX fragment layouts (pure numpy).
+# ---------------------------------------------------------------------------------------------------
+
+def fp8_code(x: float, fmt: str) -> int:
+    """The e4m3 / e5m2 byte of ``x``; ValueError unless ``x`` is exactly representable."""
+    ebits, mbits, bias = (4, 3, 7) if fmt == "e4m3" else (5, 2, 15)
+    sign = 0x80 if math.copysign(1.0, x) < 0 else 0
+    a = abs(float(x))
+    if a == 0:
+        return sign
+    e = math.floor(math.log2(a))
+    if e + bias >= 1:
+        field, frac = e + bias, a / 2.0 ** e - 1.0
+    else:                                       # subnormal
+        field, frac = 0, a / 2.0 ** (1 - bias)
+    m = frac * (1 << mbits)
+    max_field = (1 << ebits) - (1 if fmt == "e4m3" else 2)
+    if m != int(m) or field > max_field or (fmt == "e4m3" and field == max_field and m == (1 << mbits) - 1):
+        raise ValueError(f"{x} is not exactly representable in {fmt}")
+    return sign | (field << mbits) | int(m)
+
+
+def encode(values: np.ndarray, fmt: str) -> np.ndarray:
+    """Bit patterns (uint64) of small integer ``values`` in ``fmt``; ValueError if one is not exact."""
+    v = np.asarray(values)
+    if fmt == "fp16":
+        h = v.astype(np.float16)
+        if not np.array_equal(h.astype(np.float64), v):
+            raise ValueError("not exact in fp16")
+        return h.view(np.uint16).astype(np.uint64)
+    if fmt in ("bf16", "tf32"):
+        bits = v.astype(np.float32).view(np.uint32).astype(np.uint64)
+        low = 16 if fmt == "bf16" else 13
+        if np.any(bits & ((1 << low) - 1)) or not np.array_equal(v.astype(np.float32).astype(np.float64), v):
+            raise ValueError(f"not exact in {fmt}")
+        return bits >> 16 if fmt == "bf16" else bits
+    if fmt in ("e4m3", "e5m2"):
+        table = {float(x): fp8_code(float(x), fmt) for x in np.unique(v)}
+        return np.vectorize(lambda x: table[float(x)], otypes=[np.uint64])(v)
+    if fmt in ("s8", "s4"):
+        bits = BITS[fmt]
+        if v.min() < -(1 << (bits - 1)) or v.max() >= 1 << (bits - 1):
+            raise ValueError(f"out of range for {fmt}")
+        return (v.astype(np.int64) & ((1 << bits) - 1)).astype(np.uint64)
+    raise ValueError(f"no bit encoding for {fmt!r}")
+
+
+def _lane_ids() -> tuple[np.ndarray, np.ndarray]:
+    lane = np.arange(32)[:, None]
+    return lane // 4, lane % 4                  # groupID, threadID_in_group
+
+
+def mma_a_map(in_fmt: str) -> np.ndarray:
+    """(32 lanes, elements, 2): the (row, k) of A held by each lane's fragment element, PTX order.
+
+    m16n8k{8,16,32,64}: 4 registers of e = 32/bits elements; register r holds row g + 8*(r%2) and
+    columns t*e + j + 4e*(r//2). m8n8k4 f64: one element (g, t).
+    """
+    g, t = _lane_ids()
+    if in_fmt == "f64":
+        return np.stack(np.broadcast_arrays(g, t), axis=-1)
+    e = 32 // BITS[in_fmt]
+    i = np.arange(4 * e)[None, :]
+    reg, j = i // e, i % e
+    return np.stack(np.broadcast_arrays(g + 8 * (reg % 2), t * e + j + 4 * e * (reg // 2)), axis=-1)
+
+
+def mma_b_map(in_fmt: str) -> np.ndarray:
+    """(32, elements, 2): the (k, n) of B per lane element. 2 registers: k = t*e + j + 4e*r, n = g."""
+    g, t = _lane_ids()
+    if in_fmt == "f64":
+        return np.stack(np.broadcast_arrays(t, g), axis=-1)
+    e = 32 // BITS[in_fmt]
+    i = np.arange(2 * e)[None, :]
+    reg, j = i // e, i % e
+    return np.stack(np.broadcast_arrays(t * e + j + 4 * e * reg, g), axis=-1)
+
+
+def mma_c_map(in_fmt: str) -> np.ndarray:
+    """(32, elements, 2): the (row, n) of the accumulator per lane element (f16 accumulate: 2 per register).
+
+    m16n8: element i at row g + 8*(i//2), column 2t + i%2. m8n8k4 f64: (g, 2t + i), i < 2.
+    """
+    g, t = _lane_ids()
+    if in_fmt == "f64":
+        i = np.arange(2)[None, :]
+        return np.stack(np.broadcast_arrays(g, 2 * t + i), axis=-1)
+    i = np.arange(4)[None, :]
+    return np.stack(np.broadcast_arrays(g + 8 * (i // 2), 2 * t + i % 2), axis=-1)
+
+
+def wgmma_d_map(n: int = WGMMA_N) -> np.ndarray:
+    """(128 threads, n/2 elements, 2): the (row, col) of the m64nN accumulator per thread element.
+
+    Warp w owns rows 16w..16w+15; element i: row 16w + g + 8*((i//2)%2), column 8*(i//4) + 2t + i%2.
+    """
+    tid = np.arange(128)[:, None]
+    lane = tid % 32
+    g, t = lane // 4, lane % 4
+    i = np.arange(n // 2)[None, :]
+    row = 16 * (tid // 32) + g + 8 * ((i // 2) % 2)
+    return np.stack(np.broadcast_arrays(row, 8 * (i // 4) + 2 * t + i % 2), axis=-1)
+
+
+def pack_lanes(codes: np.ndarray, fmap: np.ndarray, bits: int) -> np.ndarray:
+    """Pack the codes a fragment map selects into 32-bit registers, lowest element in the lowest bits."""
+    per = codes[fmap[..., 0], fmap[..., 1]].astype(np.uint64)       # (threads, elements)
+    e = 32 // bits
+    per = per.reshape(per.shape[0], -1, e)
+    shifts = np.arange(e, dtype=np.uint64) * np.uint64(bits)
+    return (per << shifts).sum(axis=2).astype(np.uint32)
+
+
+def kmajor_offsets(rows: int, k: int, esize: int) -> np.ndarray:
+    """Byte offset of element (r, k) in the no-swizzle K-major wgmma layout (see wgmma.cu)."""
+    r = np.arange(rows)[:, None]
+    kb = np.arange(k)[None, :] * esize
+    return (r // 8) * SBO_BYTES + (kb // 16) * LBO_BYTES + (r % 8) * 16 + kb % 16
+
+
+def smem_image(codes: np.ndarray, bits: int) -> np.ndarray:
+    """The shared-memory bytes of a (rows, K) K-major tile, as little-endian 32-bit words."""
+    rows, k = codes.shape
+    esize = bits // 8
+    img = np.zeros(rows * k * esize, dtype=np.uint8)
+    off = kmajor_offsets(rows, k, esize)
+    for b in range(esize):
+        img[off + b] = ((codes >> np.uint64(8 * b)) & np.uint64(0xFF)).astype(np.uint8)
+    return img.view("<u4").copy()
+
+
+def scatter(vals: np.ndarray, dmap: np.ndarray, m: int, n: int) -> np.ndarray:
+    """(units, threads, elements) accumulator values -> (units, m, n) matrices through ``dmap``."""
+    out = np.full((vals.shape[0], m, n), np.nan)
+    out[:, dmap[..., 0], dmap[..., 1]] = vals
+    return out
+
+
+def inputs(v: Variant, seed: int = 1234) -> tuple[np.ndarray, np.ndarray]:
+    """Small non-uniform integer A (M x K) and B^T (N x K), exact in the input format."""
+    m, n, k = v.shape
+    rng = np.random.default_rng(seed)
+    return rng.integers(v.lo, v.hi + 1, (m, k)), rng.integers(v.lo, v.hi + 1, (n, k))
+
+
+def pack(v: Variant, a: np.ndarray, bt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The device arrays of A and B: per-lane fragments (mma.sync) or shared-memory images (wgmma)."""
+    if v.in_fmt == "f64":
+        am, bm = mma_a_map("f64"), mma_b_map("f64")
+        return (a.astype(np.float64)[am[..., 0], am[..., 1]].copy(),
+                bt.T.astype(np.float64)[bm[..., 0], bm[..., 1]].copy())
+    bits = BITS[v.in_fmt]
+    ca, cb = encode(a, v.in_fmt), encode(bt, v.in_fmt)
+    if v.api == "wgmma":
+        return smem_image(ca, bits), smem_image(cb, bits)
+    return pack_lanes(ca, mma_a_map(v.in_fmt), bits), pack_lanes(cb.T, mma_b_map(v.in_fmt), bits)
+
+
+def n_acc_regs(v: Variant) -> int:
+    """32-bit accumulator registers (f64: doubles) per thread, as the kernel writes them."""
+    if v.api == "wgmma":
+        return WGMMA_N // 4 if v.acc == "f16" else WGMMA_N // 2
+    return 2 if v.acc in ("f16", "f64") else 4
+
+
+def unpack(v: Variant, out: np.ndarray, units: int) -> np.ndarray:
+    """The kernel's output buffer -> (units, M, N) accumulator matrices (float64)."""
+    m, n, _ = v.shape
+    regs = n_acc_regs(v)
+    if v.api == "wgmma":                        # written as [warpgroup][register][thread]
+        vals = np.ascontiguousarray(out.reshape(units, regs, 128).transpose(0, 2, 1))
+        dmap = wgmma_d_map()
+    else:                                       # written as [warp][lane][register]
+        vals = np.ascontiguousarray(out.reshape(units, 32, regs))
+        dmap = mma_c_map(v.in_fmt)
+    if v.acc == "f16":
+        vals = vals.view(np.float16)            # each register holds two halves, lower element first
+    return scatter(vals.astype(np.float64), dmap, m, n)
+
+
+def reference(a: np.ndarray, bt: np.ndarray, count: int) -> np.ndarray:
+    """count x (A @ B) in exact integer arithmetic."""
+    return count * (a.astype(np.int64) @ bt.astype(np.int64).T)
+
+
+def compare(got: np.ndarray, want: np.ndarray) -> None:
+    """Element-wise exact comparison of every unit's matrix; VerificationError names the first miss."""
+    bad = got != want[None]
+    if bad.any():
+        u, r, c = (int(x[0]) for x in np.nonzero(bad))
+        raise VerificationError(
+            f"{int(bad.sum())}/{bad.size} accumulator elements differ; first at unit {u} (row {r}, col {c}): "
+            f"got {got[u, r, c]}, want {want[r, c]}")
+
+
+def ops_per_iteration(v: Variant) -> int:
+    """Operations per loop iteration of one warp (mma.sync) or one warpgroup (wgmma)."""
+    return v.ops_per_instruction * (CHAINS if v.api == "mma_sync" else UNROLL)
+
+
+def verify_count(v: Variant) -> int:
+    return VERIFY_ITERS * (CHAINS if v.api == "mma_sync" else UNROLL)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Iteration calibration and configuration search (pure, with an injected timer).
+# ---------------------------------------------------------------------------------------------------
+
+def calibrate(timer: Callable[[int], float], target_s: float, start: int = 16, hi: int = MAX_ITERS) -> int:
+    """Iterations that make one launch last about ``target_s``.
+
+    Grows the count until a launch takes a quarter of the target (so fixed costs hardly bias the
+    per-iteration time), then scales linearly.
+    """
+    iters = start
+    while True:
+        t = timer(iters)
+        if t >= target_s / 4 or iters >= hi:
+            return iterations_for(t / iters, target_s, lo=1, hi=hi)
+        iters = min(hi, iters * max(2, min(64, int(target_s / 4 / max(t, 1e-7)) + 1)))
+
+
+def search(configs, rate_of: Callable) -> tuple[object, dict, dict]:
+    """Try each configuration: ``rate_of(cfg) -> (rate, seconds per iteration)``. Returns the best one,
+    the results by configuration and the errors of those that could not run."""
+    results, errors = {}, {}
+    for cfg in configs:
+        try:
+            results[cfg] = rate_of(cfg)
+        except Exception as e:          # a configuration that cannot launch here is left out
+            errors[cfg] = f"{type(e).__name__}: {e}"
+    if not results:
+        raise RuntimeError(f"no launch configuration ran: {errors}")
+    best = max(results, key=lambda c: results[c][0])
+    return best, results, errors
+
+
+def geometry(v: Variant, cfg: tuple[int, int], sms: int, grid: int | None = None) -> tuple[int, int, int]:
+    """(grid, block, units) of a launch: units = warps (mma.sync) or warpgroups (wgmma) launched."""
+    block, per_sm = cfg
+    grid = grid or sms * per_sm
+    return grid, block, grid * block // (32 if v.api == "mma_sync" else 128)
+
+
+def config_label(cfg: tuple[int, int]) -> str:
+    return f"{cfg[0]} threads x {cfg[1]} blocks/SM"
+
+
+def sass_flags(has_expected: bool | None, v: Variant) -> list[str]:
+    """The flag for a kernel whose timed loop lacks the intended tensor instruction."""
+    return [f"sass_mismatch: {v.sass} not in the timed loop"] if has_expected is False else []
+
+
+# ---------------------------------------------------------------------------------------------------
+# GPU side.
+# ---------------------------------------------------------------------------------------------------
+
+def _source_file(api: str) -> str:
+    return "mma_sync.cu" if api == "mma_sync" else "wgmma.cu"
+
+
+def _base_options(api: str) -> tuple[str, ...]:
+    return (f"-DCHAINS={CHAINS}",) if api == "mma_sync" else (f"-DUNROLL={UNROLL}",)
+
+
+def _isolate_options(v: Variant) -> tuple[str, ...]:
+    if v.api == "mma_sync":
+        return ("-DMMA_ONLY", f"-DMMA_ONLY_{v.kernel}")
+    return (f"-DWGMMA_ONLY={WGMMA_IDS[v.kernel]}",)
+
+
+_BROKEN: set[str] = set()     # sources whose all-variants module failed to compile in this process
+
+
+def _functions(v: Variant) -> tuple[object, tuple[str, ...]]:
+    """The compiled kernel of ``v`` and the extra NVRTC options used. One module holds every variant;
+    if it fails to compile, this variant is compiled alone so one bad form does not sink the rest."""
+    from hwprobe.kernels import load
+
+    file, arch_specific = _source_file(v.api), v.api == "wgmma"
+    opts = _base_options(v.api)
+    mod = None
+    if file not in _BROKEN:
+        try:
+            mod = load(file, opts, arch_specific=arch_specific)
+        except Exception:
+            _BROKEN.add(file)
+    if mod is None:
+        opts = opts + _isolate_options(v)
+        mod = load(file, opts, arch_specific=arch_specific)
+    return mod.get_function(v.kernel), opts
+
+
+@cache
+def _sass_text(file: str, options: tuple[str, ...]) -> str | None:
+    try:
+        from hwprobe.kernels import sass, source
+
+        cub = sass.cubin(source(file), options)
+        return sass.disassemble(cub) if cub else None
+    except Exception:
+        return None
+
+
+def sass_evidence(v: Variant, function: str, nvrtc_options: tuple[str, ...]) -> tuple[str, bool | None]:
+    """(a line for the notes, whether the expected opcode is in the timed loop; None if not checked)."""
+    try:
+        from hwprobe.kernels import sass
+    except ImportError:
+        return "SASS: not checked (hwprobe.kernels.sass missing)", None
+    text = _sass_text(_source_file(v.api), nvrtc_options)
+    if text is None:
+        return "SASS: not checked (no cubin from NVRTC, or cuobjdump/nvdisasm missing)", None
+    return sass.evidence(text, function, (v.sass,)), sass.has_opcodes(text, function, (v.sass,))
+
+
+def _nvrtc_options(device, api: str, extra: tuple[str, ...]) -> tuple[str, ...]:
+    from hwprobe.kernels import arch_flag
+
+    return (arch_flag(device.cc_major, device.cc_minor, arch_specific=api == "wgmma"), "-std=c++17", *extra)
+
+
+def _median_time(fn: Callable[[], object], repeats: int = 2) -> float:
+    from hwprobe.timing import time_cuda
+
+    return statistics.median(time_cuda(fn, warmup=1, repeats=repeats))
+
+
+class _Launcher:
+    """Device operands of one variant and launches for a configuration."""
+
+    def __init__(self, cp, v: Variant, fn, sms: int):
+        self.cp, self.v, self.fn, self.sms = cp, v, fn, sms
+        self.a, self.bt = inputs(v)
+        pa, pb = pack(v, self.a, self.bt)
+        self.a_dev, self.b_dev = cp.asarray(pa.ravel()), cp.asarray(pb.ravel())
+
+    def make(self, cfg: tuple[int, int], grid: int | None = None):
+        """(launch(iters), units, output buffer) for ``cfg``."""
+        grid, block, units = geometry(self.v, cfg, self.sms, grid)
+        fn = self.fn
+        regs = n_acc_regs(self.v) * (32 if self.v.api == "mma_sync" else 128)
+        out = self.cp.zeros(units * regs, dtype=ACC_DTYPE[self.v.acc])
+
+        def launch(iters: int) -> None:
+            fn((grid,), (block,), (self.a_dev, self.b_dev, out, np.int32(iters)))
+
+        return launch, units, out
+
+    def rate(self, cfg: tuple[int, int], target_s: float) -> tuple[float, float]:
+        launch, units, _ = self.make(cfg)
+        iters = calibrate(lambda n: _median_time(partial(launch, n)), target_s)
+        t = _median_time(partial(launch, iters), repeats=3)
+        return units * ops_per_iteration(self.v) * iters / t, t / iters
+
+    def check(self, cfg: tuple[int, int]) -> None:
+        launch, units, out = self.make(cfg, grid=2)
+        launch(VERIFY_ITERS)
+        got = unpack(self.v, self.cp.asnumpy(out), units)
+        compare(got, reference(self.a, self.bt, verify_count(self.v)))
+
+
+def _info(ctx, v: Variant, note: str):
+    return ctx.derived(v.metric, 0.0, unit="", kind="info", precision=v.metric_precision, exec_unit="tensor_core",
+                       path="instruction", params={"instruction": v.ptx}, notes=[note])
+
+
+def _layout_note(v: Variant) -> str:
+    if v.api == "mma_sync":
+        return (f"{v.ptx}: A and B in registers (per-lane fragments loaded once), {CHAINS} independent "
+                "accumulator chains per warp; no memory traffic in the loop")
+    return (f"{v.ptx}: A and B from shared memory (matrix descriptors, K-major, no swizzle), accumulators in "
+            f"registers, {UNROLL} wgmma per commit group with one group in flight; no DRAM traffic in the loop")
+
+
+def _measure(ctx, cp, v: Variant):
+    fn, extra = _functions(v)
+    lau = _Launcher(cp, v, fn, ctx.device.sms)
+    configs = MMA_CONFIGS if v.api == "mma_sync" else WGMMA_CONFIGS
+    search_s = SEARCH_S / 2 if ctx.quick else SEARCH_S
+    best, results, errors = search(configs, lambda cfg: lau.rate(cfg, search_s))
+    target = TARGET_S_QUICK if ctx.quick else TARGET_S
+    iters = iterations_for(results[best][1], target, lo=1, hi=MAX_ITERS)
+    launch, units, _ = lau.make(best)
+    grid, block, _ = geometry(v, best, ctx.device.sms)
+    notes = [_layout_note(v)]
+    if v.precision == "fp8" and v.api == "mma_sync":
+        notes.append("fp8 mma.sync needs PTX ISA 8.4+ (CUDA 12.4+) and sm_89+")
+    notes += [f"config {config_label(c)} could not run: {e}" for c, e in errors.items()]
+    line, has = sass_evidence(v, v.kernel, _nvrtc_options(ctx.device, v.api, extra))
+    notes.append(line)
+    params = {
+        "instruction": v.ptx, "shape": v.shape_name, "kernel": v.kernel, "grid": grid, "block": block, "iters": iters,
+        "units": units, "per_unit_iteration_ops": ops_per_iteration(v),
+        "instructions_per_iteration": CHAINS if v.api == "mma_sync" else UNROLL,
+        "search": {config_label(c): r for c, (r, _) in results.items()},
+    }
+    ctx.log(f"{v.metric}: {config_label(best)}, {iters} iterations per launch")
+    m = ctx.measure(v.metric, partial(launch, iters), work=float(units * ops_per_iteration(v) * iters), unit=v.unit,
+                    kind="compute", check=partial(lau.check, best), precision=v.metric_precision,
+                    exec_unit="tensor_core", path="instruction", params=params, notes=notes)
+    flags = sass_flags(has, v)
+    if flags:
+        m.flags += flags
+        m.valid = False
+    return m
+
+
+def _run(ctx, api: str, precisions):
+    cc = (ctx.device.cc_major, ctx.device.cc_minor)
+    cp = None
+    for prec in precisions:
+        reason = skip_reason(api, prec, cc)
+        for v in variants(api, prec):
+            if reason:
+                ctx.log(f"{v.metric}: skipped: {reason}")
+                yield _info(ctx, v, f"skipped: {reason}")
+                continue
+            if cp is None:
+                try:
+                    import cupy as cp
+                except Exception as e:
+                    raise Skip(f"CuPy is not importable: {e}") from None
+            try:
+                yield _measure(ctx, cp, v)
+            except Exception as e:          # one failing form does not stop the others
+                ctx.log(f"{v.metric}: error: {type(e).__name__}: {e}")
+                yield _info(ctx, v, f"error: {type(e).__name__}: {e}")
+
+
+@probe(name="gpu.mma_sync", target="gpu", family="compute", precisions=MMA_SYNC_PRECISIONS,
+       summary="Tensor Core peak through warp-level PTX mma.sync (registers only), per precision")
+def run_mma_sync(ctx, precisions=MMA_SYNC_PRECISIONS):
+    yield from _run(ctx, "mma_sync", precisions)
+
+
+@probe(name="gpu.wgmma", target="gpu", family="compute", precisions=WGMMA_PRECISIONS,
+       summary="Tensor Core peak through Hopper wgmma (sm_90a, operands in shared memory), per precision")
+def run_wgmma(ctx, precisions=WGMMA_PRECISIONS):
+    yield from _run(ctx, "wgmma", precisions)

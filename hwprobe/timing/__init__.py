@@ -1,0 +1,52 @@
+"""Timing: repeat a callable after warm-up and keep every raw sample.
+
+Host timing uses perf_counter (injectable, so the loop is tested with a mocked clock). Device timing
+puts a CUDA event pair around each call, so launch gaps between samples are not counted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from hwprobe.timing.sampler import ClockSampler, CpuClockSampler, NullSampler
+
+__all__ = [
+    "time_host", "time_cuda", "iterations_for", "ClockSampler", "CpuClockSampler", "NullSampler",
+]
+
+
+def time_host(fn: Callable[[], object], *, warmup: int = 1, repeats: int = 5,
+              clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Seconds per call of ``fn`` for ``repeats`` calls after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeats):
+        t0 = clock()
+        fn()
+        out.append(clock() - t0)
+    return out
+
+
+def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10) -> list[float]:
+    """Seconds per call of ``fn`` (which launches work on the current stream), timed by CUDA events."""
+    import cupy as cp
+
+    for _ in range(warmup):
+        fn()
+    stream = cp.cuda.get_current_stream()
+    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
+    for start, stop in events:
+        start.record(stream)
+        fn()
+        stop.record(stream)
+    events[-1][1].synchronize()
+    return [cp.cuda.get_elapsed_time(a, b) * 1e-3 for a, b in events]
+
+
+def iterations_for(seconds_per_iteration: float, target_s: float, lo: int = 1, hi: int = 1 << 30) -> int:
+    """How many iterations make one timed sample last about ``target_s`` (launch overhead under 1%)."""
+    if seconds_per_iteration <= 0:
+        return hi
+    return int(min(hi, max(lo, round(target_s / seconds_per_iteration))))

@@ -1,0 +1,23 @@
+"""GPU test helpers: a real ProbeContext on device 0 with the NVML sampler."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def gpu_ctx_factory():
+    from hwprobe import device, probes, specs
+    from hwprobe.api import _sampler
+
+    dev = device.select("0")
+    sampler = _sampler(dev)
+    theory = specs.device_theory(dev)
+
+    def make(probe_name: str, quick: bool = True):
+        return probes.ProbeContext(target="gpu", device=dev, sampler=sampler, probe_name=probe_name, quick=quick)
+
+    make.device = dev
+    make.theory = theory
+    yield make
+    sampler.close()

@@ -1,0 +1,118 @@
+"""The library GEMM probes on a real GPU, briefly (quick mode, small sizes): every point verified."""
+
+from __future__ import annotations
+
+import pytest
+
+from hwprobe.errors import VerificationError
+
+pytestmark = pytest.mark.gpu
+
+
+def _by_metric(ms):
+    return {m.metric: m for m in ms}
+
+
+def test_gemm_sweep_ceilings_and_pitfall(gpu_ctx_factory):
+    from hwprobe.probes.gpu_gemm import cublas_env, run_gemm
+
+    ctx = gpu_ctx_factory("gpu.gemm")
+    env = cublas_env(ctx)
+    before = env.cublas.getMathMode(env.handle), env.cublas.getPointerMode(env.handle)
+    ms = list(run_gemm(ctx, precisions=("fp32", "tf32", "fp16", "int8"), sizes=(1024, 2048), frameworks=("cupy",)))
+    assert (env.cublas.getMathMode(env.handle), env.cublas.getPointerMode(env.handle)) == before
+    got = _by_metric(ms)
+    failed = [m.metric + ": " + "; ".join(m.notes) for m in ms if m.kind == "info" and m.value == 0.0]
+    assert not failed, failed
+    for metric in ("fp32.cuda_core.cublas", "tf32.tensor_core.cublas", "fp16.tensor_core.cublas.f32acc",
+                   "fp16.tensor_core.cublas.f16acc", "int8.tensor_core.cublas.tn", "int8.cublas.nn"):
+        m = got[metric]
+        assert m.kind == "compute" and m.verified and m.value > 0, metric
+        assert [p["n"] for p in m.params["curve"]] == [1024, 2048]
+    for m in ms:
+        if m.kind in ("sweep", "compute"):
+            assert m.verified, (m.metric, m.flags)
+            assert m.stats.median_s > 1e-3, (m.metric, m.stats.median_s)     # a sample is not launch-bound
+    assert got["fp16.tensor_core.cublas.f32acc.n2048"].params["cuda_graph"]
+    assert got["tf32.tensor_core.cublas"].value > got["fp32.cuda_core.cublas"].value
+    assert got["int8.tensor_core.cublas.tn"].value > got["fp16.tensor_core.cublas.f32acc"].value
+    pit = got["pitfall.int8_vs_fp16"]
+    assert pit.kind == "info" and pit.notes and "found" in pit.params
+    assert got["fp16.tensor_core.cupy_matmul"].verified
+
+
+def test_corrupted_gemm_output_fails_the_check(gpu_ctx_factory):
+    from hwprobe.probes import gemm_common as gc
+    from hwprobe.probes.gpu_gemm import CublasGemm, cublas_env, cublas_mode
+
+    env = cublas_env(gpu_ctx_factory("gpu.gemm"))
+    for key in ("fp16.f32acc", "int8.tn", "bf16"):
+        v = gc.variant(key)
+        with cublas_mode(env, v.math):
+            g = CublasGemm(env, v, 256, 256, 256)
+            g.call(0)
+            g.check(16)
+            c = g.ops[0][2]
+            c[3] = c[5]      # buffer row 3 is column 3 of C: every sampled row of C sees it
+            c[:, 0] = c[:, 1]
+            with pytest.raises(VerificationError):
+                g.check(16)
+
+
+def test_graph_runner_sizes_a_sample(gpu_ctx_factory):
+    import cupy as cp
+
+    from hwprobe.probes import gemm_common as gc
+    from hwprobe.probes.gpu_gemm import CublasGemm, build_runner, cublas_env, cublas_mode
+
+    env = cublas_env(gpu_ctx_factory("gpu.gemm"))
+    v = gc.variant("fp16.f32acc")
+    with cublas_mode(env, v.math):
+        g = CublasGemm(env, v, 1024, 1024, 1024)
+        r = build_runner(cp, g.call, g.sets, set_stream=g.set_stream)
+        assert r.graph and r.reps > 100 and g.sets > 1
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        r.fn()
+        stop.record()
+        stop.synchronize()
+        assert cp.cuda.get_elapsed_time(start, stop) > 2.0       # ms: the sample is long enough
+
+
+def test_gemm_align(gpu_ctx_factory):
+    from hwprobe.probes.gpu_gemm import run_align
+
+    ms = list(run_align(gpu_ctx_factory("gpu.gemm_align"), precisions=("fp16", "int8")))
+    got = _by_metric(ms)
+    assert got["align.fp16.4104"].verified and got["align.fp16.4105"].verified
+    assert got["align.fp16.slowdown"].kind == "info" and got["align.fp16.slowdown"].notes
+    assert "align.int8.4105" in got and "align.int8.slowdown" in got   # measured or "not supported": both findings
+
+
+def test_gemm_fp8(gpu_ctx_factory):
+    pytest.importorskip("nvmath")
+    pytest.importorskip("torch")
+    from hwprobe.probes.gpu_fp8 import run_fp8
+
+    ms = list(run_fp8(gpu_ctx_factory("gpu.gemm_fp8"), sizes=(4096,)))
+    got = _by_metric(ms)
+    failed = [m.metric + ": " + "; ".join(m.notes) for m in ms if m.kind == "info"]
+    assert not failed, failed
+    for metric in ("fp8_e4m3.tensor_core.cublaslt", "fp8.tensor_core.cublaslt.e4m3xe5m2",
+                   "fp8.tensor_core.cublaslt.e5m2xe4m3", "fp8_e4m3.tensor_core.cublaslt.promoted_acc"):
+        assert got[metric].verified and got[metric].value > 0, metric
+
+
+def test_sparse(gpu_ctx_factory):
+    pytest.importorskip("nvmath")
+    from hwprobe.probes.gpu_sparse import run_sparse
+
+    ms = list(run_sparse(gpu_ctx_factory("gpu.sparse"), precisions=("fp16", "int8"), sizes=(4096,)))
+    got = _by_metric(ms)
+    for prec in ("fp16", "int8"):
+        point = got.get(f"{prec}.tensor_core.sparse24.n4096")
+        assert point is not None, [m.notes for m in ms if m.kind == "info"]
+        assert point.verified and point.params["sparse"] and point.params["speedup_vs_dense"] > 0
+        assert got[f"{prec}.tensor_core.sparse24"].kind == "compute"
+        assert got[f"sparse.{prec}.compress.n4096"].value > 0
+        assert got[f"sparse.{prec}.speedup"].notes

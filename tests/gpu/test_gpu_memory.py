@@ -1,0 +1,123 @@
+"""GPU tests of the memory probes (quick mode): every measured point is verified, ceilings sit below theory,
+levels come out in the right order, capacities match the device within 10%, and each probe keeps to its
+time budget."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+def _run(factory, name: str, func, **params):
+    pytest.importorskip("cupy")
+    ctx = factory(name, quick=True)
+    t0 = time.perf_counter()
+    out = list(func(ctx, **params))
+    took = time.perf_counter() - t0
+    print(f"{name}: {took:.1f} s, {len(out)} measurements")
+    for m in out:
+        if m.kind != "sweep":
+            print(f"  {m.metric:32s} {m.kind:9s} {m.value:.4g} {m.unit} verified={m.verified} "
+                  f"level={m.level} params={ {k: v for k, v in m.params.items() if k != 'variants'} } notes={m.notes}")
+    return ctx.device, {m.metric: m for m in out}, took
+
+
+def _dram_theory(dev) -> float:
+    return 2 * dev.mem_clock_mhz * 1e6 * dev.bus_width_bits / 8
+
+
+def _assert_measured(m):
+    assert m.kind != "info", f"{m.metric}: {m.notes}"
+    assert m.verified is True, f"{m.metric}: {m.flags}"
+    assert m.value > 0
+
+
+def test_dram(gpu_ctx_factory):
+    from hwprobe.probes import gpu_dram
+
+    dev, ms, took = _run(gpu_ctx_factory, "gpu.dram", gpu_dram.run)
+    theory = _dram_theory(dev)
+    for op in ("read", "write", "copy", "scale", "triad", "memcpy_d2d"):
+        m = ms[f"dram.{op}"]
+        _assert_measured(m)
+        assert m.level == "dram" and m.unit == "B/s"
+        assert m.value < 1.03 * theory, f"{op}: {m.value:.3e} above theory {theory:.3e}"
+        assert m.params["array_bytes"] >= 4 * dev.l2_bytes
+    # BabelStream-class results on a data-centre part (H100/H200): read and triad >= 88% of theory
+    if dev.cc_major == 9 and not dev.integrated:
+        assert ms["dram.read"].value >= 0.88 * theory, ms["dram.read"].params
+        assert ms["dram.triad"].value >= 0.85 * theory, ms["dram.triad"].params
+    assert ms["dram.memcpy_d2d"].exec_unit == "copy_engine"
+    assert took < 30
+
+
+def test_cache(gpu_ctx_factory):
+    from hwprobe.probes import gpu_cache
+
+    dev, ms, took = _run(gpu_ctx_factory, "gpu.cache", gpu_cache.run)
+    sweeps = [m for m in ms.values() if m.kind == "sweep"]
+    assert len(sweeps) >= 30 and all(m.verified for m in sweeps)
+    for metric in ("cache.l1.read", "cache.l2.read", "cache.shared.read"):
+        _assert_measured(ms[metric])
+    l1, l2, shared = ms["cache.l1.read"], ms["cache.l2.read"], ms["cache.shared.read"]
+    dram = _dram_theory(dev)
+    assert l1.value > l2.value > dram, (l1.value, l2.value, dram)
+    assert l1.level == "l1" and l2.level == "l2" and shared.level == "shared"
+    # shared memory: at most 128 B/clk/SM at the max clock (plus 3%)
+    assert shared.value < 1.03 * 128 * dev.sms * dev.sm_clock_max_mhz * 1e6
+    cap2 = ms["cache.l2.capacity"]
+    assert cap2.kind == "capacity" and cap2.unit == "B"
+    assert cap2.value == pytest.approx(dev.l2_bytes, rel=0.10), cap2.notes
+    cap1 = ms["cache.l1.capacity"]
+    if dev.l1_smem_bytes_per_sm:
+        assert cap1.value == pytest.approx(dev.l1_smem_bytes_per_sm, rel=0.10), cap1.notes
+    assert took < 45
+
+
+def test_latency(gpu_ctx_factory):
+    from hwprobe.probes import gpu_latency
+
+    dev, ms, took = _run(gpu_ctx_factory, "gpu.latency", gpu_latency.run)
+    l1, l2, dram = ms["latency.l1"], ms["latency.l2"], ms["latency.dram"]
+    for m in (l1, l2, dram):
+        _assert_measured(m)
+        assert m.kind == "latency" and m.unit == "s"
+    assert l1.params["cycles"] < l2.params["cycles"] < dram.params["cycles"]
+    assert 10 < l1.params["cycles"] < 100
+    assert 100e-9 < dram.value < 2e-6
+    assert ms["latency.dram.random"].value >= 0.9 * dram.value
+    assert took < 30
+
+
+def test_host(gpu_ctx_factory):
+    from hwprobe.probes import gpu_host
+
+    dev, ms, took = _run(gpu_ctx_factory, "gpu.host", gpu_host.run)
+    for d in ("h2d", "d2h", "bidir"):
+        m = ms[f"host.{d}.pinned"]
+        _assert_measured(m)
+        assert m.level == f"host_{d}" and m.exec_unit == "copy_engine"
+        assert m.value > 1e9
+    assert ms["host.bidir.pinned"].value > 0.9 * max(ms["host.h2d.pinned"].value, ms["host.d2h.pinned"].value)
+    pcie = dev.nvml.get("pcie_gen_max"), dev.nvml.get("pcie_width_max")
+    if pcie == (5, 16) and not dev.integrated:
+        assert ms["host.h2d.pinned"].value > 0.7 * 63e9
+    assert took < 30
+
+
+def test_roofline(gpu_ctx_factory):
+    from hwprobe.probes import gpu_roofline
+
+    dev, ms, took = _run(gpu_ctx_factory, "gpu.roofline", gpu_roofline.run)
+    for prec in ("fp32", "fp64", "fp16", "int32"):
+        pts = [m for m in ms.values() if m.kind == "sweep" and m.precision == prec]
+        assert len(pts) >= 5 and all(m.verified for m in pts), prec
+        ridge = ms[f"roofline.{prec}.ridge"]
+        assert ridge.kind == "info" and ridge.value > 0.5
+        # low intensity is bandwidth-bound: its rate / intensity is below DRAM theory
+        low = min(pts, key=lambda m: m.params["intensity"])
+        assert low.value / low.params["intensity"] < 1.03 * _dram_theory(dev)
+    assert took < 40

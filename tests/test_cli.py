@@ -1,0 +1,94 @@
+"""CLI: exit codes (0 ok, 1 probe failure, 2 bad input) and one-line errors, never a traceback."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import sample_measurements
+
+
+def hw(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "hwprobe", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+def one_line_error(r, code=2):
+    assert r.returncode == code, r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("hwprobe: error: "), r.stderr
+    assert "Traceback" not in r.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def profile_file(tmp_path):
+    from hwprobe.profile import Profile
+
+    p = tmp_path / "profile.json"
+    Profile.from_measurements({"kind": "gpu", "name": "NVIDIA H200"}, sample_measurements()).save(p)
+    return p
+
+
+def test_unknown_device_index_lists_devices():
+    assert "no GPU with index 7" in one_line_error(hw("run", "--device", "7"))
+
+
+def test_unknown_suite_lists_suites():
+    line = one_line_error(hw("run", "--device", "cpu", "--suite", "nosuch"))
+    assert "cpu" in line and "default" in line
+
+
+def test_unknown_precision():
+    assert "unknown precision fp99" in one_line_error(hw("run", "--device", "cpu", "--precision", "fp99"))
+
+
+def test_unwritable_out(tmp_path):
+    (tmp_path / "f").write_text("x")
+    assert "cannot write results" in one_line_error(hw("run", "--device", "cpu", "--out", str(tmp_path / "f" / "x")))
+
+
+def test_bad_option_is_one_line():
+    one_line_error(hw("run", "--bogus"))
+    one_line_error(hw("list", "nothing"))
+
+
+def test_report_bad_profiles(tmp_path, profile_file):
+    assert "does not exist" in one_line_error(hw("report", str(tmp_path / "none.json")))
+    text = profile_file.read_text()
+    trunc = tmp_path / "trunc.json"
+    trunc.write_text(text[:200])
+    assert "not valid JSON" in one_line_error(hw("report", str(trunc)))
+    d = json.loads(text)
+    d["schema_version"] = 7
+    fut = tmp_path / "future.json"
+    fut.write_text(json.dumps(d))
+    assert "newer than this hwprobe" in one_line_error(hw("report", str(fut)))
+
+
+def test_report_prints_the_tables(profile_file):
+    r = hw("report", str(profile_file))
+    assert r.returncode == 0, r.stderr
+    assert "Compute ceilings" in r.stdout and "fp32" in r.stdout and "Memory ceilings" in r.stdout
+    assert "7x slower" in r.stdout
+
+
+def test_specs_named_and_unknown():
+    r = hw("specs", "A100 SXM4 80GB")
+    assert r.returncode == 0, r.stderr
+    assert "312" in r.stdout
+    line = one_line_error(hw("specs", "A100 SXM4 8OGB"))
+    assert "close matches" in line and "A100 SXM4 80GB" in line
+
+
+def test_list():
+    r = hw("list", "probes")
+    assert r.returncode == 0 and "cpu.fma" in r.stdout and "gpu.fma" in r.stdout
+    r = hw("list", "suites")
+    assert r.returncode == 0 and "default" in r.stdout and "cpu" in r.stdout
+
+
+def test_help_exits_zero():
+    r = hw("--help")
+    assert r.returncode == 0 and "run" in r.stdout

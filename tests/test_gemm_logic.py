@@ -1,0 +1,541 @@
+"""CPU tests of the library GEMM probes' rules: FLOP counts, tolerances, the sampled-row check, layouts
+(against a mock cuBLAS that reads column-major memory itself), encodings, size plans and the pitfall logic."""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from hwprobe.errors import VerificationError
+from hwprobe.measurement import Measurement, Stats
+from hwprobe.probes import gemm_common as gc
+
+# --- work and tolerances ---------------------------------------------------------------------------------
+
+
+def test_gemm_flops_counts_a_multiply_add_as_two():
+    assert gc.gemm_flops(8192, 8192, 8192) == 2 * 8192**3
+    assert gc.gemm_flops(2, 3, 5) == 60.0
+    assert gc.gemm_bytes(4, 4, 4, 2, 4) == (16 + 16) * 2 + 16 * 4
+
+
+def test_tolerances_per_precision():
+    assert gc.tolerance("fp64") == 1e-12
+    assert gc.tolerance("fp32") == 1e-5
+    assert gc.tolerance("int8.tn") == 0.0 and gc.tolerance("int8.nn") == 0.0 and gc.tolerance("int8") == 0.0
+    assert gc.tolerance("fp64") < gc.tolerance("fp32") < gc.tolerance("fp16.f32acc") < gc.tolerance("tf32")
+    assert gc.tolerance("fp8") < gc.tolerance("fp8.fast")
+    # fp16 accumulation: at least 1e-2, growing like sqrt(k)
+    assert gc.tolerance("fp16.f16acc", 64) == 1e-2
+    assert gc.tolerance("fp16.f16acc", 8192) == pytest.approx(2.0**-11 * 8192**0.5)
+    with pytest.raises(KeyError):
+        gc.tolerance("fp7")
+
+
+def test_every_variant_has_a_tolerance_and_a_consistent_scalar():
+    metrics = set()
+    for prec, variants in gc.GEMM_VARIANTS.items():
+        for v in variants:
+            assert v.precision == prec
+            assert gc.tolerance(v.key, 1024) >= 0
+            assert v.scalar == {gc.COMPUTE_16F: "float16", gc.COMPUTE_32F: "float32", gc.COMPUTE_64F: "float64",
+                                gc.COMPUTE_32I: "int32", gc.COMPUTE_32F_FAST_TF32: "float32"}[v.compute]
+            assert v.metric not in metrics
+            metrics.add(v.metric)
+            assert (v.unit == "OP/s") == (prec == "int8")
+    assert gc.variant("int8.tn").layout == "TN" and gc.variant("int8.nn").layout == "NN"
+    assert gc.variant("tf32").math == gc.MATH_TF32 == 3
+    assert gc.variant("fp32").math == gc.MATH_DEFAULT and gc.variant("fp32").exec_unit == "cuda_core"
+    assert gc.variant("fp16.f16acc").compute == gc.COMPUTE_16F
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    """Round float32 to TF32 (10 explicit mantissa bits), as tensor cores read TF32 inputs."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return ((u + 0x1000) & 0xFFFFE000).view(np.float32)
+
+
+def test_fp32_tolerance_tells_tf32_inputs_apart():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (16, 512)).astype(np.float32)
+    b = rng.uniform(-1, 1, (512, 64)).astype(np.float32)
+    ref = gc.reference_rows(a, b)
+    exact32 = (a @ b).astype(np.float32)
+    tf32 = _tf32(a).astype(np.float64) @ _tf32(b).astype(np.float64)
+    gc.check_close(exact32, ref, gc.tolerance("fp32"), "fp32")
+    with pytest.raises(VerificationError):
+        gc.check_close(tf32, ref, gc.tolerance("fp32"), "tf32 posing as fp32")
+    gc.check_close(tf32, ref, gc.tolerance("tf32"), "tf32")
+
+
+# --- the sampled-row check -------------------------------------------------------------------------------
+
+
+def test_sample_rows_has_both_ends_and_no_repeats():
+    r = gc.sample_rows(1000, 16)
+    assert r[0] == 0 and r[-1] == 999 and len(r) == 16 and np.all(np.diff(r) > 0)
+    assert list(gc.sample_rows(5, 16)) == [0, 1, 2, 3, 4]
+    assert np.array_equal(gc.sample_rows(1000, 16, seed=3), gc.sample_rows(1000, 16, seed=3))
+
+
+def test_sampled_row_check_passes_correct_and_fails_injected_errors():
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (200, 300)).astype(np.float32)
+    b = rng.uniform(-1, 1, (300, 100)).astype(np.float32)
+    c = (a @ b).astype(np.float32)
+    rows = gc.sample_rows(200, 16)
+    ref = gc.reference_rows(a[rows], b)
+    gc.check_close(c[rows], ref, gc.tolerance("fp32"), "ok")
+    bad = c.copy()
+    bad[rows[3], 7] += 1.0                                      # one wrong element in a sampled row
+    with pytest.raises(VerificationError, match="relative error"):
+        gc.check_close(bad[rows], ref, gc.tolerance("fp32"), "one element")
+    with pytest.raises(VerificationError):
+        gc.check_close(c[rows] * (1 + 1e-3), ref, gc.tolerance("fp32"), "scaled")
+    gc.check_close(c[rows] * (1 + 1e-3), ref, gc.tolerance("bf16"), "scaled within bf16")
+    nan = c[rows].copy()
+    nan[0, 0] = np.nan
+    with pytest.raises(VerificationError):
+        gc.check_close(nan, ref, 1.0, "nan")
+    with pytest.raises(VerificationError, match="shape"):
+        gc.check_close(c[rows][:, :5], ref, 1.0, "shape")
+
+
+def test_exact_check_for_integers():
+    rng = np.random.default_rng(2)
+    a = rng.integers(-127, 128, (32, 64)).astype(np.int8)
+    b = rng.integers(-127, 128, (64, 16)).astype(np.int8)
+    c = a.astype(np.int32) @ b.astype(np.int32)
+    ref = gc.reference_rows(a, b)
+    assert gc.check_close(c, ref, 0.0, "int8") == 0.0
+    c[5, 5] += 1
+    with pytest.raises(VerificationError, match="1 of"):
+        gc.check_close(c, ref, 0.0, "int8")
+
+
+# --- column-major layouts, checked against an independent column-major reader ----------------------------
+
+
+def _read_colmajor(flat: np.ndarray, rows: int, cols: int, ld: int) -> np.ndarray:
+    """What cuBLAS reads: element (i, j) at flat[i + j * ld]."""
+    return np.reshape(flat[: ld * cols], (ld, cols), order="F")[:rows]
+
+
+@pytest.mark.parametrize("transa", [gc.OP_N, gc.OP_T])
+@pytest.mark.parametrize("transb", [gc.OP_N, gc.OP_T])
+def test_colmajor_views_match_what_cublas_reads(transa, transb):
+    m, n, k = 5, 7, 3
+    sa, sb, sc = gc.buffer_shapes(m, n, k, transa, transb)
+    lda, ldb, ldc = gc.leading_dims(m, n, k, transa, transb)
+    assert (sa[1], sb[1], sc[1]) == (lda, ldb, ldc)              # C-order (cols, ld) buffers
+    a = np.arange(np.prod(sa), dtype=np.float64).reshape(sa)
+    b = np.arange(np.prod(sb), dtype=np.float64).reshape(sb) + 100
+    c = np.arange(np.prod(sc), dtype=np.float64).reshape(sc) + 1000
+    op_a, op_b, cm = gc.colmajor_views(a, b, c, transa, transb)
+    a_st = _read_colmajor(a.ravel(), *((m, k) if transa == gc.OP_N else (k, m)), lda)
+    b_st = _read_colmajor(b.ravel(), *((k, n) if transb == gc.OP_N else (n, k)), ldb)
+    assert np.array_equal(op_a, a_st if transa == gc.OP_N else a_st.T) and op_a.shape == (m, k)
+    assert np.array_equal(op_b, b_st if transb == gc.OP_N else b_st.T) and op_b.shape == (k, n)
+    assert np.array_equal(cm, _read_colmajor(c.ravel(), m, n, ldc))
+
+
+# A mock CuPy (numpy arrays that expose .data.ptr) and a mock cuBLAS gemmEx that reads and writes memory
+# column-major by itself, so CublasGemm's layout, leading dimensions, scalars and check are all exercised.
+_REG: dict[int, np.ndarray] = {}
+
+
+class _Arr(np.ndarray):
+    @property
+    def data(self):  # noqa: D401 - mimic cupy's MemoryPointer
+        _REG[self.ctypes.data] = self
+        return SimpleNamespace(ptr=self.ctypes.data)
+
+
+def _wrap(x):
+    return np.asarray(x).view(_Arr)
+
+
+class _RandomState:
+    def __init__(self, seed):
+        self.r = np.random.RandomState(seed)
+
+    def uniform(self, low, high, size, dtype=np.float64):
+        return _wrap(self.r.uniform(low, high, size).astype(dtype))
+
+    def randint(self, low, high, size):
+        return _wrap(self.r.randint(low, high, size))
+
+
+class _FakeCp:
+    float64, float32, float16, uint16, uint32, int8, int32 = (np.float64, np.float32, np.float16, np.uint16,
+                                                              np.uint32, np.int8, np.int32)
+    random = SimpleNamespace(RandomState=_RandomState)
+
+    @staticmethod
+    def zeros(shape, dtype):
+        return _wrap(np.zeros(shape, dtype))
+
+    @staticmethod
+    def asarray(x):
+        return _wrap(x)
+
+    @staticmethod
+    def ascontiguousarray(x, dtype=None):
+        return _wrap(np.ascontiguousarray(x, dtype=dtype))
+
+    @staticmethod
+    def asnumpy(x):
+        return np.asarray(x)
+
+
+def _decode(flat, dtype_code):
+    if dtype_code == gc.R_16BF:
+        return gc.bf16_bits_to_f32(np.ascontiguousarray(flat)).astype(np.float64)
+    return np.asarray(flat, dtype=np.float64)
+
+
+def _mock_gemm(ignore_transa=False, write_rowmajor=False):
+    def gemmEx(handle, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, compute, algo):
+        scalar = np.dtype(gc.SCALAR_FOR_COMPUTE[compute])
+        read = lambda p: np.frombuffer((ctypes.c_char * scalar.itemsize).from_address(p), dtype=scalar)[0]
+        assert read(alpha) == 1 and read(beta) == 0, "alpha/beta must have the compute type's scalar type"
+        ta = gc.OP_N if ignore_transa else ta
+        a = _decode(_REG[A].ravel(), at)
+        b = _decode(_REG[B].ravel(), bt)
+        a_st = _read_colmajor(a, *((m, k) if ta == gc.OP_N else (k, m)), lda)
+        b_st = _read_colmajor(b, *((k, n) if tb == gc.OP_N else (n, k)), ldb)
+        res = (a_st if ta == gc.OP_N else a_st.T) @ (b_st if tb == gc.OP_N else b_st.T)
+        cbuf = _REG[C]
+        if ct == gc.R_16BF:
+            out = gc.bf16_bits_from_f32(res.astype(np.float32))
+        else:
+            out = res.astype(cbuf.dtype)
+        flat = cbuf.reshape(-1)
+        if write_rowmajor:
+            flat[: m * n] = out.ravel()
+        else:   # element (i, j) at flat[i + j * ldc]
+            np.reshape(flat[: ldc * n], (n, ldc))[:, :m] = out.T
+    return gemmEx
+
+
+def _gemm(key, gemm, m=24, n=40, k=56):
+    from hwprobe.probes.gpu_gemm import CublasEnv, CublasGemm
+
+    env = CublasEnv(cp=_FakeCp, cublas=SimpleNamespace(gemmEx=gemm), handle=0, l2_bytes=1)
+    g = CublasGemm(env, gc.variant(key), m, n, k)
+    g.call(0)
+    return g
+
+
+@pytest.mark.parametrize("key", ["fp64", "fp32", "tf32", "fp16.f32acc", "fp16.f16acc", "bf16", "int8.tn", "int8.nn"])
+def test_cublas_gemm_layout_scalars_and_check_agree_with_a_column_major_gemm(key):
+    g = _gemm(key, _mock_gemm())
+    assert g.sets == 1
+    assert g.check(rows=6) <= gc.tolerance(key, g.k)
+
+
+@pytest.mark.parametrize("key", ["int8.tn", "fp32"])
+def test_cublas_gemm_check_catches_a_wrong_layout(key):
+    with pytest.raises(VerificationError):
+        _gemm(key, _mock_gemm(write_rowmajor=True)).check(rows=6)
+    if key == "int8.tn":
+        with pytest.raises(VerificationError):
+            _gemm(key, _mock_gemm(ignore_transa=True), m=32, n=32, k=32).check(rows=6)
+
+
+def test_operands_are_random_and_scaled():
+    g = _gemm("fp16.f16acc", _mock_gemm(), k=4096)
+    a = np.asarray(g.ops[0][0], dtype=np.float64)
+    assert np.count_nonzero(a) > 0.99 * a.size
+    assert np.abs(a).max() <= 4096 ** -0.25 + 1e-3
+    i8 = np.asarray(_gemm("int8.tn", _mock_gemm()).ops[0][0])
+    assert i8.dtype == np.int8 and i8.min() >= -127 and len(np.unique(i8)) > 50
+
+
+# --- encodings -------------------------------------------------------------------------------------------
+
+
+def test_bf16_bits_roundtrip():
+    x = np.array([1.0, -2.5, 0.15625, 3.0e38, -1.0e-30], dtype=np.float32)
+    bits = gc.bf16_bits_from_f32(x)
+    assert bits.dtype == np.uint16 and bits[0] == 0x3F80 and bits[1] == 0xC020
+    back = gc.bf16_bits_to_f32(bits)
+    assert np.array_equal(back[:3], x[:3])
+    assert np.all(np.abs(back - x) <= np.abs(x) * 2.0**-7)
+
+
+def test_fp8_decode_tables_known_codes():
+    e4 = gc.fp8_decode_table("e4m3")
+    assert e4[0x38] == 1.0 and e4[0xB8] == -1.0 and e4[0x40] == 2.0 and e4[0x7E] == 448.0
+    assert e4[0x08] == 2.0**-6 and e4[0x01] == 2.0**-9 and np.isnan(e4[0x7F]) and np.isnan(e4[0xFF])
+    e5 = gc.fp8_decode_table("e5m2")
+    assert e5[0x3C] == 1.0 and e5[0x7B] == 57344.0 and np.isinf(e5[0x7C]) and np.isnan(e5[0x7D])
+    assert e5[0x04] == 2.0**-14 and e5[0x01] == 2.0**-16
+    assert np.sum(np.isfinite(e4)) == 254 and np.sum(np.isfinite(e5)) == 248
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_fp8_exact_values_roundtrip(fmt):
+    vals = np.array(gc.FP8_EXACT_VALUES * 3).reshape(3, -1)
+    codes = gc.fp8_encode_exact(vals, fmt)
+    assert codes.dtype == np.uint8 and codes.shape == vals.shape
+    assert np.array_equal(gc.fp8_decode_table(fmt)[codes], vals)
+    assert gc.fp8_encode_exact(np.array([0.0]), fmt)[0] == 0x00
+    with pytest.raises(ValueError, match="not exactly representable"):
+        gc.fp8_encode_exact(np.array([0.1]), fmt)
+
+
+def test_2to4_detection():
+    rng = np.random.default_rng(4)
+    a = rng.uniform(-1, 1, (8, 16))
+    assert not gc.is_2to4(a)
+    groups = a.reshape(8, 4, 4).copy()
+    np.put_along_axis(groups, np.argsort(np.abs(groups), axis=-1)[..., :2], 0, axis=-1)   # keep the 2 largest
+    assert gc.is_2to4(groups.reshape(8, 16))
+    three = groups.reshape(8, 16).copy()
+    three[5, 4:8] = [1, 2, 3, 0]
+    assert not gc.is_2to4(three)
+    assert not gc.is_2to4(np.ones((2, 6)))
+
+
+# --- plans and summaries ---------------------------------------------------------------------------------
+
+
+def test_plan_sizes():
+    assert gc.plan_sizes((8192, 1024, 2048, 4096, 1024), quick=False) == [1024, 2048, 4096, 8192]
+    assert gc.plan_sizes((1024, 2048, 4096, 8192), quick=True) == [1024, 4096]
+    assert gc.plan_sizes((8192, 16384), quick=True) == [8192]
+    assert gc.plan_sizes((4096,), quick=True) == [4096]
+    with pytest.raises(ValueError):
+        gc.plan_sizes((0, 1024), quick=False)
+
+
+def test_rotation_sets_bust_l2():
+    l2 = 60 << 20
+    per = gc.gemm_bytes(1024, 1024, 1024, 2, 2)                 # 6 MiB: 30 sets make 3 x L2
+    s = gc.rotation_sets(per, l2)
+    assert s * per >= 3 * l2 and (s - 1) * per < 3 * l2
+    assert gc.rotation_sets(gc.gemm_bytes(8192, 8192, 8192, 2, 2), l2) == 1
+    assert gc.rotation_sets(1, l2, cap=64) == 64
+    with pytest.raises(ValueError):
+        gc.rotation_sets(0, l2)
+
+
+def test_alignment_sizes_have_exactly_that_alignment():
+    plan = gc.alignment_sizes(4096, (8, 16, 32, 64))
+    assert [n for _, n, _ in plan] == [4104, 4112, 4128, 4160]
+    for a, n, odd in plan:
+        assert n >= 4096 and n % a == 0 and (n // a) % 2 == 1 and odd == n + 1 and odd % 2 == 1
+    assert gc.alignment_sizes(100, (8,)) == [(8, 104, 105)]
+    with pytest.raises(ValueError):
+        gc.alignment_sizes(100, (0,))
+
+
+def test_efficiency_curve():
+    pts = [(4096, 800.0), (1024, 400.0), (8192, 760.0)]
+    curve = gc.efficiency_curve(pts)
+    assert [c["n"] for c in curve] == [1024, 4096, 8192]
+    assert curve[1]["of_best"] == 1.0 and curve[0]["of_best"] == 0.5
+    assert gc.efficiency_curve([]) == []
+
+
+def test_pitfall_reports_int8_nn_slower_than_fp16():
+    found, text, d = gc.pitfall_int8_vs_fp16({"tn": 1.6e15, "nn": 0.13e15}, 0.9e15, 8192)
+    assert found and d["worst_layout"] == "nn" and d["best_layout"] == "tn"
+    assert "NN" in text and "6.9x slower than FP16" in text and "use TN" in text and "1.6 POP/s" in text
+    found, text, _ = gc.pitfall_int8_vs_fp16({"tn": 1.6e15, "nn": 1.5e15}, 0.9e15, 8192)
+    assert not found and "no INT8 pitfall" in text
+    found, text, _ = gc.pitfall_int8_vs_fp16({"tn": 0.5e15}, 0.9e15, 4096)
+    assert found and "every INT8 layout is slower" in text
+    with pytest.raises(ValueError):
+        gc.pitfall_int8_vs_fp16({}, 1.0, 1)
+
+
+def test_int8_layout_unit_inference():
+    assert gc.int8_layout_exec_unit(0.13e15, 1.6e15)[0] == "cuda_core"
+    assert gc.int8_layout_exec_unit(1.5e15, 1.6e15)[0] == "tensor_core"
+    unit, note = gc.int8_layout_exec_unit(1.0e15, None)
+    assert unit == "tensor_core" and "not inferred" in note
+
+
+def test_fp64_exec_unit_by_architecture():
+    assert gc.fp64_exec_unit(9, 0)[0] == "tensor_core"
+    assert gc.fp64_exec_unit(8, 0)[0] == "tensor_core"
+    assert gc.fp64_exec_unit(8, 6)[0] == "cuda_core"
+    assert gc.fp64_exec_unit(8, 9)[0] == "cuda_core"
+
+
+def test_alignment_finding_sentence():
+    rows = [{"align": 8, "n": 4104, "rate": 800.0, "odd_rate": 400.0},
+            {"align": 64, "n": 4160, "rate": 820.0, "odd_rate": 600.0},
+            {"align": 16, "n": 4112, "rate": 1600.0, "odd_rate": None}]
+    worst, text = gc.alignment_finding("fp16", rows)
+    assert worst == 2.0 and "4105 runs 2.00x slower than 4104" in text and "multiples of 8" in text
+    assert "4113 not supported" in text
+    worst, text = gc.alignment_finding("int8", [rows[2]])
+    assert worst is None and "align INT8 channels to 32" in text
+
+
+def test_si_prefixes():
+    assert gc.si(1.6e15, "OP/s") == "1.6 POP/s"
+    assert gc.si(9.05e14, "FLOP/s") == "905 TFLOP/s"
+    assert gc.si(12.0, "x") == "12 x"
+
+
+# --- probe plumbing that needs no GPU --------------------------------------------------------------------
+
+
+def _m(n, value, valid=True):
+    st = Stats.of([0.01, 0.011])
+    return Measurement(probe="gpu.gemm", metric=f"fp16.x.n{n}", kind="sweep", value=value, unit="FLOP/s",
+                       samples_s=[0.01, 0.011], stats=st, params={"n": n}, notes=["a"], valid=valid)
+
+
+def test_ceiling_is_the_best_valid_sweep_point_with_the_curve():
+    from hwprobe.probes.gpu_gemm import ceiling_of
+
+    pts = [_m(1024, 300.0), _m(4096, 900.0), _m(8192, 950.0, valid=False), _m(2048, 700.0)]
+    c = ceiling_of(pts, "fp16.tensor_core.cublas.f32acc")
+    assert c.kind == "compute" and c.metric == "fp16.tensor_core.cublas.f32acc" and c.value == 900.0
+    assert [p["n"] for p in c.params["curve"]] == [1024, 2048, 4096, 8192]
+    assert c.params["n"] == 4096 and "efficiency vs size" in c.notes[-1]
+    c.notes.append("x")
+    c.samples_s.append(1.0)
+    assert pts[1].notes == ["a"] and len(pts[1].samples_s) == 2 and pts[1].kind == "sweep"
+
+
+def test_runner_launch_bound_rule():
+    from hwprobe.probes.gpu_gemm import Runner
+
+    assert Runner(lambda: None, 10, False, 2e-6, 8e-6, []).launch_bound
+    assert not Runner(lambda: None, 10, False, 1e-3, 8e-6, []).launch_bound
+    assert not Runner(lambda: None, 10, True, 2e-6, 8e-6, []).launch_bound
+
+
+def test_library_probes_register_and_load_no_gpu_library():
+    code = ("import sys; import hwprobe.probes.gpu_gemm, hwprobe.probes.gpu_fp8, hwprobe.probes.gpu_sparse; "
+            "from hwprobe.probes.base import _REGISTRY as R; "
+            "print(sorted(k for k in R if k.startswith('gpu.gemm') or k == 'gpu.sparse')); "
+            "print(' '.join(m for m in ('cupy', 'nvmath', 'torch', 'pynvml') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    assert lines[0] == "['gpu.gemm', 'gpu.gemm_align', 'gpu.gemm_fp8', 'gpu.sparse']"
+    assert lines[1].strip() == ""
+
+
+def test_probe_parameters_and_precisions():
+    import hwprobe.probes.gpu_fp8  # noqa: F401
+    import hwprobe.probes.gpu_gemm  # noqa: F401
+    import hwprobe.probes.gpu_sparse  # noqa: F401
+    from hwprobe.errors import InputError
+    from hwprobe.probes.base import _REGISTRY
+
+    gemm = _REGISTRY["gpu.gemm"]
+    assert gemm.params()["sizes"] == (1024, 2048, 4096, 8192) and gemm.params()["check_rows"] == 16
+    assert set(gemm.precisions) == set(gc.GEMM_VARIANTS)
+    with pytest.raises(InputError):
+        gemm.check_params({"precisions": ("fp4",)})
+    assert _REGISTRY["gpu.sparse"].params()["sizes"] == (2048, 4096, 8192, 16384)
+    assert _REGISTRY["gpu.gemm_align"].params()["aligns"] == (8, 16, 32, 64)
+    assert _REGISTRY["gpu.gemm_fp8"].params()["variants"] == ("e4m3xe4m3", "e4m3xe5m2", "e5m2xe4m3")
+
+
+class _SimGpu:
+    """A fake CuPy whose 'GPU' is a clock: each call adds ``per_call`` seconds; capture records calls."""
+
+    def __init__(self, per_call: float, fail_capture: bool = False):
+        self.per_call, self.fail_capture = per_call, fail_capture
+        self.t, self.capturing, self.captured, self.streams_set = 0.0, None, None, []
+        sim = self
+
+        class Event:
+            def record(self, stream=None):
+                self.t = sim.t
+
+            def synchronize(self):
+                pass
+
+        class Graph:
+            def __init__(self, calls):
+                self.calls = calls
+
+            def launch(self, stream=None):
+                sim.t += sim.per_call * len(self.calls)
+
+        class Stream:
+            ptr = 1234
+
+            def __init__(self, non_blocking=False):
+                pass
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *a):
+                return False
+
+            def synchronize(self):
+                pass
+
+            def begin_capture(self):
+                sim.capturing = []
+
+            def end_capture(self):
+                calls, sim.capturing = sim.capturing, None
+                return Graph(calls)
+
+        current = SimpleNamespace(ptr=0, synchronize=lambda: None)
+        self.cuda = SimpleNamespace(Event=Event, Stream=Stream, get_current_stream=lambda: current,
+                                    get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3)
+
+    def call(self, i):
+        if self.capturing is not None:
+            if self.fail_capture:
+                raise RuntimeError("operation not permitted when stream is capturing")
+            self.capturing.append(i)
+        else:
+            self.t += self.per_call
+
+
+def test_build_runner_sizes_samples_and_captures_graphs():
+    from hwprobe.probes.gpu_gemm import TARGET_S, build_runner
+
+    sim = _SimGpu(2e-6)
+    r = build_runner(sim, sim.call, sets=7, set_stream=sim.streams_set.append)
+    assert r.graph and r.reps == round(TARGET_S / 2e-6) and r.per_call_s == pytest.approx(2e-6)
+    assert sim.streams_set == [1234, 0]                          # capture stream, then back to the current one
+    t0 = sim.t
+    r.fn()
+    assert sim.t - t0 == pytest.approx(TARGET_S)
+
+    big = _SimGpu(0.02)
+    r = build_runner(big, big.call)
+    assert not r.graph and r.reps == 1 and not r.launch_bound    # a 20 ms call: one per sample, no graph
+
+    bad = _SimGpu(2e-6, fail_capture=True)
+    r = build_runner(bad, bad.call)
+    assert not r.graph and "graph capture failed" in r.notes[0]
+    t0 = bad.t
+    r.fn()
+    assert bad.t - t0 == pytest.approx(r.reps * 2e-6)
+
+
+def test_sparse_specs_and_fp8_operands():
+    from hwprobe.probes import gpu_sparse
+
+    for prec, spec in gpu_sparse.SPECS.items():
+        assert gc.tolerance(spec.tol_key, 4096) >= 0
+        assert spec.storage in gc.ITEMSIZE and spec.out in gc.ITEMSIZE
+        if spec.dense_key:
+            dense = gc.variant(spec.dense_key)
+            assert dense.ab_type == spec.ab_type and dense.c_type == spec.c_type and dense.unit == spec.unit
+        assert (spec.unit == "OP/s") == (prec == "int8")
+    codes = gpu_sparse._sparse_operand(_FakeCp, "fp8", (6, 16), seed=2)
+    assert codes.dtype == np.uint8
+    vals = np.asarray(gpu_sparse._to_f64(_FakeCp, codes, "fp8"))
+    assert set(np.unique(vals)) <= set(gc.FP8_EXACT_VALUES) and len(np.unique(vals)) > 4

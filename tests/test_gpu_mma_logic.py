@@ -1,0 +1,477 @@
+"""CPU tests of the Tensor Core instruction probes: support rules, work counts, operand encodings, PTX
+fragment layouts, the output check, calibration, the configuration search and the SASS evidence."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from hwprobe.device import GpuInfo
+from hwprobe.errors import VerificationError
+from hwprobe.kernels import source
+from hwprobe.probes import gpu_mma as g
+from hwprobe.probes.base import _REGISTRY, ProbeContext
+
+# ---------------------------------------------------------------- support rules
+
+
+def test_support_rules_per_arch():
+    all_mma = {("mma_sync", p) for p in g.MMA_SYNC_PRECISIONS}
+    all_wg = {("wgmma", p) for p in g.WGMMA_PRECISIONS}
+    assert g.supported((7, 5)) == frozenset()
+    assert g.supported((8, 0)) == all_mma - {("mma_sync", "fp8")}
+    assert g.supported((8, 6)) == all_mma - {("mma_sync", "fp8")}
+    assert g.supported((8, 9)) == all_mma
+    assert g.supported((9, 0)) == (all_mma - {("mma_sync", "fp8"), ("mma_sync", "int4")}) | all_wg
+    assert g.supported((10, 0)) == all_mma - {("mma_sync", "fp8"), ("mma_sync", "int4")}
+    assert g.supported((12, 0)) == all_mma - {("mma_sync", "int4")}
+
+
+def test_skip_reasons_name_the_requirement_and_the_device():
+    assert g.skip_reason("mma_sync", "fp8", (8, 0)) == "fp8 mma.sync needs sm_89+, device is sm_80"
+    assert g.skip_reason("wgmma", "fp16", (8, 9)) == "wgmma needs sm_90a (Hopper), device is sm_89"
+    bf16_xavier = g.skip_reason("mma_sync", "bf16", (7, 2))
+    assert "sm_80+" in bf16_xavier and "device is sm_72" in bf16_xavier
+    assert "F2FP + HMMA" in g.skip_reason("mma_sync", "fp8", (9, 0))
+    assert "IMMA.16832.S8.S8" in g.skip_reason("mma_sync", "int4", (9, 0))
+    assert g.skip_reason("mma_sync", "int4", (8, 7)) is None
+    with pytest.raises(ValueError):
+        g.skip_reason("wmma", "fp16", (9, 0))
+
+
+class _Log:
+    def __init__(self):
+        self.lines = []
+
+    def __call__(self, msg):
+        self.lines.append(msg)
+
+
+def _gpu(cc):
+    return GpuInfo(index=0, name="fake", cc_major=cc[0], cc_minor=cc[1], sms=108, l2_bytes=40 << 20,
+                   mem_bytes=80 << 30, mem_clock_mhz=1593.0, bus_width_bits=5120, sm_clock_max_mhz=1410.0)
+
+
+def test_unsupported_points_become_info_measurements_without_touching_the_gpu():
+    log = _Log()
+    ctx = ProbeContext(target="gpu", device=_gpu((8, 0)), sampler=None, probe_name="gpu.wgmma", log=log)
+    out = list(g.run_wgmma(ctx))
+    assert [m.metric for m in out] == [v.metric for v in g.VARIANTS if v.api == "wgmma"]
+    for m in out:
+        assert m.kind == "info" and m.exec_unit == "tensor_core" and m.path == "instruction"
+        assert m.notes == ["skipped: wgmma needs sm_90a (Hopper), device is sm_80"]
+    assert {m.precision for m in out} == {"fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "int8"}
+    assert len(log.lines) == len(out)
+    ctx.probe_name = "gpu.mma_sync"
+    fp8 = list(g.run_mma_sync(ctx, precisions=("fp8",)))
+    assert [(m.precision, m.notes) for m in fp8] == [
+        ("fp8_e4m3", ["skipped: fp8 mma.sync needs sm_89+, device is sm_80"]),
+        ("fp8_e5m2", ["skipped: fp8 mma.sync needs sm_89+, device is sm_80"]),
+    ]
+
+
+def test_probes_are_registered_with_their_parameters():
+    assert _REGISTRY["gpu.mma_sync"].params() == {"precisions": g.MMA_SYNC_PRECISIONS}
+    assert _REGISTRY["gpu.wgmma"].params() == {"precisions": g.WGMMA_PRECISIONS}
+    assert _REGISTRY["gpu.wgmma"].target == "gpu" and _REGISTRY["gpu.wgmma"].family == "compute"
+    for api, precs in (("mma_sync", g.MMA_SYNC_PRECISIONS), ("wgmma", g.WGMMA_PRECISIONS)):
+        assert {v.precision for v in g.variants(api)} == set(precs)
+
+
+# ---------------------------------------------------------------- metrics and work
+
+
+def test_metric_names_units_and_precisions():
+    names = {v.metric for v in g.VARIANTS}
+    assert len(names) == len(g.VARIANTS)
+    assert "fp16.tensor_core.mma_sync.f32acc" in names and "fp16.tensor_core.mma_sync.f16acc" in names
+    assert "fp8_e5m2.tensor_core.wgmma.f32acc" in names and "int8.tensor_core.wgmma.s32acc" in names
+    for v in g.VARIANTS:
+        assert v.unit == ("OP/s" if v.precision in ("int8", "int4") else "FLOP/s")
+        assert v.metric_precision in ("fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "int8", "int4", "fp64")
+
+
+def test_work_is_two_mnk_per_instruction_times_count():
+    by = {v.metric: v for v in g.VARIANTS}
+    v = by["fp16.tensor_core.mma_sync.f32acc"]
+    assert v.ops_per_instruction == 2 * 16 * 8 * 16
+    assert g.ops_per_iteration(v) == g.CHAINS * 4096
+    assert by["int4.tensor_core.mma_sync.s32acc"].ops_per_instruction == 2 * 16 * 8 * 64
+    assert by["fp64.tensor_core.mma_sync.f64acc"].ops_per_instruction == 2 * 8 * 8 * 4
+    w = by["fp16.tensor_core.wgmma.f32acc"]
+    assert w.ops_per_instruction == 2 * 64 * 256 * 16 and g.ops_per_iteration(w) == g.UNROLL * 524288
+    assert by["fp8_e4m3.tensor_core.wgmma.f32acc"].ops_per_instruction == 2 * 64 * 256 * 32
+    assert by["tf32.tensor_core.wgmma.f32acc"].ops_per_instruction == 2 * 64 * 256 * 8
+
+
+def test_launch_geometry_counts_warps_and_warpgroups():
+    by = {v.metric: v for v in g.VARIANTS}
+    assert g.geometry(by["fp16.tensor_core.mma_sync.f32acc"], (256, 2), 132) == (264, 256, 2112)
+    assert g.geometry(by["bf16.tensor_core.wgmma.f32acc"], (128, 3), 132) == (396, 128, 396)
+    assert g.geometry(by["bf16.tensor_core.wgmma.f32acc"], (128, 2), 132, grid=2) == (2, 128, 2)
+    assert all(block == 128 for block, _ in g.WGMMA_CONFIGS)          # wgmma.cu: one warpgroup per CTA
+
+
+# ---------------------------------------------------------------- encodings
+
+
+def test_fp8_codes():
+    assert [g.fp8_code(x, "e4m3") for x in (1.0, 2.0, -1.0, 3.0, 0.5, 0.0, 448.0)] == [
+        0x38, 0x40, 0xB8, 0x44, 0x30, 0x00, 0x7E]
+    assert [g.fp8_code(x, "e5m2") for x in (1.0, 2.0, -3.0, 0.25, 57344.0)] == [0x3C, 0x40, 0xC2, 0x34, 0x7B]
+    assert g.fp8_code(2.0 ** -9, "e4m3") == 0x01            # smallest subnormal
+    for bad, fmt in ((1.0625, "e4m3"), (4.5, "e5m2"), (480.0, "e4m3"), (1e6, "e5m2")):
+        with pytest.raises(ValueError):
+            g.fp8_code(bad, fmt)
+
+
+def test_encode_formats():
+    v = np.array([[1, -2], [3, 0]])
+    assert g.encode(v, "fp16").tolist() == [[0x3C00, 0xC000], [0x4200, 0x0000]]
+    assert g.encode(v, "bf16").tolist() == [[0x3F80, 0xC000], [0x4040, 0x0000]]
+    assert g.encode(v, "tf32").tolist() == [[0x3F800000, 0xC0000000], [0x40400000, 0]]
+    assert g.encode(np.array([-1, 7, -8]), "s4").tolist() == [0xF, 0x7, 0x8]
+    assert g.encode(np.array([-100, 100]), "s8").tolist() == [0x9C, 0x64]
+    assert g.encode(v, "e4m3").tolist() == [[0x38, 0xC0], [0x44, 0x00]]
+    with pytest.raises(ValueError):
+        g.encode(np.array([8]), "s4")
+    with pytest.raises(ValueError):
+        g.encode(np.array([4097]), "fp16")
+
+
+def test_verification_inputs_are_exact_and_fp16_accumulation_cannot_round():
+    for v in g.VARIANTS:
+        a, bt = g.inputs(v)
+        assert a.shape == (v.shape[0], v.shape[2]) and bt.shape == (v.shape[1], v.shape[2])
+        assert len(np.unique(a)) > 3 and len(np.unique(bt)) > 3        # non-uniform
+        g.pack(v, a, bt)                                                # encode raises if inexact
+        bound = g.verify_count(v) * v.shape[2] * max(abs(v.lo), v.hi) ** 2
+        assert bound <= {"f16": 2048, "f32": 2 ** 24, "s32": 2 ** 31 - 1, "f64": 2 ** 53}[v.acc]
+
+
+# ---------------------------------------------------------------- fragment layouts
+
+
+def _covers_once(fmap, rows, cols):
+    seen = Counter(map(tuple, fmap.reshape(-1, 2).tolist()))
+    return set(seen) == {(r, c) for r in range(rows) for c in range(cols)} and set(seen.values()) == {1}
+
+
+@pytest.mark.parametrize("fmt,k", [("fp16", 16), ("bf16", 16), ("tf32", 8), ("s8", 32), ("e4m3", 32), ("s4", 64)])
+def test_mma_maps_are_bijections(fmt, k):
+    assert _covers_once(g.mma_a_map(fmt), 16, k)
+    assert _covers_once(g.mma_b_map(fmt), k, 8)
+    assert _covers_once(g.mma_c_map(fmt), 16, 8)
+
+
+def test_mma_maps_match_the_ptx_isa_tables():
+    # lane 5: groupID 1, threadID_in_group 1
+    a = g.mma_a_map("fp16")
+    assert [tuple(a[5, i]) for i in (0, 1, 2, 3, 4, 6, 7)] == [(1, 2), (1, 3), (9, 2), (9, 3), (1, 10), (9, 10),
+                                                                (9, 11)]
+    assert tuple(g.mma_a_map("tf32")[6, 3]) == (9, 6)                  # a3: (g+8, t+4), lane 6 = (1, 2)
+    assert tuple(g.mma_a_map("s8")[7, 9]) == (1, 12 + 1 + 16)          # a9: row g, col 4t + 1 + 16
+    assert tuple(g.mma_a_map("s4")[31, 31]) == (15, 24 + 7 + 32)       # a31: row g+8, col 8t + 7 + 32
+    assert tuple(g.mma_b_map("fp16")[5, 3]) == (2 + 1 + 8, 1)          # b3: k = 2t + 1 + 8, n = g
+    assert tuple(g.mma_b_map("s8")[7, 5]) == (12 + 1 + 16, 1)
+    assert tuple(g.mma_b_map("tf32")[6, 1]) == (2 + 4, 1)
+    assert tuple(g.mma_c_map("fp16")[5, 3]) == (9, 3)
+    # m8n8k4 f64, lane 13 = (3, 1): A (g, t), B (t, g), C (g, 2t + i)
+    assert tuple(g.mma_a_map("f64")[13, 0]) == (3, 1)
+    assert tuple(g.mma_b_map("f64")[13, 0]) == (1, 3)
+    assert [tuple(x) for x in g.mma_c_map("f64")[13]] == [(3, 2), (3, 3)]
+    assert _covers_once(g.mma_a_map("f64"), 8, 4) and _covers_once(g.mma_c_map("f64"), 8, 8)
+
+
+def test_wgmma_accumulator_map():
+    d = g.wgmma_d_map()
+    assert d.shape == (128, 128, 2) and _covers_once(d, 64, 256)
+    assert tuple(d[37, 6]) == (16 + 1 + 8, 8 + 2)                      # warp 1, lane 5, element 6
+    assert tuple(d[0, 127]) == (8, 249)
+
+
+def test_pack_lanes_puts_the_first_element_in_the_low_bits():
+    v = next(x for x in g.VARIANTS if x.metric == "fp16.tensor_core.mma_sync.f32acc")
+    a, bt = g.inputs(v)
+    pa, _ = g.pack(v, a, bt)
+    codes = g.encode(a, "fp16")
+    lane = 5                                  # a0 = A[1, 2], a1 = A[1, 3]
+    assert int(pa[lane, 0]) == int(codes[1, 2]) | (int(codes[1, 3]) << 16)
+    v4 = next(x for x in g.VARIANTS if x.in_fmt == "s4")
+    a4, bt4 = g.inputs(v4)
+    pa4, _ = g.pack(v4, a4, bt4)
+    word = int(pa4[0, 0])                     # lane 0, register 0: A[0, 0..7], one nibble each
+    assert [((word >> (4 * j)) & 0xF) for j in range(8)] == [int(x) & 0xF for x in a4[0, :8]]
+
+
+def test_smem_image_layout():
+    off = g.kmajor_offsets(64, 16, 2)
+    assert sorted(off.ravel().tolist()) == list(range(0, 2048, 2))
+    assert off[9, 9] == 1 * 256 + 1 * 128 + 1 * 16 + 2
+    assert off[0, 8] == g.LBO_BYTES and off[8, 0] == g.SBO_BYTES
+    codes = np.arange(64 * 16, dtype=np.uint64).reshape(64, 16) * 7 % 65536
+    img = g.smem_image(codes, 16).view(np.uint8)
+    back = img[off].astype(np.uint64) | (img[off + 1].astype(np.uint64) << 8)
+    assert np.array_equal(back, codes)
+
+
+# ---------------------------------------------------------------- the output check
+
+
+def _fake_kernel_output(v, d, units):
+    """What a correct kernel writes: the inverse of unpack (the accumulator layout, then the store order)."""
+    regs = g.n_acc_regs(v)
+    dmap = g.wgmma_d_map() if v.api == "wgmma" else g.mma_c_map(v.in_fmt)
+    vals = np.broadcast_to(d[dmap[..., 0], dmap[..., 1]], (units, *dmap.shape[:2]))
+    if v.acc == "f16":
+        vals = np.ascontiguousarray(vals.astype(np.float16)).view(np.uint32)
+    else:
+        vals = vals.astype(g.ACC_DTYPE[v.acc])
+    if v.api == "wgmma":
+        vals = vals.transpose(0, 2, 1)
+    assert vals.shape[-1] == (128 if v.api == "wgmma" else regs)
+    return np.ascontiguousarray(vals).ravel()
+
+
+@pytest.mark.parametrize("v", g.VARIANTS, ids=lambda v: v.metric)
+def test_check_accepts_the_right_layout_and_rejects_a_wrong_one(v):
+    a, bt = g.inputs(v)
+    want = g.reference(a, bt, g.verify_count(v))
+    out = _fake_kernel_output(v, want, units=3)
+    g.compare(g.unpack(v, out, 3), want)
+    wrong = out.reshape(3, -1).copy()
+    wrong[1] = np.roll(wrong[1], 1)           # unit 1 with its registers shifted by one
+    with pytest.raises(VerificationError, match="unit 1"):
+        g.compare(g.unpack(v, wrong.ravel(), 3), want)
+    swapped = g.reference(a, bt[::-1], g.verify_count(v))    # B columns reversed: another layout's answer
+    with pytest.raises(VerificationError):
+        g.compare(g.unpack(v, _fake_kernel_output(v, swapped, 1), 1), want)
+
+
+# ---------------------------------------------------------------- calibration and search
+
+
+def test_calibrate_reaches_the_target_with_a_mocked_timer():
+    calls = []
+
+    def timer(n):
+        calls.append(n)
+        return 20e-6 + n * 1e-6               # 20 us fixed cost, 1 us per iteration
+
+    iters = g.calibrate(timer, 0.010)
+    assert 9000 <= iters <= 10000
+    assert calls[0] == 16 and calls == sorted(calls) and len(calls) < 8
+    assert g.calibrate(lambda n: 1.0, 0.010) == 1       # one launch already too long: 1 iteration
+    assert g.calibrate(lambda n: 0.0, 0.010, hi=1000) == 1000
+
+
+def test_search_picks_the_fastest_and_keeps_errors():
+    rates = {(256, 1): (1.0, 1e-6), (256, 2): (3.0, 1e-6), (256, 4): None}
+
+    def rate_of(cfg):
+        if rates[cfg] is None:
+            raise RuntimeError("too many resources requested for launch")
+        return rates[cfg]
+
+    best, results, errors = g.search(list(rates), rate_of)
+    assert best == (256, 2) and set(results) == {(256, 1), (256, 2)}
+    assert "too many resources" in errors[(256, 4)]
+    with pytest.raises(RuntimeError, match="no launch configuration ran"):
+        g.search([(1, 1)], lambda cfg: 1 / 0)
+
+
+# ---------------------------------------------------------------- sources and SASS evidence
+
+
+def test_kernel_names_exist_in_the_sources():
+    mma, wg = source("mma_sync.cu"), source("wgmma.cu")
+    for v in g.VARIANTS:
+        if v.api == "mma_sync":
+            assert f"MMA_KERNEL({v.kernel}," in mma and f"MMA_ONLY_{v.kernel}" in mma
+            assert v.ptx.split(".", 3)[3].split(".row")[0] in mma      # the shape is in the source
+        else:
+            assert f"WGMMA_KERNEL({g.WGMMA_IDS[v.kernel]}, {v.kernel}," in wg
+    assert "#define LBO_BYTES 128" in wg and "#define SBO_BYTES 256" in wg
+
+
+# Real cuobjdump -sass excerpts (nvcc 13.0, encodings dropped): the timed loops of mma_sync.cu on sm_90,
+# of mma_fp8e4m3_f32acc on sm_90 (emulated) and of wgmma.cu on sm_90a.
+SASS_MMA_FP16_SM90 = """
+	code for sm_90
+		Function : mma_fp16_f32acc
+        /*0390*/                   IMAD.MOV.U32 R0, RZ, RZ, R0 ;
+        /*03a0*/                   HMMA.16816.F32 R36, R4, R2, R36 ;
+        /*03b0*/                   VIADD R0, R0, 0xfffffffe ;
+        /*03c0*/                   HMMA.16816.F32 R32, R4, R2, R32 ;
+        /*03d0*/                   ISETP.NE.AND P1, PT, R0, RZ, PT ;
+        /*03e0*/                   HMMA.16816.F32 R8, R4.reuse, R2.reuse, R8 ;
+        /*03f0*/                   HMMA.16816.F32 R12, R4.reuse, R2.reuse, R12 ;
+        /*0400*/                   HMMA.16816.F32 R16, R4.reuse, R2.reuse, R16 ;
+        /*0410*/                   HMMA.16816.F32 R20, R4.reuse, R2.reuse, R20 ;
+        /*0420*/                   HMMA.16816.F32 R24, R4.reuse, R2.reuse, R24 ;
+        /*0430*/                   HMMA.16816.F32 R28, R4.reuse, R2.reuse, R28 ;
+        /*04c0*/                   NOP ;
+        /*04d0*/               @P1 BRA 0x3a0 ;
+        /*04e0*/              @!P0 BRA 0x580 ;
+        /*0830*/                   BRA 0x830;
+"""
+
+SASS_MMA_FP8_SM90 = """
+	code for sm_90
+		Function : mma_fp8e4m3_f32acc
+        /*03c0*/                   F2FP.F16.E4M3.UNPACK_B R16, R48 ;
+        /*03d0*/                   F2FP.F16.E4M3.UNPACK_B R17, R47 ;
+        /*0440*/                   F2FP.F16.E4M3.UNPACK_B R18, R44.H1 ;
+        /*0450*/                   HMMA.16816.F32 R12, R12, R16, RZ ;
+        /*0460*/                   F2FP.F16.E4M3.UNPACK_B R19, R42.H1 ;
+        /*0470*/                   IADD3 R49, R49, -0x2, RZ ;
+        /*04a0*/                   ISETP.NE.AND P1, PT, R49, RZ, PT ;
+        /*04b0*/                   HMMA.16816.F32 R12, R16, R32, R12 ;
+        /*04c0*/                   NOP ;
+        /*04d0*/                   FADD R31, R12.reuse, R31 ;
+        /*04e0*/                   FADD R7, R12.reuse, R7 ;
+        /*08c0*/                   FADD R40, R15, R40 ;
+        /*08d0*/               @P1 BRA 0x3c0 ;
+"""
+
+SASS_WGMMA_FP16_SM90A = """
+	code for sm_90a
+		Function : wgmma_fp16_f32acc
+        /*0ba0*/                   WARPGROUP.ARRIVE ;
+        /*0bb0*/                   VIADD R2, R2, 0xfffffffc ;
+        /*0bc0*/                   HGMMA.64x256x16.F32 R24, gdesc[UR4], R24 ;
+        /*0bd0*/                   ISETP.NE.AND P1, PT, R2, RZ, PT ;
+        /*0be0*/                   NOP ;
+        /*0bf0*/                   HGMMA.64x256x16.F32 R24, gdesc[UR4], R24 ;
+        /*0c00*/                   NOP ;
+        /*0c10*/                   HGMMA.64x256x16.F32 R24, gdesc[UR4], R24 ;
+        /*0c20*/                   NOP ;
+        /*0c30*/                   HGMMA.64x256x16.F32 R24, gdesc[UR4], R24, gsb0 ;
+        /*0c40*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*0e00*/               @P1 BRA 0xba0 ;
+"""
+
+
+def _by(metric):
+    return next(v for v in g.VARIANTS if v.metric == metric)
+
+
+def test_sass_evidence_on_real_excerpts():
+    sass = pytest.importorskip("hwprobe.kernels.sass")
+    fp16 = _by("fp16.tensor_core.mma_sync.f32acc")
+    assert sass.has_opcodes(SASS_MMA_FP16_SM90, "mma_fp16_f32acc", (fp16.sass,))
+    assert g.sass_flags(True, fp16) == []
+    assert "8 HMMA.16816.F32" in sass.evidence(SASS_MMA_FP16_SM90, "mma_fp16_f32acc", (fp16.sass,))
+    # bf16's opcode is a longer form: the fp16 loop must not pass for it, nor f16 accumulate.
+    assert not sass.has_opcodes(SASS_MMA_FP16_SM90, "mma_fp16_f32acc", (_by("bf16.tensor_core.mma_sync.f32acc").sass,))
+    assert not sass.has_opcodes(SASS_MMA_FP16_SM90, "mma_fp16_f32acc", (_by("fp16.tensor_core.mma_sync.f16acc").sass,))
+
+    fp8 = _by("fp8_e4m3.tensor_core.mma_sync.f32acc")
+    has = sass.has_opcodes(SASS_MMA_FP8_SM90, "mma_fp8e4m3_f32acc", (fp8.sass,))
+    assert has is False
+    assert g.sass_flags(has, fp8) == ["sass_mismatch: QMMA.16832.F32.E4M3.E4M3 not in the timed loop"]
+
+    wg = _by("fp16.tensor_core.wgmma.f32acc")
+    assert sass.has_opcodes(SASS_WGMMA_FP16_SM90A, "wgmma_fp16_f32acc", (wg.sass,))
+    assert "4 HGMMA.64x256x16.F32" in sass.evidence(SASS_WGMMA_FP16_SM90A, "wgmma_fp16_f32acc", (wg.sass,))
+    assert g.sass_flags(None, wg) == []       # not checked: no flag
+
+
+# ---------------------------------------------------------------- the probe's plumbing, on a simulated GPU
+
+
+class _FakeCupy:
+    """Stands in for CuPy: host arrays, and kernels that write what a correct GPU kernel would."""
+
+    asarray = staticmethod(np.asarray)
+    asnumpy = staticmethod(np.asarray)
+
+    @staticmethod
+    def zeros(n, dtype):
+        return np.zeros(n, dtype)
+
+
+def _simulated(monkeypatch, wrong_metric=None):
+    import sys
+
+    import hwprobe.timing
+
+    monkeypatch.setitem(sys.modules, "cupy", _FakeCupy())
+
+    def functions(v):
+        a, bt = g.inputs(v)
+
+        def kernel(grid, block, args):
+            out, iters = args[2], int(args[3])
+            units = grid[0] * block[0] // (32 if v.api == "mma_sync" else 128)
+            count = iters * (g.CHAINS if v.api == "mma_sync" else g.UNROLL)
+            want = g.reference(a, bt, count + (v.metric == wrong_metric))
+            out[:] = _fake_kernel_output(v, want, units)
+
+        return kernel, (f"-DCHAINS={g.CHAINS}",)
+
+    monkeypatch.setattr(g, "_functions", functions)
+    # one launch: 10 us + 1 us per iteration (a partial(launch, iters) is what gets timed)
+    monkeypatch.setattr(g, "_median_time", lambda fn, repeats=2: 1e-5 + 1e-6 * fn.args[0])
+    monkeypatch.setattr(hwprobe.timing, "time_cuda", lambda fn, warmup=2, repeats=10: [1e-3 * (1 + i % 2)
+                                                                                        for i in range(repeats)])
+    monkeypatch.setattr(g, "_sass_text", lambda file, options: SASS_MMA_FP16_SM90)
+
+
+def test_probe_end_to_end_on_a_simulated_gpu(monkeypatch):
+    from hwprobe.timing import NullSampler
+
+    _simulated(monkeypatch, wrong_metric="bf16.tensor_core.mma_sync.f32acc")
+    dev = _gpu((9, 0))
+    dev.sms = 4
+    ctx = ProbeContext(target="gpu", device=dev, sampler=NullSampler(), probe_name="gpu.mma_sync", quick=True)
+    out = {m.metric: m for m in g.run_mma_sync(ctx, precisions=("fp16", "bf16", "int4"))}
+    m = out["fp16.tensor_core.mma_sync.f32acc"]
+    assert m.kind == "compute" and m.verified is True and m.valid and m.unit == "FLOP/s"
+    assert (m.precision, m.exec_unit, m.path) == ("fp16", "tensor_core", "instruction")
+    p = m.params
+    assert p["block"] == 256 and p["units"] == p["grid"] * 256 // 32 and p["shape"] == "m16n8k16"
+    assert m.work == p["units"] * g.CHAINS * 4096 * p["iters"]
+    # calibration: 1 us per iteration -> the quick target (4 ms) is about 4000 iterations
+    assert 3500 <= p["iters"] <= 4500
+    assert len(p["search"]) == len(g.MMA_CONFIGS)
+    assert any(n.startswith("SASS sm_90: 8 HMMA.16816.F32") for n in m.notes)
+    # f16 accumulate: its kernel is not in the canned SASS, so the expected opcode is missing
+    f16 = out["fp16.tensor_core.mma_sync.f16acc"]
+    assert f16.verified is True and f16.flags == ["sass_mismatch: HMMA.16816.F16 not in the timed loop"]
+    assert not f16.valid
+    bad = out["bf16.tensor_core.mma_sync.f32acc"]   # its simulated kernel adds one product too many
+    assert bad.verified is False and not bad.valid and bad.flags[0].startswith("verification_failed")
+    assert out["int4.tensor_core.mma_sync.s32acc"].kind == "info"
+
+
+def test_wgmma_end_to_end_on_a_simulated_gpu(monkeypatch):
+    from hwprobe.timing import NullSampler
+
+    _simulated(monkeypatch)
+    dev = _gpu((9, 0))
+    dev.sms = 2
+    ctx = ProbeContext(target="gpu", device=dev, sampler=NullSampler(), probe_name="gpu.wgmma", quick=True)
+    out = list(g.run_wgmma(ctx))
+    assert [m.metric for m in out] == [v.metric for v in g.variants("wgmma")]
+    for m in out:
+        assert m.kind == "compute" and m.verified is True, (m.metric, m.flags, m.notes)
+        assert m.params["block"] == 128 and m.params["units"] == m.params["grid"]
+        assert m.work == m.params["units"] * g.ops_per_iteration(g.variants("wgmma")[0]) * m.params["iters"] * (
+            {"fp16": 1, "bf16": 1, "tf32": 0.5}.get(m.precision, 2))
+
+
+def test_a_failing_point_becomes_an_info_measurement(monkeypatch):
+    from hwprobe.timing import NullSampler
+
+    _simulated(monkeypatch)
+
+    def broken(v):
+        raise RuntimeError("nvrtc: error: something")
+
+    monkeypatch.setattr(g, "_functions", broken)
+    ctx = ProbeContext(target="gpu", device=_gpu((9, 0)), sampler=NullSampler(), probe_name="gpu.wgmma")
+    out = list(g.run_wgmma(ctx, precisions=("tf32", "int8")))
+    assert [(m.kind, m.notes) for m in out] == [("info", ["error: RuntimeError: nvrtc: error: something"])] * 2

@@ -1,0 +1,142 @@
+"""Knee and plateau detection on synthetic bandwidth-vs-size curves, capacity estimates, ridge fits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hwprobe.analysis.knees import find_knees, find_plateaus, log_sizes, refine_between, ridge_point
+
+KIB, MIB = 1 << 10, 1 << 20
+
+
+def lru(sizes, levels):
+    """Sharp cliffs: levels = [(capacity, bandwidth), ..., (inf, last bandwidth)]."""
+    s = np.asarray(sizes, dtype=float)
+    out = np.empty_like(s)
+    for i, x in enumerate(s):
+        out[i] = next(bw for cap, bw in levels if x <= cap)
+    return out
+
+
+def random_replacement(sizes, cap, hi, lo):
+    """Gradual roll-off: hit rate cap/size past the capacity; time per byte mixes the two levels."""
+    s = np.asarray(sizes, dtype=float)
+    h = np.minimum(1.0, cap / s)
+    return 1.0 / (h / hi + (1 - h) / lo)
+
+
+def sweep_with_refinement(model, lo, hi, per_octave=4):
+    """What gpu.cache does: a coarse log sweep, then extra points inside each knee's bracket."""
+    sizes = log_sizes(lo, hi, per_octave)
+    pts = dict(zip(sizes, model(np.array(sizes)), strict=True))
+    _, knees = find_knees(sizes, [pts[s] for s in sizes])
+    for k in knees:
+        extra = refine_between(int(k.bracket[0]), int(k.bracket[1]))
+        pts.update(zip(extra, model(np.array(extra)), strict=True))
+    sizes = sorted(pts)
+    return find_knees(sizes, [pts[s] for s in sizes])
+
+
+def test_two_plateaus_sharp_cliff():
+    sizes = log_sizes(4 * KIB, 1 * MIB, 4)
+    plats, knees = find_knees(sizes, lru(sizes, [(240 * KIB, 30e12), (np.inf, 10e12)]))
+    assert len(plats) == 2 and len(knees) == 1
+    assert plats[0].level == pytest.approx(30e12) and plats[1].level == pytest.approx(10e12)
+    k = knees[0]
+    assert k.bracket[0] <= 240 * KIB < k.bracket[1]
+    assert k.ratio == pytest.approx(3.0)
+
+
+def test_three_plateaus_with_noise():
+    rng = np.random.default_rng(1)
+    sizes = log_sizes(512 * KIB, 240 * MIB, 4)
+    clean = lru(sizes, [(25 * MIB, 11e12), (50 * MIB, 8e12), (np.inf, 4e12)])
+    noisy = clean * (1 + 0.02 * rng.standard_normal(len(sizes)))
+    plats, knees = find_knees(sizes, noisy)
+    assert len(plats) == 3 and len(knees) == 2
+    assert [round(p.level / 1e12) for p in plats] == [11, 8, 4]
+    assert 25 * MIB * 0.8 < knees[0].size < 25 * MIB * 1.2
+    assert 50 * MIB * 0.8 < knees[1].size < 50 * MIB * 1.2
+
+
+def test_gradual_knee_lands_near_capacity():
+    sizes = log_sizes(512 * KIB, 240 * MIB, 4)
+    _, knees = find_knees(sizes, random_replacement(sizes, 50 * MIB, 10e12, 3.5e12))
+    assert len(knees) == 1
+    assert knees[0].size == pytest.approx(50 * MIB, rel=0.10)
+
+
+@pytest.mark.parametrize("cap", [200 * KIB, 230 * KIB, 256 * KIB, 300 * KIB])
+def test_capacity_within_10_percent_after_refinement_sharp(cap):
+    _, knees = sweep_with_refinement(lambda s: lru(s, [(cap, 30e12), (np.inf, 9e12)]), 4 * KIB, 1 * MIB)
+    assert knees and knees[0].size == pytest.approx(cap, rel=0.10)
+
+
+@pytest.mark.parametrize("cap", [40 * MIB, 50 * MIB, 60 * MIB])
+def test_capacity_within_10_percent_after_refinement_gradual(cap):
+    _, knees = sweep_with_refinement(lambda s: random_replacement(s, cap, 10e12, 4e12), 512 * KIB, 4 * 60 * MIB)
+    assert knees and knees[-1].size == pytest.approx(cap, rel=0.10)
+
+
+def test_flat_curve_has_one_plateau_and_no_knee():
+    sizes = log_sizes(4 * KIB, 1 * MIB, 4)
+    rng = np.random.default_rng(0)
+    plats, knees = find_knees(sizes, 5e12 * (1 + 0.01 * rng.standard_normal(len(sizes))))
+    assert len(plats) == 1 and knees == []
+
+
+def test_slow_drift_is_not_a_knee():
+    sizes = log_sizes(1 * MIB, 1024 * MIB, 4)
+    drift = 4e12 * (1 - 0.005 * np.arange(len(sizes)))     # 0.5% per point, 20% over the sweep
+    _, knees = find_knees(sizes, drift)
+    assert knees == []
+
+
+def test_rise_is_not_reported_as_a_knee():
+    sizes = log_sizes(4 * KIB, 1 * MIB, 4)
+    v = lru(sizes, [(16 * KIB, 20e12), (np.inf, 30e12)])
+    plats, knees = find_knees(sizes, v)
+    assert len(plats) == 2 and knees == []
+
+
+def test_bad_input_is_rejected():
+    with pytest.raises(ValueError):
+        find_plateaus([1, 2, 2], [1, 1, 1])
+    with pytest.raises(ValueError):
+        find_plateaus([1, 2, 3], [1, 0, 1])
+    with pytest.raises(ValueError):
+        find_plateaus([1, 2, 3], [1, 2])
+
+
+def test_log_sizes_are_aligned_increasing_and_dense():
+    s = log_sizes(4 * KIB, 1 * MIB, 4, align=256)
+    assert s[0] == 4 * KIB and s[-1] == 1 * MIB
+    assert all(x % 256 == 0 for x in s)
+    assert all(b > a for a, b in zip(s, s[1:], strict=False))
+    assert len(s) == 33                                    # 8 octaves x 4 + 1
+    ratios = np.diff(np.log2(s))
+    assert ratios.max() < 0.35                             # 256 B alignment bends the first steps
+
+
+def test_refine_between_is_strictly_inside():
+    r = refine_between(220 * KIB, 262 * KIB, per_octave=16, align=256)
+    assert r and all(220 * KIB < x < 262 * KIB for x in r)
+    assert refine_between(100, 100) == []
+
+
+def test_ridge_point_on_a_synthetic_roofline():
+    bw, roof = 4.5e12, 60e12
+    i = 2.0 ** np.arange(-3, 11)
+    rng = np.random.default_rng(3)
+    perf = np.minimum(i * bw, roof) * (1 + 0.01 * rng.standard_normal(len(i)))
+    fit = ridge_point(i, perf)
+    assert fit.ridge == pytest.approx(roof / bw, rel=0.05)
+    assert fit.bandwidth == pytest.approx(bw, rel=0.03)
+    assert fit.n_memory_points >= 5
+    assert 8 <= fit.reach <= 16
+
+
+def test_ridge_point_rejects_nonpositive():
+    with pytest.raises(ValueError):
+        ridge_point([0.0, 1.0], [1.0, 2.0])

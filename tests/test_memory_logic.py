@@ -1,0 +1,203 @@
+"""CPU tests of the memory probes' logic: byte accounting, sweep plans, chase orders, host models of the
+kernels' checks, kernel names against the CUDA sources, and lazy imports."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hwprobe.analysis import knees as kn
+from hwprobe.kernels import source
+
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+
+
+@pytest.mark.parametrize("op,factor", [("read", 1), ("write", 1), ("copy", 2), ("scale", 2), ("triad", 3)])
+def test_stream_bytes(op, factor):
+    assert kn.stream_bytes(op, GIB) == factor * GIB
+    assert kn.bytes_counted(op)
+
+
+def test_stream_bytes_unknown_op():
+    with pytest.raises(ValueError):
+        kn.stream_bytes("nstream", 1)
+
+
+def test_stream_array_bytes_target_budget_and_floor():
+    l2 = 60 * MIB
+    # plenty of memory: the target
+    assert kn.stream_array_bytes(l2, 140 * GIB, n_arrays=3, target_bytes=GIB) == GIB
+    # the target below 4x L2 is raised to 4x L2
+    assert kn.stream_array_bytes(l2, 140 * GIB, n_arrays=3, target_bytes=64 * MIB) == 240 * MIB
+    # budget-bound: 25% of 12 GiB over 3 arrays = 1 GiB, aligned to 2 MiB
+    got = kn.stream_array_bytes(l2, 12 * GIB, n_arrays=3, target_bytes=8 * GIB)
+    assert got == GIB and got % (2 * MIB) == 0
+    # too little memory for 3 x 240 MiB in 25%
+    with pytest.raises(ValueError, match="do not fit"):
+        kn.stream_array_bytes(l2, 2 * GIB, n_arrays=3)
+
+
+def test_roofline_intensity_accounting():
+    assert kn.roofline_intensity("fp32", 0) == 0.25          # 4 adds per 16 B
+    assert kn.roofline_intensity("fp64", 0) == 0.125         # 2 adds per 16 B
+    assert kn.roofline_intensity("fp16", 0) == 0.5           # 4 half2 lanes x 2 fp32 adds
+    assert kn.roofline_intensity("fp32", 8) == (4 * (8 * 2 + 1)) / 16
+    assert kn.roofline_intensity("fp16", 8) == (4 * (8 * 4 + 2)) / 16
+    assert kn.roofline_flops_per_vector("int32", 3) == 4 * 7
+
+
+@pytest.mark.parametrize("prec", list(kn.ROOF_PRECISIONS))
+def test_roofline_plan_spans_the_range(prec):
+    plan = kn.roofline_plan(prec, 0.125, 1024.0, per_octave=2)
+    ms = [m for m, _ in plan]
+    its = [i for _, i in plan]
+    assert ms == sorted(set(ms)) and ms[0] == 0
+    assert its == sorted(its)
+    assert 0.9 * 1024 <= its[-1] <= 1.1 * 1024
+    assert its[0] <= 0.5
+
+
+def test_random_cycle_is_one_cycle_over_all_slots():
+    rng = np.random.default_rng(0)
+    order = kn.random_cycle(1000, rng)
+    nxt = kn.next_slots(order)
+    seen, s = [], 0
+    for _ in range(1000):
+        seen.append(s)
+        s = int(nxt[s])
+    assert s == 0 and sorted(seen) == list(range(1000))
+    assert kn.slot_after(order, 1000) == 0 and kn.slot_after(order, 7) == order[7]
+
+
+def test_page_local_cycle_stays_in_a_page_then_moves_on():
+    rng = np.random.default_rng(1)
+    per_page = 64
+    order = kn.page_local_cycle(per_page * 10, per_page, rng)
+    assert order[0] == 0 and sorted(order) == list(range(640))
+    pages = order // per_page
+    # each page is one contiguous run of the visiting order
+    changes = np.count_nonzero(np.diff(pages))
+    assert changes == 9
+    nxt = kn.next_slots(order)
+    s, n = 0, 0
+    while True:
+        s, n = int(nxt[s]), n + 1
+        if s == 0:
+            break
+    assert n == 640
+    with pytest.raises(ValueError):
+        kn.page_local_cycle(100, 64, rng)
+
+
+def test_dram_kernel_names_match_templates():
+    from hwprobe.probes import gpu_dram as d
+
+    names = d.all_kernel_names()
+    src = source("memory.cu")
+    for base in ("stream_read", "stream_write", "stream_copy", "stream_scale", "stream_triad"):
+        assert re.search(rf"__global__ void __launch_bounds__\(1024\) {base}\(", src)
+        assert any(n.startswith(base + "<") for n in names)
+    assert d.kernel_name("read", 4, 2) == "stream_read<4, 2>"
+    assert d.kernel_name("write", 8, 0, 1) == "stream_write<8, 1>"
+    assert d.kernel_name("triad", 2, 3, 1) == "stream_triad<2, 3, 1>"
+    assert len(names) == len(set(names)) == 3 * (4 + 2 + 3 * 6)
+    # hints 0..2 have explicit branches, 3 is the final else; stores: 0 explicit, 1 the else
+    assert all(f"LH == {lh}" in src for lh in (0, 1, 2)) and "SH == 0" in src
+    assert set(d.LOAD_HINT_NAMES) == set(d.READ_HINTS) and set(d.STORE_HINT_NAMES) == set(d.WRITE_HINTS)
+
+
+def test_dram_shapes_cover_occupancy_and_flat_grid():
+    from hwprobe.probes import gpu_dram as d
+
+    shapes = d.shapes(132, lambda block, unroll: 2048 // block, lambda block, unroll: 1 << 16)
+    assert {s["block"] for s in shapes} >= {128, 256, 512, 1024}
+    assert any(s["blocks_per_sm"] is None and s["grid"] == 1 << 16 for s in shapes)
+    full = [s for s in shapes if s["block"] == 256 and s["unroll"] == 4]
+    assert {s["blocks_per_sm"] for s in full} == {8, 4}
+    assert all(s["grid"] == 132 * s["blocks_per_sm"] for s in shapes if s["blocks_per_sm"])
+
+
+def test_cache_kernels_exist_in_source():
+    from hwprobe.probes.gpu_cache import CACHE_KERNELS, SMEM_BLOCK, SMEM_VECS
+
+    src = source("mem_cache.cu")
+    for name in CACHE_KERNELS:
+        assert re.search(rf"__global__ void[^;{{}}]*?\b{name.split('<')[0]}\(", src), name
+    assert f"#define SMEM_BLOCK {SMEM_BLOCK}" in src
+    assert f"#define SMEM_VECS_PER_THREAD {SMEM_VECS}" in src
+    assert 'extern "C" __global__ void __launch_bounds__(SMEM_BLOCK) smem_read(' in src
+
+
+def test_roofline_kernels_exist_and_constants_match():
+    from hwprobe.probes import gpu_roofline as r
+
+    src = source("mem_roofline.cu")
+    for spec in kn.ROOF_PRECISIONS.values():
+        assert f"void __launch_bounds__(256) {spec.kernel}(" in src
+    assert f"#define ROOF_U {r.ROOF_U}" in src and r.BLOCK == 256
+
+
+@pytest.mark.parametrize("prec", ["fp32", "fp64", "fp16"])
+def test_roofline_host_chain_matches_fused_steps(prec):
+    from hwprobe.probes import gpu_roofline as r
+
+    x0 = r.pattern(prec)
+    dtype = x0.dtype
+    v = x0.copy()
+    for _ in range(5):   # independent replay: exact product + add in float64, one rounding
+        v = np.array([dtype.type(float(a) * 0.5 + 0.75) for a in v], dtype=dtype)
+    assert np.array_equal(r.chain(prec, x0, 5), v)
+    assert np.all(r.chain(prec, x0, 200) == dtype.type(1.5))   # the fixed point of x -> x/2 + 3/4
+
+
+def test_roofline_int_chain_and_total():
+    from hwprobe.probes import gpu_roofline as r
+
+    x = r.pattern("int32")
+    assert list(x[:3]) == [1, 2, 3]
+    v = [int(a) for a in x]
+    for _ in range(3):
+        v = [(a * 1664525 + 1013904223) % (1 << 32) for a in v]
+    assert [int(a) for a in r.chain("int32", x, 3)] == v
+    assert r.expected_total("int32", 3, 128) == (2 * sum(v)) % (1 << 64)
+    assert r.expected_total("fp32", 0, 128) == pytest.approx(2 * float(r.pattern("fp32").sum()))
+
+
+def test_host_sizes_samples_and_patterns():
+    from hwprobe.probes import gpu_host as h
+
+    s = h.transfer_sizes(GIB, quick=False)
+    assert s[0] == 4 * KIB and s[-1] == GIB and len(s) == 19
+    q = h.transfer_sizes(64 * MIB, quick=True)
+    assert q == [4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB]
+    idx = h.sample_index(1024)
+    assert idx[0] == 0 and idx[-1] == 1023 and len(idx) <= h.N_SAMPLES
+    assert h.host_pattern(idx).dtype == np.uint32
+    assert not np.array_equal(h.host_pattern(idx), h.device_pattern(idx))
+    assert h.SENTINEL not in set(h.host_pattern(np.arange(1 << 16)).tolist())
+
+
+def test_probes_register_with_the_right_fields():
+    from hwprobe.probes import gpu_cache, gpu_dram, gpu_host, gpu_latency, gpu_roofline  # noqa: F401
+    from hwprobe.probes.base import _REGISTRY
+
+    want = {"gpu.dram": "memory", "gpu.cache": "memory", "gpu.latency": "memory", "gpu.host": "interconnect",
+            "gpu.roofline": "compute"}
+    for name, family in want.items():
+        p = _REGISTRY[name]
+        assert p.target == "gpu" and p.family == family
+    assert set(_REGISTRY["gpu.roofline"].precisions) == {"fp32", "fp64", "fp16", "int32"}
+    assert "array_mib" in _REGISTRY["gpu.dram"].params()
+
+
+def test_memory_probes_import_no_gpu_library():
+    code = ("import sys; import hwprobe.probes.gpu_dram, hwprobe.probes.gpu_cache, hwprobe.probes.gpu_latency, "
+            "hwprobe.probes.gpu_host, hwprobe.probes.gpu_roofline, hwprobe.analysis.knees; "
+            "bad = [m for m in ('cupy', 'cupyx', 'pynvml', 'numba.cuda') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -1,0 +1,104 @@
+import json
+
+import pytest
+
+from hwprobe import profile as prof_mod
+from hwprobe.errors import InputError
+from hwprobe.profile import Profile, load_profile
+from tests.helpers import sample_measurements
+
+DEVICE = {"kind": "gpu", "name": "NVIDIA H200", "sms": 132}
+
+
+@pytest.fixture
+def prof() -> Profile:
+    return Profile.from_measurements(DEVICE, sample_measurements())
+
+
+def test_best_valid_measurement_wins_each_slot(prof):
+    c = prof.compute["fp32"]["cuda_core"]["instruction"]
+    assert c.value == 58e12 and c.metric == "fp32.cuda_core.ffma"
+    assert c.ratio_at_clock == pytest.approx(58 / 59.3)
+    assert prof.memory["dram"].bandwidth.value == 4.5e12
+    assert prof.memory["dram"].variants == {"dram.copy": 4.2e12, "dram.read": 4.5e12}
+
+
+def test_invalid_measurement_is_never_a_ceiling(prof):
+    assert "fp64" not in prof.compute
+    assert prof.invalid[0]["metric"] == "fp64.cuda_core.dfma"
+
+
+def test_fp8_variants_fold_into_one_precision(prof):
+    assert prof.compute["fp8"]["tensor_core"]["instruction"].value == 1.4e15
+
+
+def test_levels_collect_capacity_latency_skips_findings(prof):
+    assert prof.memory["l2"].capacity_bytes == 60 * 2**20
+    assert prof.memory["dram"].latency_cycles == 1200
+    assert prof.skipped == [{"probe": "gpu.mma", "metric": "fp8.skipped", "reason": "fp8 mma.sync needs sm_89+"}]
+    assert "7x slower" in prof.findings[0]["text"]
+
+
+def test_attainable_and_ridge(prof):
+    assert prof.attainable(1.0, "fp16") == pytest.approx(4.5e12)          # memory-bound
+    assert prof.attainable(1e4, "fp16") == pytest.approx(800e12)          # compute-bound
+    assert prof.ridge_point("fp16") == pytest.approx(800e12 / 4.5e12)
+    with pytest.raises(KeyError):
+        prof.attainable(1.0, "int4")
+
+
+def test_round_trip_validates_against_schema(prof, tmp_path):
+    p = tmp_path / "profile.json"
+    prof.save(p)
+    back = load_profile(p)
+    assert back.to_dict()["compute"] == prof.to_dict()["compute"]
+    assert back.memory["dram"].bandwidth.value == 4.5e12
+    assert load_profile(tmp_path).device["name"] == "NVIDIA H200"  # a results dir works too
+
+
+def test_missing_truncated_future_and_malformed(prof, tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        load_profile(tmp_path / "nope.json")
+    p = tmp_path / "profile.json"
+    prof.save(p)
+    text = p.read_text()
+    p.write_text(text[: len(text) // 2])
+    with pytest.raises(InputError, match="not valid JSON"):
+        load_profile(p)
+    d = prof.to_dict()
+    d["schema_version"] = 99
+    p.write_text(json.dumps(d))
+    with pytest.raises(InputError, match="newer than this hwprobe"):
+        load_profile(p)
+    d = prof.to_dict()
+    d["compute"]["fp32"]["cuda_core"]["instruction"]["value"] = "fast"
+    p.write_text(json.dumps(d))
+    with pytest.raises(InputError, match="schema at compute/fp32/cuda_core/instruction/value"):
+        load_profile(p)
+    p.write_text("[1, 2]")
+    with pytest.raises(InputError, match="not a JSON object"):
+        load_profile(p)
+
+
+def test_schema_refuses_a_ceiling_above_theory(prof):
+    d = prof.to_dict()
+    d["compute"]["fp32"]["cuda_core"]["instruction"]["ratio_at_clock"] = 1.2
+    with pytest.raises(InputError, match="ratio_at_clock"):
+        prof_mod.validate_dict(d)
+
+
+def test_older_versions_migrate(prof, tmp_path, monkeypatch):
+    # Pretend the current schema is 2 and a 1 -> 2 migration renames a field; a v1 file must load.
+    monkeypatch.setattr(prof_mod, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(prof_mod, "MIGRATIONS", {1: lambda d: {**d, "migrated": True}})
+    d = prof_mod.migrate(prof.to_dict())
+    assert d["schema_version"] == 2 and d["migrated"] is True
+    monkeypatch.setattr(prof_mod, "MIGRATIONS", {})
+    with pytest.raises(InputError, match="cannot migrate"):
+        prof_mod.migrate(prof.to_dict())
+
+
+def test_partial_flag_survives(tmp_path):
+    p = Profile.from_measurements(DEVICE, sample_measurements()[:2], partial=True)
+    p.save(tmp_path / "profile.json")
+    assert load_profile(tmp_path / "profile.json").partial is True

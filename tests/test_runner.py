@@ -1,0 +1,106 @@
+"""The run loop: measurements appended as they finish, skips and failures recorded, Ctrl-C keeps a partial profile."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from hwprobe import api
+from hwprobe.errors import InputError, Skip
+from hwprobe.probes import probe
+from hwprobe.profile import load_profile
+from hwprobe.results import read_measurements
+
+
+@probe(name="test.two_then_fail", target="cpu", family="compute", summary="test", precisions=("fp64", "fp32"))
+def _two_then_fail(ctx, precisions=("fp64", "fp32"), fail=True):
+    for p in precisions:
+        yield ctx.measure(f"{p}.cpu.test", lambda: sum(range(1000)), work=1e3, unit="FLOP/s", kind="compute",
+                          precision=p, exec_unit="cpu", path="instruction", check=lambda: None, repeats=3)
+    if fail:
+        raise RuntimeError("kernel exploded")
+
+
+@probe(name="test.skip", target="cpu", family="memory", summary="test")
+def _skip(ctx):
+    raise Skip("needs a second GPU")
+    yield  # pragma: no cover
+
+
+@probe(name="test.interrupt", target="cpu", family="memory", summary="test")
+def _interrupt(ctx):
+    yield ctx.derived("dram.test", 1e10, unit="B/s", kind="memory", level="dram")
+    raise KeyboardInterrupt
+
+
+@probe(name="test.bad_output", target="cpu", family="compute", summary="test", precisions=("fp32",))
+def _bad_output(ctx):
+    def check():
+        raise AssertionError("element 7: 3.0 != 4.0")
+
+    yield ctx.measure("fp32.cpu.bad", lambda: None, work=1.0, unit="FLOP/s", kind="compute", precision="fp32",
+                      exec_unit="cpu", path="instruction", check=check, repeats=3)
+
+
+def _suite(tmp_path, *probes_):
+    body = 'name = "t"\ntarget = "cpu"\n' + "".join(f'[[probes]]\nprobe = "{p}"\n' for p in probes_)
+    f = tmp_path / "t.toml"
+    f.write_text(body)
+    return str(f)
+
+
+def test_failures_and_skips_do_not_lose_results(tmp_path):
+    res = api.run("cpu", _suite(tmp_path, "test.two_then_fail", "test.skip", "test.bad_output"), tmp_path / "out")
+    assert res.failed == ["test.two_then_fail"]
+    on_disk = read_measurements(res.results_dir)
+    assert [m.metric for m in on_disk][:2] == ["fp64.cpu.test", "fp32.cpu.test"]
+    assert all(m.verified for m in on_disk[:2])
+    prof = load_profile(res.results_dir / "profile.json")
+    assert set(prof.compute) == {"fp64", "fp32"}
+    assert prof.skipped[0]["reason"] == "needs a second GPU"
+    assert "kernel exploded" in prof.errors[0]["error"]
+    assert prof.invalid[0]["metric"] == "fp32.cpu.bad"                      # wrong output: never a ceiling
+    table = pd.read_csv(res.results_dir / "measurements.csv")
+    assert list(table["metric"]) == [m.metric for m in on_disk]
+    env = json.loads((res.results_dir / "environment.json").read_text())
+    assert env["device"]["kind"] == "cpu" and env["finished"] is True
+
+
+def test_ctrl_c_writes_a_partial_profile(tmp_path):
+    res = api.run("cpu", _suite(tmp_path, "test.interrupt", "test.two_then_fail"), tmp_path / "out")
+    assert res.interrupted
+    prof = load_profile(res.results_dir)
+    assert prof.partial is True
+    assert prof.memory["dram"].bandwidth.value == 1e10
+    assert "fp64" not in prof.compute                                        # never started
+
+
+def test_precision_filter(tmp_path):
+    suite = _suite(tmp_path, "test.two_then_fail", "test.skip")
+    res = api.run("cpu", suite, tmp_path / "out", precisions=("fp32",))
+    assert [m.metric for m in res.measurements if m.kind == "compute"] == ["fp32.cpu.test"]
+    with pytest.raises(InputError, match="unknown precision fp99"):
+        api.plan("cpu", suite, ("fp99",))
+
+
+def test_bad_suites(tmp_path):
+    with pytest.raises(InputError, match="unknown suite 'nosuch'; suites: .*cpu"):
+        api.plan("cpu", "nosuch", None)
+    with pytest.raises(InputError, match="unknown probe 'no.such'"):
+        api.plan("cpu", _suite(tmp_path, "no.such"), None)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("target = \n")
+    with pytest.raises(InputError, match="not valid TOML"):
+        api.plan("cpu", str(bad), None)
+    bad.write_text('target = "cpu"\n[[probes]]\nprobe = "test.skip"\nsizes = [1]\n')
+    with pytest.raises(InputError, match="has no parameter sizes"):
+        api.plan("cpu", str(bad), None)
+    with pytest.raises(InputError, match="measures the gpu"):
+        api.plan("cpu", "default", None)
+
+
+def test_unwritable_out(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(InputError, match="cannot write results"):
+        api.run("cpu", _suite(tmp_path, "test.skip"), blocker / "sub")

@@ -1,0 +1,39 @@
+import itertools
+
+import pytest
+
+from hwprobe.measurement import Stats
+from hwprobe.timing import iterations_for, time_host
+from hwprobe.timing.sampler import _Window, decode_throttle
+
+
+def test_time_host_uses_the_clock_and_skips_warmup():
+    ticks = itertools.count(0.0, 0.5)          # each clock read advances 0.5 s
+    calls = []
+    samples = time_host(lambda: calls.append(1), warmup=2, repeats=3, clock=lambda: next(ticks))
+    assert samples == [0.5, 0.5, 0.5]
+    assert len(calls) == 5                      # 2 warm-up + 3 timed
+
+
+def test_stats_median_best_cv():
+    s = Stats.of([3.0, 1.0, 2.0, 2.0])
+    assert (s.n, s.median_s, s.best_s, s.mean_s) == (4, 2.0, 1.0, 2.0)
+    assert s.cv == pytest.approx(0.40824829, rel=1e-6)
+    with pytest.raises(ValueError):
+        Stats.of([])
+
+
+def test_iterations_for_targets_sample_length():
+    assert iterations_for(1e-4, 0.01) == 100
+    assert iterations_for(1.0, 0.01) == 1                 # never below lo
+    assert iterations_for(0.0, 0.01, hi=1000) == 1000
+
+
+def test_throttle_reasons_decode_and_idle_is_dropped():
+    assert decode_throttle(0x4 | 0x40) == ["sw_power_cap", "hw_thermal_slowdown"]
+    w = _Window(sm=[1980, 1755, 1600], power=[500, 700, 690], throttle=0x1 | 0x4,
+                energy_mj_start=1000.0, energy_mj_end=21000.0)
+    s = w.summarize("nvml")
+    assert s.sm_mhz == 1755 and s.sm_mhz_min == 1600 and s.power_w_max == 700
+    assert s.throttle_reasons == ["sw_power_cap"]
+    assert s.energy_j == pytest.approx(20.0)

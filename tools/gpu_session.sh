@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One batched session on a lent GPU machine (offline): install carried wheels and hwprobe, then run the
+# steps named on the command line, logging everything, and pack the results into $OUT/bundle.tgz.
+#   bash tools/gpu_session.sh env tests run:default run:full sass
+set -uo pipefail
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+OUT=${OUT:-/tmp/hwprobe-out}; mkdir -p "$OUT/work"
+log() { echo "== $(date +%T) $*"; }
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site
+fi
+python3 -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/work/install.log" 2>&1 || cat "$OUT/work/install.log"
+for step in "$@"; do
+  case "$step" in
+    env)
+      log env; nvidia-smi | tee "$OUT/work/nvidia-smi.txt"
+      nvidia-smi -q -d CLOCK,POWER,PERFORMANCE > "$OUT/work/nvidia-smi-q.txt" 2>&1
+      python3 -c "import cupy, numpy, numba, pynvml; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'numba', numba.__version__)"
+      python3 -c "import nvmath; print('nvmath', nvmath.__version__)" 2>&1 | tail -1
+      python3 -m hwprobe list devices; python3 -m hwprobe specs ;;
+    tests)
+      log "pytest -m gpu"; timeout ${TEST_TIMEOUT:-300} python3 -m pytest -m gpu -x -q -p no:cacheprovider tests 2>&1 | tee "$OUT/work/pytest-gpu.log" | tail -40 ;;
+    run:*)
+      s=${step#run:}; log "hwprobe run --suite $s"
+      start=$(date +%s.%N)
+      timeout ${RUN_TIMEOUT:-400} python3 -m hwprobe run --device 0 --suite "$s" --out "$OUT/work/results" 2>&1 | tee "$OUT/work/run-$s.log"
+      echo "wall: $(echo "$(date +%s.%N) - $start" | bc) s" | tee -a "$OUT/work/run-$s.log" ;;
+    py:*)
+      f=${step#py:}; log "python3 $f"; timeout 400 python3 "$f" 2>&1 | tee "$OUT/work/$(basename "$f").log" ;;
+    *) log "unknown step $step" ;;
+  esac
+done
+tar czf "$OUT/bundle.tgz" -C "$OUT/work" . && rm -rf "$OUT/work"
