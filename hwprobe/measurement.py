@@ -117,7 +117,8 @@ class Measurement:
 
     @property
     def energy_per_op_j(self) -> float | None:
-        """Joules per operation (or byte) over the timed window, from the energy counter."""
-        if not (self.clocks and self.clocks.energy_j and self.work and self.stats):
+        """Joules per operation (or byte): the window's mean power (from the energy counter) x the median
+        sample time / the work of one sample. The window includes warm-up, so energy/work would overcount."""
+        if not (self.clocks and self.clocks.energy_j and self.clocks.power_w and self.work and self.stats):
             return None
-        return self.clocks.energy_j / (self.work * self.stats.n)
+        return self.clocks.power_w * self.stats.median_s / self.work

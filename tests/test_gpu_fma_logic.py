@@ -261,7 +261,8 @@ def test_sub_partitions():
 
 # ---------------------------------------------------------------------------------------------- SASS parsing
 
-# Real `cuobjdump -sass` output (CUDA 13.0, nvcc -arch=sm_90 -ftz=true -DHWP_A=OpH2 -DHWP_BODY=16 -DHWP_C0=4),
+# Real `cuobjdump -sass` output of an early cuda_core.cu (CUDA 13, nvcc -arch=sm_90 -ftz=true -DHWP_A=OpH2
+# -DHWP_BODY=16 -DHWP_C0=4),
 # the hex-encoding lines and NOP padding removed.
 SASS_SM90_HFMA2 = """
 	code for sm_90
@@ -332,6 +333,29 @@ SASS_SM80_DP4A = """
 """
 
 
+# sm_120 (CUDA 13, -DHWP_A=OpF32 -DHWP_BODY=8 -DHWP_C0=4): the loop closes with a uniform-predicate BRA.U.
+SASS_SM120_FFMA = """
+		Function : hwp_fma_c4
+	.headerflags	@"EF_CUDA_SM120 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM120)"
+        /*00c0*/                   UISETP.GE.AND UP0, UPT, UR4, 0x1, UPT ;  /* 0x000000010400788c */
+        /*00d0*/                   BRA.U !UP0, 0x1d0 ;                      /* 0x00000001083c7547 */
+        /*0110*/                   UIADD3 UR4, UPT, UPT, -UR4, URZ, URZ ;   /* 0x000000ff04047290 */
+        /*0120*/                   UIADD3 UR4, UPT, UPT, UR4, 0x1, URZ ;    /* 0x0000000104047890 */
+        /*0130*/                   FFMA R7, R0.reuse, R7, R6.reuse ;        /* 0x0000000700077223 */
+        /*0140*/                   FFMA R9, R0.reuse, R9, R6.reuse ;        /* 0x0000000900097223 */
+        /*0150*/                   FFMA R11, R0.reuse, R11, R6.reuse ;      /* 0x0000000b000b7223 */
+        /*0160*/                   UISETP.NE.AND UP0, UPT, UR4, URZ, UPT ;  /* 0x000000ff0400728c */
+        /*0170*/                   FFMA R13, R0.reuse, R13, R6.reuse ;      /* 0x0000000d000d7223 */
+        /*0180*/                   FFMA R7, R0.reuse, R7, R6.reuse ;        /* 0x0000000700077223 */
+        /*0190*/                   FFMA R9, R0.reuse, R9, R6.reuse ;        /* 0x0000000900097223 */
+        /*01a0*/                   FFMA R11, R0.reuse, R11, R6.reuse ;      /* 0x0000000b000b7223 */
+        /*01b0*/                   FFMA R13, R0, R13, R6 ;                  /* 0x0000000d000d7223 */
+        /*01c0*/                   BRA.U UP0, 0x120 ;                       /* 0xfffffffd00d47547 */
+        /*01d0*/                   S2UR UR4, SR_CTAID.X ;                   /* 0x00000000000479c3 */
+        /*0270*/                   EXIT ;                                   /* 0x000000000000794d */
+"""
+
+
 def test_parse_functions_arch_and_predicates():
     funcs = sass.parse(SASS_SM90_HFMA2)
     assert list(funcs) == ["hwp_fma_c4"]
@@ -355,6 +379,10 @@ def test_loop_body_is_the_backward_branch_span():
     body = sass.loop_body(sass.instructions(SASS_SM90_HFMA2, "hwp_fma_c4"))
     assert body[0][0] == 0x100 and body[-1][0] == 0x220 and len(body) == 19
     assert sass.loop_body(sass.instructions(SASS_SM90_HFMA2.replace("@!P0 BRA 0x100", "@!P0 BRA 0x300"))) == []
+    body = sass.loop_body(sass.instructions(SASS_SM120_FFMA))
+    assert (body[0][0], body[-1][0], len(body)) == (0x120, 0x1c0, 11)
+    assert sass.arch(SASS_SM120_FFMA) is None and sass.evidence(SASS_SM120_FFMA, None, ("FFMA",)).startswith(
+        "SASS ?: 8 FFMA in loop body (11 instr)")
 
 
 def test_evidence_line_and_presence():
@@ -420,7 +448,7 @@ def _nvcc_sass(arch: str, fam: g.Family) -> str:
     return text
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_120"])
 @pytest.mark.parametrize("fam", ALL, ids=lambda f: f.metric)
 def test_every_kernel_issues_the_intended_instruction(arch, fam):
     """Compile the real module like the probe does and count the loop's opcodes in every chain kernel."""
@@ -430,6 +458,9 @@ def test_every_kernel_issues_the_intended_instruction(arch, fam):
         assert g.sass_counts(text, fn, fam) == g.expected_sass(fam, c), (fn, sass.evidence(text, fn, ("",)))
         body = sass.loop_body(sass.instructions(text, fn))
         assert len(body) <= sum(g.expected_sass(fam, c).values()) * 1.2 + 6     # little besides the chains
+        # no chain moved to the uniform datapath (sm_120 did that with UFFMA before thread_mask existed)
+        assert not [op for _, op, _ in body if op.startswith("U") and op.split(".")[0] in
+                    ("UFFMA", "UFMUL", "UFADD", "UIMAD", "UHFMA2")], fn
     if fam.a in (g.H2, g.B2) and fam.b is None:
         h = sass.opcode_histogram(text, f"hwp_fma_c{fam.chains[0]}", loop_only=True)
         mma_expected = arch == "sm_90" or fam.a is g.H2                     # sm_80 has no bf16 HFMA2.MMA
@@ -491,7 +522,8 @@ class _FakeKernel:
         self.num_regs = 16 + chains * (2 if fam.a.fmt == "f64" else 1) * len(fam.ops)
 
     def __call__(self, grid, block, args):
-        oa, pa, ob, pb, iters = args
+        oa, pa, ob, pb, iters, thread_mask = args
+        assert int(thread_mask) == 0
         fam, c = self.fam, self.chains
         threads = grid[0] * block[0]
         u = fam.unroll(c)

@@ -37,3 +37,6 @@ def test_throttle_reasons_decode_and_idle_is_dropped():
     assert s.sm_mhz == 1755 and s.sm_mhz_min == 1600 and s.power_w_max == 700
     assert s.throttle_reasons == ["sw_power_cap"]
     assert s.energy_j == pytest.approx(20.0)
+    assert s.power_w == 690                                    # no window times: sampled median
+    w.t_start, w.t_end = 10.0, 10.04                           # 20 J in 40 ms: 500 W mean
+    assert w.summarize("nvml").power_w == pytest.approx(500.0)

@@ -8,11 +8,14 @@
 //   HWP_A, HWP_B   operation structs below (HWP_B = OpNone for single-op kernels)
 //   HWP_MIX        0: only A; 1: as many B chains as A chains, interleaved 1:1
 //   HWP_BODY       instructions per loop trip per thread (unroll = HWP_BODY / all chains)
-//   HWP_C0..HWP_C5 chain counts; each defines extern "C" hwp_fma_c<N>
+//   HWP_C0..HWP_C5 chain counts; each defines extern "C" hwp_fma_c<N>(oa, pa, ob, pb, iters, thread_mask)
 //
 // Kernel contract, per thread t and chain j (params pa = [p1, p2, x0_0 .. x0_{CA-1}]):
 //   x_j <- op(x_j, p1, p2), iters * unroll times;  oa[t * CA + j] = x_j   (same for B)
 // Every thread computes the same values, so one host reference checks every output element.
+// thread_mask is 0 at run time, but the start values' addresses depend on threadIdx through it: values
+// ptxas could prove warp-uniform it may move to the uniform datapath (sm_120 issues UFFMA then), which
+// would do one warp's work once instead of 32 times.
 
 #define HWP_DEVI __device__ __forceinline__
 
@@ -93,21 +96,23 @@ struct OpDP2A {  // IDP.2A.LO: x += dot(s16x2 p1, low s8x2 of p2), two multiply-
 
 template <class A, int CA, class B, int CB, int U>
 HWP_DEVI void hwp_fma_loop(typename A::T* __restrict__ oa, const typename A::T* __restrict__ pa,
-                           typename B::T* __restrict__ ob, const typename B::T* __restrict__ pb, int iters) {
+                           typename B::T* __restrict__ ob, const typename B::T* __restrict__ pb, int iters,
+                           int thread_mask) {
   typedef typename A::T TA;
   typedef typename B::T TB;
   constexpr int CM = CA > CB ? CA : CB;
   const TA a1 = pa[0], a2 = pa[1];
+  const int lane = threadIdx.x & thread_mask;  // 0
   TA xa[CA > 0 ? CA : 1];
 #pragma unroll
-  for (int j = 0; j < CA; ++j) xa[j] = pa[2 + j];
+  for (int j = 0; j < CA; ++j) xa[j] = pa[2 + j + lane];
   TB b1 = TB(), b2 = TB();
   TB xb[CB > 0 ? CB : 1];
   if (CB > 0) {
     b1 = pb[0];
     b2 = pb[1];
 #pragma unroll
-    for (int j = 0; j < CB; ++j) xb[j] = pb[2 + j];
+    for (int j = 0; j < CB; ++j) xb[j] = pb[2 + j + lane];
   }
 #pragma unroll 1
   for (int i = 0; i < iters; ++i) {
@@ -144,9 +149,9 @@ HWP_DEVI void hwp_fma_loop(typename A::T* __restrict__ oa, const typename A::T* 
 #define HWP_CAT(a, b) HWP_CAT2(a, b)
 #define HWP_KERNEL(C)                                                                                        \
   extern "C" __global__ void HWP_CAT(hwp_fma_c, C)(HWP_A::T* oa, const HWP_A::T* pa, HWP_B::T* ob,          \
-                                                   const HWP_B::T* pb, int iters) {                        \
+                                                   const HWP_B::T* pb, int iters, int thread_mask) {       \
     hwp_fma_loop<HWP_A, (C), HWP_B, (C) * (HWP_MIX), HWP_BODY / ((C) * (1 + (HWP_MIX)))>(oa, pa, ob, pb,    \
-                                                                                        iters);             \
+                                                                                        iters, thread_mask); \
   }
 
 #ifdef HWP_C0

@@ -30,7 +30,7 @@ _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;")
 _PRED = re.compile(r"^@!?U?P[T0-9]+\s+")
 _FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
 _ARCH = re.compile(r"code for (sm_\w+)|\.target\s+(sm_\w+)")
-_BRA = re.compile(r"^BRA(?:\.\S+)?\s+(?:`?\(?[.\w]*\)?\s*)?(0x[0-9a-fA-F]+)")
+_BRA_TARGET = re.compile(r"(0x[0-9a-fA-F]+)\s*$")   # "0x100", "UP0, 0xf0" (sm_100+), "!P0, 0x2120"
 
 # Where pip's nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm put their tools, relative to site-packages.
 _WHEEL_BIN = ("nvidia/cu13/bin", "nvidia/cuda_cuobjdump/bin", "nvidia/cuda_nvdisasm/bin")
@@ -206,7 +206,7 @@ def loop_body(instrs: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
     for addr, op, rest in instrs:
         if op.split(".")[0] != "BRA":
             continue
-        m = _BRA.match(f"{op} {rest}")
+        m = _BRA_TARGET.search(rest)
         if not m:
             continue
         target = int(m.group(1), 16)

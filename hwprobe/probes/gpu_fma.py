@@ -415,7 +415,8 @@ class _Family:
         b = self.fam.b or a
         pa, pb = self.params[(a, cfg.chains)], self.params[(b, cfg.chains)]
         ob = outs[1] if self.fam.b else outs[0]
-        self.kernels[cfg.chains]((cfg.grid(self.dev.sms),), (cfg.threads,), (outs[0], pa, ob, pb, np.int32(iters)))
+        args = (outs[0], pa, ob, pb, np.int32(iters), np.int32(0))      # thread_mask: 0 (see cuda_core.cu)
+        self.kernels[cfg.chains]((cfg.grid(self.dev.sms),), (cfg.threads,), args)
 
     def trial(self, cfg: S.Config, min_s: float, search_s: float) -> S.Trial:
         from hwprobe.timing import iterations_for
@@ -465,7 +466,7 @@ def run(ctx: ProbeContext, precisions: tuple[str, ...] = PRECISIONS, search: boo
     if experiments:
         fams += [f for f in EXPERIMENTS if wanted & set(f.precisions)]
     target_s = (min(target_ms, 3.0) if ctx.quick else target_ms) * 1e-3
-    warmed = False
+    warm_s = 0.03 if ctx.quick else 0.2            # the first family ramps the clock; later ones keep it up
     for fam in fams:
         if cc < fam.min_cc:
             need = f"sm_{fam.min_cc[0]}{fam.min_cc[1]}"
@@ -474,27 +475,25 @@ def run(ctx: ProbeContext, precisions: tuple[str, ...] = PRECISIONS, search: boo
             continue
         try:
             fd = _Family(cp, fam, dev)
-            if not warmed:
-                _warm_up(cp, fd, 0.03 if ctx.quick else 0.2)
-                warmed = True
-            yield from _measure_family(ctx, cp, fd, search=search, target_s=target_s, report_ipc=experiments)
+            yield from _measure_family(ctx, cp, fd, search=search, target_s=target_s, warm_s=warm_s,
+                                       report_ipc=experiments)
+            warm_s = 0.02
         except Exception as e:  # one family failing must not end the run
             ctx.log(f"{fam.metric}: {type(e).__name__}: {e}")
             yield _info(ctx, fam, f"error: {type(e).__name__}: {e}", error=True)
 
 
-def _warm_up(cp, fd: _Family, seconds: float) -> None:
-    """Run the first kernel for a while so the SM clock has ramped before configs are compared."""
+def _warm_up(cp, fd: _Family, cfg: S.Config, seconds: float) -> None:
+    """Run a kernel for a while so the SM clock is up (after compiling, or from idle) before configs compete."""
     from hwprobe.timing import iterations_for
 
-    cfg = S.Config(fd.fam.default_chains if fd.fam.default_chains in fd.fam.chains else fd.fam.chains[0], 1)
     outs = fd.outputs(cfg)
     iters, t = _calibrate(cp, lambda n: fd.launch(cfg, n, outs), 1e-3)
     n = iterations_for(t / iters, seconds, hi=(1 << 31) - 1)
     _time_once(cp, lambda: fd.launch(cfg, n, outs))
 
 
-def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_s: float,
+def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_s: float, warm_s: float,
                     report_ipc: bool) -> Iterator[Measurement]:
     from hwprobe.timing import iterations_for
 
@@ -505,7 +504,9 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
     configs, dropped = S.fit(planned, resident)
     if not configs:
         raise RuntimeError(f"no configuration fits on an SM (resident blocks per chain count: {resident})")
+    sass_text = _sass_text(fd.sass_options)        # compile for SASS now: no idle gap after the search
     min_s, search_s = (0.3e-3, 1e-3) if ctx.quick else (0.5e-3, 2e-3)
+    _warm_up(cp, fd, max(configs, key=lambda c: c.blocks_per_sm), warm_s)
     trials = [fd.trial(c, min_s, search_s) for c in configs]
     top = S.best(trials)
     cfg = top.config
@@ -515,7 +516,6 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
     u = fam.unroll(cfg.chains)
 
     fn = f"hwp_fma_c{cfg.chains}"
-    sass_text = _sass_text(fd.sass_options)
     counts = sass_counts(sass_text, fn, fam)
     expect = expected_sass(fam, cfg.chains)
     notes, flags = [], []

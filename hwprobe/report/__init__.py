@@ -91,11 +91,23 @@ def render(p: Profile, console=None) -> None:
         con.print(memory_table(p))
     for line in ridge_lines(p):
         con.print(f"  {line}")
-    _section(con, "Findings", [f.get("text", "") for f in p.findings if f.get("text")])
+    from hwprobe.gap import gaps
+
+    _section(con, "Gap to the datasheet (datasheet x clock factors x path efficiency = measured; then the other path)",
+             [g.sentence() for g in gaps(p) if g.steps])
+    _section(con, "Findings", [_finding(f) for f in p.findings if f.get("text")])
     _section(con, "Skipped", [f"{s['probe']}: {s['reason']}" for s in p.skipped])
     _section(con, "Invalid (not used as ceilings)",
              [f"{i['metric']}: {si(i['value'], i['unit'])} ({'; '.join(i['flags'])})" for i in p.invalid])
     _section(con, "Errors", [f"{e['probe']}: {e['error']}" for e in p.errors])
+
+
+def _finding(f: dict[str, Any]) -> str:
+    """A finding's sentence, led by its value where it has one (a ridge point, a slowdown factor)."""
+    value, unit = f.get("value"), f.get("unit") or ""
+    if value and unit:
+        return f"{f['metric']} = {si(value, unit)}: {f['text']}"
+    return f["text"]
 
 
 def _section(con, title: str, lines: list[str]) -> None:

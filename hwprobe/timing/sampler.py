@@ -42,6 +42,8 @@ class _Window:
     throttle: int = 0
     energy_mj_start: float | None = None
     energy_mj_end: float | None = None
+    t_start: float = 0.0
+    t_end: float = 0.0
     summary: ClockSummary | None = None
 
     def summarize(self, source: str) -> ClockSummary:
@@ -49,12 +51,17 @@ class _Window:
             return float(np.median(x)) if x else None
 
         energy = None
+        power = med(self.power)
         if self.energy_mj_start is not None and self.energy_mj_end is not None:
             energy = (self.energy_mj_end - self.energy_mj_start) * 1e-3
+            if self.t_end > self.t_start and energy > 0:
+                # NVML's power reading is a ~1 s moving average that lags a short probe; the energy
+                # counter over the window gives the true mean power of this window.
+                power = energy / (self.t_end - self.t_start)
         return ClockSummary(
             sm_mhz=med(self.sm), sm_mhz_min=min(self.sm) if self.sm else None,
             sm_mhz_max=max(self.sm) if self.sm else None, mem_mhz=med(self.mem),
-            power_w=med(self.power), power_w_max=max(self.power) if self.power else None,
+            power_w=power, power_w_max=max(self.power) if self.power else None,
             temp_c=max(self.temp) if self.temp else None,
             throttle_reasons=[r for r in decode_throttle(self.throttle) if r != "gpu_idle"],
             energy_j=energy, n_samples=len(self.sm), source=source,
@@ -116,7 +123,7 @@ class ClockSampler:
 
     @contextmanager
     def window(self):
-        w = _Window(energy_mj_start=self._energy())
+        w = _Window(energy_mj_start=self._energy(), t_start=time.perf_counter())
         with self._lock:
             self._win = w
             self._read(w)
@@ -127,6 +134,7 @@ class ClockSampler:
                 self._read(w)
                 self._win = None
             w.energy_mj_end = self._energy()
+            w.t_end = time.perf_counter()
             w.summary = w.summarize("nvml")
 
     def close(self) -> None:

@@ -1,0 +1,63 @@
+"""Why the measured peak sits below the datasheet, in numbers: clock, power, instruction path, library.
+
+For one precision and unit the chain is: datasheet -> theory at the max clock (the datasheet's clock
+assumption) -> theory at the clock measured under load (power and thermal limits) -> the best measured
+path at that clock (instruction or library efficiency). These factors multiply to measured/datasheet.
+The other path (library when the instruction kernel is best, or the reverse) is then given as its
+factor against the best: the cost of that choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwprobe.profile import SPARSE_SUFFIX, Ceiling, Profile
+from hwprobe.units import si
+
+
+@dataclass
+class Gap:
+    precision: str
+    unit: str
+    best: Ceiling
+    steps: list[tuple[str, float, str]]      # (what, factor, explanation)
+
+    @property
+    def total(self) -> float | None:
+        return self.best.ratio_datasheet
+
+    def sentence(self) -> str:
+        head = f"{self.precision} ({self.unit.replace('_', ' ')}): measured {si(self.best.value, self.best.unit)}"
+        if self.best.datasheet:
+            head += f" = {self.best.ratio_datasheet:.1%} of the datasheet's {si(self.best.datasheet, self.best.unit)}"
+        parts = [f"{what} x{factor:.3f} ({why})" for what, factor, why in self.steps]
+        return head + (": " + "; ".join(parts) if parts else "")
+
+
+def gaps(p: Profile) -> list[Gap]:
+    out = []
+    for prec, units in p.compute.items():
+        for unit, paths in units.items():
+            dense = {k: c for k, c in paths.items() if not k.endswith(SPARSE_SUFFIX)}
+            if not dense:
+                continue
+            best = max(dense.values(), key=lambda c: c.value)
+            steps: list[tuple[str, float, str]] = []
+            if best.datasheet and best.theory_at_max_clock:
+                steps.append(("datasheet clock", best.theory_at_max_clock / best.datasheet,
+                              f"theory at the max clock is {si(best.theory_at_max_clock, best.unit)}"))
+            if best.theory_at_max_clock and best.theory_at_clock:
+                why = f"SM clock {best.clock_mhz:.0f} MHz under load" if best.clock_mhz else "measured clock"
+                if best.throttle_reasons:
+                    why += f", {', '.join(best.throttle_reasons)}"
+                if best.power_w:
+                    why += f", {best.power_w:.0f} W"
+                steps.append(("clock under load", best.theory_at_clock / best.theory_at_max_clock, why))
+            if best.theory_at_clock:
+                steps.append((f"{best.metric.split('.')[-1]} path", best.value / best.theory_at_clock,
+                              f"{best.metric} runs at {best.ratio_at_clock:.1%} of theory at its clock"))
+            other = [c for c in dense.values() if c is not best]
+            for c in other:  # the other path (instruction vs library): what choosing it costs
+                steps.append((f"{c.metric} instead", c.value / best.value, f"{si(c.value, c.unit)}"))
+            out.append(Gap(prec, unit, best, steps))
+    return out
