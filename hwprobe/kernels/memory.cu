@@ -1,8 +1,12 @@
 // DRAM streaming kernels (BabelStream semantics) with 16-byte vector accesses.
 //
-// Arrays are double, accessed as double2 (16 B). Work is split in tiles of blockDim.x * U vectors; a block
-// walks tiles with a grid-stride loop, so each thread has U independent 16 B loads in flight. The host makes
-// the vector count a multiple of every tile size it launches, so no per-element bounds checks are needed.
+// Arrays are double, accessed as double2 (16 B). Work is split in tiles of blockDim.x * U vectors, so each
+// thread has U independent 16 B loads in flight before its stores. Tiles are handed out in chunks of `chunk`
+// consecutive tiles: block b takes chunks b, b + gridDim.x, ... So chunk = 1 with a persistent grid is the
+// classic grid-stride loop, chunk = 1 with one block per tile is a flat BabelStream-style launch, and
+// chunk = ntiles / gridDim.x gives each block one large contiguous range (block-contiguous tiling, better DRAM
+// page locality when reads and writes mix). The host makes the vector count a multiple of every tile size it
+// launches, so no per-element bounds checks are needed.
 // LH picks the load flavour, SH the store flavour (cache hints), so the probe can keep the fastest.
 
 // Load hints: 0 plain (const __restrict__ lets ptxas use the read-only path), 1 streaming (.cs, evict first),
@@ -36,6 +40,11 @@ __device__ __forceinline__ void st16(double2* __restrict__ p, double2 v) {
     }
 }
 
+// The chunked tile loop shared by every stream kernel (t = the tile index).
+#define FOR_TILES(t)                                                                                     \
+    for (unsigned long long c_ = blockIdx.x; c_ * chunk < ntiles; c_ += gridDim.x)                      \
+        for (unsigned long long t = c_ * chunk, e_ = min(t + chunk, ntiles); t < e_; ++t)
+
 __device__ __forceinline__ double block_sum(double s) {
     __shared__ double warp_sums[32];
     for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
@@ -54,12 +63,12 @@ __device__ __forceinline__ double block_sum(double s) {
 // read: sum of every element; one partial per block (the host adds the partials).
 template <int U, int LH>
 __global__ void __launch_bounds__(1024) stream_read(const double2* __restrict__ a, unsigned long long ntiles,
-                                                    double* __restrict__ partial) {
+                                                    unsigned long long chunk, double* __restrict__ partial) {
     double acc[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) acc[u] = 0.0;
     const unsigned long long tile = (unsigned long long)blockDim.x * U;
-    for (unsigned long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    FOR_TILES(t) {
         const double2* p = a + t * tile + threadIdx.x;
         double2 v[U];
 #pragma unroll
@@ -76,10 +85,11 @@ __global__ void __launch_bounds__(1024) stream_read(const double2* __restrict__ 
 
 // write: fill with a constant.
 template <int U, int SH>
-__global__ void __launch_bounds__(1024) stream_write(double2* __restrict__ b, unsigned long long ntiles, double x) {
+__global__ void __launch_bounds__(1024) stream_write(double2* __restrict__ b, unsigned long long ntiles,
+                                                     unsigned long long chunk, double x) {
     const unsigned long long tile = (unsigned long long)blockDim.x * U;
     const double2 v = make_double2(x, x);
-    for (unsigned long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    FOR_TILES(t) {
         double2* p = b + t * tile + threadIdx.x;
 #pragma unroll
         for (int u = 0; u < U; ++u) st16<SH>(p + u * blockDim.x, v);
@@ -89,9 +99,9 @@ __global__ void __launch_bounds__(1024) stream_write(double2* __restrict__ b, un
 // copy: dst = src
 template <int U, int LH, int SH>
 __global__ void __launch_bounds__(1024) stream_copy(const double2* __restrict__ src, double2* __restrict__ dst,
-                                                    unsigned long long ntiles) {
+                                                    unsigned long long ntiles, unsigned long long chunk) {
     const unsigned long long tile = (unsigned long long)blockDim.x * U;
-    for (unsigned long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    FOR_TILES(t) {
         const unsigned long long off = t * tile + threadIdx.x;
         double2 v[U];
 #pragma unroll
@@ -104,9 +114,10 @@ __global__ void __launch_bounds__(1024) stream_copy(const double2* __restrict__ 
 // scale: dst = s * src
 template <int U, int LH, int SH>
 __global__ void __launch_bounds__(1024) stream_scale(const double2* __restrict__ src, double2* __restrict__ dst,
-                                                     unsigned long long ntiles, double s) {
+                                                     unsigned long long ntiles, unsigned long long chunk,
+                                                     double s) {
     const unsigned long long tile = (unsigned long long)blockDim.x * U;
-    for (unsigned long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    FOR_TILES(t) {
         const unsigned long long off = t * tile + threadIdx.x;
         double2 v[U];
 #pragma unroll
@@ -120,9 +131,9 @@ __global__ void __launch_bounds__(1024) stream_scale(const double2* __restrict__
 template <int U, int LH, int SH>
 __global__ void __launch_bounds__(1024) stream_triad(const double2* __restrict__ b, const double2* __restrict__ c,
                                                      double2* __restrict__ dst, unsigned long long ntiles,
-                                                     double s) {
+                                                     unsigned long long chunk, double s) {
     const unsigned long long tile = (unsigned long long)blockDim.x * U;
-    for (unsigned long long t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    FOR_TILES(t) {
         const unsigned long long off = t * tile + threadIdx.x;
         double2 vb[U], vc[U];
 #pragma unroll
