@@ -142,6 +142,27 @@ def report_(source, as_json) -> None:
         report.render(prof, _console())
 
 
+@cli.command()
+@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.option("--out", "-o", default=None, type=click.Path(dir_okay=False), help="PNG path (default: in the run dir).")
+def plot(results_dir, out) -> None:
+    """Draw the measured roofline of a run (roofs, slopes, theory and the intensity sweep) as a PNG."""
+    from pathlib import Path
+
+    from hwprobe import plot as plot_mod
+    from hwprobe.profile import load_profile
+    from hwprobe.results import MEASUREMENTS, read_measurements
+
+    run_dir = Path(results_dir)
+    prof = load_profile(run_dir)
+    sweep = [m for m in read_measurements(run_dir) if m.kind == "sweep"] if (run_dir / MEASUREMENTS).exists() else []
+    try:
+        path = plot_mod.roofline(prof, sweep, Path(out) if out else run_dir / "roofline.png")
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    click.echo(str(path))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every input error is one line on stderr and exit code 2, never a traceback."""
     try:

@@ -92,3 +92,9 @@ def test_list():
 def test_help_exits_zero():
     r = hw("--help")
     assert r.returncode == 0 and "run" in r.stdout
+
+
+def test_plot_writes_a_png(tmp_path, profile_file):
+    r = hw("plot", str(profile_file.parent), "-o", str(tmp_path / "r.png"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -440,7 +440,8 @@ def test_probe_parameters_and_precisions():
     assert set(gemm.precisions) == set(gc.GEMM_VARIANTS)
     with pytest.raises(InputError):
         gemm.check_params({"precisions": ("fp4",)})
-    assert _REGISTRY["gpu.sparse"].params()["sizes"] == (2048, 4096, 8192, 16384)
+    assert _REGISTRY["gpu.sparse"].params()["sizes"] == (4096, 8192, 16384)
+    assert gemm.params()["layouts"] == ("NN", "TN") and gemm.params()["lt_sizes"] == (8192, 16384)
     assert _REGISTRY["gpu.gemm_align"].params()["aligns"] == (8, 16, 32, 64)
     assert _REGISTRY["gpu.gemm_fp8"].params()["variants"] == ("e4m3xe4m3", "e4m3xe5m2", "e5m2xe4m3")
 
@@ -539,3 +540,236 @@ def test_sparse_specs_and_fp8_operands():
     assert codes.dtype == np.uint8
     vals = np.asarray(gpu_sparse._to_f64(_FakeCp, codes, "fp8"))
     assert set(np.unique(vals)) <= set(gc.FP8_EXACT_VALUES) and len(np.unique(vals)) > 4
+
+
+# --- ceiling candidates: layouts, algos, sizes, cuBLASLt -------------------------------------------------
+
+
+def test_with_layout_and_candidate_metrics():
+    v = gc.variant("fp16.f32acc")
+    tn = v.with_layout("tn")
+    assert (tn.transa, tn.transb, tn.layout, tn.key, tn.algo) == (gc.OP_T, gc.OP_N, "TN", v.key, gc.GEMM_DEFAULT)
+    assert tn.candidate_metric(8192) == "fp16.tensor_core.cublas.f32acc.tn.n8192"
+    top = v.with_layout("NN", gc.GEMM_DEFAULT_TENSOR_OP)
+    assert top.candidate_metric(16384) == "fp16.tensor_core.cublas.f32acc.nn.tensor_op.n16384"
+    with pytest.raises(ValueError):
+        v.with_layout("TX")
+
+
+def test_gemm_candidates_per_precision():
+    got = gc.gemm_candidates(gc.variant("fp16.f32acc"), ("NN", "TN", "tn"), tensor_op=True)
+    assert [(c.layout, c.algo) for c in got] == [("NN", gc.GEMM_DEFAULT_TENSOR_OP), ("TN", gc.GEMM_DEFAULT),
+                                                  ("TN", gc.GEMM_DEFAULT_TENSOR_OP)]
+    assert [c.layout for c in gc.gemm_candidates(gc.variant("tf32"), ("NN", "TN"), True)] == ["TN"]
+    assert [c.layout for c in gc.gemm_candidates(gc.variant("bf16"), ("NN", "TN"), False)] == ["TN"]
+    for key in ("int8.tn", "int8.nn", "fp64", "fp32"):
+        assert gc.gemm_candidates(gc.variant(key), ("NN", "TN"), True) == []
+
+
+def test_size_plans_for_ceilings():
+    assert gc.plan_top([1024, 8192], (16384, 4096), quick=False) == (8192, [16384])
+    assert gc.plan_top([1024, 2048], (16384,), quick=True) == (2048, [])
+    assert gc.lt_plan((8192, 16384), [1024, 8192], quick=False) == [16384, 8192]
+    assert gc.lt_plan((8192, 16384), [1024, 2048], quick=True) == [2048]
+
+
+def test_sparse_speedup_compares_ceilings_and_flags_a_weak_dense_baseline():
+    # run 1, FP8: dense 2048 ran at a fraction of its ceiling (launch-bound), so its ratio was 2.44x
+    rows = [{"n": 2048, "sparse": 1.60e15, "dense": 0.656e15}, {"n": 4096, "sparse": 1.93e15, "dense": 1.48e15},
+            {"n": 16384, "sparse": 2.12e15, "dense": 1.54e15}]
+    sp = gc.sparse_speedups(rows)
+    assert sp["suspect"] == [2048] and sp["best_sparse_n"] == 16384 and sp["best_dense_n"] == 16384
+    assert sp["best_vs_best"] == pytest.approx(2.12 / 1.54)
+    assert sp["per_size"][2048] == pytest.approx(1.60 / 0.656)
+    assert gc.sparse_speedups([{"n": 1, "sparse": 1.0, "dense": None}])["best_vs_best"] is None
+
+
+def test_ceiling_lists_candidates_and_keeps_the_sweep_curve():
+    from hwprobe.probes.gpu_gemm import ceiling_of
+
+    sweep = [_m(4096, 700.0), _m(8192, 710.0)]
+    tn = _m(8192, 760.0)
+    tn.params.update(layout="TN", algo="CUBLAS_GEMM_DEFAULT")
+    c = ceiling_of([*sweep, tn], "fp16.tensor_core.cublas.f32acc", curve_points=sweep)
+    assert c.value == 760.0 and [p["n"] for p in c.params["curve"]] == [4096, 8192]
+    assert len(c.params["candidates"]) == 3 and "layout TN" in c.params["ceiling_of"]
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
+@pytest.mark.parametrize("key", ["fp16.f32acc", "bf16", "tf32"])
+def test_cublas_gemm_every_layout_and_algo_reaches_gemmex(layout, key):
+    from hwprobe.probes.gpu_gemm import CublasEnv, CublasGemm
+
+    algos = []
+    inner = _mock_gemm()
+
+    def gemm(*args):
+        algos.append(args[-1])
+        inner(*args)
+
+    env = CublasEnv(cp=_FakeCp, cublas=SimpleNamespace(gemmEx=gemm), handle=0, l2_bytes=1)
+    g = CublasGemm(env, gc.variant(key).with_layout(layout, gc.GEMM_DEFAULT_TENSOR_OP), 24, 40, 56)
+    g.call(0)
+    assert algos == [gc.GEMM_DEFAULT_TENSOR_OP]
+    assert g.check(rows=6) <= gc.tolerance(key, g.k)
+
+
+# A mock cuBLASLt: layouts and transposes come only from the descriptors, so LtGemm's descriptors are what
+# is tested; the product is computed by the same column-major reader as the gemmEx mock.
+class _MockLt:
+    class MatmulDescAttribute:
+        TRANSA, TRANSB = 3, 4
+
+    class MatmulPreferenceAttribute:
+        MAX_WORKSPACE_BYTES = 1
+
+    matmul_heuristic_result_dtype = np.dtype([("algo", np.uint64, (8,)), ("workspace_size", np.uint64),
+                                              ("state", np.int32), ("waves_count", np.float32), ("pad", np.int32, 4)])
+
+    def __init__(self, ignore_trans=False, algos=3):
+        self.objs, self.next, self.ignore_trans, self.algos, self.destroyed = {}, 100, ignore_trans, algos, []
+        self.destroy = self.matmul_desc_destroy = self.matrix_layout_destroy = self.destroyed.append
+        self.matmul_preference_destroy = self.destroyed.append
+
+    def _new(self, obj):
+        self.next += 1
+        self.objs[self.next] = obj
+        return self.next
+
+    def create(self):
+        return self._new({})
+
+    def matmul_desc_create(self, compute, scale):
+        assert gc.SCALE_TYPE_FOR_COMPUTE[compute] == scale
+        return self._new({"compute": compute, 3: gc.OP_N, 4: gc.OP_N})
+
+    @staticmethod
+    def get_matmul_desc_attribute_dtype(attr):
+        return np.int32
+
+    @staticmethod
+    def get_matmul_preference_attribute_dtype(attr):
+        return np.uint64
+
+    def matmul_desc_set_attribute(self, desc, attr, ptr, size):
+        self.objs[desc][attr] = int(np.frombuffer((ctypes.c_char * size).from_address(ptr), dtype=np.int32)[0])
+
+    def matrix_layout_create(self, dtype, rows, cols, ld):
+        return self._new((dtype, rows, cols, ld))
+
+    def matmul_preference_create(self):
+        return self._new({})
+
+    def matmul_preference_set_attribute(self, pref, attr, ptr, size):
+        self.objs[pref][attr] = int(np.frombuffer((ctypes.c_char * size).from_address(ptr), dtype=np.uint64)[0])
+
+    def matmul_algo_get_heuristic(self, h, desc, la, lb, lc, ld, pref, limit, res_ptr, count_ptr):
+        res = np.frombuffer((ctypes.c_char * (limit * self.matmul_heuristic_result_dtype.itemsize))
+                            .from_address(res_ptr), dtype=self.matmul_heuristic_result_dtype)
+        for i in range(self.algos):
+            res["algo"][i][0] = 7 + i                  # algo id, used below as the "speed"
+        ctypes.c_int32.from_address(count_ptr).value = self.algos
+        self.ran = []
+
+    def matmul(self, h, desc, alpha, a, la, b, lb, beta, c, lc, d, ld, algo, ws, ws_size, stream):
+        self.ran.append(ctypes.c_uint64.from_address(algo).value)
+        d_ = self.objs[desc]
+        scalar = np.dtype(gc.SCALAR_FOR_COMPUTE[d_["compute"]])
+        assert np.frombuffer((ctypes.c_char * scalar.itemsize).from_address(alpha), dtype=scalar)[0] == 1
+        ta, tb = (gc.OP_N, gc.OP_N) if self.ignore_trans else (d_[3], d_[4])
+        (at, ar, ac, lda), (bt, br, bc, ldb), (ct, cr, cc, ldc) = self.objs[la], self.objs[lb], self.objs[lc]
+        a_st = _read_colmajor(_decode(_REG[a].ravel(), at), ar, ac, lda)
+        b_st = _read_colmajor(_decode(_REG[b].ravel(), bt), br, bc, ldb)
+        res = (a_st.T if ta == gc.OP_T else a_st) @ (b_st.T if tb == gc.OP_T else b_st)
+        assert res.shape == (cr, cc)
+        cbuf = _REG[d]
+        out = gc.bf16_bits_from_f32(res.astype(np.float32)) if ct == gc.R_16BF else res.astype(cbuf.dtype)
+        np.reshape(cbuf.reshape(-1)[: ldc * cc], (cc, ldc))[:, :cr] = out.T
+
+
+class _EventCp(_FakeCp):
+    """_FakeCp with events whose elapsed time is the id of the last cuBLASLt algo run (so algo 7 is fastest)."""
+
+    lt: _MockLt | None = None
+    uint8 = np.uint8
+
+    class _Event:
+        def record(self, stream=None):
+            pass
+
+        def synchronize(self):
+            pass
+
+    cuda = SimpleNamespace(Event=_Event, get_current_stream=lambda: SimpleNamespace(ptr=5),
+                           get_elapsed_time=lambda a, b: float(10 - _EventCp.lt.ran[-1]))
+
+
+def _lt_gemm(lt, key="int8.tn", m=32, n=48, k=64):
+    from hwprobe.probes.gpu_fp8 import LtGemm
+    from hwprobe.probes.gpu_gemm import CublasEnv
+
+    _EventCp.lt = lt
+    env = CublasEnv(cp=_EventCp, cublas=None, handle=0, l2_bytes=1)
+    g = LtGemm(env, gc.variant(key), m, n, k, lt=lt)
+    g.call(0)
+    return g
+
+
+@pytest.mark.parametrize("key", ["int8.tn", "int8.nn", "fp16.f32acc", "bf16"])
+def test_lt_gemm_descriptors_autotune_and_check(key):
+    lt = _MockLt()
+    g = _lt_gemm(lt, key)
+    assert g.best == 2 and lt.ran[-1] == 9           # the algo with the shortest (mock) time runs
+    assert g.check(rows=6) <= gc.tolerance(key, g.k)
+    g.close()
+    assert len(lt.destroyed) == 6                    # handle, desc, 3 layouts, preference
+
+
+def test_lt_gemm_check_catches_ignored_transposes():
+    with pytest.raises(VerificationError):
+        _lt_gemm(_MockLt(ignore_trans=True), m=32, n=32, k=32).check(rows=6)
+    with pytest.raises(RuntimeError):
+        _lt_gemm(_MockLt(algos=0))
+
+
+def test_run_gemm_runs_ceilings_first_then_the_sweep(monkeypatch):
+    from hwprobe.probes import gpu_fp8, gpu_gemm
+
+    order = []
+
+    def fake_measure(ctx, env, v, m, n, k, *, metric, kind, rows, exec_unit=None, notes=(), extra=None,
+                     gemm_cls=None):
+        order.append(metric)
+        rate = n * (2.0 if v.layout == "TN" else 1.0) * (1.1 if v.algo == gc.GEMM_DEFAULT_TENSOR_OP else 1.0)
+        return Measurement(probe="gpu.gemm", metric=metric, kind=kind, value=rate, unit=v.unit,
+                           precision=v.precision, params={"n": n, "layout": v.layout,
+                                                           "algo": gc.ALGO_NAMES[v.algo]})
+
+    def fake_lt(ctx, env, prec, sizes, rows):
+        for n in sizes:
+            order.append(f"lt.{prec}.{n}")
+            yield Measurement(probe="gpu.gemm", metric=f"{prec}.tensor_core.cublaslt.n{n}", kind="sweep",
+                              value=float(n), unit="FLOP/s", params={"n": n})
+
+    monkeypatch.setattr(gpu_gemm, "cublas_env", lambda ctx: None)
+    monkeypatch.setattr(gpu_gemm, "measure_gemm", fake_measure)
+    monkeypatch.setattr(gpu_gemm, "_framework_points", lambda *a: iter([order.append("frameworks")] and []))
+    monkeypatch.setattr(gpu_fp8, "lt_points", fake_lt)
+    ctx = SimpleNamespace(quick=False, log=lambda msg: None, device=SimpleNamespace(cc_major=9, cc_minor=0),
+                          derived=lambda metric, value, **kw: Measurement(probe="gpu.gemm", metric=metric,
+                                                                          value=value, **kw))
+    ms = list(gpu_gemm.run_gemm(ctx, precisions=("fp32", "fp16", "int8"), sizes=(1024, 8192)))
+    got = {m.metric: m for m in ms}
+    assert order[:4] == ["fp16.tensor_core.cublas.f32acc.n8192", "fp16.tensor_core.cublas.f32acc.nn.tensor_op.n8192",
+                         "fp16.tensor_core.cublas.f32acc.tn.n8192", "fp16.tensor_core.cublas.f32acc.tn.tensor_op.n8192"]
+    assert order[4] == "fp16.tensor_core.cublas.f32acc.tn.tensor_op.n16384"       # the best config, larger
+    assert order.index("lt.fp16.16384") < order.index("frameworks") < order.index("int8.tensor_core.cublas.tn.n8192")
+    assert order.index("int8.tensor_core.cublas.tn.n16384") < order.index("lt.int8.16384")
+    assert [p["n"] for p in got["int8.tensor_core.cublas.tn"].params["curve"]] == [1024, 8192, 16384]
+    assert "int8.cublas.nn.n16384" not in order and "fp32.cuda_core.cublas.nn.n16384" not in order
+    assert order.index("fp32.cuda_core.cublas.n8192") < order.index("fp16.tensor_core.cublas.f32acc.n1024")
+    ceil = got["fp16.tensor_core.cublas.f32acc"]
+    assert ceil.kind == "compute" and ceil.params["n"] == 16384 and ceil.params["layout"] == "TN"
+    assert [p["n"] for p in ceil.params["curve"]] == [1024, 8192]
+    assert got["int8.tensor_core.cublaslt"].value == 16384.0 and got["fp16.tensor_core.cublaslt"].kind == "compute"
+    assert got["pitfall.int8_vs_fp16"].params["size"] == 8192

@@ -373,6 +373,10 @@ def test_histogram_counts_with_and_without_modifiers():
     assert loop["HFMA2"] == 16 and loop["IMAD"] == 0 and loop["BRA"] == 1
     h80 = sass.opcode_histogram(SASS_SM80_DP4A, loop_only=True)
     assert h80["IDP.4A"] == 8 and h80["IDP.4A.S8.S8"] == 8 and h80["HFMA2"] == 0   # the move is outside
+    both = SASS_SM80_DP4A + SASS_SM90_HFMA2.replace("hwp_fma_c4", "hwp_fma_c8")     # two functions, same addresses
+    h = sass.opcode_histogram(both, loop_only=True)
+    assert h["IDP.4A"] == 8 and h["HFMA2"] == 16 and h["BRA"] == 2
+    assert len(sass.loop_body(sass.instructions(both))) == 19                      # never spans two functions
 
 
 def test_loop_body_is_the_backward_branch_span():
@@ -456,14 +460,16 @@ def test_every_kernel_issues_the_intended_instruction(arch, fam):
     for c in fam.chains:
         fn = f"hwp_fma_c{c}"
         assert g.sass_counts(text, fn, fam) == g.expected_sass(fam, c), (fn, sass.evidence(text, fn, ("",)))
-        body = sass.loop_body(sass.instructions(text, fn))
+        body = [ins for ins in sass.loop_body(sass.instructions(text, fn)) if ins[1] != "NOP"]
         assert len(body) <= sum(g.expected_sass(fam, c).values()) * 1.2 + 6     # little besides the chains
+        # (sm_120 pads its slow DFMA with NOPs: they take issue slots the DFMA pipe cannot use anyway)
         # no chain moved to the uniform datapath (sm_120 did that with UFFMA before thread_mask existed)
         assert not [op for _, op, _ in body if op.startswith("U") and op.split(".")[0] in
                     ("UFFMA", "UFMUL", "UFADD", "UIMAD", "UHFMA2")], fn
     if fam.a in (g.H2, g.B2) and fam.b is None:
         h = sass.opcode_histogram(text, f"hwp_fma_c{fam.chains[0]}", loop_only=True)
-        mma_expected = arch == "sm_90" or fam.a is g.H2                     # sm_80 has no bf16 HFMA2.MMA
+        # sm_80 has no bf16 HFMA2.MMA; sm_120 (GeForce Blackwell) none at all: FP16 runs at the FP32 rate
+        mma_expected = arch == "sm_90" or (arch == "sm_80" and fam.a is g.H2)
         assert (h["HFMA2.MMA"] > 0) == mma_expected
 
 

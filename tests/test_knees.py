@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hwprobe.analysis.knees import find_knees, find_plateaus, log_sizes, refine_between, ridge_point
+from hwprobe.analysis.knees import find_knees, find_plateaus, log_sizes, plateau_exit, refine_between, ridge_point
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -140,3 +140,67 @@ def test_ridge_point_on_a_synthetic_roofline():
 def test_ridge_point_rejects_nonpositive():
     with pytest.raises(ValueError):
         ridge_point([0.0, 1.0], [1.0, 2.0])
+
+
+# Real curves from an H200 run (132 SMs, 60 MiB L2, 256 KiB L1/shared per SM): (working-set bytes, TB/s).
+H200_PER_SM = [
+    (4096, 32.588), (5120, 32.578), (5888, 32.646), (6912, 32.7), (8192, 32.691), (9984, 32.702), (11776, 32.683),
+    (13824, 32.695), (16384, 32.697), (19712, 32.7), (23296, 32.693), (27648, 32.688), (32768, 32.697),
+    (39168, 32.688), (46592, 32.686), (55296, 32.657), (65536, 32.57), (78080, 32.578), (92928, 32.567),
+    (110336, 32.561), (131072, 32.559), (155904, 32.555), (185600, 32.61), (220672, 32.241), (262144, 28.499),
+    (311808, 23.69), (370944, 19.518), (441088, 18.043), (524288, 12.279), (623616, 13.191), (741632, 10.103),
+    (881920, 8.1), (933888, 4.614)]
+H200_DEVICE = [
+    (524288, 16.728), (626688, 18.268), (648960, 17.12), (671744, 17.478), (695552, 18.561), (720128, 17.145),
+    (745472, 16.238), (884736, 11.23), (1048576, 12.525), (1249280, 12.69), (1293568, 12.556), (1339392, 12.48),
+    (1387008, 12.605), (1436160, 12.873), (1486848, 9.928), (1765376, 11.423), (2097152, 10.456), (2494464, 10.713),
+    (2969600, 10.388), (3530752, 10.075), (4194304, 9.602), (4988928, 9.657), (5935104, 9.63), (7057408, 9.515),
+    (8388608, 9.294), (9977856, 9.251), (11866112, 9.421), (14110720, 9.335), (16777216, 9.196), (19951616, 9.205),
+    (23728128, 9.217), (28217344, 9.071), (33554432, 9.226), (39903232, 9.162), (47456256, 9.082),
+    (56434688, 8.893), (67108864, 8.868), (69475584, 8.042), (71925760, 7.691), (74462208, 7.898), (77088000, 7.484),
+    (79806464, 7.506), (94908416, 6.986), (112865280, 6.207), (134217728, 5.957), (159612928, 5.591),
+    (189812736, 5.388), (225726464, 5.175), (251658240, 4.995)]
+
+
+def test_h200_l1_curve_leaves_its_plateau_at_the_l1_size():
+    s, v = zip(*H200_PER_SM, strict=True)
+    _, knees = find_knees(s, v)
+    assert knees == []                       # no second plateau: the old detector found nothing
+    ex = plateau_exit(s, v, s[0], 128 * KIB)
+    assert ex is not None and ex.bracket == (220672, 262144)
+    assert ex.size == pytest.approx(256 * KIB, rel=0.10)
+    assert ex.level == pytest.approx(32.65, rel=0.01)
+
+
+def test_h200_l2_curve_leaves_its_plateau_at_the_l2_size():
+    s, v = zip(*H200_DEVICE, strict=True)
+    l2 = 60 * MIB
+    ex = plateau_exit(s, v, l2 / 30, l2 / 3)
+    assert ex is not None and ex.bracket == (67108864, 69475584)
+    assert ex.size == pytest.approx(l2, rel=0.10)
+    assert 9.2 < ex.level < 9.7              # median of 2-20 MiB, not the noisy small sizes or the 10.7 maximum
+
+
+def test_plateau_exit_ignores_a_single_dip_and_handles_no_exit():
+    sizes = log_sizes(4 * KIB, 1 * MIB, 4)
+    v = lru(sizes, [(240 * KIB, 30e12), (np.inf, 10e12)])
+    v[5] *= 0.8                              # one noisy point inside the plateau
+    ex = plateau_exit(sizes, v, sizes[0], 64 * KIB)
+    assert ex is not None and ex.bracket[0] <= 240 * KIB < ex.bracket[1]
+    flat = np.full(len(sizes), 5e12)
+    assert plateau_exit(sizes, flat, sizes[0], 64 * KIB) is None
+    assert plateau_exit(sizes, flat, 1, 2) is None   # empty window
+
+
+@pytest.mark.parametrize("cap", [200 * KIB, 256 * KIB, 300 * KIB])
+def test_plateau_exit_on_a_curve_that_keeps_falling(cap):
+    sizes = np.array(log_sizes(4 * KIB, 2 * MIB, 4), dtype=float)
+    v = np.where(sizes <= cap, 32e12, 32e12 * (cap / sizes) ** 1.2)     # no second plateau
+    ex = plateau_exit(sizes, v, sizes[0], cap / 2)
+    assert ex is not None and ex.size == pytest.approx(cap, rel=0.10)
+
+
+def test_plateau_exit_on_a_gradual_roll_off():
+    sizes = log_sizes(512 * KIB, 240 * MIB, 4)
+    ex = plateau_exit(sizes, random_replacement(sizes, 50 * MIB, 10e12, 3.5e12), 2 * MIB, 20 * MIB)
+    assert ex is not None and ex.size == pytest.approx(50 * MIB, rel=0.15)

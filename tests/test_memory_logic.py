@@ -104,21 +104,63 @@ def test_dram_kernel_names_match_templates():
     assert d.kernel_name("read", 4, 2) == "stream_read<4, 2>"
     assert d.kernel_name("write", 8, 0, 1) == "stream_write<8, 1>"
     assert d.kernel_name("triad", 2, 3, 1) == "stream_triad<2, 3, 1>"
-    assert len(names) == len(set(names)) == 3 * (4 + 2 + 3 * 6)
+    assert len(names) == len(set(names)) == len(d.UNROLLS) * (4 + 2 + 3 * 6)
+    assert "#define FOR_TILES" in src and src.count("FOR_TILES(t)") == 6   # the macro + 5 kernels
     # hints 0..2 have explicit branches, 3 is the final else; stores: 0 explicit, 1 the else
     assert all(f"LH == {lh}" in src for lh in (0, 1, 2)) and "SH == 0" in src
     assert set(d.LOAD_HINT_NAMES) == set(d.READ_HINTS) and set(d.STORE_HINT_NAMES) == set(d.WRITE_HINTS)
 
 
-def test_dram_shapes_cover_occupancy_and_flat_grid():
+def test_dram_shapes_cover_layouts_and_occupancy():
     from hwprobe.probes import gpu_dram as d
 
-    shapes = d.shapes(132, lambda block, unroll: 2048 // block, lambda block, unroll: 1 << 16)
-    assert {s["block"] for s in shapes} >= {128, 256, 512, 1024}
-    assert any(s["blocks_per_sm"] is None and s["grid"] == 1 << 16 for s in shapes)
-    full = [s for s in shapes if s["block"] == 256 and s["unroll"] == 4]
-    assert {s["blocks_per_sm"] for s in full} == {8, 4}
+    shapes = d.shapes(132, lambda block, unroll: 2048 // block)
+    assert {s["layout"] for s in shapes} == set(d.LAYOUTS)
+    assert {s["block"] for s in shapes} >= {256, 512, 1024} and {s["unroll"] for s in shapes} == set(d.UNROLLS)
+    assert all(s["grid"] is None for s in shapes if s["layout"] == "flat")
+    gs = [s for s in shapes if s["layout"] == "grid_stride" and s["block"] == 256 and s["unroll"] == 4]
+    assert {s["blocks_per_sm"] for s in gs} == {8, 4}
     assert all(s["grid"] == 132 * s["blocks_per_sm"] for s in shapes if s["blocks_per_sm"])
+
+
+def _tiles_visited(layout, ntiles, blocks):
+    """Simulate FOR_TILES in memory.cu: which tiles each block visits."""
+    grid, chunk = d_launch(layout, ntiles, blocks)
+    seen = []
+    for bid in range(grid):
+        c = bid
+        while c * chunk < ntiles:
+            seen.append((bid, list(range(c * chunk, min(c * chunk + chunk, ntiles)))))
+            c += grid
+    return grid, chunk, seen
+
+
+def d_launch(layout, ntiles, blocks):
+    from hwprobe.probes import gpu_dram as d
+
+    return d.launch_geometry(layout, ntiles, blocks)
+
+
+@pytest.mark.parametrize("layout", ["grid_stride", "flat", "contiguous", "chunked"])
+@pytest.mark.parametrize("ntiles", [1, 100, 1056, 4096 + 7])
+def test_dram_layouts_visit_every_tile_once(layout, ntiles):
+    grid, chunk, seen = _tiles_visited(layout, ntiles, 1056)
+    tiles = sorted(t for _, ts in seen for t in ts)
+    assert tiles == list(range(ntiles))
+    if layout == "contiguous":          # one range per block
+        assert all(len({b for b, _ in seen if b == bid}) <= 1 for bid in range(grid))
+        assert len(seen) == len({b for b, _ in seen})
+    if layout == "flat":
+        assert grid == ntiles and chunk == 1
+
+
+def test_dram_array_sizes():
+    from hwprobe.probes import gpu_dram as d
+
+    g = 1 << 30
+    assert d.array_sizes(g, 4 * g) == [g, 2 * g, 4 * g]
+    assert d.array_sizes(g, 3 * g) == [g, 2 * g]
+    assert d.array_sizes(g, g) == [g]
 
 
 def test_cache_kernels_exist_in_source():
@@ -201,3 +243,11 @@ def test_memory_probes_import_no_gpu_library():
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_ridge_note_states_the_measured_ridge_first():
+    from hwprobe.probes.gpu_roofline import ridge_note
+
+    n = ridge_note(15.09, 63.71e12, 4.22e12, "FLOP/B", 13.9, "132 SM x 128 FMA/clk/SM x 2 x 1980 MHz / ...")
+    assert n.startswith("measured ridge 15.1 FLOP/B (roof 63.7 TFLOP/s / slope 4.22 TB/s); theoretical 13.9 FLOP/B")
+    assert "TOP/s" in ridge_note(7.8, 33.1e12, 4.25e12, "OP/B", None, "no theory")

@@ -199,6 +199,45 @@ def find_knees(sizes, values, *, band: float = 0.15, min_points: int = 3, min_st
     return plats, knees
 
 
+@dataclass
+class PlateauExit:
+    size: float           # where the curve first falls `drop` below the plateau level (log-log interpolated)
+    level: float          # the plateau level: median of the points in the plateau window
+    threshold: float      # (1 - drop) x level
+    bracket: tuple[float, float]  # the two measured sizes the crossing lies between
+    after: float          # the value at bracket[1]
+
+
+def plateau_exit(sizes, values, lo: float, hi: float, *, drop: float = 0.10, confirm: int = 2) -> PlateauExit | None:
+    """Where a curve leaves its plateau: the capacity of a cache level.
+
+    The plateau level is the median of the points with ``lo <= size <= hi`` (a window known to fit in the
+    level). Scanning up from the window's first point, the exit is the first point below ``(1 - drop) x
+    level`` that is followed by ``confirm - 1`` more points below it (one noisy dip is not an exit); the
+    crossing is interpolated in log size and log value. This needs no second plateau, so it works for a curve
+    that falls off the first plateau and keeps falling (L1 on Hopper, where the per-SM sweep rolls from L1 into
+    L2 with no flat stretch). Returns None when the window is empty or the curve never leaves the plateau.
+    """
+    s = np.asarray(sizes, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if s.shape != v.shape or s.ndim != 1 or np.any(np.diff(s) <= 0) or np.any(v <= 0):
+        raise ValueError("need strictly increasing sizes and positive values of the same length")
+    inside = np.nonzero((s >= lo) & (s <= hi))[0]
+    if inside.size == 0:
+        return None
+    level = float(np.median(v[inside]))
+    thr = (1.0 - drop) * level
+    for k in range(int(inside[0]) + 1, len(s)):
+        if np.all(v[k:k + confirm] < thr):
+            y0, y1 = math.log(v[k - 1]), math.log(v[k])
+            t = (y0 - math.log(thr)) / (y0 - y1) if y0 != y1 else 1.0
+            t = min(max(t, 0.0), 1.0)
+            x = math.log2(s[k - 1]) + t * (math.log2(s[k]) - math.log2(s[k - 1]))
+            return PlateauExit(size=float(2.0 ** x), level=level, threshold=thr,
+                               bracket=(float(s[k - 1]), float(s[k])), after=float(v[k]))
+    return None
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Roofline accounting and fit
 

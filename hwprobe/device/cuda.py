@@ -36,6 +36,7 @@ def discover() -> list[GpuInfo]:
     except Exception:
         return []
     from hwprobe.device import nvml
+    from hwprobe.specs.theory import arch_facts
 
     out = []
     for i in range(n):
@@ -63,6 +64,8 @@ def discover() -> list[GpuInfo]:
             cuda_driver_version=cp.cuda.runtime.driverGetVersion(),
             cuda_runtime_version=cp.cuda.runtime.runtimeGetVersion(),
         )
+        facts = arch_facts(info.arch) or {}
+        info.l1_smem_bytes_per_sm = facts.get("l1_smem_bytes_per_sm")  # the runtime does not report L1
         nvml.enrich(info)
         out.append(info)
     return out

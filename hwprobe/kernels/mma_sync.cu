@@ -126,6 +126,23 @@ struct F64F64 {  // m8n8k4, fp64 (DMMA)
   DEV acc_t add(acc_t x, acc_t y) { return x + y; }
 };
 
+struct F64K16 {  // m16n8k16, fp64 (DMMA.16x8x16, sm_90+): 8x the work of m8n8k4 per instruction
+  typedef double in_t; typedef double acc_t;
+  enum { NA = 8, NB = 4, NC = 4 };
+  DEV void mma(acc_t (&d)[NC], const in_t (&a)[NA], const in_t (&b)[NB]) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, {%0,%1,%2,%3};"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
+                   "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+#else
+    __trap();
+#endif
+  }
+  DEV acc_t add(acc_t x, acc_t y) { return x + y; }
+};
+
 // ---- the loop shared by every kernel ----
 
 #ifndef CHAINS
@@ -197,4 +214,7 @@ MMA_KERNEL(mma_fp8e5m2_f32acc, E5M2F32)
 #endif
 #if defined(MMA_ONLY_mma_fp64_f64acc) || !defined(MMA_ONLY)
 MMA_KERNEL(mma_fp64_f64acc, F64F64)
+#endif
+#if defined(MMA_ONLY_mma_fp64_f64acc_m16n8k16) || !defined(MMA_ONLY)
+MMA_KERNEL(mma_fp64_f64acc_m16n8k16, F64K16)
 #endif

@@ -18,8 +18,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-# Base opcodes that do floating-point or integer multiply-add work on the CUDA cores; used to say how
-# many *other* arithmetic instructions share the loop with the intended one.
+# Base opcodes of CUDA-core arithmetic and logic; used to say how many *other* such instructions share
+# the loop with the intended one (moves, branches, loads and NOPs are not counted).
 ARITH_OPCODES = frozenset({
     "FFMA", "FMUL", "FADD", "FFMA2", "FMUL2", "FADD2", "DFMA", "DMUL", "DADD",
     "HFMA2", "HMUL2", "HADD2", "IMAD", "IADD3", "IADD", "LEA", "SHF", "IDP", "IMUL", "XMAD", "IABS",
@@ -203,7 +203,7 @@ def loop_body(instrs: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
     after ``EXIT`` is not a loop.
     """
     best: list[tuple[int, str, str]] = []
-    for addr, op, rest in instrs:
+    for i, (addr, op, rest) in enumerate(instrs):
         if op.split(".")[0] != "BRA":
             continue
         m = _BRA_TARGET.search(rest)
@@ -212,9 +212,11 @@ def loop_body(instrs: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
         target = int(m.group(1), 16)
         if target >= addr:
             continue
-        body = [ins for ins in instrs if target <= ins[0] <= addr]
-        if len(body) > len(best):
-            best = body
+        j = i   # walk back to the target, never past the start of this function (addresses restart there)
+        while j > 0 and target < instrs[j][0] and instrs[j - 1][0] < instrs[j][0]:
+            j -= 1
+        if instrs[j][0] == target and i + 1 - j > len(best):
+            best = instrs[j:i + 1]
     return best
 
 
@@ -233,7 +235,10 @@ def histogram(instrs: list[tuple[int, str, str]]) -> Counter:
 
 
 def opcode_histogram(sass_text: str, function: str | None = None, *, loop_only: bool = False) -> Counter:
-    """Opcode counts (with and without modifiers, see ``histogram``) of one function or of all."""
+    """Opcode counts (with and without modifiers, see ``histogram``) of one function or of all;
+    ``loop_only`` keeps each function's largest loop."""
+    if function is None and loop_only:
+        return sum((histogram(loop_body(body)) for body in parse(sass_text).values()), Counter())
     instrs = instructions(sass_text, function)
     return histogram(loop_body(instrs) if loop_only else instrs)
 

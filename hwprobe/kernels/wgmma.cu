@@ -1,35 +1,36 @@
-// Warpgroup-level Tensor Core peak on Hopper (sm_90a): wgmma.mma_async, A and B from shared memory
-// through 64-bit matrix descriptors, accumulators in registers, no global memory traffic in the loop.
+// Warpgroup-level Tensor Core peak on Hopper (sm_90a): wgmma.mma_async, accumulators in registers, no
+// global memory traffic in the loop. Three operand forms (a search picks the fastest per type):
+//   ss_nosw  : A and B from shared memory, no-swizzle ("interleave") layout
+//   ss_sw128 : A and B from shared memory, 128-byte swizzle (the layout real GEMMs use)
+//   rs_sw128 : A from registers (per-thread fragments), B from shared memory with 128-byte swizzle
 //
-// Each CTA copies one A tile (64 x K, K-major) and one B tile (256 x K, K-major: the "column-major" B
-// of D = A * B) from global memory into shared memory once; the host builds those byte images, so the
-// host owns the shared-memory layout and the check proves it. Then the warpgroup issues UNROLL
-// back-to-back m64n256 wgmma on the same tiles per iteration (commit, keep one group in flight),
-// for `iters` iterations. Its result is iters * UNROLL * (A @ B^T), written as [CTA][reg][thread].
-// One warpgroup per CTA (two CTAs per SM behave like two warpgroups per CTA here, and compile once).
+// Each CTA copies one A tile (64 rows x 128 bytes of K, K-major; or, for rs, 64x4 A fragments per
+// thread) and one B tile (256 rows x 128 bytes of K, K-major: the "column-major" B of D = A * B) once;
+// the host builds those images, so the host owns the layouts and the check proves them. Every loop
+// iteration issues KSTEPS = 4 m64n256 wgmma that walk the tile's four 32-byte K slices (commit, keep one
+// group in flight), so one iteration computes A @ B^T over the whole 128-byte K extent. The result,
+// iters * (A @ B^T), is written as [CTA][reg][thread]. Thread 0 of CTA 0 stores the loop's SM cycles
+// (clock64) and nanoseconds (globaltimer) in clk[2*slot], clk[2*slot+1]: the host derives the
+// achieved FLOP per SM clock (clock-invariant, immune to power-cap throttling) and the real SM clock.
 //
-// Shared-memory layout: no swizzle ("interleave"), core matrices of 8 rows x 16 bytes stored as
-// 128 contiguous bytes (conflict-free to read). Every K step here is 32 bytes wide (16 x fp16/bf16,
-// 8 x tf32, 32 x fp8/s8), so each slab of 8 rows holds two core matrices side by side along K:
-// LBO (next core matrix along K) = 128 B, SBO (next 8 rows) = 256 B. Byte of element (r, k) = (r / 8) * SBO + (kbyte / 16) * LBO + (r % 8) * 16 + kbyte % 16.
+// Byte of element (r, kbyte) inside a tile (kbyte < 128):
+//   no swizzle: (r/8)*1024 + (kbyte/16)*128 + (r%8)*16 + kbyte%16      (LBO 128, SBO 1024)
+//   128B swz  : (r/8)*1024 + (r%8)*128 + ((kbyte/16) ^ (r%8))*16 + kbyte%16   (SBO 1024, LBO unused)
+// A K slice s starts at descriptor address + s*256 (no swizzle) or + s*32 (swizzle: the hardware XORs
+// address bits [4:6] with [7:9] inside each 1024-byte-aligned atom).
 //
-// Compile with -arch=sm_90a. Kernels are extern "C" (wgmma_<type>_<acc>, 128 threads per CTA) so their
-// SASS is found by name. -DWGMMA_ONLY=<1..7> compiles one op alone (to isolate a failure).
+// Compile with -arch=sm_90a. Kernels are extern "C" (wgmma_<type>_<acc>_<form>, 128 threads per CTA) so
+// their SASS is found by name. -DWGMMA_ONLY=<1..7> compiles one type alone (to isolate a failure).
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
 #define DEV static __device__ __forceinline__
 
-#define A_BYTES 2048
-#define B_BYTES 8192
-#define LBO_BYTES 128
-#define SBO_BYTES 256
-#ifndef UNROLL
-#define UNROLL 4
-#endif
+#define A_BYTES 8192    // 64 rows x 128 B
+#define B_BYTES 32768   // 256 rows x 128 B
+#define KSTEPS 4        // 32-byte K slices per 128-byte row: wgmma per iteration
 
-// Accumulator operand strings and lists (N = 256: 128 x 32-bit registers, or 64 for f16 accumulate).
 #define D128 \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31," \
@@ -55,43 +56,54 @@ typedef unsigned long long u64;
 #define R128(d) O64(R_, d, 0), O64(R_, d, 64)
 #define R64(d) O64(R_, d, 0)
 
-// Float variants: scale-d = 1 (D = A*B + D), imm-scale-a = imm-scale-b = 1; f16/bf16 add trans-a = trans-b = 0.
-#define WGMMA_F32(SHAPE_TYPES, TAIL)                                                              \
-  asm volatile("wgmma.mma_async.sync.aligned." SHAPE_TYPES " " D128 ", %128, %129, " TAIL ";"     \
-               : F128(d) : "l"(da), "l"(db) : "memory")
+// One struct per type: accumulator registers, the ss form (two descriptors) and the rs form (four A
+// registers + B descriptor). Float types: scale-d = 1 (D = A*B + D), imm-scale-a = imm-scale-b = 1;
+// f16/bf16 add the transposes (ss: trans-a, trans-b; rs: trans-b only), all 0 (K-major). s8: scale-d only.
+#define SS128 ", %128, %129, "
+#define RS128 ", {%128, %129, %130, %131}, %132, "
+#define SS64 ", %64, %65, "
+#define RS64 ", {%64, %65, %66, %67}, %68, "
 
-struct F16F32 {
-  typedef float acc_t; enum { NREG = 128 };
-  DEV void mma(acc_t (&d)[NREG], u64 da, u64 db) { WGMMA_F32("m64n256k16.f32.f16.f16", "1, 1, 1, 0, 0"); }
-};
-struct BF16F32 {
-  typedef float acc_t; enum { NREG = 128 };
-  DEV void mma(acc_t (&d)[NREG], u64 da, u64 db) { WGMMA_F32("m64n256k16.f32.bf16.bf16", "1, 1, 1, 0, 0"); }
-};
-struct TF32F32 {
-  typedef float acc_t; enum { NREG = 128 };
-  DEV void mma(acc_t (&d)[NREG], u64 da, u64 db) { WGMMA_F32("m64n256k8.f32.tf32.tf32", "1, 1, 1"); }
-};
-struct E4M3F32 {
-  typedef float acc_t; enum { NREG = 128 };
-  DEV void mma(acc_t (&d)[NREG], u64 da, u64 db) { WGMMA_F32("m64n256k32.f32.e4m3.e4m3", "1, 1, 1"); }
-};
-struct E5M2F32 {
-  typedef float acc_t; enum { NREG = 128 };
-  DEV void mma(acc_t (&d)[NREG], u64 da, u64 db) { WGMMA_F32("m64n256k32.f32.e5m2.e5m2", "1, 1, 1"); }
-};
+#define WG_F32(NAME, SHAPE_TYPES, SS_TAIL, RS_TAIL)                                                 \
+  struct NAME {                                                                                     \
+    typedef float acc_t; enum { NREG = 128 };                                                       \
+    DEV void ss(acc_t (&d)[NREG], u64 da, u64 db) {                                                 \
+      asm volatile("wgmma.mma_async.sync.aligned." SHAPE_TYPES " " D128 SS128 SS_TAIL ";"           \
+                   : F128(d) : "l"(da), "l"(db) : "memory");                                        \
+    }                                                                                               \
+    DEV void rs(acc_t (&d)[NREG], const u32 (&a)[4], u64 db) {                                      \
+      asm volatile("wgmma.mma_async.sync.aligned." SHAPE_TYPES " " D128 RS128 RS_TAIL ";"           \
+                   : F128(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db) : "memory");     \
+    }                                                                                               \
+  };
+
+WG_F32(F16F32, "m64n256k16.f32.f16.f16", "1, 1, 1, 0, 0", "1, 1, 1, 0")
+WG_F32(BF16F32, "m64n256k16.f32.bf16.bf16", "1, 1, 1, 0, 0", "1, 1, 1, 0")
+WG_F32(TF32F32, "m64n256k8.f32.tf32.tf32", "1, 1, 1", "1, 1, 1")
+WG_F32(E4M3F32, "m64n256k32.f32.e4m3.e4m3", "1, 1, 1", "1, 1, 1")
+WG_F32(E5M2F32, "m64n256k32.f32.e5m2.e5m2", "1, 1, 1", "1, 1, 1")
+
 struct F16F16 {  // f16 accumulate: 64 registers of f16x2
   typedef u32 acc_t; enum { NREG = 64 };
-  DEV void mma(acc_t (&d)[NREG], u64 da, u64 db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16 " D64 ", %64, %65, 1, 1, 1, 0, 0;"
+  DEV void ss(acc_t (&d)[NREG], u64 da, u64 db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16 " D64 SS64 "1, 1, 1, 0, 0;"
                  : R64(d) : "l"(da), "l"(db) : "memory");
   }
+  DEV void rs(acc_t (&d)[NREG], const u32 (&a)[4], u64 db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16 " D64 RS64 "1, 1, 1, 0;"
+                 : R64(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db) : "memory");
+  }
 };
+
 struct S8S32 {  // integer variant: scale-d only
   typedef int acc_t; enum { NREG = 128 };
-  DEV void mma(acc_t (&d)[NREG], u64 da, u64 db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 " D128 ", %128, %129, 1;"
+  DEV void ss(acc_t (&d)[NREG], u64 da, u64 db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 " D128 SS128 "1;"
                  : R128(d) : "l"(da), "l"(db) : "memory");
+  }
+  DEV void rs(acc_t (&d)[NREG], const u32 (&a)[4], u64 db) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 " D128 RS128 "1;"
+                 : R128(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db) : "memory");
   }
 };
 
@@ -101,67 +113,114 @@ DEV u32 smem_addr(const void* p) {
   return a;
 }
 
-// Matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address, LBO, SBO (each >> 4),
-// base offset 0, swizzle mode 0 (none).
+// Matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address >> 4 (bits 0-13), LBO >> 4
+// (16-29), SBO >> 4 (32-45), base offset 0 (tiles are 1024-byte aligned), swizzle mode (62-63: 0 none,
+// 1 = 128 B). For the 128-byte swizzle K-major layout the LBO is unused (1, as CUTLASS sets it).
+template <bool SW128>
 DEV u64 make_desc(u32 addr) {
-  return (u64)((addr & 0x3FFFF) >> 4) | ((u64)(LBO_BYTES >> 4) << 16) | ((u64)(SBO_BYTES >> 4) << 32);
+  const u64 lbo = SW128 ? 1 : (128 >> 4), sbo = 1024 >> 4;
+  return (u64)((addr & 0x3FFFF) >> 4) | (lbo << 16) | (sbo << 32) | ((u64)(SW128 ? 1 : 0) << 62);
 }
 
-template <class Op>
+DEV unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// FORM: 0 = ss_nosw, 1 = ss_sw128, 2 = rs_sw128.
+template <class Op, int FORM>
 DEV void wgmma_loop(const u32* __restrict__ a_img, const u32* __restrict__ b_img, typename Op::acc_t* __restrict__ out,
-                    int iters) {
+                    unsigned long long* __restrict__ clk, int slot, int iters) {
   typedef typename Op::acc_t acc_t;
+  constexpr bool RS = FORM == 2, SW = FORM != 0;
+  constexpr u32 STEP = SW ? 32 : 256;                 // bytes from one K slice to the next
   __shared__ __align__(1024) u32 smem[(A_BYTES + B_BYTES) / 4];
-  for (int i = threadIdx.x; i < (A_BYTES + B_BYTES) / 4; i += blockDim.x)
-    smem[i] = i < A_BYTES / 4 ? a_img[i] : b_img[i - A_BYTES / 4];
+  const int t = threadIdx.x;
+  u32 a[KSTEPS][4];                                   // rs: this thread's A fragment per K slice
+  if (RS) {
+#pragma unroll
+    for (int s = 0; s < KSTEPS; ++s)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[s][i] = a_img[(t * KSTEPS + s) * 4 + i];
+    for (int i = t; i < B_BYTES / 4; i += blockDim.x) smem[A_BYTES / 4 + i] = b_img[i];
+  } else {
+    for (int i = t; i < (A_BYTES + B_BYTES) / 4; i += blockDim.x)
+      smem[i] = i < A_BYTES / 4 ? a_img[i] : b_img[i - A_BYTES / 4];
+  }
   // Generic-proxy writes must be made visible to the async proxy (wgmma) before it reads them.
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
 
   const u32 base = smem_addr(smem);
-  const u64 da = make_desc(base), db = make_desc(base + A_BYTES);
+  const u64 da = make_desc<SW>(base), db = make_desc<SW>(base + A_BYTES);
   acc_t d[Op::NREG];
 #pragma unroll
   for (int r = 0; r < Op::NREG; ++r) d[r] = acc_t(0);
 
+  const long long c0 = clock64();
+  const unsigned long long g0 = globaltimer();
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll 1
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) Op::mma(d, da, db);
+    for (int s = 0; s < KSTEPS; ++s) {
+      if (RS) Op::rs(d, a[s], db + s * (STEP >> 4));
+      else Op::ss(d, da + s * (STEP >> 4), db + s * (STEP >> 4));
+    }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  const long long c1 = clock64();
+  const unsigned long long g1 = globaltimer();
+  if (blockIdx.x == 0 && t == 0) {
+    clk[2 * slot] = (unsigned long long)(c1 - c0);
+    clk[2 * slot + 1] = g1 - g0;
+  }
 
-  const int t = threadIdx.x;
 #pragma unroll
   for (int r = 0; r < Op::NREG; ++r) out[((long long)blockIdx.x * Op::NREG + r) * 128 + t] = d[r];
 }
 
-#define WGMMA_KERNEL(ID, NAME, OP)                                                                   \
-  extern "C" __global__ void __launch_bounds__(128, 1)                                               \
-  NAME(const u32* __restrict__ a, const u32* __restrict__ b, OP::acc_t* __restrict__ out, int iters) { \
-    wgmma_loop<OP>(a, b, out, iters);                                                                \
+#define WGMMA_KERNEL(NAME, OP, FORM)                                                                   \
+  extern "C" __global__ void __launch_bounds__(128, 1)                                                 \
+  NAME(const u32* __restrict__ a, const u32* __restrict__ b, OP::acc_t* __restrict__ out,               \
+       unsigned long long* __restrict__ clk, int slot, int iters) {                                    \
+    wgmma_loop<OP, FORM>(a, b, out, clk, slot, iters);                                                 \
   }
+// -DWGMMA_FORM=<0..2> compiles one form alone (the probe's SASS check reads only the form it timed).
+#if !defined(WGMMA_FORM)
+#define WGMMA_FORMS(NAME, OP)           \
+  WGMMA_KERNEL(NAME##_ss_nosw, OP, 0)   \
+  WGMMA_KERNEL(NAME##_ss_sw128, OP, 1)  \
+  WGMMA_KERNEL(NAME##_rs_sw128, OP, 2)
+#elif WGMMA_FORM == 0
+#define WGMMA_FORMS(NAME, OP) WGMMA_KERNEL(NAME##_ss_nosw, OP, 0)
+#elif WGMMA_FORM == 1
+#define WGMMA_FORMS(NAME, OP) WGMMA_KERNEL(NAME##_ss_sw128, OP, 1)
+#else
+#define WGMMA_FORMS(NAME, OP) WGMMA_KERNEL(NAME##_rs_sw128, OP, 2)
+#endif
 
 #if !defined(WGMMA_ONLY) || WGMMA_ONLY == 1
-WGMMA_KERNEL(1, wgmma_fp16_f32acc, F16F32)
+WGMMA_FORMS(wgmma_fp16_f32acc, F16F32)
 #endif
 #if !defined(WGMMA_ONLY) || WGMMA_ONLY == 2
-WGMMA_KERNEL(2, wgmma_fp16_f16acc, F16F16)
+WGMMA_FORMS(wgmma_fp16_f16acc, F16F16)
 #endif
 #if !defined(WGMMA_ONLY) || WGMMA_ONLY == 3
-WGMMA_KERNEL(3, wgmma_bf16_f32acc, BF16F32)
+WGMMA_FORMS(wgmma_bf16_f32acc, BF16F32)
 #endif
 #if !defined(WGMMA_ONLY) || WGMMA_ONLY == 4
-WGMMA_KERNEL(4, wgmma_tf32_f32acc, TF32F32)
+WGMMA_FORMS(wgmma_tf32_f32acc, TF32F32)
 #endif
 #if !defined(WGMMA_ONLY) || WGMMA_ONLY == 5
-WGMMA_KERNEL(5, wgmma_fp8e4m3_f32acc, E4M3F32)
+WGMMA_FORMS(wgmma_fp8e4m3_f32acc, E4M3F32)
 #endif
 #if !defined(WGMMA_ONLY) || WGMMA_ONLY == 6
-WGMMA_KERNEL(6, wgmma_fp8e5m2_f32acc, E5M2F32)
+WGMMA_FORMS(wgmma_fp8e5m2_f32acc, E5M2F32)
 #endif
 #if !defined(WGMMA_ONLY) || WGMMA_ONLY == 7
-WGMMA_KERNEL(7, wgmma_int8_s32acc, S8S32)
+WGMMA_FORMS(wgmma_int8_s32acc, S8S32)
 #endif

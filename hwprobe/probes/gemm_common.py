@@ -7,6 +7,7 @@ must run on either.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from hwprobe.errors import VerificationError
 # --- cuBLAS / CUDA enum values (cublas_api.h, library_types.h); CuPy does not export all of them by name ---
 OP_N, OP_T = 0, 1
 POINTER_MODE_HOST = 0
-GEMM_DEFAULT = -1
+GEMM_DEFAULT, GEMM_DEFAULT_TENSOR_OP = -1, 99   # cublasGemmAlgo_t; TENSOR_OP is deprecated but still accepted
+ALGO_NAMES = {GEMM_DEFAULT: "CUBLAS_GEMM_DEFAULT", GEMM_DEFAULT_TENSOR_OP: "CUBLAS_GEMM_DEFAULT_TENSOR_OP"}
 MATH_DEFAULT, MATH_PEDANTIC, MATH_TF32 = 0, 2, 3
 COMPUTE_16F, COMPUTE_32F, COMPUTE_64F, COMPUTE_32I, COMPUTE_32F_FAST_TF32 = 64, 68, 70, 72, 77
 R_32F, R_64F, R_16F, R_8I, R_32I, R_16BF, R_8F_E4M3, R_8F_E5M2 = 0, 1, 2, 3, 10, 14, 28, 29
@@ -28,6 +30,9 @@ SCALAR_FOR_COMPUTE = {
     COMPUTE_16F: "float16", COMPUTE_32F: "float32", COMPUTE_32F_FAST_TF32: "float32",
     COMPUTE_64F: "float64", COMPUTE_32I: "int32",
 }
+# cuBLASLt scale type (alpha/beta) per compute type: the cudaDataType matching SCALAR_FOR_COMPUTE.
+SCALE_TYPE_FOR_COMPUTE = {COMPUTE_16F: R_16F, COMPUTE_32F: R_32F, COMPUTE_32F_FAST_TF32: R_32F,
+                          COMPUTE_64F: R_64F, COMPUTE_32I: R_32I}
 # Element size in bytes of the storage kinds the probes use ("bf16" is stored as uint16 bit patterns).
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bf16": 2, "int8": 1, "int32": 4, "fp8": 1}
 
@@ -49,6 +54,7 @@ class GemmVariant:
     transa: int = OP_N
     transb: int = OP_N
     unit: str = "FLOP/s"
+    algo: int = GEMM_DEFAULT
 
     @property
     def scalar(self) -> str:
@@ -57,6 +63,18 @@ class GemmVariant:
     @property
     def layout(self) -> str:
         return ("T" if self.transa == OP_T else "N") + ("T" if self.transb == OP_T else "N")
+
+    def with_layout(self, layout: str, algo: int | None = None) -> GemmVariant:
+        """The same types with another layout ("NN", "TN", "NT", "TT") and optionally another gemmEx algo."""
+        if len(layout) != 2 or set(layout.upper()) - {"N", "T"}:
+            raise ValueError(f"layout must be two of N/T, got {layout!r}")
+        ta, tb = (OP_T if c == "T" else OP_N for c in layout.upper())
+        return dataclasses.replace(self, transa=ta, transb=tb, algo=self.algo if algo is None else algo)
+
+    def candidate_metric(self, n: int) -> str:
+        """Metric of a ceiling candidate: layout and (when not the default) algo in the name."""
+        algo = "" if self.algo == GEMM_DEFAULT else ".tensor_op"
+        return f"{self.metric}.{self.layout.lower()}{algo}.n{n}"
 
 
 GEMM_VARIANTS: dict[str, tuple[GemmVariant, ...]] = {
@@ -387,3 +405,60 @@ def alignment_finding(precision: str, rows: Sequence[dict]) -> tuple[float | Non
         parts.append(f"{precision.upper()}: odd sizes {', '.join(map(str, unsupported))} not supported by the library")
     parts.append(f"rule: tensor cores want {rule}")
     return worst, "; ".join(parts)
+
+
+# --- ceiling candidates ------------------------------------------------------------------------------------
+# Precisions whose gemmEx ceiling is searched over layouts (INT8 layouts are separate variants; FP64/FP32
+# have one fast path) and, for the 16-bit types, over the gemmEx algo enum too.
+LAYOUT_SEARCH = ("tf32", "fp16", "bf16")
+ALGO_SEARCH = ("fp16", "bf16")
+
+
+def gemm_candidates(v: GemmVariant, layouts: Sequence[str], tensor_op: bool) -> list[GemmVariant]:
+    """Other configurations of ``v`` to run at the top size: each layout, and the TENSOR_OP algo beside DEFAULT.
+
+    ``v`` itself (its layout, default algo) is the sweep's top point and is not repeated.
+    """
+    if v.precision not in LAYOUT_SEARCH:
+        return []
+    out = []
+    for lay in dict.fromkeys(x.upper() for x in layouts):
+        algos = [GEMM_DEFAULT] + ([GEMM_DEFAULT_TENSOR_OP] if tensor_op and v.precision in ALGO_SEARCH else [])
+        for algo in algos:
+            c = v.with_layout(lay, algo)
+            if (c.transa, c.transb, c.algo) != (v.transa, v.transb, v.algo):
+                out.append(c)
+    return out
+
+
+def plan_top(sizes: Sequence[int], big_sizes: Sequence[int], quick: bool) -> tuple[int, list[int]]:
+    """(top sweep size, larger sizes tried for the best configuration only); no larger sizes under quick."""
+    top = max(sizes)
+    big = [] if quick else sorted({int(b) for b in big_sizes if b > top})
+    return top, big
+
+
+def lt_plan(lt_sizes: Sequence[int], sweep: Sequence[int], quick: bool) -> list[int]:
+    """cuBLASLt sizes, largest first (the ceiling runs before the GPU heats); the sweep's largest under quick."""
+    if quick:
+        return [max(sweep)]
+    return sorted({int(n) for n in lt_sizes}, reverse=True)
+
+
+def sparse_speedups(rows: Sequence[dict]) -> dict:
+    """Sparse vs dense: per-size ratios and the one that compares ceilings (best sparse / best dense).
+
+    A small dense point can be far below the dense ceiling (launch-bound, too few tiles per SM), which
+    makes its same-size ratio exceed the 2x the sparse hardware offers; only best-vs-best is the
+    tensor cores' speedup. ``rows`` hold {"n", "sparse", "dense" (or None)}.
+    """
+    with_dense = [r for r in rows if r.get("dense")]
+    per_size = {int(r["n"]): r["sparse"] / r["dense"] for r in with_dense}
+    if not with_dense:
+        return {"per_size": {}, "best_vs_best": None, "best_sparse_n": None, "best_dense_n": None, "suspect": []}
+    bs = max(rows, key=lambda r: r["sparse"])
+    bd = max(with_dense, key=lambda r: r["dense"])
+    # a same-size ratio above 2x (plus noise) says the dense baseline there was inefficient
+    suspect = sorted(n for n, s in per_size.items() if s > 2.1)
+    return {"per_size": per_size, "best_vs_best": bs["sparse"] / bd["dense"], "best_sparse_n": int(bs["n"]),
+            "best_dense_n": int(bd["n"]), "suspect": suspect}

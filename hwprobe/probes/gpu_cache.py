@@ -3,9 +3,10 @@ bandwidth of each level (L1, L2 and, where a step shows inside L2, its near and 
 shared-memory bandwidth per SM.
 
 Two sweeps: per SM (each block, one per SM, reads its own set through L1, with the L1/shared carve-out set to
-the largest L1) and device-wide (every thread reads one shared set with ld.global.cg, so L1 is bypassed and
-L2 is what is swept, up to 4x L2 where DRAM takes over). Knees come from hwprobe.analysis.knees, and each
-bracketing pair of sizes is refined before the capacity is reported.
+the largest L1, up to 8x the L1/shared array) and device-wide (every thread reads one shared set with
+ld.global.cg, so L1 is bypassed and L2 is what is swept, up to 4x L2 where DRAM takes over). A level's capacity
+is where the curve first falls 10% below its plateau (hwprobe.analysis.knees.plateau_exit); the bracketing pair
+of sizes is refined before the capacity is reported.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from hwprobe.analysis.knees import find_knees, log_sizes, refine_between
+from hwprobe.analysis.knees import find_knees, log_sizes, plateau_exit, refine_between
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.gpu_dram import blocks_per_sm, budget_bytes, info, release, time_call
 
 CACHE_KERNELS = ("sweep_read<0>", "sweep_read<1>", "chase<0>", "chase<1>")
+L1_SWEEP_FACTOR = 8        # the per-SM sweep goes to 8x the L1/shared array
+EXIT_DROP = 0.10           # a level's capacity: where bandwidth first falls 10% below its plateau
 SWEEP_S = 0.002            # one timed call per sweep point
 CEILING_S = 0.004          # one timed call for a level's ceiling
 PER_SM_BLOCK = 1024
@@ -41,8 +44,8 @@ def run(ctx, per_octave: int | None = None, refine: bool = True, shared: bool = 
     release()
     dev = ctx.device
     ppo = per_octave or (3 if ctx.quick else 4)
-    l1_guess = dev.l1_smem_bytes_per_sm or dev.smem_per_sm_bytes or 256 << 10
-    l1_hi = 4 * l1_guess
+    l1_guess = l1_reported(dev)
+    l1_hi = L1_SWEEP_FACTOR * l1_guess
     l2_hi = 4 * dev.l2_bytes
     need = max(dev.sms * l1_hi, l2_hi)
     if need > budget_bytes():
@@ -71,7 +74,7 @@ def run(ctx, per_octave: int | None = None, refine: bool = True, shared: bool = 
     sizes = log_sizes(4 << 10, l1_hi, ppo, align=256)
     l1_pts = yield from _sweep(ctx, "per_sm", sizes, per_sm_point)
     if refine:
-        l1_pts = yield from _refine(ctx, "per_sm", l1_pts, per_sm_point)
+        l1_pts = yield from _refine(ctx, "per_sm", l1_pts, per_sm_point, _l1_window(l1_pts, l1_guess))
     yield from _report_l1(ctx, l1_pts, per_sm_point, l1_guess, carve_note)
     buf = None
 
@@ -92,10 +95,13 @@ def run(ctx, per_octave: int | None = None, refine: bool = True, shared: bool = 
         work = grid_l2 * DEVICE_BLOCK * it * LOADS_PER_ITER * 16
         return make(it), work, _count_check(out_l2, grid_l2, DEVICE_BLOCK * it * LOADS_PER_ITER * 4), it
 
-    sizes = log_sizes(512 << 10, l2_hi, ppo, align=4096)
+    # Below grid x block x 16 B, threads of one step read the same vectors (a step's window wraps the set), so
+    # the rate is not L2 bandwidth (the H200 showed a noisy 12-18 TB/s there): the sweep starts above it.
+    start = max(512 << 10, grid_l2 * DEVICE_BLOCK * 16)
+    sizes = log_sizes(start, l2_hi, ppo, align=4096)
     l2_pts = yield from _sweep(ctx, "device", sizes, device_point)
     if refine:
-        l2_pts = yield from _refine(ctx, "device", l2_pts, device_point)
+        l2_pts = yield from _refine(ctx, "device", l2_pts, device_point, _l2_window(dev.l2_bytes))
     yield from _report_l2(ctx, l2_pts, device_point, dev.l2_bytes)
     big = None
     release()
@@ -157,14 +163,38 @@ def _sweep(ctx, scope: str, sizes: list[int], point) -> Iterator[Measurement]:
     return pts
 
 
-def _refine(ctx, scope: str, pts: dict[int, float], point) -> Iterator[Measurement]:
-    """Measure extra sizes inside each knee's bracket so the capacity is resolved to a few percent."""
-    if len(pts) < 6:
-        return pts
+def l1_reported(dev) -> int:
+    """The unified L1/shared array per SM: the arch table's size (the device reports only the shared part)."""
+    from hwprobe.specs.theory import arch_facts
+
+    facts = arch_facts(dev.arch) or {}
+    return int(facts.get("l1_smem_bytes_per_sm") or dev.l1_smem_bytes_per_sm or dev.smem_per_sm_bytes or 256 << 10)
+
+
+def _l1_window(pts: dict[int, float], l1: int) -> tuple[float, float]:
+    """Sizes surely inside L1: the smallest swept up to half the L1/shared array."""
+    return (min(pts) if pts else 0.0), l1 / 2
+
+
+def _l2_window(l2: int) -> tuple[float, float]:
+    """Sizes surely inside L2 and well above L1 x SMs: L2/30 to L2/3 (2-20 MiB on a 60 MiB L2)."""
+    return l2 / 30, l2 / 3
+
+
+def _exit(pts: dict[int, float], window: tuple[float, float]):
     sizes = sorted(pts)
-    _, knees = find_knees(sizes, [pts[s] for s in sizes])
-    extra = sorted({s for k in knees for s in refine_between(int(k.bracket[0]), int(k.bracket[1]), align=256)
-                    if s not in pts})
+    if len(sizes) < 4:
+        return None
+    return plateau_exit(sizes, [pts[s] for s in sizes], *window, drop=EXIT_DROP)
+
+
+def _refine(ctx, scope: str, pts: dict[int, float], point, window: tuple[float, float]) -> Iterator[Measurement]:
+    """Measure extra sizes inside the bracket where the curve leaves its plateau, so the capacity is resolved
+    to a few percent."""
+    ex = _exit(pts, window)
+    if ex is None:
+        return pts
+    extra = [s for s in refine_between(int(ex.bracket[0]), int(ex.bracket[1]), align=256) if s not in pts]
     more = yield from _sweep(ctx, scope, extra, point)
     return {**pts, **more}
 
@@ -181,72 +211,87 @@ def _best_in(pts: dict[int, float], lo: float, hi: float) -> int | None:
     return max(inside, key=lambda s: pts[s]) if inside else None
 
 
+def _median_point(pts: dict[int, float], lo: float, hi: float) -> tuple[int | None, list[int]]:
+    """The size whose value is the (lower) median of the points in [lo, hi], and those sizes."""
+    inside = sorted((s for s in pts if lo <= s <= hi), key=lambda s: pts[s])
+    return (inside[(len(inside) - 1) // 2] if inside else None), sorted(inside)
+
+
 def _report_l1(ctx, pts: dict[int, float], point, l1_reported: int, carve_note: str) -> Iterator[Measurement]:
     if len(pts) < 6:
-        yield info(ctx, "cache.l1", "too few per-SM sweep points for knee detection", f"{len(pts)} points")
+        yield info(ctx, "cache.l1", "too few per-SM sweep points for plateau detection", f"{len(pts)} points")
         return
-    sizes = sorted(pts)
-    plats, knees = find_knees(sizes, [pts[s] for s in sizes])
-    if not plats:
-        yield info(ctx, "cache.l1", "no plateau in the per-SM sweep", "curve too noisy")
+    lo, hi = _l1_window(pts, l1_reported)
+    best = _best_in(pts, lo, hi)
+    if best is None:
+        yield info(ctx, "cache.l1", "no per-SM sweep point inside L1", f"{lo:.0f}-{hi:.0f} B")
         return
-    top = plats[0]
-    best = _best_in(pts, top.lo_size, top.hi_size)
     yield _ceiling(ctx, "cache.l1.read", point, best, "l1", "per_sm",
-                   [f"best point of the first plateau ({top.lo_size / 1024:.0f}-{top.hi_size / 1024:.0f} KiB "
-                    f"per SM)", carve_note])
-    if not knees:
-        yield info(ctx, "cache.l1.capacity", "no knee in the per-SM sweep", "L1 larger than the sweep?")
+                   [f"best point of the L1 plateau ({lo / 1024:.0f}-{hi / 1024:.0f} KiB per SM)", carve_note])
+    ex = _exit(pts, (lo, hi))
+    if ex is None:
+        yield info(ctx, "cache.l1.capacity", "the per-SM sweep never falls 10% below its plateau",
+                   "L1 larger than the sweep?")
         return
-    k = knees[0]
-    notes = [carve_note, f"knee between {k.bracket[0] / 1024:.1f} and {k.bracket[1] / 1024:.1f} KiB; "
-             f"bandwidth falls {k.ratio:.2f}x"]
-    if l1_reported:
-        notes.append(f"device L1/shared per SM: {l1_reported / 1024:.0f} KiB; measured/reported "
-                     f"{k.size / l1_reported:.2f}")
-    yield ctx.derived("cache.l1.capacity", k.size, unit="B", kind="capacity", level="l1",
-                      params={"bracket": list(k.bracket), "reported_bytes": l1_reported or None,
-                              "upper_level_bps": k.upper.level, "lower_level_bps": k.lower.level},
+    notes = [carve_note,
+             f"capacity = where bandwidth first falls {EXIT_DROP:.0%} below the plateau "
+             f"({ex.level / 1e12:.2f} TB/s, median of {lo / 1024:.0f}-{hi / 1024:.0f} KiB), between "
+             f"{ex.bracket[0] / 1024:.1f} and {ex.bracket[1] / 1024:.1f} KiB, log-interpolated",
+             f"L1/shared array per SM (arch table): {l1_reported / 1024:.0f} KiB; measured/reported "
+             f"{ex.size / l1_reported:.2f} (the L1 part is the array minus the shared carve-out, which the kernel's "
+             f"own static shared memory keeps >= the smallest step)"]
+    yield ctx.derived("cache.l1.capacity", ex.size, unit="B", kind="capacity", level="l1",
+                      params={"bracket": list(ex.bracket), "reported_bytes": l1_reported, "drop": EXIT_DROP,
+                              "plateau_bps": ex.level, "value_after_bps": ex.after},
                       notes=notes)
 
 
 def _report_l2(ctx, pts: dict[int, float], point, l2_reported: int) -> Iterator[Measurement]:
     if len(pts) < 6:
-        yield info(ctx, "cache.l2", "too few device sweep points for knee detection", f"{len(pts)} points")
+        yield info(ctx, "cache.l2", "too few device sweep points for plateau detection", f"{len(pts)} points")
         return
-    sizes = sorted(pts)
-    plats, knees = find_knees(sizes, [pts[s] for s in sizes])
-    # L2 bandwidth: best point between L2/30 and L2/3 (2-20 MiB on a 60 MiB L2).
-    best = _best_in(pts, l2_reported / 30, l2_reported / 3)
-    dram_level = plats[-1].level if plats and plats[-1].hi_size >= 2 * l2_reported else None
-    if best is not None:
-        notes = [f"best point between {l2_reported / 30 / 2**20:.1f} and {l2_reported / 3 / 2**20:.1f} MiB"]
-        if dram_level:
-            notes.append(f"{pts[best] / dram_level:.2f}x the DRAM plateau of this sweep")
-        yield _ceiling(ctx, "cache.l2.read", point, best, "l2", "device", notes)
-    # L2 capacity: the last knee (the drop to DRAM); a step before it inside L2 is a far partition.
-    drops = [k for k in knees if k.size < 1.5 * l2_reported] or knees
-    if not drops:
-        yield info(ctx, "cache.l2.capacity", "no knee in the device sweep", "L2 larger than the sweep?")
-        return
-    cap = drops[-1]
-    yield ctx.derived("cache.l2.capacity", cap.size, unit="B", kind="capacity", level="l2",
-                      params={"bracket": list(cap.bracket), "reported_bytes": l2_reported,
-                              "upper_level_bps": cap.upper.level, "lower_level_bps": cap.lower.level},
-                      notes=[f"device-reported L2 {l2_reported / 2**20:.0f} MiB; measured/reported "
-                             f"{cap.size / l2_reported:.2f}; bandwidth falls {cap.ratio:.2f}x past it"])
-    inner = [k for k in drops[:-1] if 0.2 * l2_reported <= k.size <= 0.8 * l2_reported]
-    if inner:
-        near = inner[-1]
-        n_best = _best_in(pts, near.upper.lo_size, near.upper.hi_size)
-        f_best = _best_in(pts, near.lower.lo_size, near.lower.hi_size)
-        note = (f"step inside L2 at {near.size / 2**20:.1f} MiB ({near.size / l2_reported:.2f} of L2): data in "
-                f"the near partition vs data also served from the far one")
-        yield _ceiling(ctx, "cache.l2_near.read", point, n_best, "l2_near", "device", [note])
-        yield _ceiling(ctx, "cache.l2_far.read", point, f_best, "l2_far", "device", [note])
+    lo, hi = _l2_window(l2_reported)
+    # L2 bandwidth: the median of the sweep points between L2/30 and L2/3 (robust to the odd fast point), then
+    # re-measured at the size whose value is that median, with a longer sample.
+    mid, inside = _median_point(pts, lo, hi)
+    if mid is not None:
+        vals = [pts[s] for s in inside]
+        notes = [f"L2 plateau: median of {len(inside)} sweep points between {lo / 2**20:.1f} and "
+                 f"{hi / 2**20:.1f} MiB = {float(np.median(vals)) / 1e12:.2f} TB/s (range "
+                 f"{min(vals) / 1e12:.2f}-{max(vals) / 1e12:.2f}); re-measured at {mid / 2**20:.1f} MiB"]
+        yield _ceiling(ctx, "cache.l2.read", point, mid, "l2", "device", notes)
+    ex = _exit(pts, (lo, hi))
+    if ex is None:
+        yield info(ctx, "cache.l2.capacity", "the device sweep never falls 10% below its L2 plateau",
+                   "L2 larger than the sweep?")
     else:
+        yield ctx.derived(
+            "cache.l2.capacity", ex.size, unit="B", kind="capacity", level="l2",
+            params={"bracket": list(ex.bracket), "reported_bytes": l2_reported, "drop": EXIT_DROP,
+                    "plateau_bps": ex.level, "value_after_bps": ex.after},
+            notes=[f"capacity = where bandwidth first falls {EXIT_DROP:.0%} below the L2 plateau "
+                   f"({ex.level / 1e12:.2f} TB/s), between {ex.bracket[0] / 2**20:.1f} and "
+                   f"{ex.bracket[1] / 2**20:.1f} MiB, log-interpolated",
+                   f"device-reported L2 {l2_reported / 2**20:.0f} MiB; measured/reported "
+                   f"{ex.size / l2_reported:.2f}"])
+    # Near/far partitions: only a clear step (two plateaus >= 15% apart) with both sides inside L2.
+    sizes = sorted(s for s in pts if lo <= s <= 0.9 * l2_reported)
+    split = None
+    if len(sizes) >= 6:
+        _, knees = find_knees(sizes, [pts[s] for s in sizes])
+        split = next((k for k in knees if 0.2 * l2_reported <= k.size <= 0.8 * l2_reported), None)
+    if split is None:
         yield ctx.derived("cache.l2.partitions", 0.0, unit="", kind="info", level="l2",
-                          notes=["no step inside L2 (near/far partitions not distinguishable in bandwidth)"])
+                          notes=[f"no near/far split seen: no bandwidth step between {lo / 2**20:.1f} MiB and "
+                                 f"{0.9 * l2_reported / 2**20:.0f} MiB (Hopper's two L2 partitions are not "
+                                 f"distinguishable in this read sweep)"])
+        return
+    n_best = _best_in(pts, split.upper.lo_size, split.upper.hi_size)
+    f_best = _best_in(pts, split.lower.lo_size, split.lower.hi_size)
+    note = (f"step inside L2 at {split.size / 2**20:.1f} MiB ({split.size / l2_reported:.2f} of L2): data in the "
+            f"near partition vs data also served from the far one")
+    yield _ceiling(ctx, "cache.l2_near.read", point, n_best, "l2_near", "device", [note])
+    yield _ceiling(ctx, "cache.l2_far.read", point, f_best, "l2_far", "device", [note])
 
 
 def _shared(ctx, mod) -> Iterator[Measurement]:

@@ -19,7 +19,7 @@ MEM_FRACTION = 0.25          # at most this share of free device memory per prob
 SAMPLE_S = 0.004             # one timed call lasts about this long (launch overhead < 1%)
 SCREEN_S = 0.002             # shorter calls while screening variants
 
-UNROLLS = (2, 4, 8)
+UNROLLS = (1, 2, 4, 8)
 READ_HINTS = (0, 1, 2, 3)                                    # load hint LH (see memory.cu)
 WRITE_HINTS = (0, 1)                                         # store hint SH
 RW_HINTS = ((0, 0), (0, 1), (1, 1), (2, 0), (2, 1), (3, 1))  # (LH, SH) for copy/scale/triad
@@ -127,26 +127,67 @@ def all_kernel_names() -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def shapes(sms: int, occupancy: Callable[[int, int], int], ntiles_of: Callable[[int, int], int]) -> list[dict]:
-    """Launch shapes to screen: (block, unroll, blocks per SM), full and half occupancy, and one flat grid
-    (one tile per block, no grid-stride loop, as BabelStream launches)."""
+# Tile layouts (see memory.cu): how the tiles of blockDim.x * unroll vectors are handed to blocks.
+#   grid_stride: persistent grid, block b takes tiles b, b + grid, ...      (chunk 1)
+#   flat:        one block per tile, no loop (BabelStream's launch)          (chunk 1, grid = ntiles)
+#   contiguous:  persistent grid, block b takes one contiguous range         (chunk = ntiles / grid)
+#   chunked:     persistent grid, grid-stride over chunks of CHUNK_TILES tiles
+CHUNK_TILES = 16
+LAYOUTS = ("grid_stride", "flat", "contiguous", "chunked")
+
+
+def launch_geometry(layout: str, ntiles: int, blocks: int | None) -> tuple[int, int]:
+    """(grid, chunk) for a layout over ``ntiles`` tiles; ``blocks`` is the persistent grid (SMs x per SM)."""
+    if layout == "flat":
+        return ntiles, 1
+    if layout == "grid_stride":
+        return min(blocks, ntiles), 1
+    if layout == "contiguous":
+        grid = min(blocks, ntiles)
+        return grid, -(-ntiles // grid)
+    if layout == "chunked":
+        chunk = min(CHUNK_TILES, ntiles)
+        return min(blocks, -(-ntiles // chunk)), chunk
+    raise ValueError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
+
+
+def shapes(sms: int, occupancy: Callable[[int, int], int]) -> list[dict]:
+    """Launch shapes to screen: (block, unroll, layout, blocks per SM). Flat grids (which won every mixed
+    read/write op on the H200), persistent grid-stride grids at full and half occupancy, and block-contiguous
+    and chunked persistent grids (DRAM page locality when reads and writes mix)."""
     out = []
-    for block, unroll in ((256, 4), (512, 4), (1024, 2), (256, 8), (128, 4)):
+    for block, unroll in ((256, 1), (256, 2), (256, 4), (512, 2), (1024, 1), (1024, 2)):
+        out.append({"block": block, "unroll": unroll, "layout": "flat", "blocks_per_sm": None})
+    for block, unroll in ((256, 4), (512, 4), (1024, 2)):
         k = occupancy(block, unroll)
         for kk in sorted({k, max(1, k // 2)}, reverse=True):
-            out.append({"block": block, "unroll": unroll, "blocks_per_sm": kk, "grid": sms * kk})
-    out.append({"block": 256, "unroll": 2, "blocks_per_sm": None, "grid": ntiles_of(256, 2)})
+            out.append({"block": block, "unroll": unroll, "layout": "grid_stride", "blocks_per_sm": kk})
+    for block, unroll in ((256, 4), (512, 4), (256, 8), (1024, 2)):
+        k = occupancy(block, unroll)
+        out.append({"block": block, "unroll": unroll, "layout": "contiguous", "blocks_per_sm": k})
+    for block, unroll in ((256, 4), (512, 2)):
+        k = occupancy(block, unroll)
+        out.append({"block": block, "unroll": unroll, "layout": "chunked", "blocks_per_sm": k})
+    for s in out:
+        s["grid"] = sms * s["blocks_per_sm"] if s["blocks_per_sm"] else None
     return out
 
 
+def array_sizes(base: int, largest: int) -> list[int]:
+    """Array sizes to try with the best variant: ``base`` (where variants are screened), then 2x and 4x while
+    they fit in ``largest``; a longer pass per launch shrinks the launch tail and drain between launches."""
+    return [x for x in (base, 2 * base, 4 * base) if x <= largest] or [largest]
+
+
 OPS = ("read", "write", "copy", "scale", "triad", "memcpy_d2d")
+TOP_FOR_SIZES = 2            # best variants re-timed at each array size
 
 
 @probe(name="gpu.dram", target="gpu", family="memory",
        summary="DRAM bandwidth: read, write, copy, scale, triad (BabelStream bytes) and cudaMemcpy D2D")
 def run(ctx, array_mib: int | None = None, ops: tuple[str, ...] = OPS, search: bool = True) -> Iterator[Measurement]:
-    """``array_mib``: bytes per array (default 1 GiB, quick 4x L2; never below 4x L2). ``search``: screen
-    kernel variants per op (off: one default variant)."""
+    """``array_mib``: bytes per array (default: screen at 1 GiB, then try 2 and 4 GiB with the best variants;
+    quick 4x L2; never below 4x L2). ``search``: screen kernel variants per op (off: one default variant)."""
     import cupy as cp
 
     from hwprobe.kernels import load
@@ -156,55 +197,65 @@ def run(ctx, array_mib: int | None = None, ops: tuple[str, ...] = OPS, search: b
     if bad:
         raise Skip(f"unknown ops {bad}; known: {', '.join(OPS)}")
     dev = ctx.device
-    target = (array_mib << 20) if array_mib else (4 * dev.l2_bytes if ctx.quick else 1 << 30)
+    base_target = (array_mib << 20) if array_mib else (4 * dev.l2_bytes if ctx.quick else 1 << 30)
+    size_search = search and not array_mib and not ctx.quick
     try:
-        arr_bytes = stream_array_bytes(dev.l2_bytes, free_bytes(), n_arrays=3, target_bytes=target,
-                                       mem_fraction=MEM_FRACTION)
+        base = stream_array_bytes(dev.l2_bytes, free_bytes(), n_arrays=3, target_bytes=base_target,
+                                  mem_fraction=MEM_FRACTION)
+        largest = stream_array_bytes(dev.l2_bytes, free_bytes(), n_arrays=3, target_bytes=4 * base,
+                                     mem_fraction=MEM_FRACTION) if size_search else base
     except ValueError as e:
         raise Skip(str(e)) from None
-    n = arr_bytes // 8                  # doubles per array
-    n2 = n // 2                         # 16-byte vectors; a multiple of every tile (2 MiB alignment)
-    ctx.log(f"gpu.dram: 3 arrays of {arr_bytes / 2**20:.0f} MiB (L2 {dev.l2_bytes / 2**20:.0f} MiB)")
+    sizes = array_sizes(base, largest) if size_search else [base]
+    alloc = max(sizes)
+    n_max = alloc // 8
+    ctx.log(f"gpu.dram: 3 arrays of {alloc / 2**20:.0f} MiB, screening at {base / 2**20:.0f} MiB, sizes "
+            f"{[x >> 20 for x in sizes]} MiB (L2 {dev.l2_bytes / 2**20:.0f} MiB)")
 
     mod = load("memory.cu", name_expressions=all_kernel_names())
     init = mod.get_function("init_pattern")
     mismatch = mod.get_function("count_mismatch")
-    a, b, c = (cp.empty(n, dtype=cp.float64) for _ in range(3))
+    a, b, c = (cp.empty(n_max, dtype=cp.float64) for _ in range(3))
     bad_count = cp.zeros(1, dtype=cp.uint64)
     fill_grid = (dev.sms * 8,)
 
     def set_pattern(x, mult: float) -> None:
-        init(fill_grid, (256,), (x, cp.uint64(n), cp.float64(mult)))
+        init(fill_grid, (256,), (x, cp.uint64(n_max), cp.float64(mult)))
 
-    def check(x, mult: float, add: float = 0.0) -> Callable[[], None]:
-        def fn() -> None:
-            bad_count.fill(0)
-            mismatch(fill_grid, (256,), (x, cp.uint64(n), cp.float64(mult), cp.float64(add), bad_count))
-            nbad = int(bad_count.get()[0])
-            if nbad:
-                raise VerificationError(f"{nbad} of {n} elements differ from the expected value")
-        return fn
+    def check(x, mult: float, add: float = 0.0) -> Callable[[int], Callable[[], None]]:
+        def at(nbytes: int) -> Callable[[], None]:
+            n = nbytes // 8
+
+            def fn() -> None:
+                bad_count.fill(0)
+                mismatch(fill_grid, (256,), (x, cp.uint64(n), cp.float64(mult), cp.float64(add), bad_count))
+                nbad = int(bad_count.get()[0])
+                if nbad:
+                    raise VerificationError(f"{nbad} of {n} elements differ from the expected value")
+            return fn
+        return at
 
     # Each op sets its own inputs (p = the exact pattern, 0 = cleared output), so any subset of ops can run.
-    read_total = float(n // 1024) * sum(0.5 * j + 1.0 for j in range(1024))
-    max_grid = max(dev.sms * 64, n2 // (128 * 2))
+    max_grid = max(dev.sms * 64, alloc // 16 // 256)
     partial = cp.zeros(max_grid, dtype=cp.float64)
 
-    def read_check(grid: int) -> Callable[[], None]:
+    def read_check(nbytes: int, grid: int) -> Callable[[], None]:
+        n = nbytes // 8
+        want = float(n // 1024) * sum(0.5 * j + 1.0 for j in range(1024))
+
         def fn() -> None:
             got = float(partial[:grid].sum().get())
-            if got != read_total:
-                raise VerificationError(f"sum {got!r} != {read_total!r}")
+            if got != want:
+                raise VerificationError(f"sum {got!r} != {want!r}")
         return fn
 
     # op: (inputs to set as (array, mult), pointer args, scalar args, check)
     plans = {
-        "read": ([(a, 1.0)], (a,), lambda nt: (cp.uint64(nt), partial), None),
-        "write": ([(b, 1.0)], (b,), lambda nt: (cp.uint64(nt), cp.float64(FILL)), check(b, 0.0, FILL)),
-        "copy": ([(a, 1.0), (c, 0.0)], (a, c), lambda nt: (cp.uint64(nt),), check(c, 1.0)),
-        "scale": ([(c, 1.0), (b, 0.0)], (c, b), lambda nt: (cp.uint64(nt), cp.float64(SCALAR)), check(b, SCALAR)),
-        "triad": ([(b, 1.0), (c, 1.0), (a, 0.0)], (b, c, a), lambda nt: (cp.uint64(nt), cp.float64(SCALAR)),
-                  check(a, 1.0 + SCALAR)),
+        "read": ([(a, 1.0)], (a,), lambda: (partial,), None),
+        "write": ([(b, 1.0)], (b,), lambda: (cp.float64(FILL),), check(b, 0.0, FILL)),
+        "copy": ([(a, 1.0), (c, 0.0)], (a, c), lambda: (), check(c, 1.0)),
+        "scale": ([(c, 1.0), (b, 0.0)], (c, b), lambda: (cp.float64(SCALAR),), check(b, SCALAR)),
+        "triad": ([(b, 1.0), (c, 1.0), (a, 0.0)], (b, c, a), lambda: (cp.float64(SCALAR),), check(a, 1.0 + SCALAR)),
     }
 
     def occupancy_for(op: str) -> Callable[[int, int], int]:
@@ -217,52 +268,69 @@ def run(ctx, array_mib: int | None = None, ops: tuple[str, ...] = OPS, search: b
         if op == "memcpy_d2d":
             set_pattern(a, 1.0)
             set_pattern(c, 0.0)
-            yield from _memcpy(ctx, a, c, arr_bytes, check(c, 1.0))
+            yield from _memcpy(ctx, a, c, base, check(c, 1.0)(base))
             continue
         inputs, ptrs, scalars, chk = plans[op]
         for x, mult in inputs:
             set_pattern(x, mult)
 
-        def launcher(v: dict, op=op, ptrs=ptrs, scalars=scalars) -> Callable[[], None]:
+        def launcher(v: dict, nbytes: int, op=op, ptrs=ptrs, scalars=scalars) -> tuple[Callable[[], None], int]:
             k = mod.get_function(kernel_name(op, v["unroll"], v["lh"], v["sh"]))
-            ntiles = n2 // (v["block"] * v["unroll"])
-            grid = min(v["grid"], ntiles)
-            args = (*ptrs, *scalars(ntiles))
-            return lambda: k((grid,), (v["block"],), args)
+            ntiles = nbytes // 16 // (v["block"] * v["unroll"])
+            grid, chunk = launch_geometry(v["layout"], ntiles, v["grid"])
+            args = (*ptrs, cp.uint64(ntiles), cp.uint64(chunk), *scalars())
+            return (lambda: k((grid,), (v["block"],), args)), grid
 
-        def bandwidth(v: dict, op=op) -> float:
-            launch = launcher(v)
+        def bandwidth(v: dict, nbytes: int = base, op=op) -> float:
+            launch, _ = launcher(v, nbytes)
             reps = calibrate(launch, SCREEN_S)
-            return stream_bytes(op, arr_bytes) * reps / time_call(repeat(launch, reps))
+            return stream_bytes(op, nbytes) * reps / time_call(repeat(launch, reps))
 
         tried: list[dict] = []
-        cands = shapes(dev.sms, occupancy_for(op), lambda blk, u: n2 // (blk * u))
-        default = {**cands[0], "lh": hint_pairs(op)[0][0], "sh": hint_pairs(op)[0][1]}
-        best = _screen(ctx, [{**s, "lh": default["lh"], "sh": default["sh"]} for s in cands] if search
-                       else [default], bandwidth, tried)
+        cands = shapes(dev.sms, occupancy_for(op))
+        lh0, sh0 = hint_pairs(op)[0]
+        default = {**cands[0], "lh": lh0, "sh": sh0}
+        best = _screen(ctx, [{**s, "lh": lh0, "sh": sh0} for s in cands] if search else [default], bandwidth,
+                       tried)
         if best is not None and search:
             others = [(lh, sh) for lh, sh in hint_pairs(op) if (lh, sh) != (best["lh"], best["sh"])]
-            best = _screen(ctx, [{**best, "lh": lh, "sh": sh} for lh, sh in others], bandwidth, tried,
-                           floor=max(t.get("gbps", 0.0) for t in tried) * 1e9) or best
+            _screen(ctx, [{**best, "lh": lh, "sh": sh} for lh, sh in others], bandwidth, tried)
         if best is None:
             yield info(ctx, f"dram.{op}", f"every variant of {op} failed", "; ".join(t["error"] for t in tried))
             continue
-        launch = launcher(best)
+        # The best few variants at every array size; the fastest (variant, size) pair is measured.
+        top = sorted((t for t in tried if "gbps" in t), key=lambda t: -t["gbps"])[:TOP_FOR_SIZES]
+        top = [{k: t[k] for k in ("block", "unroll", "layout", "blocks_per_sm", "grid", "lh", "sh")} for t in top]
+        size_tried: list[dict] = []
+        best_size, best_bw = base, 0.0
+        for v in top:
+            for nbytes in sizes:
+                try:
+                    bw = bandwidth(v, nbytes)
+                except Exception as e:
+                    size_tried.append({**v, "array_bytes": nbytes, "error": f"{type(e).__name__}: {e}"})
+                    continue
+                size_tried.append({**v, "array_bytes": nbytes, "gbps": round(bw / 1e9, 1)})
+                if bw > best_bw:
+                    best, best_size, best_bw = v, nbytes, bw
+        launch, grid = launcher(best, best_size)
         reps = calibrate(launch, SAMPLE_S)
-        grid = min(best["grid"], n2 // (best["block"] * best["unroll"]))
-        check_fn = read_check(grid) if op == "read" else chk
+        check_fn = read_check(best_size, grid) if op == "read" else chk(best_size)
+        keys = ("block", "unroll", "layout", "blocks_per_sm", "lh", "sh", "array_bytes", "gbps", "error")
         yield ctx.measure(
-            f"dram.{op}", repeat(launch, reps), work=stream_bytes(op, arr_bytes) * reps, unit="B/s", kind="memory",
+            f"dram.{op}", repeat(launch, reps), work=stream_bytes(op, best_size) * reps, unit="B/s", kind="memory",
             check=check_fn, level="dram", exec_unit="cuda_core", bytes_counted=bytes_counted(op),
             params={
-                "op": op, "array_bytes": arr_bytes, "launches_per_sample": reps, "block": best["block"],
+                "op": op, "array_bytes": best_size, "launches_per_sample": reps, "block": best["block"],
                 "grid": grid, "blocks_per_sm": best["blocks_per_sm"], "unroll": best["unroll"],
-                "vector_bytes": 16, "load_hint": LOAD_HINT_NAMES[best["lh"]] if op != "write" else None,
+                "layout": best["layout"], "vector_bytes": 16,
+                "load_hint": LOAD_HINT_NAMES[best["lh"]] if op != "write" else None,
                 "store_hint": STORE_HINT_NAMES[best["sh"]] if op != "read" else None,
-                "variants": [{k: t[k] for k in ("block", "unroll", "blocks_per_sm", "lh", "sh", "gbps", "error")
-                              if k in t} for t in tried],
+                "variants": [{k: t[k] for k in keys if k in t} for t in tried],
+                "sizes": [{k: t[k] for k in keys if k in t} for t in size_tried],
             },
-            notes=[f"best of {len(tried)} variants (screened at ~{SCREEN_S * 1e3:.0f} ms per call)"],
+            notes=[f"best of {len(tried)} variants screened at {base >> 20} MiB per array (~{SCREEN_S * 1e3:.0f} ms "
+                   f"per call), then the top {len(top)} at {[x >> 20 for x in sizes]} MiB; layout {best['layout']}"],
         )
     a = b = c = partial = None  # drop the arrays (closures hold the names) before handing memory back
     release()
@@ -310,4 +378,4 @@ def _memcpy(ctx, src, dst, nbytes: int, check: Callable[[], None]) -> Iterator[M
 
 
 __all__ = ["run", "budget_bytes", "free_bytes", "release", "blocks_per_sm", "time_call", "calibrate", "repeat",
-           "info", "kernel_name", "all_kernel_names", "shapes", "align_down"]
+           "info", "kernel_name", "all_kernel_names", "shapes", "launch_geometry", "array_sizes", "align_down"]

@@ -25,6 +25,7 @@ from hwprobe.probes.base import ProbeContext, probe
 KERNEL_FILE = "cuda_core.cu"
 BODY = 512                 # instructions per loop trip per thread: loop overhead (3-4 instr) < 1%
 MASK32 = 0xFFFFFFFF
+MAX_ITERS = (1 << 31) - 1  # the kernel's trip count is an int
 
 # Float recurrence x <- x * 15/16 + 3/32: contracts to 1.5 and stays normal in every format; p1, p2 and
 # the start values (at most 4 significant bits) are exact in bf16, so the host replay is exact.
@@ -133,7 +134,7 @@ EXPERIMENTS = (
     Family("experiment.cuda_core.hfma2_ffma_mix", H2, (4, 8, 16), b=F32, experiment=True,
            about="HFMA2 and FFMA interleaved 1:1: the sum of their rates shows whether they share a pipe"),
     Family("experiment.cuda_core.imad_ffma_mix", I32, (4, 8, 16), b=F32, experiment=True,
-           about="IMAD and FFMA interleaved 1:1: dual issue across the integer and FMA pipes"),
+           about="IMAD and FFMA interleaved 1:1: 1 warp-instr/clk/SMSP together means they use separate pipes"),
 )
 PRECISIONS = ("fp64", "fp32", "fp16", "bf16", "int32", "int8")
 
@@ -376,9 +377,12 @@ def _calibrate(cp, launch_iters, min_s: float) -> tuple[int, float]:
     iters, t = 4, 0.0
     for _ in range(16):
         t = _time_once(cp, lambda n=iters: launch_iters(n))
-        if t >= min_s:
+        if t >= min_s or iters >= MAX_ITERS:
             break
-        iters = max(iters * 2, min(iters * 64, iterations_for(t / iters, 1.5 * min_s, hi=(1 << 31) - 1)))
+        grow = iterations_for(t / iters, 1.5 * min_s, hi=MAX_ITERS) if t > 0 else iters * 64
+        iters = min(MAX_ITERS, max(iters * 2, min(iters * 64, grow)))
+    if t <= 0:
+        raise RuntimeError(f"a launch of {iters} trips timed as {t} s")
     return iters, t
 
 
@@ -423,7 +427,7 @@ class _Family:
 
         outs = self.outputs(cfg)
         iters, t = _calibrate(self.cp, lambda n: self.launch(cfg, n, outs), min_s)
-        iters = iterations_for(t / iters, search_s, hi=(1 << 31) - 1)
+        iters = iterations_for(t / iters, search_s, hi=MAX_ITERS)
         t = _time_once(self.cp, lambda: self.launch(cfg, iters, outs))
         rate = work(self.fam, cfg.chains, cfg.grid(self.dev.sms) * cfg.threads, iters) / t
         return S.Trial(cfg, rate, t, iters)
@@ -489,7 +493,7 @@ def _warm_up(cp, fd: _Family, cfg: S.Config, seconds: float) -> None:
 
     outs = fd.outputs(cfg)
     iters, t = _calibrate(cp, lambda n: fd.launch(cfg, n, outs), 1e-3)
-    n = iterations_for(t / iters, seconds, hi=(1 << 31) - 1)
+    n = iterations_for(t / iters, seconds, hi=MAX_ITERS)
     _time_once(cp, lambda: fd.launch(cfg, n, outs))
 
 
@@ -510,7 +514,7 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
     trials = [fd.trial(c, min_s, search_s) for c in configs]
     top = S.best(trials)
     cfg = top.config
-    iters = iterations_for(top.seconds / top.iterations, target_s, hi=(1 << 31) - 1)
+    iters = iterations_for(top.seconds / top.iterations, target_s, hi=MAX_ITERS)
     outs = fd.outputs(cfg)
     threads_total = cfg.grid(dev.sms) * cfg.threads
     u = fam.unroll(cfg.chains)

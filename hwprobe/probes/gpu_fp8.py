@@ -1,20 +1,25 @@
-"""FP8 GEMM ceilings through cuBLASLt (nvmath-python's Matmul): E4M3 x E4M3 and the mixed E4M3/E5M2 pairs.
+"""cuBLASLt GEMM paths: FP8 (E4M3, E4M3/E5M2 pairs) as its own probe, and FP16/BF16/TF32/INT8 for gpu.gemm.
 
-CuPy has no FP8 dtype and no cuBLASLt binding, so operands are PyTorch float8 tensors and nvmath plans the
-cuBLASLt call (planning and autotuning untimed). A is row-major (m x k) and B column-major (k x n): the
-"TN" layout cuBLASLt's FP8 kernels require. Inputs are drawn from values exact in both FP8 formats, so
-the float64 reference of the sampled rows is exact and only accumulation and output rounding remain.
+CuPy has no FP8 dtype and no cuBLASLt binding. Two routes, both autotuned untimed:
+- nvmath-python's ``Matmul`` (FP8, FP16, BF16, TF32) on PyTorch operands: A row-major (m x k), B
+  column-major (k x n), the "TN" layout cuBLASLt's FP8 kernels require. FP8 inputs are drawn from values
+  exact in both FP8 formats, so the float64 reference of the sampled rows is exact.
+- ``LtGemm``: raw cuBLASLt (nvmath.bindings.cublasLt) for INT8, which nvmath's Matmul does not accept.
+  It reuses gpu_gemm's column-major operand sets, check and CUDA-graph runner, with the TN layout
+  (A transposed) that INT8 tensor-core (IMMA) kernels need; the fastest of the heuristic's algorithms wins.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from hwprobe.errors import InputError, Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes import gemm_common as gc
 from hwprobe.probes.base import probe
-from hwprobe.probes.gpu_gemm import build_runner, ceiling_of, failure
+from hwprobe.probes.gpu_gemm import CublasGemm, build_runner, ceiling_of, failure, measure_gemm
 
 VARIANTS = {  # name -> (A format, B format, precision, ceiling metric)
     "e4m3xe4m3": ("e4m3", "e4m3", "fp8_e4m3", "fp8_e4m3.tensor_core.cublaslt"),
@@ -23,12 +28,18 @@ VARIANTS = {  # name -> (A format, B format, precision, ceiling metric)
 }
 OUT_TYPES = {"bf16": 14, "fp16": 2}   # cudaDataType of the result
 CONVENTION = "A row-major (m x k) fp8, B column-major (k x n) fp8, per-tensor scales 1.0, result {out}"
+# nvmath Matmul paths of gpu.gemm: precision -> (torch dtype name, compute type or None, tolerance key)
+MATMUL_TYPES = {"fp16": ("float16", None, "fp16.f32acc"), "bf16": ("bfloat16", None, "bf16"),
+                "tf32": ("float32", gc.COMPUTE_32F_FAST_TF32, "tf32")}
+AUTOTUNE_ITERATIONS = 3
+LT_ALGOS = 8            # heuristic algorithms autotuned (nvmath's default plan limit)
+LT_WORKSPACE = 32 << 20
 
 
-def fp8_env(ctx) -> tuple[Any, Any, Any]:
+def lt_env(ctx, fp8: bool = True) -> tuple[Any, Any, Any]:
     """(cupy, nvmath, torch), or Skip with the reason."""
     dev = ctx.device
-    if (dev.cc_major, dev.cc_minor) < (8, 9):
+    if fp8 and (dev.cc_major, dev.cc_minor) < (8, 9):
         raise Skip(f"FP8 tensor cores need compute capability 8.9+, this GPU is {dev.arch}")
     try:
         import cupy as cp
@@ -42,75 +53,111 @@ def fp8_env(ctx) -> tuple[Any, Any, Any]:
     try:
         import torch
     except Exception as e:
-        raise Skip(f"FP8 operands need PyTorch float8 tensors (CuPy has no FP8 dtype): {e}") from None
-    if not hasattr(torch, "float8_e4m3fn"):
+        raise Skip(f"nvmath Matmul operands here are PyTorch tensors (CuPy has no FP8/BF16 dtype): {e}") from None
+    if fp8 and not hasattr(torch, "float8_e4m3fn"):
         raise Skip(f"torch {torch.__version__} has no float8 dtypes")
     return cp, nvmath, torch
 
 
-class Fp8Gemm:
-    """One planned FP8 matmul: operands, the nvmath Matmul object, and its last result."""
+def fp8_env(ctx) -> tuple[Any, Any, Any]:
+    return lt_env(ctx, fp8=True)
 
-    def __init__(self, cp, nvmath, torch, m: int, n: int, k: int, a_fmt: str, b_fmt: str, *,
-                 fast_accumulation: bool = True, out: str = "bf16", autotune: bool = True, seed: int = 3):
-        self.cp, self.torch = cp, torch
-        self.m, self.n, self.k = m, n, k
-        self.fast = fast_accumulation
-        dtypes = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
-        gen = torch.Generator(device="cuda").manual_seed(seed)
-        # Integers -4..4 times 0.5 are gc.FP8_EXACT_VALUES: exact in E4M3 and E5M2.
-        def draw(shape, fmt):
-            x = torch.randint(-4, 5, shape, device="cuda", generator=gen, dtype=torch.int8)
-            return x.float().mul_(0.5).to(dtypes[fmt])
 
-        self.a = draw((m, k), a_fmt)
-        self.b = draw((n, k), b_fmt).T                       # (k, n), column-major
+class LtMatmul:
+    """One planned nvmath Matmul (cuBLASLt) on given operands: autotuned untimed; ``call`` is one execute."""
+
+    def __init__(self, cp, nvmath, torch, a, b, *, options: dict, tol: float, what: str, scales=None,
+                 autotune: bool = True):
+        self.cp, self.torch, self.a, self.b, self.tol, self.what = cp, torch, a, b, tol, what
+        self.m, self.k = a.shape
+        self.n = b.shape[1]
         self.stream = cp.cuda.get_current_stream().ptr
-        options = {"result_type": nvmath.CudaDataType(OUT_TYPES[out]), "fast_accumulation": fast_accumulation}
-        self.mm = nvmath.linalg.advanced.Matmul(self.a, self.b, quantization_scales={"a": 1.0, "b": 1.0},
-                                                options=options, stream=self.stream)
-        self.mm.plan(stream=self.stream)
-        if autotune:
-            self.mm.autotune(iterations=3, stream=self.stream)
+        self.mm = nvmath.linalg.advanced.Matmul(a, b, quantization_scales=scales, options=options, stream=self.stream)
+        try:
+            self.mm.plan(preferences={"limit": LT_ALGOS}, stream=self.stream)
+            self.algorithms = len(self.mm.algorithms)
+            if autotune:
+                self.mm.autotune(iterations=AUTOTUNE_ITERATIONS, stream=self.stream)
+        except Exception:
+            self.mm.free()
+            raise
         self.result = None
 
     def call(self, i: int = 0) -> None:
         self.result = self.mm.execute(stream=self.stream)
 
+    def chosen(self) -> dict:
+        """The algorithm that runs (the fastest after autotuning), for params."""
+        try:
+            alg = self.mm.algorithms[0]
+            return {"algorithm_id": int(alg.algorithm_id), "tile": str(alg.tile), "split_k": int(alg.split_k),
+                    "algorithms_tried": self.algorithms}
+        except Exception as e:      # informative only
+            return {"algorithms_tried": self.algorithms, "algorithm": f"unknown ({type(e).__name__})"}
+
     def check(self, rows: int) -> float:
         torch = self.torch
         self.cp.cuda.get_current_stream().synchronize()
         idx = torch.as_tensor(gc.sample_rows(self.m, rows), device="cuda")
-        ref = self.a[idx].float().double() @ self.b.float().double()
+        ref = self.a[idx].float().double() @ self.b.float().double()     # FP8 has no direct cast to double
         got = self.result[idx].float().double()
-        key = "fp8.fast" if self.fast else "fp8"
-        return gc.check_close(got.cpu().numpy(), ref.cpu().numpy(), gc.tolerance(key),
-                              f"FP8 {self.m}x{self.n}x{self.k}")
+        return gc.check_close(got.cpu().numpy(), ref.cpu().numpy(), self.tol, f"{self.what} {self.m}x{self.n}x{self.k}")
 
     def close(self) -> None:
         self.mm.free()
         self.result = None
 
 
-def measure_fp8(ctx, env, m: int, n: int, k: int, a_fmt: str, b_fmt: str, *, metric: str, kind: str,
-                precision: str, rows: int, fast_accumulation: bool = True, out: str = "bf16",
-                autotune: bool = True, extra: dict | None = None) -> Measurement:
-    cp, nvmath, torch = env
-    g = Fp8Gemm(cp, nvmath, torch, m, n, k, a_fmt, b_fmt, fast_accumulation=fast_accumulation, out=out,
-                autotune=autotune)
+def fp8_matmul(cp, nvmath, torch, m: int, n: int, k: int, a_fmt: str, b_fmt: str, *, fast_accumulation: bool = True,
+               out: str = "bf16", autotune: bool = True, seed: int = 3) -> LtMatmul:
+    dtypes = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+
+    def draw(shape, fmt):   # integers -4..4 times 0.5 are gc.FP8_EXACT_VALUES: exact in E4M3 and E5M2
+        x = torch.randint(-4, 5, shape, device="cuda", generator=gen, dtype=torch.int8)
+        return x.float().mul_(0.5).to(dtypes[fmt])
+
+    a = draw((m, k), a_fmt)
+    b = draw((n, k), b_fmt).T                       # (k, n), column-major
+    options = {"result_type": nvmath.CudaDataType(OUT_TYPES[out]), "fast_accumulation": fast_accumulation}
+    return LtMatmul(cp, nvmath, torch, a, b, options=options, scales={"a": 1.0, "b": 1.0}, autotune=autotune,
+                    tol=gc.tolerance("fp8.fast" if fast_accumulation else "fp8"), what=f"FP8 {a_fmt}x{b_fmt}")
+
+
+def typed_matmul(cp, nvmath, torch, prec: str, m: int, n: int, k: int, seed: int = 4) -> LtMatmul:
+    """FP16/BF16/TF32 nvmath Matmul: uniform operands scaled so sums of k products stay near 1."""
+    dtype_name, compute, tol_key = MATMUL_TYPES[prec]
+    dtype = getattr(torch, dtype_name)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    scale = k ** -0.25
+
+    def draw(shape):
+        return (torch.rand(shape, device="cuda", generator=gen) * 2 - 1).mul_(scale).to(dtype)
+
+    a = draw((m, k))
+    b = draw((n, k)).T                             # (k, n), column-major: the TN layout
+    options = {} if compute is None else {"compute_type": compute}
+    return LtMatmul(cp, nvmath, torch, a, b, options=options, tol=gc.tolerance(tol_key, k), what=f"cuBLASLt {prec}")
+
+
+def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, rows: int, params: dict,
+                   notes: list[str]) -> Measurement:
+    """Time (Python loop of executes; calls here last >= ~10 us) and check one planned Matmul, then free it."""
     try:
-        runner = build_runner(cp, g.call, graph=False)
+        runner = build_runner(g.cp, g.call, graph=False)
         err: dict = {}
 
         def check() -> None:
             err["rel"] = g.check(rows)
 
+        m, n, k = g.m, g.n, g.k
         meas = ctx.measure(
             metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit="FLOP/s", kind=kind, check=check,
             precision=precision, exec_unit="tensor_core", path="library",
-            params={"m": m, "n": n, "k": k, "a": a_fmt, "b": b_fmt, "out": out, "fast_accumulation": fast_accumulation,
-                    "reps": runner.reps, "api": "nvmath.linalg.advanced.Matmul (cuBLASLt)", **(extra or {})},
-            notes=[CONVENTION.format(out=out), *runner.notes])
+            params={"m": m, "n": n, "k": k, "layout": "TN", "reps": runner.reps,
+                    "api": "nvmath.linalg.advanced.Matmul (cuBLASLt)", "autotune_iterations": AUTOTUNE_ITERATIONS,
+                    **g.chosen(), **params},
+            notes=[*notes, *runner.notes])
         if "rel" in err:
             meas.params["rel_error"] = err["rel"]
         if runner.launch_bound:
@@ -118,7 +165,157 @@ def measure_fp8(ctx, env, m: int, n: int, k: int, a_fmt: str, b_fmt: str, *, met
         return meas
     finally:
         g.close()
-        torch.cuda.empty_cache()
+        g.torch.cuda.empty_cache()
+
+
+def measure_fp8(ctx, env, m: int, n: int, k: int, a_fmt: str, b_fmt: str, *, metric: str, kind: str,
+                precision: str, rows: int, fast_accumulation: bool = True, out: str = "bf16",
+                autotune: bool = True, extra: dict | None = None) -> Measurement:
+    cp, nvmath, torch = env
+    g = fp8_matmul(cp, nvmath, torch, m, n, k, a_fmt, b_fmt, fast_accumulation=fast_accumulation, out=out,
+                   autotune=autotune)
+    return measure_matmul(ctx, g, metric=metric, kind=kind, precision=precision, rows=rows,
+                          params={"a": a_fmt, "b": b_fmt, "out": out, "fast_accumulation": fast_accumulation,
+                                  **(extra or {})},
+                          notes=[CONVENTION.format(out=out)])
+
+
+# --- raw cuBLASLt (INT8) -------------------------------------------------------------------------------------
+def _set_attr(setter, dtype_of, obj: int, attr, value) -> None:
+    arr = np.array([value], dtype=dtype_of(attr))
+    setter(obj, attr, arr.ctypes.data, arr.itemsize)
+
+
+def lt_layouts(v: gc.GemmVariant, m: int, n: int, k: int) -> tuple[tuple[int, int, int], ...]:
+    """(rows, cols, ld) of the stored A, B, C for cuBLASLt's column-major layouts (same buffers as gemmEx)."""
+    lda, ldb, ldc = gc.leading_dims(m, n, k, v.transa, v.transb)
+    a = (k, m) if v.transa == gc.OP_T else (m, k)
+    b = (n, k) if v.transb == gc.OP_T else (k, n)
+    return (a[0], a[1], lda), (b[0], b[1], ldb), (m, n, ldc)
+
+
+class LtGemm(CublasGemm):
+    """CublasGemm's operands and check, multiplied by cublasLtMatmul with the fastest heuristic algorithm.
+
+    The algorithm is chosen untimed: each of up to LT_ALGOS heuristic candidates runs AUTOTUNE_ITERATIONS
+    times on operand set 0 and the lowest median wins (what nvmath's Matmul.autotune does).
+    """
+
+    def __init__(self, env, v: gc.GemmVariant, m: int, n: int, k: int, *, lt=None, **kw):
+        super().__init__(env, v, m, n, k, **kw)
+        if lt is None:
+            from nvmath.bindings import cublasLt as lt
+        self.lt, self._made = lt, []
+        try:
+            self._setup()
+        except Exception:
+            self.close()
+            raise
+
+    def _keep(self, destroy, obj: int) -> int:
+        self._made.append((destroy, obj))
+        return obj
+
+    def _setup(self) -> None:
+        lt, v, cp = self.lt, self.v, self.env.cp
+        self.h = self._keep(lt.destroy, lt.create())
+        self.desc = self._keep(lt.matmul_desc_destroy,
+                               lt.matmul_desc_create(v.compute, gc.SCALE_TYPE_FOR_COMPUTE[v.compute]))
+        for attr, val in ((lt.MatmulDescAttribute.TRANSA, v.transa), (lt.MatmulDescAttribute.TRANSB, v.transb)):
+            _set_attr(lt.matmul_desc_set_attribute, lt.get_matmul_desc_attribute_dtype, self.desc, attr, val)
+        (ar, ac, lda), (br, bc, ldb), (cr, cc, ldc) = lt_layouts(v, self.m, self.n, self.k)
+        self.la = self._keep(lt.matrix_layout_destroy, lt.matrix_layout_create(v.ab_type, ar, ac, lda))
+        self.lb = self._keep(lt.matrix_layout_destroy, lt.matrix_layout_create(v.ab_type, br, bc, ldb))
+        self.lc = self._keep(lt.matrix_layout_destroy, lt.matrix_layout_create(v.c_type, cr, cc, ldc))
+        self.ws = cp.zeros(LT_WORKSPACE, dtype=cp.uint8)
+        pref = self._keep(lt.matmul_preference_destroy, lt.matmul_preference_create())
+        _set_attr(lt.matmul_preference_set_attribute, lt.get_matmul_preference_attribute_dtype, pref,
+                  lt.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES, LT_WORKSPACE)
+        self.heur = np.zeros(LT_ALGOS, dtype=lt.matmul_heuristic_result_dtype)
+        count = np.zeros(1, dtype=np.int32)
+        lt.matmul_algo_get_heuristic(self.h, self.desc, self.la, self.lb, self.lc, self.lc, pref, LT_ALGOS,
+                                     self.heur.ctypes.data, count.ctypes.data)
+        usable = [i for i in range(int(count[0]))
+                  if int(self.heur["state"][i]) == 0 and int(self.heur["workspace_size"][i]) <= LT_WORKSPACE]
+        if not usable:
+            raise RuntimeError(f"cuBLASLt heuristic found no algorithm for {v.key} {v.layout}")
+        self.algorithms = len(usable)
+        self.timings = {i: self._time_algo(i) for i in usable}
+        self.best = min(self.timings, key=self.timings.get)
+        self.algo_ptr = self._algo_ptr(self.best)
+
+    def _algo_ptr(self, i: int) -> int:
+        return self.heur.ctypes.data + i * self.heur.itemsize + self.heur.dtype.fields["algo"][1]
+
+    def _time_algo(self, i: int) -> float:
+        cp = self.env.cp
+        ptr = self._algo_ptr(i)
+        self._matmul(ptr, 0)                                   # warm-up (and the error, if it has one)
+        times = []
+        for _ in range(AUTOTUNE_ITERATIONS):
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            self._matmul(ptr, 0)
+            stop.record()
+            stop.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, stop))
+        return float(np.median(times)) * 1e-3
+
+    def _matmul(self, algo_ptr: int, i: int) -> None:
+        a, b, c = self.ops[i]
+        self.lt.matmul(self.h, self.desc, self.alpha.ctypes.data, a.data.ptr, self.la, b.data.ptr, self.lb,
+                       self.beta.ctypes.data, c.data.ptr, self.lc, c.data.ptr, self.lc, algo_ptr,
+                       self.ws.data.ptr, LT_WORKSPACE, self.env.cp.cuda.get_current_stream().ptr)
+
+    def call(self, i: int) -> None:
+        self._matmul(self.algo_ptr, i)
+
+    def set_stream(self, ptr: int) -> None:
+        pass            # every call runs on the current stream (the graph's capture stream included)
+
+    def params(self, runner) -> dict:
+        p = super().params(runner)
+        p.update(api="cublasLtMatmul (nvmath.bindings)", algo=f"heuristic #{self.best} of {self.algorithms}",
+                 autotune_s={str(i): t for i, t in self.timings.items()}, workspace_bytes=LT_WORKSPACE)
+        return p
+
+    def close(self) -> None:
+        for destroy, obj in reversed(self._made):
+            try:
+                destroy(obj)
+            except Exception:
+                pass
+        self._made.clear()
+
+
+def lt_points(ctx, env, prec: str, sizes: list[int], rows: int):
+    """gpu.gemm's cuBLASLt points for one precision (largest size first); failures come back as info records."""
+    metric = f"{prec}.tensor_core.cublaslt"
+    if prec == "int8":
+        v = gc.variant("int8.tn")
+        for n in sizes:
+            ctx.log(f"cuBLASLt int8 TN {n}^3")
+            try:
+                yield measure_gemm(ctx, env, v, n, n, n, metric=f"{metric}.n{n}", kind="sweep", rows=rows,
+                                   gemm_cls=LtGemm, notes=("raw cuBLASLt, INT8 TN (IMMA), fastest heuristic algo",))
+            except Exception as e:
+                yield failure(ctx, f"{metric}.n{n}", f"cuBLASLt int8 {n}^3", e, precision="int8", path="library")
+        return
+    try:
+        cp, nvmath, torch = lt_env(ctx, fp8=False)
+    except Skip as e:
+        yield failure(ctx, metric, "cuBLASLt (nvmath Matmul)", e, precision=prec, path="library")
+        return
+    for n in sizes:
+        ctx.log(f"cuBLASLt {prec} {n}^3 (nvmath Matmul, autotuned)")
+        try:
+            g = typed_matmul(cp, nvmath, torch, prec, n, n, n)
+            yield measure_matmul(ctx, g, metric=f"{metric}.n{n}", kind="sweep", precision=prec, rows=rows,
+                                 params={"dtype": MATMUL_TYPES[prec][0],
+                                         "compute_type": "COMPUTE_32F_FAST_TF32" if prec == "tf32" else "default"},
+                                 notes=["A row-major, B column-major (TN), result in the input type"])
+        except Exception as e:
+            yield failure(ctx, f"{metric}.n{n}", f"cuBLASLt {prec} {n}^3", e, precision=prec, path="library")
 
 
 @probe(name="gpu.gemm_fp8", target="gpu", family="compute",
@@ -135,7 +332,7 @@ def run_fp8(ctx, variants=("e4m3xe4m3", "e4m3xe5m2", "e5m2xe4m3"), sizes=(4096, 
     first, *others = variants
     a_fmt, b_fmt, prec, base = VARIANTS[first]
     points = []
-    for n in plan:
+    for n in sorted(plan, reverse=True):     # the ceiling size first, before the GPU heats up
         metric = f"{base}.n{n}"
         ctx.log(f"FP8 {first} {n}^3")
         try:

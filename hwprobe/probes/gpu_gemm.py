@@ -5,6 +5,11 @@ precision, how the rate grows with size ("bigger operators run more efficiently"
 costs, and whether INT8 ends up slower than FP16 (it does, in the NN layout). cupy.matmul and
 torch.matmul run in the same process as comparisons.
 
+A ceiling is the best valid point over sizes, layouts (NN/TN) and gemmEx algos, and cuBLASLt (autotuned,
+gpu_fp8) has its own ceiling beside it: the library's best is the best of the two. The top size of every
+precision runs first, since the 700 W power cap lowers the clock as the GPU heats; every candidate's SM
+clock is kept in the ceiling's params.
+
 Timing: one sample is a CUDA graph of ``reps`` GEMMs lasting >= ~5 ms, so launch overhead is out even at
 1024^3 (a 2 us kernel). Operand sets rotate when one set would sit in L2. Every point is checked against a
 float64 product of sampled rows, outside the timed region.
@@ -242,7 +247,7 @@ class CublasGemm:
         self.env.cublas.gemmEx(
             self.env.handle, v.transa, v.transb, self.m, self.n, self.k,
             self.alpha.ctypes.data, a.data.ptr, v.ab_type, lda, b.data.ptr, v.ab_type, ldb,
-            self.beta.ctypes.data, c.data.ptr, v.c_type, ldc, v.compute, gc.GEMM_DEFAULT)
+            self.beta.ctypes.data, c.data.ptr, v.c_type, ldc, v.compute, v.algo)
 
     def set_stream(self, ptr: int) -> None:
         self.env.cublas.setStream(self.env.handle, ptr)
@@ -260,26 +265,36 @@ class CublasGemm:
         v = self.v
         return {"m": self.m, "n": self.n, "k": self.k, "layout": v.layout, "compute_type": COMPUTE_NAMES[v.compute],
                 "math_mode": v.math, "a_type": v.ab_type, "c_type": v.c_type, "reps": runner.reps,
-                "operand_sets": self.sets, "cuda_graph": runner.graph}
+                "operand_sets": self.sets, "cuda_graph": runner.graph, "api": "cublasGemmEx",
+                "algo": gc.ALGO_NAMES.get(v.algo, v.algo)}
 
 
 def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int, *, metric: str, kind: str,
                  rows: int, exec_unit: str | None = None, notes: tuple[str, ...] = (),
-                 extra: dict | None = None) -> Measurement:
-    """Time and check one cuBLAS GEMM; raises on library errors (the caller reports them)."""
+                 extra: dict | None = None, gemm_cls: type | None = None) -> Measurement:
+    """Time and check one cuBLAS GEMM; raises on library errors (the caller reports them).
+
+    ``gemm_cls`` replaces CublasGemm by a class with the same operands and check but another call
+    (gpu_fp8.LtGemm: cuBLASLt).
+    """
     env.cp.get_default_memory_pool().free_all_blocks()     # the previous point's operands are gone by now
     with cublas_mode(env, v.math):
-        g = CublasGemm(env, v, m, n, k)
-        runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream)
-        err: dict = {}
+        g = (gemm_cls or CublasGemm)(env, v, m, n, k)
+        try:
+            runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream)
+            err: dict = {}
 
-        def check() -> None:
-            err["rel"] = g.check(rows)
+            def check() -> None:
+                err["rel"] = g.check(rows)
 
-        meas = ctx.measure(metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit=v.unit, kind=kind,
-                           check=check, precision=v.precision, exec_unit=exec_unit or v.exec_unit, path="library",
-                           params={**g.params(runner), **(extra or {})},
-                           notes=[*notes, *runner.notes])
+            meas = ctx.measure(metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit=v.unit,
+                               kind=kind, check=check, precision=v.precision, exec_unit=exec_unit or v.exec_unit,
+                               path="library", params={**g.params(runner), **(extra or {})},
+                               notes=[*notes, *runner.notes])
+        finally:
+            close = getattr(g, "close", None)
+            if close:
+                close()
     if "rel" in err:
         meas.params["rel_error"] = err["rel"]
     if runner.launch_bound:
@@ -294,14 +309,33 @@ def failure(ctx, metric: str, what: str, e: Exception, **meta) -> Measurement:
     return ctx.derived(metric, 0.0, unit="", kind="info", notes=[f"skipped: {what}: {msg}"], **meta)
 
 
-def ceiling_of(points: list[Measurement], metric: str) -> Measurement:
-    """The best sweep point re-labelled as the ceiling, with the whole efficiency curve in its params."""
+def sm_mhz(m: Measurement) -> float | None:
+    return m.clocks.sm_mhz if m.clocks else None
+
+
+def candidate_row(m: Measurement) -> dict:
+    """What the ceiling's params list about one point it was chosen from (clock included: rates follow it)."""
+    p = m.params
+    return {"metric": m.metric, "n": p.get("n"), "layout": p.get("layout"), "algo": p.get("algo"),
+            "api": p.get("api"), "rate": m.value, "valid": m.valid, "sm_mhz": sm_mhz(m)}
+
+
+def ceiling_of(points: list[Measurement], metric: str, curve_points: list[Measurement] | None = None) -> Measurement:
+    """The best valid point re-labelled as the ceiling, with the efficiency curve and every candidate in params.
+
+    ``curve_points`` (default: all points) are the size sweep of one configuration; ``points`` may add other
+    layouts, algos and sizes, so the ceiling is the best the library gives over all of them.
+    """
     valid = [p for p in points if p.valid] or points
     best = max(valid, key=lambda p: p.value)
-    curve = gc.efficiency_curve([(p.params.get("n", 0), p.value) for p in points])
+    curve = gc.efficiency_curve([(p.params.get("n", 0), p.value) for p in (curve_points or points)])
+    what = f"n={best.params.get('n')}" + (f", layout {best.params['layout']}" if best.params.get("layout") else "")
+    if best.params.get("algo") not in (None, gc.ALGO_NAMES[gc.GEMM_DEFAULT]):
+        what += f", {best.params['algo']}"
     return dataclasses.replace(
         best, metric=metric, kind="compute", samples_s=list(best.samples_s), flags=list(best.flags),
-        params={**best.params, "curve": curve, "ceiling_of": f"best size of the sweep (n={best.params.get('n')})"},
+        params={**best.params, "curve": curve, "candidates": [candidate_row(p) for p in points],
+                "ceiling_of": f"best of {len(points)} points ({what}) at {sm_mhz(best) or '?'} MHz"},
         notes=[*best.notes, "efficiency vs size: " + ", ".join(f"{c['n']}: {c['of_best']:.0%}" for c in curve)],
     )
 
@@ -378,38 +412,85 @@ def _unit_for(ctx, v: gc.GemmVariant) -> tuple[str, str]:
     return v.exec_unit, ""
 
 
+# The ceilings users compare first run first, before the GPU heats up and the power cap lowers the clock.
+PRIORITY = ("fp16", "bf16", "int8", "tf32", "fp64", "fp32")
+BIG_SIZE_KEYS = ("fp16.f32acc", "fp16.f16acc", "bf16", "int8.tn", "tf32")   # variants also tried above the sweep
+LT_PRECISIONS = ("fp16", "bf16", "int8", "tf32")                           # cuBLASLt paths (gpu_fp8)
+
+
 @probe(name="gpu.gemm", target="gpu", family="compute",
-       summary="cuBLAS gemmEx ceilings per precision, size sweep, INT8 NN/TN pitfall, cupy/torch matmul beside",
+       summary="cuBLAS gemmEx and cuBLASLt ceilings per precision (best over sizes, layouts, algos), size sweep, "
+               "INT8 NN/TN pitfall, cupy/torch matmul beside",
        precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"))
 def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), sizes=(1024, 2048, 4096, 8192),
-             check_rows=16, frameworks=("cupy", "torch")):
+             check_rows=16, frameworks=("cupy", "torch"), layouts=("NN", "TN"), tensor_op=True, big_sizes=(16384,),
+             lt_sizes=(8192, 16384)):
+    """Phase 1, per precision in PRIORITY order: the top sweep size, the other layouts/algos there, the best
+    configuration at ``big_sizes``, and cuBLASLt (autotuned) at ``lt_sizes``; cupy/torch matmul right after
+    FP16/BF16. Phase 2: the rest of the size sweep (the efficiency curve). Then the ceilings and the pitfall.
+    """
     env = cublas_env(ctx)
     plan = gc.plan_sizes(sizes, ctx.quick)
-    rates: dict[str, dict[int, float]] = {}
-    for prec in precisions:
+    top, big = gc.plan_top(plan, big_sizes, ctx.quick)
+    order = sorted(precisions, key=lambda p: PRIORITY.index(p) if p in PRIORITY else len(PRIORITY))
+    points: dict[str, list[Measurement]] = {}    # variant key -> all its points (sweep, layouts, algos, sizes)
+    sweeps: dict[str, list[Measurement]] = {}    # variant key -> its size sweep (own layout, default algo)
+    rates: dict[str, dict[int, float]] = {}      # variant key -> sweep rate per size (the pitfall)
+    lt: dict[str, list[Measurement]] = {}
+    fw_after = [p for p in order if p in ("fp16", "bf16")][-1:]
+
+    def run_point(v: gc.GemmVariant, n: int, metric: str, sweep: bool):
+        unit, unit_note = _unit_for(ctx, v)
+        ctx.log(f"cuBLAS {v.key} {v.layout} {gc.ALGO_NAMES[v.algo]} {n}^3")
+        try:
+            m = measure_gemm(ctx, env, v, n, n, n, metric=metric, kind="sweep", rows=check_rows, exec_unit=unit,
+                             notes=(unit_note,) if unit_note else ())
+        except Exception as e:
+            return failure(ctx, metric, f"cuBLAS {v.key} {v.layout} {n}^3", e, precision=v.precision,
+                           path="library"), None
+        if v.key == "int8.nn":    # the unit is inferred from the rate against TN (measured first)
+            m.exec_unit, note = gc.int8_layout_exec_unit(m.value, rates.get("int8.tn", {}).get(n))
+            m.notes.append(note)
+        points.setdefault(v.key, []).append(m)
+        if sweep:
+            sweeps.setdefault(v.key, []).append(m)
+            rates.setdefault(v.key, {})[n] = m.value
+        return m, v
+
+    for prec in order:
         for v in gc.GEMM_VARIANTS[prec]:
-            unit, unit_note = _unit_for(ctx, v)
-            points: list[Measurement] = []
-            for n in plan:
-                metric = f"{v.metric}.n{n}"
-                ctx.log(f"cuBLAS {v.key} {n}^3")
-                try:
-                    m = measure_gemm(ctx, env, v, n, n, n, metric=metric, kind="sweep", rows=check_rows,
-                                     exec_unit=unit, notes=(unit_note,) if unit_note else ())
-                except Exception as e:
-                    yield failure(ctx, metric, f"cuBLAS {v.key} {n}^3", e, precision=v.precision, path="library")
-                    continue
-                if v.key == "int8.nn":    # the unit is inferred from the rate against TN (measured first)
-                    m.exec_unit, note = gc.int8_layout_exec_unit(m.value, rates.get("int8.tn", {}).get(n))
-                    m.notes.append(note)
-                rates.setdefault(v.key, {})[n] = m.value
-                points.append(m)
+            tried = [run_point(v, top, f"{v.metric}.n{top}", sweep=True)]
+            tried += [run_point(c, top, c.candidate_metric(top), sweep=False)
+                      for c in gc.gemm_candidates(v, layouts, tensor_op)]
+            yield from (m for m, _ in tried)
+            ran = [(m, c) for m, c in tried if c is not None and m.valid]
+            if big and ran and v.key in BIG_SIZE_KEYS:
+                best = max(ran, key=lambda t: t[0].value)[1]
+                for n in big:       # the variant's own configuration keeps its sweep name and joins the curve
+                    own = best == v
+                    yield run_point(best, n, f"{v.metric}.n{n}" if own else best.candidate_metric(n), sweep=own)[0]
+        if prec in LT_PRECISIONS:
+            from hwprobe.probes.gpu_fp8 import lt_points
+
+            for m in lt_points(ctx, env, prec, gc.lt_plan(lt_sizes, plan, ctx.quick), check_rows):
+                if m.kind != "info":
+                    lt.setdefault(prec, []).append(m)
                 yield m
-            if points:
-                yield ceiling_of(points, v.metric)
+        if prec in fw_after and frameworks:
+            yield from _framework_points(ctx, env, top, check_rows, tuple(frameworks))
+
+    for n in sorted(plan, reverse=True)[1:]:     # phase 2: the efficiency curve below the top size
+        for prec in order:
+            for v in gc.GEMM_VARIANTS[prec]:
+                yield run_point(v, n, f"{v.metric}.n{n}", sweep=True)[0]
+
+    for prec in order:
+        for v in gc.GEMM_VARIANTS[prec]:
+            if points.get(v.key):
+                yield ceiling_of(points[v.key], v.metric, curve_points=sweeps.get(v.key))
+        if lt.get(prec):
+            yield ceiling_of(lt[prec], f"{prec}.tensor_core.cublaslt")
     yield from _pitfall(ctx, rates)
-    if frameworks and ("fp16" in precisions or "bf16" in precisions):
-        yield from _framework_points(ctx, env, plan[-1], check_rows, tuple(frameworks))
 
 
 def _pitfall(ctx, rates: dict[str, dict[int, float]]):

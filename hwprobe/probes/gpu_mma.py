@@ -27,21 +27,29 @@ MMA_SYNC_PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
 WGMMA_PRECISIONS = ("fp16", "bf16", "tf32", "fp8", "int8")
 
 CHAINS = 8          # independent accumulators per warp in mma_sync.cu (-DCHAINS)
-UNROLL = 4          # wgmma per commit group in wgmma.cu (-DUNROLL)
+KSTEPS = 4          # wgmma per loop iteration (one commit group) in wgmma.cu: 4 K slices of a 128-byte row
 WGMMA_N = 256
 TARGET_S = 0.010    # one timed launch: long against launch overhead, short against power-cap throttling
 TARGET_S_QUICK = 0.004
 SEARCH_S = 0.003    # one launch while comparing configurations
+SETTLE_S = 0.3      # untimed run before timing wgmma: power and SM clock reach their steady state first
+SETTLE_S_QUICK = 0.1
 VERIFY_ITERS = 2    # loop iterations of the checked launch (keeps fp16 accumulation exact)
 MAX_ITERS = 1 << 30
+CLK_SLOTS = 256     # per-launch (cycles, ns) records of wgmma.cu's CTA 0
 
-# Launch configurations searched, (threads per block, blocks per SM). A wgmma CTA is one warpgroup; its
-# 154 registers per thread allow at most 3 per SM.
+# Launch configurations searched, (threads per block, blocks per SM). A wgmma CTA is one warpgroup (154-170
+# registers per thread); two CTAs per SM give two independent accumulators per SM, as two consumer
+# warpgroups in one CTA would (they share nothing else in this loop).
 MMA_CONFIGS = ((256, 1), (256, 2), (256, 4))
-WGMMA_CONFIGS = ((128, 1), (128, 2), (128, 3))
+WGMMA_BLOCKS_PER_SM = (1, 2)
+# Operand forms of wgmma.cu (-DWGMMA_FORM index): A from shared memory (no swizzle / 128-byte swizzle)
+# or from registers (B 128-byte swizzle).
+WGMMA_FORMS = ("ss_nosw", "ss_sw128", "rs_sw128")
+WGMMA_CONFIGS = tuple((form, per_sm) for form in WGMMA_FORMS for per_sm in WGMMA_BLOCKS_PER_SM)
 
-# Shared-memory layout of wgmma.cu: K-major, no swizzle, 8x16-byte core matrices.
-LBO_BYTES, SBO_BYTES = 128, 256
+# Shared-memory tiles of wgmma.cu: K-major, 128 bytes of K per row, 8-row slabs of 1024 bytes.
+ROW_BYTES, SLAB_BYTES, CORE_BYTES = 128, 1024, 128
 
 BITS = {"fp16": 16, "bf16": 16, "tf32": 32, "e4m3": 8, "e5m2": 8, "s8": 8, "s4": 4, "f64": 64}
 ACC_DTYPE = {"f32": np.float32, "s32": np.int32, "f16": np.uint32, "f64": np.float64}
@@ -62,10 +70,13 @@ class Variant:
     sass: str                     # SASS opcode prefix expected in the timed loop
     lo: int                       # verification inputs: integers in [lo, hi], exact in in_fmt
     hi: int
+    tag: str = ""                 # metric suffix of a second shape of the same type (fp64 m16n8k16)
+    min_cc: tuple[int, int] = (0, 0)
 
     @property
     def metric(self) -> str:
-        return f"{self.metric_precision}.tensor_core.{self.api}.{self.acc}acc"
+        base = f"{self.metric_precision}.tensor_core.{self.api}.{self.acc}acc"
+        return f"{base}.{self.tag}" if self.tag else base
 
     @property
     def unit(self) -> str:
@@ -81,9 +92,9 @@ class Variant:
         return "m{}n{}k{}".format(*self.shape)
 
 
-def _mma(prec, mprec, acc, kernel, shape, fmt, ptx_types, sass, lo=-3, hi=3):
+def _mma(prec, mprec, acc, kernel, shape, fmt, ptx_types, sass, lo=-3, hi=3, tag="", min_cc=(0, 0)):
     ptx = "mma.sync.aligned.m{}n{}k{}.row.col.".format(*shape) + ptx_types
-    return Variant("mma_sync", prec, mprec, acc, kernel, shape, fmt, ptx, sass, lo, hi)
+    return Variant("mma_sync", prec, mprec, acc, kernel, shape, fmt, ptx, sass, lo, hi, tag, min_cc)
 
 
 def _wg(prec, mprec, acc, kernel, k, fmt, ptx_types, sass, lo=-3, hi=3):
@@ -106,6 +117,9 @@ VARIANTS = (
     _mma("fp8", "fp8_e5m2", "f32", "mma_fp8e5m2_f32acc", (16, 8, 32), "e5m2", "f32.e5m2.e5m2.f32",
          "QMMA.16832.F32.E5M2.E5M2"),
     _mma("fp64", "fp64", "f64", "mma_fp64_f64acc", (8, 8, 4), "f64", "f64.f64.f64.f64", "DMMA"),
+    # Hopper's larger DMMA: m8n8k4 (DMMA.8x8x4) issues at half the FP64 tensor rate there.
+    _mma("fp64", "fp64", "f64", "mma_fp64_f64acc_m16n8k16", (16, 8, 16), "f64", "f64.f64.f64.f64",
+         "DMMA.16x8x16", tag="m16n8k16", min_cc=(9, 0)),
     _wg("fp16", "fp16", "f32", "wgmma_fp16_f32acc", 16, "fp16", "f32.f16.f16", "HGMMA.64x256x16.F32"),
     _wg("fp16", "fp16", "f16", "wgmma_fp16_f16acc", 16, "fp16", "f16.f16.f16", "HGMMA.64x256x16.F16", -2, 2),
     _wg("bf16", "bf16", "f32", "wgmma_bf16_f32acc", 16, "bf16", "f32.bf16.bf16", "HGMMA.64x256x16.F32.BF16"),
@@ -156,6 +170,14 @@ def skip_reason(api: str, precision: str, cc: tuple[int, int]) -> str | None:
         return (f"int4 mma.sync has no native instruction on {arch} (ptxas lowers it to IMMA.16832.S8.S8): "
                 "no INT4 tensor cores")
     return None
+
+
+def variant_skip_reason(v: Variant, cc: tuple[int, int]) -> str | None:
+    """skip_reason, plus the variant's own minimum arch (a shape that only newer PTX targets have)."""
+    reason = skip_reason(v.api, v.precision, cc)
+    if reason is None and cc < v.min_cc:
+        reason = f"{v.ptx} needs sm_{v.min_cc[0]}{v.min_cc[1]}+, device is sm_{cc[0]}{cc[1]}"
+    return reason
 
 
 def supported(cc: tuple[int, int]) -> frozenset[tuple[str, str]]:
@@ -217,39 +239,45 @@ def _lane_ids() -> tuple[np.ndarray, np.ndarray]:
     return lane // 4, lane % 4                  # groupID, threadID_in_group
 
 
-def mma_a_map(in_fmt: str) -> np.ndarray:
+def mma_a_map(in_fmt: str, k: int = 4) -> np.ndarray:
     """(32 lanes, elements, 2): the (row, k) of A held by each lane's fragment element, PTX order.
 
     m16n8k{8,16,32,64}: 4 registers of e = 32/bits elements; register r holds row g + 8*(r%2) and
-    columns t*e + j + 4e*(r//2). m8n8k4 f64: one element (g, t).
+    columns t*e + j + 4e*(r//2). f64: m8n8k4 holds one element (g, t); m16n8k{8,16} hold k/4 doubles,
+    double r at row g + 8*(r%2), column t + 4*(r//2) (``k`` selects the f64 shape).
     """
     g, t = _lane_ids()
     if in_fmt == "f64":
-        return np.stack(np.broadcast_arrays(g, t), axis=-1)
+        if k == 4:
+            return np.stack(np.broadcast_arrays(g, t), axis=-1)
+        r = np.arange(k // 2)[None, :]
+        return np.stack(np.broadcast_arrays(g + 8 * (r % 2), t + 4 * (r // 2)), axis=-1)
     e = 32 // BITS[in_fmt]
     i = np.arange(4 * e)[None, :]
     reg, j = i // e, i % e
     return np.stack(np.broadcast_arrays(g + 8 * (reg % 2), t * e + j + 4 * e * (reg // 2)), axis=-1)
 
 
-def mma_b_map(in_fmt: str) -> np.ndarray:
-    """(32, elements, 2): the (k, n) of B per lane element. 2 registers: k = t*e + j + 4e*r, n = g."""
+def mma_b_map(in_fmt: str, k: int = 4) -> np.ndarray:
+    """(32, elements, 2): the (k, n) of B per lane element. 2 registers: k = t*e + j + 4e*r, n = g.
+    f64: k/4 doubles, double r at k = t + 4r, n = g."""
     g, t = _lane_ids()
     if in_fmt == "f64":
-        return np.stack(np.broadcast_arrays(t, g), axis=-1)
+        r = np.arange(k // 4)[None, :]
+        return np.stack(np.broadcast_arrays(t + 4 * r, g), axis=-1)
     e = 32 // BITS[in_fmt]
     i = np.arange(2 * e)[None, :]
     reg, j = i // e, i % e
     return np.stack(np.broadcast_arrays(t * e + j + 4 * e * reg, g), axis=-1)
 
 
-def mma_c_map(in_fmt: str) -> np.ndarray:
+def mma_c_map(in_fmt: str, m: int = 16) -> np.ndarray:
     """(32, elements, 2): the (row, n) of the accumulator per lane element (f16 accumulate: 2 per register).
 
-    m16n8: element i at row g + 8*(i//2), column 2t + i%2. m8n8k4 f64: (g, 2t + i), i < 2.
+    m16n8 (f64 too): element i at row g + 8*(i//2), column 2t + i%2. m8n8k4 f64: (g, 2t + i), i < 2.
     """
     g, t = _lane_ids()
-    if in_fmt == "f64":
+    if in_fmt == "f64" and m == 8:
         i = np.arange(2)[None, :]
         return np.stack(np.broadcast_arrays(g, 2 * t + i), axis=-1)
     i = np.arange(4)[None, :]
@@ -278,19 +306,25 @@ def pack_lanes(codes: np.ndarray, fmap: np.ndarray, bits: int) -> np.ndarray:
     return (per << shifts).sum(axis=2).astype(np.uint32)
 
 
-def kmajor_offsets(rows: int, k: int, esize: int) -> np.ndarray:
-    """Byte offset of element (r, k) in the no-swizzle K-major wgmma layout (see wgmma.cu)."""
+def kmajor_offsets(rows: int, k: int, esize: int, swizzle: bool) -> np.ndarray:
+    """Byte offset of element (r, k) of a K-major wgmma tile with 128-byte rows (see wgmma.cu): no swizzle
+    (8x16-byte core matrices, LBO 128, SBO 1024) or the 128-byte swizzle (16-byte chunk c of row r
+    stored at chunk c ^ (r % 8))."""
     r = np.arange(rows)[:, None]
     kb = np.arange(k)[None, :] * esize
-    return (r // 8) * SBO_BYTES + (kb // 16) * LBO_BYTES + (r % 8) * 16 + kb % 16
+    if kb.max() >= ROW_BYTES:
+        raise ValueError(f"a tile row holds {ROW_BYTES} bytes of K")
+    if swizzle:
+        return (r // 8) * SLAB_BYTES + (r % 8) * ROW_BYTES + ((kb // 16) ^ (r % 8)) * 16 + kb % 16
+    return (r // 8) * SLAB_BYTES + (kb // 16) * CORE_BYTES + (r % 8) * 16 + kb % 16
 
 
-def smem_image(codes: np.ndarray, bits: int) -> np.ndarray:
+def smem_image(codes: np.ndarray, bits: int, swizzle: bool) -> np.ndarray:
     """The shared-memory bytes of a (rows, K) K-major tile, as little-endian 32-bit words."""
     rows, k = codes.shape
     esize = bits // 8
-    img = np.zeros(rows * k * esize, dtype=np.uint8)
-    off = kmajor_offsets(rows, k, esize)
+    img = np.zeros(rows * ROW_BYTES, dtype=np.uint8)
+    off = kmajor_offsets(rows, k, esize, swizzle)
     for b in range(esize):
         img[off + b] = ((codes >> np.uint64(8 * b)) & np.uint64(0xFF)).astype(np.uint8)
     return img.view("<u4").copy()
@@ -303,23 +337,45 @@ def scatter(vals: np.ndarray, dmap: np.ndarray, m: int, n: int) -> np.ndarray:
     return out
 
 
+def k_total(v: Variant) -> int:
+    """K of the product one loop iteration computes: one instruction (mma.sync), KSTEPS slices (wgmma)."""
+    return v.shape[2] * (KSTEPS if v.api == "wgmma" else 1)
+
+
 def inputs(v: Variant, seed: int = 1234) -> tuple[np.ndarray, np.ndarray]:
     """Small non-uniform integer A (M x K) and B^T (N x K), exact in the input format."""
-    m, n, k = v.shape
+    m, n, _ = v.shape
     rng = np.random.default_rng(seed)
-    return rng.integers(v.lo, v.hi + 1, (m, k)), rng.integers(v.lo, v.hi + 1, (n, k))
+    return rng.integers(v.lo, v.hi + 1, (m, k_total(v))), rng.integers(v.lo, v.hi + 1, (n, k_total(v)))
 
 
-def pack(v: Variant, a: np.ndarray, bt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The device arrays of A and B: per-lane fragments (mma.sync) or shared-memory images (wgmma)."""
+def wgmma_a_fragments(codes: np.ndarray, in_fmt: str) -> np.ndarray:
+    """A (64 x KSTEPS*k codes) as the rs form's registers, [thread][K slice][4 regs]: warp w of the
+    warpgroup holds rows 16w..16w+15 of each slice in the mma.sync m16n8k{8,16,32} A-fragment layout."""
+    bits = BITS[in_fmt]
+    k = codes.shape[1] // KSTEPS
+    amap = mma_a_map(in_fmt)
+    out = np.zeros((4, 32, KSTEPS, 4), dtype=np.uint32)
+    for w in range(4):
+        for s in range(KSTEPS):
+            out[w, :, s, :] = pack_lanes(codes[16 * w:16 * w + 16, s * k:(s + 1) * k], amap, bits)
+    return out.reshape(128, KSTEPS, 4)
+
+
+def pack(v: Variant, a: np.ndarray, bt: np.ndarray, form: str = "ss_sw128") -> tuple[np.ndarray, np.ndarray]:
+    """The device arrays of A and B: per-lane fragments (mma.sync) or shared-memory images and, for the
+    rs form, A's register fragments (wgmma)."""
+    k = v.shape[2]
     if v.in_fmt == "f64":
-        am, bm = mma_a_map("f64"), mma_b_map("f64")
+        am, bm = mma_a_map("f64", k), mma_b_map("f64", k)
         return (a.astype(np.float64)[am[..., 0], am[..., 1]].copy(),
                 bt.T.astype(np.float64)[bm[..., 0], bm[..., 1]].copy())
     bits = BITS[v.in_fmt]
     ca, cb = encode(a, v.in_fmt), encode(bt, v.in_fmt)
     if v.api == "wgmma":
-        return smem_image(ca, bits), smem_image(cb, bits)
+        swizzle = form.endswith("sw128")
+        img_a = wgmma_a_fragments(ca, v.in_fmt) if form.startswith("rs") else smem_image(ca, bits, swizzle)
+        return img_a, smem_image(cb, bits, swizzle)
     return pack_lanes(ca, mma_a_map(v.in_fmt), bits), pack_lanes(cb.T, mma_b_map(v.in_fmt), bits)
 
 
@@ -327,7 +383,7 @@ def n_acc_regs(v: Variant) -> int:
     """32-bit accumulator registers (f64: doubles) per thread, as the kernel writes them."""
     if v.api == "wgmma":
         return WGMMA_N // 4 if v.acc == "f16" else WGMMA_N // 2
-    return 2 if v.acc in ("f16", "f64") else 4
+    return 2 if v.acc == "f16" or v.shape[0] == 8 else 4
 
 
 def unpack(v: Variant, out: np.ndarray, units: int) -> np.ndarray:
@@ -339,7 +395,7 @@ def unpack(v: Variant, out: np.ndarray, units: int) -> np.ndarray:
         dmap = wgmma_d_map()
     else:                                       # written as [warp][lane][register]
         vals = np.ascontiguousarray(out.reshape(units, 32, regs))
-        dmap = mma_c_map(v.in_fmt)
+        dmap = mma_c_map(v.in_fmt, m)
     if v.acc == "f16":
         vals = vals.view(np.float16)            # each register holds two halves, lower element first
     return scatter(vals.astype(np.float64), dmap, m, n)
@@ -362,11 +418,12 @@ def compare(got: np.ndarray, want: np.ndarray) -> None:
 
 def ops_per_iteration(v: Variant) -> int:
     """Operations per loop iteration of one warp (mma.sync) or one warpgroup (wgmma)."""
-    return v.ops_per_instruction * (CHAINS if v.api == "mma_sync" else UNROLL)
+    return v.ops_per_instruction * (CHAINS if v.api == "mma_sync" else KSTEPS)
 
 
 def verify_count(v: Variant) -> int:
-    return VERIFY_ITERS * (CHAINS if v.api == "mma_sync" else UNROLL)
+    """How many times the checked launch adds A @ B (over k_total) into each output."""
+    return VERIFY_ITERS * (CHAINS if v.api == "mma_sync" else 1)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -182,6 +182,14 @@ def theoretical_ridge(device, prec: str) -> tuple[float | None, str]:
         return None, f"theory unavailable ({type(e).__name__}: {e})"
 
 
+def ridge_note(ridge: float, roof: float, slope: float, unit: str, theory: float | None, basis: str) -> str:
+    """One sentence with the measured ridge first, then how it was formed, then the theoretical one."""
+    rate = f"T{unit[:-2]}/s"
+    theo = f"theoretical {theory:.1f} {unit} ({basis})" if theory else f"theoretical ridge unknown ({basis})"
+    return (f"measured ridge {ridge:.1f} {unit} (roof {roof / 1e12:.1f} {rate} / slope {slope / 1e12:.2f} TB/s); "
+            f"{theo}")
+
+
 def _ridge(ctx, prec: str, xs: list[float], ys: list[float]) -> Iterator[Measurement]:
     unit = "OP/B" if prec == "int32" else "FLOP/B"
     if len(xs) < 4:
@@ -190,8 +198,7 @@ def _ridge(ctx, prec: str, xs: list[float], ys: list[float]) -> Iterator[Measure
         return
     fit = ridge_point(xs, ys)
     theory, basis = theoretical_ridge(ctx.device, prec)
-    notes = [f"measured: roof {fit.roof / 1e12:.2f} T{unit[:-2]}/s over slope {fit.bandwidth / 1e12:.2f} TB/s",
-             f"theoretical ridge: {theory:.1f} {unit} ({basis})" if theory else f"theoretical ridge: {basis}"]
+    notes = [ridge_note(fit.ridge, fit.roof, fit.bandwidth, unit, theory, basis)]
     if fit.n_memory_points == 0:
         notes.append("no clearly bandwidth-bound point: the slope is a lower bound from the lowest intensity")
     yield ctx.derived(f"roofline.{prec}.ridge", fit.ridge, unit=unit, kind="info", precision=prec,

@@ -39,17 +39,29 @@ def test_gemm_sweep_ceilings_and_pitfall(gpu_ctx_factory):
     pit = got["pitfall.int8_vs_fp16"]
     assert pit.kind == "info" and pit.notes and "found" in pit.params
     assert got["fp16.tensor_core.cupy_matmul"].verified
+    for metric in ("fp16.tensor_core.cublas.f32acc.tn.n2048", "fp16.tensor_core.cublas.f32acc.nn.tensor_op.n2048",
+                   "tf32.tensor_core.cublas.tn.n2048", "fp16.tensor_core.cublaslt", "tf32.tensor_core.cublaslt",
+                   "int8.tensor_core.cublaslt"):
+        assert got[metric].verified and got[metric].value > 0, metric
+    assert got["int8.tensor_core.cublaslt"].params["cuda_graph"]
+    cands = got["fp16.tensor_core.cublas.f32acc"].params["candidates"]
+    assert {c["layout"] for c in cands} == {"NN", "TN"} and all(c["sm_mhz"] for c in cands)
 
 
-def test_corrupted_gemm_output_fails_the_check(gpu_ctx_factory):
+@pytest.mark.parametrize("lt", [False, True])
+def test_corrupted_gemm_output_fails_the_check(gpu_ctx_factory, lt):
     from hwprobe.probes import gemm_common as gc
     from hwprobe.probes.gpu_gemm import CublasGemm, cublas_env, cublas_mode
 
+    cls = CublasGemm
+    if lt:
+        pytest.importorskip("nvmath")
+        from hwprobe.probes.gpu_fp8 import LtGemm as cls
     env = cublas_env(gpu_ctx_factory("gpu.gemm"))
     for key in ("fp16.f32acc", "int8.tn", "bf16"):
         v = gc.variant(key)
         with cublas_mode(env, v.math):
-            g = CublasGemm(env, v, 256, 256, 256)
+            g = cls(env, v, 256, 256, 256)
             g.call(0)
             g.check(16)
             c = g.ops[0][2]

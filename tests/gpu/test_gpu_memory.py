@@ -71,9 +71,10 @@ def test_cache(gpu_ctx_factory):
     cap2 = ms["cache.l2.capacity"]
     assert cap2.kind == "capacity" and cap2.unit == "B"
     assert cap2.value == pytest.approx(dev.l2_bytes, rel=0.10), cap2.notes
+    assert shared.value > 0.75 * 128 * dev.sms * dev.sm_clock_max_mhz * 1e6, shared.params  # every LDS issued
     cap1 = ms["cache.l1.capacity"]
-    if dev.l1_smem_bytes_per_sm:
-        assert cap1.value == pytest.approx(dev.l1_smem_bytes_per_sm, rel=0.10), cap1.notes
+    assert cap1.kind == "capacity", cap1.notes
+    assert cap1.value == pytest.approx(gpu_cache.l1_reported(dev), rel=0.10), cap1.notes
     assert took < 45
 
 
