@@ -101,17 +101,27 @@ def test_work_is_two_mnk_per_instruction_times_count():
     assert by["int4.tensor_core.mma_sync.s32acc"].ops_per_instruction == 2 * 16 * 8 * 64
     assert by["fp64.tensor_core.mma_sync.f64acc"].ops_per_instruction == 2 * 8 * 8 * 4
     w = by["fp16.tensor_core.wgmma.f32acc"]
-    assert w.ops_per_instruction == 2 * 64 * 256 * 16 and g.ops_per_iteration(w) == g.UNROLL * 524288
+    assert w.ops_per_instruction == 2 * 64 * 256 * 16 and g.ops_per_iteration(w) == g.KSTEPS * 524288
     assert by["fp8_e4m3.tensor_core.wgmma.f32acc"].ops_per_instruction == 2 * 64 * 256 * 32
     assert by["tf32.tensor_core.wgmma.f32acc"].ops_per_instruction == 2 * 64 * 256 * 8
+    assert by["fp64.tensor_core.mma_sync.f64acc.m16n8k16"].ops_per_instruction == 2 * 16 * 8 * 16
 
 
 def test_launch_geometry_counts_warps_and_warpgroups():
     by = {v.metric: v for v in g.VARIANTS}
     assert g.geometry(by["fp16.tensor_core.mma_sync.f32acc"], (256, 2), 132) == (264, 256, 2112)
-    assert g.geometry(by["bf16.tensor_core.wgmma.f32acc"], (128, 3), 132) == (396, 128, 396)
-    assert g.geometry(by["bf16.tensor_core.wgmma.f32acc"], (128, 2), 132, grid=2) == (2, 128, 2)
-    assert all(block == 128 for block, _ in g.WGMMA_CONFIGS)          # wgmma.cu: one warpgroup per CTA
+    wg = by["bf16.tensor_core.wgmma.f32acc"]
+    assert g.geometry(wg, ("rs_sw128", 2), 132) == (264, 128, 264)    # wgmma.cu: one warpgroup per CTA
+    assert g.geometry(wg, ("ss_nosw", 2), 132, grid=2) == (2, 128, 2)
+    assert {form for form, _ in g.WGMMA_CONFIGS} == set(g.WGMMA_FORMS)
+    assert g.kernel_name(wg, ("ss_sw128", 1)) == "wgmma_bf16_f32acc_ss_sw128"
+    assert g.config_label(("rs_sw128", 2)) == "rs_sw128, 128 threads x 2 blocks/SM"
+
+
+def test_per_clock_rate_and_kernel_clock():
+    # two CTAs per SM, each 4 x m64n256k16 (4 x 524288 ops) per iteration, 1000 iterations in 1.0e6 cycles
+    assert g.per_clock(4 * 524288 * 1000, 2, 1.0e6) == pytest.approx(4194.304)
+    assert g.clock_mhz(np.array([1.98e7]), np.array([1.0e7])).tolist() == [1980.0]
 
 
 # ---------------------------------------------------------------- encodings
@@ -144,10 +154,13 @@ def test_encode_formats():
 def test_verification_inputs_are_exact_and_fp16_accumulation_cannot_round():
     for v in g.VARIANTS:
         a, bt = g.inputs(v)
-        assert a.shape == (v.shape[0], v.shape[2]) and bt.shape == (v.shape[1], v.shape[2])
+        k = g.k_total(v)
+        assert k == v.shape[2] * (g.KSTEPS if v.api == "wgmma" else 1)
+        assert a.shape == (v.shape[0], k) and bt.shape == (v.shape[1], k)
         assert len(np.unique(a)) > 3 and len(np.unique(bt)) > 3        # non-uniform
-        g.pack(v, a, bt)                                                # encode raises if inexact
-        bound = g.verify_count(v) * v.shape[2] * max(abs(v.lo), v.hi) ** 2
+        for form in g.WGMMA_FORMS if v.api == "wgmma" else ("",):
+            g.pack(v, a, bt, form) if form else g.pack(v, a, bt)       # encode raises if inexact
+        bound = g.verify_count(v) * k * max(abs(v.lo), v.hi) ** 2
         assert bound <= {"f16": 2048, "f32": 2 ** 24, "s32": 2 ** 31 - 1, "f64": 2 ** 53}[v.acc]
 
 
@@ -182,7 +195,12 @@ def test_mma_maps_match_the_ptx_isa_tables():
     assert tuple(g.mma_a_map("f64")[13, 0]) == (3, 1)
     assert tuple(g.mma_b_map("f64")[13, 0]) == (1, 3)
     assert [tuple(x) for x in g.mma_c_map("f64")[13]] == [(3, 2), (3, 3)]
-    assert _covers_once(g.mma_a_map("f64"), 8, 4) and _covers_once(g.mma_c_map("f64"), 8, 8)
+    assert _covers_once(g.mma_a_map("f64"), 8, 4) and _covers_once(g.mma_c_map("f64", 8), 8, 8)
+    # m16n8k16 f64 (PTX ISA: a_i at (g + 8*(i%2), t + 4*(i//2)), b_i at (t + 4i, g), c as m16n8)
+    assert _covers_once(g.mma_a_map("f64", 16), 16, 16) and _covers_once(g.mma_b_map("f64", 16), 16, 8)
+    assert tuple(g.mma_a_map("f64", 16)[13, 7]) == (3 + 8, 1 + 12)
+    assert tuple(g.mma_b_map("f64", 16)[13, 2]) == (1 + 8, 3)
+    assert _covers_once(g.mma_c_map("f64", 16), 16, 8)
 
 
 def test_wgmma_accumulator_map():
@@ -206,15 +224,37 @@ def test_pack_lanes_puts_the_first_element_in_the_low_bits():
     assert [((word >> (4 * j)) & 0xF) for j in range(8)] == [int(x) & 0xF for x in a4[0, :8]]
 
 
-def test_smem_image_layout():
-    off = g.kmajor_offsets(64, 16, 2)
-    assert sorted(off.ravel().tolist()) == list(range(0, 2048, 2))
-    assert off[9, 9] == 1 * 256 + 1 * 128 + 1 * 16 + 2
-    assert off[0, 8] == g.LBO_BYTES and off[8, 0] == g.SBO_BYTES
-    codes = np.arange(64 * 16, dtype=np.uint64).reshape(64, 16) * 7 % 65536
-    img = g.smem_image(codes, 16).view(np.uint8)
+@pytest.mark.parametrize("swizzle", [False, True])
+def test_smem_image_layout(swizzle):
+    off = g.kmajor_offsets(64, 64, 2, swizzle)                          # 64 rows x 128 bytes of fp16
+    assert sorted(off.ravel().tolist()) == list(range(0, 8192, 2))
+    if swizzle:                                                         # chunk 1 of row 9 -> chunk 1 ^ 1 = 0
+        assert off[9, 9] == 1024 + 1 * 128 + 0 * 16 + 2
+        assert off[3, 0] == 3 * 128 + 3 * 16                            # row 3, chunk 0 -> chunk 3
+    else:
+        assert off[9, 9] == 1024 + 1 * 128 + 1 * 16 + 2
+        assert off[0, 8] == g.CORE_BYTES and off[8, 0] == g.SLAB_BYTES
+    codes = np.arange(64 * 64, dtype=np.uint64).reshape(64, 64) * 7 % 65536
+    img = g.smem_image(codes, 16, swizzle).view(np.uint8)
     back = img[off].astype(np.uint64) | (img[off + 1].astype(np.uint64) << 8)
     assert np.array_equal(back, codes)
+    with pytest.raises(ValueError):
+        g.kmajor_offsets(8, 65, 2, swizzle)
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "tf32", "s8"])
+def test_wgmma_a_fragments_hold_each_warps_rows_per_k_slice(fmt):
+    bits = g.BITS[fmt]
+    k = 256 // bits                                                     # one 32-byte K slice
+    codes = (np.arange(64 * 4 * k, dtype=np.uint64).reshape(64, 4 * k) * 3) % (1 << bits)
+    frag = g.wgmma_a_fragments(codes, fmt)
+    assert frag.shape == (128, g.KSTEPS, 4)
+    amap = g.mma_a_map(fmt)
+    for tid, s in ((37, 2), (127, 3)):                                  # warp 1 lane 5; warp 3 lane 31
+        w, lane = divmod(tid, 32)
+        sub = codes[16 * w:16 * w + 16, s * k:(s + 1) * k]
+        want = g.pack_lanes(sub, amap, bits)[lane]
+        assert np.array_equal(frag[tid, s], want)
 
 
 # ---------------------------------------------------------------- the output check
@@ -292,8 +332,12 @@ def test_kernel_names_exist_in_the_sources():
             assert f"MMA_KERNEL({v.kernel}," in mma and f"MMA_ONLY_{v.kernel}" in mma
             assert v.ptx.split(".", 3)[3].split(".row")[0] in mma      # the shape is in the source
         else:
-            assert f"WGMMA_KERNEL({g.WGMMA_IDS[v.kernel]}, {v.kernel}," in wg
-    assert "#define LBO_BYTES 128" in wg and "#define SBO_BYTES 256" in wg
+            assert f"WGMMA_FORMS({v.kernel}, " in wg
+            assert f"WGMMA_ONLY == {g.WGMMA_IDS[v.kernel]}\nWGMMA_FORMS({v.kernel}," in wg
+    for form in g.WGMMA_FORMS:
+        assert f"NAME##_{form}, OP, {g.WGMMA_FORMS.index(form)})" in wg
+    assert "#define A_BYTES 8192" in wg and "#define B_BYTES 32768" in wg and "#define KSTEPS 4" in wg
+    assert f"#define KSTEPS {g.KSTEPS}" in wg
 
 
 # Real cuobjdump -sass excerpts (nvcc 13.0, encodings dropped): the timed loops of mma_sync.cu on sm_90,

@@ -459,15 +459,33 @@ def search(configs, rate_of: Callable) -> tuple[object, dict, dict]:
     return best, results, errors
 
 
-def geometry(v: Variant, cfg: tuple[int, int], sms: int, grid: int | None = None) -> tuple[int, int, int]:
-    """(grid, block, units) of a launch: units = warps (mma.sync) or warpgroups (wgmma) launched."""
-    block, per_sm = cfg
-    grid = grid or sms * per_sm
+def geometry(v: Variant, cfg: tuple, sms: int, grid: int | None = None) -> tuple[int, int, int]:
+    """(grid, block, units) of a launch: units = warps (mma.sync) or warpgroups (wgmma) launched.
+    A configuration is (threads per block, blocks per SM) for mma.sync, (form, blocks per SM) for wgmma."""
+    block = 128 if v.api == "wgmma" else cfg[0]
+    grid = grid or sms * cfg[1]
     return grid, block, grid * block // (32 if v.api == "mma_sync" else 128)
 
 
-def config_label(cfg: tuple[int, int]) -> str:
+def config_label(cfg: tuple) -> str:
+    if isinstance(cfg[0], str):
+        return f"{cfg[0]}, 128 threads x {cfg[1]} blocks/SM"
     return f"{cfg[0]} threads x {cfg[1]} blocks/SM"
+
+
+def kernel_name(v: Variant, cfg: tuple | None = None) -> str:
+    """The extern "C" function a configuration launches (wgmma.cu has one per operand form)."""
+    return f"{v.kernel}_{cfg[0]}" if v.api == "wgmma" else v.kernel
+
+
+def per_clock(ops_per_cta: float, per_sm: int, cycles: float) -> float:
+    """Operations per SM clock: the CTAs of one SM run side by side for ``cycles`` SM cycles."""
+    return ops_per_cta * per_sm / cycles
+
+
+def clock_mhz(cycles: np.ndarray, ns: np.ndarray) -> np.ndarray:
+    """The SM clock a launch ran at, from its clock64 cycles and globaltimer nanoseconds."""
+    return np.asarray(cycles, dtype=np.float64) / np.asarray(ns, dtype=np.float64) * 1e3
 
 
 def sass_flags(has_expected: bool | None, v: Variant) -> list[str]:
@@ -484,7 +502,7 @@ def _source_file(api: str) -> str:
 
 
 def _base_options(api: str) -> tuple[str, ...]:
-    return (f"-DCHAINS={CHAINS}",) if api == "mma_sync" else (f"-DUNROLL={UNROLL}",)
+    return (f"-DCHAINS={CHAINS}",) if api == "mma_sync" else ()
 
 
 def _isolate_options(v: Variant) -> tuple[str, ...]:
@@ -493,12 +511,20 @@ def _isolate_options(v: Variant) -> tuple[str, ...]:
     return (f"-DWGMMA_ONLY={WGMMA_IDS[v.kernel]}",)
 
 
+def _sass_options(v: Variant, cfg: tuple, extra: tuple[str, ...]) -> tuple[str, ...]:
+    """Options of the cubin whose SASS is read: wgmma compiles only the timed type and form (fast)."""
+    if v.api != "wgmma":
+        return extra
+    only = tuple(o for o in _isolate_options(v) if o not in extra)
+    return (*extra, *only, f"-DWGMMA_FORM={WGMMA_FORMS.index(cfg[0])}")
+
+
 _BROKEN: set[str] = set()     # sources whose all-variants module failed to compile in this process
 
 
-def _functions(v: Variant) -> tuple[object, tuple[str, ...]]:
-    """The compiled kernel of ``v`` and the extra NVRTC options used. One module holds every variant;
-    if it fails to compile, this variant is compiled alone so one bad form does not sink the rest."""
+def _module(v: Variant) -> tuple[object, tuple[str, ...]]:
+    """The compiled module holding ``v``'s kernels and the extra NVRTC options used. One module holds every
+    variant; if it fails to compile, this variant is compiled alone so one bad form does not sink the rest."""
     from hwprobe.kernels import load
 
     file, arch_specific = _source_file(v.api), v.api == "wgmma"
@@ -512,7 +538,7 @@ def _functions(v: Variant) -> tuple[object, tuple[str, ...]]:
     if mod is None:
         opts = opts + _isolate_options(v)
         mod = load(file, opts, arch_specific=arch_specific)
-    return mod.get_function(v.kernel), opts
+    return mod, opts
 
 
 @cache
@@ -551,33 +577,64 @@ def _median_time(fn: Callable[[], object], repeats: int = 2) -> float:
 
 
 class _Launcher:
-    """Device operands of one variant and launches for a configuration."""
+    """Device operands of one variant and launches for a configuration. wgmma launches also record their
+    CTA 0's SM cycles and nanoseconds, one slot per launch (``slots`` lists the slots in launch order)."""
 
-    def __init__(self, cp, v: Variant, fn, sms: int):
-        self.cp, self.v, self.fn, self.sms = cp, v, fn, sms
+    def __init__(self, cp, v: Variant, mod, sms: int):
+        self.cp, self.v, self.mod, self.sms = cp, v, mod, sms
         self.a, self.bt = inputs(v)
-        pa, pb = pack(v, self.a, self.bt)
-        self.a_dev, self.b_dev = cp.asarray(pa.ravel()), cp.asarray(pb.ravel())
+        self._operands: dict[str, tuple] = {}
+        self.clk = cp.zeros(2 * CLK_SLOTS, dtype=np.uint64)
+        self.slots: list[int] = []
 
-    def make(self, cfg: tuple[int, int], grid: int | None = None):
+    def operands(self, cfg: tuple):
+        form = cfg[0] if self.v.api == "wgmma" else ""
+        if form not in self._operands:
+            pa, pb = pack(self.v, self.a, self.bt, form) if form else pack(self.v, self.a, self.bt)
+            self._operands[form] = (self.cp.asarray(pa.ravel()), self.cp.asarray(pb.ravel()))
+        return self._operands[form]
+
+    def make(self, cfg: tuple, grid: int | None = None):
         """(launch(iters), units, output buffer) for ``cfg``."""
         grid, block, units = geometry(self.v, cfg, self.sms, grid)
-        fn = self.fn
+        fn = self.mod.get_function(kernel_name(self.v, cfg))
         regs = n_acc_regs(self.v) * (32 if self.v.api == "mma_sync" else 128)
         out = self.cp.zeros(units * regs, dtype=ACC_DTYPE[self.v.acc])
+        a_dev, b_dev = self.operands(cfg)
 
-        def launch(iters: int) -> None:
-            fn((grid,), (block,), (self.a_dev, self.b_dev, out, np.int32(iters)))
+        if self.v.api == "mma_sync":
+            def launch(iters: int) -> None:
+                fn((grid,), (block,), (a_dev, b_dev, out, np.int32(iters)))
+        else:
+            def launch(iters: int) -> None:
+                slot = len(self.slots) % CLK_SLOTS
+                self.slots.append(slot)
+                fn((grid,), (block,), (a_dev, b_dev, out, self.clk, np.int32(slot), np.int32(iters)))
 
         return launch, units, out
 
-    def rate(self, cfg: tuple[int, int], target_s: float) -> tuple[float, float]:
+    def cycles(self, last: int) -> tuple[np.ndarray, np.ndarray]:
+        """(SM cycles, nanoseconds) of the ``last`` launches (the device is synchronized first)."""
+        rec = self.cp.asnumpy(self.clk).reshape(CLK_SLOTS, 2).astype(np.float64)
+        idx = self.slots[-last:]
+        return rec[idx, 0], rec[idx, 1]
+
+    def rate(self, cfg: tuple, target_s: float) -> tuple[float, float]:
         launch, units, _ = self.make(cfg)
         iters = calibrate(lambda n: _median_time(partial(launch, n)), target_s)
         t = _median_time(partial(launch, iters), repeats=3)
         return units * ops_per_iteration(self.v) * iters / t, t / iters
 
-    def check(self, cfg: tuple[int, int]) -> None:
+    def per_clock_rate(self, cfg: tuple, iters: int) -> tuple[float, float]:
+        """wgmma: (operations per SM clock, seconds per iteration) of ``cfg``, checked first (a form whose
+        layout is wrong raises VerificationError and drops out of the search)."""
+        self.check(cfg)
+        launch, _, _ = self.make(cfg)
+        t = _median_time(partial(launch, iters), repeats=2)
+        cyc, _ = self.cycles(1)
+        return per_clock(ops_per_iteration(self.v) * iters, cfg[1], float(cyc[0])), t / iters
+
+    def check(self, cfg: tuple) -> None:
         launch, units, out = self.make(cfg, grid=2)
         launch(VERIFY_ITERS)
         got = unpack(self.v, self.cp.asnumpy(out), units)
@@ -589,40 +646,80 @@ def _info(ctx, v: Variant, note: str):
                        path="instruction", params={"instruction": v.ptx}, notes=[note])
 
 
-def _layout_note(v: Variant) -> str:
+FORM_NOTES = {
+    "ss_nosw": "A and B from shared memory (descriptors, K-major, no swizzle)",
+    "ss_sw128": "A and B from shared memory (descriptors, K-major, 128-byte swizzle)",
+    "rs_sw128": "A from registers, B from shared memory (descriptor, K-major, 128-byte swizzle)",
+}
+
+
+def _layout_note(v: Variant, cfg: tuple) -> str:
     if v.api == "mma_sync":
         return (f"{v.ptx}: A and B in registers (per-lane fragments loaded once), {CHAINS} independent "
                 "accumulator chains per warp; no memory traffic in the loop")
-    return (f"{v.ptx}: A and B from shared memory (matrix descriptors, K-major, no swizzle), accumulators in "
-            f"registers, {UNROLL} wgmma per commit group with one group in flight; no DRAM traffic in the loop")
+    return (f"{v.ptx}: {FORM_NOTES[cfg[0]]}, accumulators in registers, {KSTEPS} wgmma (K slices) per commit "
+            f"group with one group in flight, {cfg[1]} warpgroup(s) per SM; no DRAM traffic in the loop")
+
+
+def _search_wgmma(lau: _Launcher, quick: bool):
+    """Every (form, blocks/SM), scored by operations per SM clock (in-kernel clock64), so a power-cap
+    clock drop during the search cannot pick the wrong one. One calibration serves every configuration."""
+    first, _, _ = lau.make(WGMMA_CONFIGS[0])
+    iters = calibrate(lambda n: _median_time(partial(first, n)), SEARCH_S / 2 if quick else SEARCH_S)
+    return search(WGMMA_CONFIGS, lambda cfg: lau.per_clock_rate(cfg, iters))
+
+
+def _settle(launch, iters: int, seconds: float, per_launch_s: float) -> None:
+    """Run untimed until power and clock settle (the power-cap controller reacts within ~0.1-0.3 s)."""
+    import cupy as cp
+
+    for _ in range(max(1, int(seconds / max(per_launch_s, 1e-4)))):
+        launch(iters)
+    cp.cuda.get_current_stream().synchronize()
 
 
 def _measure(ctx, cp, v: Variant):
-    fn, extra = _functions(v)
-    lau = _Launcher(cp, v, fn, ctx.device.sms)
-    configs = MMA_CONFIGS if v.api == "mma_sync" else WGMMA_CONFIGS
-    search_s = SEARCH_S / 2 if ctx.quick else SEARCH_S
-    best, results, errors = search(configs, lambda cfg: lau.rate(cfg, search_s))
+    mod, extra = _module(v)
+    lau = _Launcher(cp, v, mod, ctx.device.sms)
+    if v.api == "mma_sync":
+        best, results, errors = search(MMA_CONFIGS, lambda cfg: lau.rate(cfg, SEARCH_S / 2 if ctx.quick else SEARCH_S))
+    else:
+        best, results, errors = _search_wgmma(lau, ctx.quick)
     target = TARGET_S_QUICK if ctx.quick else TARGET_S
     iters = iterations_for(results[best][1], target, lo=1, hi=MAX_ITERS)
     launch, units, _ = lau.make(best)
     grid, block, _ = geometry(v, best, ctx.device.sms)
-    notes = [_layout_note(v)]
+    notes = [_layout_note(v, best)]
     if v.precision == "fp8" and v.api == "mma_sync":
         notes.append("fp8 mma.sync needs PTX ISA 8.4+ (CUDA 12.4+) and sm_89+")
-    notes += [f"config {config_label(c)} could not run: {e}" for c, e in errors.items()]
-    line, has = sass_evidence(v, v.kernel, _nvrtc_options(ctx.device, v.api, extra))
+    notes += [f"config {config_label(c)} could not run or failed its check: {e}" for c, e in errors.items()]
+    function = kernel_name(v, best)
+    line, has = sass_evidence(v, function, _nvrtc_options(ctx.device, v.api, _sass_options(v, best, extra)))
     notes.append(line)
     params = {
-        "instruction": v.ptx, "shape": v.shape_name, "kernel": v.kernel, "grid": grid, "block": block, "iters": iters,
+        "instruction": v.ptx, "shape": v.shape_name, "kernel": function, "grid": grid, "block": block, "iters": iters,
         "units": units, "per_unit_iteration_ops": ops_per_iteration(v),
-        "instructions_per_iteration": CHAINS if v.api == "mma_sync" else UNROLL,
-        "search": {config_label(c): r for c, (r, _) in results.items()},
+        "instructions_per_iteration": CHAINS if v.api == "mma_sync" else KSTEPS,
     }
+    if v.api == "mma_sync":
+        params["search"] = {config_label(c): r for c, (r, _) in results.items()}
+    else:
+        params["form"], params["blocks_per_sm"] = best
+        params["search_ops_per_clk_per_sm"] = {config_label(c): r for c, (r, _) in results.items()}
+        _settle(launch, iters, SETTLE_S_QUICK if ctx.quick else SETTLE_S, results[best][1] * iters)
     ctx.log(f"{v.metric}: {config_label(best)}, {iters} iterations per launch")
     m = ctx.measure(v.metric, partial(launch, iters), work=float(units * ops_per_iteration(v) * iters), unit=v.unit,
                     kind="compute", check=partial(lau.check, best), precision=v.metric_precision,
                     exec_unit="tensor_core", path="instruction", params=params, notes=notes)
+    if v.api == "wgmma" and m.samples_s:
+        cyc, ns = lau.cycles(len(m.samples_s))
+        mhz = clock_mhz(cyc, ns)
+        m.params["kernel_sm_mhz"] = [round(float(x), 1) for x in mhz]
+        m.params["ops_per_clk_per_sm"] = float(np.median(per_clock(ops_per_iteration(v) * iters, best[1], cyc)))
+        nvml = m.clocks.sm_mhz if m.clocks else None
+        m.notes.append(f"SM clock over the timed launches (clock64 / globaltimer of CTA 0): median "
+                       f"{float(np.median(mhz)):.0f} MHz (min {float(mhz.min()):.0f}); NVML median: {nvml} MHz; "
+                       f"{m.params['ops_per_clk_per_sm']:.0f} ops per SM clock")
     flags = sass_flags(has, v)
     if flags:
         m.flags += flags
@@ -634,8 +731,8 @@ def _run(ctx, api: str, precisions):
     cc = (ctx.device.cc_major, ctx.device.cc_minor)
     cp = None
     for prec in precisions:
-        reason = skip_reason(api, prec, cc)
         for v in variants(api, prec):
+            reason = variant_skip_reason(v, cc)
             if reason:
                 ctx.log(f"{v.metric}: skipped: {reason}")
                 yield _info(ctx, v, f"skipped: {reason}")
