@@ -194,7 +194,7 @@ def test_mma_maps_match_the_ptx_isa_tables():
     # m8n8k4 f64, lane 13 = (3, 1): A (g, t), B (t, g), C (g, 2t + i)
     assert tuple(g.mma_a_map("f64")[13, 0]) == (3, 1)
     assert tuple(g.mma_b_map("f64")[13, 0]) == (1, 3)
-    assert [tuple(x) for x in g.mma_c_map("f64")[13]] == [(3, 2), (3, 3)]
+    assert [tuple(x) for x in g.mma_c_map("f64", 8)[13]] == [(3, 2), (3, 3)]
     assert _covers_once(g.mma_a_map("f64"), 8, 4) and _covers_once(g.mma_c_map("f64", 8), 8, 8)
     # m16n8k16 f64 (PTX ISA: a_i at (g + 8*(i%2), t + 4*(i//2)), b_i at (t + 4i, g), c as m16n8)
     assert _covers_once(g.mma_a_map("f64", 16), 16, 16) and _covers_once(g.mma_b_map("f64", 16), 16, 8)
@@ -263,7 +263,7 @@ def test_wgmma_a_fragments_hold_each_warps_rows_per_k_slice(fmt):
 def _fake_kernel_output(v, d, units):
     """What a correct kernel writes: the inverse of unpack (the accumulator layout, then the store order)."""
     regs = g.n_acc_regs(v)
-    dmap = g.wgmma_d_map() if v.api == "wgmma" else g.mma_c_map(v.in_fmt)
+    dmap = g.wgmma_d_map() if v.api == "wgmma" else g.mma_c_map(v.in_fmt, v.shape[0])
     vals = np.broadcast_to(d[dmap[..., 0], dmap[..., 1]], (units, *dmap.shape[:2]))
     if v.acc == "f16":
         vals = np.ascontiguousarray(vals.astype(np.float16)).view(np.uint32)
@@ -436,6 +436,23 @@ class _FakeCupy:
     def zeros(n, dtype):
         return np.zeros(n, dtype)
 
+    class cuda:  # noqa: N801 (CuPy's name)
+        @staticmethod
+        def get_current_stream():
+            class _Stream:
+                def synchronize(self):
+                    pass
+            return _Stream()
+
+
+class _FakeModule:
+    def __init__(self, kernel):
+        self.kernel, self.names = kernel, []
+
+    def get_function(self, name):
+        self.names.append(name)
+        return self.kernel
+
 
 def _simulated(monkeypatch, wrong_metric=None):
     import sys
@@ -444,19 +461,22 @@ def _simulated(monkeypatch, wrong_metric=None):
 
     monkeypatch.setitem(sys.modules, "cupy", _FakeCupy())
 
-    def functions(v):
+    def module(v):
         a, bt = g.inputs(v)
 
         def kernel(grid, block, args):
-            out, iters = args[2], int(args[3])
+            out, iters = args[2], int(args[-1])
             units = grid[0] * block[0] // (32 if v.api == "mma_sync" else 128)
-            count = iters * (g.CHAINS if v.api == "mma_sync" else g.UNROLL)
+            count = iters * (g.CHAINS if v.api == "mma_sync" else 1)
             want = g.reference(a, bt, count + (v.metric == wrong_metric))
             out[:] = _fake_kernel_output(v, want, units)
+            if v.api == "wgmma":                # 512 SM cycles per iteration at 1980 MHz
+                clk, slot = args[3], int(args[4])
+                clk[2 * slot], clk[2 * slot + 1] = 512 * iters, round(512 * iters / 1.98)
 
-        return kernel, (f"-DCHAINS={g.CHAINS}",)
+        return _FakeModule(kernel), (f"-DCHAINS={g.CHAINS}",) if v.api == "mma_sync" else ()
 
-    monkeypatch.setattr(g, "_functions", functions)
+    monkeypatch.setattr(g, "_module", module)
     # one launch: 10 us + 1 us per iteration (a partial(launch, iters) is what gets timed)
     monkeypatch.setattr(g, "_median_time", lambda fn, repeats=2: 1e-5 + 1e-6 * fn.args[0])
     monkeypatch.setattr(hwprobe.timing, "time_cuda", lambda fn, warmup=2, repeats=10: [1e-3 * (1 + i % 2)
@@ -505,6 +525,11 @@ def test_wgmma_end_to_end_on_a_simulated_gpu(monkeypatch):
         assert m.params["block"] == 128 and m.params["units"] == m.params["grid"]
         assert m.work == m.params["units"] * g.ops_per_iteration(g.variants("wgmma")[0]) * m.params["iters"] * (
             {"fp16": 1, "bf16": 1, "tf32": 0.5}.get(m.precision, 2))
+        assert set(m.params["search_ops_per_clk_per_sm"]) == {g.config_label(c) for c in g.WGMMA_CONFIGS}
+        assert m.params["kernel"] == g.kernel_name(next(v for v in g.VARIANTS if v.metric == m.metric),
+                                                   (m.params["form"], 1))
+        assert m.params["kernel_sm_mhz"] and all(abs(x - 1980) < 1 for x in m.params["kernel_sm_mhz"])
+        assert any("SM clock over the timed launches" in n for n in m.notes)
 
 
 def test_a_failing_point_becomes_an_info_measurement(monkeypatch):
@@ -515,7 +540,7 @@ def test_a_failing_point_becomes_an_info_measurement(monkeypatch):
     def broken(v):
         raise RuntimeError("nvrtc: error: something")
 
-    monkeypatch.setattr(g, "_functions", broken)
+    monkeypatch.setattr(g, "_module", broken)
     ctx = ProbeContext(target="gpu", device=_gpu((9, 0)), sampler=NullSampler(), probe_name="gpu.wgmma")
     out = list(g.run_wgmma(ctx, precisions=("tf32", "int8")))
     assert [(m.kind, m.notes) for m in out] == [("info", ["error: RuntimeError: nvrtc: error: something"])] * 2

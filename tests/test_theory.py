@@ -123,3 +123,19 @@ def test_every_arch_names_known_precisions():
         for unit in th.UNITS:
             assert set(facts.get(unit, {})) <= set(th.PRECISION_ORDER), (arch, unit)
         assert facts["cuda_core"]["fp32"] in (64, 128)
+
+
+def test_attach_prefers_the_kernels_own_clock():
+    from hwprobe.device import GpuInfo
+    from hwprobe.measurement import ClockSummary, Measurement
+    from hwprobe.specs import device_theory
+
+    gpu = GpuInfo(index=0, name="NVIDIA H200", cc_major=9, cc_minor=0, sms=132, l2_bytes=60 << 20,
+                  mem_bytes=141 << 30, mem_clock_mhz=3201, bus_width_bits=6016, sm_clock_max_mhz=1980)
+    m = Measurement(probe="gpu.wgmma", metric="fp16.tensor_core.wgmma", kind="compute", value=900e12,
+                    unit="FLOP/s", precision="fp16", exec_unit="tensor_core", path="instruction",
+                    clocks=ClockSummary(sm_mhz=1980, sm_mhz_max=1980), params={"kernel_sm_mhz": [1740, 1750, 1760]})
+    device_theory(gpu).attach(m)
+    assert m.theory.clock_mhz == 1750
+    assert m.theory.at_clock == pytest.approx(132 * 2048 * 2 * 1750e6)
+    assert m.valid

@@ -616,7 +616,7 @@ class _Launcher:
     def cycles(self, last: int) -> tuple[np.ndarray, np.ndarray]:
         """(SM cycles, nanoseconds) of the ``last`` launches (the device is synchronized first)."""
         rec = self.cp.asnumpy(self.clk).reshape(CLK_SLOTS, 2).astype(np.float64)
-        idx = self.slots[-last:]
+        idx = self.slots[-last:] if last else []
         return rec[idx, 0], rec[idx, 1]
 
     def rate(self, cfg: tuple, target_s: float) -> tuple[float, float]:
@@ -711,8 +711,8 @@ def _measure(ctx, cp, v: Variant):
     m = ctx.measure(v.metric, partial(launch, iters), work=float(units * ops_per_iteration(v) * iters), unit=v.unit,
                     kind="compute", check=partial(lau.check, best), precision=v.metric_precision,
                     exec_unit="tensor_core", path="instruction", params=params, notes=notes)
-    if v.api == "wgmma" and m.samples_s:
-        cyc, ns = lau.cycles(len(m.samples_s))
+    cyc, ns = lau.cycles(len(m.samples_s)) if v.api == "wgmma" else ((), ())
+    if len(cyc) and float(np.min(ns)) > 0:
         mhz = clock_mhz(cyc, ns)
         m.params["kernel_sm_mhz"] = [round(float(x), 1) for x in mhz]
         m.params["ops_per_clk_per_sm"] = float(np.median(per_clock(ops_per_iteration(v) * iters, best[1], cyc)))

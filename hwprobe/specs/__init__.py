@@ -286,6 +286,15 @@ class DeviceTheory:
         c = m.clocks
         sm_clk = c.sm_mhz if c else None
         sm_top = (c.sm_mhz_max or c.sm_mhz) if c else None
+        kernel_mhz = m.params.get("kernel_sm_mhz")
+        if kernel_mhz:
+            # The kernel timed its own SM clock (clock64 over %globaltimer) across the timed launches: the
+            # true average clock, where NVML's 10 ms samples include readings from before a power-cap drop.
+            vals = kernel_mhz if isinstance(kernel_mhz, list) else [kernel_mhz]
+            sm_clk = float(sorted(vals)[len(vals) // 2])
+            sm_top = max([*vals, sm_top or 0.0])
+            if c is not None:
+                m.notes.append(f"theory uses the in-kernel SM clock {sm_clk:.0f} MHz (NVML median {c.sm_mhz} MHz)")
         if m.kind == "compute" and m.precision and m.exec_unit and m.unit in ("FLOP/s", "OP/s"):
             sparse = bool(m.params.get("sparse")) or m.params.get("sparsity") == "2:4"
             t = self.compute(m.precision, m.exec_unit, sm_clk, sparse=sparse)
