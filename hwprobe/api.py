@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -85,6 +86,7 @@ def run(device: str | None = None, suite: str | None = None, out: str | Path | N
     sampler = _sampler(dev)
     ms: list[Measurement] = []
     failed: list[str] = []
+    probe_seconds: dict[str, float] = {}   # wall time per probe, compile included: the suites' budgets
     interrupted = False
     reg = probes.registry()
 
@@ -105,6 +107,7 @@ def run(device: str | None = None, suite: str | None = None, out: str | Path | N
                 on_probe(entry.probe, i, len(s.entries))
             ctx = probes.ProbeContext(target=s.target, device=dev, sampler=sampler, probe_name=entry.probe,
                                       quick=quick)
+            t0 = time.perf_counter()
             try:
                 for m in reg[entry.probe].func(ctx, **entry.params):
                     keep(m)
@@ -118,12 +121,15 @@ def run(device: str | None = None, suite: str | None = None, out: str | Path | N
                 keep(Measurement(probe=entry.probe, metric=f"{entry.probe}.error", kind="info", value=0.0,
                                  unit="", flags=[f"error: {type(e).__name__}: {e}"],
                                  notes=[traceback.format_exc(limit=6)]))
+            finally:
+                probe_seconds[entry.probe] = round(time.perf_counter() - t0, 2)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         sampler.close()
         writer.close()
     env["finished"] = not interrupted
+    env["probe_seconds"] = probe_seconds
     writer.write_json(ENVIRONMENT, env)
     prof = Profile.from_measurements(dev.to_dict(), ms, environment=env, partial=interrupted)
     for text in theory.disagreements():

@@ -72,6 +72,10 @@ def run(device, suite, out, precisions, quick, as_json, quiet) -> None:
         from hwprobe import report
 
         report.render(res.profile, _console())
+    secs = res.profile.environment.get("probe_seconds", {})
+    if secs and not quiet:
+        err.print("probe wall times: " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items())
+                  + f"; total {sum(secs.values()):.1f} s")
     err.print(f"results: {res.results_dir}")
     if res.interrupted:
         err.print("interrupted: partial profile written with what was measured")

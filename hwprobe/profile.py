@@ -62,7 +62,9 @@ class Ceiling:
         return cls(
             value=m.value, unit=m.unit, metric=m.metric, probe=m.probe,
             theory_at_clock=t.at_clock if t else None, theory_at_max_clock=t.at_max_clock if t else None,
-            datasheet=t.datasheet if t else None, clock_mhz=c.sm_mhz if c else None,
+            datasheet=t.datasheet if t else None,
+            # compute: the SM clock theory used (the kernel's own where it timed one); memory: the SM clock
+            clock_mhz=t.clock_mhz if (m.kind == "compute" and t and t.clock_mhz) else (c.sm_mhz if c else None),
             power_w=c.power_w if c else None, throttle_reasons=list(c.throttle_reasons) if c else [],
             energy_per_unit_j=m.energy_per_op_j, basis=t.basis if t else "",
             params=m.params, notes=list(m.notes),

@@ -20,7 +20,7 @@ for step in "$@"; do
       python3 -c "import nvmath; print('nvmath', nvmath.__version__)" 2>&1 | tail -1
       python3 -m hwprobe list devices; python3 -m hwprobe specs ;;
     tests)
-      log "pytest -m gpu"; timeout ${TEST_TIMEOUT:-300} python3 -m pytest -m gpu -x -q -p no:cacheprovider tests 2>&1 | tee "$OUT/work/pytest-gpu.log" | tail -40 ;;
+      log "pytest -m gpu"; timeout ${TEST_TIMEOUT:-300} python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$OUT/work/pytest-gpu.log" | tail -40 ;;
     run:*)
       s=${step#run:}; log "hwprobe run --suite $s"
       start=$(date +%s%N)
