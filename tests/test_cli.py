@@ -98,3 +98,31 @@ def test_plot_writes_a_png(tmp_path, profile_file):
     r = hw("plot", str(profile_file.parent), "-o", str(tmp_path / "r.png"))
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_ctrl_c_mid_run_keeps_a_partial_profile(tmp_path):
+    """A real SIGINT after the first measurement: exit 130, and the profile holds what finished."""
+    import signal
+    import time
+
+    from hwprobe.profile import load_profile
+
+    suite = tmp_path / "s.toml"
+    suite.write_text('target = "cpu"\n[[probes]]\nprobe = "cpu.fma"\nprecisions = ["fp64"]\n'
+                     '[[probes]]\nprobe = "cpu.stream"\nops = ["triad"]\nmin_bytes_per_array = 1500000000\n')
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "hwprobe", "run", "--device", "cpu", "--suite", str(suite),
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:                      # wait for the first measurement on disk
+        lines = list(out.glob("*/measurements.jsonl"))
+        if lines and lines[0].read_text().count("\n") >= 1:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    prof = load_profile(next(out.glob("*/profile.json")))
+    assert prof.partial is True
+    assert "fp64" in prof.compute and not prof.memory
