@@ -626,8 +626,9 @@ class _MockLt:
     matmul_heuristic_result_dtype = np.dtype([("algo", np.uint64, (8,)), ("workspace_size", np.uint64),
                                               ("state", np.int32), ("waves_count", np.float32), ("pad", np.int32, 4)])
 
-    def __init__(self, ignore_trans=False, algos=3):
+    def __init__(self, ignore_trans=False, algos=3, reject=()):
         self.objs, self.next, self.ignore_trans, self.algos, self.destroyed = {}, 100, ignore_trans, algos, []
+        self.reject = set(reject)       # algo ids whose matmul fails (the library rejects them)
         self.destroy = self.matmul_desc_destroy = self.matrix_layout_destroy = self.destroyed.append
         self.matmul_preference_destroy = self.destroyed.append
 
@@ -664,6 +665,7 @@ class _MockLt:
         self.objs[pref][attr] = int(np.frombuffer((ctypes.c_char * size).from_address(ptr), dtype=np.uint64)[0])
 
     def matmul_algo_get_heuristic(self, h, desc, la, lb, lc, ld, pref, limit, res_ptr, count_ptr):
+        self.limit = limit
         res = np.frombuffer((ctypes.c_char * (limit * self.matmul_heuristic_result_dtype.itemsize))
                             .from_address(res_ptr), dtype=self.matmul_heuristic_result_dtype)
         for i in range(self.algos):
@@ -673,6 +675,8 @@ class _MockLt:
 
     def matmul(self, h, desc, alpha, a, la, b, lb, beta, c, lc, d, ld, algo, ws, ws_size, stream):
         self.ran.append(ctypes.c_uint64.from_address(algo).value)
+        if self.ran[-1] in self.reject:
+            raise RuntimeError("CUBLAS_STATUS_NOT_SUPPORTED")
         d_ = self.objs[desc]
         scalar = np.dtype(gc.SCALAR_FOR_COMPUTE[d_["compute"]])
         assert np.frombuffer((ctypes.c_char * scalar.itemsize).from_address(alpha), dtype=scalar)[0] == 1
@@ -700,7 +704,7 @@ class _EventCp(_FakeCp):
         def synchronize(self):
             pass
 
-    cuda = SimpleNamespace(Event=_Event, get_current_stream=lambda: SimpleNamespace(ptr=5),
+    cuda = SimpleNamespace(Event=_Event, get_current_stream=lambda: SimpleNamespace(ptr=5, synchronize=lambda: None),
                            get_elapsed_time=lambda a, b: float(10 - _EventCp.lt.ran[-1]))
 
 
@@ -723,6 +727,21 @@ def test_lt_gemm_descriptors_autotune_and_check(key):
     assert g.check(rows=6) <= gc.tolerance(key, g.k)
     g.close()
     assert len(lt.destroyed) == 6                    # handle, desc, 3 layouts, preference
+
+
+def test_lt_gemm_autotune_interleaves_rounds_and_drops_rejected_algos():
+    from hwprobe.probes import gpu_fp8
+
+    lt = _MockLt(algos=5, reject={9})
+    g = _lt_gemm(lt)
+    assert lt.limit == gpu_fp8.LT_GEMM_ALGOS == 32            # the heuristic is asked for 32 candidates
+    assert g.best == 4 and lt.ran[-1] == 11 and set(g.timings) == {0, 1, 3, 4}
+    assert set(g.rejected) == {"2"} and "NOT_SUPPORTED" in g.rejected["2"]
+    assert g.params(SimpleNamespace(reps=1, graph=True, fallback=""))["rejected_algos"] == g.rejected
+    timed = lt.ran[5:-1]                                      # after one warm-up per candidate: rounds
+    assert timed == [7, 8, 10, 11] * gpu_fp8.AUTOTUNE_ITERATIONS
+    with pytest.raises(RuntimeError, match="rejected all"):
+        _lt_gemm(_MockLt(algos=2, reject={7, 8}))
 
 
 def test_lt_gemm_check_catches_ignored_transposes():
@@ -760,12 +779,18 @@ def test_run_gemm_runs_ceilings_first_then_the_sweep(monkeypatch):
                                                                           value=value, **kw))
     ms = list(gpu_gemm.run_gemm(ctx, precisions=("fp32", "fp16", "int8"), sizes=(1024, 8192)))
     got = {m.metric: m for m in ms}
-    assert order[:4] == ["fp16.tensor_core.cublas.f32acc.n8192", "fp16.tensor_core.cublas.f32acc.nn.tensor_op.n8192",
-                         "fp16.tensor_core.cublas.f32acc.tn.n8192", "fp16.tensor_core.cublas.f32acc.tn.tensor_op.n8192"]
-    assert order[4] == "fp16.tensor_core.cublas.f32acc.tn.tensor_op.n16384"       # the best config, larger
-    assert order.index("lt.fp16.16384") < order.index("frameworks") < order.index("int8.tensor_core.cublas.tn.n8192")
-    assert order.index("int8.tensor_core.cublas.tn.n16384") < order.index("lt.int8.16384")
-    assert [p["n"] for p in got["int8.tensor_core.cublas.tn"].params["curve"]] == [1024, 8192, 16384]
+    # INT8 first (most power per clock: it loses most to a hot card), its extra sizes, then its big size
+    assert order[:4] == ["int8.tensor_core.cublas.tn.n8192", "int8.tensor_core.cublas.tn.n6144",
+                         "int8.tensor_core.cublas.tn.n12288", "int8.tensor_core.cublas.tn.n16384"]
+    assert order[4] == "int8.cublas.nn.n8192" and "int8.cublas.nn.n6144" not in order
+    assert order[5:9] == ["lt.int8.16384", "lt.int8.12288", "lt.int8.8192", "lt.int8.6144"]
+    fp16 = "fp16.tensor_core.cublas.f32acc"
+    assert order[9:13] == [f"{fp16}.n8192", f"{fp16}.nn.tensor_op.n8192", f"{fp16}.tn.n8192",
+                           f"{fp16}.tn.tensor_op.n8192"]
+    assert order[13] == "fp16.tensor_core.cublas.f32acc.tn.tensor_op.n16384"       # the best config, larger
+    assert order.index("lt.fp16.16384") < order.index("frameworks")
+    assert "lt.fp16.12288" not in order
+    assert [p["n"] for p in got["int8.tensor_core.cublas.tn"].params["curve"]] == [1024, 6144, 8192, 12288, 16384]
     assert "int8.cublas.nn.n16384" not in order and "fp32.cuda_core.cublas.nn.n16384" not in order
     assert order.index("fp32.cuda_core.cublas.n8192") < order.index("fp16.tensor_core.cublas.f32acc.n1024")
     ceil = got["fp16.tensor_core.cublas.f32acc"]
@@ -773,3 +798,33 @@ def test_run_gemm_runs_ceilings_first_then_the_sweep(monkeypatch):
     assert [p["n"] for p in ceil.params["curve"]] == [1024, 8192]
     assert got["int8.tensor_core.cublaslt"].value == 16384.0 and got["fp16.tensor_core.cublaslt"].kind == "compute"
     assert got["pitfall.int8_vs_fp16"].params["size"] == 8192
+
+
+def test_int8_extra_sizes():
+    assert gc.int8_extra_sizes((12288, 6144, 8192), [1024, 8192], [16384], quick=False) == [6144, 12288]
+    assert gc.int8_extra_sizes((6144, 12288), [1024, 2048], [], quick=True) == []
+
+
+def test_build_runner_skips_capture_where_the_binding_refuses_it():
+    from hwprobe.probes.gpu_gemm import build_runner
+
+    sim = _SimGpu(2e-6, fail_capture=True)
+    r = build_runner(sim, sim.call, graph_unavailable="CuPy's cublas refuses stream capture")
+    assert not r.graph and r.fallback == "CuPy's cublas refuses stream capture" and sim.captured is None
+    assert r.notes[0].startswith("no CUDA graph: CuPy's cublas")
+
+
+def test_nvmath_cublas_adapter_sets_the_workspace_after_every_stream_change():
+    from hwprobe.probes.gpu_gemm import NvmathCublas
+
+    calls = []
+    mod = SimpleNamespace(set_stream=lambda h, s: calls.append(("stream", h, s)),
+                          set_workspace=lambda h, p, n: calls.append(("ws", h, p, n)),
+                          gemm_ex=lambda *a: calls.append(("gemm", len(a))),
+                          get_math_mode=lambda h: 3, set_math_mode=lambda h, m: calls.append(("math", m)),
+                          get_pointer_mode=lambda h: 0, set_pointer_mode=lambda h, m: calls.append(("ptr", m)))
+    b = NvmathCublas(mod, 1000, 32 << 20)
+    b.setStream(7, 42)
+    b.gemmEx(*range(19))
+    assert calls == [("stream", 7, 42), ("ws", 7, 1000, 32 << 20), ("gemm", 19)]
+    assert b.getMathMode(7) == 3 and b.getPointerMode(7) == 0

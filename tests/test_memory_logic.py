@@ -98,17 +98,82 @@ def test_dram_kernel_names_match_templates():
 
     names = d.all_kernel_names()
     src = source("memory.cu")
-    for base in ("stream_read", "stream_write", "stream_copy", "stream_scale", "stream_triad"):
+    for base in ("stream_read", "stream_write", "stream_copy", "stream_scale", "stream_triad", "tma_stream"):
         assert re.search(rf"__global__ void __launch_bounds__\(1024\) {base}\(", src)
         assert any(n.startswith(base + "<") for n in names)
     assert d.kernel_name("read", 4, 2) == "stream_read<4, 2>"
     assert d.kernel_name("write", 8, 0, 1) == "stream_write<8, 1>"
     assert d.kernel_name("triad", 2, 3, 1) == "stream_triad<2, 3, 1>"
-    assert len(names) == len(set(names)) == len(d.UNROLLS) * (4 + 2 + 3 * 6)
+    assert d.kernel_name("copy", 8, 1, 1, 1) == "stream_copy<8, 1, 1, 1>"
+    assert d.kernel_name("scale", 2, 3, 2) == "stream_scale<2, 3, 2, 0>"
+    assert d.tma_kernel_name("copy") == "tma_stream<0>" and d.tma_kernel_name("scale") == "tma_stream<1>"
+    rw = len(d.RW_HINTS)
+    # read 4 hints, write 2, triad rw, copy/scale rw each plus the warp-contiguous flavour at the burst unroll
+    want = len(d.UNROLLS) * (4 + 2 + 3 * rw) + 2 * rw + 2
+    assert len(names) == len(set(names)) == want
     assert "#define FOR_TILES" in src and src.count("FOR_TILES(t)") == 6   # the macro + 5 kernels
-    # hints 0..2 have explicit branches, 3 is the final else; stores: 0 explicit, 1 the else
-    assert all(f"LH == {lh}" in src for lh in (0, 1, 2)) and "SH == 0" in src
-    assert set(d.LOAD_HINT_NAMES) == set(d.READ_HINTS) and set(d.STORE_HINT_NAMES) == set(d.WRITE_HINTS)
+    # hints 0..2 have explicit branches, 3 is the final else; stores: 0 and 1 explicit, 2 the else
+    assert all(f"LH == {lh}" in src for lh in (0, 1, 2)) and "SH == 0" in src and "SH == 1" in src
+    assert set(d.LOAD_HINT_NAMES) == set(d.READ_HINTS)
+    assert set(d.STORE_HINT_NAMES) == {sh for _, sh in d.RW_HINTS} | set(d.WRITE_HINTS)
+    assert f"#define TMA_MAX_STAGES {d.TMA_MAX_STAGES}" in src
+
+
+def _vec_at(u, w, unroll, block, thread):
+    """Mirror of vec_at in memory.cu (offset inside one tile)."""
+    if w == 0:
+        return thread + u * block
+    return (thread // 32) * 32 * unroll + u * 32 + thread % 32
+
+
+@pytest.mark.parametrize("w", [0, 1])
+def test_dram_tile_offsets_cover_the_tile_once(w):
+    unroll, block = 8, 256
+    offs = [_vec_at(u, w, unroll, block, t) for t in range(block) for u in range(unroll)]
+    assert sorted(offs) == list(range(block * unroll))
+    if w == 1:  # a warp's accesses form one contiguous 32 * unroll vector (4 KiB) burst
+        warp0 = sorted(_vec_at(u, 1, unroll, block, t) for t in range(32) for u in range(unroll))
+        assert warp0 == list(range(32 * unroll))
+
+
+def test_dram_burst_and_tma_shapes():
+    from hwprobe.probes import gpu_dram as d
+
+    bursts = d.burst_shapes(132, lambda block, unroll: 2048 // block)
+    assert any(s["warp"] == 1 for s in bursts) and all(s["unroll"] == d.BURST_UNROLL for s in bursts)
+    assert all(s["grid"] == 132 * s["blocks_per_sm"] for s in bursts if s["blocks_per_sm"])
+    tma = d.tma_shapes("copy", 132, 228 << 10, 227 << 10)
+    assert tma and all(s["layout"] == "tma" and s["block"] == 32 for s in tma)
+    for s in tma:
+        assert s["blocks_per_sm"] * (s["chunk_bytes"] * s["stages"] + d.SMEM_RESERVED) <= 228 << 10
+        assert 2 <= s["stages"] <= d.TMA_MAX_STAGES and s["chunk_bytes"] % 16 == 0
+        assert s["grid"] == 132 * s["blocks_per_sm"]
+    assert all(s["block"] == 256 for s in d.tma_shapes("scale", 132, 228 << 10, 227 << 10))
+    assert len(d.tma_shapes("copy", 132, 100 << 10, 99 << 10)) < len(tma)   # smaller shared memory, fewer fit
+    assert d.tma_shapes("copy", 132, 0, 0) == []
+
+
+@pytest.mark.parametrize("nbytes,chunk,grid",
+                         [(1 << 30, 16 << 10, 396), (64 << 20, 32 << 10, 132), (1 << 21, 8 << 10, 1000)])
+def test_dram_tma_geometry_covers_every_chunk_once(nbytes, chunk, grid):
+    from hwprobe.probes import gpu_dram as d
+
+    nchunks, per_block = d.tma_geometry(nbytes, chunk, grid)
+    assert nchunks * chunk == nbytes
+    seen = [i for bid in range(grid) for i in range(bid * per_block, min(bid * per_block + per_block, nchunks))]
+    assert seen == list(range(nchunks))
+    with pytest.raises(ValueError):
+        d.tma_geometry(nbytes + 16, chunk, grid)
+
+
+def test_dram_finalists_rank_verified_records():
+    from hwprobe.probes import gpu_dram as d
+
+    recs = [{"layout": "flat", "gbps": 4100.0}, {"layout": "tma", "error": "VerificationError: 5 of 9"},
+            {"layout": "contiguous", "gbps": 4200.0}, {"layout": "grid_stride", "gbps": 3900.0}]
+    assert [r["layout"] for r in d.finalists(recs, 2)] == ["contiguous", "flat"]
+    assert d.finalists([{"error": "x"}], 2) == []
+    assert d.median([3.0, 1.0, 2.0]) == 2.0 and d.median([4.0, 1.0]) == 2.5
 
 
 def test_dram_shapes_cover_layouts_and_occupancy():

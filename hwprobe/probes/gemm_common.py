@@ -438,6 +438,18 @@ def plan_top(sizes: Sequence[int], big_sizes: Sequence[int], quick: bool) -> tup
     return top, big
 
 
+def int8_extra_sizes(int8_sizes: Sequence[int], sweep: Sequence[int], big: Sequence[int], quick: bool) -> list[int]:
+    """INT8 sizes tried beside the sweep and the big sizes (none under quick), ascending.
+
+    Near the power cap the best INT8 rate can sit at a size below the largest: more tiles per SM help,
+    more power per tile does not.
+    """
+    if quick:
+        return []
+    taken = set(sweep) | set(big)
+    return sorted({int(n) for n in int8_sizes if n > 0 and n not in taken})
+
+
 def lt_plan(lt_sizes: Sequence[int], sweep: Sequence[int], quick: bool) -> list[int]:
     """cuBLASLt sizes, largest first (the ceiling runs before the GPU heats); the sweep's largest under quick."""
     if quick:

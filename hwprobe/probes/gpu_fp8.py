@@ -6,7 +6,9 @@ CuPy has no FP8 dtype and no cuBLASLt binding. Two routes, both autotuned untime
   exact in both FP8 formats, so the float64 reference of the sampled rows is exact.
 - ``LtGemm``: raw cuBLASLt (nvmath.bindings.cublasLt) for INT8, which nvmath's Matmul does not accept.
   It reuses gpu_gemm's column-major operand sets, check and CUDA-graph runner, with the TN layout
-  (A transposed) that INT8 tensor-core (IMMA) kernels need; the fastest of the heuristic's algorithms wins.
+  (A transposed) that INT8 tensor-core (IMMA) kernels need; the fastest of up to 32 heuristic algorithms
+  wins. (The COL32/COL4 IMMA orders serve Turing/Ampere kernels; Hopper's INT8 kernels take plain
+  column-major TN, s8 x s8 -> s32.)
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ MATMUL_TYPES = {"fp16": ("float16", None, "fp16.f32acc"), "bf16": ("bfloat16", N
                 "tf32": ("float32", gc.COMPUTE_32F_FAST_TF32, "tf32")}
 AUTOTUNE_ITERATIONS = 3
 LT_ALGOS = 8            # heuristic algorithms autotuned (nvmath's default plan limit)
+LT_GEMM_ALGOS = 32      # raw cuBLASLt (INT8): ask the heuristic for more; each runs a few times, interleaved
 LT_WORKSPACE = 32 << 20
 
 
@@ -197,9 +200,13 @@ def lt_layouts(v: gc.GemmVariant, m: int, n: int, k: int) -> tuple[tuple[int, in
 class LtGemm(CublasGemm):
     """CublasGemm's operands and check, multiplied by cublasLtMatmul with the fastest heuristic algorithm.
 
-    The algorithm is chosen untimed: each of up to LT_ALGOS heuristic candidates runs AUTOTUNE_ITERATIONS
-    times on operand set 0 and the lowest median wins (what nvmath's Matmul.autotune does).
+    The algorithm is chosen untimed: each of up to LT_GEMM_ALGOS heuristic candidates runs
+    AUTOTUNE_ITERATIONS times on operand set 0, in interleaved rounds so that a clock falling under the
+    power cap penalizes no candidate more than another, and the lowest median wins. Candidates the library
+    rejects at their first run are dropped. cublasLtMatmul (nvmath's binding) can be captured in a graph.
     """
+
+    graph_unavailable = ""
 
     def __init__(self, env, v: gc.GemmVariant, m: int, n: int, k: int, *, lt=None, **kw):
         super().__init__(env, v, m, n, k, **kw)
@@ -231,35 +238,48 @@ class LtGemm(CublasGemm):
         pref = self._keep(lt.matmul_preference_destroy, lt.matmul_preference_create())
         _set_attr(lt.matmul_preference_set_attribute, lt.get_matmul_preference_attribute_dtype, pref,
                   lt.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES, LT_WORKSPACE)
-        self.heur = np.zeros(LT_ALGOS, dtype=lt.matmul_heuristic_result_dtype)
+        self.heur = np.zeros(LT_GEMM_ALGOS, dtype=lt.matmul_heuristic_result_dtype)
         count = np.zeros(1, dtype=np.int32)
-        lt.matmul_algo_get_heuristic(self.h, self.desc, self.la, self.lb, self.lc, self.lc, pref, LT_ALGOS,
+        lt.matmul_algo_get_heuristic(self.h, self.desc, self.la, self.lb, self.lc, self.lc, pref, LT_GEMM_ALGOS,
                                      self.heur.ctypes.data, count.ctypes.data)
         usable = [i for i in range(int(count[0]))
                   if int(self.heur["state"][i]) == 0 and int(self.heur["workspace_size"][i]) <= LT_WORKSPACE]
         if not usable:
             raise RuntimeError(f"cuBLASLt heuristic found no algorithm for {v.key} {v.layout}")
+        self.timings, self.rejected = self._autotune(usable)
+        if not self.timings:
+            raise RuntimeError(f"cuBLASLt rejected all {len(usable)} heuristic algorithms: {self.rejected}")
         self.algorithms = len(usable)
-        self.timings = {i: self._time_algo(i) for i in usable}
         self.best = min(self.timings, key=self.timings.get)
         self.algo_ptr = self._algo_ptr(self.best)
 
     def _algo_ptr(self, i: int) -> int:
         return self.heur.ctypes.data + i * self.heur.itemsize + self.heur.dtype.fields["algo"][1]
 
-    def _time_algo(self, i: int) -> float:
+    def _time_call(self, ptr: int) -> float:
         cp = self.env.cp
-        ptr = self._algo_ptr(i)
-        self._matmul(ptr, 0)                                   # warm-up (and the error, if it has one)
-        times = []
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        self._matmul(ptr, 0)
+        stop.record()
+        stop.synchronize()
+        return cp.cuda.get_elapsed_time(start, stop) * 1e-3
+
+    def _autotune(self, usable: list[int]) -> tuple[dict[int, float], dict[str, str]]:
+        """({heuristic index: median seconds}, {index: error} for candidates that failed their warm-up)."""
+        ok, rejected = [], {}
+        for i in usable:
+            try:
+                self._matmul(self._algo_ptr(i), 0)          # warm-up (and the error, if it has one)
+                ok.append(i)
+            except Exception as e:
+                rejected[str(i)] = f"{type(e).__name__}: {e}"
+        self.env.cp.cuda.get_current_stream().synchronize()
+        times: dict[int, list[float]] = {i: [] for i in ok}
         for _ in range(AUTOTUNE_ITERATIONS):
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
-            self._matmul(ptr, 0)
-            stop.record()
-            stop.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, stop))
-        return float(np.median(times)) * 1e-3
+            for i in ok:
+                times[i].append(self._time_call(self._algo_ptr(i)))
+        return {i: float(np.median(t)) for i, t in times.items()}, rejected
 
     def _matmul(self, algo_ptr: int, i: int) -> None:
         a, b, c = self.ops[i]
@@ -275,8 +295,10 @@ class LtGemm(CublasGemm):
 
     def params(self, runner) -> dict:
         p = super().params(runner)
-        p.update(api="cublasLtMatmul (nvmath.bindings)", algo=f"heuristic #{self.best} of {self.algorithms}",
-                 autotune_s={str(i): t for i, t in self.timings.items()}, workspace_bytes=LT_WORKSPACE)
+        p.update(api="cublasLtMatmul", binding="nvmath.bindings.cublasLt",
+                 algo=f"heuristic #{self.best} of {self.algorithms}",
+                 autotune_s={str(i): t for i, t in self.timings.items()}, workspace_bytes=LT_WORKSPACE,
+                 **({"rejected_algos": self.rejected} if self.rejected else {}))
         return p
 
     def close(self) -> None:

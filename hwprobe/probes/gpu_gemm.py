@@ -1,4 +1,4 @@
-"""cuBLAS GEMM ceilings per precision (CuPy's gemmEx binding), the size sweep, alignment and the INT8 pitfall.
+"""cuBLAS GEMM ceilings per precision (gemmEx), the size sweep, alignment and the INT8 pitfall.
 
 These are the library-path ceilings a performance engineer compares with: what cuBLAS delivers per
 precision, how the rate grows with size ("bigger operators run more efficiently"), what an odd size
@@ -11,7 +11,9 @@ precision runs first, since the 700 W power cap lowers the clock as the GPU heat
 clock is kept in the ceiling's params.
 
 Timing: one sample is a CUDA graph of ``reps`` GEMMs lasting >= ~5 ms, so launch overhead is out even at
-1024^3 (a 2 us kernel). Operand sets rotate when one set would sit in L2. Every point is checked against a
+1024^3 (a 2 us kernel). gemmEx is called through nvmath-python's cuBLAS binding on a handle of its own:
+CuPy's binding refuses stream capture. Without nvmath, samples fall back to Python loops, flagged.
+Operand sets rotate when one set would sit in L2. Every point is checked against a
 float64 product of sampled rows, outside the timed region.
 """
 
@@ -43,35 +45,96 @@ FP32_UNIT_NOTE = ("FP32 without TF32 has no tensor-core path on this GPU: cuBLAS
 
 
 # --- environment -----------------------------------------------------------------------------------------
+WORKSPACE_BYTES = 32 << 20      # cuBLAS workspace on Hopper (set explicitly: nothing is allocated during capture)
+
+
 @dataclass
 class CublasEnv:
     cp: Any
-    cublas: Any
+    cublas: Any         # CuPy-style names (gemmEx, setStream, getMathMode...): CuPy's module or NvmathCublas
     handle: int
     l2_bytes: int
+    binding: str = "cupy.cuda.cublas"
+    graph_unavailable: str = ""     # why CUDA graphs cannot hold this binding's calls ("" = they can)
+
+
+class NvmathCublas:
+    """nvmath-python's cuBLAS binding under CuPy's method names, on a handle of its own.
+
+    CuPy's cublas wrappers refuse to run during stream capture; nvmath's call cuBLAS directly, so gemmEx
+    can be captured in a CUDA graph. setStream resets the handle's workspace to the default pool, so the
+    explicit workspace is set again after every stream change.
+    """
+
+    def __init__(self, mod, workspace_ptr: int, workspace_bytes: int):
+        self.mod, self.ws, self.ws_bytes = mod, workspace_ptr, workspace_bytes
+
+    def getMathMode(self, h: int) -> int:       # noqa: N802 - CuPy's names
+        return self.mod.get_math_mode(h)
+
+    def setMathMode(self, h: int, mode: int) -> None:     # noqa: N802
+        self.mod.set_math_mode(h, mode)
+
+    def getPointerMode(self, h: int) -> int:    # noqa: N802
+        return self.mod.get_pointer_mode(h)
+
+    def setPointerMode(self, h: int, mode: int) -> None:  # noqa: N802
+        self.mod.set_pointer_mode(h, mode)
+
+    def setStream(self, h: int, stream: int) -> None:     # noqa: N802
+        self.mod.set_stream(h, stream)
+        self.mod.set_workspace(h, self.ws, self.ws_bytes)
+
+    def gemmEx(self, *args) -> None:            # noqa: N802
+        self.mod.gemm_ex(*args)
+
+
+_NVMATH: dict[int, tuple[NvmathCublas, int, Any]] = {}    # device id -> (binding, handle, workspace buffer)
+
+
+def _nvmath_cublas(cp) -> tuple[NvmathCublas, int]:
+    """One nvmath cuBLAS handle (and workspace) per device for the process: probes share it."""
+    dev = cp.cuda.Device().id
+    if dev not in _NVMATH:
+        from nvmath.bindings import cublas as mod
+
+        ws = cp.empty(WORKSPACE_BYTES, dtype=cp.uint8)
+        handle = mod.create()
+        blas = NvmathCublas(mod, ws.data.ptr, WORKSPACE_BYTES)
+        blas.setStream(handle, cp.cuda.get_current_stream().ptr)
+        _NVMATH[dev] = (blas, handle, ws)
+    blas, handle, _ = _NVMATH[dev]
+    return blas, handle
 
 
 def cublas_env(ctx) -> CublasEnv:
+    """cuBLAS through nvmath's binding (CUDA-graph capturable); CuPy's binding, without graphs, if it fails."""
     try:
         import cupy as cp
     except Exception as e:
         raise Skip(f"CuPy not importable: {e}") from None
+    l2 = int(getattr(ctx.device, "l2_bytes", 0) or 50 << 20)
+    try:
+        blas, handle = _nvmath_cublas(cp)
+        return CublasEnv(cp, blas, handle, l2, binding="nvmath.bindings.cublas")
+    except Exception as e:
+        reason = (f"nvmath.bindings.cublas unusable ({type(e).__name__}: {e}); CuPy's cublas refuses stream "
+                  f"capture, so samples are Python loops of gemmEx calls")
     try:
         from cupy_backends.cuda.libs import cublas
     except ImportError:
         from cupy.cuda import cublas
-    handle = cp.cuda.device.get_cublas_handle()
-    l2 = int(getattr(ctx.device, "l2_bytes", 0) or 50 << 20)
-    return CublasEnv(cp, cublas, handle, l2)
+    return CublasEnv(cp, cublas, cp.cuda.device.get_cublas_handle(), l2, graph_unavailable=reason)
 
 
 @contextlib.contextmanager
 def cublas_mode(env: CublasEnv, math_mode: int):
-    """Set the handle's math mode and host pointer mode for a block, and restore both after."""
+    """Set the handle's math mode, host pointer mode and stream for a block, and restore the modes after."""
     cb, h = env.cublas, env.handle
     old_math, old_ptr = cb.getMathMode(h), cb.getPointerMode(h)
     cb.setMathMode(h, math_mode)
     cb.setPointerMode(h, gc.POINTER_MODE_HOST)
+    cb.setStream(h, env.cp.cuda.get_current_stream().ptr)
     try:
         yield
     finally:
@@ -128,6 +191,7 @@ class Runner:
     per_call_s: float
     host_per_call_s: float
     notes: list[str]
+    fallback: str = ""      # why a sample that should have been a graph is a Python loop ("" = no fallback)
 
     @property
     def launch_bound(self) -> bool:
@@ -183,10 +247,11 @@ def _time_once(cp, fn: Callable[[], object]) -> float:
 
 def build_runner(cp, call: Callable[[int], None], sets: int = 1, *, graph: bool = True,
                  set_stream: Callable[[int], None] | None = None, target_s: float = TARGET_S,
-                 max_reps: int = MAX_REPS) -> Runner:
+                 max_reps: int = MAX_REPS, graph_unavailable: str = "") -> Runner:
     """Size a sample to ``target_s`` of GPU time and capture it as a CUDA graph (Python loop if that fails).
 
     Calls that each last over a quarter of the target run as a plain loop: launch overhead is noise there.
+    ``graph_unavailable`` (a reason) skips the capture attempt where the binding is known to refuse it.
     """
     for i in range(2):
         call(i % sets)
@@ -196,7 +261,11 @@ def build_runner(cp, call: Callable[[int], None], sets: int = 1, *, graph: bool 
         per_call, host = _pilot(cp, call, sets, 8)
     reps = iterations_for(per_call, target_s, lo=1, hi=max_reps)
     notes: list[str] = []
-    if graph and per_call < target_s / 4:
+    fallback = ""
+    if graph and per_call < target_s / 4 and graph_unavailable:
+        fallback = graph_unavailable
+        notes.append(f"no CUDA graph: {graph_unavailable}")
+    elif graph and per_call < target_s / 4:
         try:
             g = _capture(cp, call, sets, reps, set_stream)
             g.launch()
@@ -209,13 +278,15 @@ def build_runner(cp, call: Callable[[int], None], sets: int = 1, *, graph: bool 
                           notes=notes)
         except Exception as e:
             cp.cuda.get_current_stream().synchronize()
-            notes.append(f"CUDA graph capture failed ({type(e).__name__}: {e}); timed a Python loop")
+            fallback = f"CUDA graph capture failed ({type(e).__name__}: {e})"
+            notes.append(f"{fallback}; timed a Python loop")
 
     def loop() -> None:
         for i in range(reps):
             call(i % sets)
 
-    r = Runner(fn=loop, reps=reps, graph=False, per_call_s=per_call, host_per_call_s=host, notes=notes)
+    r = Runner(fn=loop, reps=reps, graph=False, per_call_s=per_call, host_per_call_s=host, notes=notes,
+               fallback=fallback)
     if r.launch_bound:
         r.notes.append(f"launch-bound: issuing a call takes {host * 1e6:.1f} us on the host vs "
                        f"{per_call * 1e6:.1f} us on the GPU: the rate understates the GPU")
@@ -266,7 +337,8 @@ class CublasGemm:
         return {"m": self.m, "n": self.n, "k": self.k, "layout": v.layout, "compute_type": COMPUTE_NAMES[v.compute],
                 "math_mode": v.math, "a_type": v.ab_type, "c_type": v.c_type, "reps": runner.reps,
                 "operand_sets": self.sets, "cuda_graph": runner.graph, "api": "cublasGemmEx",
-                "algo": gc.ALGO_NAMES.get(v.algo, v.algo)}
+                "binding": self.env.binding, "algo": gc.ALGO_NAMES.get(v.algo, v.algo),
+                **({"graph_fallback": runner.fallback} if runner.fallback else {})}
 
 
 def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int, *, metric: str, kind: str,
@@ -281,7 +353,8 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
     with cublas_mode(env, v.math):
         g = (gemm_cls or CublasGemm)(env, v, m, n, k)
         try:
-            runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream)
+            runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream,
+                                  graph_unavailable=getattr(g, "graph_unavailable", env.graph_unavailable))
             err: dict = {}
 
             def check() -> None:
@@ -412,8 +485,9 @@ def _unit_for(ctx, v: gc.GemmVariant) -> tuple[str, str]:
     return v.exec_unit, ""
 
 
-# The ceilings users compare first run first, before the GPU heats up and the power cap lowers the clock.
-PRIORITY = ("fp16", "bf16", "int8", "tf32", "fp64", "fp32")
+# Ceilings run before the GPU heats up and the 700 W cap lowers the clock. INT8 first: it draws the most
+# power per clock, so it loses the most to a hot card (run 2: 1440 MHz when it ran after FP16/BF16).
+PRIORITY = ("int8", "fp16", "bf16", "tf32", "fp64", "fp32")
 BIG_SIZE_KEYS = ("fp16.f32acc", "fp16.f16acc", "bf16", "int8.tn", "tf32")   # variants also tried above the sweep
 LT_PRECISIONS = ("fp16", "bf16", "int8", "tf32")                           # cuBLASLt paths (gpu_fp8)
 
@@ -424,14 +498,17 @@ LT_PRECISIONS = ("fp16", "bf16", "int8", "tf32")                           # cuB
        precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"))
 def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), sizes=(1024, 2048, 4096, 8192),
              check_rows=16, frameworks=("cupy", "torch"), layouts=("NN", "TN"), tensor_op=True, big_sizes=(16384,),
-             lt_sizes=(8192, 16384)):
+             lt_sizes=(8192, 16384), int8_sizes=(6144, 12288)):
     """Phase 1, per precision in PRIORITY order: the top sweep size, the other layouts/algos there, the best
-    configuration at ``big_sizes``, and cuBLASLt (autotuned) at ``lt_sizes``; cupy/torch matmul right after
-    FP16/BF16. Phase 2: the rest of the size sweep (the efficiency curve). Then the ceilings and the pitfall.
+    configuration at ``big_sizes`` (INT8 also at ``int8_sizes``: its rate/power optimum can sit below the
+    largest size), and cuBLASLt (autotuned) at ``lt_sizes`` (+ ``int8_sizes`` for INT8); cupy/torch matmul
+    right after FP16/BF16. Phase 2: the rest of the size sweep (the efficiency curve). Then the ceilings and
+    the pitfall.
     """
     env = cublas_env(ctx)
     plan = gc.plan_sizes(sizes, ctx.quick)
     top, big = gc.plan_top(plan, big_sizes, ctx.quick)
+    int8_extra = gc.int8_extra_sizes(int8_sizes, plan, big, ctx.quick)
     order = sorted(precisions, key=lambda p: PRIORITY.index(p) if p in PRIORITY else len(PRIORITY))
     points: dict[str, list[Measurement]] = {}    # variant key -> all its points (sweep, layouts, algos, sizes)
     sweeps: dict[str, list[Measurement]] = {}    # variant key -> its size sweep (own layout, default algo)
@@ -464,15 +541,17 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
                       for c in gc.gemm_candidates(v, layouts, tensor_op)]
             yield from (m for m, _ in tried)
             ran = [(m, c) for m, c in tried if c is not None and m.valid]
-            if big and ran and v.key in BIG_SIZE_KEYS:
+            more = (int8_extra if v.key == "int8.tn" else []) + (big if v.key in BIG_SIZE_KEYS else [])
+            if more and ran:
                 best = max(ran, key=lambda t: t[0].value)[1]
-                for n in big:       # the variant's own configuration keeps its sweep name and joins the curve
+                for n in more:      # the variant's own configuration keeps its sweep name and joins the curve
                     own = best == v
                     yield run_point(best, n, f"{v.metric}.n{n}" if own else best.candidate_metric(n), sweep=own)[0]
         if prec in LT_PRECISIONS:
             from hwprobe.probes.gpu_fp8 import lt_points
 
-            for m in lt_points(ctx, env, prec, gc.lt_plan(lt_sizes, plan, ctx.quick), check_rows):
+            lt_n = gc.lt_plan(tuple(lt_sizes) + (tuple(int8_extra) if prec == "int8" else ()), plan, ctx.quick)
+            for m in lt_points(ctx, env, prec, lt_n, check_rows):
                 if m.kind != "info":
                     lt.setdefault(prec, []).append(m)
                 yield m
