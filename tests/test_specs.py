@@ -284,10 +284,24 @@ def test_attach_marks_value_above_theory_invalid():
     assert ok.theory.at_clock == pytest.approx(132 * 2048 * 2 * 1755e6)
     assert ok.theory.clock_mhz == 1755
     assert ok.theory.datasheet == pytest.approx(989.5 * T)
-    too_high = measurement(1100 * T, sm_mhz=1755, sm_mhz_max=1800)      # 1.03 x theory at 1800 = 1002 T
+    too_high = measurement(1150 * T, sm_mhz=1755, sm_mhz_max=1800)      # above 1.03 x theory at 1980 = 1103 T
     dt.attach(too_high)
     assert not too_high.valid
     assert too_high.flags and too_high.flags[0].startswith("above_theory:")
+
+
+def test_attach_names_a_lagging_nvml_clock():
+    # above theory at every NVML reading (1.03 x 1800 MHz = 1002 T) but possible at the 1980 MHz max clock:
+    # NVML's clock lags short probes, so theory moves to the max clock and the measurement says why
+    dt = specs.device_theory(h200())
+    m = measurement(1050 * T, sm_mhz=1755, sm_mhz_max=1800)
+    dt.attach(m)
+    assert m.valid and m.flags == ["clock_lag"]
+    assert m.theory.at_clock == pytest.approx(132 * 2048 * 2 * 1980e6)
+    assert "needs at least 1942 MHz" in m.notes[-1]
+    k = measurement(1050 * T, sm_mhz=1755, sm_mhz_max=1800, params={"kernel_sm_mhz": [1700.0]})
+    dt.attach(k)                                       # the kernel timed its own clock: no excuse, invalid
+    assert not k.valid
 
 
 def test_attach_uses_highest_sampled_clock_as_the_bound():

@@ -712,11 +712,14 @@ def _measure(ctx, cp, v: Variant):
                     kind="compute", check=partial(lau.check, best), precision=v.metric_precision,
                     exec_unit="tensor_core", path="instruction", params=params, notes=notes)
     cyc, ns = lau.cycles(len(m.samples_s)) if v.api == "wgmma" else ((), ())
-    if len(cyc) and float(np.min(ns)) > 0:
+    t = np.asarray(m.samples_s, dtype=float)[-len(cyc):] if len(cyc) else np.zeros(0)
+    ok = (np.asarray(cyc) > 0) & (np.asarray(ns) > 0)   # drop a slot no launch wrote (never a clock of 0)
+    cyc, ns, t = np.asarray(cyc)[ok], np.asarray(ns)[ok], t[ok] if len(t) == len(ok) else t
+    if len(cyc) and len(t) == len(cyc):
         # The clock each timed launch ran at: CTA 0's clock64 cycles over the launch's CUDA-event time. The
         # event timer is precise where %globaltimer ticks coarsely (about +-2% per 10 ms launch on an H200),
         # and since the event window holds the whole loop, this never overstates the clock.
-        mhz = np.asarray(cyc, dtype=float) / np.asarray(m.samples_s, dtype=float) / 1e6
+        mhz = cyc / t / 1e6
         gt_mhz = clock_mhz(cyc, ns)
         m.params["kernel_sm_mhz"] = [round(float(x), 1) for x in mhz]
         m.params["globaltimer_sm_mhz"] = [round(float(x), 1) for x in gt_mhz]

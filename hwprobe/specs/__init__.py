@@ -297,19 +297,36 @@ class DeviceTheory:
                 m.notes.append(f"theory uses the in-kernel SM clock {sm_clk:.0f} MHz (NVML median {c.sm_mhz} MHz)")
         if m.kind == "compute" and m.precision and m.exec_unit and m.unit in ("FLOP/s", "OP/s"):
             sparse = bool(m.params.get("sparse")) or m.params.get("sparsity") == "2:4"
-            t = self.compute(m.precision, m.exec_unit, sm_clk, sparse=sparse)
-            top = self.compute(m.precision, m.exec_unit, sm_top, sparse=sparse) if t and sm_top else t
+
+            def at(clk):
+                return self.compute(m.precision, m.exec_unit, clk, sparse=sparse)
         elif m.kind == "memory" and m.level and m.unit == "B/s":
             level = _LEVEL_ALIASES.get(m.level, m.level)
-            clk = (c.mem_mhz if level == "dram" else sm_clk) if c else None
-            t = self.memory(level, clk)
-            top = self.memory(level, sm_top) if t and level in ("shared", "l1") and sm_top else t
+            if level == "dram":
+                sm_clk = c.mem_mhz if c else None   # DRAM theory follows the memory clock, not the SM clock
+                sm_top = sm_clk
+
+            def at(clk):
+                return self.memory(level, clk)
         else:
             return
+        t = at(sm_clk)
         if t is None:
             return
+        top = at(sm_top) if sm_top else t
         m.theory = t
         bound = max(x for x in (t.at_clock, top.at_clock if top else None) if x is not None)
+        at_max = at(None)
+        if (m.value > ABOVE_THEORY * bound and not kernel_mhz and sm_clk and at_max and at_max.at_clock
+                and m.value <= ABOVE_THEORY * at_max.at_clock):
+            # Faster than theory at NVML's clock, within theory at the max clock: NVML's clock reading lags
+            # (by ~100 ms on Hopper) and this probe has no clock of its own, so the max clock is the bound.
+            needed = sm_clk * m.value / t.at_clock
+            m.flags.append("clock_lag")
+            m.notes.append(f"NVML read {sm_clk:.0f} MHz, but this rate needs at least {needed:.0f} MHz: NVML's "
+                           f"clock reading lags short probes, so theory here uses the max clock")
+            m.theory = at_max
+            return
         if m.value > ABOVE_THEORY * bound:
             m.valid = False
             m.flags.append(f"above_theory: {_si(m.value, m.unit)} > 1.03 x {_si(bound, m.unit)} ({t.basis})")

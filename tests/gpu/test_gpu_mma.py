@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 from hwprobe.probes import gpu_mma as g
@@ -30,7 +31,7 @@ def _run(factory, name, func):
 
 def _check_points(dev, out, api):
     cc = (dev.cc_major, dev.cc_minor)
-    assert [m.metric for m in out] == [v.metric for v in g.variants(api)]
+    assert sorted(m.metric for m in out) == sorted(v.metric for v in g.variants(api))
     for m in out:
         v = next(x for x in g.VARIANTS if x.metric == m.metric)
         reason = g.variant_skip_reason(v, cc)
@@ -68,7 +69,9 @@ def test_wgmma_quick(gpu_ctx_factory):
         print(f"  {m.metric}: {per_clk:.1%} of peak per SM clock, form {m.params['form']}, "
               f"{m.params['blocks_per_sm']} CTA/SM, kernel clock {m.params['kernel_sm_mhz']}")
         assert 0.90 <= per_clk <= 1.01, f"{m.metric}: {per_clk:.1%} of peak per SM clock"
-        if m.precision in ("fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8") and clock:
+        kernel_mhz = [x for x in m.params["kernel_sm_mhz"] if x > 0]
+        if m.precision in ("fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8") and kernel_mhz:
+            # the target: >= 90% of peak x the measured clock (the kernel's own; NVML's lags ~100 ms)
+            clock = float(np.median(kernel_mhz))
             at_clock = dev.sms * clock * 1e6 * peak_per_clk
-            # 85% at the NVML clock leaves room for the sampler's median (the per-clock check is the strict one)
-            assert m.value >= 0.85 * at_clock, f"{m.metric}: {m.value / at_clock:.0%} of peak at {clock} MHz"
+            assert m.value >= 0.90 * at_clock, f"{m.metric}: {m.value / at_clock:.0%} of peak at {clock} MHz"
