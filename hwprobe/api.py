@@ -12,7 +12,7 @@ from hwprobe import suites as suites_mod
 from hwprobe.device import GpuInfo, select
 from hwprobe.errors import InputError, Skip
 from hwprobe.measurement import PRECISIONS, Measurement
-from hwprobe.profile import Profile
+from hwprobe.profile import Profile, validate_dict
 from hwprobe.results import ENVIRONMENT, PROFILE, ResultsWriter, environment, new_run_dir, write_table
 
 
@@ -134,6 +134,10 @@ def run(device: str | None = None, suite: str | None = None, out: str | Path | N
     prof = Profile.from_measurements(dev.to_dict(), ms, environment=env, partial=interrupted)
     for text in theory.disagreements():
         prof.findings.append({"probe": "specs", "metric": "datasheet_vs_device", "text": text})
+    try:  # a profile that fails its own schema is a bug; keep the data and say so rather than lose it
+        validate_dict(prof.to_dict(), "the new profile")
+    except InputError as e:
+        prof.errors.append({"probe": "profile", "metric": "schema", "error": str(e)})
     prof.save(run_dir / PROFILE)
     write_table(run_dir, ms)
     return RunResult(prof, run_dir, ms, failed, interrupted, s.name, notice)

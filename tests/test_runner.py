@@ -104,3 +104,24 @@ def test_unwritable_out(tmp_path):
     blocker.write_text("x")
     with pytest.raises(InputError, match="cannot write results"):
         api.run("cpu", _suite(tmp_path, "test.skip"), blocker / "sub")
+
+
+def test_a_swinging_clock_never_yields_a_profile_that_fails_its_schema(tmp_path):
+    """NVML's clock can read low while a probe runs fast (it lags); the profile must still validate."""
+    from hwprobe.device import GpuInfo
+    from hwprobe.measurement import ClockSummary, Measurement
+    from hwprobe.profile import Profile, validate_dict
+    from hwprobe.specs import device_theory
+
+    gpu = GpuInfo(index=0, name="NVIDIA H200", cc_major=9, cc_minor=0, sms=132, l2_bytes=60 << 20,
+                  mem_bytes=141 << 30, mem_clock_mhz=3201, bus_width_bits=6016, sm_clock_max_mhz=1980)
+    theory = device_theory(gpu)
+    ms = []
+    for value, med, top in ((126e12, 1470, 1900), (57.6e12, 1620, 1620), (33.4e12, 1980, 1980)):
+        m = Measurement(probe="t", metric=f"int8.{value}", kind="compute", value=value, unit="OP/s",
+                        precision="int8" if value > 1e14 else "fp64", exec_unit="cuda_core" if value > 1e14
+                        else "tensor_core", path="library", clocks=ClockSummary(sm_mhz=med, sm_mhz_max=top))
+        theory.attach(m)
+        ms.append(m)
+    assert all(m.valid for m in ms)
+    validate_dict(Profile.from_measurements(gpu.to_dict(), ms).to_dict())

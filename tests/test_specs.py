@@ -309,7 +309,8 @@ def test_attach_uses_highest_sampled_clock_as_the_bound():
     m = measurement(960 * T, sm_mhz=1700, sm_mhz_max=1980)   # above 1.03 x median-clock theory, below max
     dt.attach(m)
     assert m.valid
-    assert m.theory.at_clock == pytest.approx(132 * 2048 * 2 * 1700e6)
+    assert m.theory.at_clock == pytest.approx(132 * 2048 * 2 * 1980e6)     # never a ratio above 1.03
+    assert "clock varied" in m.notes[-1]
 
 
 def test_attach_memory_cpu_and_sparse():

@@ -313,13 +313,19 @@ class DeviceTheory:
         t = at(sm_clk)
         if t is None:
             return
-        top = at(sm_top) if sm_top else t
         m.theory = t
-        bound = max(x for x in (t.at_clock, top.at_clock if top else None) if x is not None)
+        if m.value <= ABOVE_THEORY * t.at_clock:
+            return
+        top = at(sm_top) if sm_top else None
+        if top and m.value <= ABOVE_THEORY * top.at_clock:
+            # the clock moved during the window: the highest clock sampled explains the rate
+            m.theory = top
+            m.notes.append(f"the SM clock varied during the probe (median {sm_clk:.0f}, max {sm_top:.0f} MHz): "
+                           "theory at the highest clock sampled")
+            return
         at_max = at(None)
-        if (m.value > ABOVE_THEORY * bound and not kernel_mhz and sm_clk and at_max and at_max.at_clock
-                and m.value <= ABOVE_THEORY * at_max.at_clock):
-            # Faster than theory at NVML's clock, within theory at the max clock: NVML's clock reading lags
+        if not kernel_mhz and sm_clk and at_max and at_max.at_clock and m.value <= ABOVE_THEORY * at_max.at_clock:
+            # Faster than theory at every NVML reading, within theory at the max clock: NVML's clock reading lags
             # (by ~100 ms on Hopper) and this probe has no clock of its own, so the max clock is the bound.
             needed = sm_clk * m.value / t.at_clock
             m.flags.append("clock_lag")
@@ -327,9 +333,9 @@ class DeviceTheory:
                            f"clock reading lags short probes, so theory here uses the max clock")
             m.theory = at_max
             return
-        if m.value > ABOVE_THEORY * bound:
-            m.valid = False
-            m.flags.append(f"above_theory: {_si(m.value, m.unit)} > 1.03 x {_si(bound, m.unit)} ({t.basis})")
+        bound = max(x.at_clock for x in (t, top) if x is not None)
+        m.valid = False
+        m.flags.append(f"above_theory: {_si(m.value, m.unit)} > 1.03 x {_si(bound, m.unit)} ({t.basis})")
 
     # ------------------------------------------------------------------------------------ tables
     def _pairs(self) -> list[tuple[str, str]]:
