@@ -15,6 +15,8 @@ from hwprobe.measurement import PRECISIONS, Measurement
 from hwprobe.profile import Profile, validate_dict
 from hwprobe.results import ENVIRONMENT, PROFILE, ResultsWriter, environment, new_run_dir, write_table
 
+ENERGY_WINDOW_S = 1.2   # seconds per compute measurement, so the NVML energy counter gives J/op
+
 
 @dataclass
 class RunResult:
@@ -66,7 +68,7 @@ def _filter_precisions(entries, wanted: set[str]):
 
 
 def run(device: str | None = None, suite: str | None = None, out: str | Path | None = None, *,
-        precisions: tuple[str, ...] | None = None, quick: bool = False,
+        precisions: tuple[str, ...] | None = None, quick: bool = False, energy: bool | None = None,
         on_measurement: Callable[[Measurement], None] | None = None,
         on_probe: Callable[[str, int, int], None] | None = None) -> RunResult:
     """Measure ``suite`` on ``device`` (None: GPU 0 if present, else the CPU) and write ``out/<run>/``.
@@ -78,6 +80,8 @@ def run(device: str | None = None, suite: str | None = None, out: str | Path | N
     from hwprobe import probes, specs
 
     dev, s, notice = plan(device, suite, precisions)
+    if energy is None:  # joules per op need >= 1 s windows: on for GPU runs (NVML), off for quick runs
+        energy = isinstance(dev, GpuInfo) and not quick
     run_dir = new_run_dir(out, dev.name if isinstance(dev, GpuInfo) else dev.model)
     writer = ResultsWriter(run_dir)
     env = environment(dev, s.name)
@@ -106,7 +110,7 @@ def run(device: str | None = None, suite: str | None = None, out: str | Path | N
             if on_probe:
                 on_probe(entry.probe, i, len(s.entries))
             ctx = probes.ProbeContext(target=s.target, device=dev, sampler=sampler, probe_name=entry.probe,
-                                      quick=quick)
+                                      quick=quick, energy_window_s=ENERGY_WINDOW_S if energy else 0.0)
             t0 = time.perf_counter()
             try:
                 for m in reg[entry.probe].func(ctx, **entry.params):

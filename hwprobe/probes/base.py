@@ -73,6 +73,7 @@ class ProbeContext:
     log: Callable[[str], None] = field(default=lambda msg: None)
     warmup: int = 2
     repeats: int = 10
+    energy_window_s: float = 0.0              # > 0: compute measurements run at least this long (energy/op)
 
     def _time(self, fn: Callable[[], object], warmup: int, repeats: int) -> list[float]:
         from hwprobe.timing import time_cuda, time_host
@@ -103,6 +104,11 @@ class ProbeContext:
         repeats = (max(3, self.repeats // 2) if self.quick else self.repeats) if repeats is None else repeats
         with self.sampler.window() as win:
             samples = self._time(fn, warmup, repeats)
+            if kind == "compute" and self.energy_window_s > 0:
+                # A compute ceiling also gets joules per operation: keep sampling until the window is long
+                # enough for the energy counter (it steps every ~0.1 s), bounded in count.
+                while sum(samples) < self.energy_window_s and len(samples) < 4000:
+                    samples += self._time(fn, 0, repeats)
         st = Stats.of(samples)
         m = Measurement(
             probe=self.probe_name, metric=metric, kind=kind, unit=unit,

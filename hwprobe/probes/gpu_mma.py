@@ -711,7 +711,7 @@ def _measure(ctx, cp, v: Variant):
     m = ctx.measure(v.metric, partial(launch, iters), work=float(units * ops_per_iteration(v) * iters), unit=v.unit,
                     kind="compute", check=partial(lau.check, best), precision=v.metric_precision,
                     exec_unit="tensor_core", path="instruction", params=params, notes=notes)
-    cyc, ns = lau.cycles(len(m.samples_s)) if v.api == "wgmma" else ((), ())
+    cyc, ns = lau.cycles(min(len(m.samples_s), CLK_SLOTS)) if v.api == "wgmma" else ((), ())
     t = np.asarray(m.samples_s, dtype=float)[-len(cyc):] if len(cyc) else np.zeros(0)
     ok = (np.asarray(cyc) > 0) & (np.asarray(ns) > 0)   # drop a slot no launch wrote (never a clock of 0)
     cyc, ns, t = np.asarray(cyc)[ok], np.asarray(ns)[ok], t[ok] if len(t) == len(ok) else t

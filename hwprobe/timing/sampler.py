@@ -29,6 +29,10 @@ THROTTLE_BITS = {
 }
 
 
+# The shortest window whose energy-counter reading is trusted (the counter steps every ~0.1 s).
+MIN_ENERGY_WINDOW_S = 1.0
+
+
 def decode_throttle(mask: int) -> list[str]:
     return [name for bit, name in THROTTLE_BITS.items() if mask & bit]
 
@@ -52,12 +56,16 @@ class _Window:
 
         energy = None
         power = med(self.power)
-        if self.energy_mj_start is not None and self.energy_mj_end is not None:
+        span = self.t_end - self.t_start
+        if self.energy_mj_start is not None and self.energy_mj_end is not None and span >= MIN_ENERGY_WINDOW_S:
+            # NVML's power reading is a ~1 s moving average that lags a short probe; the energy counter
+            # gives the window's true mean power, but it advances in steps (~0.1 s seen on an H200), so
+            # only a window of a second or more is read from it (shorter ones read 0 J or twice the cap).
             energy = (self.energy_mj_end - self.energy_mj_start) * 1e-3
-            if self.t_end > self.t_start and energy > 0:
-                # NVML's power reading is a ~1 s moving average that lags a short probe; the energy
-                # counter over the window gives the true mean power of this window.
-                power = energy / (self.t_end - self.t_start)
+            if energy > 0:
+                power = energy / span
+            else:
+                energy = None
         return ClockSummary(
             sm_mhz=med(self.sm), sm_mhz_min=min(self.sm) if self.sm else None,
             sm_mhz_max=max(self.sm) if self.sm else None, mem_mhz=med(self.mem),
