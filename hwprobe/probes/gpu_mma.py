@@ -613,10 +613,11 @@ class _Launcher:
 
         return launch, units, out
 
-    def cycles(self, last: int) -> tuple[np.ndarray, np.ndarray]:
-        """(SM cycles, nanoseconds) of the ``last`` launches (the device is synchronized first)."""
+    def cycles(self, last: int, end: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(SM cycles, nanoseconds) of the ``last`` launches before launch number ``end`` (default: all)."""
         rec = self.cp.asnumpy(self.clk).reshape(CLK_SLOTS, 2).astype(np.float64)
-        idx = self.slots[-last:] if last else []
+        slots = self.slots[:end] if end is not None else self.slots
+        idx = slots[-last:] if last else []
         return rec[idx, 0], rec[idx, 1]
 
     def rate(self, cfg: tuple, target_s: float) -> tuple[float, float]:
@@ -708,10 +709,17 @@ def _measure(ctx, cp, v: Variant):
         params["search_ops_per_clk_per_sm"] = {config_label(c): r for c, (r, _) in results.items()}
         _settle(launch, iters, SETTLE_S_QUICK if ctx.quick else SETTLE_S, results[best][1] * iters)
     ctx.log(f"{v.metric}: {config_label(best)}, {iters} iterations per launch")
+    timed_end = []                                   # launches recorded before the check's own launch
+
+    def check():
+        timed_end.append(len(lau.slots))
+        lau.check(best)
+
     m = ctx.measure(v.metric, partial(launch, iters), work=float(units * ops_per_iteration(v) * iters), unit=v.unit,
-                    kind="compute", check=partial(lau.check, best), precision=v.metric_precision,
+                    kind="compute", check=check, precision=v.metric_precision,
                     exec_unit="tensor_core", path="instruction", params=params, notes=notes)
-    cyc, ns = lau.cycles(min(len(m.samples_s), CLK_SLOTS)) if v.api == "wgmma" else ((), ())
+    n = min(len(m.samples_s), CLK_SLOTS)
+    cyc, ns = lau.cycles(n, end=timed_end[0] if timed_end else None) if v.api == "wgmma" else ((), ())
     t = np.asarray(m.samples_s, dtype=float)[-len(cyc):] if len(cyc) else np.zeros(0)
     ok = (np.asarray(cyc) > 0) & (np.asarray(ns) > 0)   # drop a slot no launch wrote (never a clock of 0)
     cyc, ns, t = np.asarray(cyc)[ok], np.asarray(ns)[ok], t[ok] if len(t) == len(ok) else t

@@ -292,7 +292,7 @@ class DeviceTheory:
             # true average clock, where NVML's 10 ms samples include readings from before a power-cap drop.
             vals = kernel_mhz if isinstance(kernel_mhz, list) else [kernel_mhz]
             sm_clk = float(sorted(vals)[len(vals) // 2])
-            sm_top = max([*vals, sm_top or 0.0])
+            sm_top = max(vals)
             if c is not None:
                 m.notes.append(f"theory uses the in-kernel SM clock {sm_clk:.0f} MHz (NVML median {c.sm_mhz} MHz)")
         if m.kind == "compute" and m.precision and m.exec_unit and m.unit in ("FLOP/s", "OP/s"):
@@ -314,8 +314,8 @@ class DeviceTheory:
         if t is None:
             return
         m.theory = t
-        if m.value <= t.at_clock:
-            return
+        if m.value <= t.at_clock or (kernel_mhz and m.value <= ABOVE_THEORY * t.at_clock):
+            return                                   # the kernel's own clock is exact: 3% is noise, not lag
         # Above theory at the median clock: find the clock that explains it before calling it a bug.
         top = at(sm_top) if sm_top else None
         if top and m.value <= top.at_clock:
