@@ -5,12 +5,16 @@ CuPy caches compiled modules on disk (~/.cupy/kernel_cache), so a second run ski
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from importlib import resources
 
 
 def source(name: str) -> str:
-    return resources.files(__package__).joinpath(name).read_text()
+    """A kernel file's text with its local `#include "x.cuh"` lines inlined (NVRTC needs no include path)."""
+    text = resources.files(__package__).joinpath(name).read_text()
+    return re.sub(r'^#include "([\w.]+\.cuh)"$', lambda m: source(m.group(1)).replace("#pragma once", ""),
+                  text, flags=re.M)
 
 
 def arch_flag(cc_major: int, cc_minor: int, *, arch_specific: bool = False) -> str:

@@ -8,20 +8,7 @@ __device__ __forceinline__ uint4 ld16(const uint4* p) {
     else return __ldcg(p);
 }
 
-__device__ __forceinline__ unsigned block_sum_u32(unsigned s) {
-    __shared__ unsigned warp_sums[32];
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) warp_sums[warp] = s;
-    __syncthreads();
-    s = 0;
-    if (warp == 0) {
-        const int nw = (blockDim.x + 31) >> 5;
-        s = lane < nw ? warp_sums[lane] : 0u;
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    }
-    return s;  // valid in thread 0
-}
+#include "common.cuh"
 
 // Reads a working set of nvec 16-byte vectors over and over: 4 * iters loads per thread.
 // per_block=1: block b reads its own set at buf + b * region_vecs (the set per SM is what is swept);
@@ -47,7 +34,7 @@ __global__ void __launch_bounds__(1024) sweep_read(const uint4* __restrict__ buf
             idx = idx >= nvec ? idx - nvec : idx;
         }
     }
-    const unsigned s = block_sum_u32(a0 + a1 + a2 + a3);
+    const unsigned s = block_sum<unsigned>(a0 + a1 + a2 + a3);
     if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 

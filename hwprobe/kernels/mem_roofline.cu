@@ -9,20 +9,7 @@
 
 #define ROOF_U 4
 
-__device__ __forceinline__ double block_sum_f64(double s) {
-    __shared__ double warp_sums[32];
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) warp_sums[warp] = s;
-    __syncthreads();
-    s = 0.0;
-    if (warp == 0) {
-        const int nw = (blockDim.x + 31) >> 5;
-        s = lane < nw ? warp_sums[lane] : 0.0;
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    }
-    return s;
-}
+#include "common.cuh"
 
 // The array has a multiple of (grid threads * ROOF_U) vectors (the host sizes it), so there is no tail.
 #define ROOF_LOOP_BEGIN(VEC)                                                                          \
@@ -51,7 +38,7 @@ extern "C" __global__ void __launch_bounds__(256) roof_fp32(const float4* __rest
 #pragma unroll
     for (int k = 0; k < 4 * ROOF_U; ++k) acc[k & 3] += x[k];
     ROOF_LOOP_END
-    const double s = block_sum_f64((double)acc[0] + acc[1] + acc[2] + acc[3]);
+    const double s = block_sum<double>((double)acc[0] + acc[1] + acc[2] + acc[3]);
     if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 
@@ -70,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(256) roof_fp64(const double2* __res
 #pragma unroll
     for (int k = 0; k < 2 * ROOF_U; ++k) acc[k & 1] += x[k];
     ROOF_LOOP_END
-    const double s = block_sum_f64(acc[0] + acc[1]);
+    const double s = block_sum<double>(acc[0] + acc[1]);
     if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 
@@ -100,7 +87,7 @@ extern "C" __global__ void __launch_bounds__(256) roof_fp16x2(const uint4* __res
         acc[1] += f.y;
     }
     ROOF_LOOP_END
-    const double s = block_sum_f64((double)acc[0] + acc[1]);
+    const double s = block_sum<double>((double)acc[0] + acc[1]);
     if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 

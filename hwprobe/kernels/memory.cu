@@ -51,20 +51,7 @@ __device__ __forceinline__ void st16(double2* __restrict__ p, double2 v) {
     for (unsigned long long c_ = blockIdx.x; c_ * chunk < ntiles; c_ += gridDim.x)                      \
         for (unsigned long long t = c_ * chunk, e_ = min(t + chunk, ntiles); t < e_; ++t)
 
-__device__ __forceinline__ double block_sum(double s) {
-    __shared__ double warp_sums[32];
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) warp_sums[warp] = s;
-    __syncthreads();
-    s = 0.0;
-    if (warp == 0) {
-        const int nw = (blockDim.x + 31) >> 5;
-        s = lane < nw ? warp_sums[lane] : 0.0;
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    }
-    return s;  // valid in thread 0
-}
+#include "common.cuh"
 
 // read: sum of every element; one partial per block (the host adds the partials).
 template <int U, int LH>
@@ -85,7 +72,7 @@ __global__ void __launch_bounds__(1024) stream_read(const double2* __restrict__ 
     double s = 0.0;
 #pragma unroll
     for (int u = 0; u < U; ++u) s += acc[u];
-    s = block_sum(s);
+    s = block_sum<double>(s);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 

@@ -14,6 +14,7 @@ from hwprobe.analysis.knees import align_down, bytes_counted, stream_array_bytes
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
+from hwprobe.timing import time_cuda_once
 
 MEM_FRACTION = 0.25          # at most this share of free device memory per probe
 SAMPLE_S = 0.004             # one timed call lasts about this long (launch overhead < 1%)
@@ -71,15 +72,7 @@ def blocks_per_sm(kernel, block: int, smem: int = 0, fallback: int = 1) -> int:
 
 def time_call(fn: Callable[[], object]) -> float:
     """Seconds of one call of ``fn`` on the current stream (CUDA events), after it has run once."""
-    import cupy as cp
-
-    stream = cp.cuda.get_current_stream()
-    a, b = cp.cuda.Event(), cp.cuda.Event()
-    a.record(stream)
-    fn()
-    b.record(stream)
-    b.synchronize()
-    return cp.cuda.get_elapsed_time(a, b) * 1e-3
+    return time_cuda_once(fn)
 
 
 def calibrate(launch: Callable[[], object], target_s: float, hi: int = 1 << 20) -> int:

@@ -21,6 +21,7 @@ from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes import search as S
 from hwprobe.probes.base import ProbeContext, probe
+from hwprobe.timing import time_cuda_once
 
 KERNEL_FILE = "cuda_core.cu"
 BODY = 512                 # instructions per loop trip per thread: loop overhead (3-4 instr) < 1%
@@ -361,13 +362,6 @@ def _resident(cp, kernel, threads: int, dev) -> int:
                                  max_blocks=S.max_blocks_per_sm((dev.cc_major, dev.cc_minor)))
 
 
-def _time_once(cp, launch) -> float:
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    launch()
-    stop.record()
-    stop.synchronize()
-    return cp.cuda.get_elapsed_time(start, stop) * 1e-3
 
 
 def _calibrate(cp, launch_iters, min_s: float) -> tuple[int, float]:
@@ -376,7 +370,7 @@ def _calibrate(cp, launch_iters, min_s: float) -> tuple[int, float]:
 
     iters, t = 4, 0.0
     for _ in range(16):
-        t = _time_once(cp, lambda n=iters: launch_iters(n))
+        t = time_cuda_once(lambda n=iters: launch_iters(n))
         if t >= min_s or iters >= MAX_ITERS:
             break
         grow = iterations_for(t / iters, 1.5 * min_s, hi=MAX_ITERS) if t > 0 else iters * 64
@@ -428,7 +422,7 @@ class _Family:
         outs = self.outputs(cfg)
         iters, t = _calibrate(self.cp, lambda n: self.launch(cfg, n, outs), min_s)
         iters = iterations_for(t / iters, search_s, hi=MAX_ITERS)
-        t = _time_once(self.cp, lambda: self.launch(cfg, iters, outs))
+        t = time_cuda_once(lambda: self.launch(cfg, iters, outs))
         rate = work(self.fam, cfg.chains, cfg.grid(self.dev.sms) * cfg.threads, iters) / t
         return S.Trial(cfg, rate, t, iters)
 
@@ -494,7 +488,7 @@ def _warm_up(cp, fd: _Family, cfg: S.Config, seconds: float) -> None:
     outs = fd.outputs(cfg)
     iters, t = _calibrate(cp, lambda n: fd.launch(cfg, n, outs), 1e-3)
     n = iterations_for(t / iters, seconds, hi=MAX_ITERS)
-    _time_once(cp, lambda: fd.launch(cfg, n, outs))
+    time_cuda_once(lambda: fd.launch(cfg, n, outs))
 
 
 def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_s: float, warm_s: float,

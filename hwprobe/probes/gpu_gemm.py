@@ -33,7 +33,7 @@ from hwprobe.errors import Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes import gemm_common as gc
 from hwprobe.probes.base import probe
-from hwprobe.timing import iterations_for
+from hwprobe.timing import iterations_for, time_cuda_once
 
 TARGET_S = 0.005        # GPU time of one timed sample
 MAX_REPS = 4096         # GEMMs in one graph at most
@@ -235,16 +235,6 @@ def _capture(cp, call: Callable[[int], None], sets: int, reps: int, set_stream: 
     return graph
 
 
-def _time_once(cp, fn: Callable[[], object]) -> float:
-    stream = cp.cuda.get_current_stream()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record(stream)
-    fn()
-    stop.record(stream)
-    stop.synchronize()
-    return cp.cuda.get_elapsed_time(start, stop) * 1e-3
-
-
 def build_runner(cp, call: Callable[[int], None], sets: int = 1, *, graph: bool = True,
                  set_stream: Callable[[int], None] | None = None, target_s: float = TARGET_S,
                  max_reps: int = MAX_REPS, graph_unavailable: str = "") -> Runner:
@@ -269,11 +259,11 @@ def build_runner(cp, call: Callable[[int], None], sets: int = 1, *, graph: bool 
         try:
             g = _capture(cp, call, sets, reps, set_stream)
             g.launch()
-            t = _time_once(cp, g.launch)
+            t = time_cuda_once(g.launch, cp)
             if t < 0.5 * target_s and reps < max_reps:   # the pilot was launch-bound: size again from the graph
                 reps = min(max_reps, math.ceil(reps * target_s / max(t, 1e-9)))
                 g = _capture(cp, call, sets, reps, set_stream)
-                t = _time_once(cp, g.launch)
+                t = time_cuda_once(g.launch, cp)
             return Runner(fn=g.launch, reps=reps, graph=True, per_call_s=t / reps, host_per_call_s=host,
                           notes=notes)
         except Exception as e:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from hwprobe.timing.sampler import ClockSampler, CpuClockSampler, NullSampler
 
 __all__ = [
-    "time_host", "time_cuda", "iterations_for", "ClockSampler", "CpuClockSampler", "NullSampler",
+    "time_host", "time_cuda", "time_cuda_once", "iterations_for", "ClockSampler", "CpuClockSampler", "NullSampler",
 ]
 
 
@@ -29,9 +29,12 @@ def time_host(fn: Callable[[], object], *, warmup: int = 1, repeats: int = 5,
     return out
 
 
-def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10) -> list[float]:
-    """Seconds per call of ``fn`` (which launches work on the current stream), timed by CUDA events."""
-    import cupy as cp
+def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10, cp=None) -> list[float]:
+    """Seconds per call of ``fn`` (which launches work on the current stream), timed by CUDA events.
+
+    ``cp`` is the CuPy module (injectable, so callers' timing loops are tested with a fake device clock)."""
+    if cp is None:
+        import cupy as cp
 
     for _ in range(warmup):
         fn()
@@ -43,6 +46,11 @@ def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10) -
         stop.record(stream)
     events[-1][1].synchronize()
     return [cp.cuda.get_elapsed_time(a, b) * 1e-3 for a, b in events]
+
+
+def time_cuda_once(fn: Callable[[], object], cp=None) -> float:
+    """Seconds of one call of ``fn`` on the current stream (CUDA events, no warm-up): calibration and search."""
+    return time_cuda(fn, warmup=0, repeats=1, cp=cp)[0]
 
 
 def iterations_for(seconds_per_iteration: float, target_s: float, lo: int = 1, hi: int = 1 << 30) -> int:
