@@ -47,7 +47,7 @@ def gaps(p: Profile) -> list[Gap]:
                 steps.append(("datasheet clock", best.theory_at_max_clock / best.datasheet,
                               f"theory at the max clock is {si(best.theory_at_max_clock, best.unit)}"))
             if best.theory_at_max_clock and best.theory_at_clock:
-                why = f"SM clock {best.clock_mhz:.0f} MHz under load" if best.clock_mhz else "measured clock"
+                why = f"clock {best.clock_mhz:.0f} MHz under load" if best.clock_mhz else "measured clock"
                 if best.throttle_reasons:
                     why += f", {', '.join(best.throttle_reasons)}"
                 if best.power_w:
