@@ -107,8 +107,11 @@ class ProbeContext:
             if kind == "compute" and self.energy_window_s > 0:
                 # A compute ceiling also gets joules per operation: keep sampling until the window is long
                 # enough for the energy counter (it steps every ~0.1 s), bounded in count.
-                while sum(samples) < self.energy_window_s and len(samples) < 4000:
-                    samples += self._time(fn, 0, repeats)
+                total = sum(samples)
+                while total < self.energy_window_s and len(samples) < 4000:
+                    more = self._time(fn, 0, repeats)
+                    samples += more
+                    total += sum(more)
         st = Stats.of(samples)
         m = Measurement(
             probe=self.probe_name, metric=metric, kind=kind, unit=unit,

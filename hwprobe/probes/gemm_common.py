@@ -474,3 +474,14 @@ def sparse_speedups(rows: Sequence[dict]) -> dict:
     suspect = sorted(n for n, s in per_size.items() if s > 2.1)
     return {"per_size": per_size, "best_vs_best": bs["sparse"] / bd["dense"], "best_sparse_n": int(bs["n"]),
             "best_dense_n": int(bd["n"]), "suspect": suspect}
+
+
+def release_all(made: list) -> None:
+    """Destroy library objects (``(destroy, handle)`` pairs) newest first, ignoring failures: cleanup must not
+    mask the error that ended a measurement. Empties ``made``."""
+    for destroy, obj in reversed(made):
+        try:
+            destroy(obj)
+        except Exception:
+            pass
+    made.clear()

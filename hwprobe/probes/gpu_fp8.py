@@ -302,12 +302,7 @@ class LtGemm(CublasGemm):
         return p
 
     def close(self) -> None:
-        for destroy, obj in reversed(self._made):
-            try:
-                destroy(obj)
-            except Exception:
-                pass
-        self._made.clear()
+        gc.release_all(self._made)
 
 
 def lt_points(ctx, env, prec: str, sizes: list[int], rows: int):

@@ -732,9 +732,9 @@ def _measure(ctx, cp, v: Variant):
         m.params["kernel_sm_mhz"] = [round(float(x), 1) for x in mhz]
         m.params["globaltimer_sm_mhz"] = [round(float(x), 1) for x in gt_mhz]
         m.params["ops_per_clk_per_sm"] = float(np.median(per_clock(ops_per_iteration(v) * iters, best[1], cyc)))
-        nvml = m.clocks.sm_mhz if m.clocks else None
+        # (the runner's theory step notes the clock it used beside NVML's; here only what the kernel saw)
         m.notes.append(f"SM clock over the timed launches (CTA 0's clock64 / event time): median "
-                       f"{float(np.median(mhz)):.0f} MHz (min {float(mhz.min()):.0f}); NVML median: {nvml} MHz; "
+                       f"{float(np.median(mhz)):.0f} MHz (min {float(mhz.min()):.0f}); "
                        f"{m.params['ops_per_clk_per_sm']:.0f} ops per SM clock")
     flags = sass_flags(has, v)
     if flags:

@@ -197,12 +197,7 @@ class SparseGemm:
                           gc.tolerance(spec.tol_key), f"cuSPARSELt {spec.precision} {self.m}x{self.n}x{self.k}")
 
     def close(self) -> None:
-        for destroy, obj in reversed(self._descs):
-            try:
-                destroy(obj)
-            except Exception:
-                pass
-        self._descs.clear()
+        gc.release_all(self._descs)
         self.ops.clear()
 
 

@@ -281,15 +281,18 @@ class DeviceTheory:
 
     # ------------------------------------------------------------------------------------ measurements
     def attach(self, m: Measurement) -> None:
-        """Fill ``m.theory`` from its kind, precision, unit or level and the clock sampled during it; mark it
-        invalid when it beats theory at the highest clock seen by more than 3%."""
+        """Fill ``m.theory`` from its kind, precision, unit or level and the clock measured during it.
+
+        The clock is the kernel's own (``params["kernel_sm_mhz"]``) where it timed one, else NVML's median.
+        A rate above theory there moves theory to the highest clock sampled, then (no kernel clock: NVML
+        lags) to the max clock, flagged ``clock_lag``; beyond 3% over any of these it is marked invalid."""
         c = m.clocks
         sm_clk = c.sm_mhz if c else None
         sm_top = (c.sm_mhz_max or c.sm_mhz) if c else None
         kernel_mhz = m.params.get("kernel_sm_mhz")
         if kernel_mhz:
-            # The kernel timed its own SM clock (clock64 over %globaltimer) across the timed launches: the
-            # true average clock, where NVML's 10 ms samples include readings from before a power-cap drop.
+            # The kernel timed its own SM clock (clock64 cycles over each launch's event time): the true
+            # average clock, where NVML's readings lag a power-cap drop by ~100 ms.
             vals = kernel_mhz if isinstance(kernel_mhz, list) else [kernel_mhz]
             sm_clk = float(sorted(vals)[len(vals) // 2])
             sm_top = max(vals)
