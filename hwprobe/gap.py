@@ -59,5 +59,24 @@ def gaps(p: Profile) -> list[Gap]:
             other = [c for c in dense.values() if c is not best]
             for c in other:  # the other path (instruction vs library): what choosing it costs
                 steps.append((f"{c.metric} instead", c.value / best.value, f"{si(c.value, c.unit)}"))
+            steps += power_data_steps(p, prec, unit)
             out.append(Gap(prec, unit, best, steps))
+    return out
+
+
+def power_data_steps(p: Profile, precision: str, unit: str) -> list[tuple[str, float, str]]:
+    """What full-entropy operands cost against zero ones in a sustained library GEMM (gpu.gemm_power's
+    finding): at the power cap that is clock, so it belongs to the chain's power part."""
+    out = []
+    for f in p.findings:
+        pts = (f.get("params") or {}).get("points") or {}
+        if not (f.get("metric", "").startswith(f"{precision}.{unit}.") and f["metric"].endswith(".power_data")):
+            continue
+        u, z = pts.get("uniform"), pts.get("zeros")
+        if not (u and z and u.get("rate") and z.get("rate")):
+            continue
+        why = "sustained library GEMM, random vs zero operands"
+        if u.get("sm_mhz") and z.get("sm_mhz"):
+            why += f": {u['sm_mhz']:.0f} vs {z['sm_mhz']:.0f} MHz at the power cap"
+        out.append(("operand data (power)", u["rate"] / z["rate"], why))
     return out

@@ -828,3 +828,39 @@ def test_nvmath_cublas_adapter_sets_the_workspace_after_every_stream_change():
     b.gemmEx(*range(19))
     assert calls == [("stream", 7, 42), ("ws", 7, 1000, 32 << 20), ("gemm", 19)]
     assert b.getMathMode(7) == 3 and b.getPointerMode(7) == 0
+
+
+def test_gemm_power_summary_names_the_clock_as_the_loss():
+    from hwprobe.measurement import ClockSummary, Measurement
+    from hwprobe.probes.gpu_gemm_power import metric_of, summarize
+
+    def point(data, rate, mhz, watts, per_clock):
+        return Measurement(probe="gpu.gemm_power", metric=metric_of("int8", "cublaslt", data), kind="sweep",
+                           unit="OP/s", value=rate, precision="int8",
+                           clocks=ClockSummary(sm_mhz=mhz, power_w=watts),
+                           params={"data": data, "per_clock": per_clock})
+
+    pts = [point("uniform", 1.30e15, 1410, 693, 0.85), point("zeros", 1.80e15, 1980, 600, 0.84)]
+    ratio, text = summarize("int8", 8192, pts, 700.0)
+    assert abs(ratio - 1.80 / 1.30) < 1e-9
+    assert "power limit 700 W" in text and "28% slower" in text
+    assert "the loss is the clock (1410 vs 1980 MHz)" in text
+    # a kernel that is itself slower per clock on random data is not blamed on power
+    pts[0].params["per_clock"] = 0.60
+    assert "the loss is the clock" not in summarize("int8", 8192, pts, 700.0)[1]
+    # invalid points and missing references leave the ratio at 0
+    pts[1].valid = False
+    assert summarize("int8", 8192, pts, None)[0] == 0.0
+
+
+def test_gemm_power_per_clock_uses_the_window_clock():
+    from hwprobe import specs
+    from hwprobe.measurement import ClockSummary, Measurement
+    from hwprobe.probes.gpu_gemm_power import per_clock
+
+    th = specs.sku_theory(specs.find("H200 SXM"))
+    m = Measurement(probe="p", metric="m", kind="sweep", unit="OP/s", value=1.30e15, precision="int8",
+                    clocks=ClockSummary(sm_mhz=1410))
+    assert abs(per_clock(m, th) - 1.30e15 / (132 * 8192 * 1410e6)) < 1e-9
+    m.clocks = None
+    assert per_clock(m, th) is None

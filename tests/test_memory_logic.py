@@ -108,8 +108,8 @@ def test_dram_kernel_names_match_templates():
     assert d.kernel_name("scale", 2, 3, 2) == "stream_scale<2, 3, 2, 0>"
     assert d.tma_kernel_name("copy") == "tma_stream<0>" and d.tma_kernel_name("scale") == "tma_stream<1>"
     rw = len(d.RW_HINTS)
-    # read 4 hints, write 2, triad rw, copy/scale rw each plus the warp-contiguous flavour at the burst unroll
-    want = len(d.UNROLLS) * (4 + 2 + 3 * rw) + 2 * rw + 2
+    # read 4 hints, write 2, triad rw, copy/scale rw each plus the warp-contiguous flavour at the burst unrolls
+    want = len(d.UNROLLS) * (4 + 2 + 3 * rw) + 2 * rw * len(d.BURST_UNROLLS) + 2
     assert len(names) == len(set(names)) == want
     assert "#define FOR_TILES" in src and src.count("FOR_TILES(t)") == 6   # the macro + 5 kernels
     # hints 0..2 have explicit branches, 3 is the final else; stores: 0 and 1 explicit, 2 the else
@@ -140,7 +140,7 @@ def test_dram_burst_and_tma_shapes():
     from hwprobe.probes import gpu_dram as d
 
     bursts = d.burst_shapes(132, lambda block, unroll: 2048 // block)
-    assert any(s["warp"] == 1 for s in bursts) and all(s["unroll"] == d.BURST_UNROLL for s in bursts)
+    assert any(s["warp"] == 1 for s in bursts) and all(s["unroll"] in d.BURST_UNROLLS for s in bursts)
     assert all(s["grid"] == 132 * s["blocks_per_sm"] for s in bursts if s["blocks_per_sm"])
     tma = d.tma_shapes("copy", 132, 228 << 10, 227 << 10)
     assert tma and all(s["layout"] == "tma" and s["block"] == 32 for s in tma)

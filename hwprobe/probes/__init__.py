@@ -17,6 +17,7 @@ MODULES = (
     "gpu_mma",
     "gpu_gemm",
     "gpu_fp8",
+    "gpu_gemm_power",
     "gpu_sparse",
     "gpu_dram",
     "gpu_cache",

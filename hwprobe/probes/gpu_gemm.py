@@ -144,16 +144,43 @@ def cublas_mode(env: CublasEnv, math_mode: int):
 
 
 # --- operands --------------------------------------------------------------------------------------------
-def random_operand(cp, kind: str, shape: tuple[int, ...], seed: int, scale: float = 1.0):
-    """Random (never zero) data of a storage kind: uniform(-scale, scale) floats, int8 in [-127, 127]."""
+# Operand data: tensor-core power follows how many operand bits toggle, and at the power cap power sets the
+# clock (gpu_gemm_power). Ceilings use "uniform", full-entropy data; the others are for that probe.
+DATA = {
+    "uniform": "uniform: int8 in [-127, 127], floats in (-s, s)",
+    "normal": "normal, same spread: int8 N(0, 32^2) rounded and clipped (a max-calibrated tensor, 4 sigma = 127), "
+              "floats N(0, s^2 / 3)",
+    "relu": "A as post-ReLU activations (normal with the negative half zeroed), B normal (weights)",
+    "zeros": "all zeros: no bit toggles (a reference for the kernel's per-clock rate, not a workload)",
+}
+INT8_SIGMA = 32.0
+
+
+def random_operand(cp, kind: str, shape: tuple[int, ...], seed: int, scale: float = 1.0, data: str = "uniform",
+                   role: str = "a"):
+    """Random data of a storage kind (``data``: a key of DATA; ``role`` "a" or "b" for the relu pair).
+
+    uniform, the ceilings' data, is never all zero: uniform(-scale, scale) floats, int8 in [-127, 127]."""
+    if data not in DATA:
+        raise ValueError(f"unknown operand data {data!r}; known: {', '.join(DATA)}")
     rs = cp.random.RandomState(seed)
+    if data == "zeros":
+        x = cp.zeros(shape, dtype=cp.float32)
+    elif data == "uniform":
+        if kind == "int8":
+            return rs.randint(-127, 128, size=shape).astype(cp.int8)
+        if kind == "float64":
+            return rs.uniform(-scale, scale, size=shape, dtype=cp.float64)
+        x = rs.uniform(-scale, scale, size=shape, dtype=cp.float32)
+    else:
+        sigma = INT8_SIGMA if kind == "int8" else scale / math.sqrt(3.0)
+        x = rs.standard_normal(size=shape, dtype=cp.float32) * cp.float32(sigma)
+        if data == "relu" and role == "a":
+            x = cp.maximum(x, 0)
     if kind == "int8":
-        return rs.randint(-127, 128, size=shape).astype(cp.int8)
-    if kind == "float64":
-        return rs.uniform(-scale, scale, size=shape, dtype=cp.float64)
-    x = rs.uniform(-scale, scale, size=shape, dtype=cp.float32)
-    if kind == "float32":
-        return x
+        return cp.clip(cp.rint(x), -127, 127).astype(cp.int8)
+    if kind in ("float64", "float32"):
+        return x.astype(kind)
     if kind == "float16":
         return x.astype(cp.float16)
     if kind == "bf16":
@@ -288,16 +315,16 @@ class CublasGemm:
     """Operand sets and the gemmEx call for one variant and shape (column-major, tight leading dims)."""
 
     def __init__(self, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int, *, seed: int = 1,
-                 max_sets: int = 64):
+                 max_sets: int = 64, data: str = "uniform"):
         cp = env.cp
-        self.env, self.v, self.m, self.n, self.k = env, v, m, n, k
+        self.env, self.v, self.m, self.n, self.k, self.data = env, v, m, n, k, data
         per_set = gc.gemm_bytes(m, n, k, gc.ITEMSIZE[v.storage], gc.ITEMSIZE[v.out])
         self.sets = gc.rotation_sets(per_set, env.l2_bytes, cap=max_sets)
         sa, sb, sc = gc.buffer_shapes(m, n, k, v.transa, v.transb)
         # Sums of k products stay near 1 for 16-bit types, so fp16 accumulation cannot overflow.
         scale = k ** -0.25 if v.storage in ("float16", "bf16") else 1.0
-        self.ops = [(random_operand(cp, v.storage, sa, seed + 2 * i, scale),
-                     random_operand(cp, v.storage, sb, seed + 2 * i + 1, scale),
+        self.ops = [(random_operand(cp, v.storage, sa, seed + 2 * i, scale, data, "a"),
+                     random_operand(cp, v.storage, sb, seed + 2 * i + 1, scale, data, "b"),
                      empty_operand(cp, v.out, sc)) for i in range(self.sets)]
         self.alpha = np.ones((), dtype=v.scalar)
         self.beta = np.zeros((), dtype=v.scalar)
@@ -327,24 +354,38 @@ class CublasGemm:
         return {"m": self.m, "n": self.n, "k": self.k, "layout": v.layout, "compute_type": COMPUTE_NAMES[v.compute],
                 "math_mode": v.math, "a_type": v.ab_type, "c_type": v.c_type, "reps": runner.reps,
                 "operand_sets": self.sets, "cuda_graph": runner.graph, "api": "cublasGemmEx",
-                "binding": self.env.binding, "algo": gc.ALGO_NAMES.get(v.algo, v.algo),
+                "binding": self.env.binding, "algo": gc.ALGO_NAMES.get(v.algo, v.algo), "data": self.data,
                 **({"graph_fallback": runner.fallback} if runner.fallback else {})}
+
+
+SUSTAIN_SAMPLE_S = 0.05  # GPU time of one sample of a sustained measurement (measure_gemm's ``sustain``)
 
 
 def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int, *, metric: str, kind: str,
                  rows: int, exec_unit: str | None = None, notes: tuple[str, ...] = (),
-                 extra: dict | None = None, gemm_cls: type | None = None) -> Measurement:
+                 extra: dict | None = None, gemm_cls: type | None = None, data: str = "uniform",
+                 sustain: tuple[float, float] | None = None) -> Measurement:
     """Time and check one cuBLAS GEMM; raises on library errors (the caller reports them).
 
     ``gemm_cls`` replaces CublasGemm by a class with the same operands and check but another call
-    (gpu_fp8.LtGemm: cuBLASLt).
+    (gpu_fp8.LtGemm: cuBLASLt). ``data`` picks the operands (a key of DATA). ``sustain`` = (settle_s,
+    sustain_s): untimed warm-up of settle_s, then samples adding up to sustain_s, in one sampler window
+    (the power limiter has settled, and the energy counter gets a window over a second long).
     """
     env.cp.get_default_memory_pool().free_all_blocks()     # the previous point's operands are gone by now
     with cublas_mode(env, v.math):
-        g = (gemm_cls or CublasGemm)(env, v, m, n, k)
+        g = (gemm_cls or CublasGemm)(env, v, m, n, k, data=data)
         try:
             runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream,
+                                  target_s=SUSTAIN_SAMPLE_S if sustain else TARGET_S,
                                   graph_unavailable=getattr(g, "graph_unavailable", env.graph_unavailable))
+            timing: dict = {}
+            if sustain:     # settle outside the sampler window, so its clock and power are the settled ones
+                sample_s = runner.per_call_s * runner.reps
+                for _ in range(math.ceil(sustain[0] / sample_s)):
+                    runner.fn()
+                env.cp.cuda.get_current_stream().synchronize()
+                timing = {"warmup": 1, "repeats": max(3, math.ceil(sustain[1] / sample_s))}
             err: dict = {}
 
             def check() -> None:
@@ -352,8 +393,8 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
 
             meas = ctx.measure(metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit=v.unit,
                                kind=kind, check=check, precision=v.precision, exec_unit=exec_unit or v.exec_unit,
-                               path="library", params={**g.params(runner), **(extra or {})},
-                               notes=[*notes, *runner.notes])
+                               path="library", params={**g.params(runner), **timing, **(extra or {})},
+                               notes=[*notes, *runner.notes], **timing)
         finally:
             close = getattr(g, "close", None)
             if close:

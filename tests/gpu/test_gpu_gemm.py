@@ -155,3 +155,29 @@ def test_sparse(gpu_ctx_factory):
         assert got[f"{prec}.tensor_core.sparse24"].kind == "compute"
         assert got[f"sparse.{prec}.compress.n4096"].value > 0
         assert got[f"sparse.{prec}.speedup"].notes
+
+
+def test_gemm_power_sustained_points(gpu_ctx_factory):
+    """Every distribution's sustained point is verified, carries a clock, and a finding sums them up; zero
+    operands never draw more power than random ones."""
+    import cupy as cp
+
+    from hwprobe.probes.gpu_gemm import random_operand
+    from hwprobe.probes.gpu_gemm_power import run
+
+    relu = random_operand(cp, "int8", (256, 256), 1, data="relu", role="a")
+    assert int(relu.min()) == 0 and 0.4 < float((relu == 0).mean()) < 0.6
+    normal = random_operand(cp, "int8", (256, 256), 2, data="normal")
+    assert 25 < float(normal.astype(cp.float32).std()) < 40
+
+    ctx = gpu_ctx_factory("gpu.gemm_power")
+    ms = list(run(ctx, precisions=("int8",), data=("uniform", "zeros")))
+    pts = {m.params["data"]: m for m in ms if m.kind == "sweep"}
+    assert set(pts) == {"uniform", "zeros"}, [(m.metric, m.notes) for m in ms]
+    for m in pts.values():
+        assert m.verified and m.value > 0 and m.clocks and m.clocks.sm_mhz, (m.metric, m.flags)
+        assert 0 < m.params["per_clock"] <= 1.03
+    info = [m for m in ms if m.kind == "info"]
+    assert len(info) == 1 and info[0].metric.startswith("int8.tensor_core.cublas") and info[0].metric.endswith(
+        ".power_data")
+    assert "uniform" in info[0].notes[0] and "zeros" in info[0].notes[0]

@@ -1,0 +1,141 @@
+"""Library GEMM at the power cap: sustained rate, SM clock, power and J/op against the operands' data.
+
+Tensor-core power follows how many operand bits toggle, and at the board's power limit power sets the SM
+clock: on an H200 (700 W) a cuBLASLt INT8 GEMM on random operands settles near 1400 MHz, while the same GEMM
+on zeros stays at 1980 MHz. gpu.gemm's ceilings are short samples on full-entropy data; this probe runs one
+GEMM per precision back to back for ``sustain_s`` after ``settle_s`` of the same work (the limiter has
+settled), once per operand distribution (gpu_gemm.DATA), so that
+
+- the rate is the sustained one, and the NVML energy counter gives joules per operation;
+- rate / theory at the measured clock (per-clock efficiency) separates the kernel from the power limit: when
+  it is the same on zeros (at the max clock) as on random data, what random data loses is clock, i.e. power.
+
+The points are "sweep" records (zeros must never become a ceiling); one finding per precision sums them up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwprobe.errors import Skip
+from hwprobe.measurement import Measurement
+from hwprobe.probes import gemm_common as gc
+from hwprobe.probes.base import probe
+from hwprobe.units import si
+
+
+@dataclass(frozen=True)
+class PowerPath:
+    """The library GEMM one precision is sustained on."""
+
+    variant: str        # gemm_common variant key
+    api: str            # "cublaslt" (gpu_fp8.LtGemm, autotuned) | "cublas" (gemmEx)
+
+
+PATHS = {
+    "int8": PowerPath("int8.tn", "cublaslt"),       # INT8's fastest library path (gpu.gemm)
+    "fp16": PowerPath("fp16.f32acc", "cublas"),
+    "bf16": PowerPath("bf16", "cublas"),
+}
+
+
+def metric_of(precision: str, api: str, data: str) -> str:
+    return f"{precision}.tensor_core.{api}.sustained.{data}"
+
+
+def per_clock(m: Measurement, theory) -> float | None:
+    """Rate over tensor-core theory at the window's median NVML clock (settled: NVML's lag is out)."""
+    clk = m.clocks.sm_mhz if m.clocks else None
+    t = theory.compute(m.precision, "tensor_core", clk) if clk else None
+    return m.value / t.at_clock if t and t.at_clock else None
+
+
+def summarize(precision: str, size: int, points: list[Measurement], power_limit_w: float | None) -> tuple[float, str]:
+    """(zeros / uniform rate, text) of one precision's points: rate, clock, power, J/op and per-clock share."""
+    by = {p.params["data"]: p for p in points if p.valid}
+    parts = []
+    for data, p in by.items():
+        c = p.clocks
+        part = f"{data} {si(p.value, p.unit)}"
+        if c and c.sm_mhz:
+            part += f" at {c.sm_mhz:.0f} MHz"
+        if c and c.power_w:
+            part += f", {c.power_w:.0f} W"
+        if p.energy_per_op_j:
+            part += f", {p.energy_per_op_j * 1e12:.3f} pJ/op"
+        if p.params.get("per_clock") is not None:
+            part += f", {p.params['per_clock']:.1%} of theory at that clock"
+        parts.append(part)
+    cap = f" (power limit {power_limit_w:.0f} W)" if power_limit_w else ""
+    text = f"{precision} library GEMM {size}^3 sustained{cap}: " + "; ".join(parts) + "."
+    ratio = 0.0
+    u, z = by.get("uniform"), by.get("zeros")
+    if u and z and u.value > 0:
+        ratio = z.value / u.value
+        text += f" Full-entropy data runs {1 - u.value / z.value:.0%} slower than zero operands"
+        cu, cz = u.params.get("per_clock"), z.params.get("per_clock")
+        if cu and cz and abs(cu / cz - 1) < 0.05 and u.clocks and z.clocks and u.clocks.sm_mhz and z.clocks.sm_mhz:
+            text += (f", at the same share of theory per clock ({cu:.0%} vs {cz:.0%}): the loss is the clock "
+                     f"({u.clocks.sm_mhz:.0f} vs {z.clocks.sm_mhz:.0f} MHz), i.e. power, not the kernel")
+        text += "."
+    return ratio, text
+
+
+@probe(name="gpu.gemm_power", target="gpu", family="compute",
+       summary="Library GEMM sustained at the power cap: rate, clock, power and J/op against operand data",
+       precisions=tuple(PATHS))
+def run(ctx, precisions=("int8", "fp16"), size=8192, data=("uniform", "normal", "relu", "zeros"),
+        settle_s=0.5, sustain_s=2.0, check_rows=8):
+    from hwprobe import specs
+    from hwprobe.probes.gpu_fp8 import LtGemm
+    from hwprobe.probes.gpu_gemm import DATA, cublas_env, failure, measure_gemm
+
+    bad = [d for d in data if d not in DATA]
+    if bad:
+        raise Skip(f"unknown operand data {bad}; known: {', '.join(DATA)}")
+    dev = ctx.device
+    if (dev.cc_major, dev.cc_minor) < (7, 0):
+        raise Skip(f"no tensor cores on {dev.arch}")
+    env = cublas_env(ctx)
+    theory = specs.device_theory(dev)
+    if ctx.quick:
+        size, settle_s, sustain_s = min(size, 4096), 0.1, 0.3
+    limit = (getattr(dev, "nvml", None) or {}).get("power_limit_w")
+    lt_missing = ""
+    try:
+        import nvmath.bindings.cublasLt  # noqa: F401
+    except Exception as e:
+        lt_missing = f"cuBLASLt path needs nvmath-python ({type(e).__name__}: {e}); gemmEx instead"
+    for prec in precisions:
+        path = PATHS[prec]
+        if path.api == "cublaslt" and lt_missing:
+            ctx.log(lt_missing)
+            path = PowerPath(path.variant, "cublas")
+        v = gc.variant(path.variant)
+        points: list[Measurement] = []
+        for d in data:
+            metric = metric_of(prec, path.api, d)
+            ctx.log(f"{prec} {path.api} {size}^3, {d} operands, sustained {sustain_s:g} s")
+            try:
+                m = measure_gemm(ctx, env, v, size, size, size, metric=metric, kind="sweep", rows=check_rows,
+                                 gemm_cls=LtGemm if path.api == "cublaslt" else None, data=d,
+                                 sustain=(settle_s, sustain_s),
+                                 extra={"data_desc": DATA[d], "settle_s": settle_s, "sustain_s": sustain_s},
+                                 notes=(f"operands: {DATA[d]}", *([lt_missing] if lt_missing else [])))
+            except Exception as e:
+                yield failure(ctx, metric, f"{prec} {path.api} with {d} operands", e, precision=prec, path="library")
+                continue
+            m.params["per_clock"] = per_clock(m, theory)
+            points.append(m)
+            yield m
+        if points:
+            ratio, text = summarize(prec, size, points, limit)
+            yield ctx.derived(f"{prec}.tensor_core.{path.api}.power_data", ratio, unit="x", kind="info",
+                              precision=prec, exec_unit="tensor_core", path="library", notes=[text],
+                              params={"size": size, "power_limit_w": limit,
+                                      "points": {p.params["data"]: {"rate": p.value, "sm_mhz": p.clocks.sm_mhz
+                                                                    if p.clocks else None,
+                                                                    "power_w": p.clocks.power_w if p.clocks else None,
+                                                                    "j_per_op": p.energy_per_op_j,
+                                                                    "per_clock": p.params.get("per_clock")}
+                                                 for p in points}})
