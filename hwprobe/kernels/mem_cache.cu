@@ -38,12 +38,26 @@ __global__ void __launch_bounds__(1024) sweep_read(const uint4* __restrict__ buf
     if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
+    return t;
+}
+
+__device__ __forceinline__ long long cycles() {
+    long long c;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c) :: "memory");
+    return c;
+}
+
 // Shared-memory read bandwidth: 128-bit conflict-free loads (a warp reads 512 contiguous bytes).
 // Word w of the block's 32 KiB holds w; out[thread] = iters * sum of the words the thread reads (mod 2^32).
+// Block 0's thread 0 writes the SM cycles and nanoseconds of its loop to clk[0..1]: the clock the launch ran at.
 #define SMEM_BLOCK 256
 #define SMEM_VECS_PER_THREAD 8
 extern "C" __global__ void __launch_bounds__(SMEM_BLOCK) smem_read(unsigned long long iters,
-                                                                   unsigned* __restrict__ out) {
+                                                                   unsigned* __restrict__ out,
+                                                                   unsigned long long* __restrict__ clk) {
     __shared__ uint4 s[SMEM_BLOCK * SMEM_VECS_PER_THREAD];
     for (int j = 0; j < SMEM_VECS_PER_THREAD; ++j) {
         const unsigned v = threadIdx.x + j * SMEM_BLOCK;
@@ -52,6 +66,8 @@ extern "C" __global__ void __launch_bounds__(SMEM_BLOCK) smem_read(unsigned long
     __syncthreads();
     const unsigned addr = (unsigned)__cvta_generic_to_shared(s) + threadIdx.x * 16;
     unsigned a0 = 0, a1 = 0;
+    const long long c0 = cycles();
+    const unsigned long long t0 = global_ns();
     for (unsigned long long k = 0; k < iters; ++k) {
 #pragma unroll
         for (int j = 0; j < SMEM_VECS_PER_THREAD; ++j) {
@@ -65,6 +81,12 @@ extern "C" __global__ void __launch_bounds__(SMEM_BLOCK) smem_read(unsigned long
         }
     }
     out[blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x] = a0 + a1;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        const long long c1 = cycles();
+        const unsigned long long t1 = global_ns();
+        clk[0] = (unsigned long long)(c1 - c0);
+        clk[1] = t1 - t0;
+    }
 }
 
 // Pointer chase: each slot holds the address of the next one (a random cycle built on the host).
@@ -77,18 +99,6 @@ __device__ __forceinline__ unsigned long long ld_ptr(unsigned long long p) {
     if constexpr (CG == 0) asm volatile("ld.global.u64 %0, [%1];" : "=l"(q) : "l"(p));
     else asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(q) : "l"(p));
     return q;
-}
-
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
-    return t;
-}
-
-__device__ __forceinline__ long long cycles() {
-    long long c;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c) :: "memory");
-    return c;
 }
 
 template <int CG>

@@ -304,9 +304,10 @@ def _shared(ctx, mod) -> Iterator[Measurement]:
         per_sm = blocks_per_sm(k, SMEM_BLOCK, fallback=4)
         grid = dev.sms * per_sm
         out = cp.zeros(grid * SMEM_BLOCK, dtype=cp.uint32)
+        clk = cp.zeros(2, dtype=cp.uint64)
 
         def make(it: int):
-            args = (cp.uint64(it), out)
+            args = (cp.uint64(it), out, clk)
             return lambda: k((grid,), (SMEM_BLOCK,), args)
 
         iters = _iters_for(make, CEILING_S)
@@ -320,12 +321,16 @@ def _shared(ctx, mod) -> Iterator[Measurement]:
             if wrong:
                 raise VerificationError(f"{wrong} threads read wrong shared-memory sums")
 
-        yield ctx.measure(
+        m = ctx.measure(
             "cache.shared.read", make(iters), work=grid * SMEM_BLOCK * SMEM_VECS * 16 * iters, unit="B/s",
             kind="memory", check=check, level="shared", exec_unit="cuda_core",
             bytes_counted="bytes loaded from shared memory (16 B per thread per LDS.128)",
             params={"blocks_per_sm": per_sm, "block": SMEM_BLOCK, "iters": iters, "access": "ld.shared.v4.u32"},
             notes=["theory: 128 B/clk/SM on Volta and later"],
         )
+        cyc, ns = (int(x) for x in clk.get())
+        if cyc and ns:      # the last launch's own clock (block 0's clock64 over globaltimer): theory uses it
+            m.params["kernel_sm_mhz"] = round(cyc / ns * 1e3, 1)
+        yield m
     except Exception as e:
         yield info(ctx, "cache.shared.read", "shared-memory bandwidth failed", e)
