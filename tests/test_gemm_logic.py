@@ -641,8 +641,8 @@ class _MockLt:
         return self._new({})
 
     def matmul_desc_create(self, compute, scale):
-        assert gc.SCALE_TYPE_FOR_COMPUTE[compute] == scale
-        return self._new({"compute": compute, 3: gc.OP_N, 4: gc.OP_N})
+        assert scale in (gc.SCALE_TYPE_FOR_COMPUTE[compute], gc.R_32F)
+        return self._new({"compute": compute, "scale": scale, 3: gc.OP_N, 4: gc.OP_N})
 
     @staticmethod
     def get_matmul_desc_attribute_dtype(attr):
@@ -678,8 +678,9 @@ class _MockLt:
         if self.ran[-1] in self.reject:
             raise RuntimeError("CUBLAS_STATUS_NOT_SUPPORTED")
         d_ = self.objs[desc]
-        scalar = np.dtype(gc.SCALAR_FOR_COMPUTE[d_["compute"]])
-        assert np.frombuffer((ctypes.c_char * scalar.itemsize).from_address(alpha), dtype=scalar)[0] == 1
+        scalar = np.dtype("float32" if d_["scale"] == gc.R_32F else gc.SCALAR_FOR_COMPUTE[d_["compute"]])
+        alpha_v = float(np.frombuffer((ctypes.c_char * scalar.itemsize).from_address(alpha), dtype=scalar)[0])
+        assert alpha_v == 1 or d_["scale"] == gc.R_32F
         ta, tb = (gc.OP_N, gc.OP_N) if self.ignore_trans else (d_[3], d_[4])
         (at, ar, ac, lda), (bt, br, bc, ldb), (ct, cr, cc, ldc) = self.objs[la], self.objs[lb], self.objs[lc]
         a_st = _read_colmajor(_decode(_REG[a].ravel(), at), ar, ac, lda)
@@ -687,6 +688,8 @@ class _MockLt:
         res = (a_st.T if ta == gc.OP_T else a_st) @ (b_st.T if tb == gc.OP_T else b_st)
         assert res.shape == (cr, cc)
         cbuf = _REG[d]
+        if ct == gc.R_8I:       # INT8 output: alpha x acc in float32, rounded and saturated
+            res = np.clip(np.rint(np.float32(alpha_v) * res.astype(np.float32)), -128, 127)
         out = gc.bf16_bits_from_f32(res.astype(np.float32)) if ct == gc.R_16BF else res.astype(cbuf.dtype)
         np.reshape(cbuf.reshape(-1)[: ldc * cc], (cc, ldc))[:, :cr] = out.T
 
@@ -696,6 +699,7 @@ class _EventCp(_FakeCp):
 
     lt: _MockLt | None = None
     uint8 = np.uint8
+    sqrt, mean, square, clip = np.sqrt, np.mean, np.square, np.clip
 
     class _Event:
         def record(self, stream=None):
@@ -709,17 +713,17 @@ class _EventCp(_FakeCp):
 
 
 def _lt_gemm(lt, key="int8.tn", m=32, n=48, k=64):
-    from hwprobe.probes.gpu_fp8 import LtGemm
+    from hwprobe.probes.gpu_fp8 import LtGemm, LtGemmI8Out
     from hwprobe.probes.gpu_gemm import CublasEnv
 
     _EventCp.lt = lt
     env = CublasEnv(cp=_EventCp, cublas=None, handle=0, l2_bytes=1)
-    g = LtGemm(env, gc.variant(key), m, n, k, lt=lt)
+    g = (LtGemmI8Out if key.endswith("i8out") else LtGemm)(env, gc.variant(key), m, n, k, lt=lt)
     g.call(0)
     return g
 
 
-@pytest.mark.parametrize("key", ["int8.tn", "int8.nn", "fp16.f32acc", "bf16"])
+@pytest.mark.parametrize("key", ["int8.tn", "int8.nn", "fp16.f32acc", "bf16", "int8.tn.i8out"])
 def test_lt_gemm_descriptors_autotune_and_check(key):
     lt = _MockLt()
     g = _lt_gemm(lt, key)
@@ -742,6 +746,22 @@ def test_lt_gemm_autotune_interleaves_rounds_and_drops_rejected_algos():
     assert timed == [7, 8, 10, 11] * gpu_fp8.AUTOTUNE_ITERATIONS
     with pytest.raises(RuntimeError, match="rejected all"):
         _lt_gemm(_MockLt(algos=2, reject={7, 8}))
+
+
+def test_lt_gemm_int8_output_scales_to_sigma_32_and_its_check_catches_a_wrong_scale():
+    v = gc.variant("int8.tn.i8out")
+    assert v.scalar == "float32" and v.scale_type == gc.R_32F and v.out == "int8" and v.c_type == gc.R_8I
+    assert "int8.tn.i8out" not in {x.key for vs in gc.GEMM_VARIANTS.values() for x in vs}   # not for gemmEx
+    assert gc.tolerance("int8.tn.i8out") == 0.02 and gc.tolerance("int8.tn") == 0.0
+    g = _lt_gemm(_MockLt(), "int8.tn.i8out", m=64, n=64, k=256)
+    out = np.asarray(g.ops[0][2], dtype=np.float64)
+    assert 20 < out.std() < 45 and np.abs(out).max() <= 128          # sigma ~32: the int8 range is used
+    assert g.params(SimpleNamespace(reps=1, graph=True, fallback=""))["alpha"] == pytest.approx(float(g.alpha))
+    assert g.check(rows=6) <= 0.02
+    c = g.ops[0][2]                                                  # an epilogue that scaled by 1.5 alpha
+    c[...] = np.clip(np.rint(np.asarray(c, dtype=np.float64) * 1.5), -128, 127)
+    with pytest.raises(VerificationError):
+        g.check(rows=6)
 
 
 def test_lt_gemm_check_catches_ignored_transposes():
@@ -769,6 +789,9 @@ def test_run_gemm_runs_ceilings_first_then_the_sweep(monkeypatch):
             order.append(f"lt.{prec}.{n}")
             yield Measurement(probe="gpu.gemm", metric=f"{prec}.tensor_core.cublaslt.n{n}", kind="sweep",
                               value=float(n), unit="FLOP/s", params={"n": n})
+            if prec == "int8":      # the INT8-output configuration has a ceiling of its own
+                yield Measurement(probe="gpu.gemm", metric=f"int8.tensor_core.cublaslt.i8out.n{n}", kind="sweep",
+                                  value=2.0 * n, unit="OP/s", params={"n": n})
 
     monkeypatch.setattr(gpu_gemm, "cublas_env", lambda ctx: None)
     monkeypatch.setattr(gpu_gemm, "measure_gemm", fake_measure)
@@ -797,6 +820,8 @@ def test_run_gemm_runs_ceilings_first_then_the_sweep(monkeypatch):
     assert ceil.kind == "compute" and ceil.params["n"] == 16384 and ceil.params["layout"] == "TN"
     assert [p["n"] for p in ceil.params["curve"]] == [1024, 8192]
     assert got["int8.tensor_core.cublaslt"].value == 16384.0 and got["fp16.tensor_core.cublaslt"].kind == "compute"
+    i8 = got["int8.tensor_core.cublaslt.i8out"]
+    assert i8.kind == "compute" and i8.value == 32768.0 and len(i8.params["candidates"]) == 4
     assert got["pitfall.int8_vs_fp16"].params["size"] == 8192
 
 

@@ -13,6 +13,7 @@ CuPy has no FP8 dtype and no cuBLASLt binding. Two routes, both autotuned untime
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from hwprobe.errors import InputError, Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes import gemm_common as gc
 from hwprobe.probes.base import probe
-from hwprobe.probes.gpu_gemm import CublasGemm, build_runner, ceiling_of, failure, measure_gemm
+from hwprobe.probes.gpu_gemm import CublasGemm, build_runner, ceiling_of, failure, measure_gemm, to_f64
 
 VARIANTS = {  # name -> (A format, B format, precision, ceiling metric)
     "e4m3xe4m3": ("e4m3", "e4m3", "fp8_e4m3", "fp8_e4m3.tensor_core.cublaslt"),
@@ -227,7 +228,7 @@ class LtGemm(CublasGemm):
         lt, v, cp = self.lt, self.v, self.env.cp
         self.h = self._keep(lt.destroy, lt.create())
         self.desc = self._keep(lt.matmul_desc_destroy,
-                               lt.matmul_desc_create(v.compute, gc.SCALE_TYPE_FOR_COMPUTE[v.compute]))
+                               lt.matmul_desc_create(v.compute, v.scale_type))
         for attr, val in ((lt.MatmulDescAttribute.TRANSA, v.transa), (lt.MatmulDescAttribute.TRANSB, v.transb)):
             _set_attr(lt.matmul_desc_set_attribute, lt.get_matmul_desc_attribute_dtype, self.desc, attr, val)
         (ar, ac, lda), (br, bc, ldb), (cr, cc, ldc) = lt_layouts(v, self.m, self.n, self.k)
@@ -305,18 +306,54 @@ class LtGemm(CublasGemm):
         gc.release_all(self._made)
 
 
+class LtGemmI8Out(LtGemm):
+    """INT8 in, INT32 accumulate, INT8 out: C = sat(round(alpha x A.B)), alpha (float32) scaling the products to
+    a standard deviation of 32 (what a calibrated INT8 activation holds). Checked against alpha x the float64
+    product of sampled rows, saturated to [-128, 127], within the rounding's relative error."""
+
+    OUT_SIGMA = 32.0
+
+    def __init__(self, env, v: gc.GemmVariant, m: int, n: int, k: int, **kw):
+        super().__init__(env, v, m, n, k, **kw)
+        cp = env.cp
+        a, b, _ = self.ops[0]
+        rms = float(cp.sqrt(cp.mean(cp.square(a.astype(cp.float32))) * cp.mean(cp.square(b.astype(cp.float32)))))
+        self.alpha.fill(self.OUT_SIGMA / (math.sqrt(k) * rms) if rms > 0 else 1.0)
+
+    def check(self, rows: int) -> float:
+        cp, v = self.env.cp, self.v
+        a, b, c = self.ops[0]
+        op_a, op_b, cm = gc.colmajor_views(a, b, c, v.transa, v.transb)
+        idx = cp.asarray(gc.sample_rows(self.m, rows))
+        ref = cp.clip(float(self.alpha) * (to_f64(cp, op_a[idx], "int8") @ to_f64(cp, op_b, "int8")), -128, 127)
+        return gc.check_close(cp.asnumpy(to_f64(cp, cm[idx], "int8")), cp.asnumpy(ref), gc.tolerance(v.key),
+                              f"cuBLASLt int8->int8 {self.m}x{self.n}x{self.k}")
+
+    def params(self, runner) -> dict:
+        return {**super().params(runner), "alpha": float(self.alpha), "output": "int8, saturated"}
+
+
+INT8_LT = (  # (variant key, class, metric stem, note) of gpu.gemm's INT8 cuBLASLt points
+    ("int8.tn", LtGemm, "int8.tensor_core.cublaslt",
+     "raw cuBLASLt, INT8 TN (IMMA), INT32 output, fastest heuristic algo"),
+    ("int8.tn.i8out", LtGemmI8Out, "int8.tensor_core.cublaslt.i8out",
+     "raw cuBLASLt, INT8 TN (IMMA), INT8 output (alpha x acc, rounded and saturated: INT8 inference's epilogue), "
+     "fastest heuristic algo"),
+)
+
+
 def lt_points(ctx, env, prec: str, sizes: list[int], rows: int):
     """gpu.gemm's cuBLASLt points for one precision (largest size first); failures come back as info records."""
     metric = f"{prec}.tensor_core.cublaslt"
     if prec == "int8":
-        v = gc.variant("int8.tn")
         for n in sizes:
-            ctx.log(f"cuBLASLt int8 TN {n}^3")
-            try:
-                yield measure_gemm(ctx, env, v, n, n, n, metric=f"{metric}.n{n}", kind="sweep", rows=rows,
-                                   gemm_cls=LtGemm, notes=("raw cuBLASLt, INT8 TN (IMMA), fastest heuristic algo",))
-            except Exception as e:
-                yield failure(ctx, f"{metric}.n{n}", f"cuBLASLt int8 {n}^3", e, precision="int8", path="library")
+            for key, cls, stem, note in INT8_LT:
+                ctx.log(f"cuBLASLt {key} {n}^3")
+                try:
+                    yield measure_gemm(ctx, env, gc.variant(key), n, n, n, metric=f"{stem}.n{n}", kind="sweep",
+                                       rows=rows, gemm_cls=cls, notes=(note,))
+                except Exception as e:
+                    yield failure(ctx, f"{stem}.n{n}", f"cuBLASLt {key} {n}^3", e, precision="int8", path="library")
         return
     try:
         cp, nvmath, torch = lt_env(ctx, fp8=False)

@@ -583,8 +583,8 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
 
             lt_n = gc.lt_plan(tuple(lt_sizes) + (tuple(int8_extra) if prec == "int8" else ()), plan, ctx.quick)
             for m in lt_points(ctx, env, prec, lt_n, check_rows):
-                if m.kind != "info":
-                    lt.setdefault(prec, []).append(m)
+                if m.kind != "info":        # grouped by configuration: the metric less its ".n<size>"
+                    lt.setdefault(m.metric.rsplit(".n", 1)[0], []).append(m)
                 yield m
         if prec in fw_after and frameworks:
             yield from _framework_points(ctx, env, top, check_rows, tuple(frameworks))
@@ -598,8 +598,9 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
         for v in gc.GEMM_VARIANTS[prec]:
             if points.get(v.key):
                 yield ceiling_of(points[v.key], v.metric, curve_points=sweeps.get(v.key))
-        if lt.get(prec):
-            yield ceiling_of(lt[prec], f"{prec}.tensor_core.cublaslt")
+        for stem, pts in lt.items():
+            if stem.startswith(f"{prec}."):
+                yield ceiling_of(pts, stem)
     yield from _pitfall(ctx, rates)
 
 

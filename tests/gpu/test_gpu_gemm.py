@@ -62,8 +62,10 @@ def test_gemm_sweep_ceilings_and_pitfall(gpu_ctx_factory):
     assert got["fp16.tensor_core.cupy_matmul"].verified
     for metric in ("fp16.tensor_core.cublas.f32acc.tn.n2048", "tf32.tensor_core.cublas.tn.n2048",
                    "fp16.tensor_core.cublaslt", "tf32.tensor_core.cublaslt",
-                   "int8.tensor_core.cublaslt"):
+                   "int8.tensor_core.cublaslt", "int8.tensor_core.cublaslt.i8out"):
         assert got[metric].verified and got[metric].value > 0, metric
+    i8 = got["int8.tensor_core.cublaslt.i8out"].params
+    assert i8["c_type"] == 3 and 0 < i8["alpha"] < 1 and i8["rel_error"] <= 0.02     # CUDA_R_8I, scaled
     assert got["int8.tensor_core.cublaslt"].params["cuda_graph"]
     assert got["int8.tensor_core.cublaslt"].params["binding"] == "nvmath.bindings.cublasLt"
     cands = got["fp16.tensor_core.cublas.f32acc"].params["candidates"]
