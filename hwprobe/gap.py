@@ -75,7 +75,7 @@ def power_data_steps(p: Profile, precision: str, unit: str) -> list[tuple[str, f
         u, z = pts.get("uniform"), pts.get("zeros")
         if not (u and z and u.get("rate") and z.get("rate")):
             continue
-        why = "sustained library GEMM, random vs zero operands"
+        why = f"sustained {f['metric'][: -len('.power_data')]}, random vs zero operands"
         if u.get("sm_mhz") and z.get("sm_mhz"):
             why += f": {u['sm_mhz']:.0f} vs {z['sm_mhz']:.0f} MHz at the power cap"
         out.append(("operand data (power)", u["rate"] / z["rate"], why))

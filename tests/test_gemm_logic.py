@@ -857,10 +857,13 @@ def test_nvmath_cublas_adapter_sets_the_workspace_after_every_stream_change():
 
 def test_gemm_power_summary_names_the_clock_as_the_loss():
     from hwprobe.measurement import ClockSummary, Measurement
-    from hwprobe.probes.gpu_gemm_power import metric_of, summarize
+    from hwprobe.probes.gpu_gemm_power import PATHS, summarize
+
+    assert [p.metric("relu") for p in PATHS["int8"]] == ["int8.tensor_core.cublaslt.sustained.relu",
+                                                          "int8.tensor_core.cublaslt.i8out.sustained.relu"]
 
     def point(data, rate, mhz, watts, per_clock):
-        return Measurement(probe="gpu.gemm_power", metric=metric_of("int8", "cublaslt", data), kind="sweep",
+        return Measurement(probe="gpu.gemm_power", metric=PATHS["int8"][0].metric(data), kind="sweep",
                            unit="OP/s", value=rate, precision="int8",
                            clocks=ClockSummary(sm_mhz=mhz, power_w=watts),
                            params={"data": data, "per_clock": per_clock})

@@ -26,21 +26,22 @@ from hwprobe.units import si
 
 @dataclass(frozen=True)
 class PowerPath:
-    """The library GEMM one precision is sustained on."""
+    """One library GEMM a precision is sustained on."""
 
     variant: str        # gemm_common variant key
-    api: str            # "cublaslt" (gpu_fp8.LtGemm, autotuned) | "cublas" (gemmEx)
+    api: str            # "cublaslt" (gpu_fp8.LtGemm, autotuned; LtGemmI8Out for INT8 output) | "cublas" (gemmEx)
+    stem: str           # metric stem: <stem>.sustained.<data>, <stem>.power_data
+
+    def metric(self, data: str) -> str:
+        return f"{self.stem}.sustained.{data}"
 
 
-PATHS = {
-    "int8": PowerPath("int8.tn", "cublaslt"),       # INT8's fastest library path (gpu.gemm)
-    "fp16": PowerPath("fp16.f32acc", "cublas"),
-    "bf16": PowerPath("bf16", "cublas"),
+PATHS = {   # INT8's fastest library paths (gpu.gemm): cuBLASLt with INT32 and with INT8 output
+    "int8": (PowerPath("int8.tn", "cublaslt", "int8.tensor_core.cublaslt"),
+             PowerPath("int8.tn.i8out", "cublaslt", "int8.tensor_core.cublaslt.i8out")),
+    "fp16": (PowerPath("fp16.f32acc", "cublas", "fp16.tensor_core.cublas"),),
+    "bf16": (PowerPath("bf16", "cublas", "bf16.tensor_core.cublas"),),
 }
-
-
-def metric_of(precision: str, api: str, data: str) -> str:
-    return f"{precision}.tensor_core.{api}.sustained.{data}"
 
 
 def per_clock(m: Measurement, theory) -> float | None:
@@ -87,8 +88,7 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
 def run(ctx, precisions=("int8", "fp16"), size=8192, data=("uniform", "normal", "relu", "zeros"),
         settle_s=0.5, sustain_s=2.0, check_rows=8):
     from hwprobe import specs
-    from hwprobe.probes.gpu_fp8 import LtGemm
-    from hwprobe.probes.gpu_gemm import DATA, cublas_env, failure, measure_gemm
+    from hwprobe.probes.gpu_gemm import DATA, cublas_env, failure
 
     bad = [d for d in data if d not in DATA]
     if bad:
@@ -105,37 +105,51 @@ def run(ctx, precisions=("int8", "fp16"), size=8192, data=("uniform", "normal", 
     try:
         import nvmath.bindings.cublasLt  # noqa: F401
     except Exception as e:
-        lt_missing = f"cuBLASLt path needs nvmath-python ({type(e).__name__}: {e}); gemmEx instead"
+        lt_missing = f"cuBLASLt paths need nvmath-python ({type(e).__name__}: {e})"
     for prec in precisions:
-        path = PATHS[prec]
-        if path.api == "cublaslt" and lt_missing:
-            ctx.log(lt_missing)
-            path = PowerPath(path.variant, "cublas")
-        v = gc.variant(path.variant)
-        points: list[Measurement] = []
-        for d in data:
-            metric = metric_of(prec, path.api, d)
-            ctx.log(f"{prec} {path.api} {size}^3, {d} operands, sustained {sustain_s:g} s")
-            try:
-                m = measure_gemm(ctx, env, v, size, size, size, metric=metric, kind="sweep", rows=check_rows,
-                                 gemm_cls=LtGemm if path.api == "cublaslt" else None, data=d,
-                                 sustain=(settle_s, sustain_s),
-                                 extra={"data_desc": DATA[d], "settle_s": settle_s, "sustain_s": sustain_s},
-                                 notes=(f"operands: {DATA[d]}", *([lt_missing] if lt_missing else [])))
-            except Exception as e:
-                yield failure(ctx, metric, f"{prec} {path.api} with {d} operands", e, precision=prec, path="library")
-                continue
-            m.params["per_clock"] = per_clock(m, theory)
-            points.append(m)
-            yield m
-        if points:
-            ratio, text = summarize(prec, size, points, limit)
-            yield ctx.derived(f"{prec}.tensor_core.{path.api}.power_data", ratio, unit="x", kind="info",
-                              precision=prec, exec_unit="tensor_core", path="library", notes=[text],
-                              params={"size": size, "power_limit_w": limit,
-                                      "points": {p.params["data"]: {"rate": p.value, "sm_mhz": p.clocks.sm_mhz
-                                                                    if p.clocks else None,
-                                                                    "power_w": p.clocks.power_w if p.clocks else None,
-                                                                    "j_per_op": p.energy_per_op_j,
-                                                                    "per_clock": p.params.get("per_clock")}
-                                                 for p in points}})
+        for path in PATHS[prec]:
+            if path.api == "cublaslt" and lt_missing:
+                if path.variant in gc.LT_VARIANTS:      # no gemmEx equivalent
+                    yield failure(ctx, f"{path.stem}.power_data", f"{prec} {path.variant}", RuntimeError(lt_missing),
+                                  precision=prec, path="library")
+                    continue
+                path = PowerPath(path.variant, "cublas", path.stem.replace("cublaslt", "cublas"))
+            yield from _sustain(ctx, env, theory, prec, path, size, data, settle_s, sustain_s, check_rows, limit,
+                                lt_missing)
+
+
+def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, settle_s: float, sustain_s: float,
+             check_rows: int, limit: float | None, lt_missing: str):
+    """One path's sustained points (one per operand distribution), then their finding."""
+    from hwprobe.probes.gpu_fp8 import LtGemm, LtGemmI8Out
+    from hwprobe.probes.gpu_gemm import DATA, failure, measure_gemm
+
+    v = gc.variant(path.variant)
+    cls = None if path.api == "cublas" else (LtGemmI8Out if v.out == "int8" else LtGemm)
+    notes = (f"{lt_missing}; gemmEx instead",) if lt_missing and path.api == "cublas" and prec == "int8" else ()
+    points: list[Measurement] = []
+    for d in data:
+        metric = path.metric(d)
+        ctx.log(f"{path.variant} ({path.api}) {size}^3, {d} operands, sustained {sustain_s:g} s")
+        try:
+            m = measure_gemm(ctx, env, v, size, size, size, metric=metric, kind="sweep", rows=check_rows,
+                             gemm_cls=cls, data=d, sustain=(settle_s, sustain_s),
+                             extra={"data_desc": DATA[d], "settle_s": settle_s, "sustain_s": sustain_s},
+                             notes=(f"operands: {DATA[d]}", *notes))
+        except Exception as e:
+            yield failure(ctx, metric, f"{path.variant} with {d} operands", e, precision=prec, path="library")
+            continue
+        m.params["per_clock"] = per_clock(m, theory)
+        points.append(m)
+        yield m
+    if points:
+        ratio, text = summarize(f"{prec} ({path.variant}, {path.api})", size, points, limit)
+        yield ctx.derived(f"{path.stem}.power_data", ratio, unit="x", kind="info", precision=prec,
+                          exec_unit="tensor_core", path="library", notes=[text],
+                          params={"size": size, "power_limit_w": limit, "variant": path.variant,
+                                  "points": {p.params["data"]: {"rate": p.value,
+                                                                "sm_mhz": p.clocks.sm_mhz if p.clocks else None,
+                                                                "power_w": p.clocks.power_w if p.clocks else None,
+                                                                "j_per_op": p.energy_per_op_j,
+                                                                "per_clock": p.params.get("per_clock")}
+                                             for p in points}})

@@ -174,12 +174,14 @@ def test_gemm_power_sustained_points(gpu_ctx_factory):
 
     ctx = gpu_ctx_factory("gpu.gemm_power")
     ms = list(run(ctx, precisions=("int8",), data=("uniform", "zeros")))
-    pts = {m.params["data"]: m for m in ms if m.kind == "sweep"}
-    assert set(pts) == {"uniform", "zeros"}, [(m.metric, m.notes) for m in ms]
+    pts = {m.metric: m for m in ms if m.kind == "sweep"}
+    stems = ("int8.tensor_core.cublaslt", "int8.tensor_core.cublaslt.i8out")
+    assert set(pts) == {f"{s}.sustained.{d}" for s in stems for d in ("uniform", "zeros")}, \
+        [(m.metric, m.notes) for m in ms]
     for m in pts.values():
         assert m.verified and m.value > 0 and m.clocks and m.clocks.sm_mhz, (m.metric, m.flags)
-        assert 0 < m.params["per_clock"] <= 1.03
-    info = [m for m in ms if m.kind == "info"]
-    assert len(info) == 1 and info[0].metric.startswith("int8.tensor_core.cublas") and info[0].metric.endswith(
-        ".power_data")
-    assert "uniform" in info[0].notes[0] and "zeros" in info[0].notes[0]
+        assert 0 < m.params["per_clock"] <= 1.1       # NVML's clock lags: a bound, not an exact share
+    info = {m.metric: m for m in ms if m.kind == "info"}
+    assert set(info) == {f"{s}.power_data" for s in stems}
+    for m in info.values():
+        assert "uniform" in m.notes[0] and "zeros" in m.notes[0]
