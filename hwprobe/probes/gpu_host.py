@@ -7,6 +7,7 @@ that sampled elements arrived intact.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -18,6 +19,8 @@ from hwprobe.probes.gpu_dram import budget_bytes, calibrate, info, release, repe
 
 SAMPLE_S = 0.004
 SWEEP_S = 0.002
+RETRIES = 2             # extra ceiling measurements when one runs below RETRY_BELOW x the sweep's rate
+RETRY_BELOW = 0.9
 DIRECTIONS = ("h2d", "d2h", "bidir")
 SENTINEL = 0xDEADBEEF
 N_SAMPLES = 64
@@ -103,19 +106,35 @@ def run(ctx, max_mib: int | None = None, pageable: bool = True) -> Iterator[Meas
                 continue
             try:
                 fn, work, check = _transfer(direction, best[1], h_src, h_dst, dev_in, dev_out, SAMPLE_S)
-                yield ctx.measure(f"host.{direction}.{kind}", fn, work=work, unit="B/s", kind="memory", check=check,
-                                  level=f"host_{direction}", exec_unit="copy_engine",
-                                  bytes_counted=_counted(direction),
-                                  params={"bytes": best[1], "direction": direction, "host_memory": kind,
-                                          "ceiling": kind == "pinned"},
-                                  notes=notes + ([] if kind == "pinned" else
-                                                 ["pageable host memory: staged by the driver; not the ceiling"]))
+                yield retried(functools.partial(
+                    ctx.measure, f"host.{direction}.{kind}", fn, work=work, unit="B/s", kind="memory", check=check,
+                    level=f"host_{direction}", exec_unit="copy_engine", bytes_counted=_counted(direction),
+                    params={"bytes": best[1], "direction": direction, "host_memory": kind,
+                            "ceiling": kind == "pinned"},
+                    notes=notes + ([] if kind == "pinned" else
+                                   ["pageable host memory: staged by the driver; not the ceiling"])), best[0])
             except Exception as e:
                 yield info(ctx, f"host.{direction}.{kind}", f"{direction} {kind} ceiling failed", e)
         h_src = h_dst = None
         release()
     dev_in = dev_out = None
     release()
+
+
+def retried(measure: Callable[[], Measurement], sweep_rate: float, retries: int = RETRIES,
+            below: float = RETRY_BELOW) -> Measurement:
+    """A ceiling measurement, taken again (at most ``retries`` times) while it runs below ``below`` x the
+    sweep's rate at the same size: the host side is shared (other tenants, the VM's host), so such a run was
+    disturbed. The best verified one is kept; the attempts are listed."""
+    tries = [measure()]
+    while len(tries) <= retries and tries[-1].value < below * sweep_rate:
+        tries.append(measure())
+    m = max(tries, key=lambda t: (t.verified is True, t.value))
+    if len(tries) > 1:
+        m.params["attempts_gbps"] = [round(t.value / 1e9, 2) for t in tries]
+        m.notes.append(f"measured {len(tries)} times: the first ran below {below:.0%} of the sweep's "
+                       f"{sweep_rate / 1e9:.1f} GB/s at this size (a disturbed host); the best kept")
+    return m
 
 
 def _counted(direction: str) -> str:
