@@ -108,25 +108,26 @@ def run(ctx, precisions=("int8", "fp16"), size=8192, data=("uniform", "normal", 
         lt_missing = f"cuBLASLt paths need nvmath-python ({type(e).__name__}: {e})"
     for prec in precisions:
         for path in PATHS[prec]:
+            notes: tuple[str, ...] = ()
             if path.api == "cublaslt" and lt_missing:
                 if path.variant in gc.LT_VARIANTS:      # no gemmEx equivalent
                     yield failure(ctx, f"{path.stem}.power_data", f"{prec} {path.variant}", RuntimeError(lt_missing),
                                   precision=prec, path="library")
                     continue
                 path = PowerPath(path.variant, "cublas", path.stem.replace("cublaslt", "cublas"))
+                notes = (f"{lt_missing}; gemmEx instead",)
             yield from _sustain(ctx, env, theory, prec, path, size, data, settle_s, sustain_s, check_rows, limit,
-                                lt_missing)
+                                notes)
 
 
 def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, settle_s: float, sustain_s: float,
-             check_rows: int, limit: float | None, lt_missing: str):
+             check_rows: int, limit: float | None, notes: tuple[str, ...]):
     """One path's sustained points (one per operand distribution), then their finding."""
     from hwprobe.probes.gpu_fp8 import LtGemm, LtGemmI8Out
     from hwprobe.probes.gpu_gemm import DATA, failure, measure_gemm
 
     v = gc.variant(path.variant)
     cls = None if path.api == "cublas" else (LtGemmI8Out if v.out == "int8" else LtGemm)
-    notes = (f"{lt_missing}; gemmEx instead",) if lt_missing and path.api == "cublas" and prec == "int8" else ()
     points: list[Measurement] = []
     for d in data:
         metric = path.metric(d)
