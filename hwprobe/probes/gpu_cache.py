@@ -20,6 +20,7 @@ from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.gpu_dram import blocks_per_sm, budget_bytes, info, release, time_call
+from hwprobe.timing import clock_mhz
 
 CACHE_KERNELS = ("sweep_read<0>", "sweep_read<1>", "chase<0>", "chase<1>")
 L1_SWEEP_FACTOR = 8        # the per-SM sweep goes to 8x the L1/shared array
@@ -330,7 +331,7 @@ def _shared(ctx, mod) -> Iterator[Measurement]:
         )
         cyc, ns = (int(x) for x in clk.get())
         if cyc and ns:      # the last launch's own clock (block 0's clock64 over globaltimer): theory uses it
-            m.params["kernel_sm_mhz"] = round(cyc / ns * 1e3, 1)
+            m.params["kernel_sm_mhz"] = round(float(clock_mhz(cyc, ns)), 1)
         yield m
     except Exception as e:
         yield info(ctx, "cache.shared.read", "shared-memory bandwidth failed", e)

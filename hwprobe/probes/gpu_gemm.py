@@ -201,9 +201,12 @@ def to_f64(cp, x, kind: str):
     return cp.ascontiguousarray(x).astype(cp.float64)
 
 
-def check_rows(cp, a_rows, b, c_rows, tol: float, what: str) -> float:
-    """Compare c_rows with the float64 product a_rows @ b (all float64 cupy arrays) on the host."""
+def check_rows(cp, a_rows, b, c_rows, tol: float, what: str, epilogue: Callable | None = None) -> float:
+    """Compare c_rows with the float64 product a_rows @ b (all float64 cupy arrays) on the host; ``epilogue``
+    maps the product to what the library writes (INT8 output: scaled and saturated)."""
     ref = a_rows @ b
+    if epilogue is not None:
+        ref = epilogue(ref)
     return gc.check_close(cp.asnumpy(c_rows), cp.asnumpy(ref), tol, what)
 
 
@@ -347,7 +350,9 @@ class CublasGemm:
         idx = cp.asarray(gc.sample_rows(self.m, rows))
         return check_rows(cp, to_f64(cp, op_a[idx], v.storage), to_f64(cp, op_b, v.storage),
                           to_f64(cp, cm[idx], v.out), gc.tolerance(v.key, self.k),
-                          f"cuBLAS {v.key} {self.m}x{self.n}x{self.k}")
+                          f"cuBLAS {v.key} {self.m}x{self.n}x{self.k}", self.epilogue)
+
+    epilogue: Callable | None = None    # product -> output (subclasses whose output is not the product)
 
     def params(self, runner: Runner) -> dict:
         v = self.v

@@ -21,7 +21,7 @@ import numpy as np
 
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.probes.base import probe
-from hwprobe.timing import iterations_for
+from hwprobe.timing import clock_mhz, iterations_for
 
 MMA_SYNC_PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
 WGMMA_PRECISIONS = ("fp16", "bf16", "tf32", "fp8", "int8")
@@ -481,11 +481,6 @@ def kernel_name(v: Variant, cfg: tuple | None = None) -> str:
 def per_clock(ops_per_cta: float, per_sm: int, cycles: float) -> float:
     """Operations per SM clock: the CTAs of one SM run side by side for ``cycles`` SM cycles."""
     return ops_per_cta * per_sm / cycles
-
-
-def clock_mhz(cycles: np.ndarray, ns: np.ndarray) -> np.ndarray:
-    """The SM clock a launch ran at, from its clock64 cycles and globaltimer nanoseconds."""
-    return np.asarray(cycles, dtype=np.float64) / np.asarray(ns, dtype=np.float64) * 1e3
 
 
 def sass_flags(has_expected: bool | None, v: Variant) -> list[str]:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from hwprobe.timing.sampler import ClockSampler, CpuClockSampler, NullSampler
 
 __all__ = [
+    "clock_mhz",
     "time_host", "time_cuda", "time_cuda_once", "iterations_for", "ClockSampler", "CpuClockSampler", "NullSampler",
 ]
 
@@ -58,3 +59,11 @@ def iterations_for(seconds_per_iteration: float, target_s: float, lo: int = 1, h
     if seconds_per_iteration <= 0:
         return hi
     return int(min(hi, max(lo, round(target_s / seconds_per_iteration))))
+
+
+def clock_mhz(cycles, ns):
+    """The SM clock a kernel ran at, from its clock64 cycles and globaltimer nanoseconds (scalars or arrays):
+    exact where NVML's sampled reading lags."""
+    import numpy as np
+
+    return np.asarray(cycles, dtype=np.float64) / np.asarray(ns, dtype=np.float64) * 1e3

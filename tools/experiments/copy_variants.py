@@ -13,7 +13,7 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nvml_poll import Poll  # noqa: E402
+from expkit import Poll  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp")
 SRC = r"""

@@ -1,14 +1,12 @@
 """Sustained rate of every cuBLASLt INT8 heuristic algorithm at the power cap (is any more energy-efficient
 than the short-burst autotune pick?). Random full-range operands, each algorithm 0.6 s after 0.3 s settle."""
+import functools
 import json
 import os
 import sys
-import time
-
-import cupy as cp
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nvml_poll import Poll  # noqa: E402
+from expkit import Poll, gemm_env, sustained  # noqa: E402
 
 from hwprobe.probes import gemm_common as gc  # noqa: E402
 from hwprobe.probes import gpu_gemm as gg  # noqa: E402
@@ -17,11 +15,7 @@ from hwprobe.probes.gpu_fp8 import LtGemm  # noqa: E402
 OUT = os.environ.get("OUT", "/tmp")
 
 
-class Dev:
-    l2_bytes = cp.cuda.Device().attributes["L2CacheSize"]
-
-
-env = gg.cublas_env(type("C", (), {"device": Dev()})())
+env = gemm_env()
 poll = Poll()
 v = gc.variant("int8.tn")
 rows = []
@@ -31,24 +25,7 @@ for n in (8192, 16384):
         ops = gc.gemm_flops(n, n, n)
         for i in sorted(g.timings, key=g.timings.get):
             ptr = g._algo_ptr(i)
-            t_end = time.perf_counter() + 0.3
-            while time.perf_counter() < t_end:
-                g._matmul(ptr, 0)
-                cp.cuda.get_current_stream().synchronize()
-            calls = 0
-            s, e = cp.cuda.Event(), cp.cuda.Event()
-            t0 = time.perf_counter()
-            s.record()
-            while time.perf_counter() - t0 < 0.6:
-                for j in range(8):
-                    g._matmul(ptr, (calls + j) % g.sets)
-                calls += 8
-                cp.cuda.get_current_stream().synchronize()
-            e.record()
-            e.synchronize()
-            t1 = time.perf_counter()
-            rate = ops * calls / (cp.cuda.get_elapsed_time(s, e) * 1e-3)
-            w = poll.window(t0 + 0.2, t1)
+            rate, w = sustained(functools.partial(g._matmul, ptr), g.sets, ops, poll, 0.3, 0.6)
             row = {"n": n, "algo": i, "autotune_s": g.timings[i], "burst_rate": ops / g.timings[i], "sustained": rate,
                    "sm_mhz": w.get("sm_mhz"), "power_w": w.get("power_w"), "best_pick": i == g.best}
             rows.append(row)

@@ -13,7 +13,7 @@ import cupy as cp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nvml_poll import Poll  # noqa: E402
+from expkit import Poll, gemm_env  # noqa: E402
 
 from hwprobe.probes import gemm_common as gc  # noqa: E402
 from hwprobe.probes import gpu_gemm as gg  # noqa: E402
@@ -44,12 +44,7 @@ def use(dist):
     gg.random_operand = f
 
 
-class Dev:
-    l2_bytes = cp.cuda.Device().attributes["L2CacheSize"]
-
-
-ctx = type("C", (), {"device": Dev()})()
-env = gg.cublas_env(ctx)
+env = gemm_env()
 poll = Poll()
 rows = []
 v = gc.variant("int8.tn")

@@ -4,24 +4,17 @@ Random full-range operands; each point 0.5 s settle + 2.5 s sustained (timing on
 import dataclasses
 import os
 import sys
-import time
 
-import cupy as cp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nvml_poll import Poll  # noqa: E402
+from expkit import Poll, gemm_env, sustained  # noqa: E402
 
 from hwprobe.probes import gemm_common as gc  # noqa: E402
 from hwprobe.probes import gpu_gemm as gg  # noqa: E402
 from hwprobe.probes.gpu_fp8 import LtGemm  # noqa: E402
 
-
-class Dev:
-    l2_bytes = cp.cuda.Device().attributes["L2CacheSize"]
-
-
-env = gg.cublas_env(type("C", (), {"device": Dev()})())
+env = gemm_env()
 poll = Poll()
 base = gc.variant("int8.tn")
 for out in ("int32", "int8"):
@@ -42,23 +35,7 @@ for out in ("int32", "int8"):
                 g.alpha = np.array(1.0 / (n * 4096.0), dtype=np.float32)
                 g.beta = np.zeros((), dtype=np.float32)
             ops = gc.gemm_flops(n, n, n)
-            t_end = time.perf_counter() + 0.5
-            while time.perf_counter() < t_end:
-                g.call(0)
-                cp.cuda.get_current_stream().synchronize()
-            s, e = cp.cuda.Event(), cp.cuda.Event()
-            calls = 0
-            t0 = time.perf_counter()
-            s.record()
-            while time.perf_counter() - t0 < 2.5:
-                for j in range(8):
-                    g.call((calls + j) % g.sets)
-                calls += 8
-                cp.cuda.get_current_stream().synchronize()
-            e.record()
-            e.synchronize()
-            w = poll.window(t0 + 0.2, time.perf_counter())
-            rate = ops * calls / (cp.cuda.get_elapsed_time(s, e) * 1e-3)
+            rate, w = sustained(g.call, g.sets, ops, poll, 0.5, 2.5)
             print(f"{out} out n={n}: sustained {rate / 1e15:.3f} POP/s at {w.get('sm_mhz')} MHz, {w.get('power_w')} W, "
                   f"burst {ops / g.timings[g.best] / 1e15:.3f}, algo #{g.best}/{g.algorithms}", flush=True)
             g.close()

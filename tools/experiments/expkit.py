@@ -1,4 +1,5 @@
-"""A tiny NVML poller for experiments: (t, sm MHz, power W, temp C, throttle mask) every 20 ms."""
+"""What the device experiments share: an NVML poller ((t, SM MHz, W, C, throttle mask) every 20 ms), the
+cuBLAS environment of gpu.gemm, and a settled, sustained rate of one GEMM call."""
 import threading
 import time
 
@@ -40,3 +41,38 @@ class Poll:
     def stop(self):
         self._stop.set()
         self.t.join()
+
+
+def gemm_env():
+    """gpu.gemm's cuBLAS environment (nvmath binding, workspace), sized by this device's L2."""
+    import cupy as cp
+
+    from hwprobe.probes import gpu_gemm as gg
+
+    dev = type("Dev", (), {"l2_bytes": cp.cuda.Device().attributes["L2CacheSize"]})()
+    return gg.cublas_env(type("Ctx", (), {"device": dev})())
+
+
+def sustained(call, sets: int, ops: float, poll: Poll, settle_s: float, seconds: float) -> tuple[float, dict]:
+    """(ops/s, NVML window) of ``call(i)`` run back to back for ``seconds`` after ``settle_s`` of the same work
+    (synchronized every 8 calls; the window skips its first 0.2 s)."""
+    import cupy as cp
+
+    stream = cp.cuda.get_current_stream()
+    t_end = time.perf_counter() + settle_s
+    while time.perf_counter() < t_end:
+        call(0)
+        stream.synchronize()
+    s, e = cp.cuda.Event(), cp.cuda.Event()
+    calls = 0
+    t0 = time.perf_counter()
+    s.record()
+    while time.perf_counter() - t0 < seconds:
+        for j in range(8):
+            call((calls + j) % sets)
+        calls += 8
+        stream.synchronize()
+    e.record()
+    e.synchronize()
+    window = poll.window(t0 + 0.2, time.perf_counter())
+    return ops * calls / (cp.cuda.get_elapsed_time(s, e) * 1e-3), window
