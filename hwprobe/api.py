@@ -11,6 +11,7 @@ from pathlib import Path
 from hwprobe import suites as suites_mod
 from hwprobe.device import GpuInfo, select
 from hwprobe.errors import InputError, Skip
+from hwprobe.interrupt import guarded
 from hwprobe.measurement import PRECISIONS, Measurement
 from hwprobe.profile import Profile, validate_dict
 from hwprobe.results import ENVIRONMENT, PROFILE, ResultsWriter, environment, new_run_dir, write_table
@@ -100,13 +101,15 @@ def run(device: str | None = None, suite: str | None = None, out: str | Path | N
         writer.append(m)
         if on_measurement:
             on_measurement(m)
+        guard.check()
 
-    try:
+    def measure_all() -> None:
         if isinstance(dev, GpuInfo):
             import cupy as cp
 
             cp.cuda.Device(dev.index).use()
         for i, entry in enumerate(s.entries):
+            guard.check()
             if on_probe:
                 on_probe(entry.probe, i, len(s.entries))
             ctx = probes.ProbeContext(target=s.target, device=dev, sampler=sampler, probe_name=entry.probe,
@@ -127,11 +130,16 @@ def run(device: str | None = None, suite: str | None = None, out: str | Path | N
                                  notes=[traceback.format_exc(limit=6)]))
             finally:
                 probe_seconds[entry.probe] = round(time.perf_counter() - t0, 2)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        sampler.close()
-        writer.close()
+        guard.check()
+
+    with guarded() as guard:
+        try:
+            measure_all()
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            sampler.close()
+            writer.close()
     env["finished"] = not interrupted
     env["probe_seconds"] = probe_seconds
     writer.write_json(ENVIRONMENT, env)

@@ -101,7 +101,11 @@ def test_plot_writes_a_png(tmp_path, profile_file):
 
 
 def test_ctrl_c_mid_run_keeps_a_partial_profile(tmp_path):
-    """A real SIGINT after the first measurement: exit 130, and the profile holds what finished."""
+    """A real SIGINT after the first measurement: exit 130, and the profile holds what finished.
+
+    The signal may land while numba compiles the stream kernel, inside a C callback that drops the
+    KeyboardInterrupt; the run must still stop (at the next measurement at the latest).
+    """
     import signal
     import time
 
@@ -125,4 +129,4 @@ def test_ctrl_c_mid_run_keeps_a_partial_profile(tmp_path):
     assert "Traceback" not in err
     prof = load_profile(next(out.glob("*/profile.json")))
     assert prof.partial is True
-    assert "fp64" in prof.compute and not prof.memory
+    assert "fp64" in prof.compute and prof.environment["finished"] is False

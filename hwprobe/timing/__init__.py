@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from hwprobe.interrupt import check as check_interrupt
 from hwprobe.timing.sampler import ClockSampler, CpuClockSampler, NullSampler
 
 __all__ = [
@@ -20,10 +21,12 @@ __all__ = [
 def time_host(fn: Callable[[], object], *, warmup: int = 1, repeats: int = 5,
               clock: Callable[[], float] = time.perf_counter) -> list[float]:
     """Seconds per call of ``fn`` for ``repeats`` calls after ``warmup`` untimed ones."""
+    check_interrupt()
     for _ in range(warmup):
         fn()
     out = []
     for _ in range(repeats):
+        check_interrupt()
         t0 = clock()
         fn()
         out.append(clock() - t0)
@@ -37,6 +40,7 @@ def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10, c
     if cp is None:
         import cupy as cp
 
+    check_interrupt()
     for _ in range(warmup):
         fn()
     stream = cp.cuda.get_current_stream()
