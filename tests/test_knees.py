@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hwprobe.analysis.knees import find_knees, find_plateaus, log_sizes, plateau_exit, refine_between, ridge_point
+from hwprobe.analysis.knees import (
+    find_knees,
+    find_plateaus,
+    log_sizes,
+    plateau_exit,
+    refine_between,
+    ridge_point,
+    step_inside,
+)
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -204,3 +212,42 @@ def test_plateau_exit_on_a_gradual_roll_off():
     sizes = log_sizes(512 * KIB, 240 * MIB, 4)
     ex = plateau_exit(sizes, random_replacement(sizes, 50 * MIB, 10e12, 3.5e12), 2 * MIB, 20 * MIB)
     assert ex is not None and ex.size == pytest.approx(50 * MIB, rel=0.15)
+
+
+# ---------------------------------------------------------------- a step inside L2 (near/far partitions)
+
+L2 = 50 * MIB
+
+
+def l2_latency_ns(sizes, split=25 * MIB, near=260.0, far=320.0, dram=650.0, noise=0.01, seed=0):
+    """A single-SM chase: near-partition latency up to ``split``, far partition up to L2, then DRAM."""
+    rng = np.random.default_rng(seed)
+    s = np.asarray(sizes, dtype=float)
+    ns = np.where(s <= split, near, np.where(s <= L2, far, dram))
+    return ns * (1 + noise * rng.standard_normal(s.size))
+
+
+def test_a_latency_step_at_half_l2_is_found():
+    sizes = log_sizes(L2 // 16, int(1.25 * L2), per_octave=4, align=1 << 16)
+    ns = l2_latency_ns(sizes)
+    k = step_inside(sizes, 1 / (ns * 1e-9), L2, band=0.06, min_step=1.10)
+    assert k is not None
+    assert 0.4 * L2 <= k.size <= 0.6 * L2
+    assert 1e9 / k.upper.level == pytest.approx(260, rel=0.03) and 1e9 / k.lower.level == pytest.approx(320, rel=0.03)
+
+
+@pytest.mark.parametrize("far", [260.0, 275.0])   # no step, or one below the 10% that counts
+def test_no_step_or_a_small_one_is_not_a_partition(far):
+    sizes = log_sizes(L2 // 16, int(1.25 * L2), per_octave=4, align=1 << 16)
+    assert step_inside(sizes, 1 / l2_latency_ns(sizes, far=far), L2, band=0.06, min_step=1.10) is None
+
+
+def test_the_exit_from_l2_is_not_a_step_inside_it():
+    """The fall to DRAM at the L2 size lies past 0.9 x L2: it is the capacity, not a partition."""
+    sizes = log_sizes(L2 // 16, 4 * L2, per_octave=4, align=1 << 16)
+    assert step_inside(sizes, 1 / l2_latency_ns(sizes, far=260.0), L2, band=0.06, min_step=1.10) is None
+
+
+def test_too_few_points_inside_give_no_step():
+    sizes = [L2 // 4, L2 // 2, L2]
+    assert step_inside(sizes, [2.0, 1.0, 1.0], L2) is None

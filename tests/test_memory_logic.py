@@ -339,3 +339,35 @@ def test_host_ceiling_is_measured_again_when_disturbed():
     assert "disturbed host" in disturbed.notes[0]
     stuck = retried(runs(40.0, 45.0, 41.0, 99.0), 99e9)     # at most 2 retries, then the best of the three
     assert stuck.value == 45e9 and stuck.params["attempts_gbps"] == [40.0, 45.0, 41.0]
+
+
+@pytest.mark.parametrize("far_ns", [320.0, 262.0])
+def test_l2_latency_sweep_reports_a_far_partition_only_where_a_step_shows(monkeypatch, far_ns):
+    from types import SimpleNamespace
+
+    from hwprobe.measurement import Measurement
+    from hwprobe.probes import gpu_latency
+    from hwprobe.probes.base import ProbeContext
+    from hwprobe.timing import NullSampler
+
+    l2 = 50 << 20
+
+    def fake_chase(ctx, mod, out, rng, *, metric, level, set_bytes, **kw):
+        ns = 260.0 if set_bytes <= l2 // 2 else far_ns if set_bytes <= l2 else 650.0
+        return Measurement(probe="gpu.latency", metric=metric, kind="latency", value=ns * 1e-9, unit="s",
+                           level=level, params={"cycles": ns * 1.98})
+
+    monkeypatch.setattr(gpu_latency, "_chase", fake_chase)
+    monkeypatch.setattr(gpu_latency, "release", lambda: None)
+    dev = SimpleNamespace(l2_bytes=l2)
+    ctx = ProbeContext(target="gpu", device=dev, sampler=NullSampler(), probe_name="gpu.latency")
+    out = {m.metric: m for m in gpu_latency._l2_sweep(ctx, None, None, None, int(1.25 * l2))}
+    sweep = out["latency.l2.sweep"]
+    assert [p["bytes"] for p in sweep.params["curve"]] == sorted(p["bytes"] for p in sweep.params["curve"])
+    assert sweep.params["curve"][-1]["ns"] == 650.0
+    if far_ns == 262.0:
+        assert "latency.l2_far" not in out and "no near/far step" in sweep.notes[0]
+        return
+    far = out["latency.l2_far"]
+    assert far.level == "l2_far" and far.value == pytest.approx(320e-9)
+    assert 0.4 * l2 < sweep.value <= 0.6 * l2 and "near partition 260 ns, far 320 ns" in sweep.notes[0]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from hwprobe.analysis.knees import find_knees, log_sizes, plateau_exit, refine_between
+from hwprobe.analysis.knees import log_sizes, plateau_exit, refine_between, step_inside
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
@@ -276,11 +276,8 @@ def _report_l2(ctx, pts: dict[int, float], point, l2_reported: int) -> Iterator[
                    f"device-reported L2 {l2_reported / 2**20:.0f} MiB; measured/reported "
                    f"{ex.size / l2_reported:.2f}"])
     # Near/far partitions: only a clear step (two plateaus >= 15% apart) with both sides inside L2.
-    sizes = sorted(s for s in pts if lo <= s <= 0.9 * l2_reported)
-    split = None
-    if len(sizes) >= 6:
-        _, knees = find_knees(sizes, [pts[s] for s in sizes])
-        split = next((k for k in knees if 0.2 * l2_reported <= k.size <= 0.8 * l2_reported), None)
+    sizes = sorted(s for s in pts if s >= lo)
+    split = step_inside(sizes, [pts[s] for s in sizes], l2_reported)
     if split is None:
         yield ctx.derived("cache.l2.partitions", 0.0, unit="", kind="info", level="l2",
                           notes=[f"no near/far split seen: no bandwidth step between {lo / 2**20:.1f} MiB and "

@@ -5,6 +5,10 @@ times the chase in-kernel with clock64 (cycles) and %globaltimer (ns). L1: a sma
 an in-kernel warm-up pass. L2: a set well inside L2 with ld.global.cg (L1 bypassed), pre-warmed. DRAM: a set
 >> L2 whose cycle visits 2 MiB pages in random order and the lines of a page in random order, so each step
 misses the caches but not the TLB; a fully random order over the same set is reported beside it (TLB misses).
+
+L2 sweep: the same L2 chase over sets from L2/16 to past L2. One SM sees its near L2 partition first; where
+the set outgrows what that partition keeps for it (A100/H100: about half of L2), the chase is served from
+the far partition, and the latency steps up inside L2. Such a step is reported as ``latency.l2_far``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from hwprobe.analysis.knees import next_slots, page_local_cycle, random_cycle, slot_after
+from hwprobe.analysis.knees import log_sizes, next_slots, page_local_cycle, random_cycle, slot_after, step_inside
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
@@ -23,14 +27,17 @@ from hwprobe.probes.gpu_dram import budget_bytes, info, release
 STRIDE = 128               # bytes between slots: one L1/L2 line
 PAGE = 2 << 20             # large-page size the TLB-friendly order stays within
 OUT_SLOTS = 64             # calls recorded per point (warm-up + repeats must fit)
+SWEEP_FROM, SWEEP_TO = 1 / 16, 1.25   # L2 latency sweep, in units of the reported L2
+FAR_STEP = 1.10            # a latency step inside L2 counts as near/far when the plateaus differ this much
 
 
 @probe(name="gpu.latency", target="gpu", family="memory",
        summary="Load-to-use latency (cycles and ns) of L1, L2 and DRAM by single-thread pointer chasing")
 def run(ctx, l1_kib: int = 16, l2_mib: int | None = None, dram_mib: int | None = None,
-        seed: int = 0) -> Iterator[Measurement]:
+        seed: int = 0, l2_sweep: bool = True) -> Iterator[Measurement]:
     """``l1_kib``: L1 set (default 16 KiB). ``l2_mib``: L2 set (default L2/4, at most 16 MiB).
-    ``dram_mib``: DRAM set (default 8x L2, at least 512 MiB; quick 4x L2)."""
+    ``dram_mib``: DRAM set (default 8x L2, at least 512 MiB; quick 4x L2). ``l2_sweep``: latency vs set size
+    across L2 (finds a near/far partition step)."""
     import cupy as cp
 
     from hwprobe.kernels import load
@@ -67,10 +74,52 @@ def run(ctx, l1_kib: int = 16, l2_mib: int | None = None, dram_mib: int | None =
         except Exception as e:
             yield info(ctx, pt["metric"], f"pointer chase over {pt['set_bytes']} B failed", e, level=pt["level"])
         release()
+    if l2_sweep:
+        yield from _l2_sweep(ctx, mod, out, rng, min(int(SWEEP_TO * dev.l2_bytes), budget))
+
+
+def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
+    """L2 chase latency vs set size; the curve goes into ``latency.l2.sweep``, a step inside L2 into
+    ``latency.l2_far`` (the chase at a size on the upper plateau, a real measurement)."""
+    l2 = ctx.device.l2_bytes
+    sizes = log_sizes(int(SWEEP_FROM * l2), top, per_octave=2 if ctx.quick else 4, align=1 << 16)
+    chases: dict[int, Measurement] = {}
+    for size in sizes:
+        try:
+            m = _chase(ctx, mod, out, rng, metric=f"latency.l2.sweep.{size}", level=None, set_bytes=size,
+                       order="random", cg=1, steps=2_000 if ctx.quick else 4_000, warm=0, prewarm=True,
+                       advance=False, repeats=3)
+        except Exception as e:
+            yield info(ctx, "latency.l2.sweep", f"pointer chase over {size} B failed", e)
+            return
+        finally:
+            release()
+        if m.valid:
+            chases[size] = m
+    curve = [{"bytes": s, "ns": m.value * 1e9, "cycles": m.params["cycles"]} for s, m in chases.items()]
+    split = step_inside(list(chases), [1 / m.value for m in chases.values()], l2, band=0.06, min_step=FAR_STEP)
+    lat = {s: round(m.value * 1e9, 1) for s, m in chases.items()}
+    text = ", ".join(f"{s / 2**20:.1f} MiB {ns:.0f} ns" for s, ns in lat.items())
+    params = {"curve": curve, "l2_bytes": l2, "far_step_min": FAR_STEP}
+    if split is None:
+        yield ctx.derived("latency.l2.sweep", 0.0, unit="", kind="info", params=params,
+                          notes=[f"no near/far step in the L2 chase latency up to {0.9 * l2 / 2**20:.0f} MiB "
+                                 f"(steps of at least {FAR_STEP - 1:.0%} sought): {text}"])
+        return
+    far_size = next(s for s in chases if split.lower.lo_size <= s <= split.lower.hi_size)
+    step = (f"L2 chase latency steps {split.ratio:.2f}x at {split.size / 2**20:.1f} MiB "
+            f"({split.size / l2:.2f} of L2): near partition {1e9 / split.upper.level:.0f} ns, far "
+            f"{1e9 / split.lower.level:.0f} ns")
+    params["split_bytes"] = split.size
+    yield ctx.derived("latency.l2.sweep", split.size, unit="B", kind="info", params=params, notes=[step, text])
+    far = chases[far_size]
+    far.metric, far.level = "latency.l2_far", "l2_far"
+    far.notes.append(step)
+    yield far
 
 
 def _chase(ctx, mod, out, rng, *, metric: str, level: str | None, set_bytes: int, order: str, cg: int, steps: int,
-           warm: int | None, prewarm: bool, advance: bool) -> Measurement:
+           warm: int | None, prewarm: bool, advance: bool, repeats: int | None = None) -> Measurement:
     import cupy as cp
 
     order_kind = order
@@ -98,7 +147,7 @@ def _chase(ctx, mod, out, rng, *, metric: str, level: str | None, set_bytes: int
         calls.append(start)
         launch(start, warm_steps, steps, i % (OUT_SLOTS - 1))
 
-    warmup, repeats = 1, (3 if ctx.quick else 5)
+    warmup, repeats = 1, repeats or (3 if ctx.quick else 5)
     m = ctx.measure(metric, fn, work=steps, unit="s", kind="latency", warmup=warmup, repeats=repeats, level=level,
                     exec_unit="cuda_core")
     res = out.get().reshape(OUT_SLOTS, 4)

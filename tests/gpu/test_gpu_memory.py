@@ -94,6 +94,13 @@ def test_latency(gpu_ctx_factory):
     assert 10 < l1.params["cycles"] < 100
     assert 100e-9 < dram.value < 2e-6
     assert ms["latency.dram.random"].value >= 0.9 * dram.value
+    curve = ms["latency.l2.sweep"].params["curve"]
+    assert len(curve) >= 8 and curve[-1]["bytes"] > dev.l2_bytes
+    assert curve[-1]["ns"] > 1.5 * curve[0]["ns"]            # past L2 the chase goes to DRAM
+    assert curve[0]["ns"] == pytest.approx(l2.value * 1e9, rel=0.2)
+    if "latency.l2_far" in ms:
+        far = ms["latency.l2_far"]
+        assert far.level == "l2_far" and 1.1 * l2.value < far.value < dram.value
     assert took < 30
 
 
