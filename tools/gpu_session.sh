@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One batched session on a lent GPU machine (offline): install carried wheels and hwprobe, then run the
 # steps named on the command line, logging everything, and pack the results into $OUT/bundle.tgz.
-#   bash tools/gpu_session.sh env tests run:default run:full sass
+#   bash tools/gpu_session.sh env tests run:default run:full sigint:compute:25 py:tools/experiments/X.py
 set -uo pipefail
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/hwprobe-out}; mkdir -p "$OUT/work"
@@ -26,6 +26,13 @@ for step in "$@"; do
       start=$(date +%s%N)
       timeout ${RUN_TIMEOUT:-400} python3 -m hwprobe run --device 0 --suite "$s" --out "$OUT/work/results" 2>&1 | tee "$OUT/work/run-$s.log"
       echo "wall: $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$OUT/work/run-$s.log" ;;
+    sigint:*)   # sigint:SUITE:SECONDS: Ctrl-C a run after SECONDS; it must exit 130 with a partial profile
+      a=${step#sigint:}; s=${a%%:*}; secs=${a#*:}; log "hwprobe run --suite $s, SIGINT after $secs s"
+      python3 -m hwprobe run --device 0 --suite "$s" --out "$OUT/work/sigint" > "$OUT/work/sigint.out" 2> "$OUT/work/sigint.err" &
+      pid=$!; sleep "$secs"; kill -INT $pid; t0=$(date +%s%N); wait $pid; rc=$?
+      echo "exit $rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms after SIGINT; $(cat "$OUT"/work/sigint/*/measurements.jsonl | wc -l) measurements kept"
+      tail -2 "$OUT/work/sigint.err"
+      python3 -c "import json,glob; p=json.load(open(glob.glob('$OUT/work/sigint/*/profile.json')[0])); print('profile partial:', p['partial'])" ;;
     py:*)
       f=${step#py:}; log "python3 $f"; timeout 400 python3 "$f" 2>&1 | tee "$OUT/work/$(basename "$f").log" ;;
     *) log "unknown step $step" ;;

@@ -27,7 +27,7 @@ from hwprobe.probes.gpu_dram import budget_bytes, info, release
 STRIDE = 128               # bytes between slots: one L1/L2 line
 PAGE = 2 << 20             # large-page size the TLB-friendly order stays within
 OUT_SLOTS = 64             # calls recorded per point (warm-up + repeats must fit)
-SWEEP_FROM, SWEEP_TO = 1 / 16, 1.25   # L2 latency sweep, in units of the reported L2
+SWEEP_FROM, SWEEP_TO = 1 / 16, 2.0   # L2 latency sweep, in units of the reported L2
 FAR_STEP = 1.10            # a latency step inside L2 counts as near/far when the plateaus differ this much
 
 
@@ -80,7 +80,12 @@ def run(ctx, l1_kib: int = 16, l2_mib: int | None = None, dram_mib: int | None =
 
 def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
     """L2 chase latency vs set size; the curve goes into ``latency.l2.sweep``, a step inside L2 into
-    ``latency.l2_far`` (the chase at a size on the upper plateau, a real measurement)."""
+    ``latency.l2_far`` (the chase at a size on the upper plateau, a real measurement).
+
+    Each point walks its whole cycle once (prewarm), then the timed calls go on along the cycle: the steady
+    state of a cyclic walk over the set, where a set larger than a cache level misses it on every step (the
+    lines come back in the order they were evicted). Restarting each call at the same place would time only
+    the few thousand lines one call visits, which always fit."""
     l2 = ctx.device.l2_bytes
     sizes = log_sizes(int(SWEEP_FROM * l2), top, per_octave=2 if ctx.quick else 4, align=1 << 16)
     chases: dict[int, Measurement] = {}
@@ -88,7 +93,7 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
         try:
             m = _chase(ctx, mod, out, rng, metric=f"latency.l2.sweep.{size}", level=None, set_bytes=size,
                        order="random", cg=1, steps=2_000 if ctx.quick else 4_000, warm=0, prewarm=True,
-                       advance=False, repeats=3)
+                       advance=True, repeats=3)
         except Exception as e:
             yield info(ctx, "latency.l2.sweep", f"pointer chase over {size} B failed", e)
             return
