@@ -111,12 +111,13 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
                           notes=[f"no near/far step in the L2 chase latency up to {0.9 * l2 / 2**20:.0f} MiB "
                                  f"(steps of at least {FAR_STEP - 1:.0%} sought): {text}"])
         return
-    far_size = next(s for s in chases if split.lower.lo_size <= s <= split.lower.hi_size)
+    on_far = [s for s in chases if split.lower.lo_size <= s <= split.lower.hi_size]
+    far_size = on_far[len(on_far) // 2]     # the middle of the far plateau
     step = (f"L2 chase latency steps {split.ratio:.2f}x at {split.size / 2**20:.1f} MiB "
             f"({split.size / l2:.2f} of L2): near partition {1e9 / split.upper.level:.0f} ns, far "
             f"{1e9 / split.lower.level:.0f} ns")
     params["split_bytes"] = split.size
-    yield ctx.derived("latency.l2.sweep", split.size, unit="B", kind="info", params=params, notes=[step, text])
+    yield ctx.derived("latency.l2.sweep", split.size, unit="B", kind="info", params=params, notes=[f"{step};", text])
     far = chases[far_size]
     far.metric, far.level = "latency.l2_far", "l2_far"
     far.notes.append(step)
