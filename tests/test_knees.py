@@ -251,3 +251,26 @@ def test_the_exit_from_l2_is_not_a_step_inside_it():
 def test_too_few_points_inside_give_no_step():
     sizes = [L2 // 4, L2 // 2, L2]
     assert step_inside(sizes, [2.0, 1.0, 1.0], L2) is None
+
+
+# L2 chase latency (ns) vs set size measured by gpu.latency on 2026-11-21 (H100 80GB HBM3 SXM, 50 MiB L2;
+# H200 SXM, 60 MiB L2): near partition up to ~L2/2, far partition up to L2, then DRAM.
+H100_CURVE = [(3276800, 139.2), (3932160, 139.4), (4653056, 139.4), (5570560, 139.3), (6553600, 139.2),
+              (7798784, 139.2), (9306112, 139.3), (11075584, 139.5), (13107200, 139.3), (15597568, 139.3),
+              (18546688, 139.4), (22085632, 139.7), (26214400, 154.0), (31195136, 241.3), (37093376, 264.0),
+              (44105728, 264.6), (52428800, 288.9), (62390272, 343.7), (74186752, 342.6), (88211456, 343.8)]
+H200_CURVE = [(3932160, 141.9), (4718592, 141.9), (5570560, 141.9), (6619136, 141.7), (7864320, 141.8),
+              (9371648, 141.8), (11141120, 141.8), (13238272, 142.0), (15728640, 141.9), (18743296, 141.7),
+              (22282240, 142.0), (26476544, 142.5), (31457280, 164.2), (37421056, 250.4), (44498944, 260.2),
+              (52953088, 260.6), (62914560, 284.3), (74842112, 333.3), (88997888, 332.5), (105840640, 333.2)]
+
+
+@pytest.mark.parametrize("curve, l2, near, far", [(H100_CURVE, 50 * MIB, 139.3, 264.3),
+                                                  (H200_CURVE, 60 * MIB, 141.9, 255.0)])
+def test_measured_hopper_l2_latency_curves_show_the_far_partition(curve, l2, near, far):
+    from hwprobe.probes.gpu_latency import far_step
+
+    k = far_step([s for s, _ in curve], [ns * 1e-9 for _, ns in curve], l2)
+    assert k is not None and 0.4 * l2 <= k.size <= 0.6 * l2
+    assert 1e9 / k.upper.level == pytest.approx(near, rel=0.01)
+    assert 1e9 / k.lower.level == pytest.approx(far, rel=0.03)

@@ -200,15 +200,18 @@ def find_knees(sizes, values, *, band: float = 0.15, min_points: int = 3, min_st
 
 
 def step_inside(sizes, values, capacity: float, *, band: float = 0.15, min_step: float = 1.15,
-                lo_frac: float = 0.2, hi_frac: float = 0.8, top_frac: float = 0.9, min_points: int = 6) -> Knee | None:
+                lo_frac: float = 0.2, hi_frac: float = 0.8, top_frac: float = 0.9, min_points: int = 6,
+                plateau_points: int = 3) -> Knee | None:
     """A drop between two plateaus that lies inside a cache level (near/far L2 partitions): the first knee
     between ``lo_frac`` and ``hi_frac`` of ``capacity``, from the points at or below ``top_frac`` of it (past
     that the level's own exit would count). ``values`` fall as the curve gets slower (bandwidth, 1/latency).
+    ``plateau_points``: the fewest points a plateau needs (the far half of L2 is one octave: a few points).
     None when there are fewer than ``min_points`` such points or no such knee."""
     pts = [(s, v) for s, v in zip(sizes, values, strict=True) if s <= top_frac * capacity]
     if len(pts) < min_points:
         return None
-    _, knees = find_knees([s for s, _ in pts], [v for _, v in pts], band=band, min_step=min_step)
+    _, knees = find_knees([s for s, _ in pts], [v for _, v in pts], band=band, min_step=min_step,
+                          min_points=plateau_points)
     return next((k for k in knees if lo_frac * capacity <= k.size <= hi_frac * capacity), None)
 
 

@@ -281,8 +281,8 @@ def _report_l2(ctx, pts: dict[int, float], point, l2_reported: int) -> Iterator[
     if split is None:
         yield ctx.derived("cache.l2.partitions", 0.0, unit="", kind="info", level="l2",
                           notes=[f"no near/far split seen: no bandwidth step between {lo / 2**20:.1f} MiB and "
-                                 f"{0.9 * l2_reported / 2**20:.0f} MiB (Hopper's two L2 partitions are not "
-                                 f"distinguishable in this read sweep)"])
+                                 f"{0.9 * l2_reported / 2**20:.0f} MiB in this all-SM read sweep (gpu.latency's "
+                                 f"single-SM L2 sweep is where partitions show: latency.l2.sweep)"])
         return
     n_best = _best_in(pts, split.upper.lo_size, split.upper.hi_size)
     f_best = _best_in(pts, split.lower.lo_size, split.lower.hi_size)

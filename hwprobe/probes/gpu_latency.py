@@ -78,6 +78,12 @@ def run(ctx, l1_kib: int = 16, l2_mib: int | None = None, dram_mib: int | None =
         yield from _l2_sweep(ctx, mod, out, rng, min(int(SWEEP_TO * dev.l2_bytes), budget))
 
 
+def far_step(sizes, seconds, l2: int):
+    """The near/far step in an L2 latency curve: latency plateaus are flat to ~1%, so a 6% band, a 10%
+    step, and two points are enough for the far plateau (the far half of L2 is one octave)."""
+    return step_inside(sizes, [1 / s for s in seconds], l2, band=0.06, min_step=FAR_STEP, plateau_points=2)
+
+
 def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
     """L2 chase latency vs set size; the curve goes into ``latency.l2.sweep``, a step inside L2 into
     ``latency.l2_far`` (the chase at a size on the upper plateau, a real measurement).
@@ -87,7 +93,7 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
     lines come back in the order they were evicted). Restarting each call at the same place would time only
     the few thousand lines one call visits, which always fit."""
     l2 = ctx.device.l2_bytes
-    sizes = log_sizes(int(SWEEP_FROM * l2), top, per_octave=2 if ctx.quick else 4, align=1 << 16)
+    sizes = log_sizes(int(SWEEP_FROM * l2), top, per_octave=3 if ctx.quick else 6, align=1 << 16)
     chases: dict[int, Measurement] = {}
     for size in sizes:
         try:
@@ -102,7 +108,7 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
         if m.valid:
             chases[size] = m
     curve = [{"bytes": s, "ns": m.value * 1e9, "cycles": m.params["cycles"]} for s, m in chases.items()]
-    split = step_inside(list(chases), [1 / m.value for m in chases.values()], l2, band=0.06, min_step=FAR_STEP)
+    split = far_step(list(chases), [m.value for m in chases.values()], l2)
     lat = {s: round(m.value * 1e9, 1) for s, m in chases.items()}
     text = ", ".join(f"{s / 2**20:.1f} MiB {ns:.0f} ns" for s, ns in lat.items())
     params = {"curve": curve, "l2_bytes": l2, "far_step_min": FAR_STEP}
