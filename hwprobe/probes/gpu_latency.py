@@ -86,7 +86,7 @@ def far_step(sizes, seconds, l2: int):
 
 def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
     """L2 chase latency vs set size; the curve goes into ``latency.l2.sweep``, a step inside L2 into
-    ``latency.l2_far`` (the chase at a size on the upper plateau, a real measurement).
+    ``latency.l2_far`` (the chase at a size in the middle of the far plateau, a real measurement).
 
     Each point walks its whole cycle once (prewarm), then the timed calls go on along the cycle: the steady
     state of a cyclic walk over the set, where a set larger than a cache level misses it on every step (the
@@ -109,9 +109,9 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
             chases[size] = m
     curve = [{"bytes": s, "ns": m.value * 1e9, "cycles": m.params["cycles"]} for s, m in chases.items()]
     split = far_step(list(chases), [m.value for m in chases.values()], l2)
-    lat = {s: round(m.value * 1e9, 1) for s, m in chases.items()}
-    text = ", ".join(f"{s / 2**20:.1f} MiB {ns:.0f} ns" for s, ns in lat.items())
-    params = {"curve": curve, "l2_bytes": l2, "far_step_min": FAR_STEP}
+    text = ", ".join(f"{p['bytes'] / 2**20:.1f} MiB {p['ns']:.0f} ns" for p in curve)
+    params = {"curve": curve, "l2_bytes": l2, "far_step_min": FAR_STEP,
+              "unverified_bytes": [s for s in sizes if s not in chases]}
     if split is None:
         yield ctx.derived("latency.l2.sweep", 0.0, unit="", kind="info", params=params,
                           notes=[f"no near/far step in the L2 chase latency up to {0.9 * l2 / 2**20:.0f} MiB "
