@@ -1,9 +1,10 @@
-"""Ctrl-C that is never lost.
+"""Ctrl-C that stops a run cleanly, between samples.
 
-Python turns SIGINT into KeyboardInterrupt wherever the main thread happens to be. When that is a
-ctypes callback (numba's LLVM object cache, during a JIT compile) the exception is printed and
-dropped, and the run would go on as if nothing happened. The guard remembers the signal so the run
-raises it again at the next timed sample, measurement or probe boundary.
+Python's default SIGINT handler raises KeyboardInterrupt wherever the main thread is. Inside a JIT compile
+(numba/llvmlite) that leaves LLVM objects half-built: the exception is dropped in a ctypes callback and
+the run goes on, or the process dies later with a segfault. So during a run the first Ctrl-C only sets a
+flag, and the run stops at the next timed sample, measurement or probe boundary (each calls ``check``),
+keeping everything measured so far. A second Ctrl-C raises at once, for a probe that never returns.
 """
 
 from __future__ import annotations
@@ -13,17 +14,23 @@ import sys
 import threading
 from contextlib import contextmanager
 
+NOTICE = "\nhwprobe: stopping at the next sample (Ctrl-C again to stop now)\n"
+
 
 class InterruptGuard:
     def __init__(self) -> None:
         self.seen = False
 
     def _handler(self, signum, frame):
+        if self.seen:
+            raise KeyboardInterrupt
         self.seen = True
-        raise KeyboardInterrupt
+        sys.stderr.write(NOTICE)
+        sys.stderr.flush()
 
     def unraisable(self, previous):
-        """An unraisable hook that drops the KeyboardInterrupt it already remembers (no stray traceback)."""
+        """An unraisable hook that drops a KeyboardInterrupt already remembered (a second Ctrl-C that landed
+        in a C callback): the flag stops the run; the traceback would only confuse."""
 
         def hook(u):
             if not (self.seen and isinstance(u.exc_value, KeyboardInterrupt)):
@@ -32,7 +39,7 @@ class InterruptGuard:
         return hook
 
     def check(self) -> None:
-        """Raise KeyboardInterrupt if a SIGINT arrived and was swallowed on its way up."""
+        """Raise KeyboardInterrupt if Ctrl-C was pressed."""
         if self.seen:
             raise KeyboardInterrupt
 
@@ -41,14 +48,14 @@ _active: InterruptGuard | None = None
 
 
 def check() -> None:
-    """For timing loops: raise a remembered Ctrl-C now rather than after the whole measurement."""
+    """For timing loops: stop here if Ctrl-C was pressed during the run."""
     if _active is not None:
         _active.check()
 
 
 @contextmanager
 def guarded():
-    """Install the remembering SIGINT handler for the block (main thread only; elsewhere a no-op)."""
+    """Install the deferring SIGINT handler for the block (main thread only; elsewhere a no-op)."""
     guard = InterruptGuard()
     if threading.current_thread() is not threading.main_thread():
         yield guard
