@@ -23,6 +23,7 @@ from hwprobe.measurement import Measurement
 from hwprobe.probes import gemm_common as gc
 from hwprobe.probes.base import probe
 from hwprobe.probes.gpu_gemm import CublasGemm, build_runner, ceiling_of, failure, measure_gemm
+from hwprobe.timing import time_cuda_once
 
 VARIANTS = {  # name -> (A format, B format, precision, ceiling metric)
     "e4m3xe4m3": ("e4m3", "e4m3", "fp8_e4m3", "fp8_e4m3.tensor_core.cublaslt"),
@@ -257,15 +258,6 @@ class LtGemm(CublasGemm):
     def _algo_ptr(self, i: int) -> int:
         return self.heur.ctypes.data + i * self.heur.itemsize + self.heur.dtype.fields["algo"][1]
 
-    def _time_call(self, ptr: int) -> float:
-        cp = self.env.cp
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        self._matmul(ptr, 0)
-        stop.record()
-        stop.synchronize()
-        return cp.cuda.get_elapsed_time(start, stop) * 1e-3
-
     def _autotune(self, usable: list[int]) -> tuple[dict[int, float], dict[str, str]]:
         """({heuristic index: median seconds}, {index: error} for candidates that failed their warm-up)."""
         ok, rejected = [], {}
@@ -279,7 +271,8 @@ class LtGemm(CublasGemm):
         times: dict[int, list[float]] = {i: [] for i in ok}
         for _ in range(AUTOTUNE_ITERATIONS):
             for i in ok:
-                times[i].append(self._time_call(self._algo_ptr(i)))
+                ptr = self._algo_ptr(i)
+                times[i].append(time_cuda_once(lambda ptr=ptr: self._matmul(ptr, 0), self.env.cp))
         return {i: float(np.median(t)) for i, t in times.items()}, rejected
 
     def _matmul(self, algo_ptr: int, i: int) -> None:

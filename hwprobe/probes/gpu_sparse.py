@@ -29,6 +29,7 @@ from hwprobe.probes.gpu_gemm import (
     measure_gemm,
     random_operand,
 )
+from hwprobe.timing import time_cuda
 
 CONVENTION = "effective FLOPs = 2*M*N*K of the dense problem (the pruned half of A is credited as work done)"
 
@@ -85,19 +86,6 @@ def _to_f64(cp, x, kind: str):
     return cp.ascontiguousarray(x).astype(cp.float64)
 
 
-def _event_times(cp, fn, repeats: int = 3) -> list[float]:
-    out = []
-    stream = cp.cuda.get_current_stream()
-    for _ in range(repeats):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        fn()
-        stop.record(stream)
-        stop.synchronize()
-        out.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
-    return out
-
-
 class SparseGemm:
     """A cuSPARSELt plan for C (m x n) = A (m x k, 2:4, row-major) @ B^T (B stored n x k, row-major)."""
 
@@ -141,8 +129,8 @@ class SparseGemm:
             b = _sparse_operand(cp, spec.storage, (n, k), seed + 2 * i + 1, scale)
             c = cp.zeros((m, n), dtype={"float16": cp.float16, "int32": cp.int32}[spec.out])
             self.ops.append([a, b, c, cp.empty(max(self.compressed_bytes, 1), dtype=cp.uint8)])
-        self.prune_s = _event_times(cp, lambda: self.prune(0))
-        self.compress_s = _event_times(cp, lambda: self.compress(0))
+        self.prune_s = time_cuda(lambda: self.prune(0), warmup=0, repeats=3, cp=cp)
+        self.compress_s = time_cuda(lambda: self.compress(0), warmup=0, repeats=3, cp=cp)
         for i in range(1, sets):
             self.prune(i)
             self.compress(i)

@@ -6,6 +6,7 @@ runs CALLS single calls back to back, each timed by its own CUDA event pair (no 
 SETTLE seconds and times the same calls again. It reports the first calls, the best call and the settled
 median, with NVML's clock and power over each phase.
 """
+import itertools
 import json
 import os
 import sys
@@ -19,19 +20,16 @@ from expkit import Poll, gemm_env  # noqa: E402
 
 from hwprobe.probes import gemm_common as gc  # noqa: E402
 from hwprobe.probes import gpu_gemm as gg  # noqa: E402
+from hwprobe.timing import time_cuda  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp")
 IDLE, SETTLE, CALLS = float(os.environ.get("IDLE", "2")), float(os.environ.get("SETTLE", "2")), 60
 
 
 def timed_calls(g, count: int, sets: int) -> np.ndarray:
-    ev = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(count)]
-    for i, (s, e) in enumerate(ev):
-        s.record()
-        g.call(i % sets)
-        e.record()
-    ev[-1][1].synchronize()
-    return np.array([cp.cuda.get_elapsed_time(s, e) * 1e-3 for s, e in ev])
+    """Seconds of each of ``count`` back-to-back calls, each between its own CUDA events (no host gaps)."""
+    i = itertools.count()
+    return np.array(time_cuda(lambda: g.call(next(i) % sets), warmup=0, repeats=count, cp=cp))
 
 
 env = gemm_env()
