@@ -13,7 +13,7 @@ import pytest
 
 from hwprobe.errors import VerificationError
 from hwprobe.measurement import Measurement, Stats
-from hwprobe.probes import gemm_common as gc
+from hwprobe.probes.compute import gemm_common as gc
 
 # --- work and tolerances ---------------------------------------------------------------------------------
 
@@ -224,7 +224,7 @@ def _mock_gemm(ignore_transa=False, write_rowmajor=False):
 
 
 def _gemm(key, gemm, m=24, n=40, k=56):
-    from hwprobe.probes.gpu_gemm import CublasEnv, CublasGemm
+    from hwprobe.probes.compute.cublas import CublasEnv, CublasGemm
 
     env = CublasEnv(cp=_FakeCp, cublas=SimpleNamespace(gemmEx=gemm), handle=0, l2_bytes=1)
     g = CublasGemm(env, gc.variant(key), m, n, k)
@@ -397,7 +397,7 @@ def _m(n, value, valid=True):
 
 
 def test_ceiling_is_the_best_valid_sweep_point_with_the_curve():
-    from hwprobe.probes.gpu_gemm import ceiling_of
+    from hwprobe.probes.compute.cublas import ceiling_of
 
     pts = [_m(1024, 300.0), _m(4096, 900.0), _m(8192, 950.0, valid=False), _m(2048, 700.0)]
     c = ceiling_of(pts, "fp16.tensor_core.cublas.f32acc")
@@ -410,7 +410,7 @@ def test_ceiling_is_the_best_valid_sweep_point_with_the_curve():
 
 
 def test_runner_launch_bound_rule():
-    from hwprobe.probes.gpu_gemm import Runner
+    from hwprobe.probes.compute.cublas import Runner
 
     assert Runner(lambda: None, 10, False, 2e-6, 8e-6, []).launch_bound
     assert not Runner(lambda: None, 10, False, 1e-3, 8e-6, []).launch_bound
@@ -418,7 +418,8 @@ def test_runner_launch_bound_rule():
 
 
 def test_library_probes_register_and_load_no_gpu_library():
-    code = ("import sys; import hwprobe.probes.gpu_gemm, hwprobe.probes.gpu_fp8, hwprobe.probes.gpu_sparse; "
+    code = ("import sys; import hwprobe.probes.compute.gemm, hwprobe.probes.compute.fp8, "
+            "hwprobe.probes.compute.sparse; "
             "from hwprobe.probes.base import _REGISTRY as R; "
             "print(sorted(k for k in R if k.startswith('gpu.gemm') or k == 'gpu.sparse')); "
             "print(' '.join(m for m in ('cupy', 'nvmath', 'torch', 'pynvml') if m in sys.modules))")
@@ -429,9 +430,9 @@ def test_library_probes_register_and_load_no_gpu_library():
 
 
 def test_probe_parameters_and_precisions():
-    import hwprobe.probes.gpu_fp8  # noqa: F401
-    import hwprobe.probes.gpu_gemm  # noqa: F401
-    import hwprobe.probes.gpu_sparse  # noqa: F401
+    import hwprobe.probes.compute.fp8  # noqa: F401
+    import hwprobe.probes.compute.gemm  # noqa: F401
+    import hwprobe.probes.compute.sparse  # noqa: F401
     from hwprobe.errors import InputError
     from hwprobe.probes.base import _REGISTRY
 
@@ -504,7 +505,7 @@ class _SimGpu:
 
 
 def test_build_runner_sizes_samples_and_captures_graphs():
-    from hwprobe.probes.gpu_gemm import TARGET_S, build_runner
+    from hwprobe.probes.compute.cublas import TARGET_S, build_runner
 
     sim = _SimGpu(2e-6)
     r = build_runner(sim, sim.call, sets=7, set_stream=sim.streams_set.append)
@@ -527,7 +528,7 @@ def test_build_runner_sizes_samples_and_captures_graphs():
 
 
 def test_sparse_specs_and_fp8_operands():
-    from hwprobe.probes import gpu_sparse
+    from hwprobe.probes.compute import sparse as gpu_sparse
 
     for prec, spec in gpu_sparse.SPECS.items():
         assert gc.tolerance(spec.tol_key, 4096) >= 0
@@ -585,7 +586,7 @@ def test_sparse_speedup_compares_ceilings_and_flags_a_weak_dense_baseline():
 
 
 def test_ceiling_lists_candidates_and_keeps_the_sweep_curve():
-    from hwprobe.probes.gpu_gemm import ceiling_of
+    from hwprobe.probes.compute.cublas import ceiling_of
 
     sweep = [_m(4096, 700.0), _m(8192, 710.0)]
     tn = _m(8192, 760.0)
@@ -598,7 +599,7 @@ def test_ceiling_lists_candidates_and_keeps_the_sweep_curve():
 @pytest.mark.parametrize("layout", ["NN", "TN", "NT", "TT"])
 @pytest.mark.parametrize("key", ["fp16.f32acc", "bf16", "tf32"])
 def test_cublas_gemm_every_layout_and_algo_reaches_gemmex(layout, key):
-    from hwprobe.probes.gpu_gemm import CublasEnv, CublasGemm
+    from hwprobe.probes.compute.cublas import CublasEnv, CublasGemm
 
     algos = []
     inner = _mock_gemm()
@@ -713,8 +714,8 @@ class _EventCp(_FakeCp):
 
 
 def _lt_gemm(lt, key="int8.tn", m=32, n=48, k=64):
-    from hwprobe.probes.gpu_fp8 import LtGemm, LtGemmI8Out
-    from hwprobe.probes.gpu_gemm import CublasEnv
+    from hwprobe.probes.compute.cublas import CublasEnv
+    from hwprobe.probes.compute.cublaslt import LtGemm, LtGemmI8Out
 
     _EventCp.lt = lt
     env = CublasEnv(cp=_EventCp, cublas=None, handle=0, l2_bytes=1)
@@ -734,7 +735,7 @@ def test_lt_gemm_descriptors_autotune_and_check(key):
 
 
 def test_lt_gemm_autotune_interleaves_rounds_and_drops_rejected_algos():
-    from hwprobe.probes import gpu_fp8
+    from hwprobe.probes.compute import cublaslt as gpu_fp8
 
     lt = _MockLt(algos=5, reject={9})
     g = _lt_gemm(lt)
@@ -772,7 +773,8 @@ def test_lt_gemm_check_catches_ignored_transposes():
 
 
 def test_run_gemm_runs_ceilings_first_then_the_sweep(monkeypatch):
-    from hwprobe.probes import gpu_fp8, gpu_gemm
+    from hwprobe.probes.compute import cublaslt as gpu_fp8
+    from hwprobe.probes.compute import gemm as gpu_gemm
 
     order = []
 
@@ -831,7 +833,7 @@ def test_int8_extra_sizes():
 
 
 def test_build_runner_skips_capture_where_the_binding_refuses_it():
-    from hwprobe.probes.gpu_gemm import build_runner
+    from hwprobe.probes.compute.cublas import build_runner
 
     sim = _SimGpu(2e-6, fail_capture=True)
     r = build_runner(sim, sim.call, graph_unavailable="CuPy's cublas refuses stream capture")
@@ -840,7 +842,7 @@ def test_build_runner_skips_capture_where_the_binding_refuses_it():
 
 
 def test_nvmath_cublas_adapter_sets_the_workspace_after_every_stream_change():
-    from hwprobe.probes.gpu_gemm import NvmathCublas
+    from hwprobe.probes.compute.cublas import NvmathCublas
 
     calls = []
     mod = SimpleNamespace(set_stream=lambda h, s: calls.append(("stream", h, s)),
@@ -857,7 +859,7 @@ def test_nvmath_cublas_adapter_sets_the_workspace_after_every_stream_change():
 
 def test_gemm_power_summary_names_the_clock_as_the_loss():
     from hwprobe.measurement import ClockSummary, Measurement
-    from hwprobe.probes.gpu_gemm_power import PATHS, summarize
+    from hwprobe.probes.compute.gemm_power import PATHS, summarize
 
     assert [p.metric("relu") for p in PATHS["int8"]] == ["int8.tensor_core.cublaslt.sustained.relu",
                                                           "int8.tensor_core.cublaslt.i8out.sustained.relu"]
@@ -884,7 +886,7 @@ def test_gemm_power_summary_names_the_clock_as_the_loss():
 def test_gemm_power_per_clock_uses_the_window_clock():
     from hwprobe import specs
     from hwprobe.measurement import ClockSummary, Measurement
-    from hwprobe.probes.gpu_gemm_power import per_clock
+    from hwprobe.probes.compute.gemm_power import per_clock
 
     th = specs.sku_theory(specs.find("H200 SXM"))
     m = Measurement(probe="p", metric="m", kind="sweep", unit="OP/s", value=1.30e15, precision="int8",

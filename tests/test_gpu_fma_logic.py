@@ -13,8 +13,8 @@ import pytest
 
 from hwprobe.errors import VerificationError
 from hwprobe.kernels import sass, source
-from hwprobe.probes import gpu_fma as g
-from hwprobe.probes import search as S
+from hwprobe.probes.compute import fma as g
+from hwprobe.probes.compute import launch_search as S
 
 ALL = g.FAMILIES + g.EXPERIMENTS
 

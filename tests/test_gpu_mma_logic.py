@@ -11,7 +11,7 @@ import pytest
 from hwprobe.device import GpuInfo
 from hwprobe.errors import VerificationError
 from hwprobe.kernels import source
-from hwprobe.probes import gpu_mma as g
+from hwprobe.probes.compute import mma as g
 from hwprobe.probes.base import _REGISTRY, ProbeContext
 
 # ---------------------------------------------------------------- support rules

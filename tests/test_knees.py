@@ -5,15 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hwprobe.analysis.knees import (
-    find_knees,
-    find_plateaus,
-    log_sizes,
-    plateau_exit,
-    refine_between,
-    ridge_point,
-    step_inside,
-)
+from hwprobe.curves import find_knees, find_plateaus, fit_roofline, plateau_exit, step_inside
+from hwprobe.probes.memory.plan import log_sizes, refine_between
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -138,7 +131,7 @@ def test_ridge_point_on_a_synthetic_roofline():
     i = 2.0 ** np.arange(-3, 11)
     rng = np.random.default_rng(3)
     perf = np.minimum(i * bw, roof) * (1 + 0.01 * rng.standard_normal(len(i)))
-    fit = ridge_point(i, perf)
+    fit = fit_roofline(i, perf)
     assert fit.ridge == pytest.approx(roof / bw, rel=0.05)
     assert fit.bandwidth == pytest.approx(bw, rel=0.03)
     assert fit.n_memory_points >= 5
@@ -147,7 +140,7 @@ def test_ridge_point_on_a_synthetic_roofline():
 
 def test_ridge_point_rejects_nonpositive():
     with pytest.raises(ValueError):
-        ridge_point([0.0, 1.0], [1.0, 2.0])
+        fit_roofline([0.0, 1.0], [1.0, 2.0])
 
 
 # Real curves from an H200 run (132 SMs, 60 MiB L2, 256 KiB L1/shared per SM): (working-set bytes, TB/s).
@@ -268,7 +261,7 @@ H200_CURVE = [(3932160, 141.9), (4718592, 141.9), (5570560, 141.9), (6619136, 14
 @pytest.mark.parametrize("curve, l2, near, far", [(H100_CURVE, 50 * MIB, 139.3, 264.3),
                                                   (H200_CURVE, 60 * MIB, 141.9, 255.0)])
 def test_measured_hopper_l2_latency_curves_show_the_far_partition(curve, l2, near, far):
-    from hwprobe.probes.gpu_latency import far_step
+    from hwprobe.probes.memory.latency import far_step
 
     k = far_step([s for s, _ in curve], [ns * 1e-9 for _, ns in curve], l2)
     assert k is not None and 0.4 * l2 <= k.size <= 0.6 * l2

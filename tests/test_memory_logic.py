@@ -10,7 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from hwprobe.analysis import knees as kn
+import hwprobe.probes.memory.chase as chase
+import hwprobe.probes.memory.plan as mplan
 from hwprobe.kernels import source
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
@@ -18,41 +19,41 @@ KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 @pytest.mark.parametrize("op,factor", [("read", 1), ("write", 1), ("copy", 2), ("scale", 2), ("triad", 3)])
 def test_stream_bytes(op, factor):
-    assert kn.stream_bytes(op, GIB) == factor * GIB
-    assert kn.bytes_counted(op)
+    assert mplan.stream_bytes(op, GIB) == factor * GIB
+    assert mplan.bytes_counted(op)
 
 
 def test_stream_bytes_unknown_op():
     with pytest.raises(ValueError):
-        kn.stream_bytes("nstream", 1)
+        mplan.stream_bytes("nstream", 1)
 
 
 def test_stream_array_bytes_target_budget_and_floor():
     l2 = 60 * MIB
     # plenty of memory: the target
-    assert kn.stream_array_bytes(l2, 140 * GIB, n_arrays=3, target_bytes=GIB) == GIB
+    assert mplan.stream_array_bytes(l2, 140 * GIB, n_arrays=3, target_bytes=GIB) == GIB
     # the target below 4x L2 is raised to 4x L2
-    assert kn.stream_array_bytes(l2, 140 * GIB, n_arrays=3, target_bytes=64 * MIB) == 240 * MIB
+    assert mplan.stream_array_bytes(l2, 140 * GIB, n_arrays=3, target_bytes=64 * MIB) == 240 * MIB
     # budget-bound: 25% of 12 GiB over 3 arrays = 1 GiB, aligned to 2 MiB
-    got = kn.stream_array_bytes(l2, 12 * GIB, n_arrays=3, target_bytes=8 * GIB)
+    got = mplan.stream_array_bytes(l2, 12 * GIB, n_arrays=3, target_bytes=8 * GIB)
     assert got == GIB and got % (2 * MIB) == 0
     # too little memory for 3 x 240 MiB in 25%
     with pytest.raises(ValueError, match="do not fit"):
-        kn.stream_array_bytes(l2, 2 * GIB, n_arrays=3)
+        mplan.stream_array_bytes(l2, 2 * GIB, n_arrays=3)
 
 
 def test_roofline_intensity_accounting():
-    assert kn.roofline_intensity("fp32", 0) == 0.25          # 4 adds per 16 B
-    assert kn.roofline_intensity("fp64", 0) == 0.125         # 2 adds per 16 B
-    assert kn.roofline_intensity("fp16", 0) == 0.5           # 4 half2 lanes x 2 fp32 adds
-    assert kn.roofline_intensity("fp32", 8) == (4 * (8 * 2 + 1)) / 16
-    assert kn.roofline_intensity("fp16", 8) == (4 * (8 * 4 + 2)) / 16
-    assert kn.roofline_flops_per_vector("int32", 3) == 4 * 7
+    assert mplan.roofline_intensity("fp32", 0) == 0.25          # 4 adds per 16 B
+    assert mplan.roofline_intensity("fp64", 0) == 0.125         # 2 adds per 16 B
+    assert mplan.roofline_intensity("fp16", 0) == 0.5           # 4 half2 lanes x 2 fp32 adds
+    assert mplan.roofline_intensity("fp32", 8) == (4 * (8 * 2 + 1)) / 16
+    assert mplan.roofline_intensity("fp16", 8) == (4 * (8 * 4 + 2)) / 16
+    assert mplan.roofline_flops_per_vector("int32", 3) == 4 * 7
 
 
-@pytest.mark.parametrize("prec", list(kn.ROOF_PRECISIONS))
+@pytest.mark.parametrize("prec", list(mplan.ROOF_PRECISIONS))
 def test_roofline_plan_spans_the_range(prec):
-    plan = kn.roofline_plan(prec, 0.125, 1024.0, per_octave=2)
+    plan = mplan.roofline_plan(prec, 0.125, 1024.0, per_octave=2)
     ms = [m for m, _ in plan]
     its = [i for _, i in plan]
     assert ms == sorted(set(ms)) and ms[0] == 0
@@ -63,26 +64,26 @@ def test_roofline_plan_spans_the_range(prec):
 
 def test_random_cycle_is_one_cycle_over_all_slots():
     rng = np.random.default_rng(0)
-    order = kn.random_cycle(1000, rng)
-    nxt = kn.next_slots(order)
+    order = chase.random_cycle(1000, rng)
+    nxt = chase.next_slots(order)
     seen, s = [], 0
     for _ in range(1000):
         seen.append(s)
         s = int(nxt[s])
     assert s == 0 and sorted(seen) == list(range(1000))
-    assert kn.slot_after(order, 1000) == 0 and kn.slot_after(order, 7) == order[7]
+    assert chase.slot_after(order, 1000) == 0 and chase.slot_after(order, 7) == order[7]
 
 
 def test_page_local_cycle_stays_in_a_page_then_moves_on():
     rng = np.random.default_rng(1)
     per_page = 64
-    order = kn.page_local_cycle(per_page * 10, per_page, rng)
+    order = chase.page_local_cycle(per_page * 10, per_page, rng)
     assert order[0] == 0 and sorted(order) == list(range(640))
     pages = order // per_page
     # each page is one contiguous run of the visiting order
     changes = np.count_nonzero(np.diff(pages))
     assert changes == 9
-    nxt = kn.next_slots(order)
+    nxt = chase.next_slots(order)
     s, n = 0, 0
     while True:
         s, n = int(nxt[s]), n + 1
@@ -90,11 +91,11 @@ def test_page_local_cycle_stays_in_a_page_then_moves_on():
             break
     assert n == 640
     with pytest.raises(ValueError):
-        kn.page_local_cycle(100, 64, rng)
+        chase.page_local_cycle(100, 64, rng)
 
 
 def test_dram_kernel_names_match_templates():
-    from hwprobe.probes import gpu_dram as d
+    from hwprobe.probes.memory import dram as d
 
     names = d.all_kernel_names()
     src = source("memory.cu")
@@ -137,7 +138,7 @@ def test_dram_tile_offsets_cover_the_tile_once(w):
 
 
 def test_dram_burst_and_tma_shapes():
-    from hwprobe.probes import gpu_dram as d
+    from hwprobe.probes.memory import dram as d
 
     bursts = d.burst_shapes(132, lambda block, unroll: 2048 // block)
     assert any(s["warp"] == 1 for s in bursts) and all(s["unroll"] in d.BURST_UNROLLS for s in bursts)
@@ -156,7 +157,7 @@ def test_dram_burst_and_tma_shapes():
 @pytest.mark.parametrize("nbytes,chunk,grid",
                          [(1 << 30, 16 << 10, 396), (64 << 20, 32 << 10, 132), (1 << 21, 8 << 10, 1000)])
 def test_dram_tma_geometry_covers_every_chunk_once(nbytes, chunk, grid):
-    from hwprobe.probes import gpu_dram as d
+    from hwprobe.probes.memory import dram as d
 
     nchunks, per_block = d.tma_geometry(nbytes, chunk, grid)
     assert nchunks * chunk == nbytes
@@ -167,7 +168,7 @@ def test_dram_tma_geometry_covers_every_chunk_once(nbytes, chunk, grid):
 
 
 def test_dram_finalists_rank_verified_records():
-    from hwprobe.probes import gpu_dram as d
+    from hwprobe.probes.memory import dram as d
 
     recs = [{"layout": "flat", "gbps": 4100.0}, {"layout": "tma", "error": "VerificationError: 5 of 9"},
             {"layout": "contiguous", "gbps": 4200.0}, {"layout": "grid_stride", "gbps": 3900.0}]
@@ -177,7 +178,7 @@ def test_dram_finalists_rank_verified_records():
 
 
 def test_dram_shapes_cover_layouts_and_occupancy():
-    from hwprobe.probes import gpu_dram as d
+    from hwprobe.probes.memory import dram as d
 
     shapes = d.shapes(132, lambda block, unroll: 2048 // block)
     assert {s["layout"] for s in shapes} == set(d.LAYOUTS)
@@ -201,7 +202,7 @@ def _tiles_visited(layout, ntiles, blocks):
 
 
 def d_launch(layout, ntiles, blocks):
-    from hwprobe.probes import gpu_dram as d
+    from hwprobe.probes.memory import dram as d
 
     return d.launch_geometry(layout, ntiles, blocks)
 
@@ -220,7 +221,7 @@ def test_dram_layouts_visit_every_tile_once(layout, ntiles):
 
 
 def test_dram_array_sizes():
-    from hwprobe.probes import gpu_dram as d
+    from hwprobe.probes.memory import dram as d
 
     g = 1 << 30
     assert d.array_sizes(g, 4 * g) == [g, 2 * g, 4 * g]
@@ -229,7 +230,7 @@ def test_dram_array_sizes():
 
 
 def test_cache_kernels_exist_in_source():
-    from hwprobe.probes.gpu_cache import CACHE_KERNELS, SMEM_BLOCK, SMEM_VECS
+    from hwprobe.probes.memory.cache import CACHE_KERNELS, SMEM_BLOCK, SMEM_VECS
 
     src = source("mem_cache.cu")
     for name in CACHE_KERNELS:
@@ -240,17 +241,17 @@ def test_cache_kernels_exist_in_source():
 
 
 def test_roofline_kernels_exist_and_constants_match():
-    from hwprobe.probes import gpu_roofline as r
+    from hwprobe.probes.compute import roofline as r
 
     src = source("mem_roofline.cu")
-    for spec in kn.ROOF_PRECISIONS.values():
+    for spec in mplan.ROOF_PRECISIONS.values():
         assert f"void __launch_bounds__(256) {spec.kernel}(" in src
     assert f"#define ROOF_U {r.ROOF_U}" in src and r.BLOCK == 256
 
 
 @pytest.mark.parametrize("prec", ["fp32", "fp64", "fp16"])
 def test_roofline_host_chain_matches_fused_steps(prec):
-    from hwprobe.probes import gpu_roofline as r
+    from hwprobe.probes.compute import roofline as r
 
     x0 = r.pattern(prec)
     dtype = x0.dtype
@@ -262,7 +263,7 @@ def test_roofline_host_chain_matches_fused_steps(prec):
 
 
 def test_roofline_int_chain_and_total():
-    from hwprobe.probes import gpu_roofline as r
+    from hwprobe.probes.compute import roofline as r
 
     x = r.pattern("int32")
     assert list(x[:3]) == [1, 2, 3]
@@ -275,7 +276,7 @@ def test_roofline_int_chain_and_total():
 
 
 def test_host_sizes_samples_and_patterns():
-    from hwprobe.probes import gpu_host as h
+    from hwprobe.probes.interconnect import host as h
 
     s = h.transfer_sizes(GIB, quick=False)
     assert s[0] == 4 * KIB and s[-1] == GIB and len(s) == 19
@@ -289,7 +290,11 @@ def test_host_sizes_samples_and_patterns():
 
 
 def test_probes_register_with_the_right_fields():
-    from hwprobe.probes import gpu_cache, gpu_dram, gpu_host, gpu_latency, gpu_roofline  # noqa: F401
+    from hwprobe.probes.memory import cache as gpu_cache  # noqa: F401
+    from hwprobe.probes.memory import dram as gpu_dram  # noqa: F401
+    from hwprobe.probes.interconnect import host as gpu_host  # noqa: F401
+    from hwprobe.probes.memory import latency as gpu_latency  # noqa: F401
+    from hwprobe.probes.compute import roofline as gpu_roofline  # noqa: F401
     from hwprobe.probes.base import _REGISTRY
 
     want = {"gpu.dram": "memory", "gpu.cache": "memory", "gpu.latency": "memory", "gpu.host": "interconnect",
@@ -302,8 +307,9 @@ def test_probes_register_with_the_right_fields():
 
 
 def test_memory_probes_import_no_gpu_library():
-    code = ("import sys; import hwprobe.probes.gpu_dram, hwprobe.probes.gpu_cache, hwprobe.probes.gpu_latency, "
-            "hwprobe.probes.gpu_host, hwprobe.probes.gpu_roofline, hwprobe.analysis.knees; "
+    code = ("import sys; import hwprobe.probes.memory.dram, hwprobe.probes.memory.cache, "
+            "hwprobe.probes.memory.latency, hwprobe.probes.interconnect.host, hwprobe.probes.compute.roofline, "
+            "hwprobe.curves; "
             "bad = [m for m in ('cupy', 'cupyx', 'pynvml', 'numba.cuda') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -311,7 +317,7 @@ def test_memory_probes_import_no_gpu_library():
 
 
 def test_ridge_note_states_the_measured_ridge_first():
-    from hwprobe.probes.gpu_roofline import ridge_note
+    from hwprobe.probes.compute.roofline import ridge_note
 
     n = ridge_note(15.09, 63.71e12, 4.22e12, "FLOP/B", 13.9, "132 SM x 128 FMA/clk/SM x 2 x 1980 MHz / ...")
     assert n.startswith("measured ridge 15.1 FLOP/B (roof 63.7 TFLOP/s / slope 4.22 TB/s); theoretical 13.9 FLOP/B")
@@ -320,7 +326,7 @@ def test_ridge_note_states_the_measured_ridge_first():
 
 def test_host_ceiling_is_measured_again_when_disturbed():
     from hwprobe.measurement import Measurement
-    from hwprobe.probes.gpu_host import retried
+    from hwprobe.probes.interconnect.host import retried
 
     def runs(*gbps):
         it = iter(gbps)
@@ -346,7 +352,7 @@ def test_l2_latency_sweep_reports_a_far_partition_only_where_a_step_shows(monkey
     from types import SimpleNamespace
 
     from hwprobe.measurement import Measurement
-    from hwprobe.probes import gpu_latency
+    from hwprobe.probes.memory import latency as gpu_latency
     from hwprobe.probes.base import ProbeContext
     from hwprobe.timing import NullSampler
 

@@ -3,7 +3,7 @@
 // Each thread reads 16-byte vectors of a large array (grid-stride, 4 vectors in flight), runs every lane
 // through m dependent multiply-adds x = x * ca + cb (the 4 vectors give 8-16 independent chains per thread),
 // then adds the lane into an accumulator, so no load and no FMA is dead. FLOPs per 16 B vector:
-// lanes * (m * flops_per_fma + flops_per_add); the host computes the exact intensity (hwprobe.analysis.knees).
+// lanes * (m * flops_per_fma + flops_per_add); the host computes the exact intensity (hwprobe.probes.memory.plan).
 // One value per block goes to `out` (the host sums them and checks against a host model of the chain).
 #include <cuda_fp16.h>
 

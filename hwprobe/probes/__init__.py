@@ -1,5 +1,5 @@
-"""The probe registry. Every probe module is listed here once; modules import their GPU libraries
-lazily, inside the probe, so listing probes never loads CuPy."""
+"""The probe registry, by family: compute/, memory/, interconnect/, cpu/. Every probe module is listed here
+once; modules import their GPU libraries lazily, inside the probe, so listing probes never loads CuPy."""
 
 from __future__ import annotations
 
@@ -11,19 +11,19 @@ from hwprobe.probes.base import _REGISTRY, Probe, ProbeContext, probe
 __all__ = ["Probe", "ProbeContext", "probe", "registry", "get"]
 
 MODULES = (
-    "cpu_compute",
-    "cpu_stream",
-    "gpu_fma",
-    "gpu_mma",
-    "gpu_gemm",
-    "gpu_fp8",
-    "gpu_gemm_power",
-    "gpu_sparse",
-    "gpu_dram",
-    "gpu_cache",
-    "gpu_latency",
-    "gpu_host",
-    "gpu_roofline",
+    "cpu.compute",
+    "cpu.stream",
+    "compute.fma",
+    "compute.mma",
+    "compute.gemm",
+    "compute.fp8",
+    "compute.gemm_power",
+    "compute.sparse",
+    "memory.dram",
+    "memory.cache",
+    "memory.latency",
+    "interconnect.host",
+    "compute.roofline",
 )
 
 

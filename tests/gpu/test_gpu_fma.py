@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from hwprobe.errors import VerificationError
-from hwprobe.probes import gpu_fma as g
-from hwprobe.probes import search as S
+from hwprobe.probes.compute import fma as g
+from hwprobe.probes.compute import launch_search as S
 from hwprobe.specs import theory
 
 pytestmark = pytest.mark.gpu

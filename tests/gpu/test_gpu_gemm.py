@@ -17,7 +17,8 @@ def test_gemm_sweep_ceilings_and_pitfall(gpu_ctx_factory):
     import cupy as cp
     from cupy_backends.cuda.libs import cublas as cupy_cublas
 
-    from hwprobe.probes.gpu_gemm import cublas_env, run_gemm
+    from hwprobe.probes.compute.cublas import cublas_env
+    from hwprobe.probes.compute.gemm import run_gemm
 
     ctx = gpu_ctx_factory("gpu.gemm")
     env = cublas_env(ctx)
@@ -74,13 +75,13 @@ def test_gemm_sweep_ceilings_and_pitfall(gpu_ctx_factory):
 
 @pytest.mark.parametrize("lt", [False, True])
 def test_corrupted_gemm_output_fails_the_check(gpu_ctx_factory, lt):
-    from hwprobe.probes import gemm_common as gc
-    from hwprobe.probes.gpu_gemm import CublasGemm, cublas_env, cublas_mode
+    from hwprobe.probes.compute import gemm_common as gc
+    from hwprobe.probes.compute.cublas import CublasGemm, cublas_env, cublas_mode
 
     cls = CublasGemm
     if lt:
         pytest.importorskip("nvmath")
-        from hwprobe.probes.gpu_fp8 import LtGemm as cls
+        from hwprobe.probes.compute.cublaslt import LtGemm as cls
     env = cublas_env(gpu_ctx_factory("gpu.gemm"))
     for key in ("fp16.f32acc", "int8.tn", "bf16"):
         v = gc.variant(key)
@@ -98,8 +99,8 @@ def test_corrupted_gemm_output_fails_the_check(gpu_ctx_factory, lt):
 def test_graph_runner_sizes_a_sample(gpu_ctx_factory):
     import cupy as cp
 
-    from hwprobe.probes import gemm_common as gc
-    from hwprobe.probes.gpu_gemm import CublasGemm, build_runner, cublas_env, cublas_mode
+    from hwprobe.probes.compute import gemm_common as gc
+    from hwprobe.probes.compute.cublas import CublasGemm, build_runner, cublas_env, cublas_mode
 
     env = cublas_env(gpu_ctx_factory("gpu.gemm"))
     v = gc.variant("fp16.f32acc")
@@ -121,7 +122,7 @@ def test_graph_runner_sizes_a_sample(gpu_ctx_factory):
 
 
 def test_gemm_align(gpu_ctx_factory):
-    from hwprobe.probes.gpu_gemm import run_align
+    from hwprobe.probes.compute.gemm import run_align
 
     ms = list(run_align(gpu_ctx_factory("gpu.gemm_align"), precisions=("fp16", "int8")))
     got = _by_metric(ms)
@@ -133,7 +134,7 @@ def test_gemm_align(gpu_ctx_factory):
 def test_gemm_fp8(gpu_ctx_factory):
     pytest.importorskip("nvmath")
     pytest.importorskip("torch")
-    from hwprobe.probes.gpu_fp8 import run_fp8
+    from hwprobe.probes.compute.fp8 import run_fp8
 
     ms = list(run_fp8(gpu_ctx_factory("gpu.gemm_fp8"), sizes=(4096,)))
     got = _by_metric(ms)
@@ -146,7 +147,7 @@ def test_gemm_fp8(gpu_ctx_factory):
 
 def test_sparse(gpu_ctx_factory):
     pytest.importorskip("nvmath")
-    from hwprobe.probes.gpu_sparse import run_sparse
+    from hwprobe.probes.compute.sparse import run_sparse
 
     ms = list(run_sparse(gpu_ctx_factory("gpu.sparse"), precisions=("fp16", "int8"), sizes=(4096,)))
     got = _by_metric(ms)
@@ -164,8 +165,8 @@ def test_gemm_power_sustained_points(gpu_ctx_factory):
     operands never draw more power than random ones."""
     import cupy as cp
 
-    from hwprobe.probes.gpu_gemm import random_operand
-    from hwprobe.probes.gpu_gemm_power import run
+    from hwprobe.probes.compute.cublas import random_operand
+    from hwprobe.probes.compute.gemm_power import run
 
     relu = random_operand(cp, "int8", (256, 256), 1, data="relu", role="a")
     assert int(relu.min()) == 0 and 0.4 < float((relu == 0).mean()) < 0.6

@@ -36,7 +36,7 @@ def _assert_measured(m):
 
 
 def test_dram(gpu_ctx_factory):
-    from hwprobe.probes import gpu_dram
+    from hwprobe.probes.memory import dram as gpu_dram
 
     dev, ms, took = _run(gpu_ctx_factory, "gpu.dram", gpu_dram.run)
     theory = _dram_theory(dev)
@@ -59,7 +59,7 @@ def test_dram(gpu_ctx_factory):
 
 
 def test_cache(gpu_ctx_factory):
-    from hwprobe.probes import gpu_cache
+    from hwprobe.probes.memory import cache as gpu_cache
 
     dev, ms, took = _run(gpu_ctx_factory, "gpu.cache", gpu_cache.run)
     sweeps = [m for m in ms.values() if m.kind == "sweep"]
@@ -83,7 +83,7 @@ def test_cache(gpu_ctx_factory):
 
 
 def test_latency(gpu_ctx_factory):
-    from hwprobe.probes import gpu_latency
+    from hwprobe.probes.memory import latency as gpu_latency
 
     dev, ms, took = _run(gpu_ctx_factory, "gpu.latency", gpu_latency.run)
     l1, l2, dram = ms["latency.l1"], ms["latency.l2"], ms["latency.dram"]
@@ -105,7 +105,7 @@ def test_latency(gpu_ctx_factory):
 
 
 def test_host(gpu_ctx_factory):
-    from hwprobe.probes import gpu_host
+    from hwprobe.probes.interconnect import host as gpu_host
 
     dev, ms, took = _run(gpu_ctx_factory, "gpu.host", gpu_host.run)
     for d in ("h2d", "d2h", "bidir"):
@@ -121,7 +121,7 @@ def test_host(gpu_ctx_factory):
 
 
 def test_roofline(gpu_ctx_factory):
-    from hwprobe.probes import gpu_roofline
+    from hwprobe.probes.compute import roofline as gpu_roofline
 
     dev, ms, took = _run(gpu_ctx_factory, "gpu.roofline", gpu_roofline.run)
     for prec in ("fp32", "fp64", "fp16", "int32"):

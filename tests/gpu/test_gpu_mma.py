@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from hwprobe.probes import gpu_mma as g
+from hwprobe.probes.compute import mma as g
 
 pytestmark = pytest.mark.gpu
 

@@ -47,7 +47,7 @@ def gemm_env():
     """gpu.gemm's cuBLAS environment (nvmath binding, workspace), sized by this device's L2."""
     import cupy as cp
 
-    from hwprobe.probes import gpu_gemm as gg
+    from hwprobe.probes.compute import cublas as gg
 
     dev = type("Dev", (), {"l2_bytes": cp.cuda.Device().attributes["L2CacheSize"]})()
     return gg.cublas_env(type("Ctx", (), {"device": dev})())

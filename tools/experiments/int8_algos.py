@@ -8,9 +8,9 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from expkit import Poll, gemm_env, sustained  # noqa: E402
 
-from hwprobe.probes import gemm_common as gc  # noqa: E402
-from hwprobe.probes import gpu_gemm as gg  # noqa: E402
-from hwprobe.probes.gpu_fp8 import LtGemm  # noqa: E402
+from hwprobe.probes.compute import cublas as gg  # noqa: E402
+from hwprobe.probes.compute import gemm_common as gc  # noqa: E402
+from hwprobe.probes.compute.cublaslt import LtGemm  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp")
 

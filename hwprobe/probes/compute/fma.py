@@ -19,8 +19,8 @@ import numpy as np
 
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
-from hwprobe.probes import search as S
 from hwprobe.probes.base import ProbeContext, probe
+from hwprobe.probes.compute import launch_search as S
 from hwprobe.timing import time_cuda_once
 
 KERNEL_FILE = "cuda_core.cu"

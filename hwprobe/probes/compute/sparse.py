@@ -18,9 +18,9 @@ import numpy as np
 
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
-from hwprobe.probes import gemm_common as gc
 from hwprobe.probes.base import probe
-from hwprobe.probes.gpu_gemm import (
+from hwprobe.probes.compute import gemm_common as gc
+from hwprobe.probes.compute.cublas import (
     build_runner,
     ceiling_of,
     check_rows,
@@ -195,7 +195,7 @@ def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int) -> Measurement:
         env = cublas_env(ctx)
         return measure_gemm(ctx, env, gc.variant(spec.dense_key), n, n, n, metric=metric, kind="sweep", rows=rows,
                             notes=("dense baseline for the 2:4 sparse speedup",))
-    from hwprobe.probes.gpu_fp8 import fp8_env, measure_fp8
+    from hwprobe.probes.compute.cublaslt import fp8_env, measure_fp8
 
     return measure_fp8(ctx, fp8_env(ctx), n, n, n, "e4m3", "e4m3", metric=metric, kind="sweep",
                        precision=spec.precision, rows=rows, out="fp16", extra={"note": "dense baseline"})

@@ -15,7 +15,7 @@ import numpy as np
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
-from hwprobe.probes.gpu_dram import budget_bytes, calibrate, info, release, repeat
+from hwprobe.probes.memory.common import budget_bytes, calibrate, info, release, repeat
 
 SAMPLE_S = 0.004
 SWEEP_S = 0.002

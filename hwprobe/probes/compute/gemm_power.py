@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from hwprobe.errors import Skip
 from hwprobe.measurement import Measurement
-from hwprobe.probes import gemm_common as gc
 from hwprobe.probes.base import probe
+from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.units import si
 
 
@@ -88,7 +88,7 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
 def run(ctx, precisions=("int8", "fp16"), size=8192, data=("uniform", "normal", "relu", "zeros"),
         settle_s=0.5, sustain_s=2.0, check_rows=8):
     from hwprobe import specs
-    from hwprobe.probes.gpu_gemm import DATA, cublas_env, failure
+    from hwprobe.probes.compute.cublas import DATA, cublas_env, failure
 
     bad = [d for d in data if d not in DATA]
     if bad:
@@ -123,8 +123,8 @@ def run(ctx, precisions=("int8", "fp16"), size=8192, data=("uniform", "normal", 
 def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, settle_s: float, sustain_s: float,
              check_rows: int, limit: float | None, notes: tuple[str, ...]):
     """One path's sustained points (one per operand distribution), then their finding."""
-    from hwprobe.probes.gpu_fp8 import LtGemm, LtGemmI8Out
-    from hwprobe.probes.gpu_gemm import DATA, failure, measure_gemm
+    from hwprobe.probes.compute.cublas import DATA, failure, measure_gemm
+    from hwprobe.probes.compute.cublaslt import LtGemm, LtGemmI8Out
 
     v = gc.variant(path.variant)
     cls = None if path.api == "cublas" else (LtGemmI8Out if v.out == "int8" else LtGemm)

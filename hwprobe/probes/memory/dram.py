@@ -2,21 +2,19 @@
 
 Each op tries a few kernel variants (block size, loads in flight per thread, blocks per SM, cache hints), keeps
 the fastest, and records the winner in params: a probe that reports less than the hardware does is wrong.
-Arrays are >= 4x L2 each, so every pass streams from DRAM. This module also holds the small GPU helpers the
-other memory probes share (memory budget, occupancy, calibrated repeat counts).
+Arrays are >= 4x L2 each, so every pass streams from DRAM.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from hwprobe.analysis.knees import align_down, bytes_counted, stream_array_bytes, stream_bytes
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
-from hwprobe.timing import time_cuda_once
+from hwprobe.probes.memory.common import MEM_FRACTION, blocks_per_sm, calibrate, free_bytes, info, release, repeat
+from hwprobe.probes.memory.plan import align_down, bytes_counted, stream_array_bytes, stream_bytes
 
-MEM_FRACTION = 0.25          # at most this share of free device memory per probe
 SAMPLE_S = 0.004             # one timed call lasts about this long (launch overhead < 1%)
 SCREEN_S = 0.002             # shorter calls while screening variants
 SCREEN_SAMPLES = 2           # back-to-back timed calls per screened variant (median), after one warm-up call
@@ -32,70 +30,6 @@ LOAD_HINT_NAMES = {0: "plain", 1: "ld.global.cs", 2: "ld.global.nc.L1::no_alloca
 STORE_HINT_NAMES = {0: "plain", 1: "st.global.cs", 2: "L1::no_allocate + L2 evict_first policy"}
 SCALAR = 3.0                 # scale/triad multiplier; with the pattern's values every result is exact
 FILL = 7.0
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Helpers shared by the memory probes
-
-def free_bytes() -> int:
-    import cupy as cp
-
-    return int(cp.cuda.runtime.memGetInfo()[0])
-
-
-def budget_bytes(fraction: float = MEM_FRACTION) -> int:
-    """Device bytes a probe may allocate: a share of what is free now (CuPy's pool is emptied first)."""
-    import cupy as cp
-
-    cp.get_default_memory_pool().free_all_blocks()
-    return int(fraction * free_bytes())
-
-
-def release() -> None:
-    """Hand cached device and pinned blocks back, so the next probe sees the memory as free."""
-    import cupy as cp
-
-    cp.get_default_memory_pool().free_all_blocks()
-    cp.get_default_pinned_memory_pool().free_all_blocks()
-
-
-def blocks_per_sm(kernel, block: int, smem: int = 0, fallback: int = 1) -> int:
-    """Resident blocks per SM for ``kernel`` at ``block`` threads (CUDA occupancy API)."""
-    import cupy as cp
-
-    try:
-        n = int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, smem))
-        return max(1, n)
-    except Exception:
-        return fallback
-
-
-def time_call(fn: Callable[[], object]) -> float:
-    """Seconds of one call of ``fn`` on the current stream (CUDA events), after it has run once."""
-    return time_cuda_once(fn)
-
-
-def calibrate(launch: Callable[[], object], target_s: float, hi: int = 1 << 20) -> int:
-    """How many back-to-back ``launch`` calls last about ``target_s``: warm once, then time one."""
-    from hwprobe.timing import iterations_for
-
-    launch()
-    return iterations_for(time_call(launch), target_s, lo=1, hi=hi)
-
-
-def repeat(launch: Callable[[], object], n: int) -> Callable[[], None]:
-    def fn() -> None:
-        for _ in range(n):
-            launch()
-
-    return fn
-
-
-def info(ctx, metric: str, what: str, err: BaseException | str, **meta) -> Measurement:
-    """An "info" measurement standing for a point or variant that could not run; the probe goes on."""
-    msg = f"{what}: {type(err).__name__}: {err}" if isinstance(err, BaseException) else f"{what}: {err}"
-    ctx.log(msg)
-    return ctx.derived(metric, 0.0, unit="", kind="info", notes=[f"skipped: {msg}"], **meta)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -484,6 +418,5 @@ def _memcpy(ctx, src, dst, nbytes: int, check: Callable[[], None]) -> Iterator[M
         yield info(ctx, "dram.memcpy_d2d", "cudaMemcpy D2D failed", e)
 
 
-__all__ = ["run", "budget_bytes", "free_bytes", "release", "blocks_per_sm", "time_call", "calibrate", "repeat",
-           "info", "kernel_name", "tma_kernel_name", "all_kernel_names", "shapes", "burst_shapes", "tma_shapes",
+__all__ = ["run", "kernel_name", "tma_kernel_name", "all_kernel_names", "shapes", "burst_shapes", "tma_shapes",
            "tma_geometry", "launch_geometry", "array_sizes", "finalists", "align_down"]

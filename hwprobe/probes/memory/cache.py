@@ -5,7 +5,7 @@ shared-memory bandwidth per SM.
 Two sweeps: per SM (each block, one per SM, reads its own set through L1, with the L1/shared carve-out set to
 the largest L1, up to 8x the L1/shared array) and device-wide (every thread reads one shared set with
 ld.global.cg, so L1 is bypassed and L2 is what is swept, up to 4x L2 where DRAM takes over). A level's capacity
-is where the curve first falls 10% below its plateau (hwprobe.analysis.knees.plateau_exit); the bracketing pair
+is where the curve first falls 10% below its plateau (hwprobe.curves.plateau_exit); the bracketing pair
 of sizes is refined before the capacity is reported.
 """
 
@@ -15,14 +15,14 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from hwprobe.analysis.knees import log_sizes, plateau_exit, refine_between, step_inside
+from hwprobe.curves import plateau_exit, step_inside
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
-from hwprobe.probes.gpu_dram import blocks_per_sm, budget_bytes, info, release, time_call
+from hwprobe.probes.memory.common import CACHE_KERNELS, blocks_per_sm, budget_bytes, info, release, time_call
+from hwprobe.probes.memory.plan import log_sizes, refine_between
 from hwprobe.timing import clock_mhz
 
-CACHE_KERNELS = ("sweep_read<0>", "sweep_read<1>", "chase<0>", "chase<1>")
 L1_SWEEP_FACTOR = 8        # the per-SM sweep goes to 8x the L1/shared array
 EXIT_DROP = 0.10           # a level's capacity: where bandwidth first falls 10% below its plateau
 SWEEP_S = 0.002            # one timed call per sweep point

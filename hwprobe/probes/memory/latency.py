@@ -17,12 +17,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from hwprobe.analysis.knees import log_sizes, next_slots, page_local_cycle, random_cycle, slot_after, step_inside
+from hwprobe.curves import step_inside
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
-from hwprobe.probes.gpu_cache import CACHE_KERNELS
-from hwprobe.probes.gpu_dram import budget_bytes, info, release
+from hwprobe.probes.memory.chase import next_slots, page_local_cycle, random_cycle, slot_after
+from hwprobe.probes.memory.common import CACHE_KERNELS, budget_bytes, info, release
+from hwprobe.probes.memory.plan import log_sizes
 
 STRIDE = 128               # bytes between slots: one L1/L2 line
 PAGE = 2 << 20             # large-page size the TLB-friendly order stays within

@@ -2,7 +2,7 @@
 array of >= 4x L2 from DRAM and runs a chain of FMAs on every loaded lane; sweeping the chain length traces
 the curve from bandwidth-bound to compute-bound, per precision (FP32, FP64, FP16 as half2, INT32).
 
-The ridge point is fitted from the sweep (hwprobe.analysis.knees.ridge_point): the intersection of the
+The ridge point is fitted from the sweep (hwprobe.curves.fit_roofline): the intersection of the
 measured bandwidth slope and the measured compute roof.
 """
 
@@ -12,19 +12,19 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from hwprobe.analysis.knees import (
+from hwprobe.curves import fit_roofline
+from hwprobe.errors import Skip, VerificationError
+from hwprobe.measurement import Measurement
+from hwprobe.probes.base import probe
+from hwprobe.probes.memory.common import blocks_per_sm, calibrate, free_bytes, info, release, repeat, time_call
+from hwprobe.probes.memory.plan import (
     ROOF_PRECISIONS,
     VECTOR_BYTES,
     align_up,
-    ridge_point,
     roofline_flops_per_vector,
     roofline_plan,
     stream_array_bytes,
 )
-from hwprobe.errors import Skip, VerificationError
-from hwprobe.measurement import Measurement
-from hwprobe.probes.base import probe
-from hwprobe.probes.gpu_dram import blocks_per_sm, calibrate, free_bytes, info, release, repeat, time_call
 
 BLOCK = 256
 ROOF_U = 4                 # vectors per thread per iteration (mem_roofline.cu)
@@ -196,7 +196,7 @@ def _ridge(ctx, prec: str, xs: list[float], ys: list[float]) -> Iterator[Measure
         yield info(ctx, f"roofline.{prec}.ridge", "too few verified points for a ridge fit", f"{len(xs)} points",
                    precision=prec)
         return
-    fit = ridge_point(xs, ys)
+    fit = fit_roofline(xs, ys)
     theory, basis = theoretical_ridge(ctx.device, prec)
     notes = [ridge_note(fit.ridge, fit.roof, fit.bandwidth, unit, theory, basis)]
     if fit.n_memory_points == 0:

@@ -1,1 +1,0 @@
-"""Pure analysis over measured data (numpy/pandas only): plateaus and knees, sweep plans, byte accounting."""

@@ -1,0 +1,57 @@
+"""hwprobe list / specs: what is here, and the datasheet model."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from hwprobe.cli import cli, console
+
+
+@cli.command("list")
+@click.argument("what", type=click.Choice(["devices", "probes", "suites"]))
+def list_(what) -> None:
+    """List devices, probes or suites."""
+    con = console()
+    if what == "devices":
+        from hwprobe import device
+
+        for g in device.gpus():
+            con.print(f"{g.index}: {g.name}  {g.arch}  {g.sms} SMs  {g.mem_bytes / 1e9:.0f} GB")
+        con.print(f"cpu: {device.cpu_info().label}")
+    elif what == "probes":
+        from hwprobe import probes
+
+        for p in probes.registry().values():
+            precs = f" [{', '.join(p.precisions)}]" if p.precisions else ""
+            con.print(f"{p.name:20s} {p.target:3s} {p.family:12s} {p.summary}{precs}")
+    else:
+        from hwprobe import suites
+
+        for name, path in suites.available().items():
+            s = suites.load(str(path))
+            con.print(f"{name:10s} {s.target:3s} {len(s.entries):2d} probes  {s.description}")
+
+
+@cli.command()
+@click.argument("name", required=False)
+@click.option("--device", "-d", default=None, help="Device to describe when no NAME is given.")
+@click.option("--json", "as_json", is_flag=True)
+def specs(name, device, as_json) -> None:
+    """Theoretical peaks, bandwidth and ridge points: for a named SKU, or for the detected device."""
+    from hwprobe import specs as sp
+
+    if name:
+        theory = sp.sku_theory(sp.find(name))
+    else:
+        from hwprobe.device import select
+
+        theory = sp.device_theory(select(device))
+    if as_json:
+        click.echo(json.dumps({"device": theory.label, "compute": theory.table(), "memory": theory.memory_table(),
+                               "disagreements": theory.disagreements()}, indent=2, default=str))
+    else:
+        click.echo(theory.render())
+
+

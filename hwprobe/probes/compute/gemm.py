@@ -1,0 +1,258 @@
+"""cuBLAS GEMM ceilings per precision (gemmEx), the size sweep, alignment and the INT8 pitfall.
+
+These are the library-path ceilings a performance engineer compares with: what cuBLAS delivers per
+precision, how the rate grows with size ("bigger operators run more efficiently"), what an odd size
+costs, and whether INT8 ends up slower than FP16 (it does, in the NN layout). cupy.matmul and
+torch.matmul run in the same process as comparisons.
+
+A ceiling is the best valid point over sizes, layouts (NN/TN) and gemmEx algos, and cuBLASLt (autotuned,
+gpu_fp8) has its own ceiling beside it: the library's best is the best of the two. The top size of every
+precision runs first, since the 700 W power cap lowers the clock as the GPU heats; every candidate's SM
+clock is kept in the ceiling's params.
+
+Timing: one sample is a CUDA graph of ``reps`` GEMMs lasting >= ~5 ms, so launch overhead is out even at
+1024^3 (a 2 us kernel). gemmEx is called through nvmath-python's cuBLAS binding on a handle of its own:
+CuPy's binding refuses stream capture. Without nvmath, samples fall back to Python loops, flagged.
+Operand sets rotate when one set would sit in L2. Every point is checked against a
+float64 product of sampled rows, outside the timed region.
+"""
+
+from __future__ import annotations
+
+from hwprobe.measurement import Measurement
+from hwprobe.probes.base import probe
+from hwprobe.probes.compute import gemm_common as gc
+from hwprobe.probes.compute.cublas import (
+    FP32_UNIT_NOTE,
+    CublasEnv,
+    build_runner,
+    ceiling_of,
+    check_rows,
+    cublas_env,
+    failure,
+    measure_gemm,
+    random_operand,
+)
+
+
+# --- framework comparisons -------------------------------------------------------------------------------
+def _framework_points(ctx, env: CublasEnv, n: int, rows: int, frameworks: tuple[str, ...]):
+    cp = env.cp
+    cp.get_default_memory_pool().free_all_blocks()
+    if "cupy" in frameworks:
+        try:
+            a = random_operand(cp, "float16", (n, n), 11, n ** -0.25)
+            b = random_operand(cp, "float16", (n, n), 12, n ** -0.25)
+            c = cp.empty((n, n), dtype=cp.float16)
+            runner = build_runner(cp, lambda i: cp.matmul(a, b, out=c), graph=False)
+
+            def check() -> None:
+                idx = cp.asarray(gc.sample_rows(n, rows))
+                check_rows(cp, a[idx].astype(cp.float64), b.astype(cp.float64), c[idx].astype(cp.float64),
+                           gc.tolerance("fp16.f32acc"), f"cupy.matmul fp16 {n}^3")
+
+            m = ctx.measure("fp16.tensor_core.cupy_matmul", runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps,
+                            unit="FLOP/s", kind="compute", check=check, precision="fp16", exec_unit="tensor_core",
+                            path="library", params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "cupy.matmul"},
+                            notes=["comparison: cupy.matmul in this process (CuPy picks the compute type)",
+                                   *runner.notes])
+            del a, b, c
+            yield m
+        except Exception as e:
+            yield failure(ctx, "fp16.tensor_core.cupy_matmul", "cupy.matmul", e)
+    if "torch" in frameworks:
+        try:
+            import torch
+        except Exception as e:
+            yield failure(ctx, "torch_matmul", "import torch", e)
+            return
+        stream_ok = torch.cuda.current_stream().cuda_stream == cp.cuda.get_current_stream().ptr
+        for prec, tdt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+            metric = f"{prec}.tensor_core.torch_matmul"
+            if not stream_ok:
+                yield failure(ctx, metric, "torch.matmul", RuntimeError("torch's current stream is not CuPy's"))
+                continue
+            try:
+                gen = torch.Generator(device="cuda").manual_seed(5)
+                a = (torch.rand(n, n, device="cuda", generator=gen) * 2 - 1).mul_(n ** -0.25).to(tdt)
+                b = (torch.rand(n, n, device="cuda", generator=gen) * 2 - 1).mul_(n ** -0.25).to(tdt)
+                c = torch.empty(n, n, device="cuda", dtype=tdt)
+                runner = build_runner(cp, lambda i, a=a, b=b, c=c: torch.matmul(a, b, out=c), graph=False)
+
+                def check(a=a, b=b, c=c, prec=prec) -> None:
+                    idx = torch.as_tensor(gc.sample_rows(n, rows), device="cuda")
+                    ref = a[idx].double() @ b.double()
+                    gc.check_close(c[idx].double().cpu().numpy(), ref.cpu().numpy(),
+                                   gc.tolerance("bf16" if prec == "bf16" else "fp16.f32acc"),
+                                   f"torch.matmul {prec} {n}^3")
+
+                m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit="FLOP/s",
+                                kind="compute", check=check, precision=prec, exec_unit="tensor_core", path="library",
+                                params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "torch.matmul",
+                                        "torch": torch.__version__},
+                                notes=["comparison: torch.matmul in this process", *runner.notes])
+                del a, b, c
+                torch.cuda.empty_cache()
+                yield m
+            except Exception as e:
+                yield failure(ctx, metric, "torch.matmul", e)
+
+
+# --- probes ----------------------------------------------------------------------------------------------
+def _unit_for(ctx, v: gc.GemmVariant) -> tuple[str, str]:
+    if v.precision == "fp64":
+        return gc.fp64_exec_unit(ctx.device.cc_major, ctx.device.cc_minor)
+    if v.precision == "fp32":
+        return "cuda_core", FP32_UNIT_NOTE
+    return v.exec_unit, ""
+
+
+# Ceilings run before the GPU heats up and the 700 W cap lowers the clock. INT8 first: it draws the most
+# power per clock, so it loses the most to a hot card (run 2: 1440 MHz when it ran after FP16/BF16).
+PRIORITY = ("int8", "fp16", "bf16", "tf32", "fp64", "fp32")
+BIG_SIZE_KEYS = ("fp16.f32acc", "fp16.f16acc", "bf16", "int8.tn", "tf32")   # variants also tried above the sweep
+LT_PRECISIONS = ("fp16", "bf16", "int8", "tf32")                           # cuBLASLt paths (gpu_fp8)
+
+
+@probe(name="gpu.gemm", target="gpu", family="compute",
+       summary="cuBLAS gemmEx and cuBLASLt ceilings per precision (best over sizes, layouts, algos), size sweep, "
+               "INT8 NN/TN pitfall, cupy/torch matmul beside",
+       precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"))
+def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), sizes=(1024, 2048, 4096, 8192),
+             check_rows=16, frameworks=("cupy", "torch"), layouts=("NN", "TN"), tensor_op=True, big_sizes=(16384,),
+             lt_sizes=(8192, 16384), int8_sizes=(6144, 12288)):
+    """Phase 1, per precision in PRIORITY order: the top sweep size, the other layouts/algos there, the best
+    configuration at ``big_sizes`` (INT8 also at ``int8_sizes``: its rate/power optimum can sit below the
+    largest size), and cuBLASLt (autotuned) at ``lt_sizes`` (+ ``int8_sizes`` for INT8); cupy/torch matmul
+    right after FP16/BF16. Phase 2: the rest of the size sweep (the efficiency curve). Then the ceilings and
+    the pitfall.
+    """
+    env = cublas_env(ctx)
+    plan = gc.plan_sizes(sizes, ctx.quick)
+    top, big = gc.plan_top(plan, big_sizes, ctx.quick)
+    int8_extra = gc.int8_extra_sizes(int8_sizes, plan, big, ctx.quick)
+    order = sorted(precisions, key=lambda p: PRIORITY.index(p) if p in PRIORITY else len(PRIORITY))
+    points: dict[str, list[Measurement]] = {}    # variant key -> all its points (sweep, layouts, algos, sizes)
+    sweeps: dict[str, list[Measurement]] = {}    # variant key -> its size sweep (own layout, default algo)
+    rates: dict[str, dict[int, float]] = {}      # variant key -> sweep rate per size (the pitfall)
+    lt: dict[str, list[Measurement]] = {}
+    fw_after = [p for p in order if p in ("fp16", "bf16")][-1:]
+
+    def run_point(v: gc.GemmVariant, n: int, metric: str, sweep: bool):
+        unit, unit_note = _unit_for(ctx, v)
+        ctx.log(f"cuBLAS {v.key} {v.layout} {gc.ALGO_NAMES[v.algo]} {n}^3")
+        try:
+            m = measure_gemm(ctx, env, v, n, n, n, metric=metric, kind="sweep", rows=check_rows, exec_unit=unit,
+                             notes=(unit_note,) if unit_note else ())
+        except Exception as e:
+            return failure(ctx, metric, f"cuBLAS {v.key} {v.layout} {n}^3", e, precision=v.precision,
+                           path="library"), None
+        if v.key == "int8.nn":    # the unit is inferred from the rate against TN (measured first)
+            m.exec_unit, note = gc.int8_layout_exec_unit(m.value, rates.get("int8.tn", {}).get(n))
+            m.notes.append(note)
+        points.setdefault(v.key, []).append(m)
+        if sweep:
+            sweeps.setdefault(v.key, []).append(m)
+            rates.setdefault(v.key, {})[n] = m.value
+        return m, v
+
+    for prec in order:
+        for v in gc.GEMM_VARIANTS[prec]:
+            tried = [run_point(v, top, f"{v.metric}.n{top}", sweep=True)]
+            tried += [run_point(c, top, c.candidate_metric(top), sweep=False)
+                      for c in gc.gemm_candidates(v, layouts, tensor_op)]
+            yield from (m for m, _ in tried)
+            ran = [(m, c) for m, c in tried if c is not None and m.valid]
+            more = (int8_extra if v.key == "int8.tn" else []) + (big if v.key in BIG_SIZE_KEYS else [])
+            if more and ran:
+                best = max(ran, key=lambda t: t[0].value)[1]
+                for n in more:      # the variant's own configuration keeps its sweep name and joins the curve
+                    own = best == v
+                    yield run_point(best, n, f"{v.metric}.n{n}" if own else best.candidate_metric(n), sweep=own)[0]
+        if prec in LT_PRECISIONS:
+            from hwprobe.probes.compute.cublaslt import lt_points
+
+            lt_n = gc.lt_plan(tuple(lt_sizes) + (tuple(int8_extra) if prec == "int8" else ()), plan, ctx.quick)
+            for m in lt_points(ctx, env, prec, lt_n, check_rows):
+                if m.kind != "info":        # grouped by configuration: the metric less its ".n<size>"
+                    lt.setdefault(m.metric.rsplit(".n", 1)[0], []).append(m)
+                yield m
+        if prec in fw_after and frameworks:
+            yield from _framework_points(ctx, env, top, check_rows, tuple(frameworks))
+
+    for n in sorted(plan, reverse=True)[1:]:     # phase 2: the efficiency curve below the top size
+        for prec in order:
+            for v in gc.GEMM_VARIANTS[prec]:
+                yield run_point(v, n, f"{v.metric}.n{n}", sweep=True)[0]
+
+    for prec in order:
+        for v in gc.GEMM_VARIANTS[prec]:
+            if points.get(v.key):
+                yield ceiling_of(points[v.key], v.metric, curve_points=sweeps.get(v.key))
+        for stem, pts in lt.items():
+            if stem.startswith(f"{prec}."):
+                yield ceiling_of(pts, stem)
+    yield from _pitfall(ctx, rates)
+
+
+def _pitfall(ctx, rates: dict[str, dict[int, float]]):
+    fp16 = rates.get("fp16.f32acc", {})
+    int8 = {key.split(".")[1]: r for key, r in rates.items() if key.startswith("int8.")}
+    common = sorted(set(fp16).intersection(*[set(r) for r in int8.values()])) if int8 else []
+    if not common:
+        return
+    n = common[-1]
+    found, text, details = gc.pitfall_int8_vs_fp16({lay: r[n] for lay, r in int8.items()}, fp16[n], n)
+    worst = min(r[n] for r in int8.values())
+    yield ctx.derived("pitfall.int8_vs_fp16", fp16[n] / worst if worst > 0 else 0.0, unit="x", kind="info",
+                      precision="int8", path="library", params={**details, "found": found}, notes=[text])
+
+
+ALIGN_VARIANTS = {"fp16": "fp16.f32acc", "bf16": "bf16", "int8": "int8.tn", "tf32": "tf32"}
+
+
+@probe(name="gpu.gemm_align", target="gpu", family="compute",
+       summary="GEMM throughput at sizes aligned to 8/16/32/64 vs the same size + 1 (tensor-core alignment rule)",
+       precisions=("fp16", "bf16", "int8", "tf32", "fp8"))
+def run_align(ctx, precisions=("fp16", "bf16", "int8", "tf32", "fp8"), base=4096, aligns=(8, 16, 32, 64),
+              check_rows=8):
+    env = cublas_env(ctx)
+    plan = gc.alignment_sizes(base, aligns[:1] if ctx.quick else aligns)
+    for prec in precisions:
+        rows = []
+        if prec == "fp8":
+            from hwprobe.probes.compute.cublaslt import fp8_align_points
+
+            gen = fp8_align_points(ctx, plan, check_rows)
+        else:
+            gen = _align_points(ctx, env, gc.variant(ALIGN_VARIANTS[prec]), plan, check_rows)
+        for m, row in gen:
+            yield m
+            if row is not None:
+                rows.append(row)
+        if rows:
+            worst, text = gc.alignment_finding(prec, rows)
+            yield ctx.derived(f"align.{prec}.slowdown", worst or 0.0, unit="x", kind="info", precision=prec,
+                              path="library", params={"points": rows}, notes=[text])
+
+
+def _align_points(ctx, env: CublasEnv, v: gc.GemmVariant, plan, rows_checked: int):
+    """Yield (measurement, row) per aligned/odd pair; row is None when the aligned size itself failed."""
+    for align, n, odd in plan:
+        try:
+            ma = measure_gemm(ctx, env, v, n, n, n, metric=f"align.{v.precision}.{n}", kind="sweep",
+                              rows=rows_checked, exec_unit=v.exec_unit, extra={"align": align})
+        except Exception as e:
+            yield failure(ctx, f"align.{v.precision}.{n}", f"cuBLAS {v.key} {n}^3", e, precision=v.precision), None
+            continue
+        yield ma, None
+        row = {"align": align, "n": n, "rate": ma.value, "odd_rate": None}
+        try:
+            mo = measure_gemm(ctx, env, v, odd, odd, odd, metric=f"align.{v.precision}.{odd}", kind="sweep",
+                              rows=rows_checked, exec_unit=v.exec_unit, extra={"align": 1})
+            row["odd_rate"] = mo.value
+            yield mo, row
+        except Exception as e:
+            row["error"] = f"{type(e).__name__}: {e}"
+            yield failure(ctx, f"align.{v.precision}.{odd}", f"cuBLAS {v.key} {odd}^3 (odd size)", e,
+                          precision=v.precision, path="library"), row

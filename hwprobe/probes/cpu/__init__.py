@@ -1,0 +1,1 @@
+"""CPU probes (numba): FMA peak on all cores and STREAM."""

@@ -1,0 +1,1 @@
+"""Interconnect probes: the host link, peer-to-peer between GPUs, NCCL collectives."""

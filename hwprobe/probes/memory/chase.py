@@ -1,0 +1,43 @@
+"""Pointer-chase visiting orders for the latency probes: one cycle through every slot, random or page-local."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pointer-chase orders
+
+def random_cycle(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A visiting order of all ``n`` slots (slot 0 first); following it wraps into one cycle of length n."""
+    if n < 1:
+        raise ValueError("need at least one slot")
+    rest = rng.permutation(np.arange(1, n))
+    return np.concatenate([[0], rest]).astype(np.int64)
+
+
+def page_local_cycle(n: int, per_page: int, rng: np.random.Generator) -> np.ndarray:
+    """A visiting order that takes the pages in random order and, within a page, every slot in random order:
+    each access still misses the caches (each slot is visited once per cycle) but the TLB sees one page at a
+    time. ``n`` must be a multiple of ``per_page``; slot 0 comes first."""
+    if n % per_page:
+        raise ValueError("n must be a multiple of per_page")
+    pages = np.concatenate([[0], rng.permutation(np.arange(1, n // per_page))])
+    order = []
+    for pg in pages:
+        within = rng.permutation(per_page)
+        if pg == 0:
+            within = np.concatenate([[0], within[within != 0]])
+        order.append(pg * per_page + within)
+    return np.concatenate(order).astype(np.int64)
+
+
+def next_slots(order: np.ndarray) -> np.ndarray:
+    """nxt[s] = the slot visited after s, so the chase of ``order`` is one cycle through every slot."""
+    nxt = np.empty_like(order)
+    nxt[order] = np.roll(order, -1)
+    return nxt
+
+
+def slot_after(order: np.ndarray, steps: int) -> int:
+    """The slot reached from order[0] after ``steps`` steps."""
+    return int(order[steps % len(order)])

@@ -1,0 +1,76 @@
+"""Small GPU helpers the memory probes share: the memory budget, occupancy, calibrated repeat counts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hwprobe.measurement import Measurement
+from hwprobe.timing import time_cuda_once
+
+CACHE_KERNELS = ("sweep_read<0>", "sweep_read<1>", "chase<0>", "chase<1>")  # mem_cache.cu
+MEM_FRACTION = 0.25          # at most this share of free device memory per probe
+
+# ---------------------------------------------------------------------------------------------------------------
+# Helpers shared by the memory probes
+
+def free_bytes() -> int:
+    import cupy as cp
+
+    return int(cp.cuda.runtime.memGetInfo()[0])
+
+
+def budget_bytes(fraction: float = MEM_FRACTION) -> int:
+    """Device bytes a probe may allocate: a share of what is free now (CuPy's pool is emptied first)."""
+    import cupy as cp
+
+    cp.get_default_memory_pool().free_all_blocks()
+    return int(fraction * free_bytes())
+
+
+def release() -> None:
+    """Hand cached device and pinned blocks back, so the next probe sees the memory as free."""
+    import cupy as cp
+
+    cp.get_default_memory_pool().free_all_blocks()
+    cp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def blocks_per_sm(kernel, block: int, smem: int = 0, fallback: int = 1) -> int:
+    """Resident blocks per SM for ``kernel`` at ``block`` threads (CUDA occupancy API)."""
+    import cupy as cp
+
+    try:
+        n = int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, smem))
+        return max(1, n)
+    except Exception:
+        return fallback
+
+
+def time_call(fn: Callable[[], object]) -> float:
+    """Seconds of one call of ``fn`` on the current stream (CUDA events), after it has run once."""
+    return time_cuda_once(fn)
+
+
+def calibrate(launch: Callable[[], object], target_s: float, hi: int = 1 << 20) -> int:
+    """How many back-to-back ``launch`` calls last about ``target_s``: warm once, then time one."""
+    from hwprobe.timing import iterations_for
+
+    launch()
+    return iterations_for(time_call(launch), target_s, lo=1, hi=hi)
+
+
+def repeat(launch: Callable[[], object], n: int) -> Callable[[], None]:
+    def fn() -> None:
+        for _ in range(n):
+            launch()
+
+    return fn
+
+
+def info(ctx, metric: str, what: str, err: BaseException | str, **meta) -> Measurement:
+    """An "info" measurement standing for a point or variant that could not run; the probe goes on."""
+    msg = f"{what}: {type(err).__name__}: {err}" if isinstance(err, BaseException) else f"{what}: {err}"
+    ctx.log(msg)
+    return ctx.derived(metric, 0.0, unit="", kind="info", notes=[f"skipped: {msg}"], **meta)
+
+
