@@ -1,0 +1,216 @@
+"""A model on the roofline: per layer the operations, bytes, intensity, the ceiling it meets (measured and
+datasheet), its bound and predicted time; totals; the precision what-if; the alignment flags.
+
+Which ceiling a layer meets: GEMM-shaped layers (conv, FC, matmul) run through libraries (cuDNN, cuBLAS,
+TensorRT tactics): Tensor Cores at the chosen precision where it has them (FP32 stays on CUDA cores; TF32 is
+its Tensor Core mode), on the *library* path. The other layers are pointwise kernels on CUDA cores, on the
+*instruction* path. ``path=`` overrides both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hwprobe.errors import InputError
+from hwprobe.models import conventions as conv
+from hwprobe.models.layers import Layer, Model
+from hwprobe.models.roofs import Alignment, Source
+from hwprobe.roofline import Roof, RooflineError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+TENSOR_CORE_PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "int8")
+# Pointwise layers compute in a CUDA-core precision: FP8 data is converted to FP16, INT8 to INT32 arithmetic.
+CUDA_CORE_COMPUTE = {"fp64": "fp64", "fp32": "fp32", "tf32": "fp32", "fp16": "fp16", "bf16": "bf16",
+                     "fp8": "fp16", "int8": "int32"}
+WHATIF_CHAIN = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+LEVELS = ("dram", "l2", "auto")
+
+
+@dataclass(frozen=True)
+class Options:
+    precision: str = "fp32"
+    convention: str = "standard"
+    path: str = "auto"            # auto | library | instruction | best
+    level: str = "dram"           # dram | l2 | auto (footprint fits the measured L2: the L2 slope)
+
+
+@dataclass
+class Placement:
+    """One layer at one precision: the roof it meets and what that predicts."""
+
+    precision: str
+    unit: str
+    path: str
+    level: str
+    ops: float
+    bytes: float
+    roof: Roof
+    time_s: float
+    bound: str
+    alignment: Alignment | None = None
+    note: str = ""
+
+
+@dataclass
+class Analysis:
+    model: Model
+    options: Options
+    source_label: str
+    layers: pd.DataFrame
+    totals: dict[str, Any]
+    whatif: pd.DataFrame
+    by_precision: dict[str, list[Placement]] = field(default_factory=dict)   # what-if placements per layer
+    notes: list[str] = field(default_factory=list)
+    timing: Any = None            # hwprobe.models.join.Joined, when a times file was given
+
+    @property
+    def convention(self) -> conv.Convention:
+        return conv.get(self.options.convention)
+
+    def top(self, n: int = 5) -> pd.DataFrame:
+        col = "measured_s" if "measured_s" in self.layers and self.layers["measured_s"].notna().any() else "time_s"
+        return self.layers.sort_values(col, ascending=False).head(n)
+
+
+def compute_precision(layer: Layer, precision: str) -> tuple[str, str]:
+    """(precision, unit) of the arithmetic: Tensor Cores for GEMM-shaped layers where the precision has them."""
+    if layer.tensor_core_capable and precision in TENSOR_CORE_PRECISIONS:
+        return precision, "tensor_core"
+    return CUDA_CORE_COMPUTE[precision], "cuda_core"
+
+
+def _path(layer: Layer, opts: Options) -> tuple[str, ...]:
+    if opts.path != "auto":
+        return (opts.path,)
+    return ("library", "instruction") if layer.op in ("conv", "convtranspose", "gemm", "matmul") else (
+        "instruction", "library")
+
+
+def _level(source: Source, opts: Options, nbytes: float) -> str:
+    if opts.level != "auto":
+        return opts.level
+    cap = source.capacity("l2")
+    return "l2" if cap and nbytes <= cap else "dram"
+
+
+def _roof(source: Source, layer: Layer, prec: str, unit: str, opts: Options, level: str) -> tuple[Roof, str]:
+    paths = _path(layer, opts)
+    err = None
+    for i, p in enumerate(paths):
+        try:
+            r = source.roof(prec, unit, p, level)
+            note = f"no {paths[0]} ceiling for {prec} {unit}: {p} used" if i else ""
+            return r, note
+        except RooflineError as e:
+            err = err or e
+    if unit == "tensor_core":     # e.g. a profile without this Tensor Core precision: say so, don't guess
+        raise RooflineError(f"{err} (layer {layer.name!r} needs {prec} on Tensor Cores)")
+    raise err
+
+
+def place(source: Source, layer: Layer, precision: str, opts: Options) -> Placement:
+    """Put one layer on the roof for ``precision`` (storage and math)."""
+    c = conv.get(opts.convention)
+    prec, unit = compute_precision(layer, precision)
+    ops, nbytes = float(c.ops(layer)), float(c.bytes(layer, precision))
+    level = _level(source, opts, nbytes)
+    roof, note = _roof(source, layer, prec, unit, opts, level)
+    align = source.alignment(prec, layer.align_dims()) if unit == "tensor_core" else None
+    peak = roof.peak / align.factor if (align and align.factor and not align.advice_only) else roof.peak
+    t_compute, t_memory = ops / peak, nbytes / roof.bandwidth
+    bound = "compute" if t_compute >= t_memory and ops > 0 else "memory"
+    return Placement(prec, unit, roof.path, level, ops, nbytes, roof, max(t_compute, t_memory), bound, align, note)
+
+
+def _datasheet_time(source: Source, layer: Layer, p: Placement) -> tuple[float | None, float | None]:
+    ds = source.datasheet(p.precision, p.unit, p.path, "dram")
+    if ds is None:
+        return None, None
+    return max(p.ops / ds.peak, p.bytes / ds.bandwidth), ds.attainable(p.ops / p.bytes if p.bytes else 0.0)
+
+
+def counts(layer: Layer, i: int, c: conv.Convention, precision: str) -> dict[str, Any]:
+    """The counting columns of one layer (no ceilings needed)."""
+    ops, nbytes = float(c.ops(layer)), float(c.bytes(layer, precision))
+    return {
+        "index": i, "name": layer.name, "op": layer.op, "source_op": layer.source_op, "modelled": layer.modelled,
+        "macs": layer.macs, "ops": ops, "bytes": nbytes, "intensity": ops / nbytes if nbytes else None,
+        "weights": layer.weights, "inputs": layer.inputs, "outputs": layer.outputs,
+        "cin": layer.cin, "cout": layer.cout, "groups": layer.groups, "note": layer.note,
+    }
+
+
+def _row(layer: Layer, i: int, p: Placement, source: Source, c: conv.Convention, precision: str) -> dict[str, Any]:
+    ds_time, ds_att = _datasheet_time(source, layer, p)
+    row = counts(layer, i, c, precision)
+    row.update({
+        "precision": p.precision, "unit": p.unit, "path": p.path, "level": p.level,
+        "ceiling": p.roof.peak_metric, "peak": p.roof.peak, "bandwidth": p.roof.bandwidth,
+        "attainable": p.ops / p.time_s if p.time_s and p.ops else 0.0,
+        "bound": p.bound, "time_s": p.time_s,
+        "datasheet_time_s": ds_time, "datasheet_attainable": ds_att,
+        "align_factor": p.alignment.factor if p.alignment and not p.alignment.advice_only else None,
+        "align": p.alignment.text() if p.alignment else "",
+        "note": "; ".join(x for x in (layer.note, p.note) if x),
+    })
+    return row
+
+
+def analyze(model: Model, source: Source | None, options: Options | None = None) -> Analysis:
+    """The per-layer table, the totals and the precision what-if of ``model`` on ``source``'s ceilings
+    (``source=None``: the counting columns only, as the seeds' tables)."""
+    import pandas as pd
+
+    opts = options or Options()
+    _check(opts)
+    c = conv.get(opts.convention)
+    if not model.layers:
+        raise InputError(f"model {model.name!r} has no layers")
+    notes = list(model.notes)
+    notes.append(f"convention {c.name}: {c.description}")
+    if source is None:
+        df = pd.DataFrame([counts(x, i, c, opts.precision) for i, x in enumerate(model.layers)])
+        return Analysis(model, opts, "no ceilings (counts only)", df, totals(df), pd.DataFrame(), {}, notes)
+    rows = [_row(layer, i, place(source, layer, opts.precision, opts), source, c, opts.precision)
+            for i, layer in enumerate(model.layers)]
+    df = pd.DataFrame(rows)
+    if source.kind == "measured" and opts.path == "auto":
+        notes.append("ceilings: GEMM-shaped layers (conv, FC, matmul) on the measured *library* ceilings "
+                     "(cuBLAS/cuBLASLt), pointwise layers on the *instruction* ceilings (--path to change)")
+    from hwprobe.models.whatif import whatif
+
+    wi, placed = whatif(model, source, opts)
+    for p, ps in placed.items():
+        df[f"whatif_{p}_s"] = [x.time_s for x in ps]
+    return Analysis(model, opts, source.label, df, totals(df), wi, placed, notes)
+
+
+def _check(opts: Options) -> None:
+    conv.get(opts.convention)
+    if opts.precision not in PRECISIONS:
+        raise InputError(f"unknown precision {opts.precision!r}; precisions: {', '.join(PRECISIONS)}")
+    if opts.path not in ("auto", "library", "instruction", "best"):
+        raise InputError(f"unknown path {opts.path!r}; paths: auto, library, instruction, best")
+    if opts.level not in LEVELS:
+        raise InputError(f"unknown level {opts.level!r}; levels: {', '.join(LEVELS)}")
+
+
+def totals(df: pd.DataFrame) -> dict[str, Any]:
+    ops, nbytes = float(df["ops"].sum()), float(df["bytes"].sum())
+    out = {"layers": int(len(df)), "not_modelled": int((~df["modelled"]).sum()), "macs": int(df["macs"].sum()),
+           "ops": ops, "bytes": nbytes, "intensity": ops / nbytes if nbytes else None}
+    if "time_s" not in df:
+        return out
+    t, ds = float(df["time_s"].sum()), df["datasheet_time_s"]
+    mem_t = float(df.loc[df["bound"] == "memory", "time_s"].sum())
+    out.update({
+        "time_s": t, "attainable": ops / t if t else None,
+        "datasheet_time_s": float(ds.sum()) if ds.notna().all() else None,
+        "memory_bound_time_share": mem_t / t if t else None,
+        "misaligned_layers": int(df["align_factor"].notna().sum()),
+    })
+    return out
