@@ -164,35 +164,40 @@ class Profile:
                                   "text": " ".join(m.notes), "params": m.params})
 
     # --- queries ---------------------------------------------------------------------------------
-    def peak(self, precision: str, unit: str | None = None) -> Ceiling | None:
-        """The highest measured ceiling for a precision (over units and paths unless ``unit`` is given)."""
-        best = None
-        for u, paths in self.compute.get(precision, {}).items():
-            if unit and u != unit:
-                continue
-            for path, c in paths.items():
-                if path.endswith(SPARSE_SUFFIX):
-                    continue
-                if best is None or c.value > best.value:
-                    best = c
-        return best
+    # Validated in hwprobe.roofline (case-insensitive names, path="library"|"instruction"|"best", one
+    # RooflineError for bad arguments and missing ceilings). Lookups (peak, bandwidth) return None for a ceiling
+    # this profile lacks; computations (attainable, ridge_point) raise RooflineError (also a KeyError).
+    def peak(self, precision: str, unit: str | None = None, path: str = "best") -> Ceiling | None:
+        """The highest measured dense ceiling for a precision (over units and paths unless given), or None."""
+        from hwprobe import roofline
+
+        p, u, pa = roofline.norm_precision(precision), roofline.norm_unit(unit), roofline.norm_path(path)
+        try:
+            return roofline.peak(self, p, u, pa)
+        except roofline.RooflineError:
+            return None
 
     def bandwidth(self, level: str = "dram") -> float | None:
-        lvl = self.memory.get(level)
-        return lvl.bandwidth.value if lvl and lvl.bandwidth else None
+        """The measured bandwidth (B/s) of a memory level, or None."""
+        from hwprobe import roofline
 
-    def attainable(self, intensity: float, precision: str, level: str = "dram", unit: str | None = None) -> float:
+        try:
+            return roofline.bandwidth(self, level)
+        except roofline.RooflineError:
+            return None
+
+    def attainable(self, intensity: float, precision: str, level: str = "dram", unit: str | None = None,
+                   path: str = "best") -> float:
         """Roofline: min(measured peak, intensity x measured bandwidth) in FLOP/s (or OP/s)."""
-        pk, bw = self.peak(precision, unit), self.bandwidth(level)
-        if pk is None:
-            raise KeyError(f"no measured {precision} ceiling in this profile")
-        if bw is None:
-            raise KeyError(f"no measured {level} bandwidth in this profile")
-        return min(pk.value, intensity * bw)
+        from hwprobe import roofline
 
-    def ridge_point(self, precision: str, level: str = "dram", unit: str | None = None) -> float | None:
-        pk, bw = self.peak(precision, unit), self.bandwidth(level)
-        return pk.value / bw if pk and bw else None
+        return roofline.attainable(self, intensity, precision, level, unit, path)
+
+    def ridge_point(self, precision: str, level: str = "dram", unit: str | None = None, path: str = "best") -> float:
+        """Operations per byte where the measured roof turns from memory-bound to compute-bound."""
+        from hwprobe import roofline
+
+        return roofline.ridge_point(self, precision, level, unit, path)
 
     # --- (de)serialisation -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
