@@ -1,0 +1,86 @@
+"""Models and layers on the measured roofline (the seeds' analysis, with measured ceilings).
+
+``analyze(model, profile)``: ``model`` is an ONNX file, a layer CSV, a built-in architecture name (see
+``zoo.ARCHS``) or a ``Model``; ``profile`` a results directory, a profile.json or a loaded ``Profile``.
+Returns an ``Analysis`` whose ``layers`` is a pandas DataFrame. onnx, pandas and matplotlib load lazily.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hwprobe.errors import InputError
+from hwprobe.models.layers import Layer, Model
+
+if TYPE_CHECKING:
+    from hwprobe.models.analysis import Analysis
+    from hwprobe.models.roofs import Source
+
+
+def load_model(model: str | Path | Model, batch: int = 1) -> Model:
+    """A Model from an ONNX file, a layer CSV or a built-in name."""
+    if isinstance(model, Model):
+        return model
+    if batch < 1:
+        raise InputError(f"--batch must be >= 1, got {batch}")
+    from hwprobe.models import zoo
+
+    p = Path(model)
+    suffix = p.suffix.lower()
+    if suffix == ".onnx":
+        from hwprobe.models.onnxfile import load_onnx
+
+        return load_onnx(p, batch)
+    if suffix == ".csv":
+        from hwprobe.models.csvfile import load_csv
+
+        return load_csv(p, batch)
+    if zoo.find(str(model)) and not p.exists():
+        return zoo.build(str(model), batch)
+    if p.exists():
+        raise InputError(f"{str(p)!r}: a model is an .onnx file, a layer .csv or a built-in name")
+    raise InputError(f"{str(model)!r} is neither a file nor a built-in model; built-ins: {', '.join(zoo.ARCHS)}")
+
+
+def source(profile=None, spec: str | None = None) -> Source | None:
+    """The ceilings: a measured profile (path or Profile), a datasheet entry (``spec``), or None (counts only)."""
+    from hwprobe.models import roofs
+
+    if profile is not None and spec:
+        raise InputError("give --profile or --spec, not both")
+    if spec:
+        from hwprobe import specs
+
+        return roofs.Datasheet(specs.sku_theory(specs.find(spec)))
+    if profile is None:
+        return None
+    from hwprobe.profile import Profile, load_profile
+
+    prof = profile if isinstance(profile, Profile) else load_profile(profile)
+    return roofs.Measured(prof, "" if isinstance(profile, Profile) else str(profile))
+
+
+def analyze(model, profile=None, *, spec: str | None = None, precision: str = "fp32", batch: int = 1,
+            convention: str = "standard", path: str = "auto", level: str = "dram", times=()) -> Analysis:
+    """Analyze ``model`` on ``profile``'s measured ceilings (or ``spec``'s datasheet); join ``times`` files."""
+    from hwprobe import roofline
+    from hwprobe.models.analysis import Options
+    from hwprobe.models.analysis import analyze as run
+
+    opts = Options(roofline.norm_precision(precision), convention.strip().lower(), path.strip().lower(),
+                   level.strip().lower())
+    a = run(load_model(model, batch), source(profile, spec), opts)
+    if isinstance(times, (str, Path)):
+        times = [times]
+    if times:
+        from hwprobe.models.join import join
+        from hwprobe.models.timings import parse
+
+        if "time_s" not in a.layers:
+            raise InputError("joining measured times needs ceilings: give --profile or --spec")
+        a.timing = join(a, [parse(t) for t in times])
+    return a
+
+
+__all__ = ["Layer", "Model", "analyze", "load_model", "source"]

@@ -155,6 +155,7 @@ def _row(layer: Layer, i: int, p: Placement, source: Source, c: conv.Convention,
         "datasheet_time_s": ds_time, "datasheet_attainable": ds_att,
         "align_factor": p.alignment.factor if p.alignment and not p.alignment.advice_only else None,
         "align": p.alignment.text() if p.alignment else "",
+        "align_short": p.alignment.short() if p.alignment else "",
         "note": "; ".join(x for x in (layer.note, p.note) if x),
     })
     return row

@@ -25,6 +25,11 @@ class Alignment:
     basis: str
     advice_only: bool = False       # the rule is met, 003's stricter INT8 advice (32) is not
 
+    def short(self) -> str:
+        dims = ", ".join(f"{k}={v}" for k, v in self.dims.items())
+        price = f"{self.factor:.2f}x" if self.factor else "unpriced"
+        return f"{dims} {'advice x' if self.advice_only else 'not x'}{self.rule}: {price}"
+
     def text(self) -> str:
         dims = ", ".join(f"{k}={v}" for k, v in self.dims.items())
         kind = "advice: align to" if self.advice_only else "not a multiple of"

@@ -1,0 +1,60 @@
+"""hwprobe analyze: a model's layers on the measured roofline (the seeds' analysis, with measured ceilings)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from hwprobe.cli import cli, console
+
+
+@cli.command("analyze")
+@click.argument("model")
+@click.option("--profile", "profile_path", default=None, type=click.Path(),
+              help="Results directory or profile.json whose measured ceilings to use.")
+@click.option("--spec", default=None, help="Datasheet entry instead of a profile (hwprobe specs lists them).")
+@click.option("--precision", "-p", default="fp32", show_default=True,
+              help="fp32, tf32, fp16, bf16, fp8, int8 (storage and math; TF32 stores FP32).")
+@click.option("--batch", "-b", default=1, show_default=True, type=int, help="Batch size.")
+@click.option("--convention", default="standard", show_default=True, type=click.Choice(["standard", "seed"]),
+              help="standard: multiply-add = 2 ops, bytes = weights + inputs + outputs; seed: 002's tables.")
+@click.option("--path", "path", default="auto", show_default=True,
+              type=click.Choice(["auto", "library", "instruction", "best"]),
+              help="Which measured ceilings: auto = library for conv/GEMM, instruction for pointwise layers.")
+@click.option("--level", default="dram", show_default=True, type=click.Choice(["dram", "l2", "auto"]),
+              help="Memory slope: DRAM, L2, or auto (L2 where a layer's bytes fit the measured L2).")
+@click.option("--times", "times", multiple=True, type=click.Path(),
+              help="Measured times to join (trtexec profile/layer info JSON, TensorRT profiler table, PyTorch "
+                   "table or chrome trace, nsys cuda_gpu_kern_sum CSV); repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole analysis as JSON.")
+@click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="Write the layer table.")
+@click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
+              help="Draw the layers on the measured roofline (PNG).")
+@click.option("--all", "show_all", is_flag=True, help="Show every layer, not the top 25 of long models.")
+def analyze_(model, profile_path, spec, precision, batch, convention, path, level, times, as_json, csv_path,
+             plot_path, show_all) -> None:
+    """Operations, bytes, intensity, attainable rate, bound and time per layer of MODEL (an ONNX file, a layer
+    CSV or a built-in name: hwprobe list models), the precision what-if and the top-5 time consumers."""
+    from hwprobe.errors import InputError
+    from hwprobe.models import analyze
+    from hwprobe.models.render import render, to_dict
+
+    a = analyze(model, profile_path, spec=spec, precision=precision, batch=batch, convention=convention,
+                path=path, level=level, times=list(times))
+    if csv_path:
+        try:
+            a.layers.to_csv(csv_path, index=False)
+        except OSError as e:
+            raise InputError(f"cannot write {csv_path!r}: {e.strerror or e}") from None
+    if plot_path:
+        from hwprobe.models.plot import plot_layers
+
+        plot_layers(a, plot_path)
+    if as_json:
+        click.echo(json.dumps(to_dict(a), indent=2, default=str))
+    else:
+        render(a, console(), show_all)
+        for p in (csv_path, plot_path):
+            if p:
+                console().print(f"wrote {p}")

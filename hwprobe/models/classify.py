@@ -1,0 +1,150 @@
+"""Kernel name -> execution unit and precision.
+
+Confidence says how much the name can be trusted:
+- ``documented``: the naming is documented: CUTLASS 2.x and 3.x procedural names (``tensorop``/``simt``, the
+  accumulator letter, the operand types);
+- ``heuristic``: cuBLAS/cuDNN/TensorRT names are undocumented: the seeds' families (h884/h1688 = HMMA,
+  i8816/imma = IMMA, hcudnn/scudnn/icudnn = CUDA cores), sgemm/hgemm, ``sm90_xmma_...``, ``nvjet_...``,
+  ``gmma``; the reading follows their observed structure;
+- ``unknown``: nothing in the name says; hwprobe does not guess.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+# CUTLASS element tokens -> hwprobe precision
+_TYPES = {"f64": "fp64", "f32": "fp32", "tf32": "tf32", "f16": "fp16", "bf16": "bf16", "e4m3": "fp8",
+          "e5m2": "fp8", "s8": "int8", "u8": "int8", "s4": "int4", "u4": "int4", "b1": "int1", "s32": "int32",
+          "fp16": "fp16", "fp32": "fp32", "int8": "int8", "i8": "int8", "i32": "int32", "f8": "fp8"}
+_ACC = {"s": "fp32", "h": "fp16", "d": "fp64", "i": "int32", "c": "fp32 (complex)", "z": "fp64 (complex)"}
+
+
+@dataclass(frozen=True)
+class KernelClass:
+    name: str
+    unit: str                 # "tensor_core" | "cuda_core" | "memory" | "unknown"
+    precision: str | None     # operand precision, where the name says
+    accumulator: str | None
+    family: str               # cutlass3x, cutlass2x, cublas-xmma, cublas-nvjet, seed-hmma, ...
+    confidence: str           # documented | heuristic | unknown
+    why: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _cutlass3(n: str, name: str) -> KernelClass | None:
+    # cutlass3x_sm90_tensorop_[s64x128x16|tf32]gemm_f16_f16_f32_f16_f16_128x128x64_...
+    m = re.search(r"cutlass3x_sm\d+_(tensorop|simt)_([a-z]?)(?:\d+x\d+x\d+)?(tf32)?gemm_([a-z0-9]+)_([a-z0-9]+)_"
+                  r"([a-z0-9]+)", n)
+    if not m:
+        return None
+    unit = "tensor_core" if m.group(1) == "tensorop" else "cuda_core"
+    a, acc = _TYPES.get(m.group(4)), _TYPES.get(m.group(6))
+    prec = "tf32" if (m.group(3) and a == "fp32") else a
+    return KernelClass(name, unit, prec, acc, "cutlass3x", "documented",
+                       f"CUTLASS 3.x name: {m.group(1)}, operands A={m.group(4)} B={m.group(5)}, "
+                       f"accumulator {m.group(6)}")
+
+
+def _cutlass2(n: str, name: str) -> KernelClass | None:
+    # cutlass_tensorop_s16816gemm_f16_..., cutlass_80_tensorop_bf16_s16816gemm_relu_..., cutlass_simt_sgemm_...
+    m = re.search(r"cutlass(?:_\d+)?_(tensorop|simt|wmma_tensorop)_(?:([a-z0-9]+)_)?([shdizc])(\d*)(tf32|bf16|f16)?"
+                  r"(gemm|fprop|dgrad|wgrad)([a-z0-9_]*)", n)
+    if not m:
+        return None
+    unit = "cuda_core" if m.group(1) == "simt" else "tensor_core"
+    acc = _ACC.get(m.group(3))
+    after = next((t for t in m.group(7).split("_") if t in _TYPES), None)   # ..._optimized_f16_...: operand type
+    op_type = m.group(5) or (m.group(2) if m.group(2) in _TYPES else None) or after
+    prec = _TYPES.get(op_type) if op_type else None
+    if prec is None and unit == "cuda_core":
+        prec = {"s": "fp32", "h": "fp16", "d": "fp64", "i": "int8"}.get(m.group(3))
+    if prec is None and m.group(3) == "i":
+        prec = "int8"
+    shape = f" instruction {m.group(4)}" if m.group(4) else ""
+    return KernelClass(name, unit, prec, acc, "cutlass2x", "documented",
+                       f"CUTLASS 2.x name: {m.group(1)}, accumulator letter {m.group(3)!r}{shape}")
+
+
+_XMMA_TYPES = re.compile(r"(?:gemm|fprop|dgrad|wgrad|conv)[a-z_]*?_((?:bf16|f16|f32|tf32|i8|f8|e4m3|e5m2|f64)+)_"
+                         r"((?:bf16|f16|f32|tf32|i8|i32|f8|e4m3|f64)+)")
+
+
+def _xmma(n: str, name: str) -> KernelClass | None:
+    m = re.search(r"sm(\d+)_xmma_", n)
+    if not m:
+        return None
+    t = _XMMA_TYPES.search(n)
+    ops = re.findall(r"bf16|tf32|f16|f32|i8|e4m3|e5m2|f8|f64", t.group(1) + "_" + t.group(2)) if t else []
+    prec = next((_TYPES[x] for x in ops if x in ("tf32", "bf16", "f16", "i8", "e4m3", "e5m2", "f8")), None)
+    if prec is None and "tensor" in n:
+        prec = _TYPES.get(ops[0]) if ops else None
+    if prec:
+        return KernelClass(name, "tensor_core", prec, None, "cublas/cudnn xmma", "heuristic",
+                           f"sm{m.group(1)} xmma kernel with {prec} operands (xmma = Tensor Core MMA family; "
+                           "cuBLAS/cuDNN names are undocumented)")
+    return KernelClass(name, "unknown", _TYPES.get(ops[0]) if ops else None, None, "cublas/cudnn xmma", "unknown",
+                       "xmma kernel with FP32/FP64 operands only: Tensor Cores (TF32, DMMA) or CUDA cores; "
+                       "the name does not say")
+
+
+_NVJET_LETTERS = {"h": "fp16", "b": "bf16", "t": "tf32", "s": "fp32", "d": "fp64", "q": "fp8", "e": "fp8"}
+
+
+def _nvjet(n: str, name: str) -> KernelClass | None:
+    m = re.search(r"nvjet_(?:sm\d+_)?([a-z]{3,5})_", n)
+    if not m:
+        return None
+    code = m.group(1)
+    prec = _NVJET_LETTERS.get(code[0])
+    return KernelClass(name, "tensor_core", prec, _NVJET_LETTERS.get(code[1]) if len(code) > 1 else None,
+                       "cublas-nvjet", "heuristic",
+                       f"cuBLAS nvjet kernel (Hopper+ warpgroup GEMMs), type code {code!r} read as "
+                       f"A/B={prec or '?'}; nvjet naming is undocumented")
+
+
+# The seeds' families (002 "Nsight System/trtexec") and the classic cuBLAS/cuDNN names.
+_SEED = [
+    (r"(?:^|[_\W])h(?:884|1688|16816)", "tensor_core", "fp16", "HMMA: FP16 Tensor Core (h884/h1688/h16816)"),
+    (r"(?:^|[_\W])s(?:884|1688|16816)(?:gemm|cudnn)?", "tensor_core", None,
+     "s884/s1688/s16816: Tensor Core MMA with FP32 accumulation"),
+    (r"i(?:8816|16832)|imma", "tensor_core", "int8", "IMMA: INT8 Tensor Core (i8816/imma)"),
+    (r"hcudnn", "cuda_core", "fp16", "hcudnn: FP16 on CUDA cores"),
+    (r"scudnn", "cuda_core", "fp32", "scudnn: FP32 on CUDA cores"),
+    (r"icudnn", "cuda_core", "int8", "icudnn: INT8 (dp4a) on CUDA cores"),
+    (r"(?:^|[_\W])hgemm", "cuda_core", "fp16", "hgemm: FP16 GEMM on CUDA cores"),
+    (r"(?:^|[_\W])sgemm", "cuda_core", "fp32", "sgemm: FP32 GEMM on CUDA cores"),
+    (r"(?:^|[_\W])dgemm", "cuda_core", "fp64", "dgemm: FP64 GEMM on CUDA cores"),
+    (r"wgmma|gmma", "tensor_core", None, "(w)gmma: Hopper warpgroup MMA on Tensor Cores"),
+    (r"hmma", "tensor_core", "fp16", "HMMA: FP16 Tensor Core"),
+]
+_ELEMENTWISE = [
+    (r"elementwise|vectorized_|reduce_kernel|softmax|layer_?norm|batch_?norm|pooling|relu|activation|"
+     r"generickernel|pointwise|copy_kernel|fill_kernel|cat_array|index_", "cuda_core",
+     "pointwise/reduction kernel: CUDA cores"),
+    (r"reformat|copypacked|memcpy|memset|transpose", "memory", "data movement (reformat/copy): no arithmetic"),
+]
+_SEED_PREC_HINT = re.compile(r"(fp16|bf16|int8|tf32|fp32|fp8)")
+
+
+def classify(name: str) -> KernelClass:
+    """The unit and precision a kernel name shows, with how far to trust it."""
+    n = name.strip().lower()
+    for rule in (_cutlass3, _cutlass2, _xmma, _nvjet):
+        k = rule(n, name)
+        if k:
+            return k
+    for pat, unit, prec, why in _SEED:
+        if re.search(pat, n):
+            hint = _SEED_PREC_HINT.search(n)
+            p = prec or (_TYPES.get(hint.group(1), hint.group(1)) if hint else None)
+            return KernelClass(name, unit, p, "fp32" if pat.startswith(r"(?:^|[_\W])s(") else None, "named",
+                               "heuristic", why)
+    for pat, unit, why in _ELEMENTWISE:
+        if re.search(pat, n):
+            return KernelClass(name, unit, None, None, "pointwise" if unit == "cuda_core" else "memory",
+                               "heuristic", why)
+    return KernelClass(name, "unknown", None, None, "unknown", "unknown", "no known naming pattern")

@@ -1,0 +1,253 @@
+"""Layers from an ONNX file, shapes from ONNX shape inference. onnx is imported here only (an optional extra).
+
+Modelled ops: Conv (grouped and depthwise), ConvTranspose, Gemm, MatMul, BatchNormalization, the activations,
+pooling, Add/Sub/Mul/Div/Sum/Max/Min, Concat, Reshape/Transpose/Flatten (and Squeeze, Unsqueeze, Identity,
+Dropout, Split, Slice: data movement), Softmax and LayerNormalization. Any other op is listed as "not
+modelled" with its bytes and no operations. Initializers are counted from their dims: weight data is never
+read (large models load fast; external data is not even opened).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from hwprobe.errors import InputError
+from hwprobe.models.layers import Layer, Model
+
+ACTIVATIONS = {"Relu", "LeakyRelu", "PRelu", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish", "Elu", "Selu",
+               "Celu", "Gelu", "Softplus", "Softsign", "Mish", "ThresholdedRelu", "Erf", "Exp", "Log", "Sqrt",
+               "Reciprocal", "Neg", "Abs"}
+ELTWISE = {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Mean", "Pow"}
+POOLS = {"MaxPool", "AveragePool", "LpPool"}
+GLOBAL_POOLS = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}
+MOVES = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Split", "Slice"}
+SHAPE_ARGS = {"Reshape", "Squeeze", "Unsqueeze", "Slice", "Split"}   # only input 0 is data
+LARGE = 1024                                                          # bytes of raw data worth dropping
+
+
+def _prod(dims) -> int:
+    return math.prod(dims) if dims else 1
+
+
+class _Graph:
+    """Shapes of every tensor after inference, and which tensors are constants (weights)."""
+
+    def __init__(self, graph) -> None:
+        self.shapes: dict[str, list[int | None]] = {}
+        self.consts: set[str] = set()
+        for t in graph.initializer:
+            self.shapes[t.name] = list(t.dims)
+            self.consts.add(t.name)
+        for vi in list(graph.value_info) + list(graph.input) + list(graph.output):
+            if vi.name in self.consts or not vi.type.HasField("tensor_type"):
+                continue
+            tt = vi.type.tensor_type
+            if tt.HasField("shape"):
+                self.shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        for node in graph.node:
+            if node.op_type == "Constant" and node.output:
+                for a in node.attribute:
+                    if a.name == "value":
+                        self.shapes[node.output[0]] = list(a.t.dims)
+                self.consts.add(node.output[0])
+
+    def dims(self, name: str) -> list[int] | None:
+        d = self.shapes.get(name)
+        return d if d is not None and all(x is not None for x in d) else None
+
+    def elems(self, name: str) -> int | None:
+        d = self.dims(name)
+        return _prod(d) if d is not None else None
+
+
+def _attr(node, name: str, default=None):
+    from onnx import helper
+
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _io(g: _Graph, node, data_inputs: int | None = None) -> tuple[int, int, int, bool]:
+    """(weights, inputs, outputs, shapes known) in elements; constants among the inputs are weights."""
+    ins = [x for x in node.input if x]
+    if data_inputs is not None:
+        ins = ins[:data_inputs]
+    w = i = o = 0
+    known = True
+    for name in ins:
+        e = g.elems(name)
+        if e is None:
+            known = False
+            continue
+        if name in g.consts:
+            w += e
+        else:
+            i += e
+    for name in node.output:
+        if not name:
+            continue
+        e = g.elems(name)
+        if e is None:
+            known = False
+        else:
+            o += e
+    return w, i, o, known
+
+
+def _conv(g: _Graph, node, name: str) -> Layer | None:
+    x, w = g.dims(node.input[0]), g.dims(node.input[1])
+    y = g.dims(node.output[0])
+    if not (x and w and y):
+        return None
+    groups = int(_attr(node, "group", 1))
+    wts, ins, outs, _ = _io(g, node)
+    k = tuple(w[2:]) or (1,)
+    if node.op_type == "Conv":
+        macs = _prod(y) * w[1] * _prod(k)              # N x Cout x spatial_out x Cin/g x kernel
+        cin, cout = x[1], y[1]
+    else:                                              # ConvTranspose: W is [Cin, Cout/g, k...]
+        macs = _prod(x) * w[1] * _prod(k)
+        cin, cout = x[1], y[1]
+    op = "conv" if node.op_type == "Conv" else "convtranspose"
+    return Layer(name, op, macs=macs, weights=wts, inputs=ins, outputs=outs, cin=cin, cout=cout, groups=groups,
+                 kernel=(k[0], k[-1]), out_hw=(y[2], y[-1]) if len(y) > 2 else None, source_op=node.op_type)
+
+
+def _gemm(g: _Graph, node, name: str) -> Layer | None:
+    a, b, y = g.dims(node.input[0]), g.dims(node.input[1]), g.dims(node.output[0])
+    if not (a and b and y):
+        return None
+    wts, ins, outs, _ = _io(g, node)
+    if node.op_type == "Gemm":
+        k = a[0] if _attr(node, "transA", 0) else a[-1]
+        m, n = y[0], y[-1]
+        return Layer(name, "gemm", macs=m * n * k, weights=wts, inputs=ins, outputs=outs, cin=k, cout=n, rows=m,
+                     source_op="Gemm")
+    k = a[-1]
+    n = y[-1] if len(b) > 1 else 1
+    macs = _prod(y) * k
+    op = "gemm" if node.input[1] in g.consts else "matmul"
+    return Layer(name, op, macs=macs, weights=wts, inputs=ins, outputs=outs, cin=k, cout=n,
+                 rows=_prod(y) // max(n, 1), source_op="MatMul")
+
+
+def _pointwise(g: _Graph, node, name: str) -> Layer | None:
+    t = node.op_type
+    wts, ins, outs, known = _io(g, node, 1 if t in SHAPE_ARGS else None)
+    if not known:
+        return None
+    y = g.dims(node.output[0]) or []
+    c = y[1] if len(y) > 1 else (y[0] if y else None)
+    base = {"weights": wts, "inputs": ins, "outputs": outs, "cout": c, "source_op": t}
+    if t == "BatchNormalization":
+        stats = sum(g.elems(x) or 0 for x in node.input[3:5] if x in g.consts)
+        return Layer(name, "bn", macs=outs, state=stats, **base)
+    if t in ACTIVATIONS:
+        return Layer(name, "act", elem_ops=outs, **base)
+    if t in ELTWISE:
+        return Layer(name, "eltwise", elem_ops=outs * max(len([x for x in node.input if x]) - 1, 1), **base)
+    if t in POOLS:
+        k = _attr(node, "kernel_shape", [1])
+        return Layer(name, "pool", elem_ops=outs * _prod(k), kernel=(k[0], k[-1]), **base)
+    if t in GLOBAL_POOLS:
+        return Layer(name, "pool", elem_ops=ins, **base)
+    if t == "Concat":
+        return Layer(name, "concat", **base)
+    if t in MOVES:
+        return Layer(name, "reshape", **base)
+    if t in ("Softmax", "LogSoftmax"):
+        return Layer(name, "softmax", elem_ops=5 * outs, **base)
+    if t == "LayerNormalization":
+        return Layer(name, "layernorm", macs=outs, elem_ops=6 * outs, **base)
+    return None
+
+
+def _layer(g: _Graph, node, name: str) -> Layer:
+    t = node.op_type
+    layer = None
+    if t in ("Conv", "ConvTranspose"):
+        layer = _conv(g, node, name)
+    elif t in ("Gemm", "MatMul"):
+        layer = _gemm(g, node, name)
+    else:
+        layer = _pointwise(g, node, name)
+    if layer is not None:
+        return layer
+    wts, ins, outs, known = _io(g, node)
+    modelled_op = t in ("Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "Concat",
+                        "Softmax", "LogSoftmax", "LayerNormalization") or t in (
+        ACTIVATIONS | ELTWISE | POOLS | GLOBAL_POOLS | MOVES)
+    why = "shape not inferred (symbolic or unknown dims)" if modelled_op or not known else "not modelled"
+    return Layer(name, "other", weights=wts, inputs=ins, outputs=outs, source_op=t, modelled=False,
+                 note=f"{t}: {why}; bytes only" + ("" if known else " (partly unknown)"))
+
+
+def _load(path: Path):
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    if not path.exists():
+        raise InputError(f"ONNX file {str(path)!r} does not exist")
+    try:
+        return onnx.load(str(path), load_external_data=False)
+    except DecodeError as e:
+        raise InputError(f"ONNX file {str(path)!r} is malformed (not an ONNX protobuf): {e}") from None
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read ONNX file {str(path)!r}: {e}") from None
+
+
+def _prepare(model, batch: int) -> None:
+    """Drop large weight payloads (inference needs dims only) and pin a symbolic batch dimension."""
+    g = model.graph
+    for t in g.initializer:
+        if len(t.raw_data) > LARGE:
+            t.ClearField("raw_data")
+        for f in ("float_data", "int32_data", "int64_data", "double_data"):
+            if len(getattr(t, f)) * 4 > LARGE:
+                t.ClearField(f)
+    init = {t.name for t in g.initializer}
+    for vi in g.input:
+        if vi.name in init or not vi.type.tensor_type.HasField("shape"):
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        if dims and not dims[0].HasField("dim_value"):
+            dims[0].dim_value = batch
+
+
+def load_onnx(path: str | Path, batch: int = 1) -> Model:
+    p = Path(path)
+    try:
+        import onnx
+        from onnx import shape_inference
+    except ImportError:
+        raise InputError("reading ONNX needs the onnx package: pip install 'hwprobe[models]'") from None
+    model = _load(p)
+    if not model.graph.node:
+        raise InputError(f"ONNX file {str(p)!r} has no graph nodes (malformed or empty)")
+    _prepare(model, batch)
+    try:
+        inferred = shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception as e:  # onnx raises its own InferenceError/ValidationError types
+        raise InputError(f"ONNX shape inference failed on {str(p)!r}: {str(e).splitlines()[0]}") from None
+    g = _Graph(inferred.graph)
+    layers, seen = [], {}
+    for i, node in enumerate(inferred.graph.node):
+        if node.op_type == "Constant":
+            continue
+        name = node.name or f"{node.op_type}_{i}"
+        if name in seen:                         # ONNX allows duplicate node names; a layer table does not
+            seen[name] += 1
+            name = f"{name}#{seen[name]}"
+        else:
+            seen[name] = 0
+        layers.append(_layer(g, node, name))
+    notes = []
+    skipped = sorted({x.source_op for x in layers if not x.modelled})
+    if skipped:
+        notes.append(f"not modelled (bytes only): {', '.join(skipped)}")
+    if any(onnx.TensorProto.DataType.Name(t.data_type) == "FLOAT16" for t in inferred.graph.initializer):
+        notes.append("the file stores FP16 weights; the analysis uses --precision for every tensor")
+    return Model(p.stem, layers, "onnx", batch, notes)

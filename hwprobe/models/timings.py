@@ -1,0 +1,301 @@
+"""Per-layer (or per-kernel) times from the files profilers write, told apart by their content:
+
+- TensorRT ``trtexec --exportProfile`` JSON: ``[{"count": N}, {"name", "timeMs", "averageMs", "medianMs"?,
+  "percentage"}, ...]`` (older builds have no medianMs); the time used is averageMs, per inference;
+- TensorRT ``--exportLayerInfo`` JSON ``{"Layers": [...], "Bindings": [...]}``: each layer's type, tensor shapes
+  and tactic (kernel) name, with ``--profilingVerbosity=detailed``; no times, it annotates the others;
+- the TensorRT layer-profiler table the seeds print (004): ``name  type  time-ms  pct%``;
+- PyTorch profiler ``key_averages().table()`` text (device total per call), or its chrome trace JSON
+  (``traceEvents``: kernels, and ``gpu_user_annotation`` ranges with the kernels they hold);
+- Nsight Systems ``cuda_gpu_kern_sum`` CSV (``nsys stats --report cuda_gpu_kern_sum --format csv``): per kernel,
+  average time per instance; quoted names may hold commas.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hwprobe.errors import InputError
+
+
+@dataclass
+class Timing:
+    name: str
+    time_s: float | None              # per call (per inference for TensorRT)
+    total_s: float | None = None
+    count: int | None = None
+    percent: float | None = None
+    layer_type: str | None = None
+    kernel: str | None = None         # tactic or kernel name, for the classifier
+    kernels: list[str] = field(default_factory=list)
+    is_kernel: bool = False           # the record is a kernel (nsys, chrome trace), not a layer
+
+
+@dataclass
+class Times:
+    format: str
+    per: str                          # what one time is
+    records: list[Timing]
+    notes: list[str] = field(default_factory=list)
+
+
+def _num(where: str, field_name: str, raw, allow_empty: bool = False) -> float | None:
+    if raw is None or (isinstance(raw, str) and raw.strip() in ("", "-")):
+        if allow_empty:
+            return None
+        raise InputError(f"{where} field {field_name}: missing")
+    try:
+        v = float(str(raw).replace(",", "").strip().rstrip("%"))
+    except ValueError:
+        raise InputError(f"{where} field {field_name}: {raw!r} is not a number") from None
+    if not math.isfinite(v) or v < 0:
+        raise InputError(f"{where} field {field_name}: {raw!r} is not a finite, non-negative number")
+    return v
+
+
+# ------------------------------------------------------------------------------------------------ TensorRT
+def trt_profile(data: list, fname: str) -> Times:
+    recs = []
+    for i, r in enumerate(data[1:], start=2):
+        where = f"{fname} record {i}"
+        if not isinstance(r, dict) or "name" not in r:
+            raise InputError(f"{where}: not a {{\"name\", \"averageMs\", ...}} record")
+        avg = r.get("averageMs")
+        if avg is None and r.get("timeMs") is not None and data[0].get("count"):
+            avg = float(r["timeMs"]) / float(data[0]["count"])
+        ms = _num(where, "averageMs", avg)
+        total_ms = _num(where, "timeMs", r.get("timeMs"), True)
+        pct = _num(where, "percentage", r.get("percentage"), True)
+        recs.append(Timing(str(r["name"]), ms / 1e3, total_ms / 1e3 if total_ms is not None else None,
+                           int(data[0].get("count") or 0) or None, pct))
+    notes = [] if any("medianMs" in r for r in data[1:] if isinstance(r, dict)) else [
+        "no medianMs in this profile (older TensorRT): averages used"]
+    return Times("trtexec --exportProfile", "per inference (averageMs)", recs, notes)
+
+
+def trt_layer_info(data: dict, fname: str) -> Times:
+    layers = data.get("Layers")
+    if not isinstance(layers, list):
+        raise InputError(f"{fname}: \"Layers\" is not a list")
+    recs, notes = [], []
+    for i, lay in enumerate(layers, start=1):
+        if isinstance(lay, str):
+            recs.append(Timing(lay, None))
+            continue
+        if not isinstance(lay, dict) or "Name" not in lay:
+            raise InputError(f"{fname} layer {i}: no \"Name\"")
+        t = Timing(str(lay["Name"]), None, layer_type=lay.get("LayerType"), kernel=lay.get("TacticName"))
+        t.kernels = [x for x in [lay.get("TacticName")] if x]
+        recs.append(t)
+    if layers and all(isinstance(x, str) for x in layers):
+        notes.append("layer info without details: rebuild with --profilingVerbosity=detailed for types and tactics")
+    return Times("trtexec --exportLayerInfo", "no times (types and tactics)", recs, notes)
+
+
+_TRT_ROW = re.compile(r"^(?P<name>\S.*?)\s{2,}(?P<type>\S.*?)\s+(?P<ms>\d+(?:\.\d+)?)\s+(?P<pct>\d+(?:\.\d+)?)%\s*$")
+
+
+def trt_table(lines: list[str], fname: str) -> Times:
+    start = next(i for i, x in enumerate(lines) if "Layer Name" in x and "Time" in x)
+    recs = []
+    for i in range(start + 1, len(lines)):
+        line = lines[i].rstrip()
+        s = line.strip()
+        if not s or set(s) <= set("-=") or s == "...":
+            continue
+        if s.startswith(("Total", "Top", "🔥")) or s.lower().startswith("total gpu"):
+            break
+        m = _TRT_ROW.match(s)
+        if m is None:
+            parts = s.rsplit(None, 3)
+            if len(parts) != 4 or not parts[3].endswith("%"):
+                raise InputError(f"{fname} line {i + 1}: not a 'name type time(ms) pct%' row: {s[:60]!r}")
+            name, typ, ms, pct = parts
+        else:
+            name, typ, ms, pct = m.group("name", "type", "ms", "pct")
+        if name.strip().lower() in ("total_time_sum", "total"):
+            continue
+        where = f"{fname} line {i + 1}"
+        recs.append(Timing(name.strip(), _num(where, "Time (ms)", ms) / 1e3,
+                           percent=_num(where, "% of Total", pct), layer_type=typ.strip()))
+    return Times("TensorRT layer-profiler table", "per inference (ms)", recs)
+
+
+# ------------------------------------------------------------------------------------------------ PyTorch
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def _duration(where: str, col: str, raw: str) -> float | None:
+    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)\s*", raw)
+    if not m:
+        if raw.strip() in ("", "-"):
+            return None
+        raise InputError(f"{where} field {col}: {raw.strip()!r} is not a time (e.g. 12.3ms)")
+    v = float(m.group(1)) * _UNITS[m.group(2)]
+    return v if v >= 0 else None       # the profiler prints negative self times for overlapping ranges
+
+
+def torch_table(lines: list[str], fname: str) -> Times:
+    dash = [i for i, x in enumerate(lines) if re.fullmatch(r"\s*-{3,}(\s+-{3,})+\s*", x)]
+    if len(dash) < 2:
+        raise InputError(f"{fname}: a PyTorch key_averages table needs its dashed header lines")
+    spans = [m.span() for m in re.finditer(r"-+", lines[dash[0]])]
+    header = [lines[dash[0] + 1][a:b].strip() for a, b in spans]
+    col = {h.lower(): j for j, h in enumerate(header)}
+    dev = next((c for c in ("cuda total", "device total", "xpu total", "self cuda", "self device", "self xpu")
+                if c in col), None)
+    use = dev or ("cpu total" if "cpu total" in col else None)
+    if use is None or "name" not in col:
+        raise InputError(f"{fname}: key_averages table without Name and a time column; columns: {', '.join(header)}")
+    calls = col.get("# of calls")
+    pct = next((col[c] for c in ("self cuda %", "self device %", "self cpu %") if c in col), None)
+    end = dash[2] if len(dash) > 2 else len(lines)
+    recs = []
+    for i in range(dash[1] + 1, end):
+        cells = [lines[i][a:b] for a, b in spans[:-1]] + [lines[i][spans[-1][0]:]]
+        if not lines[i].strip():
+            continue
+        where = f"{fname} line {i + 1}"
+        total = _duration(where, header[col[use]], cells[col[use]])
+        n = int(_num(where, "# of Calls", cells[calls])) if calls is not None else 1
+        if total is None or n == 0:
+            continue
+        recs.append(Timing(cells[col["name"]].strip(), total / n, total, n,
+                           _num(where, header[pct], cells[pct], True) if pct is not None else None))
+    per = "per call (device total / calls)" if dev else "per call (CPU total / calls: no device columns)"
+    return Times("PyTorch key_averages table", per, recs)
+
+
+def _annotate(ranges: list[dict], kernels: list[dict]) -> dict[int, list[tuple[float, str]]]:
+    """Kernels lying inside each GPU annotation range (same pid), by index into ``ranges``."""
+    import bisect
+
+    by_pid: dict = {}
+    for k in kernels:
+        by_pid.setdefault(k.get("pid"), []).append((float(k["ts"]), float(k["dur"]), k["name"]))
+    for v in by_pid.values():
+        v.sort()
+    out: dict[int, list[tuple[float, str]]] = {}
+    for i, r in enumerate(ranges):
+        ks = by_pid.get(r.get("pid"), [])
+        t0, t1 = float(r["ts"]), float(r["ts"]) + float(r["dur"])
+        j = bisect.bisect_left(ks, (t0, -1.0, ""))
+        while j < len(ks) and ks[j][0] < t1:
+            out.setdefault(i, []).append((ks[j][1], ks[j][2]))
+            j += 1
+    return out
+
+
+def chrome_trace(data, fname: str) -> Times:
+    events = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(events, list):
+        raise InputError(f"{fname}: traceEvents is not a list")
+    xs = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and "dur" in e and "name" in e]
+    cat = lambda e: str(e.get("cat", "")).lower()  # noqa: E731
+    kernels = [e for e in xs if cat(e) in ("kernel", "gpu_memcpy", "gpu_memset")]
+    ranges = [e for e in xs if cat(e) == "gpu_user_annotation"]
+    inside = _annotate(ranges, kernels) if ranges else {}
+    agg: dict[tuple[str, bool], Timing] = {}
+    for i, e in enumerate(ranges + kernels):
+        is_k = i >= len(ranges)
+        key = (str(e["name"]), is_k)
+        t = agg.setdefault(key, Timing(key[0], 0.0, 0.0, 0, is_kernel=is_k, kernel=key[0] if is_k else None))
+        t.total_s += _num(f"{fname} event {e['name']!r}", "dur", e["dur"]) * 1e-6
+        t.count += 1
+        if not is_k:
+            for _dur, kname in sorted(inside.get(i, []), reverse=True):
+                if kname not in t.kernels:
+                    t.kernels.append(kname)
+            t.kernel = t.kernels[0] if t.kernels else None
+    if not agg:
+        raise InputError(f"{fname}: chrome trace without GPU kernel or gpu_user_annotation events")
+    for t in agg.values():
+        t.time_s = t.total_s / t.count
+    notes = [] if ranges else ["no gpu_user_annotation ranges (record_function): kernels only"]
+    return Times("PyTorch chrome trace", "per call (mean event duration)", list(agg.values()), notes)
+
+
+# ------------------------------------------------------------------------------------------------ Nsight Systems
+def _col(header: list[str], *keys: str) -> int | None:
+    low = [h.strip().lower() for h in header]
+    for k in keys:
+        for j, h in enumerate(low):
+            if h == k or h.startswith(k + " (") or h.replace(" ", "") == k.replace(" ", ""):
+                return j
+    return None
+
+
+def _scale(h: str) -> float:
+    m = re.search(r"\((ns|us|ms|s)\)", h.lower())
+    return _UNITS[m.group(1)] if m else 1e-9
+
+
+def nsys_kern_sum(lines: list[str], fname: str) -> Times:
+    start = next(i for i, x in enumerate(lines) if "Name" in x and "Time" in x and "," in x)
+    rows = list(csv.reader(lines[start:]))
+    header = rows[0]
+    name = _col(header, "name")
+    total = _col(header, "total time")
+    avg = _col(header, "avg", "average")
+    inst = _col(header, "instances", "calls", "count")
+    pct = _col(header, "time (%)", "time(%)")
+    if name is None or (avg is None and total is None):
+        raise InputError(f"{fname}: an nsys kernel summary needs Name and Avg/Total Time columns; got "
+                         f"{', '.join(header)}")
+    recs = []
+    for i, r in enumerate(rows[1:], start=start + 2):
+        if not r or not any(c.strip() for c in r):
+            continue
+        if len(r) != len(header):
+            raise InputError(f"{fname} row {i}: {len(r)} fields, the header has {len(header)} (unquoted comma?)")
+        where = f"{fname} row {i}"
+        n = int(_num(where, header[inst], r[inst])) if inst is not None else None
+        tot = _num(where, header[total], r[total]) * _scale(header[total]) if total is not None else None
+        per = _num(where, header[avg], r[avg]) * _scale(header[avg]) if avg is not None else (tot / n if n else tot)
+        recs.append(Timing(r[name], per, tot, n, _num(where, header[pct], r[pct], True) if pct is not None else None,
+                           kernel=r[name], is_kernel=True))
+    return Times("Nsight Systems cuda_gpu_kern_sum", "per kernel instance (Avg)", recs)
+
+
+# ------------------------------------------------------------------------------------------------ detection
+def parse(path: str | Path) -> Times:
+    p = Path(path)
+    fname = p.name
+    try:
+        text = p.read_text(encoding="utf-8-sig", errors="replace")
+    except FileNotFoundError:
+        raise InputError(f"times file {str(p)!r} does not exist") from None
+    except OSError as e:
+        raise InputError(f"cannot read times file {str(p)!r}: {e.strerror or e}") from None
+    s = text.lstrip()
+    if s.startswith(("[", "{")):
+        try:
+            data = json.loads(s)
+        except json.JSONDecodeError as e:
+            raise InputError(f"times file {fname} is not valid JSON: {e.msg} at line {e.lineno}") from None
+        if isinstance(data, list) and data and isinstance(data[0], dict) and "count" in data[0]:
+            return trt_profile(data, fname)
+        if isinstance(data, dict) and "Layers" in data:
+            return trt_layer_info(data, fname)
+        if (isinstance(data, dict) and "traceEvents" in data) or (
+                isinstance(data, list) and data and isinstance(data[0], dict) and "ph" in data[0]):
+            return chrome_trace(data, fname)
+        raise InputError(f"times file {fname}: JSON of an unknown format (expected a trtexec --exportProfile list "
+                         "starting with {\"count\"}, --exportLayerInfo {\"Layers\"}, or a chrome trace)")
+    lines = text.splitlines()
+    head = "\n".join(lines[:40])
+    if "Layer Name" in head and "Time" in head:
+        return trt_table(lines, fname)
+    if re.search(r"^\s*-{3,}(\s+-{3,})+\s*$", head, re.M) and re.search(r"\bName\b", head) and (
+            "Self CPU" in head or "CUDA total" in head or "# of Calls" in head):
+        return torch_table(lines, fname)
+    if re.search(r"Total Time \(", head) and "Name" in head and "," in head:
+        return nsys_kern_sum(lines, fname)
+    raise InputError(f"times file {fname}: unknown format (trtexec --exportProfile/--exportLayerInfo JSON, the "
+                     "TensorRT layer-profiler table, a PyTorch key_averages table or chrome trace, or an Nsight "
+                     "Systems cuda_gpu_kern_sum CSV)")
