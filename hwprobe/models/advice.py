@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 NO_WORK = ("reshape", "concat", "other")
 SLOW = 0.5          # below half of the attainable rate the kernel, not the hardware, is the limit
 NEAR_ROOF = 0.7
+FUSE_HOW = {"conv": " (Conv+BN+ReLU)", "bn": " (Conv+BN+ReLU)", "act": " (Conv+BN+ReLU)",
+            "eltwise": " (into the producing conv's epilogue)", "gemm": " (bias and activation in the GEMM epilogue)",
+            "pool": " (into the producer)", "softmax": " (attention kernels fuse softmax)"}
 
 
 @dataclass
@@ -73,8 +76,8 @@ def advise(a: Analysis, c: Consumer) -> list[str]:
         out.append(f"reaches {eff:.0%} of its attainable rate: the kernel, not the hardware, is the limit: "
                    "try other tactics/kernels or write a custom kernel")
     elif c.bound == "memory":
-        out.append("memory-bound: fuse it with its neighbours (Conv+BN+ReLU) to cut bytes" + (f"; quantize ({q})"
-                                                                                               if q else ""))
+        how = FUSE_HOW.get(next(iter(sorted(ops_kinds & set(FUSE_HOW))), ""), "")
+        out.append(f"memory-bound: fuse it with its neighbours{how} to cut bytes" + (f"; quantize ({q})" if q else ""))
     elif aligns:
         out.append("compute-bound because misaligned: padding the channels recovers the roof first"
                    + (f"; then {q}" if q else ""))

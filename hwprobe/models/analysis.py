@@ -26,6 +26,8 @@ TENSOR_CORE_PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "int8")
 # Pointwise layers compute in a CUDA-core precision: FP8 data is converted to FP16, INT8 to INT32 arithmetic.
 CUDA_CORE_COMPUTE = {"fp64": "fp64", "fp32": "fp32", "tf32": "fp32", "fp16": "fp16", "bf16": "bf16",
                      "fp8": "fp16", "int8": "int32"}
+# GEMM-shaped layers that can't use Tensor Cores (depthwise) keep INT8 on CUDA cores (dp4a).
+CUDA_CORE_GEMM = dict(CUDA_CORE_COMPUTE, int8="int8")
 WHATIF_CHAIN = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 LEVELS = ("dram", "l2", "auto")
 
@@ -66,6 +68,7 @@ class Analysis:
     by_precision: dict[str, list[Placement]] = field(default_factory=dict)   # what-if placements per layer
     notes: list[str] = field(default_factory=list)
     timing: Any = None            # hwprobe.models.join.Joined, when a times file was given
+    source: Source | None = None
 
     @property
     def convention(self) -> conv.Convention:
@@ -80,6 +83,8 @@ def compute_precision(layer: Layer, precision: str) -> tuple[str, str]:
     """(precision, unit) of the arithmetic: Tensor Cores for GEMM-shaped layers where the precision has them."""
     if layer.tensor_core_capable and precision in TENSOR_CORE_PRECISIONS:
         return precision, "tensor_core"
+    if layer.op in ("conv", "convtranspose", "gemm", "matmul"):
+        return CUDA_CORE_GEMM[precision], "cuda_core"
     return CUDA_CORE_COMPUTE[precision], "cuda_core"
 
 
@@ -187,7 +192,7 @@ def analyze(model: Model, source: Source | None, options: Options | None = None)
     wi, placed = whatif(model, source, opts)
     for p, ps in placed.items():
         df[f"whatif_{p}_s"] = [x.time_s for x in ps]
-    return Analysis(model, opts, source.label, df, totals(df), wi, placed, notes)
+    return Analysis(model, opts, source.label, df, totals(df), wi, placed, notes, source=source)
 
 
 def _check(opts: Options) -> None:

@@ -32,9 +32,11 @@ class Alignment:
 
     def text(self) -> str:
         dims = ", ".join(f"{k}={v}" for k, v in self.dims.items())
-        kind = "advice: align to" if self.advice_only else "not a multiple of"
+        if self.advice_only:
+            gain = f"measured {self.factor:.2f}x faster there" if self.factor else "gain not measured"
+            return f"{dims} meet the rule but not 003's advice to align INT8 to {self.rule} ({gain}; {self.basis})"
         price = f"{self.factor:.2f}x slower" if self.factor else "slowdown not measured"
-        return f"{dims} {kind} {self.rule}: {price} ({self.basis})"
+        return f"{dims} not a multiple of {self.rule}: {price} ({self.basis})"
 
 
 class Source:

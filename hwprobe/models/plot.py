@@ -1,0 +1,131 @@
+"""The layers on the measured roofline: one point per layer at its intensity and rate (achieved where times
+were joined, else the roofline's attainable rate), sized by time; the measured roofs solid, the datasheet roofs
+dashed. matplotlib loads here only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hwprobe.errors import InputError
+from hwprobe.units import si
+
+if TYPE_CHECKING:
+    from hwprobe.models.analysis import Analysis
+
+OP_COLORS = {"conv": "tab:blue", "convtranspose": "tab:cyan", "gemm": "tab:purple", "matmul": "tab:pink",
+             "bn": "tab:olive", "act": "tab:green", "pool": "tab:brown", "eltwise": "tab:orange",
+             "softmax": "tab:red", "layernorm": "tab:gray", "concat": "black", "reshape": "black", "other": "gray"}
+ROOF_COLORS = ["tab:red", "tab:blue", "tab:green", "tab:purple"]
+
+
+def _roofs(a: Analysis) -> list[tuple[str, float, float, float | None, float | None]]:
+    """(label, measured peak, measured bandwidth, datasheet peak, datasheet bandwidth) per ceiling used."""
+    out = []
+    for (prec, unit, path, level), sub in a.layers.groupby(["precision", "unit", "path", "level"], sort=False):
+        r = sub.iloc[0]
+        ds = a.source.datasheet(prec, unit, path, "dram") if a.source is not None else None
+        out.append((f"{prec} {unit.replace('_', ' ')} ({path}, {level})", float(r["peak"]), float(r["bandwidth"]),
+                    ds.peak if ds else None, ds.bandwidth if ds else None))
+    return out
+
+
+def plot_layers(a: Analysis, out: str | Path) -> Path:
+    """Write the PNG and return its path."""
+    if "time_s" not in a.layers:
+        raise InputError("--plot needs ceilings: give --profile or --spec")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    df = a.layers
+    measured = "achieved" in df and df["achieved"].notna().any()
+    y = df["achieved"].astype(float) if measured else df["attainable"].astype(float)
+    t = df["measured_s"].astype(float) if measured else df["time_s"].astype(float)
+    ok = df["intensity"].notna() & (df["ops"] > 0) & y.notna() & (y > 0)
+    if not ok.any():
+        raise InputError("no layer with operations and bytes to plot")
+    x = df.loc[ok, "intensity"].astype(float)
+    lo, hi = float(x.min()) / 4, float(x.max()) * 4
+    roofs = _roofs(a)
+    ridges = [pk / bw for _, pk, bw, _, _ in roofs]
+    hi = max(hi, max(ridges) * 4)
+    xs = np.logspace(np.log10(lo), np.log10(hi), 300)
+    fig, ax = plt.subplots(figsize=(11, 7))
+    _draw_roofs(ax, roofs, xs, hi)
+    _points(ax, df, ok, x, y, t)
+    _labels(ax, df, ok, x, y, t)
+    o = a.options
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(bottom=max(float(y[ok].min()) / 4, 1e6), top=max(pk for _, pk, *_ in roofs) * 3)
+    ax.set_xlabel(f"operational intensity (operations per byte, {a.convention.name} convention)")
+    ax.set_ylabel("operations per second")
+    what = "achieved (measured times)" if measured else "attainable on the measured roofline (predicted)"
+    dev = a.source_label
+    ax.set_title(f"{a.model.name} at {o.precision}, batch {a.model.batch}: layers on the roofline\n{dev}\n"
+                 f"points: {what}; area ~ time; solid: measured roofs, dashed: datasheet", fontsize=9)
+    ax.grid(True, which="both", alpha=0.25)
+    leg = ax.legend(fontsize=7, loc="lower right", framealpha=0.9)
+    for h in leg.legend_handles:            # same-size markers in the legend, whatever the points' sizes
+        if hasattr(h, "set_sizes"):
+            h.set_sizes([30])
+    skipped = int((~ok).sum())
+    if skipped:
+        ax.text(0.01, 0.01, f"{skipped} layer(s) without arithmetic (reshape, concat, not modelled) not drawn",
+                transform=ax.transAxes, fontsize=7, color="gray")
+    fig.tight_layout()
+    path = Path(out)
+    try:
+        fig.savefig(path, dpi=130)
+    except OSError as e:
+        raise InputError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _draw_roofs(ax, roofs, xs, hi) -> None:
+    """One memory slope per bandwidth (black), each compute ceiling from its ridge on; datasheet dashed."""
+    slopes = {}
+    for _, pk, bw, _dpk, dbw in roofs:
+        slopes.setdefault(bw, [0.0, dbw])[0] = max(slopes.get(bw, [0.0])[0], pk)
+    for bw, (pk, dbw) in slopes.items():
+        m = xs <= pk / bw
+        ax.loglog(xs[m], xs[m] * bw, color="k", lw=2, label=f"measured slope {si(bw, 'B/s')}")
+        if dbw:
+            m = xs <= pk / dbw
+            ax.loglog(xs[m], xs[m] * dbw, color="0.45", lw=1.2, ls="--", label=f"datasheet slope {si(dbw, 'B/s')}")
+    for k, (label, pk, bw, dpk, dbw) in enumerate(roofs):
+        c = ROOF_COLORS[k % len(ROOF_COLORS)]
+        unit = "OP/s" if label.startswith("int") else "FLOP/s"
+        ax.hlines(pk, pk / bw, hi, color=c, lw=2, label=f"measured {label}: {si(pk, unit)}")
+        if dpk and dbw:
+            ax.hlines(dpk, dpk / dbw, hi, color=c, lw=1.2, ls="--", label=f"datasheet: {si(dpk, unit)}")
+
+
+def _points(ax, df, ok, x, y, t) -> None:
+    tt = t[ok].to_numpy()
+    size = 15 + 400 * tt / tt.max()
+    seen = set()
+    for op in df.loc[ok, "op"].unique():
+        m = (df.loc[ok, "op"] == op).to_numpy()
+        ax.scatter(x.to_numpy()[m], y[ok].to_numpy()[m], s=size[m], color=OP_COLORS.get(op, "gray"), alpha=0.55,
+                   edgecolors="k", linewidths=0.4, label=None if op in seen else f"{op} layers", zorder=3)
+        seen.add(op)
+
+
+def _labels(ax, df, ok, x, y, t) -> None:
+    top = t[ok].sort_values(ascending=False).head(5).index
+    spots: dict[tuple[float, float], list[int]] = {}
+    for i in top:                            # layers drawn at the same spot share one label
+        spots.setdefault((round(float(x[i]), 6), round(float(y[i]), 3)), []).append(i)
+    for k, idx in enumerate(spots.values()):
+        i = idx[0]
+        f = df.at[i, "align_factor"] if "align_factor" in df else None
+        text = ", ".join(df.at[j, "name"] for j in idx) + (f" (misaligned: {f:.2g}x slower)" if f == f and f else "")
+        ax.annotate(text, (x[i], y[i]), xytext=(8, -14 - 9 * (k % 2)), textcoords="offset points", fontsize=7,
+                    arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.4"},
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "alpha": 0.8, "lw": 0})
