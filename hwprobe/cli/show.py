@@ -1,8 +1,11 @@
-"""hwprobe report / plot: stored results as tables and pictures."""
+"""hwprobe report / plot: stored results as tables, a self-contained HTML or Markdown report, and plots.
+
+Both take a results directory or a profile.json (its measurements.jsonl is read when it lies beside it)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -12,37 +15,93 @@ from hwprobe.errors import InputError
 
 @cli.command("report")
 @click.argument("source", type=click.Path())
-@click.option("--json", "as_json", is_flag=True)
-def report_(source, as_json) -> None:
-    """Print the tables again from a results directory or a profile.json."""
-    from hwprobe import report
-    from hwprobe.profile import load_profile
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+              help="Write a self-contained HTML report (plots inline, opens offline) to this file.")
+@click.option("--md", "md_out", type=click.Path(dir_okay=False), default=None,
+              help="Write a Markdown report to this file (plots as PNG in <name>_files/ beside it).")
+@click.option("--wide", "-w", is_flag=True, help="All table columns, whatever the terminal's width.")
+@click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
+def report_(source, html_out, md_out, wide, as_json) -> None:
+    """Show a run again: tables in the terminal, or an HTML/Markdown report with every plot."""
+    import time
 
-    prof = load_profile(source)
+    from hwprobe import report
+
     if as_json:
-        click.echo(json.dumps(prof.to_dict(), indent=2, default=str))
-    else:
-        report.render(prof, console())
+        from hwprobe.profile import load_profile
+
+        click.echo(json.dumps(load_profile(source).to_dict(), indent=2, default=str))
+        return
+    if not (html_out or md_out):
+        from hwprobe.report.source import load_run
+        from hwprobe.report.terminal import render
+
+        run = load_run(source)
+        render(run.profile, console(), wide=wide, kind=run.kind)
+        return
+    err = console(stderr=True)
+    for out, write in ((html_out, report.write_html), (md_out, report.write_markdown)):
+        if out:
+            t0 = time.perf_counter()
+            path = _writing(write, source, out)
+            err.print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB, {time.perf_counter() - t0:.1f} s)")
+
+
+def _writing(write, source, out) -> Path:
+    try:
+        return write(source, out)
+    except OSError as e:
+        raise InputError(f"cannot write {str(out)!r}: {e.strerror or e}") from None
 
 
 @cli.command()
-@click.argument("results_dir", type=click.Path(file_okay=False))
-@click.option("--out", "-o", default=None, type=click.Path(dir_okay=False), help="PNG path (default: in the run dir).")
-def plot(results_dir, out) -> None:
-    """Draw the measured roofline of a run (roofs, slopes, theory and the intensity sweep) as a PNG."""
-    from pathlib import Path
+@click.argument("sources", nargs=-1, required=True, type=click.Path())
+@click.option("--kind", "-k", "kinds", default="all", show_default=True,
+              help="Comma-separated: roofline, bandwidth, latency, gemm, align, sparse, power, gap, or all.")
+@click.option("--out", "-o", default=None, type=click.Path(),
+              help="Folder for the files (default: plots/ in the run's directory); a .png or .svg file name "
+                   "for one kind.")
+@click.option("--format", "-f", "formats", default="png,svg", show_default=True, help="Comma-separated: png, svg.")
+def plot(sources, kinds, out, formats) -> None:
+    """Draw a run's curves as PNG and SVG files; with several runs (hwprobe plot A B) they are overlaid."""
+    from hwprobe.report import plots
+    from hwprobe.report.source import load_runs
 
-    from hwprobe import plot as plot_mod
-    from hwprobe.profile import load_profile
-    from hwprobe.results import MEASUREMENTS, read_measurements
-
-    run_dir = Path(results_dir)
-    prof = load_profile(run_dir)
-    sweep = [m for m in read_measurements(run_dir) if m.kind == "sweep"] if (run_dir / MEASUREMENTS).exists() else []
+    wanted = plots.KINDS if kinds.strip() == "all" else tuple(k.strip() for k in kinds.split(",") if k.strip())
+    if out and Path(out).suffix.lower() in (".png", ".svg") and kinds.strip() == "all":
+        wanted = ("roofline",)   # -o roofline.png alone: the roofline, as before there were other kinds
+    bad = [k for k in wanted if k not in plots.KINDS]
+    if bad:
+        raise InputError(f"unknown plot kind {', '.join(bad)}; kinds: {', '.join(plots.KINDS)}, all")
+    fmts = tuple(f.strip().lower() for f in formats.split(",") if f.strip())
+    if not fmts or any(f not in plots.FORMATS for f in fmts):
+        raise InputError(f"--format takes png and/or svg, not {formats!r}")
+    runs = load_runs(sources)
+    out_dir, name_of = _destination(out, runs, wanted)
+    if name_of:
+        fmts = (Path(out).suffix.lstrip(".").lower(),)
     try:
-        path = plot_mod.roofline(prof, sweep, Path(out) if out else run_dir / "roofline.png")
-    except ValueError as e:
-        raise InputError(str(e)) from None
-    click.echo(str(path))
+        drawn = plots.draw(runs, out_dir, wanted, fmts, name_of)
+    except OSError as e:
+        raise InputError(f"cannot write plots to {str(out_dir)!r}: {e.strerror or e}") from None
+    err = console(stderr=True)
+    for kind, why in drawn.left_out.items():
+        err.print(f"{kind}: not drawn: {why}", markup=False)
+    if not drawn.files:
+        raise InputError(f"nothing to draw: {'; '.join(drawn.left_out.values())}")
+    for paths in drawn.files.values():
+        for p in paths:
+            click.echo(str(p))
 
 
+def _destination(out, runs, kinds):
+    """(folder, file-name function or None): -o FILE.png names one kind's file, -o DIR a folder."""
+    if out and Path(out).suffix.lower() in (".png", ".svg"):
+        if len(kinds) != 1:
+            raise InputError(f"-o {out} names one file: give one --kind, or a folder for several")
+        return Path(out).parent, (lambda _kind: Path(out).stem)
+    if out:
+        return Path(out), None
+    if len(runs) == 1:
+        return runs[0].path / "plots", None
+    return Path("plots-compare"), None

@@ -31,6 +31,7 @@ class GpuInfo:
     cuda_driver_version: int | None = None
     cuda_runtime_version: int | None = None
     nvml: dict = field(default_factory=dict)  # power limit, ECC, PCIe gen/width, clocks now, ...
+    jetson: dict | None = None           # integrated Tegra GPU: hwprobe.device.jetson readout (mode, live SMs, EMC)
 
     kind = "gpu"
 

@@ -67,6 +67,10 @@ def discover() -> list[GpuInfo]:
         facts = arch_facts(info.arch) or {}
         info.l1_smem_bytes_per_sm = facts.get("l1_smem_bytes_per_sm")  # the runtime does not report L1
         nvml.enrich(info)
+        if info.integrated:   # Tegra: clocks, mode, live SMs and EMC from sysfs (NVML is a stub or "Not Supported")
+            from hwprobe.device import jetson
+
+            info.jetson = jetson.readout_dict()
         out.append(info)
     return out
 

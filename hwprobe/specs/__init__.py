@@ -34,6 +34,19 @@ class DatasheetValue:
     clock_mhz: float | None      # the SM clock the figure assumes (None for bandwidth and CPUs)
 
 
+@dataclass(frozen=True)
+class PowerMode:
+    """One nvpmodel power mode of a Jetson module: what it caps (from NVIDIA's nvpmodel.conf for the module)."""
+
+    id: int
+    name: str
+    gpu_max_mhz: float            # the devfreq cap the mode writes (GPU MAX_FREQ; -1 there = the module's max)
+    tpcs: int                     # TPCs left on by TPC_PG_MASK
+    emc_mhz: float                # EMC MAX_FREQ cap (0/-1 there = the module's max)
+    min_jetpack: str = ""         # the mode exists from this JetPack on (the Super modes: "6.2")
+    note: str = ""
+
+
 @dataclass
 class Sku:
     name: str
@@ -64,6 +77,15 @@ class Sku:
     flops_per_clk: dict[str, float] = field(default_factory=dict)        # CPU, per core
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    # Jetson modules: power modes, TPCs, device-tree part numbers, the DLA and sparse figures (see modes.py)
+    power_modes: list[PowerMode] = field(default_factory=list)
+    tpcs: int | None = None                  # TPCs on in the fullest mode (SMs = tpcs x sms_per_tpc)
+    sms_per_tpc: int | None = None
+    part_numbers: list[str] = field(default_factory=list)                # "p3701-0005" (device-tree compatible)
+    dla: int = 0                             # deep-learning accelerators beside the GPU
+    marketing_tops: float | None = None      # the headline figure (may count DLAs and 2:4 sparsity)
+    marketing_tops_basis: str = ""
+    datasheet_sparse: dict[str, float] = field(default_factory=dict)     # "precision.unit" -> published 2:4 rate
 
     @property
     def mem_bytes(self) -> int | None:
@@ -87,6 +109,7 @@ class Sku:
                 sheet[key] = DatasheetValue(float(v["value"]), float(v["clock_mhz"]))
             else:
                 sheet[key] = DatasheetValue(float(v), None)
+        d["power_modes"] = [PowerMode(**m) for m in d.pop("power_modes", [])]
         sku = cls(**d, datasheet=sheet)
         if sku.kind == "gpu" and sku.datasheet_clock_mhz is None:
             sku.datasheet_clock_mhz = sku.boost_clock_mhz
@@ -418,6 +441,10 @@ class DeviceTheory:
             lines.append(f"  ! {d}")
         if self.sku:
             lines += [f"  note: {n}" for n in self.sku.notes]
+        if self.sku and self.sku.power_modes:
+            from hwprobe.specs.modes import render_module   # Jetson: published vs theory, power modes
+
+            lines += render_module(self.sku)
         return "\n".join(lines)
 
 
@@ -474,6 +501,10 @@ def match_cpu(model: str) -> Sku | None:
 
 
 def _gpu_theory(info) -> DeviceTheory:
+    if getattr(info, "jetson", None):
+        from hwprobe.specs.modes import jetson_theory   # live SMs x devfreq cap, EMC x module bus
+
+        return jetson_theory(info)
     sku = match(info.name, sms=info.sms, mem_bytes=info.mem_bytes or None, clock_mhz=info.sm_clock_max_mhz)
     nvml = info.nvml or {}
     scale = dict(sku.tensor_rate_scale) if sku else {}

@@ -1,0 +1,121 @@
+"""The report as one self-contained HTML file: inline CSS, plots as inline SVG, no script and no network, so
+it opens offline in any browser and travels as a single attachment."""
+
+from __future__ import annotations
+
+import html
+import time
+from pathlib import Path
+
+from hwprobe.report import document as doc
+from hwprobe.report import tables as tb
+from hwprobe.report import text as tx
+from hwprobe.report.source import Run, load_run
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;margin:0;background:#fafafa}
+main{max-width:1560px;margin:0 auto;padding:18px 28px 60px;background:#fff}
+h1{font-size:24px;margin:6px 0 2px}h2{font-size:19px;margin:34px 0 8px;padding-top:8px;border-top:2px solid #e5e5e5}
+h3{font-size:15px;margin:18px 0 6px}.sub{color:#555;margin:0 0 10px}
+nav{position:sticky;top:0;background:#fff;border-bottom:1px solid #ddd;padding:6px 0;z-index:2;font-size:13px}
+nav a{margin-right:14px;color:#0b57d0;text-decoration:none}nav a:hover{text-decoration:underline}
+table{border-collapse:collapse;margin:6px 0 4px;font-size:12.5px;font-variant-numeric:tabular-nums}
+th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
+th{background:#f3f4f6;font-weight:600}td.num,th.num{text-align:right;white-space:nowrap}th{white-space:nowrap}
+tbody tr:nth-child(even){background:#fbfbfc}.scroll{overflow-x:auto}
+table.kv td:first-child{color:#555;padding-right:18px}table.kv td{white-space:normal}
+.note{color:#666;font-size:12.5px;margin:0 0 14px}.muted{color:#777}
+figure{margin:10px 0 22px}figure svg{max-width:100%;height:auto;display:block}
+figcaption{color:#555;font-size:12.5px;margin-top:2px}
+ul.items{padding-left:20px;margin:4px 0 12px}ul.items li{margin:3px 0}
+.about{font:11.5px ui-monospace,SFMono-Regular,Menlo,monospace;color:#666;background:#f3f4f6;padding:0 4px;
+border-radius:3px;margin-right:6px}.missing{color:#8a5a00;background:#fff8e6;padding:6px 10px;border-radius:4px}
+.partial{color:#b00020;font-weight:600}
+"""
+
+
+def render(run: Run) -> str:
+    """The whole page for one run."""
+    from hwprobe.report import plots
+
+    def figure(kind: str) -> str:
+        fig = plots.figure(kind, [run])
+        try:
+            return plots.svg_text(fig)
+        finally:
+            plots.close(fig)
+
+    sections = doc.build(run, figure)
+    e = html.escape
+    title = f"hwprobe report: {run.device_name}"
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>{e(title)}</title><style>{CSS}</style></head><body><main>",
+             f"<h1>{e(run.device_name)}</h1>",
+             f'<p class="sub">{e(_subtitle(run))}</p>',
+             "<nav>" + "".join(f'<a href="#{s.id}">{e(s.title)}</a>' for s in sections) + "</nav>"]
+    for s in sections:
+        parts.append(f'<section id="{s.id}"><h2>{e(s.title)}</h2>')
+        parts += [_block(b) for b in s.blocks]
+        parts.append("</section>")
+    parts.append(f'<p class="note">Written by hwprobe {e(run.profile.hwprobe_version or "")} on '
+                 f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} from {e(str(run.path))}.</p>")
+    parts.append("</main></body></html>")
+    return "\n".join(parts)
+
+
+def _subtitle(run: Run) -> str:
+    env, p = run.environment, run.profile
+    bits = [f"suite {env['suite']!r}" if env.get("suite") else "",
+            f"measured {env.get('started_utc') or p.created_utc}",
+            f"hwprobe {p.hwprobe_version}" if p.hwprobe_version else "",
+            "PARTIAL: interrupted" if p.partial else ""]
+    return " · ".join(b for b in bits if b)
+
+
+def _block(b) -> str:
+    e = html.escape
+    if isinstance(b, doc.Para):
+        return f'<p class="{"muted" if b.muted else ""}">{e(b.text)}</p>'
+    if isinstance(b, doc.KeyValues):
+        rows = "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in b.rows)
+        return f'<table class="kv"><tbody>{rows}</tbody></table>'
+    if isinstance(b, doc.TableBlock):
+        return table(b.table)
+    if isinstance(b, doc.Items):
+        head = f"<h3>{e(b.title)}</h3>" if b.title else ""
+        if not b.items:
+            return f'{head}<p class="muted">{e(b.empty)}</p>'
+        return f'{head}<ul class="items">{"".join(_item(it) for it in b.items)}</ul>'
+    if isinstance(b, doc.Figure):
+        head = f'<h3 id="plot-{b.kind}">{e(b.title)}</h3>'
+        if b.missing:
+            return f'{head}<p class="missing">Not in this run: {e(b.missing)}.</p>'
+        return f'{head}<figure data-kind="{b.kind}">{b.render}<figcaption>{e(b.caption)}</figcaption></figure>'
+    raise TypeError(f"unknown block {type(b).__name__}")
+
+
+def _item(it: tx.Item) -> str:
+    e = html.escape
+    about = f'<span class="about">{e(it.about)}</span>' if it.about else ""
+    count = f' <span class="muted">({it.count} measurements)</span>' if it.count > 1 else ""
+    return f"<li>{about}{e(it.text)}{count}</li>"
+
+
+def table(t: tb.Table) -> str:
+    """Every column that has a value on some row; rates carry their units."""
+    e = html.escape
+    cols = t.visible(True)
+    head = "".join(f'<th class="{"num" if c.kind != "text" else ""}">{e(c.header)}</th>' for c in cols)
+    body = "".join("<tr>" + "".join(f'<td class="{"num" if c.kind != "text" else ""}">{e(tb.fmt(c, r))}</td>'
+                                    for c in cols) + "</tr>" for r in t.rows)
+    note = f'<p class="note">{e(t.note)}</p>' if t.note else ""
+    return (f'<h3>{e(t.title)}</h3><div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>{note}")
+
+
+def write(source: str | Path, out: str | Path) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(load_run(source)), encoding="utf-8")
+    return out

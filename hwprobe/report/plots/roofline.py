@@ -1,0 +1,257 @@
+"""The measured roofline: one panel per kind of core (Tensor Cores, CUDA cores; CPU cores on a CPU), measured
+roofs solid and datasheet roofs dashed, each labelled on its line with its ridge point; the slope of every
+measured memory level (DRAM, L2, L1) clipped to the plot; the intensity sweep's points (gpu.roofline)."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwprobe.report import text as tx
+from hwprobe.report.plots import NoData
+from hwprobe.report.plots import style as st
+from hwprobe.report.source import Run
+from hwprobe.units import si
+
+PANEL_TITLES = {"tensor_core": "Tensor Cores", "cuda_core": "CUDA cores", "cpu": "CPU cores"}
+SAME = 0.025          # roofs within 2.5% of each other share a line label
+LEVELS = ("dram", "l2", "l1")
+
+
+@dataclass
+class Roof:
+    precision: str
+    unit: str
+    value: float
+    rate_unit: str
+    metric: str
+    datasheet: float | None
+    run: int
+    ridge: float
+
+
+def roofs(run: Run, unit: str, index: int = 0) -> list[Roof]:
+    p = run.profile
+    bw = p.bandwidth("dram")
+    out = []
+    for prec in tx.order(p.compute, tx.PRECISION_ORDER):
+        pk = p.peak(prec, unit)
+        if pk is None:
+            continue
+        out.append(Roof(prec, unit, pk.value, pk.unit, pk.metric, pk.datasheet, index, pk.value / bw if bw else 0))
+    return out
+
+
+def group(rs: list[Roof]) -> list[list[Roof]]:
+    """Roofs whose values lie within 2.5% of the group's lowest, together (one line label)."""
+    out: list[list[Roof]] = []
+    for r in sorted(rs, key=lambda r: r.value):
+        if out and r.value <= out[-1][0].value * (1 + SAME):
+            out[-1].append(r)
+        else:
+            out.append([r])
+    return out
+
+
+def roof_label(g: list[Roof], runs: list[Run]) -> str:
+    """"FP16/BF16 wgmma 907/898 TFLOP/s, ridge 193 FLOP/B, datasheet 990 TFLOP/s"; several runs: values per run."""
+    parts = []
+    keyed: dict[tuple[str, str, int], list[Roof]] = {}
+    for r in sorted(g, key=lambda r: _rank(r.precision)):
+        keyed.setdefault((tx.instruction_name(r.metric), r.rate_unit, r.run), []).append(r)
+    for (instr, unit, run), rs in keyed.items():
+        names = "/".join(r.precision.upper() for r in rs)
+        who = f" {runs[run].label}" if len(runs) > 1 else ""
+        parts.append(f"{names} {instr} {_values([r.value for r in rs], unit)}{who}")
+    tail = ""
+    lead = min(g, key=lambda r: _rank(r.precision))
+    if lead.ridge and len(runs) == 1:
+        tail = f", ridge {lead.ridge:.3g} {tx.per_byte(unit=lead.rate_unit)}"
+    sheets = sorted({r.datasheet for r in g if r.datasheet})
+    if sheets and len(runs) == 1:
+        tail += f", datasheet {_values(sheets, lead.rate_unit)}"
+    return " · ".join(parts) + tail
+
+
+def _rank(precision: str) -> int:
+    return tx.PRECISION_ORDER.index(precision) if precision in tx.PRECISION_ORDER else 99
+
+
+def _values(vals: list[float], unit: str) -> str:
+    """807e12, 798e12 -> "807/798 TFLOP/s"; values equal to 3 digits are given once."""
+    first = si(vals[0], unit)
+    num, _, u = first.partition(" ")
+    scale = vals[0] / float(num)
+    nums = list(dict.fromkeys([num, *(f"{v / scale:.3g}" for v in vals[1:])]))
+    return "/".join(nums) + f" {u}"
+
+
+def roofline(runs: list[Run]):
+    units = [u for u in ("tensor_core", "cuda_core", "cpu") if any(roofs(r, u) for r in runs)]
+    if not units:
+        raise NoData("no compute ceilings in this profile")
+    if not any(r.profile.bandwidth("dram") for r in runs):
+        raise NoData("no measured DRAM bandwidth to draw the slope from")
+    plt = st.pyplot()
+    fig, axes = plt.subplots(1, len(units), figsize=(7.4 * len(units), 6.4), squeeze=False)
+    notes = []
+    for ax, unit in zip(axes[0], units, strict=False):
+        notes += _panel(ax, unit, runs)
+    name = " vs ".join(r.label for r in runs) if len(runs) > 1 else runs[0].device_name
+    fig.suptitle(f"{name}: measured roofline", fontsize=12, fontweight="bold", x=0.01, ha="left")
+    key = ["solid: measured ceiling (the best instruction or library kernel), starting at its ridge point (o) on "
+           "the DRAM slope"]
+    if any(r.datasheet for run in runs for u in units for r in roofs(run, u)) and len(runs) == 1:
+        key.append("dashed: datasheet")
+    if any(r.sweeps("roofline.") for r in runs):
+        key.append("dots: intensity sweep (a kernel streaming DRAM with a chain of FMAs per element)")
+    fig.text(0.01, 0.935, textwrap.fill("; ".join(key), int(17 * 7.4 * len(units))), fontsize=8, color="#333333",
+             va="top")
+    fig.tight_layout(rect=(0, 0.04 if notes else 0, 1, 0.93))
+    for ax, unit in zip(axes[0], units, strict=False):
+        _labels(ax, unit, runs)
+    if notes:
+        st.note(fig, "\n".join(notes))
+    return fig
+
+
+def _limits(unit: str, runs: list[Run]) -> tuple[float, float, float, float]:
+    rs = [r for i, run in enumerate(runs) for r in roofs(run, unit, i)]
+    tops = [r.value for r in rs] + [r.datasheet for r in rs if r.datasheet]
+    ridges = [r.ridge for r in rs if r.ridge]
+    pts = [m for run in runs for m in run.sweeps("roofline.") if m.exec_unit in (unit, None)]
+    xmin = 1 / 8
+    xmax = 2 ** np.ceil(np.log2(max(ridges + [8]) * 8))
+    if pts:
+        xmin = min(xmin, min(m.params.get("intensity", 1) for m in pts) / 2)
+        xmax = max(xmax, 2 * max(m.params.get("intensity", 1) for m in pts))
+    xmax = min(xmax, 2.0 ** 15)
+    bw = min(run.profile.bandwidth("dram") or np.inf for run in runs)
+    ymax = max(tops) * 2.2
+    ymin = max(min(bw * xmin, min((m.value for m in pts), default=np.inf)) / 1.5, ymax / 1e6)
+    return xmin, xmax, ymin, ymax
+
+
+def _panel(ax, unit: str, runs: list[Run]) -> list[str]:
+    xmin, xmax, ymin, ymax = _limits(unit, runs)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlim(xmin, xmax)
+    ax.set_ylim(ymin, ymax)
+    st.log2_axis(ax.xaxis)
+    st.si_axis(ax.yaxis)
+    ints = all(tx.is_integer(r.precision) for run in runs for r in roofs(run, unit))
+    ax.set_xlabel("arithmetic intensity (operations per byte moved from DRAM, or from the level of each slope)")
+    ax.set_ylabel("operations per second (FLOP/s; OP/s for integers)" if not ints else "OP/s")
+    ax.set_title(PANEL_TITLES.get(unit, unit), loc="left", fontweight="bold")
+    multi = len(runs) > 1
+    for i, run in enumerate(runs):
+        _slopes(ax, run, unit, i, multi, xmin, xmax)
+        for r in roofs(run, unit, i):
+            color = st.RUN_COLORS[i] if multi else st.precision_color(r.precision)
+            lw = 2.2 if unit == "tensor_core" else 1.8
+            bw = run.profile.bandwidth("dram")
+            ax.plot([r.value / bw, xmax], [r.value, r.value], color=color, lw=lw, solid_capstyle="butt")
+            ax.plot([r.value / bw], [r.value], "o", color=color, ms=5, mfc="white", mew=1.5, zorder=5)
+            ds_bw = _datasheet_bw(run)
+            if r.datasheet and not multi:
+                ax.plot([r.datasheet / ds_bw, xmax], [r.datasheet, r.datasheet], color=color, lw=1.1,
+                        ls=st.DATASHEET_LS)
+        _sweep(ax, run, unit, i, multi)
+    return _fp16_note(ax, unit, runs)
+
+
+def _datasheet_bw(run: Run) -> float:
+    c = run.profile.memory.get("dram")
+    bw = c.bandwidth if c else None
+    return (bw.datasheet or bw.theory_at_max_clock or bw.value) if bw else run.profile.bandwidth("dram")
+
+
+def _slopes(ax, run: Run, unit: str, i: int, multi: bool, xmin: float, xmax: float) -> None:
+    """Each measured memory level's slope, from the left edge up to the panel's highest roof."""
+    top = max([r.value for r in roofs(run, unit, i)] + [r.datasheet or 0 for r in roofs(run, unit, i)])
+    for level in LEVELS:
+        bw = run.profile.bandwidth(level)
+        if not bw or (multi and level != "dram"):
+            continue
+        color, ls = st.LEVEL_STYLES[level]
+        if multi:
+            color = st.RUN_COLORS[i]
+        x1 = min(top / bw, xmax)
+        ax.plot([xmin, x1], [xmin * bw, x1 * bw], color=color, ls=ls, lw=1.3 if level == "dram" else 1.0)
+        if level == "dram" and not multi:
+            ds = _datasheet_bw(run)
+            if ds and abs(ds / bw - 1) > 0.005:
+                ax.plot([xmin, min(top / ds, xmax)], [xmin * ds, min(top, xmax * ds)], color=color, lw=0.9,
+                        ls=st.DATASHEET_LS)
+
+
+def _sweep(ax, run: Run, unit: str, i: int, multi: bool) -> None:
+    by_prec: dict[str, list[tuple[float, float]]] = {}
+    for m in run.sweeps("roofline."):
+        if m.exec_unit in (unit, None) and "intensity" in m.params:
+            by_prec.setdefault(m.precision or m.params.get("precision", "?"), []).append((m.params["intensity"],
+                                                                                          m.value))
+    for prec, pts in by_prec.items():
+        xs, ys = np.array(sorted(pts)).T
+        color = st.RUN_COLORS[i] if multi else st.precision_color(prec)
+        marker = st.RUN_MARKERS[i] if multi else "o"
+        ax.plot(xs, ys, marker, color=color, ms=3.6, alpha=0.85, lw=0.6, ls="-" if multi else "none", zorder=4)
+
+
+def _fp16_note(ax, unit: str, runs: list[Run]) -> list[str]:
+    """Where the FP16 sweep levels off under the CUDA-core FP16 roof, say why on the plot."""
+    run = runs[0]
+    pts = [m for m in run.sweeps("roofline.fp16.") if "intensity" in m.params]
+    roof = run.profile.peak("fp16", unit)
+    if unit != "cuda_core" or not pts or not roof:
+        return []
+    top = max(m.value for m in pts)
+    if top > 0.75 * roof.value:
+        return []
+    pipe = run.measurement("experiment.cuda_core.hfma2_fma_pipe")
+    pipe_rate = ((pipe.params.get("flop_per_s") or {}).get("hfma") if pipe else None) or None
+    src = (f"gpu.fma's FMA-pipe-only HFMA2 runs {si(pipe_rate, 'FLOP/s')}" if pipe_rate else
+           f"the sweep tops out at {si(top, 'FLOP/s')}")
+    ax.annotate(f"FP16 sweep levels off at {si(top, 'FLOP/s')}, half the {si(roof.value, 'FLOP/s')} HFMA2 roof:\n"
+                f"its half2 FMA chains issue as plain HFMA2 on the FMA pipe only;\n"
+                f"the full rate also issues HFMA2.MMA on the MMA pipe ({src})",
+                xy=(sorted(m.params["intensity"] for m in pts)[-3], top), xytext=(0.98, 0.06),
+                textcoords="axes fraction", ha="right", va="bottom", fontsize=7.5, color="#225522",
+                arrowprops={"arrowstyle": "->", "color": "#225522", "lw": 0.8},
+                bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "#99bb99", "lw": 0.6})
+    return []
+
+
+def _labels(ax, unit: str, runs: list[Run]) -> None:
+    """Roof labels in a column at the right end of their lines; datasheet and slope labels at their start."""
+    xmin, xmax = ax.get_xlim()
+    ymin, ymax = ax.get_ylim()
+    all_roofs = [r for i, run in enumerate(runs) for r in roofs(run, unit, i)]
+    right = []
+    for g in group(all_roofs):
+        lead = min(g, key=lambda r: _rank(r.precision))
+        color = st.RUN_COLORS[g[0].run] if len(runs) > 1 else st.precision_color(lead.precision)
+        right.append(st.Label(xmax / 1.12, g[0].value, roof_label(g, runs), color, weight="bold"))
+    st.place_column(ax, right, [r.value for r in all_roofs] + [r.datasheet for r in all_roofs if r.datasheet])
+    _slope_labels(ax, runs, xmin, ymin, ymax)
+
+
+def _slope_labels(ax, runs: list[Run], xmin: float, ymin: float, ymax: float) -> None:
+    span = np.log10(ymax / ymin)
+    for i, run in enumerate(runs):
+        for k, level in enumerate(LEVELS):
+            bw = run.profile.bandwidth(level)
+            if not bw or (len(runs) > 1 and level != "dram"):
+                continue
+            y = ymin * 10 ** (span * (0.10 + 0.09 * k + 0.05 * i))
+            x = y / bw
+            if x < xmin * 1.2:
+                x, y = xmin * 1.2, xmin * 1.2 * bw
+            angle = st.slope_angle(ax, x, y, x * 4, y * 4)
+            who = f"{run.label} " if len(runs) > 1 else ""
+            color = st.RUN_COLORS[i] if len(runs) > 1 else st.LEVEL_STYLES[level][0]
+            ax.text(x, y * 1.12, f"{who}{tx.LEVEL_NAMES[level]} {si(bw, 'B/s')}", rotation=angle,
+                    rotation_mode="anchor", fontsize=7.5, color=color, ha="left", va="bottom")

@@ -1,0 +1,165 @@
+"""The ceilings as tables of raw values, one model for the terminal, Markdown and HTML.
+
+A column is "compact" (measured, theory at the clock, %, clock: what fits 80 columns) or "wide" (the rest);
+columns empty on every row (no power on a CPU, no datasheet for an unknown part) are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hwprobe.profile import Ceiling, Profile
+from hwprobe.report import text as tx
+from hwprobe.units import si
+
+_PREFIXES = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
+
+
+@dataclass
+class Column:
+    key: str
+    header: str
+    kind: str = "text"          # text | rate | pct | mhz | watt | energy | bytes | time | cycles | ratio
+    wide: bool = False          # only in the wide table
+    short: str = ""             # header in the terminal (may hold a line break)
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[Column]
+    rows: list[dict[str, Any]] = field(default_factory=list)   # raw values by key; "_unit" for rate cells
+    note: str = ""
+
+    def visible(self, wide: bool = True) -> list[Column]:
+        """Columns shown: compact ones (and wide ones when ``wide``), never one empty on every row."""
+        return [c for c in self.columns if (wide or not c.wide) and any(r.get(c.key) not in (None, "", []) for r in
+                                                                         self.rows)]
+
+
+def fmt(col: Column, row: dict[str, Any]) -> str:
+    """A cell with its unit (Markdown, HTML and the narrow terminal)."""
+    v = row.get(col.key)
+    if v is None or v == "":
+        return "-"
+    k = col.kind
+    if k == "rate":
+        return si(v, row.get("_unit") or "")
+    if k == "pct":
+        return f"{100 * v:.1f}%"
+    if k in ("mhz", "watt", "cycles"):
+        return f"{v:.0f}"
+    if k == "energy":
+        return f"{v * 1e12:.3g}"
+    if k == "bytes":
+        return si(v, "B")
+    if k == "time":
+        return si(v, "s")
+    if k == "ratio":
+        return f"{v:.3f}"
+    return str(v)
+
+
+def scaled(values: list[float | None], unit: str) -> tuple[str, list[str]]:
+    """Several rates of one row in one prefixed unit: ([807e12, 1.05e15], "FLOP/s") -> ("TFLOP/s", ["807", "1050"])
+    with the prefix of the first (the measured value), so a table can carry the unit once per row."""
+    lead = next((abs(v) for v in values if v), 0.0)
+    scale, prefix = next(((s, p) for s, p in _PREFIXES if lead >= s), (1.0, ""))
+    return prefix + unit, ["-" if v is None else (f"{v / scale:.0f}" if abs(v / scale) >= 1000 else
+                                                  f"{v / scale:.3g}") for v in values]
+
+
+def _clock_header(kind: str) -> str:
+    return "SM MHz" if kind == "gpu" else "clock MHz"
+
+
+COMPUTE_COLUMNS = [
+    Column("precision", "precision"), Column("unit", "cores"), Column("path", "path"),
+    Column("measured", "measured", "rate"), Column("theory_clock", "theory @clock", "rate", short="theory\n@clock"),
+    Column("pct_clock", "%", "pct"), Column("theory_max", "theory @max clock", "rate", True, "theory\n@max"),
+    Column("pct_max", "% @max", "pct", True, "%\n@max"), Column("datasheet", "datasheet", "rate", True, "data-\nsheet"),
+    Column("pct_sheet", "% datasheet", "pct", True, "%\nsheet"), Column("clock", "SM MHz", "mhz", short="SM\nMHz"),
+    Column("power", "W", "watt", True), Column("energy", "pJ/op", "energy", True, "pJ/\nop"),
+    Column("throttle", "throttle", wide=True),
+]
+
+
+def compute_table(p: Profile, kind: str = "gpu") -> Table:
+    cols = [Column(**{**c.__dict__}) for c in COMPUTE_COLUMNS]
+    for c in cols:
+        if c.key == "clock":
+            c.header = _clock_header(kind)
+            c.short = c.header.replace(" ", "\n")
+    t = Table("Compute ceilings", cols, note="measured beside theory at the clock measured during it, at the max "
+              "clock and the datasheet; a fused multiply-add counts 2 operations")
+    for prec in tx.order(p.compute, tx.PRECISION_ORDER):
+        for unit in tx.order(p.compute[prec], ["cuda_core", "tensor_core", "cpu"]):
+            paths = p.compute[prec][unit]
+            for path in tx.order(paths, tx.PATH_ORDER):
+                t.rows.append(_compute_row(prec, unit, path, paths[path]))
+    return t
+
+
+def _compute_row(prec: str, unit: str, path: str, c: Ceiling) -> dict[str, Any]:
+    return {
+        "precision": prec, "unit": tx.UNIT_SHORT.get(unit, unit), "path": tx.PATH_SHORT.get(path, path),
+        "_unit": c.unit, "_metric": c.metric, "_unit_key": unit, "_path_key": path,
+        "measured": c.value, "theory_clock": c.theory_at_clock, "pct_clock": c.ratio_at_clock,
+        "theory_max": c.theory_at_max_clock, "pct_max": c.ratio_at_max_clock, "datasheet": c.datasheet,
+        "pct_sheet": c.ratio_datasheet, "clock": c.clock_mhz, "power": c.power_w, "energy": c.energy_per_unit_j,
+        "throttle": tx.throttle(c.throttle_reasons) if c.throttle_reasons else None,
+    }
+
+
+MEMORY_COLUMNS = [
+    Column("level", "level"), Column("bandwidth", "bandwidth", "rate"),
+    Column("theory_clock", "theory @clock", "rate", short="theory\n@clock"), Column("pct_clock", "%", "pct"),
+    Column("datasheet", "datasheet", "rate", True, "data-\nsheet"), Column("pct_sheet", "% datasheet", "pct", True,
+                                                                          "%\nsheet"),
+    Column("capacity", "capacity", "bytes"), Column("latency", "latency", "time"),
+    Column("cycles", "cycles", "cycles", True), Column("clock", "SM MHz", "mhz", True, "SM\nMHz"),
+    Column("throttle", "throttle", wide=True), Column("metric", "best of", wide=True),
+]
+
+
+def memory_table(p: Profile, kind: str = "gpu") -> Table:
+    cols = [Column(**{**c.__dict__}) for c in MEMORY_COLUMNS]
+    for c in cols:
+        if c.key == "clock":
+            c.header = _clock_header(kind)
+            c.short = c.header.replace(" ", "\n")
+    t = Table("Memory ceilings", cols, note="bytes as each probe counts them (a copy counts read + write); "
+              "latency is one dependent load (pointer chase)")
+    for name in tx.order(p.memory, tx.LEVEL_ORDER):
+        lvl, c = p.memory[name], p.memory[name].bandwidth
+        t.rows.append({
+            "level": tx.LEVEL_NAMES.get(name, name), "_unit": "B/s", "_level": name,
+            "bandwidth": c.value if c else None, "theory_clock": c.theory_at_clock if c else None,
+            "pct_clock": c.ratio_at_clock if c else None, "datasheet": c.datasheet if c else None,
+            "pct_sheet": c.ratio_datasheet if c else None, "capacity": lvl.capacity_bytes, "latency": lvl.latency_s,
+            "cycles": lvl.latency_cycles, "clock": c.clock_mhz if c else None,
+            "throttle": tx.throttle(c.throttle_reasons) if c and c.throttle_reasons else None,
+            "metric": c.metric if c else None,
+        })
+    return t
+
+
+def ridge_table(p: Profile) -> Table:
+    """Measured peak / measured DRAM bandwidth per precision and unit: the roofline's corners."""
+    cols = [Column("precision", "precision"), Column("unit", "cores"), Column("peak", "measured peak", "rate"),
+            Column("ridge", "ridge point"), Column("of", "peak from", wide=True)]
+    t = Table("Ridge points", cols, note="measured peak / measured DRAM bandwidth: below this intensity a kernel "
+              "is bound by DRAM")
+    bw = p.bandwidth("dram")
+    if not bw:
+        return t
+    for prec in tx.order(p.compute, tx.PRECISION_ORDER):
+        for unit in tx.order(p.compute[prec], ["cuda_core", "tensor_core", "cpu"]):
+            pk = p.peak(prec, unit)
+            if pk is None:
+                continue
+            t.rows.append({"precision": prec, "unit": tx.UNIT_SHORT.get(unit, unit), "_unit": pk.unit,
+                           "peak": pk.value, "ridge": f"{pk.value / bw:.3g} {tx.per_byte(prec, pk.unit)}",
+                           "of": tx.instruction_name(pk.metric)})
+    return t
