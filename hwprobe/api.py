@@ -1,22 +1,42 @@
-"""The Python API the CLI calls: run a suite on a device, leave a results directory and a profile."""
+"""The Python API the CLI calls: plan a run (every bad input fails there), then measure it into a results directory.
+
+``plan`` resolves the devices, the suite, its parameters and the precision filter once; ``run`` takes that plan
+(or plans itself when given the same arguments) and returns a RunResult with the profile.
+"""
 
 from __future__ import annotations
 
-import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hwprobe import suites as suites_mod
-from hwprobe.device import GpuInfo, select
-from hwprobe.errors import InputError, Skip
+from hwprobe.device import GpuInfo, select_many
+from hwprobe.errors import InputError
 from hwprobe.interrupt import guarded
 from hwprobe.measurement import PRECISIONS, Measurement
-from hwprobe.profile import Profile, validate_dict
-from hwprobe.results import ENVIRONMENT, PROFILE, ResultsWriter, environment, new_run_dir, write_table
+from hwprobe.profile import Profile
 
 ENERGY_WINDOW_S = 1.2   # seconds per compute measurement, so the NVML energy counter gives J/op
+
+
+@dataclass
+class RunPlan:
+    """What a run will do, resolved before anything is measured."""
+
+    devices: list[Any]                    # GpuInfo or CpuInfo; the first is the primary device
+    suite: suites_mod.Suite
+    notice: str = ""                      # e.g. "no GPU found: measuring the CPU"
+    rounds: int = 1                       # the suite's probes run this many times, interleaved (stability)
+
+    @property
+    def device(self):
+        return self.devices[0]
+
+    @property
+    def label(self) -> str:
+        return " + ".join(d.label for d in self.devices)
 
 
 @dataclass
@@ -24,15 +44,18 @@ class RunResult:
     profile: Profile
     results_dir: Path
     measurements: list[Measurement]
-    failed: list[str] = field(default_factory=list)   # probes that raised while measuring
+    failed: list[str] = field(default_factory=list)   # probes with at least one error record
     interrupted: bool = False
     suite: str = ""
-    notice: str = ""                                  # e.g. "no GPU found: measuring the CPU"
+    notice: str = ""
 
 
-def plan(device: str | None, suite: str | None, precisions: tuple[str, ...] | None):
-    """Resolve device, suite and precision filter; every bad input fails here, before any measuring."""
-    dev = select(device)
+def plan(device: str | None = None, suite: str | None = None, precisions: tuple[str, ...] | None = None,
+         rounds: int | None = None) -> RunPlan:
+    """Resolve devices, suite (its parameters checked against each probe's declaration) and the precision
+    filter; every bad input fails here, before any measuring."""
+    devs = select_many(device)
+    dev = devs[0]
     notice = ""
     if device is None and dev.kind == "cpu":
         notice = "no CUDA GPU found: running the CPU suite (use --device N for a GPU)"
@@ -42,13 +65,17 @@ def plan(device: str | None, suite: str | None, precisions: tuple[str, ...] | No
                          f"({'use --device cpu' if s.target == 'cpu' else 'use --device N'})")
     suites_mod.validate(s)
     if precisions:
-        bad = [p for p in precisions if p not in PRECISIONS]
+        wanted = tuple(p.lower() for p in precisions)
+        bad = [p for p in wanted if p not in PRECISIONS]
         if bad:
             raise InputError(f"unknown precision {', '.join(bad)}; precisions: {', '.join(PRECISIONS)}")
-        s.entries = _filter_precisions(s.entries, set(precisions))
+        s.entries = _filter_precisions(s.entries, set(wanted))
         if not s.entries:
-            raise InputError(f"suite {s.name!r} measures none of: {', '.join(precisions)}")
-    return dev, s, notice
+            raise InputError(f"suite {s.name!r} measures none of: {', '.join(wanted)}")
+    n = s.rounds if rounds is None else rounds
+    if not isinstance(n, int) or n < 1:
+        raise InputError(f"rounds must be a whole number >= 1, not {n!r}")
+    return RunPlan(devs, s, notice, n)
 
 
 def _filter_precisions(entries, wanted: set[str]):
@@ -68,99 +95,34 @@ def _filter_precisions(entries, wanted: set[str]):
     return out
 
 
-def run(device: str | None = None, suite: str | None = None, out: str | Path | None = None, *,
+def run(device: str | RunPlan | None = None, suite: str | None = None, out: str | Path | None = None, *,
         precisions: tuple[str, ...] | None = None, quick: bool = False, energy: bool | None = None,
-        on_measurement: Callable[[Measurement], None] | None = None,
-        on_probe: Callable[[str, int, int], None] | None = None) -> RunResult:
-    """Measure ``suite`` on ``device`` (None: GPU 0 if present, else the CPU) and write ``out/<run>/``.
+        rounds: int | None = None, on_measurement: Callable[[Measurement], None] | None = None,
+        on_probe: Callable[[str, int, int], None] | None = None,
+        log: Callable[[str], None] | None = None) -> RunResult:
+    """Measure a plan (or ``plan(device, suite, precisions, rounds)``) and write ``out/<run>/``.
 
     Each measurement is appended to measurements.jsonl as it finishes. A probe that can't run here is
-    skipped with its reason; one that fails is recorded and the run goes on; Ctrl-C ends the run with a
-    partial profile.
+    skipped with its reason; one that fails is recorded and the run goes on; Ctrl-C or SIGTERM end the run
+    with a partial profile.
     """
-    from hwprobe import probes, specs
-
-    dev, s, notice = plan(device, suite, precisions)
+    p = device if isinstance(device, RunPlan) else plan(device, suite, precisions, rounds)
     if energy is None:  # joules per op need >= 1 s windows: on for GPU runs (NVML), off for quick runs
-        energy = isinstance(dev, GpuInfo) and not quick
-    run_dir = new_run_dir(out, dev.name if isinstance(dev, GpuInfo) else dev.model)
-    writer = ResultsWriter(run_dir)
-    env = environment(dev, s.name)
-    writer.write_json(ENVIRONMENT, env)
-    theory = specs.device_theory(dev)
-    sampler = _sampler(dev)
-    ms: list[Measurement] = []
-    failed: list[str] = []
-    probe_seconds: dict[str, float] = {}   # wall time per probe, compile included: the suites' budgets
-    interrupted = False
-    reg = probes.registry()
+        energy = isinstance(p.device, GpuInfo) and not quick
+    from hwprobe.runner import Runner
 
-    def keep(m: Measurement) -> None:
-        theory.attach(m)
-        ms.append(m)
-        writer.append(m)
-        if on_measurement:
-            on_measurement(m)
-        guard.check()
-
-    def measure_all() -> None:
-        if isinstance(dev, GpuInfo):
-            import cupy as cp
-
-            cp.cuda.Device(dev.index).use()
-        for i, entry in enumerate(s.entries):
-            guard.check()
-            if on_probe:
-                on_probe(entry.probe, i, len(s.entries))
-            ctx = probes.ProbeContext(target=s.target, device=dev, sampler=sampler, probe_name=entry.probe,
-                                      quick=quick, energy_window_s=ENERGY_WINDOW_S if energy else 0.0)
-            t0 = time.perf_counter()
-            try:
-                for m in reg[entry.probe].func(ctx, **entry.params):
-                    keep(m)
-            except Skip as e:
-                keep(Measurement(probe=entry.probe, metric=f"{entry.probe}.skipped", kind="info", value=0.0,
-                                 unit="", notes=[f"skipped: {e}"]))
-            except KeyboardInterrupt:
-                raise
-            except Exception as e:  # a failing probe must not lose the others' results
-                failed.append(entry.probe)
-                keep(Measurement(probe=entry.probe, metric=f"{entry.probe}.error", kind="info", value=0.0,
-                                 unit="", flags=[f"error: {type(e).__name__}: {e}"],
-                                 notes=[traceback.format_exc(limit=6)]))
-            finally:
-                probe_seconds[entry.probe] = round(time.perf_counter() - t0, 2)
-        guard.check()
-
+    runner = Runner(p, out, quick=quick, energy_window_s=ENERGY_WINDOW_S if energy else 0.0,
+                    on_measurement=on_measurement, on_probe=on_probe, log=log)
     with guarded() as guard:
+        runner.guard = guard
         try:
-            measure_all()
+            runner.measure_all()
         except KeyboardInterrupt:
-            interrupted = True
+            runner.interrupted = True
         finally:
-            sampler.close()
-            writer.close()
-    env["finished"] = not interrupted
-    env["probe_seconds"] = probe_seconds
-    writer.write_json(ENVIRONMENT, env)
-    prof = Profile.from_measurements(dev.to_dict(), ms, environment=env, partial=interrupted)
-    for text in theory.disagreements():
-        prof.findings.append({"probe": "specs", "metric": "datasheet_vs_device", "text": text})
-    try:  # a profile that fails its own schema is a bug; keep the data and say so rather than lose it
-        validate_dict(prof.to_dict(), "the new profile")
-    except InputError as e:
-        prof.errors.append({"probe": "profile", "metric": "schema", "error": str(e)})
-    prof.save(run_dir / PROFILE)
-    write_table(run_dir, ms)
-    return RunResult(prof, run_dir, ms, failed, interrupted, s.name, notice)
+            runner.close()
+        with guard.deferred():    # a signal during the final writes lets them finish first
+            prof = runner.finish()
+    return RunResult(prof, runner.run_dir, runner.measurements, runner.failed, runner.interrupted,
+                     p.suite.name, p.notice)
 
-
-def _sampler(dev):
-    from hwprobe.timing import ClockSampler, CpuClockSampler, NullSampler
-
-    if isinstance(dev, GpuInfo):
-        from hwprobe.device import nvml
-
-        h = nvml.handle(dev)
-        return ClockSampler(h) if h is not None else NullSampler()
-    return CpuClockSampler()

@@ -11,14 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from hwprobe.vocab import ExecUnit, Kind, Path, Precision, Status
+
 # What a measurement is about. Ceilings come from "compute" and "memory"; the rest annotate levels.
-KINDS = ("compute", "memory", "latency", "capacity", "sweep", "info")
-EXEC_UNITS = ("cuda_core", "tensor_core", "cpu", "copy_engine")
-PATHS = ("instruction", "library")
-PRECISIONS = (
-    "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2",
-    "int32", "int8", "int4", "int1",
-)
+KINDS = Kind.values()
+EXEC_UNITS = ExecUnit.values()
+PATHS = Path.values()
+PRECISIONS = Precision.values()
+STATUSES = Status.values()
 
 
 @dataclass
@@ -70,6 +70,12 @@ class Theory:
     basis: str = ""                      # formula in words, e.g. "132 SM x 128 FMA/clk x 2 x 1980 MHz"
 
 
+def _build(cls, d: dict[str, Any]):
+    """``cls(**d)`` over the fields ``cls`` knows, and the keys it does not (kept, never silently lost)."""
+    known = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in d.items() if k in known}), {k: v for k, v in d.items() if k not in known}
+
+
 @dataclass
 class Measurement:
     probe: str
@@ -90,24 +96,46 @@ class Measurement:
     theory: Theory | None = None
     params: dict[str, Any] = field(default_factory=dict)
     verified: bool | None = None         # output checked outside the timed region
-    valid: bool = True
+    valid: bool = True                   # the value may stand as a figure (False: see flags)
     flags: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    status: str = Status.OK.value        # ok | skipped | error | invalid (hwprobe.vocab.Status)
+    reason: str = ""                     # why it was skipped, failed or judged invalid
+    link: str | None = None              # interconnect: the link or collective this figure belongs to
+    extra: dict[str, Any] = field(default_factory=dict)  # keys this hwprobe does not know (from newer files)
+
+    def settle(self) -> Measurement:
+        """Make ``status`` agree with ``valid`` once a probe and the judge are done with the record: a record
+        marked not valid is "invalid" (the first flag is the reason). Skips and errors keep their status."""
+        if self.status == Status.OK and not self.valid:
+            self.status = Status.INVALID.value
+            self.reason = self.reason or (self.flags[0] if self.flags else "marked invalid")
+        elif self.status == Status.INVALID:
+            self.valid = False
+        return self
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.OK and self.valid
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        extra = d.pop("extra")
+        return {**extra, **d} if extra else d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Measurement:
         d = dict(d)
         known = {f.name for f in fields(cls)}
+        unknown = {k: v for k, v in d.items() if k not in known}
         d = {k: v for k, v in d.items() if k in known}
-        if d.get("stats"):
-            d["stats"] = Stats(**d["stats"])
-        if d.get("clocks"):
-            d["clocks"] = ClockSummary(**d["clocks"])
-        if d.get("theory"):
-            d["theory"] = Theory(**d["theory"])
+        if unknown:
+            d["extra"] = {**d.get("extra", {}), **unknown}
+        for name, sub in (("stats", Stats), ("clocks", ClockSummary), ("theory", Theory)):
+            if d.get(name):
+                d[name], more = _build(sub, d[name])
+                if more:
+                    d.setdefault("extra", {})[name] = more
         return cls(**d)
 
     @property

@@ -16,10 +16,15 @@ from typing import Any
 
 from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement
+from hwprobe.vocab import Kind
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # 2:4 sparse ceilings (dense-equivalent FLOPs) sit beside the dense ones, never mixed into a roofline peak.
 SPARSE_SUFFIX = "_sparse24"
+# The roofline slope of a memory level: the first of these variants measured (a 2-read/1-write mix is what most
+# kernels do, so triad before copy before read; write-only never sets the slope). The others stay beside it.
+SLOPE_PREFERENCE = ("triad", "copy", "scale", "read", "add")
+STABLE_SPREAD = 0.01      # a ceiling whose repeated runs agree within 1% is "stable"
 
 # MIGRATIONS[v] turns a version-v profile dict into a version-(v+1) dict.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
@@ -37,12 +42,17 @@ class Ceiling:
     theory_at_max_clock: float | None = None
     datasheet: float | None = None
     clock_mhz: float | None = None
+    clock_source: str | None = None          # what clock_mhz is: "kernel", "nvml", "max", "memory"
     power_w: float | None = None
     throttle_reasons: list[str] = field(default_factory=list)
     energy_per_unit_j: float | None = None
     basis: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    runs: list[float] = field(default_factory=list)   # the same measurement repeated, apart (suite rounds)
+    runs_clock_mhz: list[float] = field(default_factory=list)
+    sustained: float | None = None           # the rate held for seconds at the power cap, where measured
 
     @property
     def ratio_at_clock(self) -> float | None:
@@ -56,24 +66,50 @@ class Ceiling:
     def ratio_datasheet(self) -> float | None:
         return self.value / self.datasheet if self.datasheet else None
 
+    @property
+    def spread(self) -> float | None:
+        """max/min - 1 over the repeated runs (None with fewer than 2)."""
+        return max(self.runs) / min(self.runs) - 1 if len(self.runs) >= 2 and min(self.runs) > 0 else None
+
+    @property
+    def stable(self) -> bool | None:
+        """True when >= 3 runs agree within 1%; None when it was not repeated enough to say."""
+        return None if len(self.runs) < 3 or self.spread is None else self.spread <= STABLE_SPREAD
+
+    @property
+    def per_clock(self) -> float | None:
+        """Operations (or bytes) per clock cycle of the clock behind the figure: what to compare across
+        boards whose clocks differ (power-limited ceilings)."""
+        return self.value / (self.clock_mhz * 1e6) if self.clock_mhz else None
+
     @classmethod
     def of(cls, m: Measurement) -> Ceiling:
         t, c = m.theory, m.clocks
+        kernel = m.kind == Kind.COMPUTE and t and t.clock_mhz
+        if kernel:
+            source = m.params.get("theory_clock_source") or ("kernel" if m.params.get("kernel_sm_mhz") else "nvml")
+            if "clock_lag" in m.flags:
+                source = "max"
+        elif m.kind == Kind.MEMORY and m.level == "dram":
+            source = "memory"
+        else:
+            source = "nvml" if c and c.sm_mhz else None
         return cls(
             value=m.value, unit=m.unit, metric=m.metric, probe=m.probe,
             theory_at_clock=t.at_clock if t else None, theory_at_max_clock=t.at_max_clock if t else None,
             datasheet=t.datasheet if t else None,
             # compute: the SM clock theory used (the kernel's own where it timed one); memory: the SM clock
-            clock_mhz=t.clock_mhz if (m.kind == "compute" and t and t.clock_mhz) else (c.sm_mhz if c else None),
+            clock_mhz=t.clock_mhz if kernel else (c.sm_mhz if c else None), clock_source=source,
             power_w=c.power_w if c else None, throttle_reasons=list(c.throttle_reasons) if c else [],
             energy_per_unit_j=m.energy_per_op_j, basis=t.basis if t else "",
-            params=m.params, notes=list(m.notes),
+            params=m.params, notes=list(m.notes), flags=list(m.flags),
         )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.update(ratio_at_clock=self.ratio_at_clock, ratio_at_max_clock=self.ratio_at_max_clock,
-                 ratio_datasheet=self.ratio_datasheet)
+                 ratio_datasheet=self.ratio_datasheet, spread=self.spread, stable=self.stable,
+                 per_clock=self.per_clock)
         return d
 
     @classmethod
@@ -84,22 +120,49 @@ class Ceiling:
 
 @dataclass
 class MemoryLevel:
-    bandwidth: Ceiling | None = None
+    bandwidth: Ceiling | None = None          # the roofline slope (see SLOPE_PREFERENCE)
     capacity_bytes: float | None = None
     latency_s: float | None = None
     latency_cycles: float | None = None
     variants: dict[str, float] = field(default_factory=dict)   # metric -> B/s (read, write, copy, ...)
+    capacities: dict[str, float] = field(default_factory=dict)  # metric -> bytes (physical, effective, ...)
+    maps: dict[str, Any] = field(default_factory=dict)          # metric -> table (e.g. L2 latency per SM)
 
     def to_dict(self) -> dict[str, Any]:
         return {"bandwidth": self.bandwidth.to_dict() if self.bandwidth else None,
                 "capacity_bytes": self.capacity_bytes, "latency_s": self.latency_s,
-                "latency_cycles": self.latency_cycles, "variants": self.variants}
+                "latency_cycles": self.latency_cycles, "variants": self.variants,
+                "capacities": self.capacities, "maps": self.maps}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MemoryLevel:
         bw = d.get("bandwidth")
         return cls(Ceiling.from_dict(bw) if bw else None, d.get("capacity_bytes"), d.get("latency_s"),
-                   d.get("latency_cycles"), dict(d.get("variants") or {}))
+                   d.get("latency_cycles"), dict(d.get("variants") or {}), dict(d.get("capacities") or {}),
+                   dict(d.get("maps") or {}))
+
+
+@dataclass
+class Link:
+    """An interconnect: a GPU pair, the host link or a collective over N ranks, with its ceilings."""
+
+    kind: str                                  # "p2p" | "collective" | "host"
+    endpoints: list[Any] = field(default_factory=list)   # GPU indices, or "host:rank:gpu" strings
+    link_type: str | None = None               # "NVLink4 x18", "PCIe Gen5 x16"
+    ceilings: dict[str, Ceiling] = field(default_factory=dict)   # "ce.uni", "sm.read", "busbw", ...
+    latency_s: dict[str, float] = field(default_factory=dict)    # "chase", "pingpong"
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "endpoints": self.endpoints, "link_type": self.link_type,
+                "ceilings": {k: c.to_dict() for k, c in self.ceilings.items()}, "latency_s": self.latency_s,
+                "params": self.params}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Link:
+        return cls(d["kind"], list(d.get("endpoints") or []), d.get("link_type"),
+                   {k: Ceiling.from_dict(c) for k, c in (d.get("ceilings") or {}).items()},
+                   dict(d.get("latency_s") or {}), dict(d.get("params") or {}))
 
 
 @dataclass
@@ -107,11 +170,13 @@ class Profile:
     device: dict[str, Any]
     compute: dict[str, dict[str, dict[str, Ceiling]]] = field(default_factory=dict)  # prec -> unit -> path
     memory: dict[str, MemoryLevel] = field(default_factory=dict)
+    links: dict[str, Link] = field(default_factory=dict)
     findings: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     invalid: list[dict[str, Any]] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
+    devices: list[dict[str, Any]] = field(default_factory=list)   # every device of the run (multi-GPU)
     partial: bool = False
     created_utc: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     hwprobe_version: str = ""
@@ -120,48 +185,14 @@ class Profile:
     # --- building --------------------------------------------------------------------------------
     @classmethod
     def from_measurements(cls, device: dict[str, Any], ms: list[Measurement], **kw: Any) -> Profile:
-        """Keep the best valid measurement per ceiling slot; list invalid ones, skips and errors apart."""
+        """File each record by its status: ok ones become ceilings (the best per slot, every repeat of the
+        same metric kept as a run), invalid ones, skips and errors go to their lists."""
         from hwprobe import __version__
+        from hwprobe.profile_build import build
 
         prof = cls(device=device, hwprobe_version=__version__, **kw)
-        for m in ms:
-            if m.kind == "info":
-                prof._note_info(m)
-                continue
-            if not m.valid:
-                prof.invalid.append({"metric": m.metric, "probe": m.probe, "value": m.value, "unit": m.unit,
-                                     "flags": m.flags})
-                continue
-            if m.kind == "compute" and m.precision and m.exec_unit and m.path:
-                prec = "fp8" if m.precision.startswith("fp8") else m.precision
-                slot = prof.compute.setdefault(prec, {}).setdefault(m.exec_unit, {})
-                key = m.path + (SPARSE_SUFFIX if m.params.get("sparse") else "")
-                if key not in slot or m.value > slot[key].value:
-                    slot[key] = Ceiling.of(m)
-            elif m.level and m.kind in ("memory", "latency", "capacity"):
-                lvl = prof.memory.setdefault(m.level, MemoryLevel())
-                if m.kind == "memory":
-                    lvl.variants[m.metric] = max(m.value, lvl.variants.get(m.metric, 0.0))
-                    is_ceiling = m.params.get("ceiling", True) is not False  # e.g. pageable host copies
-                    if is_ceiling and (lvl.bandwidth is None or m.value > lvl.bandwidth.value):
-                        lvl.bandwidth = Ceiling.of(m)
-                elif m.kind == "latency":
-                    lvl.latency_s = m.value
-                    lvl.latency_cycles = m.params.get("cycles", lvl.latency_cycles)
-                else:
-                    lvl.capacity_bytes = m.value
+        build(prof, ms)
         return prof
-
-    def _note_info(self, m: Measurement) -> None:
-        skips = [n[len("skipped: "):] for n in m.notes if n.startswith("skipped: ")]
-        errors = [f for f in m.flags if f.startswith("error: ")]
-        for s in skips:
-            self.skipped.append({"probe": m.probe, "metric": m.metric, "reason": s})
-        for e in errors:
-            self.errors.append({"probe": m.probe, "metric": m.metric, "error": e[len("error: "):]})
-        if not skips and not errors:
-            self.findings.append({"probe": m.probe, "metric": m.metric, "value": m.value, "unit": m.unit,
-                                  "text": " ".join(m.notes), "params": m.params})
 
     # --- queries ---------------------------------------------------------------------------------
     # Validated in hwprobe.roofline (case-insensitive names, path="library"|"instruction"|"best", one
@@ -207,8 +238,9 @@ class Profile:
             "compute": {p: {u: {k: c.to_dict() for k, c in paths.items()} for u, paths in units.items()}
                         for p, units in self.compute.items()},
             "memory": {lvl: m.to_dict() for lvl, m in self.memory.items()},
+            "links": {k: link.to_dict() for k, link in self.links.items()},
             "findings": self.findings, "skipped": self.skipped, "errors": self.errors, "invalid": self.invalid,
-            "environment": self.environment,
+            "environment": self.environment, "devices": self.devices,
         }
 
     @classmethod
@@ -218,6 +250,8 @@ class Profile:
             compute={p: {u: {k: Ceiling.from_dict(c) for k, c in paths.items()} for u, paths in units.items()}
                      for p, units in d.get("compute", {}).items()},
             memory={k: MemoryLevel.from_dict(v) for k, v in d.get("memory", {}).items()},
+            links={k: Link.from_dict(v) for k, v in d.get("links", {}).items()},
+            devices=list(d.get("devices") or []),
             findings=d.get("findings", []), skipped=d.get("skipped", []), errors=d.get("errors", []),
             invalid=d.get("invalid", []), environment=d.get("environment", {}), partial=d.get("partial", False),
             created_utc=d.get("created_utc", ""), hwprobe_version=d.get("hwprobe_version", ""),
@@ -225,7 +259,26 @@ class Profile:
         )
 
     def save(self, path: Path | str) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2, default=str) + "\n")
+        """Write atomically (a temporary file renamed over the target): a reader never sees half a profile."""
+        from hwprobe.results import atomic_write
+
+        atomic_write(Path(path), json.dumps(self.to_dict(), indent=2, default=str) + "\n")
+
+
+def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
+    """v2 adds ``links`` (interconnect ceilings), ``devices``, and per memory level ``capacities`` and ``maps``;
+    a v1 profile has none of them, and its skips/errors were already filed by text."""
+    d = dict(d)
+    d.setdefault("links", {})
+    d.setdefault("devices", [d["device"]] if isinstance(d.get("device"), dict) else [])
+    for lvl in (d.get("memory") or {}).values():
+        if isinstance(lvl, dict):
+            lvl.setdefault("capacities", {})
+            lvl.setdefault("maps", {})
+    return d
+
+
+MIGRATIONS[1] = _v1_to_v2
 
 
 def schema() -> dict[str, Any]:

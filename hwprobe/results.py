@@ -1,6 +1,9 @@
 """A run's directory: measurements appended as they finish, then a tidy table, environment and profile.
 
-measurements.jsonl is flushed after every line, so Ctrl-C or a crashing probe loses nothing measured.
+measurements.jsonl is flushed and fsynced after every line, so Ctrl-C, kill -9 or a crashing probe loses
+nothing measured. Its first line is a header naming the format and its version (like profile.json's
+schema_version); files without one are version 1 and load through ``migrate_record``. Everything else in the
+directory is written atomically (a temporary file renamed over the target).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import re
 import socket
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,10 @@ MEASUREMENTS = "measurements.jsonl"
 TABLE = "measurements.csv"
 ENVIRONMENT = "environment.json"
 PROFILE = "profile.json"
+# measurements.jsonl's format. History: 1 (no header; skips and errors told apart by text prefixes in notes and
+# flags), 2 (a header line; every record has a typed ``status`` and ``reason``).
+RECORDS_FORMAT = "hwprobe-measurements"
+RECORDS_VERSION = 2
 
 
 def default_root() -> Path:
@@ -47,21 +55,36 @@ def new_run_dir(root: Path | str | None, device_label: str) -> Path:
     return path
 
 
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, fsync it, and rename it over ``path``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(path)
+
+
 class ResultsWriter:
     def __init__(self, path: Path):
         self.path = path
-        self._fh = open(path / MEASUREMENTS, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        f = path / MEASUREMENTS
+        fresh = not f.exists() or f.stat().st_size == 0
+        self._fh = open(f, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        if fresh:
+            self._line({"format": RECORDS_FORMAT, "version": RECORDS_VERSION})
 
-    def append(self, m: Measurement) -> None:
-        self._fh.write(json.dumps(m.to_dict(), default=_jsonable) + "\n")
+    def _line(self, d: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(d, default=_jsonable) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
+    def append(self, m: Measurement) -> None:
+        self._line(m.to_dict())
+
     def write_json(self, name: str, data: dict[str, Any]) -> Path:
         p = self.path / name
-        tmp = p.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, default=_jsonable) + "\n")
-        tmp.replace(p)
+        atomic_write(p, json.dumps(data, indent=2, default=_jsonable) + "\n")
         return p
 
     def close(self) -> None:
@@ -70,20 +93,74 @@ class ResultsWriter:
 
 def write_table(run_dir: Path, measurements: list[Measurement]) -> Path:
     p = run_dir / TABLE
-    tidy_frame(measurements).to_csv(p, index=False)
+    atomic_write(p, tidy_frame(measurements).to_csv(index=False))
     return p
 
 
-def read_measurements(run_dir: Path) -> list[Measurement]:
-    """Every complete line of measurements.jsonl (a torn last line from a killed run is skipped)."""
-    out = []
-    with open(run_dir / MEASUREMENTS, encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                out.append(Measurement.from_dict(json.loads(line)))
-            except (json.JSONDecodeError, TypeError):
+@dataclass
+class Records:
+    """What measurements.jsonl held: the records, and what could not be read (a torn last line, say)."""
+
+    measurements: list[Measurement]
+    version: int
+    skipped_lines: list[str]
+
+
+def load_records(run_dir: Path) -> Records:
+    """Every complete record of measurements.jsonl, migrated to the current version. A line that is not
+    JSON (the torn last line of a killed run) is skipped and named; a newer format is refused."""
+    out: list[Measurement] = []
+    bad: list[str] = []
+    version = 1
+    try:
+        text = (Path(run_dir) / MEASUREMENTS).read_bytes().decode("utf-8", errors="replace")
+    except OSError as e:
+        raise InputError(f"cannot read {str(Path(run_dir) / MEASUREMENTS)!r}: {e.strerror or e}") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            if not isinstance(d, dict):
+                raise ValueError("not an object")
+            if d.get("format") == RECORDS_FORMAT:
+                version = int(d.get("version", 1))
+                if version > RECORDS_VERSION:
+                    raise InputError(f"{MEASUREMENTS} in {str(run_dir)!r} has format version {version}, newer "
+                                     f"than this hwprobe understands ({RECORDS_VERSION}): upgrade hwprobe")
                 continue
-    return out
+            out.append(Measurement.from_dict(migrate_record(d) if version < 2 else d))
+        except InputError:
+            raise
+        except (ValueError, TypeError, KeyError) as e:
+            bad.append(f"line {n}: {type(e).__name__}: {str(e)[:80]}")
+    return Records(out, version, bad)
+
+
+def read_measurements(run_dir: Path) -> list[Measurement]:
+    """Every complete record of measurements.jsonl (see ``load_records``)."""
+    return load_records(run_dir).measurements
+
+
+def migrate_record(d: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 record: status from the text conventions of the time, including the two probes that wrote
+    errors otherwise (gpu.fma: flags == ["error"], the text in notes; mma: "error: ..." in notes)."""
+    d = dict(d)
+    notes, flags = list(d.get("notes") or []), list(d.get("flags") or [])
+    errs = [f[len("error: "):] for f in flags if f.startswith("error: ")]
+    errs += [n[len("error: "):] for n in notes if n.startswith("error: ")]
+    if "error" in flags and not errs:
+        errs = [" ".join(notes) or "error"]
+    skips = [n[len("skipped: "):] for n in notes if n.startswith("skipped: ")]
+    if errs:
+        d["status"], d["reason"] = "error", errs[0]
+    elif skips or "skipped" in flags:
+        d["status"], d["reason"] = "skipped", (skips or [" ".join(notes)])[0]
+    elif d.get("valid") is False:
+        d["status"], d["reason"] = "invalid", (flags or ["marked invalid"])[0]
+    else:
+        d.setdefault("status", "ok")
+    return d
 
 
 def tidy_frame(measurements: list[Measurement]):
@@ -103,14 +180,17 @@ def tidy_frame(measurements: list[Measurement]):
             "energy_per_unit_j": m.energy_per_op_j,
             "theory_at_clock": t.at_clock if t else None, "theory_at_max_clock": t.at_max_clock if t else None,
             "datasheet": t.datasheet if t else None, "fraction_of_theory": m.fraction_of_theory,
-            "verified": m.verified, "valid": m.valid, "flags": ";".join(m.flags), "notes": " | ".join(m.notes),
+            "verified": m.verified, "valid": m.valid, "status": m.status, "reason": m.reason,
+            "flags": ";".join(m.flags), "notes": " | ".join(m.notes),
             "params": json.dumps(m.params, default=_jsonable, sort_keys=True),
         })
     return pd.DataFrame(rows)
 
 
-def environment(device: Any, suite_name: str, argv: list[str] | None = None) -> dict[str, Any]:
-    """What produced these numbers: host, device, driver, CUDA and library versions."""
+def environment(device: Any, suite_name: str, argv: list[str] | None = None, devices: list | None = None,
+                rounds: int = 1) -> dict[str, Any]:
+    """What produced these numbers: host, device(s), driver, CUDA and library versions, and who else was using
+    the GPU when the run began (their figures may be skewed)."""
     from importlib import metadata
 
     from hwprobe import __version__
@@ -126,11 +206,32 @@ def environment(device: Any, suite_name: str, argv: list[str] | None = None) -> 
         "hwprobe_version": __version__, "suite": suite_name, "argv": argv or sys.argv,
         "host": socket.gethostname(), "platform": platform.platform(), "python": sys.version.split()[0],
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "libraries": libs,
-        "device": device.to_dict(),
+        "device": device.to_dict(), "rounds": rounds,
     }
+    if devices and len(devices) > 1:
+        env["devices"] = [d.to_dict() for d in devices]
     if getattr(device, "kind", "") == "gpu":
         env["cuda"] = _cuda_versions()
+        env["gpu_sharing"] = _sharing(devices or [device])
     return env
+
+
+def _sharing(devices: list) -> dict[str, Any]:
+    """Other processes on each GPU and its utilization just before the run (NVML; a container may hide them)."""
+    try:
+        from hwprobe.device import nvml
+    except Exception as e:  # pragma: no cover
+        return {"error": str(e)}
+    reader = getattr(nvml, "other_processes", None)
+    if reader is None:
+        return {}
+    out = {}
+    for d in devices:
+        try:
+            out[str(d.index)] = reader(d)
+        except Exception as e:  # never fail a run on this
+            out[str(d.index)] = {"error": f"{type(e).__name__}: {e}"}
+    return out
 
 
 def _cuda_versions() -> dict[str, Any]:

@@ -28,6 +28,8 @@ class Suite:
     description: str
     entries: list[SuiteEntry]
     path: str
+    rounds: int = 1                   # each probe runs this many times, interleaved: the ceilings' spread
+    budget_s: float | None = None     # the wall time the suite is meant to take (progress estimates)
 
 
 def suite_dirs() -> list[Path]:
@@ -75,7 +77,18 @@ def parse(data: dict[str, Any], path: str = "<suite>") -> Suite:
             raise InputError(f"suite {path!r}: [[probes]] entry {i + 1} needs a 'probe' name")
         params = {k: tuple(v) if isinstance(v, list) else v for k, v in item.items() if k != "probe"}
         entries.append(SuiteEntry(item["probe"], params))
-    return Suite(str(data.get("name", Path(path).stem)), target, str(data.get("description", "")), entries, path)
+    rounds = data.get("rounds", 1)
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
+        raise InputError(f"suite {path!r}: 'rounds' must be a whole number from 1 to 100, not {rounds!r}")
+    budget = data.get("budget_s")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0):
+        raise InputError(f"suite {path!r}: 'budget_s' must be a positive number of seconds, not {budget!r}")
+    known = {"name", "target", "description", "probes", "rounds", "budget_s"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise InputError(f"suite {path!r}: unknown key {', '.join(unknown)} (keys: {', '.join(sorted(known))})")
+    return Suite(str(data.get("name", Path(path).stem)), target, str(data.get("description", "")), entries, path,
+                 rounds, float(budget) if budget is not None else None)
 
 
 def validate(suite: Suite) -> None:
@@ -91,4 +104,4 @@ def validate(suite: Suite) -> None:
             raise InputError(
                 f"suite {suite.name!r}: probe {e.probe!r} targets the {p.target}, the suite the {suite.target}"
             )
-        p.check_params(e.params)
+        p.check_params(e.params, where=f"suite {suite.path!r}")

@@ -35,8 +35,8 @@ def sample_measurements() -> list[Measurement]:
         meas("l2.capacity", 60 * 2**20, kind="capacity", unit="B", level="l2"),
         Measurement(probe="gpu.latency", metric="latency.dram", kind="latency", value=650e-9, unit="s",
                     level="dram", params={"cycles": 1200}),
-        Measurement(probe="gpu.mma", metric="fp8.skipped", kind="info", value=0.0, unit="",
-                    notes=["skipped: fp8 mma.sync needs sm_89+"]),
+        Measurement(probe="gpu.mma", metric="fp8.skipped", kind="info", value=0.0, unit="", status="skipped",
+                    reason="fp8 mma.sync needs sm_89+"),
         Measurement(probe="gpu.gemm", metric="pitfall.int8_vs_fp16", kind="info", value=7.0, unit="x",
                     notes=["INT8 NN is 7x slower than FP16"]),
     ]

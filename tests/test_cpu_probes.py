@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from hwprobe.device.cpu import discover
+from hwprobe.probes.base import _REGISTRY, ProbeContext
 from hwprobe.probes.cpu import compute as cpu_compute
 from hwprobe.probes.cpu import stream as cpu_stream
-from hwprobe.probes.base import _REGISTRY, ProbeContext
 from hwprobe.timing.sampler import CpuClockSampler
 
 

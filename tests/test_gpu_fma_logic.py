@@ -592,9 +592,10 @@ def test_simulated_run_isolates_failures_and_skips_old_archs(monkeypatch):
     out = _simulated_run(monkeypatch, _FakeDevice(fail_struct="OpF64"), precisions=("fp64", "fp32"),
                          experiments=False)
     assert [(m.metric, m.kind) for m in out] == [("fp64.cuda_core.dfma", "info"), ("fp32.cuda_core.ffma", "compute")]
-    assert out[0].flags == ["error"] and "simulated NVRTC failure" in out[0].notes[0] and not out[0].valid
+    assert out[0].status == "error" and "simulated NVRTC failure" in out[0].reason
     out = _simulated_run(monkeypatch, _FakeDevice(), cc=(7, 5), precisions=("bf16",), experiments=False)
-    assert len(out) == 1 and out[0].kind == "info" and out[0].notes == ["skipped: needs sm_80, device is sm_75"]
+    assert len(out) == 1 and out[0].kind == "info" and out[0].status == "skipped"
+    assert out[0].reason == "needs sm_80, device is sm_75"
 
 
 def test_simulated_single_config(monkeypatch):

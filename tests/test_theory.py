@@ -2,6 +2,7 @@
 
 import pytest
 
+from hwprobe.judge import judge
 from hwprobe.specs import theory as th
 
 T = 1e12
@@ -135,7 +136,7 @@ def test_attach_prefers_the_kernels_own_clock():
     m = Measurement(probe="gpu.wgmma", metric="fp16.tensor_core.wgmma", kind="compute", value=900e12,
                     unit="FLOP/s", precision="fp16", exec_unit="tensor_core", path="instruction",
                     clocks=ClockSummary(sm_mhz=1980, sm_mhz_max=1980), params={"kernel_sm_mhz": [1740, 1750, 1760]})
-    device_theory(gpu).attach(m)
+    judge(m, device_theory(gpu))
     assert m.theory.clock_mhz == 1750
     assert m.theory.at_clock == pytest.approx(132 * 2048 * 2 * 1750e6)
     assert m.valid

@@ -11,47 +11,31 @@ from hwprobe.cli import cli, console
 
 
 @cli.command()
-@click.option("--device", "-d", default=None, help="GPU index, or 'cpu'. Default: GPU 0, else the CPU.")
+@click.option("--device", "-d", default=None,
+              help="GPU index, several as 0,1 or 'all' (interconnect probes), or 'cpu'. Default: GPU 0, else the CPU.")
 @click.option("--suite", "-s", default=None, help="Suite name (see 'hwprobe list suites') or a TOML file.")
 @click.option("--out", "-o", default=None, type=click.Path(file_okay=False), help="Results root (default results/).")
 @click.option("--precision", "-p", "precisions", default=None,
               help="Comma-separated precisions to keep (compute probes only), e.g. fp16,int8.")
 @click.option("--quick", is_flag=True, help="Small sizes and few repeats: a smoke run, not ceilings.")
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON on stdout.")
+@click.option("--rounds", "-r", type=int, default=None,
+              help="Run the suite's probes this many times, interleaved: each ceiling's spread and stability "
+                   "(default: the suite's own).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
-def run(device, suite, out, precisions, quick, as_json, quiet) -> None:
+@click.option("--verbose", "-v", is_flag=True, help="Also print what each probe is doing (its log).")
+def run(device, suite, out, precisions, quick, as_json, rounds, quiet, verbose) -> None:
     """Run a suite and leave a results directory with measurements and profile.json."""
     from hwprobe import api
-    from hwprobe.units import pct, si
+    from hwprobe.report.progress import RunProgress
 
     err = console(stderr=True)
     precs = tuple(p.strip() for p in precisions.split(",") if p.strip()) if precisions else None
-
-    def on_probe(name: str, i: int, n: int) -> None:
-        if quiet:
-            return
-        if i == 0:  # printed once the results directory exists, so bad input stays a single line
-            if notice:
-                err.print(notice)
-            err.print(f"{dev.label}  suite {s.name!r} ({n} probes)")
-        err.print(f"[bold][{i + 1}/{n}] {name}[/bold]")
-
-    def on_measurement(m) -> None:
-        if quiet or m.kind == "sweep":
-            return
-        if m.kind == "info":
-            err.print(f"    {m.metric}: {' '.join(m.notes)[:160] or '; '.join(m.flags)[:160]}")
-            return
-        extra = ""
-        if m.theory and m.theory.at_clock:
-            clk = f" @ {m.theory.clock_mhz:.0f} MHz" if m.theory.clock_mhz else ""
-            extra = f"  ({pct(m.fraction_of_theory)} of {si(m.theory.at_clock, m.unit)}{clk})"
-        flag = "" if m.valid else f"  [red]INVALID: {'; '.join(m.flags)}[/red]"
-        err.print(f"    {m.metric}: {si(m.value, m.unit)}{extra}{flag}")
-
-    dev, s, notice = api.plan(device, suite, precs)
-    res = api.run(device, suite, out, precisions=precs, quick=quick,
-                  on_measurement=on_measurement, on_probe=on_probe)
+    plan = api.plan(device, suite, precs, rounds)
+    progress = RunProgress(err, plan, quiet=quiet, summary_follows=not as_json)
+    with progress:
+        res = api.run(plan, out=out, quick=quick, on_measurement=progress.on_measurement,
+                      on_probe=progress.on_probe, log=progress.log if verbose and not quiet else None)
     if as_json:
         click.echo(json.dumps(res.profile.to_dict(), indent=2, default=str))
     elif not quiet:

@@ -113,3 +113,23 @@ def select(device: str | None) -> GpuInfo | CpuInfo:
             return g
     have = ", ".join(f"{g.index} ({g.name})" for g in found) or "none (no CUDA device or no CuPy)"
     raise InputError(f"no GPU with index {idx}; GPUs here: {have}; or use --device cpu")
+
+
+def select_many(device: str | None) -> list[GpuInfo | CpuInfo]:
+    """Resolve ``--device`` for a run: one device as ``select`` does, or several GPUs as "0,1,3" or "all"
+    (the first is the primary device; interconnect probes use them all)."""
+    text = None if device is None else str(device).strip().lower()
+    if text not in (None, "all") and "," not in text:
+        return [select(device)]
+    found = gpus()
+    if text == "all":
+        if not found:
+            raise InputError("--device all: no CUDA GPU here (no CUDA device or no CuPy); or use --device cpu")
+        return found
+    picked = [select(part.strip()) for part in text.split(",") if part.strip()]
+    if any(d.kind != "gpu" for d in picked):
+        raise InputError(f"--device {device!r}: a list names GPU indices only")
+    if len({d.index for d in picked}) != len(picked):
+        raise InputError(f"--device {device!r} names a GPU twice")
+    return picked
+

@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hwprobe.errors import InputError, VerificationError
+from hwprobe.errors import InputError, Skip, VerificationError
 from hwprobe.measurement import Measurement, Stats
+from hwprobe.vocab import Status
 
 ProbeFunc = Callable[..., Iterator[Measurement]]
 
@@ -28,34 +29,46 @@ class Probe:
     summary: str
     func: ProbeFunc
     precisions: tuple[str, ...] = ()
+    choices: dict[str, tuple] = field(default_factory=dict)     # parameter -> allowed values
+    ranges: dict[str, tuple] = field(default_factory=dict)      # parameter -> (lo, hi); numbers default to >= 0
 
     def params(self) -> dict[str, Any]:
         """Parameters a suite may set, with their defaults."""
         sig = inspect.signature(self.func)
         return {k: p.default for k, p in list(sig.parameters.items())[1:]}
 
-    def check_params(self, params: dict[str, Any]) -> None:
+    def check_params(self, params: dict[str, Any], where: str = "suite") -> None:
+        """Every parameter known, of its declared type, range and allowed values (hwprobe.probes.params)."""
+        from hwprobe.probes.params import check, specs_of
+
         allowed = self.params()
         unknown = sorted(set(params) - set(allowed))
         if unknown:
             raise InputError(
-                f"probe {self.name!r} has no parameter {', '.join(unknown)} (it takes: {', '.join(allowed) or 'none'})"
+                f"{where}: probe {self.name!r} has no parameter {', '.join(unknown)} "
+                f"(it takes: {', '.join(allowed) or 'none'})"
             )
+        specs = specs_of(self.func, self.choices, self.ranges)
+        for k, v in params.items():
+            check(specs[k], v, f"{where}: probe {self.name!r}")
         precs = params.get("precisions")
         if precs is not None and self.precisions:
             bad = [p for p in precs if p not in self.precisions]
             if bad:
                 raise InputError(
-                    f"probe {self.name!r} does not measure precision {', '.join(bad)} "
+                    f"{where}: probe {self.name!r} does not measure precision {', '.join(bad)} "
                     f"(it does: {', '.join(self.precisions)})"
                 )
 
 
-def probe(*, name: str, target: str, family: str, summary: str, precisions: tuple[str, ...] = ()):
-    """Register a probe function under ``name``."""
+def probe(*, name: str, target: str, family: str, summary: str, precisions: tuple[str, ...] = (),
+          choices: dict[str, tuple] | None = None, ranges: dict[str, tuple] | None = None):
+    """Register a probe function under ``name``; ``choices`` and ``ranges`` declare its parameters' allowed
+    values beyond the types its defaults give (checked when a suite is planned, before any measuring)."""
 
     def deco(func: ProbeFunc) -> ProbeFunc:
-        _REGISTRY[name] = Probe(name, target, family, summary, func, precisions)
+        _REGISTRY[name] = Probe(name, target, family, summary, func, precisions, dict(choices or {}),
+                                dict(ranges or {}))
         return func
 
     return deco
@@ -66,9 +79,11 @@ class ProbeContext:
     """Everything a probe may use: the device, the clock sampler, the timer and the run options."""
 
     target: str                               # "gpu" | "cpu"
-    device: Any                               # GpuInfo | CpuInfo
+    device: Any                               # the primary device: GpuInfo | CpuInfo
     sampler: Any                              # ClockSampler | CpuClockSampler | NullSampler
     probe_name: str = ""
+    devices: list[Any] = field(default_factory=list)  # every device of the run (interconnect probes); [device]
+    theory: Any = None                        # specs.DeviceTheory of ``device``: peaks at any clock
     quick: bool = False                       # smaller sizes, fewer repeats (tests, smoke runs)
     log: Callable[[str], None] = field(default=lambda msg: None)
     warmup: int = 2
@@ -129,6 +144,26 @@ class ProbeContext:
         if st.cv > 0.05:
             m.notes.append(f"samples vary: cv {st.cv:.1%}")
         return m
+
+    def __post_init__(self) -> None:
+        if not self.devices and self.device is not None:
+            self.devices = [self.device]
+
+    def skip(self, metric: str, reason: str, **meta: Any) -> Measurement:
+        """The record of a point or variant that can't run here (the run goes on); ``reason`` says why."""
+        self.log(f"{metric}: skipped: {reason}")
+        return Measurement(probe=self.probe_name, metric=metric, kind="info", value=0.0, unit="",
+                           status=Status.SKIPPED.value, reason=reason, **meta)
+
+    def error(self, metric: str, what: str, exc: BaseException, **meta: Any) -> Measurement:
+        """The record of a point that failed while measuring: it sets the run's exit code to 1. A ``Skip``
+        raised inside is a skip, not an error."""
+        if isinstance(exc, Skip):
+            return self.skip(metric, f"{what}: {exc}", **meta)
+        reason = f"{what}: {type(exc).__name__}: {exc}"
+        self.log(f"{metric}: error: {reason}")
+        return Measurement(probe=self.probe_name, metric=metric, kind="info", value=0.0, unit="",
+                           status=Status.ERROR.value, reason=reason, **meta)
 
     def derived(self, metric: str, value: float, *, unit: str, kind: str, **meta: Any) -> Measurement:
         """A value computed from other measurements (a detected capacity, a ridge point): no samples."""

@@ -1,8 +1,8 @@
 """Datasheet entries (skus.toml) and the theory beside every measurement.
 
 A ``DeviceTheory`` holds what theory needs about one device (SMs, clocks, bus, PCIe link, per-SM rates) and
-the datasheet it matched. It computes peaks at the max clock and at a measured clock, attaches them to
-Measurements (marking results above theory invalid), and lists where theory and datasheet disagree.
+the datasheet it matched. It computes peaks at the max clock and at any given clock, and lists where theory
+and datasheet disagree. Judging a measurement against it is hwprobe.judge's job.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from hwprobe.errors import InputError
-from hwprobe.measurement import Measurement, Theory
+from hwprobe.measurement import Theory
 from hwprobe.specs import theory as th
 
 try:
@@ -22,7 +22,6 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-ABOVE_THEORY = 1.03          # a result more than 3% above theory at the measured clock is invalid
 # Vendor parts that run TF32 and BF16 tensor math at half rate (FP32 accumulate), when no entry matched.
 GEFORCE_TENSOR_SCALE = {"sm_86": {"tf32": 0.5, "bf16": 0.5}, "sm_89": {"tf32": 0.5, "bf16": 0.5}}
 _LEVEL_ALIASES = {"hbm": "dram", "gmem": "dram", "global": "dram", "smem": "shared"}
@@ -302,70 +301,6 @@ class DeviceTheory:
         """DRAM bandwidth theory (the roofline's slope)."""
         return self.memory("dram")
 
-    # ------------------------------------------------------------------------------------ measurements
-    def attach(self, m: Measurement) -> None:
-        """Fill ``m.theory`` from its kind, precision, unit or level and the clock measured during it.
-
-        The clock is the kernel's own (``params["kernel_sm_mhz"]``) where it timed one, else NVML's median.
-        A rate above theory there moves theory to the highest clock sampled, then (no kernel clock: NVML
-        lags) to the max clock, flagged ``clock_lag``; beyond 3% over any of these it is marked invalid."""
-        c = m.clocks
-        sm_clk = c.sm_mhz if c else None
-        sm_top = (c.sm_mhz_max or c.sm_mhz) if c else None
-        kernel_mhz = m.params.get("kernel_sm_mhz")
-        if kernel_mhz:
-            # The kernel timed its own SM clock (clock64 cycles over each launch's event time): the true
-            # average clock, where NVML's readings lag a power-cap drop by ~100 ms.
-            vals = kernel_mhz if isinstance(kernel_mhz, list) else [kernel_mhz]
-            sm_clk = float(sorted(vals)[len(vals) // 2])
-            sm_top = max(vals)
-            if c is not None:
-                m.notes.append(f"theory uses the in-kernel SM clock {sm_clk:.0f} MHz (NVML median {c.sm_mhz} MHz)")
-        if m.kind == "compute" and m.precision and m.exec_unit and m.unit in ("FLOP/s", "OP/s"):
-            sparse = bool(m.params.get("sparse")) or m.params.get("sparsity") == "2:4"
-
-            def at(clk):
-                return self.compute(m.precision, m.exec_unit, clk, sparse=sparse)
-        elif m.kind == "memory" and m.level and m.unit == "B/s":
-            level = _LEVEL_ALIASES.get(m.level, m.level)
-            if level == "dram":
-                sm_clk = c.mem_mhz if c else None   # DRAM theory follows the memory clock, not the SM clock
-                sm_top = sm_clk
-
-            def at(clk):
-                return self.memory(level, clk)
-        else:
-            return
-        t = at(sm_clk)
-        if t is None:
-            return
-        m.theory = t
-        if m.value <= t.at_clock or (kernel_mhz and m.value <= ABOVE_THEORY * t.at_clock):
-            return                                   # the kernel's own clock is exact: 3% is noise, not lag
-        # Above theory at the median clock: find the clock that explains it before calling it a bug.
-        top = at(sm_top) if sm_top else None
-        if top and m.value <= top.at_clock:
-            # the clock moved during the window: the highest clock sampled explains the rate
-            m.theory = top
-            m.notes.append(f"the SM clock varied during the probe (median {sm_clk:.0f}, max {sm_top:.0f} MHz): "
-                           "theory at the highest clock sampled")
-            return
-        at_max = at(None)
-        if not kernel_mhz and sm_clk and at_max and at_max.at_clock and m.value <= ABOVE_THEORY * at_max.at_clock:
-            # Faster than theory at every NVML reading, within theory at the max clock: NVML's clock reading lags
-            # (by ~100 ms on Hopper) and this probe has no clock of its own, so the max clock is the bound.
-            needed = sm_clk * m.value / t.at_clock
-            m.flags.append("clock_lag")
-            m.notes.append(f"NVML read {sm_clk:.0f} MHz, but this rate needs at least {needed:.0f} MHz: NVML's "
-                           f"clock reading lags short probes, so theory here uses the max clock")
-            m.theory = at_max
-            return
-        bound = max(x.at_clock for x in (t, top) if x is not None)
-        if m.value <= ABOVE_THEORY * bound:
-            return                                   # within the 3% measurement tolerance
-        m.valid = False
-        m.flags.append(f"above_theory: {_si(m.value, m.unit)} > 1.03 x {_si(bound, m.unit)} ({t.basis})")
-
     # ------------------------------------------------------------------------------------ tables
     def _pairs(self) -> list[tuple[str, str]]:
         if self.kind == "cpu":
@@ -442,7 +377,7 @@ class DeviceTheory:
         if self.sku:
             lines += [f"  note: {n}" for n in self.sku.notes]
         if self.sku and self.sku.power_modes:
-            from hwprobe.specs.modes import render_module   # Jetson: published vs theory, power modes
+            from hwprobe.specs.modes import render_module  # Jetson: published vs theory, power modes
 
             lines += render_module(self.sku)
         return "\n".join(lines)
@@ -502,7 +437,7 @@ def match_cpu(model: str) -> Sku | None:
 
 def _gpu_theory(info) -> DeviceTheory:
     if getattr(info, "jetson", None):
-        from hwprobe.specs.modes import jetson_theory   # live SMs x devfreq cap, EMC x module bus
+        from hwprobe.specs.modes import jetson_theory  # live SMs x devfreq cap, EMC x module bus
 
         return jetson_theory(info)
     sku = match(info.name, sms=info.sms, mem_bytes=info.mem_bytes or None, clock_mhz=info.sm_clock_max_mhz)

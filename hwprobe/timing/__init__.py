@@ -13,7 +13,7 @@ from hwprobe.interrupt import check as check_interrupt
 from hwprobe.timing.sampler import ClockSampler, CpuClockSampler, NullSampler
 
 __all__ = [
-    "clock_mhz",
+    "clock_mhz", "sampler_for",
     "time_host", "time_cuda", "time_cuda_once", "iterations_for", "ClockSampler", "CpuClockSampler", "NullSampler",
 ]
 
@@ -71,3 +71,14 @@ def clock_mhz(cycles, ns):
     import numpy as np
 
     return np.asarray(cycles, dtype=np.float64) / np.asarray(ns, dtype=np.float64) * 1e3
+
+
+def sampler_for(device):
+    """The clock sampler for a device: NVML for a GPU it can see, cpufreq for the CPU, nothing otherwise."""
+    if getattr(device, "kind", None) == "gpu":
+        from hwprobe.device import nvml
+
+        h = nvml.handle(device)
+        return ClockSampler(h) if h is not None else NullSampler()
+    return CpuClockSampler()
+

@@ -399,11 +399,16 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
     return meas
 
 
+# What a library says when it does not offer a case (an odd size for INT8, a layout): a skip, not a failure.
+UNSUPPORTED = ("NOT_SUPPORTED", "not supported", "No algorithm", "no algorithm", "ARCH_MISMATCH")
+
+
 def failure(ctx, metric: str, what: str, e: Exception, **meta) -> Measurement:
-    """An "info" record for a point that could not run: the error is the finding."""
-    msg = f"{type(e).__name__}: {e}"
-    ctx.log(f"{metric}: {what} failed: {msg}")
-    return ctx.derived(metric, 0.0, unit="", kind="info", notes=[f"skipped: {what}: {msg}"], **meta)
+    """The record of a point that could not run: a skip where the library does not offer the case (or a
+    ``Skip``), an error (exit code 1) for anything else."""
+    if not isinstance(e, Skip) and any(s in str(e) for s in UNSUPPORTED):
+        return ctx.skip(metric, f"{what}: {type(e).__name__}: {e}", **meta)
+    return ctx.error(metric, what, e, **meta)
 
 
 def sm_mhz(m: Measurement) -> float | None:

@@ -439,10 +439,8 @@ class _Family:
         return notes
 
 
-def _info(ctx: ProbeContext, fam: Family, note: str, *, error: bool) -> Measurement:
-    return ctx.derived(fam.metric, 0.0, unit="warp-instr/s" if fam.experiment else fam.a.unit, kind="info",
-                       precision=None if fam.experiment else fam.a.precision, exec_unit="cuda_core",
-                       path="instruction", valid=not error, flags=["error" if error else "skipped"], notes=[note])
+def _meta(fam: Family) -> dict:
+    return dict(precision=None if fam.experiment else fam.a.precision, exec_unit="cuda_core", path="instruction")
 
 
 @probe(name="gpu.fma", target="gpu", family="compute", precisions=PRECISIONS,
@@ -468,8 +466,7 @@ def run(ctx: ProbeContext, precisions: tuple[str, ...] = PRECISIONS, search: boo
     for fam in fams:
         if cc < fam.min_cc:
             need = f"sm_{fam.min_cc[0]}{fam.min_cc[1]}"
-            ctx.log(f"{fam.metric}: skipped, needs {need}")
-            yield _info(ctx, fam, f"skipped: needs {need}, device is {dev.arch}", error=False)
+            yield ctx.skip(fam.metric, f"needs {need}, device is {dev.arch}", **_meta(fam))
             continue
         try:
             fd = _Family(cp, fam, dev)
@@ -477,8 +474,7 @@ def run(ctx: ProbeContext, precisions: tuple[str, ...] = PRECISIONS, search: boo
                                        report_ipc=experiments)
             warm_s = 0.02
         except Exception as e:  # one family failing must not end the run
-            ctx.log(f"{fam.metric}: {type(e).__name__}: {e}")
-            yield _info(ctx, fam, f"error: {type(e).__name__}: {e}", error=True)
+            yield ctx.error(fam.metric, fam.metric, e, **_meta(fam))
 
 
 def _warm_up(cp, fd: _Family, cfg: S.Config, seconds: float) -> None:

@@ -179,8 +179,9 @@ def chain_constants(n: int, dtype) -> tuple[float, float, float]:
 
 
 @probe(name="cpu.fma", target="cpu", family="compute", precisions=("fp64", "fp32"),
-       summary="Peak FP64/FP32 FLOP/s on all cores: independent vector FMA chains (numba, explicit vectors)")
-def run(ctx, precisions=("fp64", "fp32"), threads=None):
+       summary="Peak FP64/FP32 FLOP/s on all cores: independent vector FMA chains (numba, explicit vectors)",
+       ranges={"threads": (1, 4096)})
+def run(ctx, precisions=("fp64", "fp32"), threads: int | None = None):
     try:
         import numba
     except ImportError as e:

@@ -134,8 +134,9 @@ def _asm_notes(kern) -> list[str]:
 
 
 @probe(name="cpu.stream", target="cpu", family="memory",
-       summary="DRAM bandwidth on all cores: STREAM copy, scale, add, triad (arrays >= 4x LLC)")
-def run(ctx, ops=OPS, min_bytes_per_array=None, llc_multiple=4, threads=None):
+       summary="DRAM bandwidth on all cores: STREAM copy, scale, add, triad (arrays >= 4x LLC)",
+       choices={"ops": OPS}, ranges={"llc_multiple": (1, 64), "threads": (1, 4096), "min_bytes_per_array": (1, None)})
+def run(ctx, ops=OPS, min_bytes_per_array: int | None = None, llc_multiple: int = 4, threads: int | None = None):
     try:
         import numba
     except ImportError as e:

@@ -69,8 +69,8 @@ def repeat(launch: Callable[[], object], n: int) -> Callable[[], None]:
 
 def info(ctx, metric: str, what: str, err: BaseException | str, **meta) -> Measurement:
     """An "info" measurement standing for a point or variant that could not run; the probe goes on."""
-    msg = f"{what}: {type(err).__name__}: {err}" if isinstance(err, BaseException) else f"{what}: {err}"
-    ctx.log(msg)
-    return ctx.derived(metric, 0.0, unit="", kind="info", notes=[f"skipped: {msg}"], **meta)
+    if isinstance(err, BaseException):
+        return ctx.error(metric, what, err, **meta)
+    return ctx.skip(metric, f"{what}: {err}", **meta)
 
 

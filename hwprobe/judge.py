@@ -1,0 +1,128 @@
+"""Judging a measurement against theory: which clock explains it, is it above what the hardware can do.
+
+Theory itself (peaks at any clock) lives in hwprobe.specs; this step picks the clock a figure ran at, attaches
+the theory there, and marks the record: ``clock_disagreement`` where the kernel's own clock and NVML's differ,
+``theory_clock_moved``/``clock_lag`` wherever theory had to move off the clock first chosen (every move is
+flagged), and invalid when even the most generous defensible clock cannot explain the rate (3% tolerance).
+
+Clock sources, in order of trust (``params["theory_clock_source"]`` names the one used):
+- "kernel": clock64 cycles over %globaltimer of the timed kernel itself (``params["kernel_sm_mhz"]``);
+- "sentinel": a clock64/globaltimer kernel run just before and after a library's timed window
+  (``params["sentinel_sm_mhz"]``);
+- "nvml" (GPU) or "cpufreq" (CPU): the median clock read beside the window (NVML's lags by ~100 ms);
+- "max": the device's max clock, only when a rate timed without its own clock needs it (``clock_lag``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hwprobe.measurement import Measurement, Theory
+from hwprobe.units import si
+from hwprobe.vocab import Kind
+
+SAMPLED = ("nvml", "cpufreq")   # clocks read beside the run (they lag), not timed by the kernel itself
+ABOVE_THEORY = 1.03          # a result more than 3% above theory at its clock is invalid
+CLOCK_AGREEMENT = 0.03       # kernel (or sentinel) and NVML clocks further apart than this are flagged
+_LEVEL_ALIASES = {"hbm": "dram", "gmem": "dram", "global": "dram", "smem": "shared"}
+
+
+def _median(vals) -> float:
+    vals = sorted(vals if isinstance(vals, list) else [vals])
+    return float(vals[len(vals) // 2])
+
+
+def own_clock(m: Measurement) -> tuple[float | None, float | None, str]:
+    """(clock, highest clock, source) for the SM clock a compute or on-chip figure ran at."""
+    c = m.clocks
+    for key, source in (("kernel_sm_mhz", "kernel"), ("sentinel_sm_mhz", "sentinel")):
+        v = m.params.get(key)
+        if v:
+            vals = v if isinstance(v, list) else [v]
+            return _median(vals), float(max(vals)), source
+    if c and c.sm_mhz:
+        return c.sm_mhz, c.sm_mhz_max or c.sm_mhz, c.source if c.source in SAMPLED else "nvml"
+    return None, None, "max"
+
+
+def judge(m: Measurement, theory) -> None:
+    """Attach theory to ``m`` (a DeviceTheory's peaks at the clock ``m`` ran at) and mark it. Records that
+    brought their own theory (interconnect probes) are only checked against it."""
+    if m.theory is not None and m.theory.at_clock:
+        _check_bound(m, m.theory.at_clock, m.theory.basis)
+        return
+    at = _theory_fn(m, theory)
+    if at is None:
+        return
+    if m.kind == Kind.MEMORY and _LEVEL_ALIASES.get(m.level, m.level) == "dram":
+        clk = m.clocks.mem_mhz if m.clocks else None      # DRAM theory follows the memory clock
+        top, source = clk, "memory"
+    else:
+        clk, top, source = own_clock(m)
+    t = at(clk)
+    if t is None:
+        return
+    m.theory = t
+    m.params["theory_clock_source"] = source
+    _compare_clocks(m, clk, source)
+    _pct_at_each_clock(m, at, clk, source)
+    if m.value <= ABOVE_THEORY * t.at_clock:
+        return
+    if source in SAMPLED and top and top > clk:
+        t_top = at(top)
+        if t_top and m.value <= ABOVE_THEORY * t_top.at_clock:
+            m.theory = t_top
+            m.flags.append(f"theory_clock_moved: NVML median {clk:.0f} -> highest sampled {top:.0f} MHz")
+            return
+    if source in SAMPLED:
+        t_max = at(None)
+        if t_max and t_max.at_clock and m.value <= ABOVE_THEORY * t_max.at_clock:
+            needed = clk * m.value / t.at_clock if clk else None
+            m.theory = t_max
+            m.params["theory_clock_source"] = "max"
+            m.flags.append("clock_lag")
+            m.notes.append(f"{source} read {clk:.0f} MHz, but this rate needs at least {needed:.0f} MHz: the clock "
+                           "reading lags short probes, so theory here uses the max clock")
+            return
+    _check_bound(m, t.at_clock, t.basis)
+
+
+def _check_bound(m: Measurement, bound: float, basis: str) -> None:
+    if m.value > ABOVE_THEORY * bound:
+        m.valid = False
+        m.flags.append(f"above_theory: {si(m.value, m.unit)} > 1.03 x {si(bound, m.unit)} ({basis})")
+
+
+def _theory_fn(m: Measurement, theory) -> Callable[[float | None], Theory | None] | None:
+    if m.kind == Kind.COMPUTE and m.precision and m.exec_unit and m.unit in ("FLOP/s", "OP/s"):
+        sparse = bool(m.params.get("sparse")) or m.params.get("sparsity") == "2:4"
+        return lambda clk: theory.compute(m.precision, m.exec_unit, clk, sparse=sparse)
+    if m.kind == Kind.MEMORY and m.level and m.unit == "B/s":
+        level = _LEVEL_ALIASES.get(m.level, m.level)
+        return lambda clk: theory.memory(level, clk)
+    return None
+
+
+def _compare_clocks(m: Measurement, clk: float | None, source: str) -> None:
+    """The kernel's (or sentinel's) clock against NVML's median: a disagreement over 3% is flagged with both."""
+    nvml = m.clocks.sm_mhz if m.clocks else None
+    if source in ("kernel", "sentinel") and clk and nvml:
+        m.params["clocks_mhz"] = {source: round(clk, 1), "nvml": nvml}
+        if abs(nvml / clk - 1) > CLOCK_AGREEMENT and not any(f.startswith("clock_disagreement") for f in m.flags):
+            m.flags.append(f"clock_disagreement: {source} {clk:.0f} MHz vs NVML {nvml:.0f} MHz "
+                           f"({nvml / clk - 1:+.1%})")
+
+
+def _pct_at_each_clock(m: Measurement, at, clk: float | None, source: str) -> None:
+    """The figure as a share of theory at each clock there is: the chosen one, NVML's, and the max clock."""
+    out = {}
+    nvml = m.clocks.sm_mhz if m.clocks else None
+    pairs = ((source, clk), ("max", None)) if source == "memory" else ((source, clk), ("nvml", nvml), ("max", None))
+    for name, c in pairs:
+        if name in out or (c is None and name != "max"):
+            continue
+        t = at(c)
+        if t and t.at_clock:
+            out[name] = round(m.value / t.at_clock, 4)
+    if out:
+        m.params["pct_at"] = out

@@ -1,0 +1,126 @@
+"""Filing measurements into a Profile: one function per section, each over plain records.
+
+Each record is filed by its typed status (hwprobe.vocab.Status), never by text in its notes or flags:
+ok records become ceilings, capacities, latencies, maps and links; invalid ones, skips and errors go to their
+lists; "info" records that are ok are findings. Repeats of one metric (suite rounds) become a ceiling's runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hwprobe.measurement import Measurement
+from hwprobe.profile import SLOPE_PREFERENCE, SPARSE_SUFFIX, Ceiling, Link, MemoryLevel, Profile
+from hwprobe.vocab import Kind, Status, profile_precision
+
+
+def build(prof: Profile, ms: list[Measurement]) -> None:
+    runs: dict[str, list[Measurement]] = {}
+    slopes: dict[str, dict[str, Ceiling]] = {}      # level -> metric -> bandwidth ceiling candidates
+    for m in ms:
+        m.settle()
+        if m.status == Status.SKIPPED:
+            prof.skipped.append({"probe": m.probe, "metric": m.metric, "reason": m.reason})
+        elif m.status == Status.ERROR:
+            prof.errors.append({"probe": m.probe, "metric": m.metric, "error": m.reason})
+        elif m.status == Status.INVALID:
+            prof.invalid.append({"metric": m.metric, "probe": m.probe, "value": m.value, "unit": m.unit,
+                                 "reason": m.reason, "flags": m.flags})
+        elif m.kind == Kind.INFO:
+            prof.findings.append({"probe": m.probe, "metric": m.metric, "value": m.value, "unit": m.unit,
+                                  "text": " ".join(m.notes), "params": m.params})
+        else:
+            runs.setdefault(m.metric, []).append(m)
+    for same in runs.values():
+        lower_is_better = same[0].kind == Kind.LATENCY
+        best = (min if lower_is_better else max)(same, key=lambda m: m.value)
+        if best.link:
+            _link(prof, best, same)
+        elif best.kind == Kind.COMPUTE and best.precision and best.exec_unit and best.path:
+            _compute(prof, best, same)
+        elif best.level:
+            _memory(prof, best, same, slopes.setdefault(best.level, {}))
+    for level, cands in slopes.items():
+        _choose_slope(prof.memory[level], cands)
+    _sustained(prof)
+
+
+def _ceiling(best: Measurement, same: list[Measurement]) -> Ceiling:
+    c = Ceiling.of(best)
+    if len(same) > 1:
+        c.runs = [m.value for m in same]
+        c.runs_clock_mhz = [Ceiling.of(m).clock_mhz or 0.0 for m in same]
+    return c
+
+
+def _compute(prof: Profile, best: Measurement, same: list[Measurement]) -> None:
+    if best.params.get("exec_unit_inferred"):
+        return  # a unit inferred from the rate never fills a measured slot (it stays in measurements.jsonl)
+    slot = prof.compute.setdefault(profile_precision(best.precision), {}).setdefault(best.exec_unit, {})
+    key = best.path + (SPARSE_SUFFIX if best.params.get("sparse") else "")
+    if key not in slot or best.value > slot[key].value:
+        slot[key] = _ceiling(best, same)
+
+
+def _memory(prof: Profile, best: Measurement, same: list[Measurement], slopes: dict[str, Ceiling]) -> None:
+    lvl = prof.memory.setdefault(best.level, MemoryLevel())
+    if best.kind == Kind.MEMORY:
+        lvl.variants[best.metric] = best.value
+        if best.params.get("ceiling", True) is not False:  # e.g. pageable host copies are not ceilings
+            slopes[best.metric] = _ceiling(best, same)
+    elif best.kind == Kind.LATENCY:
+        lvl.latency_s = best.value
+        lvl.latency_cycles = best.params.get("cycles", lvl.latency_cycles)
+    elif best.kind == Kind.CAPACITY:
+        lvl.capacities[best.metric] = best.value
+        if lvl.capacity_bytes is None or best.params.get("primary"):
+            lvl.capacity_bytes = best.value
+    elif best.kind == Kind.MAP:
+        lvl.maps[best.metric] = best.params.get("map", best.params)
+
+
+def _choose_slope(lvl: MemoryLevel, cands: dict[str, Ceiling]) -> None:
+    """The level's roofline slope: the first variant of SLOPE_PREFERENCE, else the fastest ceiling variant."""
+    if not cands:
+        return
+    pick = None
+    for op in SLOPE_PREFERENCE:
+        named = [c for metric, c in cands.items() if metric.split(".")[-1] == op]
+        if named:
+            pick = max(named, key=lambda c: c.value)
+            break
+    if pick is None:
+        pick = max(cands.values(), key=lambda c: c.value)
+    others = ", ".join(f"{k.split('.')[-1]} {v.value / 1e9:.4g} GB/s" for k, v in cands.items() if v is not pick)
+    pick.notes = [*pick.notes, f"roofline slope: {pick.metric}" + (f" (beside it: {others})" if others else "")]
+    lvl.bandwidth = pick
+
+
+def _link(prof: Profile, best: Measurement, same: list[Measurement]) -> None:
+    p = best.params
+    link = prof.links.setdefault(best.link, Link(kind=p.get("link_kind", "p2p"),
+                                                 endpoints=list(p.get("endpoints") or []),
+                                                 link_type=p.get("link_type")))
+    if best.kind == Kind.LATENCY:
+        link.latency_s[p.get("ceiling_key", best.metric)] = best.value
+    elif best.kind in (Kind.MEMORY, Kind.COMPUTE):
+        key = p.get("ceiling_key", best.metric)
+        if key not in link.ceilings or best.value > link.ceilings[key].value:
+            link.ceilings[key] = _ceiling(best, same)
+    for k in ("size_at_90pct", "ranks", "hosts"):
+        if k in p:
+            link.params.setdefault(f"{p.get('ceiling_key', best.metric)}.{k}", p[k])
+
+
+def _sustained(prof: Profile) -> None:
+    """gpu.gemm_power's sustained rate on random operands becomes the library ceiling's ``sustained``."""
+    for f in prof.findings:
+        metric = f.get("metric", "")
+        if not metric.endswith(".power_data"):
+            continue
+        pts: dict[str, Any] = (f.get("params") or {}).get("points") or {}
+        rate = (pts.get("uniform") or {}).get("rate")
+        prec, unit = metric.split(".")[:2]
+        c = prof.compute.get(profile_precision(prec), {}).get(unit, {}).get("library")
+        if c is not None and rate:
+            c.sustained = max(c.sustained or 0.0, float(rate))

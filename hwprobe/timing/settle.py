@@ -1,0 +1,61 @@
+"""Letting a GPU settle before a ceiling, so that one probe's heat and power draw do not lower the next one's.
+
+The rule (recorded with every compute figure as ``params["start_state"]``): before each compute probe, wait
+until the GPU is back near where the run found it — temperature at most ``TEMP_MARGIN_C`` above the coolest
+reading seen so far in the run and power at most ``POWER_IDLE_FACTOR`` x the lowest idle power seen — polling
+NVML every 0.1 s, for at most ``MAX_WAIT_S``. A GPU that does not get there in time is measured anyway, and
+the record says so (``settled: false``). Clocks are only read, never set.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+TEMP_MARGIN_C = 5.0
+POWER_IDLE_FACTOR = 1.5
+MAX_WAIT_S = 6.0
+POLL_S = 0.1
+
+_floor: dict[str, float] = {}      # coolest temperature and lowest power seen in this process, per sampler
+
+
+def read_state(sampler) -> dict[str, float] | None:
+    """Temperature, power and SM clock now (None where the sampler has no NVML handle)."""
+    h = getattr(sampler, "_h", None)
+    if h is None:
+        return None
+    import pynvml as n
+
+    try:
+        return {"temp_c": float(n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU)),
+                "power_w": n.nvmlDeviceGetPowerUsage(h) * 1e-3,
+                "sm_mhz": float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM))}
+    except n.NVMLError:
+        return None
+
+
+def settle(sampler, *, check: Callable[[], None] = lambda: None, read: Callable[[Any], dict | None] = read_state,
+           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+           max_wait_s: float = MAX_WAIT_S) -> dict[str, Any] | None:
+    """Wait by the rule above; return the state the next figure starts from, or None without NVML."""
+    first = read(sampler)
+    if first is None:
+        return None
+    key = str(id(sampler))
+    floor_t = min(_floor.get(key + "t", first["temp_c"]), first["temp_c"])
+    floor_p = min(_floor.get(key + "p", first["power_w"]), first["power_w"])
+    t0, state = clock(), first
+    while True:
+        ok = state["temp_c"] <= floor_t + TEMP_MARGIN_C and state["power_w"] <= POWER_IDLE_FACTOR * floor_p
+        if ok or clock() - t0 >= max_wait_s:
+            break
+        check()
+        sleep(POLL_S)
+        state = read(sampler) or state
+        floor_t, floor_p = min(floor_t, state["temp_c"]), min(floor_p, state["power_w"])
+    _floor[key + "t"], _floor[key + "p"] = floor_t, floor_p
+    return {"settled": bool(ok), "waited_s": round(clock() - t0, 2), **{k: round(v, 1) for k, v in state.items()},
+            "rule": f"temp <= {floor_t:.0f}+{TEMP_MARGIN_C:.0f} C and power <= {POWER_IDLE_FACTOR}x "
+                    f"{floor_p:.0f} W, at most {max_wait_s:.0f} s"}

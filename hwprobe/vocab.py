@@ -1,0 +1,75 @@
+"""The allowed values of the fields that cross modules, in one place.
+
+Measurements, profiles, the schema and the report all speak these words; a test checks them against the
+JSON Schema's enums so the two never drift apart. They are ``str`` enums, so a member compares equal to its
+plain string and JSON stays plain strings.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class _Words(str, Enum):
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def values(cls) -> tuple[str, ...]:
+        return tuple(m.value for m in cls)
+
+
+class Status(_Words):
+    """What became of a measurement: the runner's exit code and the profile's lists follow it."""
+
+    OK = "ok"
+    SKIPPED = "skipped"        # can't run here (no tensor cores for FP8, no second GPU): the reason says why
+    ERROR = "error"            # failed while measuring: the run exits 1, the others' results are kept
+    INVALID = "invalid"        # measured, but wrong (failed check, above theory, SASS mismatch): never a ceiling
+
+
+class Kind(_Words):
+    COMPUTE = "compute"        # a rate: FLOP/s or OP/s
+    MEMORY = "memory"          # a bandwidth, B/s
+    LATENCY = "latency"
+    CAPACITY = "capacity"
+    SWEEP = "sweep"            # one point of a curve (kept in measurements.jsonl, not a ceiling)
+    MAP = "map"                # a table over SMs or pairs (stored whole in the profile)
+    INFO = "info"              # a finding, skip or error: no value of its own
+
+
+class ExecUnit(_Words):
+    CUDA_CORE = "cuda_core"
+    TENSOR_CORE = "tensor_core"
+    CPU = "cpu"
+    COPY_ENGINE = "copy_engine"
+
+
+class Path(_Words):
+    INSTRUCTION = "instruction"    # hand-written kernels issuing one instruction (FFMA, mma.sync, wgmma)
+    LIBRARY = "library"            # cuBLAS, cuBLASLt, cuSPARSELt, framework matmuls
+
+
+class Precision(_Words):
+    FP64 = "fp64"
+    FP32 = "fp32"
+    TF32 = "tf32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP8 = "fp8"
+    FP8_E4M3 = "fp8_e4m3"
+    FP8_E5M2 = "fp8_e5m2"
+    INT32 = "int32"
+    INT8 = "int8"
+    INT4 = "int4"
+    INT1 = "int1"
+
+
+# The precisions a profile's compute section is keyed by (FP8 formats fold into "fp8"), in display order.
+PROFILE_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int32", "int8", "int4", "int1")
+CEILING_UNITS = ("FLOP/s", "OP/s", "B/s")
+
+
+def profile_precision(precision: str) -> str:
+    """The compute-section key of a measured precision (both FP8 formats are "fp8")."""
+    return "fp8" if precision.startswith("fp8") else precision

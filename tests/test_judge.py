@@ -1,0 +1,57 @@
+"""Judging against theory: which clock, every move flagged, clock disagreements, % at each clock."""
+
+import pytest
+
+from hwprobe.device import GpuInfo
+from hwprobe.judge import judge
+from hwprobe.measurement import ClockSummary, Measurement, Theory
+from hwprobe.specs import device_theory
+
+T = 1e12
+
+
+def _h200():
+    return device_theory(GpuInfo(index=0, name="NVIDIA H200", cc_major=9, cc_minor=0, sms=132, l2_bytes=60 << 20,
+                                 mem_bytes=141 << 30, mem_clock_mhz=3201, bus_width_bits=6016,
+                                 sm_clock_max_mhz=1980))
+
+
+def _m(value, params=None, sm=1980.0, top=None):
+    return Measurement(probe="gpu.wgmma", metric="fp16.tensor_core.wgmma", kind="compute", value=value,
+                       unit="FLOP/s", precision="fp16", exec_unit="tensor_core", path="instruction",
+                       clocks=ClockSummary(sm_mhz=sm, sm_mhz_max=top or sm, source="nvml"), params=params or {})
+
+
+def test_kernel_clock_far_from_nvml_is_flagged_with_both_values():
+    m = _m(900 * T, {"kernel_sm_mhz": [1740, 1750, 1760]})
+    judge(m, _h200())
+    assert m.theory.clock_mhz == 1750 and m.params["theory_clock_source"] == "kernel"
+    assert m.valid and m.flags == ["clock_disagreement: kernel 1750 MHz vs NVML 1980 MHz (+13.1%)"]
+    assert m.params["pct_at"]["kernel"] == pytest.approx(900e3 / (132 * 4096 * 1.75), rel=1e-3)
+    assert m.params["pct_at"]["nvml"] == pytest.approx(900e3 / (132 * 4096 * 1.98), rel=1e-3)
+
+
+def test_agreeing_clocks_are_not_flagged():
+    m = _m(900 * T, {"kernel_sm_mhz": [1960.0]}, sm=1980.0)
+    judge(m, _h200())
+    assert m.flags == [] and m.valid
+
+
+def test_a_library_sentinel_clock_is_used_and_named():
+    m = _m(700 * T, {"sentinel_sm_mhz": [1500.0, 1520.0]}, sm=1700.0)
+    judge(m, _h200())
+    assert m.params["theory_clock_source"] == "sentinel" and m.theory.clock_mhz == 1520
+    assert any(f.startswith("clock_disagreement: sentinel 1520") for f in m.flags)
+
+
+def test_a_rate_above_theory_at_the_kernels_own_clock_is_invalid():
+    m = _m(1000 * T, {"kernel_sm_mhz": [1700.0]}, sm=1980.0)      # 1000 T needs 1850 MHz
+    judge(m, _h200())
+    assert not m.valid and any(f.startswith("above_theory") for f in m.flags)
+
+
+def test_a_probes_own_theory_is_kept_and_checked():
+    m = Measurement(probe="gpu.p2p", metric="p2p.ce.uni", kind="memory", value=500e9, unit="B/s", level=None,
+                    link="gpu0-gpu1", theory=Theory(at_clock=450e9, at_max_clock=450e9, basis="NVLink4 x18"))
+    judge(m, _h200())
+    assert not m.valid and "NVLink4 x18" in m.flags[0]

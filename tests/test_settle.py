@@ -1,0 +1,47 @@
+"""The settle rule before a compute probe, with a fake clock and fake NVML readings."""
+
+from hwprobe.timing import settle as st
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+    def sleep(self, s):
+        self.t += s
+
+
+def test_waits_until_cool_and_idle_then_records_the_state():
+    st._floor.clear()
+    clock = _Clock()
+    temps = iter([40.0, 55.0, 52.0, 48.0, 44.0, 44.0])
+    powers = iter([80.0, 600.0, 300.0, 150.0, 100.0, 100.0])
+
+    def read(_):
+        return {"temp_c": next(temps), "power_w": next(powers), "sm_mhz": 1980.0}
+
+    s1 = object()
+    first = st.settle(s1, read=read, clock=clock, sleep=clock.sleep)     # the run's first, idle reading
+    assert first["settled"] and first["waited_s"] == 0
+    state = st.settle(s1, read=read, clock=clock, sleep=clock.sleep)
+    assert state["settled"] and state["temp_c"] == 44.0 and state["power_w"] == 100.0
+    assert 0.2 < state["waited_s"] < 0.5 and "at most 6 s" in state["rule"]
+
+
+def test_gives_up_after_the_limit_and_says_so():
+    st._floor.clear()
+    clock = _Clock()
+    seq = [{"temp_c": 40.0, "power_w": 80.0, "sm_mhz": 1980.0}] + [{"temp_c": 70.0, "power_w": 690.0,
+                                                                     "sm_mhz": 1500.0}] * 1000
+    it = iter(seq)
+    s = object()
+    st.settle(s, read=lambda _: next(it), clock=clock, sleep=clock.sleep)
+    state = st.settle(s, read=lambda _: next(it), clock=clock, sleep=clock.sleep, max_wait_s=2.0)
+    assert state["settled"] is False and state["waited_s"] >= 2.0
+
+
+def test_no_nvml_no_wait():
+    assert st.settle(object(), read=lambda _: None) is None
