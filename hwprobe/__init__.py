@@ -20,4 +20,12 @@ def load_profile(path):
     return _load(path)
 
 
-__all__ = ["__version__", "run", "load_profile"]
+def analyze(model, profile=None, **kwargs):
+    """A model's layers on the measured roofline: an Analysis whose ``layers`` is a pandas DataFrame.
+    See hwprobe.models.analyze (model: ONNX file, layer CSV or built-in name; profile: results dir or JSON)."""
+    from hwprobe.models import analyze as _analyze
+
+    return _analyze(model, profile, **kwargs)
+
+
+__all__ = ["__version__", "run", "load_profile", "analyze"]

@@ -10,9 +10,9 @@ from hwprobe.cli import cli, console
 
 
 @cli.command("list")
-@click.argument("what", type=click.Choice(["devices", "probes", "suites"]))
+@click.argument("what", type=click.Choice(["devices", "probes", "suites", "models"]))
 def list_(what) -> None:
-    """List devices, probes or suites."""
+    """List devices, probes, suites or built-in models (for hwprobe analyze)."""
     con = console()
     if what == "devices":
         from hwprobe import device
@@ -26,6 +26,11 @@ def list_(what) -> None:
         for p in probes.registry().values():
             precs = f" [{', '.join(p.precisions)}]" if p.precisions else ""
             con.print(f"{p.name:20s} {p.target:3s} {p.family:12s} {p.summary}{precs}")
+    elif what == "models":
+        from hwprobe.models import zoo
+
+        for line in zoo.listing():
+            con.print(line)
     else:
         from hwprobe import suites
 

@@ -73,5 +73,10 @@ class Model:
     def macs(self) -> int:
         return sum(x.macs for x in self.layers)
 
+    @property
+    def gemm_macs(self) -> int:
+        """Multiply-adds of the GEMM-shaped layers (conv, FC, matmul): what papers count."""
+        return sum(x.macs for x in self.layers if x.op in GEMM_OPS)
+
     def __len__(self) -> int:
         return len(self.layers)

@@ -213,3 +213,13 @@ def build(name: str, batch: int = 1) -> Model:
     if arch is None:
         raise InputError(f"unknown built-in model {name!r}; models: {', '.join(ARCHS)} (hwprobe list models)")
     return arch.build(arch.name, batch)
+
+
+def listing() -> list[str]:
+    """One line per built-in model: name, parameters, conv/FC multiply-adds (224x224, batch 1) and its source."""
+    out = []
+    for a in ARCHS.values():
+        m = a.build(a.name, 1)
+        out.append(f"{a.name:13s} {m.params / 1e6:7.2f} M params {m.gemm_macs / 1e9:7.3f} G conv/FC multiply-adds  "
+                   f"{a.paper}")
+    return out

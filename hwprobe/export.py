@@ -1,0 +1,216 @@
+"""Measured ceilings handed to other tools, in their own shapes, with measured values in place of datasheet ones.
+
+- ``json`` / ``csv``: hwprobe's stable flat form: one row per compute ceiling (precision, unit, path, dense or
+  2:4 sparse) and per memory level (B/s, latency, capacity), with the metric, probe and clock behind each;
+- ``llm-viewer``: LLM-Viewer's hardware dictionary entry (``bandwidth`` B/s, ``FP16``/``INT8`` op/s, dense;
+  ``onchip_buffer`` bytes, which LLM-Viewer takes as the register file size);
+- ``llm-analysis``: llm-analysis's ``gpu_configs`` JSON (GB/s, TFLOPS; ``mem_per_GPU_in_GB`` in GiB, as
+  llm-analysis multiplies it by 1024**3). Its loader takes no extra keys: the provenance goes in a sidecar;
+- ``ert``: the Empirical Roofline Toolkit's ``roofline.json`` (``empirical`` and ``spec`` blocks, each with
+  ``gflops`` and ``gbytes`` data), the spec block from the datasheet/theory figures stored in the profile.
+
+What is not measured is null with a reason: no number stands in for a measurement.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from hwprobe.errors import InputError
+
+FORMATS = ("json", "csv", "llm-viewer", "llm-analysis", "ert")
+SPARSE_SUFFIX = "_sparse24"
+COLUMNS = ("kind", "precision", "unit", "path", "sparsity", "level", "value", "value_unit", "measured", "metric",
+           "probe", "clock_mhz", "clock_source", "theory_at_clock", "theory_at_max_clock", "datasheet",
+           "latency_s", "capacity_bytes", "device", "profile_created_utc", "hwprobe_version")
+
+
+@dataclass
+class Export:
+    format: str
+    text: str
+    filename: str
+    sidecar: dict[str, Any] | None = None      # provenance where the format has no room for it
+    notes: list[str] = field(default_factory=list)
+
+
+def _prov(c, what: str = "measured ceiling") -> dict[str, Any]:
+    return {"what": what, "dense": True, "metric": c.metric, "probe": c.probe, "clock_mhz": c.clock_mhz,
+            "clock_source": getattr(c, "clock_source", None), "value": c.value, "unit": c.unit}
+
+
+def rows(profile) -> list[dict[str, Any]]:
+    """The flat table: compute ceilings, then memory levels."""
+    dev = profile.device.get("name") or profile.device.get("model") or ""
+    common = {"device": dev, "profile_created_utc": profile.created_utc, "hwprobe_version": profile.hwprobe_version,
+              "measured": True}
+    out = []
+    for prec, units in profile.compute.items():
+        for unit, paths in units.items():
+            for key, c in paths.items():
+                sparse = key.endswith(SPARSE_SUFFIX)
+                out.append({**common, "kind": "compute", "precision": prec, "unit": unit,
+                            "path": key[: -len(SPARSE_SUFFIX)] if sparse else key,
+                            "sparsity": "2:4 (dense-equivalent)" if sparse else "dense", "value": c.value,
+                            "value_unit": c.unit, "metric": c.metric, "probe": c.probe, "clock_mhz": c.clock_mhz,
+                            "clock_source": getattr(c, "clock_source", None), "theory_at_clock": c.theory_at_clock,
+                            "theory_at_max_clock": c.theory_at_max_clock, "datasheet": c.datasheet})
+    for level, m in profile.memory.items():
+        b = m.bandwidth
+        out.append({**common, "kind": "memory", "level": level, "value": b.value if b else None,
+                    "value_unit": "B/s", "metric": b.metric if b else None, "probe": b.probe if b else None,
+                    "clock_mhz": b.clock_mhz if b else None, "clock_source": getattr(b, "clock_source", None),
+                    "theory_at_clock": b.theory_at_clock if b else None,
+                    "theory_at_max_clock": b.theory_at_max_clock if b else None,
+                    "datasheet": b.datasheet if b else None, "latency_s": m.latency_s,
+                    "capacity_bytes": m.capacity_bytes, "sparsity": None})
+    return [{k: r.get(k) for k in COLUMNS} for r in out]
+
+
+def _meta(profile, source: str) -> dict[str, Any]:
+    d = profile.device
+    return {"tool": "hwprobe", "source": source, "device": d.get("name") or d.get("model"), "arch": d.get("arch"),
+            "uuid": d.get("uuid"), "profile_created_utc": profile.created_utc,
+            "hwprobe_version": profile.hwprobe_version, "schema_version": profile.schema_version,
+            "partial": profile.partial}
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
+
+
+def _tc(profile, precision: str, path: str):
+    from hwprobe import roofline
+
+    try:
+        return roofline.peak(profile, precision, "tensor_core", path)
+    except roofline.RooflineError:
+        return None
+
+
+def _p2p(profile) -> tuple[Any, float | None, str]:
+    """The fastest GPU-to-GPU one-way ceiling and the lowest latency among the profile's p2p links (schema v2)."""
+    best, lat = None, None
+    for name, link in (getattr(profile, "links", None) or {}).items():
+        if link.kind != "p2p":
+            continue
+        for key, c in link.ceilings.items():
+            if ("uni" in key or "read" in key or "write" in key) and (best is None or c.value > best[1].value):
+                best = (f"{name}/{key}", c)
+        for v in link.latency_s.values():
+            lat = v if lat is None else min(lat, v)
+    return (best[1] if best else None), lat, best[0] if best else ""
+
+
+def llm_viewer(profile, name: str, path: str) -> Export:
+    dram = profile.memory.get("dram")
+    fp16, int8 = _tc(profile, "fp16", path), _tc(profile, "int8", path)
+    d = profile.device
+    regs = d.get("regs_per_sm") and d.get("sms") and d["regs_per_sm"] * 4 * d["sms"]
+    entry = {"bandwidth": dram.bandwidth.value if dram and dram.bandwidth else None,
+             "FP16": fp16.value if fp16 else None, "INT8": int8.value if int8 else None,
+             "onchip_buffer": regs or None}
+    prov = {"bandwidth": _prov(dram.bandwidth) if dram and dram.bandwidth else "not measured",
+            "FP16": _prov(fp16) if fp16 else f"no fp16 tensor_core {path} ceiling measured",
+            "INT8": _prov(int8) if int8 else f"no int8 tensor_core {path} ceiling measured",
+            "onchip_buffer": ("device-reported register file (regs_per_sm x 4 B x SMs), LLM-Viewer's on-chip "
+                              "buffer convention; not a measurement") if regs else "device reports no register file"}
+    entry["hwprobe"] = {"meta": _meta(profile, "llm-viewer hardware_params entry"), "numbers": prov}
+    text = json.dumps({name: entry}, indent=2)
+    return Export("llm-viewer", text, f"{name}.llm-viewer.json")
+
+
+def llm_analysis(profile, name: str, path: str) -> Export:
+    d = profile.device
+    dram = profile.memory.get("dram")
+    fp16, int8, int4 = (_tc(profile, p, path) for p in ("fp16", "int8", "int4"))
+    link, lat, link_name = _p2p(profile)
+    cfg = {"name": name, "mem_per_GPU_in_GB": round(d["mem_bytes"] / 2**30, 3) if d.get("mem_bytes") else None,
+           "hbm_bandwidth_in_GB_per_sec": dram.bandwidth.value / 1e9 if dram and dram.bandwidth else None,
+           "intra_node_bandwidth_in_GB_per_sec": link.value / 1e9 if link else None,
+           "intra_node_min_message_latency": lat,
+           "peak_fp16_TFLOPS": fp16.value / 1e12 if fp16 else None,
+           "peak_i8_TFLOPS": int8.value / 1e12 if int8 else None,
+           "peak_i4_TFLOPS": int4.value / 1e12 if int4 else None,
+           "inter_node_bandwidth_in_GB_per_sec": None}
+    prov = {"mem_per_GPU_in_GB": "device-reported total memory in GiB (llm-analysis multiplies by 1024**3)",
+            "hbm_bandwidth_in_GB_per_sec": _prov(dram.bandwidth) if dram and dram.bandwidth else "not measured",
+            "intra_node_bandwidth_in_GB_per_sec": dict(_prov(link), link=link_name) if link else
+            "no GPU-to-GPU link measured in this profile",
+            "intra_node_min_message_latency": "lowest measured p2p latency (s)" if lat else "not measured",
+            "peak_fp16_TFLOPS": _prov(fp16) if fp16 else "not measured",
+            "peak_i8_TFLOPS": _prov(int8) if int8 else "not measured",
+            "peak_i4_TFLOPS": _prov(int4) if int4 else "no INT4 Tensor Core ceiling in this profile",
+            "inter_node_bandwidth_in_GB_per_sec": "hwprobe does not measure inter-node links"}
+    nulls = [k for k, v in cfg.items() if v is None]
+    notes = [f"null (not measured): {', '.join(nulls)}"] if nulls else []
+    return Export("llm-analysis", json.dumps(cfg, indent=4) + "\n", f"{name}.json",
+                  {"meta": _meta(profile, "llm-analysis gpu_configs"), "numbers": prov}, notes)
+
+
+def ert(profile) -> Export:
+    """Every dense floating-point ceiling (both paths, labelled) and the L1/L2/DRAM/shared slopes; ERT plots
+    GFLOP/s, so integer ceilings stay out."""
+    flops, spec_flops, labels = [], [], {}
+    for prec, units in profile.compute.items():
+        if prec.startswith("int"):
+            continue
+        for unit, paths in units.items():
+            for key, c in paths.items():
+                if key.endswith(SPARSE_SUFFIX):
+                    continue
+                label = f"{prec.upper()} {unit.replace('_', ' ')} {key} GFLOPs"
+                flops.append([label, round(c.value / 1e9, 2)])
+                labels[label] = _prov(c)
+                ref = c.datasheet or c.theory_at_max_clock
+                if ref:
+                    spec_flops.append([label, round(ref / 1e9, 2)])
+    names = {"l1": "L1", "l2": "L2", "dram": "DRAM", "shared": "Shared"}
+    gbytes, spec_bytes = [], []
+    for level, m in profile.memory.items():
+        if level in names and m.bandwidth:
+            gbytes.append([names[level], round(m.bandwidth.value / 1e9, 2)])
+            labels[names[level]] = _prov(m.bandwidth)
+            ref = m.bandwidth.datasheet or m.bandwidth.theory_at_max_clock
+            if ref:
+                spec_bytes.append([names[level], round(ref / 1e9, 2)])
+    doc = {"empirical": {"gflops": {"data": flops, "metadata": {}}, "gbytes": {"data": gbytes, "metadata": {}},
+                         "metadata": {"hwprobe": _meta(profile, "ERT roofline.json"), "numbers": labels}},
+           "spec": {"gflops": {"data": spec_flops}, "gbytes": {"data": spec_bytes},
+                    "metadata": {"what": "datasheet figures where published, else theory at the max clock"}}}
+    return Export("ert", json.dumps(doc, indent=2) + "\n", "roofline.json")
+
+
+def export(profile, fmt: str, *, path: str = "library", name: str | None = None, source: str = "") -> Export:
+    """``profile`` in the shape ``fmt`` expects. ``path`` picks library or instruction ceilings where a format
+    has one number per precision (the libraries' is what frameworks reach)."""
+    fmt = fmt.strip().lower()
+    if fmt not in FORMATS:
+        raise InputError(f"unknown export format {fmt!r}; formats: {', '.join(FORMATS)}")
+    from hwprobe import roofline
+
+    path = roofline.norm_path(path)
+    dev = profile.device.get("name") or profile.device.get("model") or "device"
+    name = name or f"{_slug(dev)}_measured"
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows(profile))
+        return Export("csv", buf.getvalue(), f"{name}.ceilings.csv")
+    if fmt == "json":
+        doc = {"format": "hwprobe-ceilings", "version": 1, "meta": _meta(profile, source),
+               "what": "measured ceilings (best valid measurement per slot); compute dense unless sparsity says "
+                       "2:4; clock_mhz: the SM clock behind the figure (DRAM: the memory clock)",
+               "ceilings": rows(profile)}
+        return Export("json", json.dumps(doc, indent=2, default=str) + "\n", f"{name}.ceilings.json")
+    if fmt == "llm-viewer":
+        return llm_viewer(profile, name, path)
+    if fmt == "llm-analysis":
+        return llm_analysis(profile, name, path)
+    return ert(profile)
