@@ -603,3 +603,27 @@ def test_simulated_single_config(monkeypatch):
     out = _simulated_run(monkeypatch, fake, precisions=("int8",), search=False, experiments=False)
     assert [m.metric for m in out] == ["int8.cuda_core.dp4a", "int8.cuda_core.dp2a"]
     assert all(len(m.params["search"]) == 1 and m.params["chains"] == 8 for m in out)
+
+
+def test_a_sass_mismatch_invalidates_the_figure(monkeypatch):
+    """A loop whose SASS is not the intended instruction count is no figure of that instruction (issue 9)."""
+    assert g.sass_flags(None, {g.F32: 512}) == [] and g.sass_flags({g.F32: 512}, {g.F32: 512}) == []
+    assert g.sass_flags({g.F32: 256}, {g.F32: 512}) == [
+        "sass_mismatch: SASS per trip found 256 ffma, expected 512 ffma"]
+    # the run: the canned SASS has HFMA2 where FFMA is expected (every chain kernel name resolves to it)
+    monkeypatch.setattr(g, "_sass_text", lambda options: SASS_SM90_HFMA2.replace("hwp_fma_c4", "hwp_fma_c8"))
+    out = _simulated_run(monkeypatch, _FakeDevice(), precisions=("fp32",), search=False, experiments=False)
+    m = out[0]
+    assert m.metric == "fp32.cuda_core.ffma" and m.verified is True
+    assert m.flags == ["sass_mismatch: SASS per trip found 0 ffma, expected 512 ffma"]
+    assert not m.valid and m.status == "invalid" and m.reason == m.flags[0]
+
+
+def test_the_check_says_what_it_proves():
+    # floats settle to the fixed point long before a timed launch ends: the note says so, with the step
+    text = g.what_is_checked(g.F32, 8, 151616)
+    steps = int(text.split("settle after ")[1].split(" ")[0])
+    assert 100 < steps < 1000 and "not the count" in text
+    assert g.what_is_checked(g.F32, 8, 64).startswith("step count exact")   # one trip: still moving
+    assert g.what_is_checked(g.I32, 8, 151616).startswith("step count exact")
+    assert g.what_is_checked(g.DP4A, 8, 151616).startswith("step count exact")

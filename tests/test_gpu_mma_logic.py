@@ -11,8 +11,9 @@ import pytest
 from hwprobe.device import GpuInfo
 from hwprobe.errors import VerificationError
 from hwprobe.kernels import source
-from hwprobe.probes.compute import mma as g
 from hwprobe.probes.base import _REGISTRY, ProbeContext
+from hwprobe.probes.compute import mma as g
+from hwprobe.probes.compute import mma_clock as mc
 
 # ---------------------------------------------------------------- support rules
 
@@ -61,14 +62,14 @@ def test_unsupported_points_become_info_measurements_without_touching_the_gpu():
     assert [m.metric for m in out] == [v.metric for v in g.VARIANTS if v.api == "wgmma"]
     for m in out:
         assert m.kind == "info" and m.exec_unit == "tensor_core" and m.path == "instruction"
-        assert m.notes == ["skipped: wgmma needs sm_90a (Hopper), device is sm_80"]
+        assert m.status == "skipped" and m.reason == "wgmma needs sm_90a (Hopper), device is sm_80"
     assert {m.precision for m in out} == {"fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "int8"}
     assert len(log.lines) == len(out)
     ctx.probe_name = "gpu.mma_sync"
     fp8 = list(g.run_mma_sync(ctx, precisions=("fp8",)))
-    assert [(m.precision, m.notes) for m in fp8] == [
-        ("fp8_e4m3", ["skipped: fp8 mma.sync needs sm_89+, device is sm_80"]),
-        ("fp8_e5m2", ["skipped: fp8 mma.sync needs sm_89+, device is sm_80"]),
+    assert [(m.precision, m.status, m.reason) for m in fp8] == [
+        ("fp8_e4m3", "skipped", "fp8 mma.sync needs sm_89+, device is sm_80"),
+        ("fp8_e5m2", "skipped", "fp8 mma.sync needs sm_89+, device is sm_80"),
     ]
 
 
@@ -121,7 +122,130 @@ def test_launch_geometry_counts_warps_and_warpgroups():
 def test_per_clock_rate_and_kernel_clock():
     # two CTAs per SM, each 4 x m64n256k16 (4 x 524288 ops) per iteration, 1000 iterations in 1.0e6 cycles
     assert g.per_clock(4 * 524288 * 1000, 2, 1.0e6) == pytest.approx(4194.304)
-    assert g.clock_mhz(np.array([1.98e7]), np.array([1.0e7])).tolist() == [1980.0]
+
+
+# ---------------------------------------------------------------- clock accounting (mma_clock)
+
+MHZ = 1980.0
+PEAK_PER_CLK = 132 * 4096 * 1e6        # FLOP/s per MHz of a 132-SM Hopper, FP16 dense (2048 FMA/clk/SM x 2)
+
+
+def _stamps(durations_ns, mhz=MHZ, start_ns=1_000_000, offsets_ns=None):
+    """Per-CTA stamps of one launch: CTA i runs durations_ns[i] ns (from start + offsets_ns[i]) at ``mhz``."""
+    offsets_ns = offsets_ns or [0] * len(durations_ns)
+    rows = []
+    for d, o in zip(durations_ns, offsets_ns, strict=True):
+        cyc = round(d * mhz / 1e3)
+        rows.append([5_000_000, 5_000_000 + cyc, start_ns + o, start_ns + o + d, cyc - 2000, d - 1000])
+    return np.array([rows], dtype=np.float64)
+
+
+def _peak(clk):
+    return PEAK_PER_CLK * (clk or MHZ)
+
+
+def test_a_straggler_is_lost_efficiency_not_a_lower_clock():
+    # The issue's case: the launch's event time is twice CTA 0's loop; NVML and globaltimer both say 1980 MHz.
+    # CTA 3 straggles to twice the others' time. Work: what 132 SMs do at full rate in T = 10 ms at 1980 MHz.
+    t = 10_000_000
+    st = _stamps([t, t, t, 2 * t])
+    work = _peak(MHZ) * t * 1e-9
+    lc = mc.launch_clocks(st, [2 * t * 1e-9])
+    assert lc.kernel_mhz == [pytest.approx(MHZ, rel=1e-6)]              # the clock stays 1980, never 990
+    assert lc.event_mhz == [pytest.approx(MHZ / 2, rel=1e-6)]
+    vd = mc.verdict(lc, work, MHZ, _peak, ops_per_cta=1.0, ctas_per_sm=1, sms=132)
+    assert vd.params["kernel_sm_mhz"] == [pytest.approx(MHZ, abs=0.1)]
+    assert vd.params["pct_at_clock"]["kernel"] == pytest.approx(0.5, rel=1e-3)   # the shortfall is efficiency
+    assert vd.params["pct_at_clock"]["nvml"] == pytest.approx(0.5, rel=1e-3)
+    assert vd.value == pytest.approx(work / (2 * t * 1e-9))
+    assert vd.params["theory_clock_source"] == "kernel"
+    assert vd.flags == ["clock_disagreement: kernel cycles/globaltimer 1980 MHz, cycles/event time 990 MHz, "
+                        "NVML 1980 MHz"]
+
+
+def test_clocks_that_agree_raise_no_flag_and_give_the_rate_over_the_span():
+    t = 10_000_000
+    st = _stamps([t] * 4, offsets_ns=[0, 3000, 1000, 2000])          # CTAs start a few us apart
+    lc = mc.launch_clocks(st, [(t + 3000 + 5000) * 1e-9])               # 5 us of launch overhead on top
+    vd = mc.verdict(lc, 1e12, 1970.0, _peak, ops_per_cta=1.0, ctas_per_sm=1, sms=132)
+    assert vd.flags == []
+    assert vd.params["span_s"] == pytest.approx((t + 3000) * 1e-9)
+    assert vd.value == pytest.approx(1e12 / ((t + 3000) * 1e-9))
+    assert vd.params["rate_event"] < vd.value                           # the event time holds the overhead too
+    assert set(vd.params["pct_at_clock"]) == {"kernel", "event", "nvml", "max"}
+
+
+def test_launches_with_missing_stamps_are_left_out():
+    st = np.concatenate([_stamps([10_000]), np.zeros((1, 1, mc.CLK_FIELDS))])
+    lc = mc.launch_clocks(st, [1e-5, 1e-5])
+    assert len(lc.span_s) == 1 and bool(lc)
+    assert not mc.launch_clocks(np.zeros((0, 4, mc.CLK_FIELDS)), [])
+
+
+@pytest.mark.parametrize("clocks,flag", [
+    ({"kernel": 1800, "event": 1795, "nvml": 1980}, True),         # the H200's offset: NVML 10% above the kernel
+    ({"kernel": 1800, "event": 1795, "nvml": 1845}, False),        # within 3%
+    ({"kernel": 1800, "event": None, "nvml": None}, False),
+])
+def test_disagreement_over_three_percent(clocks, flag):
+    f = mc.disagreement(clocks)
+    assert (f is not None) == flag
+    if flag:
+        assert "kernel cycles/globaltimer 1800 MHz" in f and "NVML 1980 MHz" in f
+
+
+# ---------------------------------------------------------------- the timed launch's own output
+
+
+def test_timed_counts():
+    mma = _by_metric("fp16.tensor_core.mma_sync.f16acc")
+    wg = _by_metric("fp16.tensor_core.wgmma.f16acc")
+    assert [g.timed_count(mma, n, g.MAX_ITERS) for n in (1, 2, 3, 1000, 1001)] == [8, 0, 8, 0, 8]
+    assert g.odd(1000) == 1001 and g.odd(7) == 7
+    assert [g.timed_count(wg, n, 8) for n in (1, 8, 9, 16, 17, 16618)] == [1, 8, 1, 8, 1, 2]
+    assert g.verify_count(wg) == g.VERIFY_ITERS and g.verify_count(mma) == g.CHAINS
+
+
+@pytest.mark.parametrize("v", g.VARIANTS, ids=lambda v: v.metric)
+def test_reset_period_keeps_every_partial_sum_exact(v):
+    a, bt = g.inputs(v)
+    r = g.reset_period(v, a, bt)
+    bound = int((np.abs(a) @ np.abs(bt).T).max())
+    if v.api == "mma_sync":
+        assert r == g.MAX_ITERS and g.CHAINS * bound <= g.acc_exact(v)
+    else:
+        assert 1 <= r and r * bound <= g.acc_exact(v) < (r + 1) * bound
+    # the H200's old timed FP16-accumulate launch: 16618 iterations without a reset reach far past FP16's range
+    if v.acc == "f16" and v.api == "wgmma":
+        assert r <= 16 and 16618 * int(np.abs(a @ bt.T).max()) > 65504
+
+
+def test_fp16_accumulation_without_a_reset_overflows_and_the_timed_check_says_so():
+    v = _by_metric("fp16.tensor_core.wgmma.f16acc")
+    a, bt = g.inputs(v)
+    r = g.reset_period(v, a, bt)
+    good = g.reference(a, bt, g.timed_count(v, 16618, r))
+    msg = g.check_timed(v, _fake_kernel_output(v, good, 2), 2, a, bt, g.timed_count(v, 16618, r))
+    assert "exact" in msg and "none inf or NaN" in msg
+    # what the old kernel wrote: 16618 x (A @ B) in FP16 (inf wherever |A @ B| > 3)
+    old = _fake_kernel_output(v, g.reference(a, bt, 16618), 2)
+    with pytest.raises(VerificationError, match="inf or NaN"):
+        g.check_timed(v, old, 2, a, bt, 16618)
+    # a finite but wrong count fails too (one reset period more)
+    with pytest.raises(VerificationError, match="differ"):
+        g.check_timed(v, _fake_kernel_output(v, g.reference(a, bt, r), 2), 2, a, bt, r - 1)
+
+
+def test_mma_sync_packs_minus_b_beside_b():
+    v = _by_metric("fp16.tensor_core.mma_sync.f32acc")
+    a, bt = g.inputs(v)
+    pa, pb = g.pack(v, a, bt)
+    halves = pb.view(np.float16).astype(np.float64)
+    assert pb.shape[0] == 64 and np.array_equal(halves[32:], -halves[:32]) and np.abs(halves).max() == 3
+
+
+def _by_metric(metric):
+    return next(v for v in g.VARIANTS if v.metric == metric)
 
 
 # ---------------------------------------------------------------- encodings
@@ -162,6 +286,7 @@ def test_verification_inputs_are_exact_and_fp16_accumulation_cannot_round():
             g.pack(v, a, bt, form) if form else g.pack(v, a, bt)       # encode raises if inexact
         bound = g.verify_count(v) * k * max(abs(v.lo), v.hi) ** 2
         assert bound <= {"f16": 2048, "f32": 2 ** 24, "s32": 2 ** 31 - 1, "f64": 2 ** 53}[v.acc]
+        assert -v.lo <= v.hi or v.in_fmt not in ("s8", "s4")   # -B must be exact too (mma.sync's odd steps)
 
 
 # ---------------------------------------------------------------- fragment layouts
@@ -265,7 +390,7 @@ def _fake_kernel_output(v, d, units):
     regs = g.n_acc_regs(v)
     dmap = g.wgmma_d_map() if v.api == "wgmma" else g.mma_c_map(v.in_fmt, v.shape[0])
     vals = np.broadcast_to(d[dmap[..., 0], dmap[..., 1]], (units, *dmap.shape[:2]))
-    if v.acc == "f16":   # timed (unchecked) launches of many iterations overflow FP16, as on the GPU
+    if v.acc == "f16":   # what an FP16 accumulator holds (inf past its range, as on the GPU)
         with np.errstate(over="ignore"):
             vals = np.ascontiguousarray(vals.astype(np.float16)).view(np.uint32)
     else:
@@ -466,22 +591,32 @@ def _simulated(monkeypatch, wrong_metric=None):
         a, bt = g.inputs(v)
 
         def kernel(grid, block, args):
-            out, iters = args[2], int(args[-1])
+            out, clk, slot, iters = args[2], args[3], int(args[4]), int(args[5])
+            reset = int(args[6]) if v.api == "wgmma" else g.MAX_ITERS
             units = grid[0] * block[0] // (32 if v.api == "mma_sync" else 128)
-            count = iters * (g.CHAINS if v.api == "mma_sync" else 1)
-            want = g.reference(a, bt, count + (v.metric == wrong_metric))
+            want = g.reference(a, bt, g.timed_count(v, iters, reset) + (v.metric == wrong_metric))
             out[:] = _fake_kernel_output(v, want, units)
-            if v.api == "wgmma":                # 512 SM cycles per iteration at 1980 MHz
-                clk, slot = args[3], int(args[4])
-                clk[2 * slot], clk[2 * slot + 1] = 512 * iters, round(512 * iters / 1.98)
+            # every CTA: 512 SM cycles per iteration at 1980 MHz (clock64 and globaltimer agree)
+            cyc, ns = 512 * iters, round(512 * iters / 1.98)
+            rec = clk.reshape(g.CLK_SLOTS, grid[0], mc.CLK_FIELDS)
+            rec[slot] = [7_000, 7_000 + cyc + 990, 10**9, 10**9 + ns + 500, cyc, ns]
 
         return _FakeModule(kernel), (f"-DCHAINS={g.CHAINS}",) if v.api == "mma_sync" else ()
 
     monkeypatch.setattr(g, "_module", module)
-    # one launch: 10 us + 1 us per iteration (a partial(launch, iters) is what gets timed)
-    monkeypatch.setattr(g, "_median_time", lambda fn, repeats=2: 1e-5 + 1e-6 * fn.args[0])
-    monkeypatch.setattr(hwprobe.timing, "time_cuda", lambda fn, warmup=2, repeats=10: [1e-3 * (1 + i % 2)
-                                                                                        for i in range(repeats)])
+    # one launch: 10 us + 1 us per iteration (a partial(launch, iters) is what gets timed); the timers launch
+    # the kernel as the real ones do, so its output and stamps are there to check
+    def median_time(fn, repeats=2):
+        fn()
+        return 1e-5 + 1e-6 * fn.args[0]
+
+    def time_cuda(fn, warmup=2, repeats=10):
+        for _ in range(warmup + repeats):
+            fn()
+        return [1e-3 * (1 + i % 2) for i in range(repeats)]
+
+    monkeypatch.setattr(g, "_median_time", median_time)
+    monkeypatch.setattr(hwprobe.timing, "time_cuda", time_cuda)
     monkeypatch.setattr(g, "_sass_text", lambda file, options: SASS_MMA_FP16_SM90)
 
 
@@ -505,7 +640,7 @@ def test_probe_end_to_end_on_a_simulated_gpu(monkeypatch):
     assert any(n.startswith("SASS sm_90: 8 HMMA.16816.F32") for n in m.notes)
     # f16 accumulate: its kernel is not in the canned SASS, so the expected opcode is missing
     f16 = out["fp16.tensor_core.mma_sync.f16acc"]
-    assert f16.verified is True and f16.flags == ["sass_mismatch: HMMA.16816.F16 not in the timed loop"]
+    assert f16.verified is True and f16.flags[-1] == "sass_mismatch: HMMA.16816.F16 not in the timed loop"
     assert not f16.valid
     bad = out["bf16.tensor_core.mma_sync.f32acc"]   # its simulated kernel adds one product too many
     assert bad.verified is False and not bad.valid and bad.flags[0].startswith("verification_failed")
@@ -529,9 +664,19 @@ def test_wgmma_end_to_end_on_a_simulated_gpu(monkeypatch):
         assert set(m.params["search_ops_per_clk_per_sm"]) == {g.config_label(c) for c in g.WGMMA_CONFIGS}
         assert m.params["kernel"] == g.kernel_name(next(v for v in g.VARIANTS if v.metric == m.metric),
                                                    (m.params["form"], 1))
-        # the simulated clock64/globaltimer say 1980 MHz; kernel_sm_mhz divides cycles by the (mocked) event time
-        assert m.params["globaltimer_sm_mhz"] and all(abs(x - 1980) < 1 for x in m.params["globaltimer_sm_mhz"])
-        assert len(m.params["kernel_sm_mhz"]) == len(m.samples_s) and min(m.params["kernel_sm_mhz"]) > 0
+        # the simulated clock64/globaltimer say 1980 MHz over each CTA; the mocked event times (1 and 2 ms, the
+        # old fixture's 2034/1017 MHz event clocks) disagree with them, and the record says so with the values
+        assert len(m.params["kernel_sm_mhz"]) == len(m.samples_s)
+        assert all(abs(x - 1980) < 1 for x in m.params["kernel_sm_mhz"])
+        ev = sorted(set(m.params["event_sm_mhz"]))
+        assert len(ev) == 2 and ev[1] == pytest.approx(2 * ev[0], rel=1e-3) and ev[0] < 1980 * 0.97
+        flag = next(f for f in m.flags if f.startswith("clock_disagreement"))
+        assert "in 2 of 5 launches (worst: event 1018 vs kernel 1980 MHz)" in flag
+        assert m.verified is True
+        # the canned SASS holds no HGMMA: the mismatch invalidates the figure
+        assert not m.valid and m.flags[-1].startswith("sass_mismatch: ") and "GMMA" in m.flags[-1]
+        assert m.value == pytest.approx(m.work / m.params["span_s"])
+        assert any("timed launch's own output checked" in n for n in m.notes)
         assert any("SM clock over the timed launches" in n for n in m.notes)
 
 
@@ -546,4 +691,5 @@ def test_a_failing_point_becomes_an_info_measurement(monkeypatch):
     monkeypatch.setattr(g, "_module", broken)
     ctx = ProbeContext(target="gpu", device=_gpu((9, 0)), sampler=NullSampler(), probe_name="gpu.wgmma")
     out = list(g.run_wgmma(ctx, precisions=("tf32", "int8")))
-    assert [(m.kind, m.notes) for m in out] == [("info", ["error: RuntimeError: nvrtc: error: something"])] * 2
+    assert [(m.kind, m.status, m.reason) for m in out] == [
+        ("info", "error", f"{m.metric}: RuntimeError: nvrtc: error: something") for m in out]

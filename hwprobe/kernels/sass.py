@@ -274,3 +274,12 @@ def has_opcodes(sass_text: str, function: str | None, expected_opcodes: tuple[st
     instrs = instructions(sass_text, function)
     h = histogram(loop_body(instrs) or instrs)
     return all(h[e] > 0 for e in expected_opcodes)
+
+
+def invalidate(m) -> None:
+    """A measurement whose timed loop is not the intended instruction: not a figure of that instruction.
+    ``valid`` False and the typed status "invalid" (the first sass_mismatch flag is the reason)."""
+    m.valid = False
+    if hasattr(m, "status"):
+        m.status = "invalid"
+        m.reason = m.reason or next((f for f in m.flags if f.startswith("sass_mismatch")), "sass_mismatch")

@@ -9,9 +9,16 @@
 // the host builds those images, so the host owns the layouts and the check proves them. Every loop
 // iteration issues KSTEPS = 4 m64n256 wgmma that walk the tile's four 32-byte K slices (commit, keep one
 // group in flight), so one iteration computes A @ B^T over the whole 128-byte K extent. The result,
-// iters * (A @ B^T), is written as [CTA][reg][thread]. Thread 0 of CTA 0 stores the loop's SM cycles
-// (clock64) and nanoseconds (globaltimer) in clk[2*slot], clk[2*slot+1]: the host derives the
-// achieved FLOP per SM clock (clock-invariant, immune to power-cap throttling) and the real SM clock.
+// r * (A @ B^T), is written as [CTA][reg][thread], where r = ((iters - 1) % reset) + 1: the first K
+// slice of every reset-th iteration runs with scale-d = 0 (D = A*B, a predicate operand of the wgmma
+// itself, so the reset costs no instruction of its own), which keeps every accumulator finite and exact
+// (FP16 accumulation included) through a timed launch of any length; the host picks `reset` from the
+// operands and the accumulator's exact range and checks the timed launch's own output.
+// Every CTA stamps itself (thread 0): clock64 and %globaltimer at entry and exit, and the timed loop's
+// cycles and nanoseconds, in clk[((slot * gridDim.x) + blockIdx.x) * CLK_FIELDS + i]. The host takes the
+// SM clock from cycles over globaltimer of the same interval, and the rate from the first CTA's entry to
+// the last CTA's exit, so stragglers, a second wave, the prologue and the tail count as lost efficiency,
+// never as a lower clock.
 //
 // Byte of element (r, kbyte) inside a tile (kbyte < 128):
 //   no swizzle: (r/8)*1024 + (kbyte/16)*128 + (r%8)*16 + kbyte%16      (LBO 128, SBO 1024)
@@ -30,6 +37,7 @@ typedef unsigned long long u64;
 #define A_BYTES 8192    // 64 rows x 128 B
 #define B_BYTES 32768   // 256 rows x 128 B
 #define KSTEPS 4        // 32-byte K slices per 128-byte row: wgmma per iteration
+#define CLK_FIELDS 6    // per CTA and launch: entry cycles, exit cycles, entry ns, exit ns, loop cycles, loop ns
 
 #define D128 \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
@@ -59,53 +67,43 @@ typedef unsigned long long u64;
 // One struct per type: accumulator registers, the ss form (two descriptors) and the rs form (four A
 // registers + B descriptor). Float types: scale-d = 1 (D = A*B + D), imm-scale-a = imm-scale-b = 1;
 // f16/bf16 add the transposes (ss: trans-a, trans-b; rs: trans-b only), all 0 (K-major). s8: scale-d only.
-#define SS128 ", %128, %129, "
-#define RS128 ", {%128, %129, %130, %131}, %132, "
-#define SS64 ", %64, %65, "
-#define RS64 ", {%64, %65, %66, %67}, %68, "
+// Operand lists after the accumulators: ss (two descriptors) and rs (four A registers + B descriptor),
+// each with the scale-d flag (an int turned into the predicate p) last.
+#define SS128 ", %128, %129, p"
+#define RS128 ", {%128, %129, %130, %131}, %132, p"
+#define SS64 ", %64, %65, p"
+#define RS64 ", {%64, %65, %66, %67}, %68, p"
+#define PRED(N) "{ .reg .pred p; setp.ne.b32 p, %" #N ", 0; "
 
-#define WG_F32(NAME, SHAPE_TYPES, SS_TAIL, RS_TAIL)                                                 \
+// One struct per type: accumulator registers, the ss and rs forms. scale-d (D = A*B + D when keep != 0,
+// D = A*B when keep == 0) is the predicate p; imm-scale-a = imm-scale-b = 1; f16/bf16 add the transposes
+// (ss: trans-a, trans-b; rs: trans-b only), all 0 (K-major). s8: scale-d only.
+#define WG_OPS(NAME, ACC, NR, SHAPE_TYPES, DLIST, SS, RS, PS, PR, SS_TAIL, RS_TAIL, CONSTR)           \
   struct NAME {                                                                                     \
-    typedef float acc_t; enum { NREG = 128 };                                                       \
-    DEV void ss(acc_t (&d)[NREG], u64 da, u64 db) {                                                 \
-      asm volatile("wgmma.mma_async.sync.aligned." SHAPE_TYPES " " D128 SS128 SS_TAIL ";"           \
-                   : F128(d) : "l"(da), "l"(db) : "memory");                                        \
+    typedef ACC acc_t; enum { NREG = NR };                                                          \
+    DEV void ss(acc_t (&d)[NREG], u64 da, u64 db, int keep) {                                       \
+      asm volatile(PS "wgmma.mma_async.sync.aligned." SHAPE_TYPES " " DLIST SS SS_TAIL "; }"        \
+                   : CONSTR(d) : "l"(da), "l"(db), "r"(keep) : "memory");                           \
     }                                                                                               \
-    DEV void rs(acc_t (&d)[NREG], const u32 (&a)[4], u64 db) {                                      \
-      asm volatile("wgmma.mma_async.sync.aligned." SHAPE_TYPES " " D128 RS128 RS_TAIL ";"           \
-                   : F128(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db) : "memory");     \
+    DEV void rs(acc_t (&d)[NREG], const u32 (&a)[4], u64 db, int keep) {                            \
+      asm volatile(PR "wgmma.mma_async.sync.aligned." SHAPE_TYPES " " DLIST RS RS_TAIL "; }"        \
+                   : CONSTR(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(keep)     \
+                   : "memory");                                                                     \
     }                                                                                               \
   };
+#define WG_F32(NAME, SHAPE_TYPES, SS_TAIL, RS_TAIL) \
+  WG_OPS(NAME, float, 128, SHAPE_TYPES, D128, SS128, RS128, PRED(130), PRED(133), SS_TAIL, RS_TAIL, F128)
 
-WG_F32(F16F32, "m64n256k16.f32.f16.f16", "1, 1, 1, 0, 0", "1, 1, 1, 0")
-WG_F32(BF16F32, "m64n256k16.f32.bf16.bf16", "1, 1, 1, 0, 0", "1, 1, 1, 0")
-WG_F32(TF32F32, "m64n256k8.f32.tf32.tf32", "1, 1, 1", "1, 1, 1")
-WG_F32(E4M3F32, "m64n256k32.f32.e4m3.e4m3", "1, 1, 1", "1, 1, 1")
-WG_F32(E5M2F32, "m64n256k32.f32.e5m2.e5m2", "1, 1, 1", "1, 1, 1")
-
-struct F16F16 {  // f16 accumulate: 64 registers of f16x2
-  typedef u32 acc_t; enum { NREG = 64 };
-  DEV void ss(acc_t (&d)[NREG], u64 da, u64 db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16 " D64 SS64 "1, 1, 1, 0, 0;"
-                 : R64(d) : "l"(da), "l"(db) : "memory");
-  }
-  DEV void rs(acc_t (&d)[NREG], const u32 (&a)[4], u64 db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16 " D64 RS64 "1, 1, 1, 0;"
-                 : R64(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db) : "memory");
-  }
-};
-
-struct S8S32 {  // integer variant: scale-d only
-  typedef int acc_t; enum { NREG = 128 };
-  DEV void ss(acc_t (&d)[NREG], u64 da, u64 db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 " D128 SS128 "1;"
-                 : R128(d) : "l"(da), "l"(db) : "memory");
-  }
-  DEV void rs(acc_t (&d)[NREG], const u32 (&a)[4], u64 db) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8 " D128 RS128 "1;"
-                 : R128(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db) : "memory");
-  }
-};
+WG_F32(F16F32, "m64n256k16.f32.f16.f16", ", 1, 1, 0, 0", ", 1, 1, 0")
+WG_F32(BF16F32, "m64n256k16.f32.bf16.bf16", ", 1, 1, 0, 0", ", 1, 1, 0")
+WG_F32(TF32F32, "m64n256k8.f32.tf32.tf32", ", 1, 1", ", 1, 1")
+WG_F32(E4M3F32, "m64n256k32.f32.e4m3.e4m3", ", 1, 1", ", 1, 1")
+WG_F32(E5M2F32, "m64n256k32.f32.e5m2.e5m2", ", 1, 1", ", 1, 1")
+// f16 accumulate: 64 registers of f16x2
+WG_OPS(F16F16, u32, 64, "m64n256k16.f16.f16.f16", D64, SS64, RS64, PRED(66), PRED(69), ", 1, 1, 0, 0", ", 1, 1, 0",
+       R64)
+// integer variant: scale-d only
+WG_OPS(S8S32, int, 128, "m64n256k32.s32.s8.s8", D128, SS128, RS128, PRED(130), PRED(133), "", "", R128)
 
 DEV u32 smem_addr(const void* p) {
   u32 a;
@@ -128,11 +126,19 @@ DEV unsigned long long globaltimer() {
   return t;
 }
 
+DEV long long cycles() {
+  long long c;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
+  return c;
+}
+
 // FORM: 0 = ss_nosw, 1 = ss_sw128, 2 = rs_sw128.
 template <class Op, int FORM>
 DEV void wgmma_loop(const u32* __restrict__ a_img, const u32* __restrict__ b_img, typename Op::acc_t* __restrict__ out,
-                    unsigned long long* __restrict__ clk, int slot, int iters) {
+                    unsigned long long* __restrict__ clk, int slot, int iters, int reset) {
   typedef typename Op::acc_t acc_t;
+  const long long e0 = cycles();
+  const unsigned long long t0 = globaltimer();
   constexpr bool RS = FORM == 2, SW = FORM != 0;
   constexpr u32 STEP = SW ? 32 : 256;                 // bytes from one K slice to the next
   __shared__ __align__(1024) u32 smem[(A_BYTES + B_BYTES) / 4];
@@ -158,37 +164,48 @@ DEV void wgmma_loop(const u32* __restrict__ a_img, const u32* __restrict__ b_img
 #pragma unroll
   for (int r = 0; r < Op::NREG; ++r) d[r] = acc_t(0);
 
-  const long long c0 = clock64();
+  const long long c0 = cycles();
   const unsigned long long g0 = globaltimer();
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  int phase = 0;                                      // iterations since the last reset (0: reset now)
   // Unrolled twice: the timed loop stays the kernel's largest (the SASS check reads the largest loop).
 #pragma unroll 2
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
     for (int s = 0; s < KSTEPS; ++s) {
-      if (RS) Op::rs(d, a[s], db + s * (STEP >> 4));
-      else Op::ss(d, da + s * (STEP >> 4), db + s * (STEP >> 4));
+      const int keep = s > 0 || phase != 0;
+      if (RS) Op::rs(d, a[s], db + s * (STEP >> 4), keep);
+      else Op::ss(d, da + s * (STEP >> 4), db + s * (STEP >> 4), keep);
     }
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+    phase = phase + 1 == reset ? 0 : phase + 1;
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  const long long c1 = clock64();
+  const long long c1 = cycles();
   const unsigned long long g1 = globaltimer();
-  if (blockIdx.x == 0 && t == 0) {
-    clk[2 * slot] = (unsigned long long)(c1 - c0);
-    clk[2 * slot + 1] = g1 - g0;
-  }
 
 #pragma unroll
   for (int r = 0; r < Op::NREG; ++r) out[((long long)blockIdx.x * Op::NREG + r) * 128 + t] = d[r];
+  __syncthreads();
+  if (t == 0) {
+    const long long e1 = cycles();
+    const unsigned long long t1 = globaltimer();
+    unsigned long long* c = clk + ((long long)slot * gridDim.x + blockIdx.x) * CLK_FIELDS;
+    c[0] = (unsigned long long)e0;
+    c[1] = (unsigned long long)e1;
+    c[2] = t0;
+    c[3] = t1;
+    c[4] = (unsigned long long)(c1 - c0);
+    c[5] = g1 - g0;
+  }
 }
 
 #define WGMMA_KERNEL(NAME, OP, FORM)                                                                   \
   extern "C" __global__ void __launch_bounds__(128, 1)                                                 \
   NAME(const u32* __restrict__ a, const u32* __restrict__ b, OP::acc_t* __restrict__ out,               \
-       unsigned long long* __restrict__ clk, int slot, int iters) {                                    \
-    wgmma_loop<OP, FORM>(a, b, out, clk, slot, iters);                                                 \
+       unsigned long long* __restrict__ clk, int slot, int iters, int reset) {                         \
+    wgmma_loop<OP, FORM>(a, b, out, clk, slot, iters, reset);                                          \
   }
 // -DWGMMA_FORM=<0..2> compiles one form alone (the probe's SASS check reads only the form it timed).
 #if !defined(WGMMA_FORM)

@@ -4,7 +4,11 @@ Each thread runs many independent chains ``x <- op(x, p1, p2)`` (hwprobe/kernels
 instruction per step, unrolled, with a runtime trip count). The probe searches chains x occupancy per
 device, times the best configuration, checks every output element against a host replay of the same
 recurrence (bit-exact for integers, fp32, fp16 and bf16), and disassembles the kernel to show which SASS
-instruction ran. Experiment variants (pipe-pure HFMA2, HFMA2+FFMA, IMAD+FFMA) report warp-instructions
+instruction ran: a loop whose SASS is not the intended instruction count invalidates the figure. What the
+check proves differs by type: integer chains (LCG, dot products) give the exact step count of the timed
+launch; float chains contract to a fixed point (1.5), so the timed launch's check shows every thread ran at
+least the steps the replay needs to settle, and a one-trip launch checks the count exactly. Experiment
+variants (pipe-pure HFMA2, HFMA2+FFMA, IMAD+FFMA) report warp-instructions
 per clock per SM sub-partition, which tells whether two instructions share an issue pipe.
 """
 
@@ -222,15 +226,33 @@ def replay_fma(x0: np.ndarray, p1: float, p2: float, steps: int, bits: int | Non
     """``steps`` rounds of x <- round(x * p1 + p2). With ``bits`` the product and sum are exact in float64 and
     rounded once, as a fused multiply-add does; without, float64 arithmetic (unfused). The map is monotone,
     so once no lane moves it never will: the loop stops there."""
+    return replay_fma_steps(x0, p1, p2, steps, bits)[0]
+
+
+def replay_fma_steps(x0: np.ndarray, p1: float, p2: float, steps: int, bits: int | None) -> tuple[np.ndarray, int]:
+    """``replay_fma`` and the number of steps after which no lane moves any more (the fixed point)."""
     x = np.array(x0, dtype=np.float64)
-    for _ in range(steps):
+    for i in range(steps):
         nxt = x * p1 + p2
         if bits is not None:
             nxt = round_to_bits(nxt, bits)
         if np.array_equal(nxt, x):
-            break
+            return x, i
         x = nxt
-    return x
+    return x, steps
+
+
+def what_is_checked(op: Op, chains: int, steps: int) -> str:
+    """What the timed launch's check proves about ``steps`` steps of ``op`` (for the notes, precisely)."""
+    if op.recurrence != "fma":
+        return f"step count exact: every chain equals the closed form after {steps} steps"
+    bits = None if op.fmt == "f64" else SIGNIFICAND_BITS[op.fmt]
+    p1, p2 = scalars(op)
+    _, settle = replay_fma_steps(start_values(op, chains), p1, p2, steps, bits)
+    if settle >= steps:
+        return f"step count exact: the chains still move after {steps} steps"
+    return (f"fixed point: the chains settle after {settle} of {steps} steps, so this shows every thread ran at "
+            f"least {settle} steps and wrote its own values, not the count; the one-trip launch checks the count")
 
 
 def affine_power(a: int, b: int, n: int) -> tuple[int, int]:
@@ -338,6 +360,13 @@ def expected_sass(fam: Family, chains: int) -> dict[Op, int]:
     return {o: int(n * o.sass_per_step) for o, n in fam.ptx_steps_per_trip(chains).items()}
 
 
+def sass_flags(counts: dict[Op, int] | None, expect: dict[Op, int]) -> list[str]:
+    """The flag of a loop whose SASS is not the intended instructions (none when SASS was not read)."""
+    if counts is None or counts == expect:
+        return []
+    return [f"sass_mismatch: SASS per trip found {_fmt(counts)}, expected {_fmt(expect)}"]
+
+
 # ----------------------------------------------------------------------------------------------------
 # Device side.
 
@@ -433,9 +462,12 @@ class _Family:
         short = self.outputs(cfg)
         self.launch(cfg, 1, short)
         for o, out, out1 in zip(self.fam.ops, outs, short, strict=True):
-            notes.append(f"{o.instr} x {iters * u} steps: " +
-                         verify(o, out.get(), cfg.chains, reference(o, cfg.chains, iters * u)))
-            verify(o, out1.get(), cfg.chains, reference(o, cfg.chains, u))
+            n = iters * u
+            notes.append(f"{o.instr} x {n} steps: " + verify(o, out.get(), cfg.chains, reference(o, cfg.chains, n))
+                         + f" ({what_is_checked(o, cfg.chains, n)})")
+            notes.append(f"{o.instr} one-trip launch, {u} steps: "
+                         + verify(o, out1.get(), cfg.chains, reference(o, cfg.chains, u))
+                         + f" ({what_is_checked(o, cfg.chains, u)})")
         return notes
 
 
@@ -519,9 +551,7 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
         from hwprobe.kernels import sass
 
         notes.append(sass.evidence(sass_text, fn, tuple(p for o in fam.ops for p in o.sass_prefixes)))
-        if counts != expect:
-            flags.append("sass_mismatch")
-            notes.append(f"SASS per trip: found {_fmt(counts)}, expected {_fmt(expect)}")
+        flags += sass_flags(counts, expect)
     else:
         notes.append("SASS not checked: no cuobjdump/nvdisasm or no NVRTC cubin here")
     if dropped:
@@ -555,6 +585,10 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
                         check=check, precision=fam.a.precision, exec_unit="cuda_core", path="instruction",
                         params=p, notes=notes, flags=flags)
     m.notes.extend(verify_notes)
+    if any(f.startswith("sass_mismatch") for f in m.flags):
+        from hwprobe.kernels.sass import invalidate
+
+        invalidate(m)
     ipc, clock_note = _ipc(m, warp_instr, dev, cc)
     m.params["warp_instr_per_clk_per_smsp"] = ipc
     if ipc is not None:
@@ -562,7 +596,7 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
     ctx.log(f"{fam.metric}: {m.value:.4g} {m.unit} (c{cfg.chains} x {cfg.blocks_per_sm} blocks/SM)")
     yield m
     if report_ipc and ipc is not None:
-        yield ctx.derived(fam.metric + ".ipc", ipc, unit="warp-instr/clk/SMSP", kind="sweep",
+        yield ctx.derived(fam.metric + ".ipc", ipc, unit="warp-instr/clk/SMSP", kind="sweep", valid=m.valid,
                           exec_unit="cuda_core", path="instruction",
                           params={"sass_per_trip": p["sass_per_trip"], "clock_mhz": _clock(m, dev)[0],
                                   "sub_partitions": sub_partitions(cc), "of": fam.metric},

@@ -5,8 +5,13 @@ the same tiles, so the rate is the tensor pipe's, with no DRAM traffic. A few la
 timed briefly and the best is measured. The host packs every operand itself (per-lane register fragments
 for mma.sync, the K-major shared-memory image for wgmma) and unpacks the accumulators with the PTX
 fragment layouts; the check compares every output element with ``count x A @ B`` in exact integer math,
-so a wrong layout fails it. The SASS of each kernel is read back to show the intended tensor instruction
-(HMMA/IMMA/QMMA/DMMA, HGMMA/QGMMA/IGMMA) really runs: ptxas emulates some PTX on some archs.
+so a wrong layout fails it. The timed launches' own output is checked the same way: the kernels keep every
+accumulator bounded and exact for any launch length (mma.sync alternates B and -B, wgmma resets through its
+scale-d operand every ``reset`` iterations), so FP16 accumulation never overflows and the count is known.
+The SASS of each kernel is read back to show the intended tensor instruction (HMMA/IMMA/QMMA/DMMA,
+HGMMA/QGMMA/IGMMA) really runs (ptxas emulates some PTX on some archs): a mismatch invalidates the figure.
+Every CTA stamps its clock64 cycles and globaltimer nanoseconds; mma_clock turns them into the kernel's
+clock, the rate over the launch's span and the clocks' agreement.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ import numpy as np
 
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.probes.base import probe
-from hwprobe.timing import clock_mhz, iterations_for
+from hwprobe.probes.compute import mma_clock as mc
+from hwprobe.timing import iterations_for
 
 MMA_SYNC_PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
 WGMMA_PRECISIONS = ("fp16", "bf16", "tf32", "fp8", "int8")
@@ -34,9 +40,14 @@ TARGET_S_QUICK = 0.004
 SEARCH_S = 0.003    # one launch while comparing configurations
 SETTLE_S = 0.3      # untimed run before timing wgmma: power and SM clock reach their steady state first
 SETTLE_S_QUICK = 0.1
-VERIFY_ITERS = 2    # loop iterations of the checked launch (keeps fp16 accumulation exact)
+VERIFY_ITERS = 3    # loop iterations of the layout check's launch (odd: mma.sync's +B/-B pairs leave A @ B)
 MAX_ITERS = 1 << 30
-CLK_SLOTS = 256     # per-launch (cycles, ns) records of wgmma.cu's CTA 0
+CLK_SLOTS = 256     # launches whose per-CTA stamps are kept (a ring)
+MAX_CTAS_PER_SM = 4
+# The largest integer every partial sum may reach and stay exact, per accumulator (FP8 wgmma: Hopper keeps
+# about 14 significant bits in its FP8 accumulation, so 2^13).
+ACC_EXACT = {"f16": 2 ** 11, "f32": 2 ** 24, "s32": 2 ** 31 - 1, "f64": 2 ** 53}
+FP8_ACC_EXACT = 2 ** 13
 
 # Launch configurations searched, (threads per block, blocks per SM). A wgmma CTA is one warpgroup (154-170
 # registers per thread); two CTAs per SM give two independent accumulators per SM, as two consumer
@@ -104,14 +115,14 @@ def _wg(prec, mprec, acc, kernel, k, fmt, ptx_types, sass, lo=-3, hi=3):
 
 VARIANTS = (
     _mma("fp16", "fp16", "f32", "mma_fp16_f32acc", (16, 8, 16), "fp16", "f32.f16.f16.f32", "HMMA.16816.F32"),
-    # f16 accumulate: |A|,|B| <= 2 keeps CHAINS x VERIFY_ITERS x 16 x 4 <= 2048 (exact in fp16).
+    # f16 accumulate: |A|,|B| <= 2 keeps a chain (0 or A @ B) and the sum of CHAINS of them <= 8 x 16 x 4.
     _mma("fp16", "fp16", "f16", "mma_fp16_f16acc", (16, 8, 16), "fp16", "f16.f16.f16.f16", "HMMA.16816.F16",
          -2, 2),
     _mma("bf16", "bf16", "f32", "mma_bf16_f32acc", (16, 8, 16), "bf16", "f32.bf16.bf16.f32", "HMMA.16816.F32.BF16"),
     _mma("tf32", "tf32", "f32", "mma_tf32_f32acc", (16, 8, 8), "tf32", "f32.tf32.tf32.f32", "HMMA.1688.F32.TF32"),
     _mma("int8", "int8", "s32", "mma_int8_s32acc", (16, 8, 32), "s8", "s32.s8.s8.s32", "IMMA.16832.S8.S8",
          -100, 100),
-    _mma("int4", "int4", "s32", "mma_int4_s32acc", (16, 8, 64), "s4", "s32.s4.s4.s32", "IMMA.16864.S4.S4", -8, 7),
+    _mma("int4", "int4", "s32", "mma_int4_s32acc", (16, 8, 64), "s4", "s32.s4.s4.s32", "IMMA.16864.S4.S4", -7, 7),
     _mma("fp8", "fp8_e4m3", "f32", "mma_fp8e4m3_f32acc", (16, 8, 32), "e4m3", "f32.e4m3.e4m3.f32",
          "QMMA.16832.F32.E4M3.E4M3"),
     _mma("fp8", "fp8_e5m2", "f32", "mma_fp8e5m2_f32acc", (16, 8, 32), "e5m2", "f32.e5m2.e5m2.f32",
@@ -363,20 +374,23 @@ def wgmma_a_fragments(codes: np.ndarray, in_fmt: str) -> np.ndarray:
 
 
 def pack(v: Variant, a: np.ndarray, bt: np.ndarray, form: str = "ss_sw128") -> tuple[np.ndarray, np.ndarray]:
-    """The device arrays of A and B: per-lane fragments (mma.sync) or shared-memory images and, for the
-    rs form, A's register fragments (wgmma)."""
+    """The device arrays of A and B: per-lane fragments (mma.sync: B's, then -B's, which the odd iterations
+    use) or shared-memory images and, for the rs form, A's register fragments (wgmma)."""
     k = v.shape[2]
     if v.in_fmt == "f64":
         am, bm = mma_a_map("f64", k), mma_b_map("f64", k)
-        return (a.astype(np.float64)[am[..., 0], am[..., 1]].copy(),
-                bt.T.astype(np.float64)[bm[..., 0], bm[..., 1]].copy())
+        b_frag = lambda b: b.T.astype(np.float64)[bm[..., 0], bm[..., 1]]  # noqa: E731
+        return a.astype(np.float64)[am[..., 0], am[..., 1]].copy(), np.concatenate([b_frag(bt), b_frag(-bt)])
     bits = BITS[v.in_fmt]
-    ca, cb = encode(a, v.in_fmt), encode(bt, v.in_fmt)
+    ca = encode(a, v.in_fmt)
     if v.api == "wgmma":
+        cb = encode(bt, v.in_fmt)
         swizzle = form.endswith("sw128")
         img_a = wgmma_a_fragments(ca, v.in_fmt) if form.startswith("rs") else smem_image(ca, bits, swizzle)
         return img_a, smem_image(cb, bits, swizzle)
-    return pack_lanes(ca, mma_a_map(v.in_fmt), bits), pack_lanes(cb.T, mma_b_map(v.in_fmt), bits)
+    bmap = mma_b_map(v.in_fmt)
+    return pack_lanes(ca, mma_a_map(v.in_fmt), bits), np.concatenate(
+        [pack_lanes(encode(b, v.in_fmt).T, bmap, bits) for b in (bt, -bt)])
 
 
 def n_acc_regs(v: Variant) -> int:
@@ -422,8 +436,52 @@ def ops_per_iteration(v: Variant) -> int:
 
 
 def verify_count(v: Variant) -> int:
-    """How many times the checked launch adds A @ B (over k_total) into each output."""
-    return VERIFY_ITERS * (CHAINS if v.api == "mma_sync" else 1)
+    """How many times the layout check's launch (VERIFY_ITERS, no reset) leaves A @ B in each output."""
+    return timed_count(v, VERIFY_ITERS, MAX_ITERS)
+
+
+def timed_count(v: Variant, iters: int, reset: int) -> int:
+    """Multiples of A @ B (over k_total) in each output of a launch: mma.sync alternates +B and -B, so each of
+    the CHAINS chains holds A @ B after an odd count and 0 after an even one; wgmma resets the accumulators
+    (scale-d = 0) at every ``reset``-th iteration, so it holds the iterations since the last reset."""
+    if v.api == "mma_sync":
+        return CHAINS * (iters % 2)
+    return (iters - 1) % reset + 1
+
+
+def acc_exact(v: Variant) -> int:
+    """The largest magnitude every partial sum of ``v``'s accumulator may reach and stay exact."""
+    return FP8_ACC_EXACT if v.in_fmt in ("e4m3", "e5m2") else ACC_EXACT[v.acc]
+
+
+def reset_period(v: Variant, a: np.ndarray, bt: np.ndarray) -> int:
+    """wgmma: iterations between accumulator resets that keep every partial sum exact. Within a period a
+    partial sum is at most (iterations since the reset) x max(|A| @ |B|^T); mma.sync needs none (its chains
+    never exceed |A @ B|: MAX_ITERS). ValueError when one iteration alone can leave the exact range."""
+    bound = int((np.abs(a).astype(np.int64) @ np.abs(bt).astype(np.int64).T).max())
+    chains = CHAINS if v.api == "mma_sync" else 1       # mma.sync also sums its chains in the accumulator type
+    if bound * chains > acc_exact(v):
+        raise ValueError(f"{v.metric}: |A| @ |B| reaches {bound}, beyond the exact range {acc_exact(v)}")
+    if v.api == "mma_sync":
+        return MAX_ITERS
+    return max(1, acc_exact(v) // max(bound, 1))
+
+
+def odd(iters: int) -> int:
+    """mma.sync runs an odd count so its outputs hold A @ B (an even count leaves 0, which checks nothing)."""
+    return iters if iters % 2 else iters + 1
+
+
+def check_timed(v: Variant, out: np.ndarray, units: int, a: np.ndarray, bt: np.ndarray, count: int) -> str:
+    """The timed launch's own output against ``count`` x (A @ B), exactly; VerificationError names the first
+    miss, and says first how many values are inf or NaN (an accumulator that overflowed)."""
+    got = unpack(v, out, units)
+    bad = int(np.count_nonzero(~np.isfinite(got)))
+    if bad:
+        raise VerificationError(f"timed launch: {bad}/{got.size} accumulator values are inf or NaN")
+    compare(got, reference(a, bt, count))
+    return (f"timed launch's own output checked: all {got.size} accumulator values of {units} "
+            f"{'warps' if v.api == 'mma_sync' else 'warpgroups'} exact ({count} x A @ B), none inf or NaN")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -571,16 +629,39 @@ def _median_time(fn: Callable[[], object], repeats: int = 2) -> float:
     return statistics.median(time_cuda(fn, warmup=1, repeats=repeats))
 
 
+class _Launch:
+    """Launches of one kernel configuration: ``launch(iters)`` runs it; every launch's per-CTA stamps go to a
+    ring of CLK_SLOTS records of its own (``slots`` lists the slots in launch order)."""
+
+    def __init__(self, cp, v: Variant, fn, grid: int, block: int, units: int, args: tuple, reset: int):
+        self.cp, self.v, self.fn, self.grid, self.block, self.units = cp, v, fn, grid, block, units
+        self.args, self.reset = args, reset
+        regs = n_acc_regs(v) * (32 if v.api == "mma_sync" else 128)
+        self.out = cp.zeros(units * regs, dtype=ACC_DTYPE[v.acc])
+        self.clk = cp.zeros(CLK_SLOTS * grid * mc.CLK_FIELDS, dtype=np.uint64)
+        self.slots: list[int] = []
+
+    def __call__(self, iters: int) -> None:
+        slot = len(self.slots) % CLK_SLOTS
+        self.slots.append(slot)
+        tail = (np.int32(iters), np.int32(self.reset)) if self.v.api == "wgmma" else (np.int32(iters),)
+        self.fn((self.grid,), (self.block,), (*self.args, self.out, self.clk, np.int32(slot), *tail))
+
+    def stamps(self, last: int, end: int | None = None) -> np.ndarray:
+        """(launches, CTAs, CLK_FIELDS) stamps of the ``last`` launches before launch number ``end``."""
+        rec = self.cp.asnumpy(self.clk).reshape(CLK_SLOTS, self.grid, mc.CLK_FIELDS)
+        slots = self.slots[:end] if end is not None else self.slots
+        return rec[slots[-last:] if last else []]
+
+
 class _Launcher:
-    """Device operands of one variant and launches for a configuration. wgmma launches also record their
-    CTA 0's SM cycles and nanoseconds, one slot per launch (``slots`` lists the slots in launch order)."""
+    """Device operands of one variant and launches for a configuration."""
 
     def __init__(self, cp, v: Variant, mod, sms: int):
         self.cp, self.v, self.mod, self.sms = cp, v, mod, sms
         self.a, self.bt = inputs(v)
+        self.reset = reset_period(v, self.a, self.bt)
         self._operands: dict[str, tuple] = {}
-        self.clk = cp.zeros(2 * CLK_SLOTS, dtype=np.uint64)
-        self.slots: list[int] = []
 
     def operands(self, cfg: tuple):
         form = cfg[0] if self.v.api == "wgmma" else ""
@@ -589,57 +670,41 @@ class _Launcher:
             self._operands[form] = (self.cp.asarray(pa.ravel()), self.cp.asarray(pb.ravel()))
         return self._operands[form]
 
-    def make(self, cfg: tuple, grid: int | None = None):
-        """(launch(iters), units, output buffer) for ``cfg``."""
+    def make(self, cfg: tuple, grid: int | None = None, reset: int | None = None) -> _Launch:
         grid, block, units = geometry(self.v, cfg, self.sms, grid)
         fn = self.mod.get_function(kernel_name(self.v, cfg))
-        regs = n_acc_regs(self.v) * (32 if self.v.api == "mma_sync" else 128)
-        out = self.cp.zeros(units * regs, dtype=ACC_DTYPE[self.v.acc])
-        a_dev, b_dev = self.operands(cfg)
-
-        if self.v.api == "mma_sync":
-            def launch(iters: int) -> None:
-                fn((grid,), (block,), (a_dev, b_dev, out, np.int32(iters)))
-        else:
-            def launch(iters: int) -> None:
-                slot = len(self.slots) % CLK_SLOTS
-                self.slots.append(slot)
-                fn((grid,), (block,), (a_dev, b_dev, out, self.clk, np.int32(slot), np.int32(iters)))
-
-        return launch, units, out
-
-    def cycles(self, last: int, end: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(SM cycles, nanoseconds) of the ``last`` launches before launch number ``end`` (default: all)."""
-        rec = self.cp.asnumpy(self.clk).reshape(CLK_SLOTS, 2).astype(np.float64)
-        slots = self.slots[:end] if end is not None else self.slots
-        idx = slots[-last:] if last else []
-        return rec[idx, 0], rec[idx, 1]
+        return _Launch(self.cp, self.v, fn, grid, block, units, self.operands(cfg), reset or self.reset)
 
     def rate(self, cfg: tuple, target_s: float) -> tuple[float, float]:
-        launch, units, _ = self.make(cfg)
+        launch = self.make(cfg)
         iters = calibrate(lambda n: _median_time(partial(launch, n)), target_s)
         t = _median_time(partial(launch, iters), repeats=3)
-        return units * ops_per_iteration(self.v) * iters / t, t / iters
+        return launch.units * ops_per_iteration(self.v) * iters / t, t / iters
 
     def per_clock_rate(self, cfg: tuple, iters: int) -> tuple[float, float]:
-        """wgmma: (operations per SM clock, seconds per iteration) of ``cfg``, checked first (a form whose
-        layout is wrong raises VerificationError and drops out of the search)."""
+        """wgmma: (operations per SM clock in the timed loop of CTA 0, seconds per iteration) of ``cfg``,
+        checked first (a form whose layout is wrong raises VerificationError and drops out of the search)."""
         self.check(cfg)
-        launch, _, _ = self.make(cfg)
+        launch = self.make(cfg)
         t = _median_time(partial(launch, iters), repeats=2)
-        cyc, _ = self.cycles(1)
-        return per_clock(ops_per_iteration(self.v) * iters, cfg[1], float(cyc[0])), t / iters
+        loop_cycles = float(launch.stamps(1)[0, 0, 4])
+        return per_clock(ops_per_iteration(self.v) * iters, cfg[1], loop_cycles), t / iters
 
     def check(self, cfg: tuple) -> None:
-        launch, units, out = self.make(cfg, grid=2)
+        """The layout check: two CTAs, VERIFY_ITERS iterations, no reset, every output exact."""
+        launch = self.make(cfg, grid=2, reset=MAX_ITERS)
         launch(VERIFY_ITERS)
-        got = unpack(self.v, self.cp.asnumpy(out), units)
+        got = unpack(self.v, self.cp.asnumpy(launch.out), launch.units)
         compare(got, reference(self.a, self.bt, verify_count(self.v)))
 
+    def check_timed(self, launch: _Launch, iters: int) -> str:
+        return check_timed(self.v, self.cp.asnumpy(launch.out), launch.units, self.a, self.bt,
+                           timed_count(self.v, iters, launch.reset))
 
-def _info(ctx, v: Variant, note: str):
-    return ctx.derived(v.metric, 0.0, unit="", kind="info", precision=v.metric_precision, exec_unit="tensor_core",
-                       path="instruction", params={"instruction": v.ptx}, notes=[note])
+
+def _meta(v: Variant) -> dict:
+    return dict(precision=v.metric_precision, exec_unit="tensor_core", path="instruction",
+                params={"instruction": v.ptx})
 
 
 FORM_NOTES = {
@@ -660,7 +725,7 @@ def _layout_note(v: Variant, cfg: tuple) -> str:
 def _search_wgmma(lau: _Launcher, quick: bool):
     """Every (form, blocks/SM), scored by operations per SM clock (in-kernel clock64), so a power-cap
     clock drop during the search cannot pick the wrong one. One calibration serves every configuration."""
-    first, _, _ = lau.make(WGMMA_CONFIGS[0])
+    first = lau.make(WGMMA_CONFIGS[0])
     iters = calibrate(lambda n: _median_time(partial(first, n)), SEARCH_S / 2 if quick else SEARCH_S)
     return search(WGMMA_CONFIGS, lambda cfg: lau.per_clock_rate(cfg, iters))
 
@@ -674,17 +739,38 @@ def _settle(launch, iters: int, seconds: float, per_launch_s: float) -> None:
     cp.cuda.get_current_stream().synchronize()
 
 
-def _measure(ctx, cp, v: Variant):
-    mod, extra = _module(v)
-    lau = _Launcher(cp, v, mod, ctx.device.sms)
+def _peak_at(ctx, v: Variant) -> Callable[[float | None], float | None]:
+    """Theory of ``v``'s precision on the tensor cores at a clock (None: the max clock), or nothing known."""
+    theory = getattr(ctx, "theory", None)
+    if theory is None:
+        try:
+            from hwprobe import specs
+
+            theory = specs.device_theory(ctx.device)
+        except Exception:
+            return lambda clk: None
+
+    def at(clk):
+        t = theory.compute(v.metric_precision, "tensor_core", clk)
+        return t.at_clock if t else None
+    return at
+
+
+def _plan(ctx, lau: _Launcher, v: Variant):
+    """Search the launch configurations; returns (best, results, errors, iterations per timed launch)."""
     if v.api == "mma_sync":
         best, results, errors = search(MMA_CONFIGS, lambda cfg: lau.rate(cfg, SEARCH_S / 2 if ctx.quick else SEARCH_S))
     else:
         best, results, errors = _search_wgmma(lau, ctx.quick)
-    target = TARGET_S_QUICK if ctx.quick else TARGET_S
-    iters = iterations_for(results[best][1], target, lo=1, hi=MAX_ITERS)
-    launch, units, _ = lau.make(best)
-    grid, block, _ = geometry(v, best, ctx.device.sms)
+    iters = iterations_for(results[best][1], TARGET_S_QUICK if ctx.quick else TARGET_S, lo=1, hi=MAX_ITERS)
+    return best, results, errors, odd(iters) if v.api == "mma_sync" else iters
+
+
+def _measure(ctx, cp, v: Variant):
+    mod, extra = _module(v)
+    lau = _Launcher(cp, v, mod, ctx.device.sms)
+    best, results, errors, iters = _plan(ctx, lau, v)
+    launch = lau.make(best)
     notes = [_layout_note(v, best)]
     if v.precision == "fp8" and v.api == "mma_sync":
         notes.append("fp8 mma.sync needs PTX ISA 8.4+ (CUDA 12.4+) and sm_89+")
@@ -693,9 +779,11 @@ def _measure(ctx, cp, v: Variant):
     line, has = sass_evidence(v, function, _nvrtc_options(ctx.device, v.api, _sass_options(v, best, extra)))
     notes.append(line)
     params = {
-        "instruction": v.ptx, "shape": v.shape_name, "kernel": function, "grid": grid, "block": block, "iters": iters,
-        "units": units, "per_unit_iteration_ops": ops_per_iteration(v),
+        "instruction": v.ptx, "shape": v.shape_name, "kernel": function, "grid": launch.grid, "block": launch.block,
+        "iters": iters, "units": launch.units, "per_unit_iteration_ops": ops_per_iteration(v),
         "instructions_per_iteration": CHAINS if v.api == "mma_sync" else KSTEPS,
+        "timed_output": {"multiple_of_a_at_b": timed_count(v, iters, launch.reset), "inputs": [v.lo, v.hi],
+                         **({"reset_every": launch.reset} if v.api == "wgmma" else {"b_sign": "+B, -B alternating"})},
     }
     if v.api == "mma_sync":
         params["search"] = {config_label(c): r for c, (r, _) in results.items()}
@@ -704,38 +792,41 @@ def _measure(ctx, cp, v: Variant):
         params["search_ops_per_clk_per_sm"] = {config_label(c): r for c, (r, _) in results.items()}
         _settle(launch, iters, SETTLE_S_QUICK if ctx.quick else SETTLE_S, results[best][1] * iters)
     ctx.log(f"{v.metric}: {config_label(best)}, {iters} iterations per launch")
-    timed_end = []                                   # launches recorded before the check's own launch
+    checked: list[str] = []
 
     def check():
-        timed_end.append(len(lau.slots))
+        checked.append(lau.check_timed(launch, iters))      # the timed launches' own output, first
         lau.check(best)
 
-    m = ctx.measure(v.metric, partial(launch, iters), work=float(units * ops_per_iteration(v) * iters), unit=v.unit,
-                    kind="compute", check=check, precision=v.metric_precision,
-                    exec_unit="tensor_core", path="instruction", params=params, notes=notes)
-    n = min(len(m.samples_s), CLK_SLOTS)
-    cyc, ns = lau.cycles(n, end=timed_end[0] if timed_end else None) if v.api == "wgmma" else ((), ())
-    t = np.asarray(m.samples_s, dtype=float)[-len(cyc):] if len(cyc) else np.zeros(0)
-    ok = (np.asarray(cyc) > 0) & (np.asarray(ns) > 0)   # drop a slot no launch wrote (never a clock of 0)
-    cyc, ns, t = np.asarray(cyc)[ok], np.asarray(ns)[ok], t[ok] if len(t) == len(ok) else t
-    if len(cyc) and len(t) == len(cyc):
-        # The clock each timed launch ran at: CTA 0's clock64 cycles over the launch's CUDA-event time. The
-        # event timer is precise where %globaltimer ticks coarsely (about +-2% per 10 ms launch on an H200),
-        # and since the event window holds the whole loop, this never overstates the clock.
-        mhz = cyc / t / 1e6
-        gt_mhz = clock_mhz(cyc, ns)
-        m.params["kernel_sm_mhz"] = [round(float(x), 1) for x in mhz]
-        m.params["globaltimer_sm_mhz"] = [round(float(x), 1) for x in gt_mhz]
-        m.params["ops_per_clk_per_sm"] = float(np.median(per_clock(ops_per_iteration(v) * iters, best[1], cyc)))
-        # (the runner's theory step notes the clock it used beside NVML's; here only what the kernel saw)
-        m.notes.append(f"SM clock over the timed launches (CTA 0's clock64 / event time): median "
-                       f"{float(np.median(mhz)):.0f} MHz (min {float(mhz.min()):.0f}); "
-                       f"{m.params['ops_per_clk_per_sm']:.0f} ops per SM clock")
-    flags = sass_flags(has, v)
-    if flags:
+    work = float(launch.units * ops_per_iteration(v) * iters)
+    m = ctx.measure(v.metric, partial(launch, iters), work=work, unit=v.unit, kind="compute", check=check,
+                    precision=v.metric_precision, exec_unit="tensor_core", path="instruction", params=params,
+                    notes=notes)
+    m.notes += checked
+    _account_clocks(ctx, m, v, launch, work, best)
+    if flags := sass_flags(has, v):
+        from hwprobe.kernels.sass import invalidate
+
         m.flags += flags
-        m.valid = False
+        invalidate(m)
     return m
+
+
+def _account_clocks(ctx, m, v: Variant, launch: _Launch, work: float, cfg: tuple) -> None:
+    """The rate over the launches' span, the kernel clock and the share of theory at each clock (mma_clock)."""
+    n = min(len(m.samples_s), CLK_SLOTS, len(launch.slots))
+    lc = mc.launch_clocks(launch.stamps(n), m.samples_s[-n:] if n else [])
+    if not lc:
+        m.notes.append("SM clock not read: no complete per-CTA stamps from the timed launches")
+        return
+    units_per_cta = launch.units // launch.grid        # warps (mma.sync) or warpgroups (wgmma) per CTA
+    vd = mc.verdict(lc, work, m.clocks.sm_mhz if m.clocks else None, _peak_at(ctx, v),
+                    ops_per_cta=ops_per_iteration(v) * m.params["iters"] * units_per_cta, ctas_per_sm=cfg[1],
+                    sms=ctx.device.sms)
+    m.value = vd.value
+    m.params.update(vd.params)
+    m.flags += vd.flags
+    m.notes += vd.notes
 
 
 def _run(ctx, api: str, precisions):
@@ -745,8 +836,7 @@ def _run(ctx, api: str, precisions):
         for v in variants(api, prec):
             reason = variant_skip_reason(v, cc)
             if reason:
-                ctx.log(f"{v.metric}: skipped: {reason}")
-                yield _info(ctx, v, f"skipped: {reason}")
+                yield ctx.skip(v.metric, reason, **_meta(v))
                 continue
             if cp is None:
                 try:
@@ -756,8 +846,7 @@ def _run(ctx, api: str, precisions):
             try:
                 yield _measure(ctx, cp, v)
             except Exception as e:          # one failing form does not stop the others
-                ctx.log(f"{v.metric}: error: {type(e).__name__}: {e}")
-                yield _info(ctx, v, f"error: {type(e).__name__}: {e}")
+                yield ctx.error(v.metric, v.metric, e, **_meta(v))
 
 
 @probe(name="gpu.mma_sync", target="gpu", family="compute", precisions=MMA_SYNC_PRECISIONS,
