@@ -294,7 +294,9 @@ def test_xavier_published_figures_beside_theory():
     assert int8["theory_at_its_clock"] == pytest.approx(22.45 * T, rel=1e-3)       # at the seeds' 1370 MHz
     dram = rows["dram"]
     assert dram["published"] == 137 * G and dram["theory"] == pytest.approx(136.5 * G, rel=1e-3)
-    text = specs.sku_theory(specs.find("AGX Xavier")).render()
+    from hwprobe.report.specs import render_text
+
+    text = render_text(specs.sku_theory(specs.find("AGX Xavier")))
     assert "published 22.4 TOP/s at 1370 MHz; theory 22.56 TOP/s at 1377 MHz +0.7%" in text
     assert "headline 32 TOP/s" in text and "two DLAs" in text and "the GPU alone: 22.56 TOP/s" in text
     assert "MODE_10W" in text and "4.26 TOP/s" in text                            # 2 TPCs x 520 MHz

@@ -342,5 +342,8 @@ def test_attach_memory_cpu_and_sparse():
 
 
 def test_render_mentions_every_row():
-    text = specs.sku_theory(specs.find("H200")).render()
-    assert "fp16      tensor_core" in text and "dram" in text and "4.814 TB/s" in text
+    from hwprobe.report.specs import render_text
+
+    text = render_text(specs.sku_theory(specs.find("H200")))
+    assert "fp16       tensor  PFLOP/s     1.071   2.141  0.9895" in text and "DRAM" in text
+    assert "theory 4.814 TB/s" in text

@@ -57,6 +57,8 @@ def specs(name, device, as_json) -> None:
         click.echo(json.dumps({"device": theory.label, "compute": theory.table(), "memory": theory.memory_table(),
                                "disagreements": theory.disagreements()}, indent=2, default=str))
     else:
-        click.echo(theory.render())
+        from hwprobe.report.specs import render
+
+        render(theory, console())
 
 

@@ -23,6 +23,7 @@ class Column:
     kind: str = "text"          # text | rate | pct | mhz | watt | energy | bytes | time | cycles | ratio
     wide: bool = False          # only in the wide table
     short: str = ""             # header in the terminal (may hold a line break)
+    wrap: bool = False          # long text that may wrap in the terminal (a formula)
 
 
 @dataclass
@@ -61,13 +62,13 @@ def fmt(col: Column, row: dict[str, Any]) -> str:
     return str(v)
 
 
-def scaled(values: list[float | None], unit: str) -> tuple[str, list[str]]:
+def scaled(values: list[float | None], unit: str, digits: int = 3) -> tuple[str, list[str]]:
     """Several rates of one row in one prefixed unit: ([807e12, 1.05e15], "FLOP/s") -> ("TFLOP/s", ["807", "1050"])
     with the prefix of the first (the measured value), so a table can carry the unit once per row."""
     lead = next((abs(v) for v in values if v), 0.0)
     scale, prefix = next(((s, p) for s, p in _PREFIXES if lead >= s), (1.0, ""))
-    return prefix + unit, ["-" if v is None else (f"{v / scale:.0f}" if abs(v / scale) >= 1000 else
-                                                  f"{v / scale:.3g}") for v in values]
+    return prefix + unit, ["-" if v is None else (f"{v / scale:.0f}" if abs(v / scale) >= 10 ** digits else
+                                                  f"{v / scale:.{digits}g}") for v in values]
 
 
 def _clock_header(kind: str) -> str:

@@ -13,7 +13,7 @@ from hwprobe.report import text as tx
 WIDE_AT = 120
 
 
-def rich_table(t: tb.Table, wide: bool):
+def rich_table(t: tb.Table, wide: bool, digits: int = 3):
     """A rich Table: text columns, then one unit column for the row's rates, then numbers."""
     from rich import box
     from rich.table import Table
@@ -27,12 +27,12 @@ def rich_table(t: tb.Table, wide: bool):
     headers = []
     for i, c in enumerate(cols):
         if i == first_rate:
-            headers.append(("unit", "left"))
-        headers.append((c.short or c.header, "left" if c.kind == "text" else "right"))
-    for h, justify in headers:
-        out.add_column(h, justify=justify, no_wrap=True)
+            headers.append(("unit", "left", False))
+        headers.append((c.short or c.header, "left" if c.kind == "text" else "right", c.wrap))
+    for h, justify, wrap in headers:
+        out.add_column(h, justify=justify, no_wrap=not wrap, overflow="fold")
     for row in t.rows:
-        unit, nums = tb.scaled([row.get(c.key) for c in rates], row.get("_unit") or "")
+        unit, nums = tb.scaled([row.get(c.key) for c in rates], row.get("_unit") or "", digits)
         by_key = dict(zip([c.key for c in rates], nums, strict=False))
         cells = []
         for i, c in enumerate(cols):

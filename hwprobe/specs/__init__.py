@@ -16,6 +16,7 @@ from pathlib import Path
 from hwprobe.errors import InputError
 from hwprobe.measurement import Theory
 from hwprobe.specs import theory as th
+from hwprobe.units import si
 
 try:
     import tomllib
@@ -174,15 +175,6 @@ def match(gpu_name: str, sms: int | None = None, mem_bytes: int | None = None,
         best = min(abs((s.boost_clock_mhz or 0) - clock_mhz) for s in found)
         found = [s for s in found if abs((s.boost_clock_mhz or 0) - clock_mhz) == best]
     return found[0] if len(found) == 1 else None
-
-
-def _si(x: float | None, unit: str) -> str:
-    if x is None:
-        return "-"
-    for f, p in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= f:
-            return f"{x / f:.4g} {p}{unit}"
-    return f"{x:.4g} {unit}"
 
 
 @dataclass
@@ -348,39 +340,14 @@ class DeviceTheory:
                 why = ""
                 if row["datasheet_clock_mhz"] and abs(row["datasheet_clock_mhz"] - (row["clock_mhz"] or 0)) > 0.5:
                     why = f"; the datasheet assumes {row['datasheet_clock_mhz']:.0f} MHz"
-                out.append(f"{row['precision']} {row['unit']}: theory {_si(peak, row['op_unit'])} at "
-                           f"{row['clock_mhz']:.0f} MHz vs datasheet {_si(ds, row['op_unit'])} "
+                out.append(f"{row['precision']} {row['unit']}: theory {si(peak, row['op_unit'], 4)} at "
+                           f"{row['clock_mhz']:.0f} MHz vs datasheet {si(ds, row['op_unit'], 4)} "
                            f"({peak / ds - 1:+.1%}){why}")
         bw = self.bandwidth
         if bw and bw.datasheet and abs(bw.at_max_clock / bw.datasheet - 1) > memory_tol:
-            out.append(f"dram bandwidth: theory {_si(bw.at_max_clock, 'B/s')} ({bw.basis}) vs datasheet "
-                       f"{_si(bw.datasheet, 'B/s')} ({bw.at_max_clock / bw.datasheet - 1:+.1%})")
+            out.append(f"dram bandwidth: theory {si(bw.at_max_clock, 'B/s', 4)} ({bw.basis}) vs datasheet "
+                       f"{si(bw.datasheet, 'B/s', 4)} ({bw.at_max_clock / bw.datasheet - 1:+.1%})")
         return out
-
-    def render(self) -> str:
-        """Plain-text summary for ``hwprobe specs``."""
-        lines = [self.label]
-        if self.sku and self.sku.source:
-            lines.append(f"  source: {self.sku.source}")
-        lines.append(f"  {'precision':<9} {'unit':<12} {'peak (max clk)':>16} {'2:4 sparse':>14} "
-                     f"{'datasheet':>14} {'ridge (op/B)':>12}")
-        for r in self.table():
-            ridge = f"{r['ridge']:.3g}" if r["ridge"] else "-"
-            lines.append(f"  {r['precision']:<9} {r['unit']:<12} {_si(r['peak'], r['op_unit']):>16} "
-                         f"{_si(r['peak_sparse'], r['op_unit']) if r['peak_sparse'] else '-':>14} "
-                         f"{_si(r['datasheet'], r['op_unit']):>14} {ridge:>12}")
-        for r in self.memory_table():
-            lines.append(f"  {r['level']:<22} {_si(r['peak'], 'B/s'):>16} {'':>14} "
-                         f"{_si(r['datasheet'], 'B/s'):>14}   {r['basis']}")
-        for d in self.disagreements():
-            lines.append(f"  ! {d}")
-        if self.sku:
-            lines += [f"  note: {n}" for n in self.sku.notes]
-        if self.sku and self.sku.power_modes:
-            from hwprobe.specs.modes import render_module  # Jetson: published vs theory, power modes
-
-            lines += render_module(self.sku)
-        return "\n".join(lines)
 
 
 def sku_theory(sku: Sku) -> DeviceTheory:

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from hwprobe.device.jetson import jetpack_at_least, summary
 from hwprobe.errors import InputError
-from hwprobe.specs import DeviceTheory, PowerMode, Sku, _si, find, match, sku_theory
+from hwprobe.specs import DeviceTheory, PowerMode, Sku, find, match, sku_theory
 from hwprobe.specs import theory as th
+from hwprobe.units import si
+
+
+def _si(x: float | None, unit: str) -> str:
+    """Four significant digits, as ``hwprobe specs`` prints theory."""
+    return si(x, unit, 4)
 
 # The figures a mode table shows, most telling first; a module shows those its architecture has.
 FIGURES = (("fp32", "cuda_core"), ("fp16", "cuda_core"), ("fp16", "tensor_core"), ("int8", "tensor_core"))
