@@ -406,7 +406,7 @@ def alignment_finding(precision: str, rows: Sequence[dict]) -> tuple[float | Non
     Returns (worst slowdown aligned/odd or None if no odd size ran, sentence with the seeds' rule).
     """
     rule = {"fp16": "multiples of 8", "bf16": "multiples of 8", "tf32": "multiples of 4",
-            "int8": "multiples of 16 (003: align INT8 channels to 32)",
+            "int8": "multiples of 16 (align INT8 channels to 32)",
             "fp8": "multiples of 16"}.get(precision, "multiples of 8")
     ran = [r for r in rows if r.get("odd_rate")]
     unsupported = [r["n"] + 1 for r in rows if r.get("odd_rate") is None]
