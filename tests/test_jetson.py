@@ -331,3 +331,31 @@ def test_modes_follow_the_jetpack():
     assert modes.find_mode(nx, mode_id=0, jetpack="6.2").name == "MAXN_SUPER"
     t = modes.mode_theory(specs.find("AGX Orin 64GB"), modes.find_mode(specs.find("AGX Orin 64GB"), "MODE_30W"))
     assert (t.sms, t.max_clock_mhz) == (8, 612) and t.bandwidth.at_max_clock == pytest.approx(204.7 * G, rel=1e-3)
+
+
+# ------------------------------------------------------------------------------------------------ suites
+
+@pytest.mark.parametrize(("suite", "arch"), [("jetson", "sm_87"), ("jetson-xavier", "sm_72")])
+def test_jetson_suites_measure_only_what_the_module_has(suite, arch):
+    from hwprobe import suites
+    from hwprobe.fleet.expect import JETSON_KEYS
+    from hwprobe.specs import theory as th
+
+    s = suites.load(suite)
+    suites.validate(s)
+    precs = {p for e in s.entries for p in e.params.get("precisions", ())}
+    assert "fp8" not in precs and "fp64" not in precs
+    for e in s.entries:
+        for p in e.params.get("precisions", ()):
+            units = ("tensor_core",) if e.probe == "gpu.mma_sync" else ("cuda_core", "tensor_core")
+            assert any(th.rates(arch, p, u) for u in units), (suite, e.probe, p)
+    if arch == "sm_72":
+        assert not precs & {"bf16", "tf32"} and "gpu.mma_sync" not in {e.probe for e in s.entries}
+    # sized for 8 GB of shared memory: GEMM operands, DRAM arrays and host buffers each well under 2 GiB
+    params = {e.probe: e.params for e in s.entries}
+    assert 3 * max(params["gpu.gemm"]["sizes"]) ** 2 * 4 <= 256 << 20 and not params["gpu.gemm"]["big_sizes"]
+    assert 3 * params["gpu.dram"]["array_mib"] <= 2048 and params["gpu.host"]["max_mib"] <= 512
+    # every ceiling the spec-derived expectation holds is one the suite measures
+    for key in JETSON_KEYS[arch]:
+        prec = key.split(".")[0]
+        assert key == "dram.bandwidth" or prec in precs, key

@@ -47,6 +47,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 # Each command lives in its own module and registers itself on ``cli`` when imported.
-COMMANDS = ("run", "inspect", "show", "analyze", "classify", "export")
+COMMANDS = ("run", "inspect", "show", "validate", "compare", "analyze", "classify", "export")
 for _name in COMMANDS:
     importlib.import_module(f"hwprobe.cli.{_name}")

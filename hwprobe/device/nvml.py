@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import cache
 
 from hwprobe.device import GpuInfo
@@ -83,3 +84,55 @@ def enrich(info: GpuInfo) -> None:
         info.sm_clock_max_mhz = float(d["sm_clock_max_mhz"])
     if not info.mem_clock_mhz and d["mem_clock_max_mhz"]:
         info.mem_clock_mhz = float(d["mem_clock_max_mhz"])
+
+
+def _process_name(n, pid: int) -> str:
+    """NVML's name for a process, else /proc/<pid>/comm (NVML cannot name processes of other containers)."""
+    name = _try(n.nvmlSystemGetProcessName, pid)
+    if name:
+        return str(name)
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip() or "?"
+    except OSError:
+        return "?"
+
+
+def running_processes(info: GpuInfo, handle_=None) -> dict:
+    """Other processes on this GPU now (pid, name, used memory) and the GPU's utilization: they share the SMs
+    and the memory bus, so figures measured beside them are skewed. This process is left out.
+
+    Returns {"available", "processes": [{"pid", "name", "used_memory_bytes", "kind"}], "utilization_gpu_pct",
+    "utilization_mem_pct", "contended", "warning"}; ``available`` is False without NVML (a Jetson before
+    JetPack 6, or a machine without the driver)."""
+    h = handle_ if handle_ is not None else handle(info)
+    out: dict = {"available": h is not None, "processes": [], "utilization_gpu_pct": None,
+                 "utilization_mem_pct": None, "contended": False, "warning": None}
+    if h is None:
+        return out
+    import pynvml as n
+
+    me, seen = os.getpid(), {}
+    for kind, fn in (("compute", "nvmlDeviceGetComputeRunningProcesses"),
+                     ("graphics", "nvmlDeviceGetGraphicsRunningProcesses")):
+        for p in _try(getattr(n, fn), h) or []:
+            pid = int(p.pid)
+            if pid == me or pid in seen:
+                continue
+            used = getattr(p, "usedGpuMemory", None)
+            # NVML_VALUE_NOT_AVAILABLE (2**64 - 1) where the driver cannot say (MIG, some containers)
+            used = int(used) if isinstance(used, int) and 0 <= used < 2**63 else None
+            seen[pid] = {"pid": pid, "name": _process_name(n, pid), "used_memory_bytes": used, "kind": kind}
+    out["processes"] = list(seen.values())
+    util = _try(n.nvmlDeviceGetUtilizationRates, h)
+    if util is not None:
+        out["utilization_gpu_pct"], out["utilization_mem_pct"] = int(util.gpu), int(util.memory)
+    if out["processes"]:
+        names = ", ".join(f"{p['name']} (pid {p['pid']}"
+                          + (f", {p['used_memory_bytes'] / 2**20:.0f} MiB" if p["used_memory_bytes"] else "")
+                          + ")" for p in out["processes"])
+        util_txt = f"; GPU utilization {out['utilization_gpu_pct']}%" if out["utilization_gpu_pct"] is not None else ""
+        out["contended"] = True
+        out["warning"] = (f"{len(out['processes'])} other process(es) use this GPU: {names}{util_txt}. "
+                          "They share its SMs, memory and power budget: the figures of this run are skewed")
+    return out

@@ -69,9 +69,11 @@ def find_mode(sku: Sku, name: str | None = None, mode_id: int | None = None,
 
 
 def max_mode(sku: Sku, jetpack: str | None = None) -> PowerMode | None:
-    """The mode with the most GPU compute (SMs x clock), then the fastest EMC."""
+    """The mode with the most GPU compute (SMs x clock), then the fastest EMC; among equals a MAXN mode, then
+    the highest id (Xavier NX: MODE_20W_6CORE, not _2CORE)."""
     modes = available_modes(sku, jetpack)
-    return max(modes, key=lambda m: (mode_sms(sku, m) * m.gpu_max_mhz, m.emc_mhz)) if modes else None
+    return max(modes, key=lambda m: (mode_sms(sku, m) * m.gpu_max_mhz, m.emc_mhz, "MAXN" in m.name.upper(), m.id),
+               default=None)
 
 
 def headline(dt: DeviceTheory) -> tuple[str, str, float] | None:

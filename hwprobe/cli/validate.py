@@ -1,0 +1,45 @@
+"""hwprobe validate: does this board, in this power mode, deliver what it should?"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from hwprobe.cli import cli, console
+
+
+@cli.command()
+@click.argument("results", type=click.Path())
+@click.option("--against", "ref", required=True, metavar="REF",
+              help="A reference profile (results dir or profile.json), or a spec name (e.g. 'AGX Orin').")
+@click.option("--expect", default=None, metavar="FRACTION",
+              help="With a spec name: expect this fraction of theory for every ceiling (0.9 or 90%); default: "
+                   "per kind of ceiling (see hwprobe/fleet/expect.py).")
+@click.option("--tolerance", default=None, metavar="PCT|FILE",
+              help="How far below the reference a ceiling may fall: 10% (default), 0.05, or a TOML file "
+                   "(default = \"10%\", [ceilings] \"fp16.*\" = \"15%\").")
+@click.option("--require-all", is_flag=True, help="A reference ceiling the run did not measure fails.")
+@click.option("--junit", "junit", default=None, type=click.Path(dir_okay=False), help="Write JUnit XML here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def validate(results, ref, expect, tolerance, require_all, junit, as_json) -> None:
+    """Check RESULTS (a run directory or profile.json) against a reference, ceiling by ceiling.
+
+    Exit 0 when every ceiling passes, 1 when any fails, 2 for bad input."""
+    import sys
+    from pathlib import Path
+
+    from hwprobe.fleet import render
+    from hwprobe.fleet import validate as val
+    from hwprobe.fleet.records import load_run
+
+    run = load_run(results, strict=True)
+    reference = val.load_reference(ref, run, val.parse_fraction(expect, "--expect") if expect else None)
+    result = val.validate(run, reference, val.parse_tolerance(tolerance), require_all=require_all)
+    if junit:
+        Path(junit).write_text(render.junit_xml(result))
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+    else:
+        render.render_validation(result, console())
+    sys.exit(result.exit_code)

@@ -1,0 +1,124 @@
+"""Why a run falls short of another: the likely causes, from what the two runs recorded.
+
+Checked in the order they usually explain a gap: a different device or SKU, a different power mode or power
+limit, lower clocks (with the throttle reasons), thermal throttling, other processes on the GPU, then driver,
+CUDA, library and JetPack versions. Each cause is one line with both runs' values.
+"""
+
+from __future__ import annotations
+
+from hwprobe.fleet.records import CeilingRec, RunRecord
+
+CLOCK_GAP = 0.03          # clocks more than 3% apart are a cause
+HOT_C = 85.0              # a Jetson thermal zone at or above this during the run: thermal throttling is likely
+
+
+def _get(d: dict, *keys):
+    for k in keys:
+        d = d.get(k) if isinstance(d, dict) else None
+    return d
+
+
+def _differs(a, b) -> bool:
+    return a not in (None, "") and b not in (None, "") and a != b
+
+
+def device_causes(run: RunRecord, ref: RunRecord) -> list[str]:
+    out = []
+    a, b = run.device, ref.device
+    name_a, name_b = run.jetson.get("module") or a.get("name"), ref.jetson.get("module") or b.get("name")
+    if _differs(name_a, name_b):
+        out.append(f"different device: {name_a} vs {name_b} in the reference")
+    elif _differs(a.get("sms"), b.get("sms")) and not (run.jetson and ref.jetson):   # Jetson: live SMs, see mode
+        out.append(f"different SKU: {a.get('sms')} SMs vs {b.get('sms')}")
+    if _differs(a.get("mem_bytes"), b.get("mem_bytes")) and abs(a["mem_bytes"] / b["mem_bytes"] - 1) > 0.02:
+        out.append(f"different memory size: {a['mem_bytes'] / 2**30:.0f} GiB vs {b['mem_bytes'] / 2**30:.0f} GiB")
+    return out
+
+
+def mode_causes(run: RunRecord, ref: RunRecord) -> list[str]:
+    """Jetson power mode (nvpmodel, live SMs, clock and EMC caps, jetson_clocks) and the NVML power limit."""
+    out = []
+    ja, jb = run.jetson, ref.jetson
+    if ja and jb:
+        ma, mb = _get(ja, "nvpmodel", "name"), _get(jb, "nvpmodel", "name")
+        sa, sb = _get(ja, "tpc", "live_sms"), _get(jb, "tpc", "live_sms")
+        ga, gb = _get(ja, "gpu", "max_mhz"), _get(jb, "gpu", "max_mhz")
+        ea, eb = _get(ja, "emc", "theory_mhz"), _get(jb, "emc", "theory_mhz")
+        parts = []
+        if _differs(sa, sb):
+            parts.append(f"{sa} vs {sb} SMs live")
+        if _differs(ga, gb):
+            parts.append(f"GPU cap {ga:g} vs {gb:g} MHz")
+        if _differs(ea, eb):
+            parts.append(f"EMC {ea:g} vs {eb:g} MHz")
+        if _differs(ma, mb) or parts:
+            out.append(f"power mode {ma or '?'} vs {mb or '?'} in the reference"
+                       + (f" ({', '.join(parts)})" if parts else ""))
+        if ja.get("jetson_clocks") is False and jb.get("jetson_clocks"):
+            out.append("jetson_clocks off here, on in the reference (DVFS ramps the clocks during short probes)")
+    pa, pb = _get(run.device, "nvml", "power_limit_w"), _get(ref.device, "nvml", "power_limit_w")
+    if _differs(pa, pb) and abs(pa / pb - 1) > 0.01:
+        out.append(f"power limit {pa:g} W vs {pb:g} W in the reference")
+    return out
+
+
+def clock_causes(m: CeilingRec | None, r: CeilingRec | None) -> list[str]:
+    if m is None:
+        return []
+    out = []
+    if m.clock_mhz and r is not None and r.clock_mhz and m.clock_mhz < r.clock_mhz * (1 - CLOCK_GAP):
+        why = f" (throttle: {', '.join(m.throttle)})" if m.throttle else ""
+        out.append(f"lower clock: {m.clock_mhz:.0f} vs {r.clock_mhz:.0f} MHz "
+                   f"({m.clock_mhz / r.clock_mhz - 1:+.0%}){why}")
+    elif m.power_limited and not (r is not None and r.power_limited):
+        out.append(f"power-limited here (throttle: {', '.join(m.throttle)}), not in the reference")
+    if m.thermal:
+        out.append(f"thermal throttling during this ceiling: {', '.join(t for t in m.throttle if 'thermal' in t)}")
+    return out
+
+
+def health_causes(run: RunRecord, ref: RunRecord) -> list[str]:
+    out = []
+    hot = {k: v for k, v in (run.jetson.get("thermal") or {}).items() if isinstance(v, (int, float)) and v >= HOT_C}
+    if hot:
+        out.append("hot: " + ", ".join(f"{k} {v:.0f} C" for k, v in hot.items()) + f" (>= {HOT_C:.0f} C)")
+    ta, tb = _get(run.device, "nvml", "temp_c"), _get(ref.device, "nvml", "temp_c")
+    if ta is not None and tb is not None and ta >= tb + 15:
+        out.append(f"GPU {ta} C at the start vs {tb} C in the reference (cooling?)")
+    if run.contended:
+        procs = _get(run.environment, "processes", "processes") or []
+        names = ", ".join(f"{p.get('name')} ({p.get('pid')})" for p in procs[:4]) if procs else "recorded as contended"
+        out.append(f"other processes used the GPU during this run: {names}")
+    return out
+
+
+def version_causes(run: RunRecord, ref: RunRecord) -> list[str]:
+    pairs = [
+        ("driver", run.device.get("driver_version"), ref.device.get("driver_version")),
+        ("CUDA runtime", _get(run.environment, "cuda", "runtime"), _get(ref.environment, "cuda", "runtime")),
+        ("CUDA driver API", _get(run.environment, "cuda", "driver"), _get(ref.environment, "cuda", "driver")),
+        ("cuBLAS", _get(run.environment, "cuda", "cublas"), _get(ref.environment, "cuda", "cublas")),
+        ("JetPack", run.jetson.get("jetpack"), ref.jetson.get("jetpack")),
+        ("L4T", run.jetson.get("l4t"), ref.jetson.get("l4t")),
+        ("hwprobe", run.version, ref.version),
+    ]
+    return [f"{what} {a} vs {b} in the reference" for what, a, b in pairs if _differs(a, b)]
+
+
+def path_causes(m: CeilingRec | None, r: CeilingRec | None) -> list[str]:
+    if m is None or r is None or not m.metric or not r.metric or m.metric == r.metric:
+        return []
+    return [f"the best path differs: {m.metric} here, {r.metric} in the reference"]
+
+
+def explain(run: RunRecord, ref: RunRecord, key: str | None = None) -> list[str]:
+    """Likely causes of ``run`` falling short of ``ref`` (for ``key``, or the run as a whole), most telling first.
+    An empty answer becomes one line saying nothing recorded explains it."""
+    m = run.ceilings.get(key) if key else None
+    r = ref.ceilings.get(key) if key else None
+    out = (device_causes(run, ref) + mode_causes(run, ref) + clock_causes(m, r) + health_causes(run, ref)
+           + (path_causes(m, r) if ref.measured else []) + version_causes(run, ref))
+    if not ref.measured:
+        out.append("the reference is spec-derived (fractions of theory), not measured")
+    return out or ["nothing the two runs recorded differs: suspect cooling, background load or the unit itself"]

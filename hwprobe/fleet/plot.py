@@ -1,0 +1,83 @@
+"""The fleet as a strip plot: one column per ceiling, one dot per run (normalized), outliers marked and named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MAX_LABELS = 16           # outliers named on the plot; the rest are in the table and --json
+MAX_KEYS = 24
+
+
+def strip_plot(fleet, out: Path | str, title: str | None = None) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from hwprobe.fleet.compare import group_column
+    from hwprobe.fleet.render import LEGEND, short
+
+    keys = fleet.keys[:MAX_KEYS]
+    if not keys:
+        raise ValueError("no ceilings to plot")
+    groups = group_column(fleet.table, fleet.group_by)
+    names = sorted(groups.unique())
+    colors = plt.get_cmap("tab10")
+    flagged = {(o.run, o.key): o for o in fleet.outliers}
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.05 * len(keys) + 2), 5.2), constrained_layout=True)
+    rng = np.random.default_rng(0)                      # fixed jitter: the same fleet draws the same picture
+    runs = fleet.table["run"].to_numpy()
+    where: dict[tuple[str, str], tuple[float, float]] = {}   # (run, key) -> the outlier dot's position
+    for x, k in enumerate(keys):
+        y = fleet.normalized[k].to_numpy(dtype=float)
+        jitter = rng.uniform(-0.28, 0.28, size=len(y))
+        for gi, g in enumerate(names):
+            sel = (groups == g).to_numpy() & np.isfinite(y)
+            ax.scatter(x + jitter[sel], y[sel], s=14, alpha=0.55, color=colors(gi % 10), linewidths=0,
+                       label=g if x == 0 else None)
+        out_idx = [i for i, r in enumerate(runs) if (r, k) in flagged and np.isfinite(y[i])]
+        where.update({(runs[i], k): (x + jitter[i], y[i]) for i in out_idx})
+        ax.scatter(x + jitter[out_idx], y[out_idx], s=46, facecolors="none", edgecolors="red", linewidths=1.4,
+                   label="outlier" if x == 0 and out_idx else None, zorder=3)
+    _label_outliers(ax, fleet, where)
+    ax.axhline(1.0, color="0.35", lw=0.9, ls="--", zorder=0)
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([f"{short(k)}\n{_basis_value(fleet, k)}" for k in keys], fontsize=8)
+    ax.set_xlim(-0.6, len(keys) - 0.4)
+    ax.set_ylabel(f"value / {fleet.basis}")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    ax.grid(axis="y", alpha=0.3)
+    n_out = len({o.run for o in fleet.outliers})
+    ax.set_title(title or f"{len(fleet.runs)} runs, {len(keys)} ceilings, {n_out} run(s) with outliers", fontsize=11)
+    if len(names) > 1 or fleet.outliers:
+        ax.legend(fontsize=7, loc="best", framealpha=0.85)
+    ax.set_xlabel(f"ceiling, with {'the reference value' if fleet.basis.startswith('reference') else 'the median'}"
+                  f" (100%); {LEGEND}", fontsize=7)
+    out = Path(out)
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+    return out
+
+
+def _basis_value(fleet, key: str) -> str:
+    """What 100% is in a column: the reference's value, or the median over the fleet."""
+    from hwprobe.units import si
+
+    raw, norm = fleet.table[key], fleet.normalized[key]
+    ok = raw.notna() & norm.notna() & (norm != 0)
+    if not ok.any():
+        return "-"
+    basis = (raw[ok] / norm[ok]).median()
+    return si(float(basis), fleet.units.get(key, ""))
+
+
+def _label_outliers(ax, fleet, where: dict) -> None:
+    """Name the outliers furthest from the median beside their dots (the rest are in the table and --json)."""
+    shown = 0
+    for o in sorted(fleet.outliers, key=lambda o: abs(o.normalized - 1), reverse=True):
+        if (o.run, o.key) not in where or shown >= MAX_LABELS:
+            continue
+        ax.annotate(o.run, where[(o.run, o.key)], xytext=(7, -3), textcoords="offset points", fontsize=7,
+                    color="darkred")
+        shown += 1

@@ -1,0 +1,186 @@
+"""Runs as flat records: one value per ceiling key, with what was recorded beside it (clock, throttle, power).
+
+A ceiling key names a slot the same way in every run: ``fp16.tensor_core.library``, ``dram.bandwidth``,
+``link.<name>.<ceiling>``. ``load_run`` reads a profile.json with the JSON parser and the schema migration only
+(``strict`` adds the JSON Schema check, ~9 ms on a full profile): a fleet of thousands loads in seconds.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hwprobe.errors import InputError
+
+PROFILE = "profile.json"
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass
+class CeilingRec:
+    key: str
+    value: float
+    unit: str
+    metric: str = ""
+    clock_mhz: float | None = None
+    clock_source: str | None = None
+    throttle: list[str] = field(default_factory=list)
+    power_w: float | None = None
+    per_clock: float | None = None            # as recorded (Ceiling.per_clock); None where the run did not
+    flags: list[str] = field(default_factory=list)
+    theory_at_max: float | None = None
+
+    @property
+    def power_limited(self) -> bool:
+        return any("power" in t for t in self.throttle)
+
+    @property
+    def thermal(self) -> bool:
+        return any("thermal" in t for t in self.throttle)
+
+
+@dataclass
+class RunRecord:
+    path: str
+    label: str
+    device: dict[str, Any]
+    environment: dict[str, Any]
+    ceilings: dict[str, CeilingRec]
+    created: str = ""
+    version: str = ""
+    partial: bool = False
+    measured: bool = True                     # False: a spec-derived expectation, not a measurement
+
+    @property
+    def contended(self) -> bool:
+        """Other work shared the GPU while this ran (recorded by the run), for the run or any ceiling."""
+        env = self.environment
+        return bool(env.get("contended") or (env.get("processes") or {}).get("contended")
+                    or any("contended" in c.flags for c in self.ceilings.values()))
+
+    @property
+    def jetson(self) -> dict:
+        return self.device.get("jetson") or (self.environment.get("device") or {}).get("jetson") or {}
+
+    @property
+    def power_mode(self) -> str | None:
+        return (self.jetson.get("nvpmodel") or {}).get("name")
+
+    @property
+    def device_name(self) -> str:
+        d = self.device
+        name = self.jetson.get("module") or d.get("name") or d.get("model") or "?"
+        return f"{name} ({d.get('sms')} SMs)" if d.get("sms") and not self.jetson else name
+
+
+def _ceiling(key: str, c: dict[str, Any]) -> CeilingRec | None:
+    try:
+        value = float(c["value"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return CeilingRec(key=key, value=value, unit=str(c.get("unit") or ""), metric=str(c.get("metric") or ""),
+                      clock_mhz=c.get("clock_mhz"), clock_source=c.get("clock_source"),
+                      throttle=list(c.get("throttle_reasons") or []), power_w=c.get("power_w"),
+                      per_clock=c.get("per_clock"), flags=[str(f) for f in c.get("flags") or []],
+                      theory_at_max=c.get("theory_at_max_clock"))
+
+
+def ceilings_of(d: dict[str, Any]) -> dict[str, CeilingRec]:
+    """Every ceiling of a profile dict under its key."""
+    out: dict[str, CeilingRec] = {}
+    for prec, units in (d.get("compute") or {}).items():
+        for unit, paths in (units or {}).items():
+            for path, c in (paths or {}).items():
+                if isinstance(c, dict) and (rec := _ceiling(f"{prec}.{unit}.{path}", c)):
+                    out[rec.key] = rec
+    for level, lvl in (d.get("memory") or {}).items():
+        bw = (lvl or {}).get("bandwidth")
+        if isinstance(bw, dict) and (rec := _ceiling(f"{level}.bandwidth", bw)):
+            out[rec.key] = rec
+    for name, link in (d.get("links") or {}).items():
+        for cname, c in ((link or {}).get("ceilings") or {}).items():
+            if isinstance(c, dict) and (rec := _ceiling(f"link.{name}.{cname}", c)):
+                out[rec.key] = rec
+    return out
+
+
+def record_of(d: dict[str, Any], path: str, label: str | None = None) -> RunRecord:
+    env = d.get("environment") or {}
+    return RunRecord(path=path, label=label or path, device=d.get("device") or {}, environment=env,
+                     ceilings=ceilings_of(d), created=str(d.get("created_utc") or ""),
+                     version=str(d.get("hwprobe_version") or ""), partial=bool(d.get("partial")),
+                     measured=env.get("measured", True) is not False)
+
+
+def _profile_path(p: Path) -> Path:
+    return p / PROFILE if p.is_dir() else p
+
+
+def load_run(path: str | Path, label: str | None = None, strict: bool = False) -> RunRecord:
+    """Read one run (a results directory or a profile.json). ``strict`` checks the JSON Schema too."""
+    from hwprobe.profile import migrate, validate_dict
+
+    p = _profile_path(Path(path))
+    where = f"profile {str(p)!r}"
+    try:
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{where} does not exist") from None
+    except OSError as e:
+        raise InputError(f"cannot read {where}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{where} is not valid JSON (truncated or damaged?): {e}") from None
+    if not isinstance(d, dict):
+        raise InputError(f"{where} is not a JSON object: not an hwprobe profile")
+    d = migrate(d, where)
+    if strict:
+        validate_dict(d, where)
+    elif not isinstance(d.get("device"), dict) or not isinstance(d.get("compute", {}), dict):
+        raise InputError(f"{where} has no device/compute sections: not an hwprobe profile")
+    return record_of(d, str(p.parent if p.name == PROFILE else p), label)
+
+
+def expand(inputs: list[str]) -> list[Path]:
+    """profile.json paths for results directories, profile.json files and globs; a directory without a
+    profile.json is searched below (a results root holding many runs)."""
+    out: list[Path] = []
+    for item in inputs:
+        if _GLOB_CHARS & set(item):
+            hits = sorted(glob.glob(item, recursive=True))
+            if not hits:
+                raise InputError(f"no file matches {item!r}")
+            paths = [Path(h) for h in hits]
+        else:
+            paths = [Path(item)]
+        for p in paths:
+            if p.is_dir():
+                found = [p / PROFILE] if (p / PROFILE).is_file() else sorted(p.rglob(PROFILE))
+                if not found and not _GLOB_CHARS & set(item):
+                    raise InputError(f"no {PROFILE} in or below {str(p)!r}")
+                out += found
+            elif p.is_file():
+                out.append(p)
+            elif not _GLOB_CHARS & set(item):
+                raise InputError(f"{str(p)!r} does not exist")
+    return list(dict.fromkeys(x.resolve() for x in out))
+
+
+def labels_for(paths: list[Path]) -> list[str]:
+    """Short unique labels: the run directory's name, with as many parents as it takes to tell them apart."""
+    runs = [p.parent if p.name == PROFILE else p.with_suffix("") for p in paths]
+    depth = 1
+    while True:
+        labels = ["/".join(r.parts[-depth:]) for r in runs]
+        if len(set(labels)) == len(labels) or depth > max((len(r.parts) for r in runs), default=1):
+            return labels
+        depth += 1
+
+
+def load_many(inputs: list[str]) -> list[RunRecord]:
+    paths = expand(inputs)
+    if not paths:
+        raise InputError(f"no {PROFILE} found in {', '.join(inputs)}")
+    return [load_run(p, label) for p, label in zip(paths, labels_for(paths), strict=True)]

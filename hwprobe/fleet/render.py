@@ -1,0 +1,172 @@
+"""Text and JUnit output of validations and fleet comparisons (rich tables for people, XML for CI)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from hwprobe.fleet.validate import Check, Validation
+from hwprobe.units import si
+
+_STYLE = {"pass": "green", "fail": "bold red", "not measured": "yellow", "no reference": "dim"}
+
+
+def figure(value: float | None, unit: str, compared: str = "rate") -> str:
+    if value is None:
+        return "-"
+    if compared == "per clock":
+        return f"{value:,.1f} {unit.removesuffix('/s')}/clk"
+    return si(value, unit)
+
+
+def check_line(c: Check) -> str:
+    """One sentence per check: the verdict, both figures, the gap against the tolerance."""
+    if c.status == "not measured":
+        return f"{c.key}: not measured in this run (reference {figure(c.expected, c.unit)})"
+    if c.status == "no reference":
+        return f"{c.key}: {figure(c.measured, c.unit)}, no reference figure"
+    exp, meas = c.expected, c.measured
+    if c.compared == "per clock" and c.ratio is not None:
+        return f"{c.key}: {c.status} on the per-clock figure ({c.ratio - 1:+.1%}, tolerance -{c.tolerance:.0%})"
+    return (f"{c.key}: {c.status}: measured {figure(meas, c.unit)} vs expected {figure(exp, c.unit)} "
+            f"({(c.ratio or 0) - 1:+.1%}, tolerance -{c.tolerance:.0%})")
+
+
+def render_validation(v: Validation, console) -> None:
+    from rich.table import Table
+
+    ref_kind = "measured reference" if v.ref.measured else "spec-derived expectation (not measured)"
+    console.print(f"run:       {v.run.path}  [{v.run.device_name}"
+                  + (f", mode {v.run.power_mode}" if v.run.power_mode else "") + "]")
+    console.print(f"reference: {v.ref.path}  [{v.ref.device_name}"
+                  + (f", mode {v.ref.power_mode}" if v.ref.power_mode else "") + f"; {ref_kind}]")
+    t = Table(title=f"validate (pass: measured >= expected x (1 - tolerance); {v.tolerances.source})")
+    for col, just in (("ceiling", "left"), ("measured", "right"), ("expected", "right"), ("ratio", "right"),
+                      ("tol", "right"), ("result", "left"), ("compared", "left")):
+        t.add_column(col, justify=just)
+    for c in v.checks:
+        if c.status == "no reference":
+            continue
+        t.add_row(c.key, figure(c.measured, c.unit), figure(c.expected, c.unit),
+                  f"{c.ratio:.1%}" if c.ratio is not None else "-", f"{c.tolerance:.0%}",
+                  f"[{_STYLE[c.status]}]{c.status.upper() if c.status in ('pass', 'fail') else c.status}[/]",
+                  c.compared if c.status in ("pass", "fail") else "")
+    console.print(t)
+    groups: dict[tuple[str, ...], list[Check]] = {}      # failures that share their causes are told once
+    for c in v.failed:
+        groups.setdefault(tuple(c.causes), []).append(c)
+    for why, checks in groups.items():
+        for c in checks:
+            console.print(f"[bold red]FAIL[/] {check_line(c)}")
+        for cause in why:
+            console.print(f"     likely cause{'' if len(checks) == 1 else f' (these {len(checks)})'}: {cause}")
+    for c in v.compared:
+        for note in c.notes:
+            console.print(f"     {c.key}: {note}")
+    extra = [c.key for c in v.checks if c.status == "no reference"]
+    if extra:
+        console.print(f"not in the reference ({len(extra)}, no verdict): {', '.join(extra[:8])}"
+                      + (", ..." if len(extra) > 8 else ""))
+    for note in v.notes:
+        console.print(f"note: {note}")
+    n_fail, n_ok = len(v.failed), len(v.compared) - len(v.failed)
+    verdict = "[bold red]FAILED[/]" if n_fail else "[bold green]PASSED[/]"
+    console.print(f"{verdict}: {n_ok} passed, {n_fail} failed, "
+                  f"{sum(c.status == 'not measured' for c in v.checks)} not measured")
+
+
+def junit_xml(v: Validation) -> str:
+    """JUnit XML: one testcase per ceiling, a failure with both figures and the likely causes."""
+    suite = ET.Element("testsuite", name="hwprobe.validate", tests=str(len(v.checks)), failures=str(len(v.failed)),
+                       errors="0", skipped=str(len(v.checks) - len(v.compared)), time="0")
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("run", v.run.path), ("reference", v.ref.path), ("reference_measured", str(v.ref.measured)),
+                        ("device", v.run.device_name), ("power_mode", v.run.power_mode or ""),
+                        ("tolerance", v.tolerances.source)):
+        ET.SubElement(props, "property", name=name, value=str(value))
+    cls = "hwprobe.validate." + "".join(ch if ch.isalnum() else "_" for ch in v.run.device_name).strip("_")
+    for c in v.checks:
+        case = ET.SubElement(suite, "testcase", classname=cls, name=c.key, time="0")
+        if c.status == "fail":
+            fail = ET.SubElement(case, "failure", message=check_line(c), type="BelowReference")
+            fail.text = "\n".join([check_line(c), *(f"likely cause: {x}" for x in c.causes), *c.notes])
+        elif c.status in ("not measured", "no reference"):
+            ET.SubElement(case, "skipped", message=check_line(c))
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = "\n".join([check_line(c), *c.notes])
+    root = ET.Element("testsuites", name="hwprobe", tests=suite.get("tests"), failures=suite.get("failures"))
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+MAX_ROWS = 40             # a larger fleet prints its groups and outliers, not every run
+MAX_COLS = 8
+
+
+_SHORT = (("cuda_core", "cc"), ("tensor_core", "tc"), ("instruction", "inst"), ("library", "lib"),
+          ("_sparse24", " 2:4"), (".bandwidth", " B/s"), (".", " "))
+LEGEND = "cc = CUDA cores, tc = Tensor Cores, inst = instruction level, lib = library (cuBLAS/cuBLASLt)"
+
+
+def short(key: str) -> str:
+    """fp16.tensor_core.library -> 'fp16 tc lib' (table headers have little room)."""
+    for a, b in _SHORT:
+        key = key.replace(a, b)
+    return key
+
+
+def _cell(norm: float | None, flagged: bool) -> str:
+    if norm is None or norm != norm:
+        return "-"
+    text = f"{norm:.1%}"
+    return f"[bold red]{text}[/]" if flagged else text
+
+
+def render_fleet(fleet, console, show_all: bool = False) -> None:
+    """The fleet table (normalized), the groups' medians and the outliers with their likely causes."""
+    from rich.table import Table
+
+    keys = fleet.keys[:MAX_COLS]
+    flagged = {(o.run, o.key) for o in fleet.outliers}
+    console.print(f"{len(fleet.runs)} runs, {len(fleet.keys)} ceilings; values as a fraction of {fleet.basis}")
+    if len(fleet.keys) > MAX_COLS:
+        console.print(f"showing {MAX_COLS} of {len(fleet.keys)} ceilings (--ceilings PATTERN picks, --csv has all)")
+    if show_all or len(fleet.runs) <= MAX_ROWS:
+        t = Table(title=f"fleet (fraction of {fleet.basis}; red: outlier)", caption=LEGEND)
+        t.add_column("run", no_wrap=True)
+        t.add_column("device", no_wrap=True)
+        for k in keys:
+            t.add_column(short(k), justify="right")
+        for raw, norm in zip(fleet.table.to_dict("records"), fleet.normalized.to_dict("records"), strict=True):
+            dev = raw["device"] + (f" / {raw['mode']}" if raw["mode"] else "")
+            t.add_row(raw["run"], dev, *(_cell(norm[k], (raw["run"], k) in flagged) for k in keys))
+        console.print(t)
+    g = Table(title="medians per group")
+    g.add_column("group", no_wrap=True)
+    g.add_column("runs", justify="right")
+    for k in keys:
+        g.add_column(short(k), justify="right")
+    from hwprobe.fleet.compare import group_column
+
+    for name, part in fleet.table.groupby(group_column(fleet.table, fleet.group_by)):
+        g.add_row(str(name), str(len(part)), *(si(part[k].median(), fleet.units[k]) for k in keys))
+    console.print(g)
+    if not fleet.outliers:
+        console.print("[green]no outliers[/] (robust z and gap rule)")
+    by_run: dict[str, list] = {}
+    for o in fleet.outliers:                    # worst first (compare sorts them)
+        by_run.setdefault(o.run, []).append(o)
+    for run, outs in by_run.items():
+        what = "; ".join(f"{short(o.key)} {si(o.value, o.unit)} = {o.normalized:.1%}" for o in outs)
+        basis = "its group median" if outs[0].rule == "median/MAD" else "the reference"
+        console.print(f"[bold red]OUTLIER[/] {run} ({outs[0].direction}, vs {basis}): {what}")
+        seen: list[str] = []
+        for c in (c for o in outs for c in o.causes):
+            head = c.split(":")[0].split(" vs ")[0]
+            if all(head != s.split(":")[0].split(" vs ")[0] for s in seen):
+                seen.append(c)
+        for c in seen[:6]:
+            console.print(f"     likely cause: {c}")
+    for n in fleet.notes:
+        console.print(f"note: {n}")

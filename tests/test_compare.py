@@ -1,0 +1,173 @@
+"""hwprobe compare: synthetic fleets built from a committed profile, with known weak units; inputs, outputs,
+exit codes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from hwprobe.cli import main
+from hwprobe.errors import InputError
+from hwprobe.fleet import compare
+from hwprobe.fleet.records import expand, labels_for, load_many, record_of
+from hwprobe.fleet.synthetic import make_fleet, write_fleet
+
+ROOT = Path(__file__).resolve().parent.parent
+H200 = ROOT / "profiles" / "h200-sxm" / "2026-11-21-full"
+H100 = ROOT / "profiles" / "h100-sxm" / "2026-11-21-full"
+FAULTS = {3: "power_cap", 11: "thermal", 17: "driver", 22: "memory"}
+
+
+def base(path: Path = H200) -> dict:
+    return json.loads((path / "profile.json").read_text())
+
+
+def records(profiles: list[dict]):
+    return [record_of(d, d["environment"]["host"], d["environment"]["host"]) for d in profiles]
+
+
+def cli(capsys, *args) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        main(list(map(str, args)))
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def fleet30():
+    return make_fleet(base(), 30, FAULTS, seed=1)
+
+
+def test_weak_units_are_found_with_their_causes(fleet30):
+    f = compare.compare(records(fleet30))
+    flagged = {(o.run, o.key) for o in f.outliers}
+    assert {run for run, _ in flagged} == {"node-0003", "node-0011", "node-0017", "node-0022"}
+    lib = {k for k in f.keys if ".tensor_core.library" in k and k.split(".")[0] in ("fp16", "bf16", "fp8", "int8")}
+    for unit in ("node-0003", "node-0011", "node-0017"):
+        assert lib <= {k for run, k in flagged if run == unit}, unit
+    assert {k for run, k in flagged if run == "node-0022"} == {"dram.bandwidth"}
+    assert all(o.direction == "low" and o.rule == "median/MAD" and o.z < -3.5 for o in f.outliers)
+    why = {o.run: " | ".join(o.causes) for o in f.outliers}
+    assert "power limit 500 W vs 700 W" in why["node-0003"] and "throttle: sw_power_cap" in why["node-0003"]
+    assert "thermal throttling during this ceiling: hw_thermal_slowdown" in why["node-0011"]
+    assert "GPU 86 C at the start" in why["node-0011"]
+    assert "driver 550.54.15 vs 580.159.04" in why["node-0017"] and "cuBLAS 120400 vs 130100" in why["node-0017"]
+    assert why["node-0022"].startswith("nothing the two runs recorded differs")
+    typical = {o.typical for o in f.outliers}
+    assert not typical & {"node-0003", "node-0011", "node-0017", "node-0022"}
+
+
+def test_normalized_to_the_median_and_to_a_reference(fleet30):
+    recs = records(fleet30)
+    f = compare.compare(recs)
+    med = f.table["dram.bandwidth"].median()
+    assert f.normalized["dram.bandwidth"].tolist() == pytest.approx((f.table["dram.bandwidth"] / med).tolist())
+    ref = recs[5]
+    g = compare.compare(recs, reference=ref, min_gap=0.05)
+    assert g.basis == "reference node-0005"
+    assert g.normalized["dram.bandwidth"].iat[5] == pytest.approx(1.0)
+    assert ("node-0022", "dram.bandwidth") in {(o.run, o.key) for o in g.outliers}
+
+
+def test_min_gap_guards_a_tight_fleet():
+    fleet = make_fleet(base(), 20, noise=0.0005, seed=2)
+    d = fleet[4]["memory"]["dram"]["bandwidth"]
+    d["value"] *= 0.97                                  # 3% low: huge robust z in a 0.05%-noise fleet
+    assert not [o for o in compare.compare(records(fleet)).outliers if o.key == "dram.bandwidth"]
+    hit = compare.compare(records(fleet), min_gap=0.02).outliers
+    assert [(o.run, o.key) for o in hit if o.key == "dram.bandwidth"] == [("node-0004", "dram.bandwidth")]
+
+
+def test_groups_keep_devices_and_power_modes_apart():
+    fleet = make_fleet(base(H200), 8, seed=3) + make_fleet(base(H100), 8, seed=4)
+    for i, d in enumerate(fleet[8:]):
+        d["environment"]["host"] = f"h100-{i}"
+    f = compare.compare(records(fleet))
+    assert not f.outliers                               # H100s are not weak H200s
+    flat = compare.compare(records(fleet), group_by="none", min_gap=0.05)
+    assert flat.basis == "the fleet median"
+    small = compare.compare(records(fleet[:2]))
+    assert not small.outliers and "fewer than 3 runs" in small.notes[0]
+
+
+def test_cli_outputs_and_exit_codes(tmp_path, capsys, fleet30):
+    write_fleet(fleet30, tmp_path / "fleet")
+    csv, png = tmp_path / "fleet.csv", tmp_path / "fleet.png"
+    code, out, _ = cli(capsys, "compare", tmp_path / "fleet", "--csv", csv, "--plot", png)
+    assert code == 1
+    line = next(x for x in out.splitlines() if x.startswith("OUTLIER node-0003"))
+    assert line.startswith("OUTLIER node-0003 (low, vs its group median):") and "fp16 tc lib 6" in out
+    assert "likely cause: power limit 500 W vs 700 W" in out
+    assert png.stat().st_size > 20_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import pandas as pd
+
+    table = pd.read_csv(csv)
+    assert len(table) == 30 and "dram.bandwidth" in table and "dram.bandwidth (norm)" in table
+    code, out, _ = cli(capsys, "compare", str(tmp_path / "fleet" / "*" / "profile.json"), "--json",
+                       "--ceilings", "dram.*,fp16.tensor_core.library")
+    result = json.loads(out)
+    assert code == 1 and result["keys"] == ["fp16.tensor_core.library", "dram.bandwidth"]
+    assert len(result["runs"]) == 30 and {o["run"] for o in result["outliers"]} == {
+        "node-0003", "node-0011", "node-0017", "node-0022"}
+    healthy = make_fleet(base(), 12, seed=5)
+    write_fleet(healthy, tmp_path / "healthy")
+    code, out, _ = cli(capsys, "compare", tmp_path / "healthy")
+    assert code == 0 and "no outliers" in out and "node-0011" in out     # a small fleet prints every run
+
+
+def test_bad_inputs(tmp_path, capsys):
+    code, _, err = cli(capsys, "compare", tmp_path / "none")
+    assert code == 2 and "does not exist" in err
+    (tmp_path / "empty").mkdir()
+    code, _, err = cli(capsys, "compare", tmp_path / "empty")
+    assert code == 2 and "no profile.json in or below" in err
+    code, _, err = cli(capsys, "compare", str(tmp_path / "nothing-*"))
+    assert code == 2 and "no file matches" in err
+    bad = tmp_path / "bad" / "run1"
+    bad.mkdir(parents=True)
+    (bad / "profile.json").write_text("[1, 2]")
+    code, _, err = cli(capsys, "compare", tmp_path / "bad")
+    assert code == 2 and "not a JSON object" in err and "run1" in err
+    code, _, err = cli(capsys, "compare", H200, "--ceilings", "nope.*")
+    assert code == 2 and "no ceiling matches nope.*" in err
+    code, _, err = cli(capsys, "compare", H200, "--reference", "somewhere")
+    assert code == 2 and "neither a path nor the label" in err
+
+
+def test_inputs_dirs_files_and_labels(tmp_path):
+    runs = write_fleet(make_fleet(base(), 3, seed=6), tmp_path / "site-a")
+    paths = expand([str(tmp_path / "site-a"), str(runs[0]), str(H200)])
+    assert len(paths) == 4 and paths[0].name == "profile.json"          # duplicates dropped, dirs searched
+    assert labels_for([Path("/x/a/run/profile.json"), Path("/x/b/run/profile.json")]) == ["a/run", "b/run"]
+    recs = load_many([str(tmp_path / "site-a")])
+    assert [r.label for r in recs] == ["node-0000", "node-0001", "node-0002"]
+    with pytest.raises(InputError, match="does not exist"):
+        expand([str(tmp_path / "missing")])
+
+
+def test_jetson_fleet_groups_by_power_mode():
+    from hwprobe import specs
+    from hwprobe.device import jetson
+    from hwprobe.fleet import expect
+
+    fix = ROOT / "tests" / "fixtures" / "jetson"
+    boards = []
+    for i, (mode, tree, factor) in enumerate([("MAXN", "agx-orin-maxn-jp5", 1.0)] * 6 + [
+            ("MODE_15W", "agx-orin-15w-jp6", 1.0)] * 4 + [("MAXN", "agx-orin-maxn-jp5", 0.8)]):
+        d = expect.expectation_profile(specs.find("AGX Orin 64GB"), mode_name=mode)
+        d = copy.deepcopy(d)
+        for units in d["compute"].values():
+            for paths in units.values():
+                for c in paths.values():
+                    c["value"] *= factor * (1 + 0.002 * i)
+        d["memory"]["dram"]["bandwidth"]["value"] *= factor * (1 + 0.002 * i)
+        d["device"] = {"kind": "gpu", "name": "Orin", "sms": 16, "jetson": jetson.read(fix / tree).to_dict()}
+        d["environment"] = {"host": f"orin-{i:02d}", "measured": True}
+        boards.append(d)
+    f = compare.compare(records(boards))
+    assert {o.run for o in f.outliers} == {"orin-10"}    # the 15 W boards form their own group
+    assert set(compare.group_column(f.table, "device")) == {"Jetson AGX Orin 64GB / MAXN",
+                                                            "Jetson AGX Orin 64GB / MODE_15W"}
