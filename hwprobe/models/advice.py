@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 NO_WORK = ("reshape", "concat", "other")
 SLOW = 0.5          # below half of the attainable rate the kernel, not the hardware, is the limit
+TOO_SMALL = 0.05    # below 5%: a layer too small to fill the GPU (launch and latency, not throughput)
 NEAR_ROOF = 0.7
 FUSE_HOW = {"conv": " (Conv+BN+ReLU)", "bn": " (Conv+BN+ReLU)", "act": " (Conv+BN+ReLU)",
             "eltwise": " (into the producing conv's epilogue)", "gemm": " (bias and activation in the GEMM epilogue)",
@@ -72,6 +73,9 @@ def advise(a: Analysis, c: Consumer) -> list[str]:
     if eff is not None and eff > 1.05:
         out.append(f"runs at {eff:.0%} of the per-layer roofline: fused or served from cache (L2); the prediction "
                    "is pessimistic here")
+    elif eff is not None and eff < TOO_SMALL:
+        out.append(f"reaches {100 * eff:.2g}% of the roofline's rate: at this size launch and latency bound it, not "
+                   "compute or bandwidth: fuse layers, raise the batch, or capture CUDA graphs")
     elif eff is not None and eff < SLOW:
         out.append(f"reaches {eff:.0%} of its attainable rate: the kernel, not the hardware, is the limit: "
                    "try other tactics/kernels or write a custom kernel")
@@ -93,7 +97,9 @@ def top_consumers(a: Analysis, joined: Joined | None = None, n: int = 5) -> list
     out: list[Consumer] = []
     df = a.layers
     if joined and joined.groups:
-        total = sum(g.measured_s for g in joined.groups) + sum(r.time_s or 0 for r in joined.unmatched)
+        total = sum(g.measured_s for g in joined.groups)
+        if not joined.nested:
+            total += sum(r.time_s or 0 for r in joined.unmatched + joined.reformats)
         for g in sorted(joined.groups, key=lambda g: g.measured_s, reverse=True)[:n]:
             sub = df.iloc[g.layers]
             bound = "compute" if (sub.loc[sub["bound"] == "compute", "time_s"].sum() >

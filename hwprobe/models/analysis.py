@@ -55,6 +55,7 @@ class Placement:
     bound: str
     alignment: Alignment | None = None
     note: str = ""
+    storage: str = ""             # the precision tensors are stored in (``precision`` is the math's)
 
 
 @dataclass
@@ -128,7 +129,8 @@ def place(source: Source, layer: Layer, precision: str, opts: Options) -> Placem
     peak = roof.peak / align.factor if (align and align.factor and not align.advice_only) else roof.peak
     t_compute, t_memory = ops / peak, nbytes / roof.bandwidth
     bound = "compute" if t_compute >= t_memory and ops > 0 else "memory"
-    return Placement(prec, unit, roof.path, level, ops, nbytes, roof, max(t_compute, t_memory), bound, align, note)
+    return Placement(prec, unit, roof.path, level, ops, nbytes, roof, max(t_compute, t_memory), bound, align, note,
+                     precision)
 
 
 def _datasheet_time(source: Source, layer: Layer, p: Placement) -> tuple[float | None, float | None]:

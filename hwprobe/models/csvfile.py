@@ -159,7 +159,8 @@ def layer_from_row(r: _Row, batch: int) -> Layer:
     key = r.op.lower().replace("_", "").replace("-", "").replace(" ", "")
     op = OP_ALIASES.get(key)
     if op is None:
-        raise r.fail("op", f"unknown op {r.op!r}; ops: {', '.join(sorted(set(OP_ALIASES)))}")
+        raise r.fail("op", f"unknown op {r.op!r}; ops: {', '.join(sorted(set(OP_ALIASES.values())))} "
+                           "(and spellings such as relu, maxpool, linear, batchnorm, transpose)")
     if op in ("conv", "dwconv", "convtranspose"):
         return _conv(r, name, op, batch)
     if op in ("fc", "gemm", "matmul"):

@@ -53,6 +53,10 @@ class Joined:
     untimed: list[str] = field(default_factory=list)
 
     @property
+    def nested(self) -> bool:
+        return any(t.nested for t in self.times)
+
+    @property
     def per(self) -> str:
         return "; ".join(f"{t.format}: {t.per}" for t in self.times)
 

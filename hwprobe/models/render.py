@@ -28,7 +28,9 @@ def _t(x) -> str:
 
 
 def _pct(x) -> str:
-    return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{100 * x:.0f}%"
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{100 * x:.2g}%" if x < 0.01 else f"{100 * x:.0f}%"
 
 
 def header(a: Analysis) -> list[str]:
@@ -133,6 +135,8 @@ def render(a: Analysis, con, show_all: bool = False) -> None:
             con.print(f"  {i}. [{c.share:.1%}] {c.name} - {_t(c.time_s)} ({c.bound}-bound{rate})")
             for tip in c.advice:
                 con.print(f"       -> {tip}")
+        if a.timing is not None and a.timing.nested:
+            con.print("     (shares among the matched layers: this table's rows nest, so they don't add up)")
     from hwprobe.models.seed import seed_line
 
     line = seed_line(a)
@@ -149,7 +153,8 @@ def _timing(a: Analysis, con) -> None:
     n_rec = sum(g.records for g in j.groups)
     con.print(f"  matched {n_rec} record(s) to {sum(len(g.layers) for g in j.groups)} layer(s); "
               f"{len(j.untimed)} layer(s) without a time")
-    total = sum(g.measured_s for g in j.groups) + sum((r.time_s or 0) for r in j.unmatched + j.reformats)
+    total = None if j.nested else (sum(g.measured_s for g in j.groups)
+                                   + sum((r.time_s or 0) for r in j.unmatched + j.reformats))
     if j.reformats:
         rt = sum(r.time_s or 0 for r in j.reformats)
         con.print(f"  {len(j.reformats)} TensorRT reformat layer(s) (layout conversions, in no model layer): "
@@ -157,7 +162,7 @@ def _timing(a: Analysis, con) -> None:
     if j.unmatched:
         ut = sum(r.time_s or 0 for r in j.unmatched)
         names = ", ".join(r.name[:40] for r in sorted(j.unmatched, key=lambda r: -(r.time_s or 0))[:5])
-        share = f" ({ut / total:.1%} of the time)" if total else ""
+        share = f" ({ut / total:.1%} of the time)" if total else (" (nested ranges: no shares)" if j.nested else "")
         con.print(f"  not matched to any layer: {len(j.unmatched)} record(s){share}: {names}"
                   + (" ..." if len(j.unmatched) > 5 else ""))
     off = [(r, k) for r, k in j.kernels if k.unit == "cuda_core" and k.family != "pointwise"]

@@ -42,6 +42,7 @@ class Times:
     per: str                          # what one time is
     records: list[Timing]
     notes: list[str] = field(default_factory=list)
+    nested: bool = False              # rows overlap (a module's range holds its ops): times don't add up
 
 
 def _num(where: str, field_name: str, raw, allow_empty: bool = False) -> float | None:
@@ -140,12 +141,21 @@ def _duration(where: str, col: str, raw: str) -> float | None:
     return v if v >= 0 else None       # the profiler prints negative self times for overlapping ranges
 
 
+def _looks_like_kernel(name: str) -> bool:
+    from hwprobe.models.classify import classify
+
+    return classify(name).unit != "unknown"
+
+
 def torch_table(lines: list[str], fname: str) -> Times:
     dash = [i for i, x in enumerate(lines) if re.fullmatch(r"\s*-{3,}(\s+-{3,})+\s*", x)]
     if len(dash) < 2:
         raise InputError(f"{fname}: a PyTorch key_averages table needs its dashed header lines")
     spans = [m.span() for m in re.finditer(r"-+", lines[dash[0]])]
-    header = [lines[dash[0] + 1][a:b].strip() for a, b in spans]
+    # Headers may overflow their dashes by a character ("CUDA time avg" over 12): split on 2+ spaces instead.
+    header = re.split(r"\s{2,}", lines[dash[0] + 1].strip())
+    if len(header) != len(spans):
+        raise InputError(f"{fname} line {dash[0] + 2}: {len(header)} column names for {len(spans)} columns")
     col = {h.lower(): j for j, h in enumerate(header)}
     dev = next((c for c in ("cuda total", "device total", "xpu total", "self cuda", "self device", "self xpu")
                 if c in col), None)
@@ -157,41 +167,52 @@ def torch_table(lines: list[str], fname: str) -> Times:
     end = dash[2] if len(dash) > 2 else len(lines)
     recs = []
     for i in range(dash[1] + 1, end):
-        cells = [lines[i][a:b] for a, b in spans[:-1]] + [lines[i][spans[-1][0]:]]
         if not lines[i].strip():
             continue
         where = f"{fname} line {i + 1}"
+        # the name fills its column (truncated with "..."); values are single tokens ("33.50 KB" included)
+        rest = re.findall(r"-?\d+(?:\.\d+)?\s(?:[KMGT]?B|b)\b|\S+", lines[i][spans[0][1]:])
+        cells = [lines[i][: spans[0][1]]] + rest
+        if len(cells) != len(header):
+            raise InputError(f"{where}: {len(cells)} fields, the header has {len(header)}")
         total = _duration(where, header[col[use]], cells[col[use]])
         n = int(_num(where, "# of Calls", cells[calls])) if calls is not None else 1
-        if total is None or n == 0:
+        if not total or n == 0:                 # no time on the device (runtime calls, CPU-side ops)
             continue
-        recs.append(Timing(cells[col["name"]].strip(), total / n, total, n,
-                           _num(where, header[pct], cells[pct], True) if pct is not None else None))
+        name = cells[col["name"]].strip()
+        kernel = name if not name.startswith(("aten::", "cuda", "Profiler")) and _looks_like_kernel(name) else None
+        recs.append(Timing(name, total / n, total, n,
+                           _num(where, header[pct], cells[pct], True) if pct is not None else None,
+                           kernel=kernel, is_kernel=kernel is not None))
     per = "per call (device total / calls)" if dev else "per call (CPU total / calls: no device columns)"
-    return Times("PyTorch key_averages table", per, recs)
+    return Times("PyTorch key_averages table", per, recs, nested=True)
 
 
-def _annotate(ranges: list[dict], kernels: list[dict]) -> dict[int, list[tuple[float, str]]]:
-    """Kernels lying inside each GPU annotation range (same pid), by index into ``ranges``."""
+def _annotate(ranges: list[dict], kernels: list[dict]) -> tuple[dict[int, list[tuple[float, str]]], set[int]]:
+    """Kernels lying inside each GPU annotation range (same pid), by index into ``ranges``; and the indices of
+    the kernels some range holds."""
     import bisect
 
     by_pid: dict = {}
-    for k in kernels:
-        by_pid.setdefault(k.get("pid"), []).append((float(k["ts"]), float(k["dur"]), k["name"]))
+    for i, k in enumerate(kernels):
+        by_pid.setdefault(k.get("pid"), []).append((float(k["ts"]), float(k["dur"]), str(k["name"]), i))
     for v in by_pid.values():
         v.sort()
     out: dict[int, list[tuple[float, str]]] = {}
+    covered: set[int] = set()
     for i, r in enumerate(ranges):
         ks = by_pid.get(r.get("pid"), [])
         t0, t1 = float(r["ts"]), float(r["ts"]) + float(r["dur"])
-        j = bisect.bisect_left(ks, (t0, -1.0, ""))
+        j = bisect.bisect_left(ks, (t0, -1.0, "", -1))
         while j < len(ks) and ks[j][0] < t1:
             out.setdefault(i, []).append((ks[j][1], ks[j][2]))
+            covered.add(ks[j][3])
             j += 1
-    return out
+    return out, covered
 
 
 def chrome_trace(data, fname: str) -> Times:
+    """GPU annotation ranges (record_function) with the kernels inside them; kernels outside any range apart."""
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise InputError(f"{fname}: traceEvents is not a list")
@@ -199,9 +220,10 @@ def chrome_trace(data, fname: str) -> Times:
     cat = lambda e: str(e.get("cat", "")).lower()  # noqa: E731
     kernels = [e for e in xs if cat(e) in ("kernel", "gpu_memcpy", "gpu_memset")]
     ranges = [e for e in xs if cat(e) == "gpu_user_annotation"]
-    inside = _annotate(ranges, kernels) if ranges else {}
+    inside, covered = _annotate(ranges, kernels)
     agg: dict[tuple[str, bool], Timing] = {}
-    for i, e in enumerate(ranges + kernels):
+    loose = [k for i, k in enumerate(kernels) if i not in covered]
+    for i, e in enumerate(ranges + loose):
         is_k = i >= len(ranges)
         key = (str(e["name"]), is_k)
         t = agg.setdefault(key, Timing(key[0], 0.0, 0.0, 0, is_kernel=is_k, kernel=key[0] if is_k else None))
@@ -217,7 +239,7 @@ def chrome_trace(data, fname: str) -> Times:
     for t in agg.values():
         t.time_s = t.total_s / t.count
     notes = [] if ranges else ["no gpu_user_annotation ranges (record_function): kernels only"]
-    return Times("PyTorch chrome trace", "per call (mean event duration)", list(agg.values()), notes)
+    return Times("PyTorch chrome trace", "per call (mean GPU range or kernel duration)", list(agg.values()), notes)
 
 
 # ------------------------------------------------------------------------------------------------ Nsight Systems

@@ -36,7 +36,13 @@ def _bytes_verb(ratio: float) -> str:
 def step_text(prev: Placement, cur: Placement) -> str:
     """Why one layer speeds up (or not) from ``prev``'s precision to ``cur``'s."""
     s = prev.time_s / cur.time_s if cur.time_s else float("inf")
-    name = cur.precision.upper() if cur.unit == "tensor_core" else f"{cur.precision.upper()} ({cur.unit})"
+    st = (cur.storage or cur.precision).upper()
+    if cur.unit == "tensor_core":
+        name = st
+    elif cur.precision.upper() == st:
+        name = f"{st} ({cur.unit})"
+    else:
+        name = f"{st} ({cur.precision} math on {cur.unit})"
     if cur.bound == "memory":
         ratio = prev.bytes / cur.bytes if cur.bytes else 1.0
         text = f"memory-bound: {name} {_bytes_verb(ratio)}: {s:.2g}x"

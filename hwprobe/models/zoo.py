@@ -203,9 +203,10 @@ ALIASES = {"mobilenet": "mobilenet_v1", "mobilenetv1": "mobilenet_v1", "mobilene
 
 
 def find(name: str) -> Arch | None:
-    key = name.strip().lower().replace("-", "_")
-    key = ALIASES.get(key.replace("_", ""), ALIASES.get(key, key))
-    return ARCHS.get(key)
+    """The architecture named ``name``, ignoring case, '-' and '_' (ResNet-50, mobilenet_v2, MobileNetV2)."""
+    key = name.strip().lower().replace("-", "").replace("_", "")
+    squashed = {k.replace("_", ""): k for k in ARCHS}
+    return ARCHS.get(ALIASES.get(key) or squashed.get(key, ""))
 
 
 def build(name: str, batch: int = 1) -> Model:

@@ -1,0 +1,135 @@
+"""ONNX import: a model built here with onnx.helper, analyzed and checked against the same layers as a CSV;
+not-modelled ops, symbolic batch, external data, and bad files (one line, exit 2)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto as T  # noqa: E402
+from onnx import helper as h  # noqa: E402
+from onnx import numpy_helper as nh  # noqa: E402
+
+from hwprobe.errors import InputError  # noqa: E402
+from hwprobe.models import analyze, load_model  # noqa: E402
+
+TINY_CSV = Path(__file__).parent / "data" / "tiny_layers.csv"
+PROFILE = "profiles/h200-sxm/2026-11-21-full/profile.json"
+
+
+def _init(name, *shape, dtype=np.float32):
+    return nh.from_array(np.zeros(shape, dtype), name)
+
+
+def tiny_model(extra_nodes=(), extra_inits=(), batch="N"):
+    """The tiny_layers.csv network: conv-bn-relu-pool, strided conv, depthwise conv, residual add, pooling, FC."""
+    nodes = [
+        h.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        h.make_node("BatchNormalization", ["c1", "s", "bb", "mu", "var"], ["n1"], name="bn1"),
+        h.make_node("Relu", ["n1"], ["r1"], name="relu1"),
+        h.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        h.make_node("Conv", ["p1", "w2"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                    strides=[2, 2]),
+        h.make_node("Conv", ["c2", "w3"], ["c3"], name="dw3", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=32),
+        h.make_node("Add", ["c2", "c3"], ["a"], name="add"),
+        h.make_node("GlobalAveragePool", ["a"], ["g"], name="gap"),
+        h.make_node("Flatten", ["g"], ["f"], name="flatten"),
+        h.make_node("Gemm", ["f", "wf", "bf"], ["y0"], name="fc", transB=1),
+        h.make_node("Softmax", ["y0"], ["y"], name="softmax"),
+        *extra_nodes,
+    ]
+    inits = [_init("w1", 16, 3, 3, 3), _init("b1", 16), _init("s", 16), _init("bb", 16), _init("mu", 16),
+             _init("var", 16), _init("w2", 32, 16, 3, 3), _init("w3", 32, 1, 3, 3), _init("wf", 10, 32),
+             _init("bf", 10), *extra_inits]
+    outs = [h.make_tensor_value_info("y", T.FLOAT, None)] + [
+        h.make_tensor_value_info(n.output[0], T.FLOAT, None) for n in extra_nodes]
+    g = h.make_graph(nodes, "tiny", [h.make_tensor_value_info("x", T.FLOAT, [batch, 3, 32, 32])], outs, inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+@pytest.fixture
+def tiny_onnx(tmp_path):
+    p = tmp_path / "tiny.onnx"
+    onnx.save(tiny_model(), str(p))
+    return p
+
+
+@pytest.mark.parametrize("convention", ["standard", "seed"])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_onnx_matches_the_same_layers_as_csv(tiny_onnx, convention, batch):
+    a = analyze(tiny_onnx, PROFILE, precision="fp16", batch=batch, convention=convention)
+    b = analyze(TINY_CSV, PROFILE, precision="fp16", batch=batch, convention=convention)
+    cols = ["name", "op", "macs", "ops", "bytes", "weights", "inputs", "outputs", "unit", "path", "time_s"]
+    assert a.layers[cols].to_dict("records") == b.layers[cols].to_dict("records")
+    assert a.totals["ops"] == b.totals["ops"] and a.totals["time_s"] == pytest.approx(b.totals["time_s"])
+
+
+def test_onnx_counts(tiny_onnx):
+    m = {x.name: x for x in load_model(tiny_onnx, batch=2).layers}
+    assert m["conv1"].macs == 2 * 32 * 32 * 16 * 3 * 9 and m["conv1"].weights == 16 * 27 + 16
+    assert m["dw3"].depthwise and m["dw3"].macs == 2 * 8 * 8 * 32 * 9
+    assert m["bn1"].weights == 64 and m["bn1"].state == 32          # scale, bias, mean, var; mean/var are state
+    assert m["fc"].op == "gemm" and m["fc"].macs == 2 * 32 * 10 and m["fc"].rows == 2
+    assert m["flatten"].op == "reshape" and m["flatten"].macs == 0 and m["flatten"].elem_ops == 0
+    assert m["gap"].outputs == 2 * 32
+
+
+def test_not_modelled_ops_keep_their_bytes(tmp_path):
+    extra = [h.make_node("Resize", ["r1", "", "scales"], ["up"], name="resize", mode="nearest")]
+    scales = nh.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    p = tmp_path / "m.onnx"
+    onnx.save(tiny_model(extra, [scales]), str(p))
+    m = load_model(p)
+    r = next(x for x in m.layers if x.name == "resize")
+    assert not r.modelled and r.op == "other" and r.macs == 0 and r.elem_ops == 0
+    assert r.outputs == 16 * 64 * 64 and r.inputs == 16 * 32 * 32 and r.weights == 4
+    assert any("Resize" in n for n in m.notes)
+    a = analyze(p, PROFILE)
+    assert a.totals["not_modelled"] == 1
+    row = a.layers.set_index("name").loc["resize"]
+    assert row["bytes"] == (16 * 64 * 64 + 16 * 32 * 32 + 4) * 4 and row["bound"] == "memory"
+
+
+def test_unnamed_nodes_and_matmul(tmp_path):
+    nodes = [h.make_node("MatMul", ["a", "b"], ["c"]), h.make_node("LayerNormalization", ["c", "g", "be"], ["d"])]
+    g = h.make_graph(nodes, "mm", [h.make_tensor_value_info("a", T.FLOAT, [4, 64, 128]),
+                                   h.make_tensor_value_info("b", T.FLOAT, [4, 128, 32])],
+                     [h.make_tensor_value_info("d", T.FLOAT, None)], [_init("g", 32), _init("be", 32)])
+    p = tmp_path / "mm.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(p))
+    mm, ln = load_model(p).layers
+    assert mm.name == "MatMul_0" and mm.op == "matmul" and mm.macs == 4 * 64 * 32 * 128
+    assert mm.weights == 0 and mm.inputs == 4 * 64 * 128 + 4 * 128 * 32      # both operands are activations
+    assert ln.op == "layernorm" and ln.weights == 64 and ln.elem_ops == 6 * 4 * 64 * 32
+
+
+def test_external_data_is_never_read(tmp_path):
+    m = tiny_model()
+    big = nh.from_array(np.ones((256, 256), np.float32), "wbig")
+    m.graph.initializer.append(big)
+    onnx.save(m, str(tmp_path / "ext.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="ext.bin", size_threshold=1024)
+    (tmp_path / "ext.bin").write_bytes(b"")                   # truncated weights: a reader of data would fail
+    a = analyze(tmp_path / "ext.onnx", PROFILE)
+    assert a.model.params > 0 and len(a.layers) == 11
+
+
+def test_missing_and_malformed_onnx(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        load_model(tmp_path / "none.onnx")
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07garbage that is not a protobuf \xff\xff\xff")
+    with pytest.raises(InputError, match="malformed|no graph nodes"):
+        load_model(bad)
+
+
+def test_cli_bad_onnx_is_one_line(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_text("not onnx")
+    r = subprocess.run([sys.executable, "-m", "hwprobe", "analyze", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("hwprobe: error: ") and "bad.onnx" in lines[0]
