@@ -127,7 +127,9 @@ _ELEMENTWISE = [
      "pointwise/reduction kernel: CUDA cores"),
     (r"reformat|copypacked|memcpy|memset|transpose", "memory", "data movement (reformat/copy): no arithmetic"),
 ]
-_SEED_PREC_HINT = re.compile(r"(fp16|bf16|int8|tf32|fp32|fp8)")
+def _type_hint(n: str) -> str | None:
+    """The first operand-type token in a name (``..._f16_...``, ``..._fp16_...``), if any."""
+    return next((_TYPES[t] for t in re.split(r"[^a-z0-9]+", n) if t in _TYPES), None)
 
 
 def classify(name: str) -> KernelClass:
@@ -139,8 +141,7 @@ def classify(name: str) -> KernelClass:
             return k
     for pat, unit, prec, why in _SEED:
         if re.search(pat, n):
-            hint = _SEED_PREC_HINT.search(n)
-            p = prec or (_TYPES.get(hint.group(1), hint.group(1)) if hint else None)
+            p = prec or _type_hint(n)
             return KernelClass(name, unit, p, "fp32" if pat.startswith(r"(?:^|[_\W])s(") else None, "named",
                                "heuristic", why)
     for pat, unit, why in _ELEMENTWISE:

@@ -1,0 +1,84 @@
+"""hwprobe analyze / classify / list models from the command line: outputs, and bad input as one line, exit 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+H200 = "profiles/h200-sxm/2026-11-21-full/profile.json"
+
+
+def hw(*args):
+    return subprocess.run([sys.executable, "-m", "hwprobe", *args], capture_output=True, text=True, timeout=120)
+
+
+def one_line_error(r):
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("hwprobe: error: ") and "Traceback" not in r.stderr, r.stderr
+    return lines[0]
+
+
+def test_analyze_text_sections():
+    r = hw("analyze", "resnet50", "--profile", H200, "--precision", "fp16")
+    assert r.returncode == 0, r.stderr
+    for text in ("convention standard: operations: a multiply-add = 2", "*library* ceilings", "precision what-if",
+                 "Tensor Core alignment", "conv1.conv: cin=3 not a multiple of 8", "top 5 time consumers",
+                 "predicted", "datasheet"):
+        assert text in r.stdout, text
+
+
+def test_analyze_seed_convention_prints_the_seed_table_row():
+    r = hw("analyze", "vgg16", "--convention", "seed")
+    assert r.returncode == 0, r.stderr
+    assert "002's whole-model table, vgg16" in r.stdout and "reproduced within its rounding" in r.stdout
+    assert "a multiply-add = 1 operation" in r.stdout
+
+
+def test_analyze_json_csv_plot(tmp_path):
+    r = hw("analyze", "tests/data/tiny_layers.csv", "--profile", H200, "--precision", "int8", "--json",
+           "--csv", str(tmp_path / "l.csv"), "--plot", str(tmp_path / "p.png"),
+           "--times", "tests/data/times/trtexec_profile.json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["model"]["layers"] == 11 and d["timing"]["matched_records"] == 7 and len(d["top"]) == 5
+    assert (tmp_path / "l.csv").read_text().startswith("index,name,op")
+    assert (tmp_path / "p.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["analyze", "missing.onnx"], "does not exist"),
+    (["analyze", "tests/data/seed002/README.md"], "a model is an .onnx file, a layer .csv or a built-in name"),
+    (["analyze", "resnet50", "--profile", H200, "--precision", "fp4"], "unknown precision 'fp4'"),
+    (["analyze", "resnet50", "--profile", H200, "--times", "tests/data/seed002/README.md"], "unknown format"),
+    (["analyze", "resnet50", "--profile", H200, "--spec", "H100 SXM"], "not both"),
+    (["classify"], "Missing argument"),
+])
+def test_bad_input_is_one_line(args, needle):
+    assert needle in one_line_error(hw(*args))
+
+
+def test_profile_lacking_the_precision(tmp_path):
+    from hwprobe.profile import load_profile
+
+    p = load_profile(H200)
+    del p.compute["fp8"]
+    p.save(tmp_path / "profile.json")
+    line = one_line_error(hw("analyze", "resnet18", "--profile", str(tmp_path), "--precision", "fp8"))
+    assert "no measured fp8 ceiling" in line
+
+
+def test_bad_csv_is_one_line(tmp_path):
+    p = tmp_path / "l.csv"
+    p.write_text("name,op,m,k,cin,cout,groups\nc,conv,56,3,8,-8,1\n")
+    assert "l.csv row 2 field cout: -8 is negative" in one_line_error(hw("analyze", str(p)))
+
+
+def test_list_models_and_classify():
+    r = hw("list", "models")
+    assert r.returncode == 0 and "resnet50" in r.stdout and "densenet121" in r.stdout
+    r = hw("classify", "--json", "volta_h884gemm_256x128_ldg8_nn", "volta_scudnn_128x64_relu_interior_nn_v1",
+           "weird_kernel")
+    units = [(k["unit"], k["confidence"]) for k in json.loads(r.stdout)]
+    assert units == [("tensor_core", "heuristic"), ("cuda_core", "heuristic"), ("unknown", "unknown")]
