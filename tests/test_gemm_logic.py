@@ -170,6 +170,9 @@ class _RandomState:
     def randint(self, low, high, size):
         return _wrap(self.r.randint(low, high, size))
 
+    def standard_normal(self, size, dtype=np.float64):
+        return _wrap(self.r.standard_normal(size).astype(dtype))
+
 
 class _FakeCp:
     float64, float32, float16, uint16, uint32, int8, int32 = (np.float64, np.float32, np.float16, np.uint16,
@@ -191,6 +194,10 @@ class _FakeCp:
     @staticmethod
     def asnumpy(x):
         return np.asarray(x)
+
+    uint8 = np.uint8
+    float32 = np.float32
+    maximum, clip, where, abs, searchsorted = np.maximum, np.clip, np.where, np.abs, np.searchsorted
 
 
 def _decode(flat, dtype_code):
@@ -533,14 +540,49 @@ def test_sparse_specs_and_fp8_operands():
     for prec, spec in gpu_sparse.SPECS.items():
         assert gc.tolerance(spec.tol_key, 4096) >= 0
         assert spec.storage in gc.ITEMSIZE and spec.out in gc.ITEMSIZE
-        if spec.dense_key:
-            dense = gc.variant(spec.dense_key)
-            assert dense.ab_type == spec.ab_type and dense.c_type == spec.c_type and dense.unit == spec.unit
+        for key, api in spec.dense:             # every dense baseline computes the same types as the sparse one
+            dense = gc.variant(key)
+            assert dense.ab_type == spec.ab_type and dense.unit == spec.unit and api in ("cublas", "cublaslt")
+            assert dense.precision == spec.precision
         assert (spec.unit == "OP/s") == (prec == "int8")
-    codes = gpu_sparse._sparse_operand(_FakeCp, "fp8", (6, 16), seed=2)
+    codes = gpu_sparse._sparse_operand(_FakeCp, "fp8", (64, 64), seed=2)
     assert codes.dtype == np.uint8
     vals = np.asarray(gpu_sparse._to_f64(_FakeCp, codes, "fp8"))
-    assert set(np.unique(vals)) <= set(gc.FP8_EXACT_VALUES) and len(np.unique(vals)) > 4
+    # full-range random codes, not the nine values the issue found: finite, many distinct, up to +-448
+    assert np.isfinite(vals).all() and len(np.unique(vals)) > 150 and np.abs(vals).max() > 256
+
+
+def test_fp8_operand_distributions():
+    from hwprobe.probes.compute.cublas import fp8_finite_values, operands_desc, random_operand
+
+    codes, values = fp8_finite_values("e4m3")
+    assert len(codes) == 253 and values.min() == -448 and values.max() == 448 and np.all(np.diff(values) > 0)
+    assert len(fp8_finite_values("e5m2")[0]) == 256 - 8 - 1          # no inf/NaN (exponent 31), one zero
+    table = gc.fp8_decode_table("e4m3")
+    uni = np.asarray(random_operand(_FakeCp, "fp8", (200, 200), seed=1))
+    assert set(np.unique(uni)) <= set(codes.tolist()) and len(np.unique(uni)) == len(codes)
+    nor = table[np.asarray(random_operand(_FakeCp, "fp8", (200, 200), seed=1, data="normal")).astype(int)]
+    assert 100 < nor.std() < 125 and np.abs(nor).max() <= 448                 # N(0, 112^2), rounded
+    assert not np.asarray(random_operand(_FakeCp, "fp8", (8, 8), seed=1, data="zeros")).any()
+    relu = table[np.asarray(random_operand(_FakeCp, "fp8", (50, 50), seed=1, data="relu")).astype(int)]
+    assert relu.min() == 0 and relu.max() > 100
+    assert operands_desc("fp8", "uniform").startswith("fp8 e4m3 uniform over its 254 finite codes")
+    assert operands_desc("float16", "uniform", 0.1) == "float16 uniform in (-0.1, 0.1)"
+    assert operands_desc("int8", "zeros") == "A and B all zeros"
+
+
+def test_fp8_scale_brings_the_product_near_unit_size():
+    from hwprobe.probes.compute.cublas import fp8_finite_values
+    from hwprobe.probes.compute.cublaslt import fp8_scale
+
+    rng = np.random.default_rng(0)
+    k = 4096
+    vals = fp8_finite_values("e4m3")[1]
+    a, b = rng.choice(vals, (16, k)), rng.choice(vals, (k, 16))
+    sc = fp8_scale("e4m3", "e4m3", k)
+    prod = sc * sc * (a @ b)
+    assert 0.5 < prod.std() < 2.0                       # an FP16 result cannot overflow (65504)
+    assert np.abs(a @ b).max() > 65504                  # ... which unscaled it would
 
 
 # --- ceiling candidates: layouts, algos, sizes, cuBLASLt -------------------------------------------------
@@ -583,6 +625,17 @@ def test_sparse_speedup_compares_ceilings_and_flags_a_weak_dense_baseline():
     assert sp["best_vs_best"] == pytest.approx(2.12 / 1.54)
     assert sp["per_size"][2048] == pytest.approx(1.60 / 0.656)
     assert gc.sparse_speedups([{"n": 1, "sparse": 1.0, "dense": None}])["best_vs_best"] is None
+    assert sp["best_vs_best_per_clock"] is None                  # no clocks, no per-clock figure
+
+
+def test_sparse_speedup_per_clock():
+    # the issue's H200 FP16 4096^3: dense power-capped at 1695 MHz, sparse at 1980 MHz: 1.41x measured
+    rows = [{"n": 4096, "sparse": 1.41 * 650e12, "dense": 650e12, "sparse_mhz": 1980.0, "dense_mhz": 1695.0}]
+    sp = gc.sparse_speedups(rows)
+    assert sp["best_vs_best"] == pytest.approx(1.41)
+    assert sp["best_vs_best_per_clock"] == pytest.approx(1.41 * 1695 / 1980) == pytest.approx(1.207, abs=1e-3)
+    assert sp["per_size_per_clock"] == {4096: pytest.approx(1.207, abs=1e-3)}
+    assert gc.per_clock_ratio({"sparse": 1.0, "sparse_mhz": None}, {"dense": 1.0, "dense_mhz": 1000}) is None
 
 
 def test_ceiling_lists_candidates_and_keeps_the_sweep_curve():
@@ -857,7 +910,7 @@ def test_nvmath_cublas_adapter_sets_the_workspace_after_every_stream_change():
     assert b.getMathMode(7) == 3 and b.getPointerMode(7) == 0
 
 
-def test_gemm_power_summary_names_the_clock_as_the_loss():
+def test_gemm_power_summary_states_measurements_and_labels_the_inference():
     from hwprobe.measurement import ClockSummary, Measurement
     from hwprobe.probes.compute.gemm_power import PATHS, summarize
 
@@ -874,10 +927,13 @@ def test_gemm_power_summary_names_the_clock_as_the_loss():
     ratio, text = summarize("int8", 8192, pts, 700.0)
     assert abs(ratio - 1.80 / 1.30) < 1e-9
     assert "power limit 700 W" in text and "28% slower" in text
-    assert "the loss is the clock (1410 vs 1980 MHz)" in text
-    # a kernel that is itself slower per clock on random data is not blamed on power
+    assert "per clock 85% vs 84% of theory at NVML's 1410 vs 1980 MHz" in text
+    assert "inferred from the rates and NVML's clocks" in text and "i.e. power, not the kernel" not in text
+    assert "zeros 1.8 POP/s at 1980 MHz, 600 W" in text              # the zero reference's own clock and power
+    # a kernel that is itself slower per clock on random data is not blamed on the clock
     pts[0].params["per_clock"] = 0.60
-    assert "the loss is the clock" not in summarize("int8", 8192, pts, 700.0)[1]
+    text = summarize("int8", 8192, pts, 700.0)[1]
+    assert "inferred" not in text and "not all of the difference is clock" in text
     # invalid points and missing references leave the ratio at 0
     pts[1].valid = False
     assert summarize("int8", 8192, pts, None)[0] == 0.0

@@ -36,8 +36,13 @@ def test_gemm_sweep_ceilings_and_pitfall(gpu_ctx_factory):
     for metric in ("fp32.cuda_core.cublas", "tf32.tensor_core.cublas", "fp16.tensor_core.cublas.f32acc",
                    "fp16.tensor_core.cublas.f16acc", "int8.tensor_core.cublas.tn", "int8.cublas.nn"):
         m = got[metric]
-        assert m.kind == "compute" and m.verified and m.value > 0, metric
+        # INT8 NN's unit is inferred from its rate: a sweep record, never a ceiling of the int8/cuda_core slot
+        assert m.kind == ("sweep" if metric == "int8.cublas.nn" else "compute") and m.verified and m.value > 0
         assert [p["n"] for p in m.params["curve"]] == [1024, 2048]
+        assert m.params.get("sentinel_sm_mhz", 0) > 300, (metric, m.params.get("sentinel_sm_mhz"))
+    nn = got["int8.cublas.nn"]
+    assert nn.params["exec_unit_inferred"] and "kernels" in nn.params
+    assert got["int8.tensor_core.cublas.tn"].params.get("kernel_tensor_core") in (True, None)
     for m in ms:
         if m.kind in ("sweep", "compute"):
             assert m.verified, (m.metric, m.flags)
@@ -143,6 +148,7 @@ def test_gemm_fp8(gpu_ctx_factory):
     for metric in ("fp8_e4m3.tensor_core.cublaslt", "fp8.tensor_core.cublaslt.e4m3xe5m2",
                    "fp8.tensor_core.cublaslt.e5m2xe4m3", "fp8_e4m3.tensor_core.cublaslt.promoted_acc"):
         assert got[metric].verified and got[metric].value > 0, metric
+        assert "uniform over each format's finite codes" in got[metric].params["operands"]
 
 
 def test_sparse(gpu_ctx_factory):
@@ -155,7 +161,12 @@ def test_sparse(gpu_ctx_factory):
         point = got.get(f"{prec}.tensor_core.sparse24.n4096")
         assert point is not None, [m.notes for m in ms if m.kind == "info"]
         assert point.verified and point.params["sparse"] and point.params["speedup_vs_dense"] > 0
+        assert point.params["speedup_per_clock"] > 0 and point.params["dense_path"].startswith(f"sparse.{prec}.dense.")
+        # the baseline is the best dense path that ran
+        dense = [m for m in ms if m.metric.startswith(f"sparse.{prec}.dense.") and m.kind == "sweep" and m.valid]
+        assert point.params["dense_rate"] == max(m.value for m in dense) and len(dense) == 2
         assert got[f"{prec}.tensor_core.sparse24"].kind == "compute"
+        assert got[f"{prec}.tensor_core.sparse24"].params["speedup_best_vs_best_per_clock"] > 0
         assert got[f"sparse.{prec}.compress.n4096"].value > 0
         assert got[f"sparse.{prec}.speedup"].notes
 
@@ -186,3 +197,30 @@ def test_gemm_power_sustained_points(gpu_ctx_factory):
     assert set(info) == {f"{s}.power_data" for s in stems}
     for m in info.values():
         assert "uniform" in m.notes[0] and "zeros" in m.notes[0]
+
+
+def test_fp64_library_ceiling_against_cupy_matmul(gpu_ctx_factory):
+    """Issue 10: the FP64 library ceiling is at least cupy.matmul's at the same size in the same run, and its
+    tensor-core unit is confirmed by the rate where it exceeds the DFMA peak."""
+    from hwprobe.probes.compute.gemm import run_gemm
+
+    ms = _by_metric(run_gemm(gpu_ctx_factory("gpu.gemm"), precisions=("fp64",), sizes=(4096,), frameworks=("cupy",)))
+    ceil, cupy = ms["fp64.tensor_core.cublas"], ms["fp64.tensor_core.cupy_matmul"]
+    assert cupy.verified and ceil.verified
+    print(f"fp64 gemmEx {ceil.value / 1e12:.1f} vs cupy.matmul {cupy.value / 1e12:.1f} TFLOP/s")
+    assert ceil.value >= 0.99 * cupy.value and ceil.params["vs_cupy_matmul"]["ratio"] >= 0.99
+    dev = gpu_ctx_factory.device
+    if (dev.cc_major, dev.cc_minor) == (9, 0):
+        assert ceil.exec_unit == "tensor_core" and ceil.params["exec_unit_evidence"].startswith("measured")
+
+
+def test_fp8_sustained_on_full_range_codes(gpu_ctx_factory):
+    pytest.importorskip("nvmath")
+    from hwprobe.probes.compute.gemm_power import run
+
+    ms = list(run(gpu_ctx_factory("gpu.gemm_power"), precisions=("fp8",), data=("uniform", "zeros")))
+    pts = {m.params["data"]: m for m in ms if m.kind == "sweep"}
+    assert set(pts) == {"uniform", "zeros"}, [(m.metric, m.reason) for m in ms]
+    for m in pts.values():
+        assert m.verified and m.value > 0 and m.precision == "fp8_e4m3" and m.params["operands"]
+    assert pts["uniform"].params["operands"].startswith("fp8 e4m3 uniform over its 254 finite codes")

@@ -135,13 +135,55 @@ def cublas_mode(env: CublasEnv, math_mode: int):
 # Operand data: tensor-core power follows how many operand bits toggle, and at the power cap power sets the
 # clock (gpu_gemm_power). Ceilings use "uniform", full-entropy data; the others are for that probe.
 DATA = {
-    "uniform": "uniform: int8 in [-127, 127], floats in (-s, s)",
+    "uniform": "uniform: int8 in [-127, 127], floats in (-s, s), fp8 uniform over its finite codes (full range)",
     "normal": "normal, same spread: int8 N(0, 32^2) rounded and clipped (a max-calibrated tensor, 4 sigma = 127), "
-              "floats N(0, s^2 / 3)",
+              "floats N(0, s^2 / 3), fp8 N(0, 112^2) rounded to the nearest E4M3 value (4 sigma = 448)",
     "relu": "A as post-ReLU activations (normal with the negative half zeroed), B normal (weights)",
     "zeros": "all zeros: no bit toggles (a reference for the kernel's per-clock rate, not a workload)",
 }
 INT8_SIGMA = 32.0
+FP8_SIGMA = 112.0       # E4M3's largest finite value (448) at 4 sigma
+
+
+def operands_desc(kind: str, data: str, scale: float = 1.0) -> str:
+    """params["operands"]: the distribution a GEMM's A and B were drawn from, in words."""
+    if data == "zeros":
+        return "A and B all zeros"
+    if kind == "int8":
+        return {"uniform": "int8 uniform in [-127, 127]", "normal": "int8 N(0, 32^2) rounded, clipped to +-127",
+                "relu": "A int8 max(N(0, 32^2), 0) rounded, B int8 N(0, 32^2)"}[data]
+    if kind == "fp8":
+        return {"uniform": "fp8 e4m3 uniform over its 254 finite codes (+-448 down to subnormals)",
+                "normal": "fp8 e4m3: N(0, 112^2) rounded to the nearest finite value",
+                "relu": "fp8 e4m3: A max(N(0, 112^2), 0), B N(0, 112^2), rounded"}[data]
+    s = f"{scale:.4g}"
+    return {"uniform": f"{kind} uniform in (-{s}, {s})", "normal": f"{kind} N(0, ({s}^2)/3)",
+            "relu": f"{kind}: A max(N(0, {s}^2/3), 0), B N(0, {s}^2/3)"}[data]
+
+
+def fp8_finite_values(fmt: str = "e4m3") -> np.ndarray:
+    """(codes, values) of every finite fp8 code, +0 once (no -0), sorted by value."""
+    table = gc.fp8_decode_table(fmt)
+    codes = np.array([c for c in range(256) if np.isfinite(table[c]) and c != 0x80], dtype=np.uint8)
+    order = np.argsort(table[codes], kind="stable")
+    return codes[order], table[codes[order]]
+
+
+def fp8_operand(cp, shape: tuple[int, ...], seed: int, data: str = "uniform", role: str = "a"):
+    """E4M3 codes (uint8; CuPy has no FP8 dtype) of a distribution in DATA."""
+    codes, values = fp8_finite_values("e4m3")
+    rs = cp.random.RandomState(seed)
+    if data == "zeros":
+        return cp.zeros(shape, dtype=cp.uint8)
+    if data == "uniform":
+        return cp.asarray(codes)[rs.randint(0, len(codes), size=shape)]
+    x = rs.standard_normal(size=shape, dtype=cp.float32) * cp.float32(FP8_SIGMA)
+    if data == "relu" and role == "a":
+        x = cp.maximum(x, 0)
+    vals = cp.asarray(values)
+    i = cp.clip(cp.searchsorted(vals, x), 1, len(values) - 1)          # nearest of the two neighbours
+    i = cp.where(cp.abs(vals[i - 1] - x) <= cp.abs(vals[i] - x), i - 1, i)
+    return cp.asarray(codes)[i]
 
 
 def random_operand(cp, kind: str, shape: tuple[int, ...], seed: int, scale: float = 1.0, data: str = "uniform",
@@ -151,6 +193,8 @@ def random_operand(cp, kind: str, shape: tuple[int, ...], seed: int, scale: floa
     uniform, the ceilings' data, is never all zero: uniform(-scale, scale) floats, int8 in [-127, 127]."""
     if data not in DATA:
         raise ValueError(f"unknown operand data {data!r}; known: {', '.join(DATA)}")
+    if kind == "fp8":
+        return fp8_operand(cp, shape, seed, data, role)
     rs = cp.random.RandomState(seed)
     if data == "zeros":
         x = cp.zeros(shape, dtype=cp.float32)
@@ -183,9 +227,11 @@ def empty_operand(cp, kind: str, shape: tuple[int, ...]):
 
 
 def to_f64(cp, x, kind: str):
-    """float64 copy of an operand of a storage kind (bf16 stored as uint16 bits)."""
+    """float64 copy of an operand of a storage kind (bf16 stored as uint16 bits, fp8 as uint8 E4M3 codes)."""
     if kind == "bf16":
         return gc.bf16_bits_to_f32(x, cp).astype(cp.float64)
+    if kind == "fp8":
+        return cp.asarray(gc.fp8_decode_table("e4m3"))[cp.ascontiguousarray(x).astype(cp.int32)]
     return cp.ascontiguousarray(x).astype(cp.float64)
 
 
@@ -314,6 +360,7 @@ class CublasGemm:
         sa, sb, sc = gc.buffer_shapes(m, n, k, v.transa, v.transb)
         # Sums of k products stay near 1 for 16-bit types, so fp16 accumulation cannot overflow.
         scale = k ** -0.25 if v.storage in ("float16", "bf16") else 1.0
+        self.operands = operands_desc(v.storage, data, scale)
         self.ops = [(random_operand(cp, v.storage, sa, seed + 2 * i, scale, data, "a"),
                      random_operand(cp, v.storage, sb, seed + 2 * i + 1, scale, data, "b"),
                      empty_operand(cp, v.out, sc)) for i in range(self.sets)]
@@ -348,10 +395,38 @@ class CublasGemm:
                 "math_mode": v.math, "a_type": v.ab_type, "c_type": v.c_type, "reps": runner.reps,
                 "operand_sets": self.sets, "cuda_graph": runner.graph, "api": "cublasGemmEx",
                 "binding": self.env.binding, "algo": gc.ALGO_NAMES.get(v.algo, v.algo), "data": self.data,
+                "operands": self.operands,
                 **({"graph_fallback": runner.fallback} if runner.fallback else {})}
 
 
+NAMED_KERNELS = ("fp64", "int8")      # precisions whose points record the library's kernel names
 SUSTAIN_SAMPLE_S = 0.05  # GPU time of one sample of a sustained measurement (measure_gemm's ``sustain``)
+
+
+def settle_runner(cp, runner: Runner, sustain: tuple[float, float]) -> dict:
+    """Run ``runner`` untimed for sustain[0] s (the power limiter settles), then return the timing (warmup,
+    repeats) whose samples add up to sustain[1] s."""
+    sample_s = runner.per_call_s * runner.reps
+    for _ in range(math.ceil(sustain[0] / sample_s)):
+        runner.fn()
+    cp.cuda.get_current_stream().synchronize()
+    return {"warmup": 1, "repeats": max(3, math.ceil(sustain[1] / sample_s))}
+
+
+def sentinel(ctx):
+    """The SM clock right now, by the sentinel kernel (hwprobe.timing.sentinel); None where it cannot run."""
+    from hwprobe.timing.sentinel import sentinel_clock
+
+    sms = int(getattr(ctx.device, "sms", 0) or 0)
+    return sentinel_clock(sms) if sms else None
+
+
+def record_sentinel(m: Measurement, before, after) -> None:
+    from hwprobe.timing import sentinel as sn
+
+    sn.record(m.params, before, after)
+    if "sentinel_sm_mhz" in m.params:
+        m.notes.append(sn.NOTE)
 
 
 def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int, *, metric: str, kind: str,
@@ -372,28 +447,32 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
             runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream,
                                   target_s=SUSTAIN_SAMPLE_S if sustain else TARGET_S,
                                   graph_unavailable=getattr(g, "graph_unavailable", env.graph_unavailable))
-            timing: dict = {}
-            if sustain:     # settle outside the sampler window, so its clock and power are the settled ones
-                sample_s = runner.per_call_s * runner.reps
-                for _ in range(math.ceil(sustain[0] / sample_s)):
-                    runner.fn()
-                env.cp.cuda.get_current_stream().synchronize()
-                timing = {"warmup": 1, "repeats": max(3, math.ceil(sustain[1] / sample_s))}
+            # settle outside the sampler window, so its clock and power are the settled ones
+            timing = settle_runner(env.cp, runner, sustain) if sustain else {}
             err: dict = {}
+            clocks = [sentinel(ctx)]            # right before the timed window, and right after it (in check)
 
             def check() -> None:
+                clocks.append(sentinel(ctx))
                 err["rel"] = g.check(rows)
 
             meas = ctx.measure(metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit=v.unit,
                                kind=kind, check=check, precision=v.precision, exec_unit=exec_unit or v.exec_unit,
                                path="library", params={**g.params(runner), **timing, **(extra or {})},
                                notes=[*notes, *runner.notes], **timing)
+            if v.precision in NAMED_KERNELS:       # which kernel ran: the unit's evidence (kernel_names)
+                from hwprobe.probes.compute.kernel_names import captured_kernel_names, tensor_evidence
+
+                names = captured_kernel_names(env.cp, g.call, g.set_stream)
+                meas.params["kernels"] = names
+                meas.params["kernel_tensor_core"], meas.params["kernel_evidence"] = tensor_evidence(names)
         finally:
             close = getattr(g, "close", None)
             if close:
                 close()
     if "rel" in err:
         meas.params["rel_error"] = err["rel"]
+    record_sentinel(meas, clocks[0], clocks[1] if len(clocks) > 1 else None)
     if runner.launch_bound:
         meas.flags.append("launch_bound")
     return meas
@@ -419,7 +498,8 @@ def candidate_row(m: Measurement) -> dict:
     """What the ceiling's params list about one point it was chosen from (clock included: rates follow it)."""
     p = m.params
     return {"metric": m.metric, "n": p.get("n"), "layout": p.get("layout"), "algo": p.get("algo"),
-            "api": p.get("api"), "rate": m.value, "valid": m.valid, "sm_mhz": sm_mhz(m)}
+            "api": p.get("api"), "rate": m.value, "valid": m.valid, "sm_mhz": sm_mhz(m),
+            "sentinel_sm_mhz": p.get("sentinel_sm_mhz")}
 
 
 def ceiling_of(points: list[Measurement], metric: str, curve_points: list[Measurement] | None = None) -> Measurement:

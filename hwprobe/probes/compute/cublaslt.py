@@ -18,7 +18,15 @@ import numpy as np
 from hwprobe.errors import Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes.compute import gemm_common as gc
-from hwprobe.probes.compute.cublas import CublasGemm, build_runner, failure, measure_gemm
+from hwprobe.probes.compute.cublas import (
+    CublasGemm,
+    build_runner,
+    failure,
+    fp8_finite_values,
+    measure_gemm,
+    record_sentinel,
+    sentinel,
+)
 from hwprobe.timing import time_cuda_once
 
 VARIANTS = {  # name -> (A format, B format, precision, ceiling metric)
@@ -27,7 +35,7 @@ VARIANTS = {  # name -> (A format, B format, precision, ceiling metric)
     "e5m2xe4m3": ("e5m2", "e4m3", "fp8", "fp8.tensor_core.cublaslt.e5m2xe4m3"),
 }
 OUT_TYPES = {"bf16": 14, "fp16": 2}   # cudaDataType of the result
-CONVENTION = "A row-major (m x k) fp8, B column-major (k x n) fp8, per-tensor scales 1.0, result {out}"
+CONVENTION = "A row-major (m x k) fp8, B column-major (k x n) fp8, per-tensor scales {scale:.3g} each, result {out}"
 # nvmath Matmul paths of gpu.gemm: precision -> (torch dtype name, compute type or None, tolerance key)
 MATMUL_TYPES = {"fp16": ("float16", None, "fp16.f32acc"), "bf16": ("bfloat16", None, "bf16"),
                 "tf32": ("float32", gc.COMPUTE_32F_FAST_TF32, "tf32")}
@@ -68,8 +76,10 @@ class LtMatmul:
     """One planned nvmath Matmul (cuBLASLt) on given operands: autotuned untimed; ``call`` is one execute."""
 
     def __init__(self, cp, nvmath, torch, a, b, *, options: dict, tol: float, what: str, scales=None,
-                 autotune: bool = True):
+                 autotune: bool = True, operands: str = ""):
         self.cp, self.torch, self.a, self.b, self.tol, self.what = cp, torch, a, b, tol, what
+        self.operands = operands
+        self.scale = float((scales or {}).get("a", 1.0) * (scales or {}).get("b", 1.0))   # D = sa sb A @ B
         self.m, self.k = a.shape
         self.n = b.shape[1]
         self.stream = cp.cuda.get_current_stream().ptr
@@ -100,7 +110,7 @@ class LtMatmul:
         torch = self.torch
         self.cp.cuda.get_current_stream().synchronize()
         idx = torch.as_tensor(gc.sample_rows(self.m, rows), device="cuda")
-        ref = self.a[idx].float().double() @ self.b.float().double()     # FP8 has no direct cast to double
+        ref = self.a[idx].float().double() @ self.b.float().double() * self.scale   # FP8: no direct cast
         got = self.result[idx].float().double()
         return gc.check_close(got.cpu().numpy(), ref.cpu().numpy(), self.tol, f"{self.what} {self.m}x{self.n}x{self.k}")
 
@@ -109,20 +119,35 @@ class LtMatmul:
         self.result = None
 
 
+def fp8_scale(fmt_a: str, fmt_b: str, k: int) -> float:
+    """Per-tensor scale for A and B that brings sa sb (A @ B) of uniform random codes near unit size: the
+    product's rms is sqrt(k E[a^2] E[b^2]) (so an FP16 result cannot overflow)."""
+    ea, eb = (float(np.mean(fp8_finite_values(f)[1] ** 2)) for f in (fmt_a, fmt_b))
+    return float((k * ea * eb) ** -0.25)
+
+
+FP8_OPERANDS = "{a} x {b}: uniform over each format's finite codes (full range, every code but NaN/inf equally likely)"
+
+
 def fp8_matmul(cp, nvmath, torch, m: int, n: int, k: int, a_fmt: str, b_fmt: str, *, fast_accumulation: bool = True,
                out: str = "bf16", autotune: bool = True, seed: int = 3) -> LtMatmul:
+    """A (m x k) and B (k x n, column-major) drawn uniformly from every finite FP8 code, per-tensor scales
+    (``fp8_scale``) as FP8 training and inference use them."""
     dtypes = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
     gen = torch.Generator(device="cuda").manual_seed(seed)
 
-    def draw(shape, fmt):   # integers -4..4 times 0.5 are gc.FP8_EXACT_VALUES: exact in E4M3 and E5M2
-        x = torch.randint(-4, 5, shape, device="cuda", generator=gen, dtype=torch.int8)
-        return x.float().mul_(0.5).to(dtypes[fmt])
+    def draw(shape, fmt):
+        codes = torch.as_tensor(fp8_finite_values(fmt)[0], device="cuda")
+        idx = torch.randint(0, len(codes), shape, device="cuda", generator=gen)
+        return codes[idx].view(dtypes[fmt])
 
     a = draw((m, k), a_fmt)
     b = draw((n, k), b_fmt).T                       # (k, n), column-major
+    sc = fp8_scale(a_fmt, b_fmt, k)
     options = {"result_type": nvmath.CudaDataType(OUT_TYPES[out]), "fast_accumulation": fast_accumulation}
-    return LtMatmul(cp, nvmath, torch, a, b, options=options, scales={"a": 1.0, "b": 1.0}, autotune=autotune,
-                    tol=gc.tolerance("fp8.fast" if fast_accumulation else "fp8"), what=f"FP8 {a_fmt}x{b_fmt}")
+    return LtMatmul(cp, nvmath, torch, a, b, options=options, scales={"a": sc, "b": sc}, autotune=autotune,
+                    tol=gc.tolerance("fp8.fast" if fast_accumulation else "fp8"), what=f"FP8 {a_fmt}x{b_fmt}",
+                    operands=FP8_OPERANDS.format(a=a_fmt, b=b_fmt) + f"; scales {sc:.3g} each")
 
 
 def typed_matmul(cp, nvmath, torch, prec: str, m: int, n: int, k: int, seed: int = 4) -> LtMatmul:
@@ -138,7 +163,8 @@ def typed_matmul(cp, nvmath, torch, prec: str, m: int, n: int, k: int, seed: int
     a = draw((m, k))
     b = draw((n, k)).T                             # (k, n), column-major: the TN layout
     options = {} if compute is None else {"compute_type": compute}
-    return LtMatmul(cp, nvmath, torch, a, b, options=options, tol=gc.tolerance(tol_key, k), what=f"cuBLASLt {prec}")
+    return LtMatmul(cp, nvmath, torch, a, b, options=options, tol=gc.tolerance(tol_key, k), what=f"cuBLASLt {prec}",
+                    operands=f"{dtype_name} uniform in (-{scale:.4g}, {scale:.4g})")
 
 
 def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, rows: int, params: dict,
@@ -147,8 +173,10 @@ def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, 
     try:
         runner = build_runner(g.cp, g.call, graph=False)
         err: dict = {}
+        clocks = [sentinel(ctx)]
 
         def check() -> None:
+            clocks.append(sentinel(ctx))
             err["rel"] = g.check(rows)
 
         m, n, k = g.m, g.n, g.k
@@ -157,10 +185,11 @@ def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, 
             precision=precision, exec_unit="tensor_core", path="library",
             params={"m": m, "n": n, "k": k, "layout": "TN", "reps": runner.reps,
                     "api": "nvmath.linalg.advanced.Matmul (cuBLASLt)", "autotune_iterations": AUTOTUNE_ITERATIONS,
-                    **g.chosen(), **params},
+                    "operands": g.operands, **g.chosen(), **params},
             notes=[*notes, *runner.notes])
         if "rel" in err:
             meas.params["rel_error"] = err["rel"]
+        record_sentinel(meas, clocks[0], clocks[1] if len(clocks) > 1 else None)
         if runner.launch_bound:
             meas.flags.append("launch_bound")
         return meas
@@ -178,7 +207,7 @@ def measure_fp8(ctx, env, m: int, n: int, k: int, a_fmt: str, b_fmt: str, *, met
     return measure_matmul(ctx, g, metric=metric, kind=kind, precision=precision, rows=rows,
                           params={"a": a_fmt, "b": b_fmt, "out": out, "fast_accumulation": fast_accumulation,
                                   **(extra or {})},
-                          notes=[CONVENTION.format(out=out)])
+                          notes=[CONVENTION.format(out=out, scale=fp8_scale(a_fmt, b_fmt, k))])
 
 
 # --- raw cuBLASLt (INT8) -------------------------------------------------------------------------------------
@@ -226,7 +255,10 @@ class LtGemm(CublasGemm):
         self.h = self._keep(lt.destroy, lt.create())
         self.desc = self._keep(lt.matmul_desc_destroy,
                                lt.matmul_desc_create(v.compute, v.scale_type))
-        for attr, val in ((lt.MatmulDescAttribute.TRANSA, v.transa), (lt.MatmulDescAttribute.TRANSB, v.transb)):
+        attrs = [(lt.MatmulDescAttribute.TRANSA, v.transa), (lt.MatmulDescAttribute.TRANSB, v.transb)]
+        if v.storage == "fp8":      # FP8: fast accumulation (no periodic promotion), as gpu.gemm_fp8's ceiling
+            attrs.append((lt.MatmulDescAttribute.FAST_ACCUM, 1))
+        for attr, val in attrs:
             _set_attr(lt.matmul_desc_set_attribute, lt.get_matmul_desc_attribute_dtype, self.desc, attr, val)
         (ar, ac, lda), (br, bc, ldb), (cr, cc, ldc) = lt_layouts(v, self.m, self.n, self.k)
         self.la = self._keep(lt.matrix_layout_destroy, lt.matrix_layout_create(v.ab_type, ar, ac, lda))

@@ -98,6 +98,69 @@ def _framework_points(ctx, env: CublasEnv, n: int, rows: int, frameworks: tuple[
                 yield failure(ctx, metric, "torch.matmul", e)
 
 
+def _cupy_fp64(ctx, env: CublasEnv, n: int, rows: int):
+    """cupy.matmul FP64 at n^3 on the same operand distribution as gemmEx's FP64 points: the library ceiling must
+    be at least this (issue 10); measured right after gemmEx's own top point, before gemmEx runs once more."""
+    cp = env.cp
+    metric = "fp64.tensor_core.cupy_matmul"
+    try:
+        cp.get_default_memory_pool().free_all_blocks()
+        a = random_operand(cp, "float64", (n, n), 21)
+        b = random_operand(cp, "float64", (n, n), 22)
+        c = cp.empty((n, n), dtype=cp.float64)
+        runner = build_runner(cp, lambda i: cp.matmul(a, b, out=c), graph=False)
+
+        def check() -> None:
+            idx = cp.asarray(gc.sample_rows(n, rows))
+            check_rows(cp, a[idx], b, c[idx], gc.tolerance("fp64"), f"cupy.matmul fp64 {n}^3")
+
+        m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit="FLOP/s", kind="sweep",
+                        check=check, precision="fp64", exec_unit="tensor_core", path="library",
+                        params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "cupy.matmul",
+                                "operands": "float64 uniform in (-1, 1)"},
+                        notes=["comparison: cupy.matmul FP64 in this process, right after gemmEx's top point",
+                               *runner.notes])
+        return m
+    except Exception as e:
+        return failure(ctx, metric, "cupy.matmul fp64", e, precision="fp64", path="library")
+
+
+def _settle(ctx) -> dict | None:
+    """Let the GPU cool towards where the run found it before a precision's ceiling points (the runner does the
+    same before each probe): hwprobe.timing.settle's rule, at most SETTLE_MAX_S here."""
+    try:
+        from hwprobe.timing.settle import settle
+    except ImportError:
+        return None
+    try:
+        return settle(ctx.sampler, max_wait_s=0.5 if ctx.quick else SETTLE_MAX_S)
+    except Exception:
+        return None
+
+
+def _unit_evidence(ctx, m: Measurement) -> None:
+    """FP64: the unit from a measured bound where there is one: a rate above the DFMA peak at the max clock can
+    only come from DMMA tensor cores. Otherwise the unit stays the architecture's, marked inferred."""
+    theory = getattr(ctx, "theory", None)
+    if theory is None:
+        try:
+            from hwprobe import specs
+
+            theory = specs.device_theory(ctx.device)
+        except Exception:
+            theory = None
+    t = theory.compute("fp64", "cuda_core", None) if theory is not None else None
+    dfma = t.at_max_clock if t else None
+    if dfma and m.value > 1.03 * dfma:
+        m.exec_unit = "tensor_core"
+        m.params["exec_unit_evidence"] = (f"measured: {m.value / 1e12:.1f} TFLOP/s > 1.03 x the DFMA peak at the "
+                                          f"max clock ({dfma / 1e12:.1f}): only DMMA tensor cores reach it")
+    else:
+        m.params["exec_unit_inferred"] = True
+        m.params["exec_unit_evidence"] = ("inferred from the architecture: the rate does not exceed the DFMA peak"
+                                          + (f" ({dfma / 1e12:.1f} TFLOP/s)" if dfma else ""))
+
+
 # --- probes ----------------------------------------------------------------------------------------------
 def _unit_for(ctx, v: gc.GemmVariant) -> tuple[str, str]:
     if v.precision == "fp64":
@@ -105,6 +168,9 @@ def _unit_for(ctx, v: gc.GemmVariant) -> tuple[str, str]:
     if v.precision == "fp32":
         return "cuda_core", FP32_UNIT_NOTE
     return v.exec_unit, ""
+
+
+SETTLE_MAX_S = 3.0       # the most gpu.gemm waits for the GPU to cool before a precision's ceiling points
 
 
 # Ceilings run before the GPU heats up and the 700 W cap lowers the clock. INT8 first: it draws the most
@@ -136,20 +202,26 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
     sweeps: dict[str, list[Measurement]] = {}    # variant key -> its size sweep (own layout, default algo)
     rates: dict[str, dict[int, float]] = {}      # variant key -> sweep rate per size (the pitfall)
     lt: dict[str, list[Measurement]] = {}
+    comparisons: dict[str, Measurement] = {}
     fw_after = [p for p in order if p in ("fp16", "bf16")][-1:]
+    start: dict = {}                             # the GPU's state before the current precision's ceiling points
 
     def run_point(v: gc.GemmVariant, n: int, metric: str, sweep: bool):
         unit, unit_note = _unit_for(ctx, v)
         ctx.log(f"cuBLAS {v.key} {v.layout} {gc.ALGO_NAMES[v.algo]} {n}^3")
         try:
             m = measure_gemm(ctx, env, v, n, n, n, metric=metric, kind="sweep", rows=check_rows, exec_unit=unit,
-                             notes=(unit_note,) if unit_note else ())
+                             notes=(unit_note,) if unit_note else (),
+                             extra={"start_state": start["state"]} if start.get("state") else None)
         except Exception as e:
             return failure(ctx, metric, f"cuBLAS {v.key} {v.layout} {n}^3", e, precision=v.precision,
                            path="library"), None
         if v.key == "int8.nn":    # the unit is inferred from the rate against TN (measured first)
             m.exec_unit, note = gc.int8_layout_exec_unit(m.value, rates.get("int8.tn", {}).get(n))
             m.notes.append(note)
+            m.params["exec_unit_inferred"] = True
+        if v.precision == "fp64":
+            _unit_evidence(ctx, m)
         points.setdefault(v.key, []).append(m)
         if sweep:
             sweeps.setdefault(v.key, []).append(m)
@@ -157,10 +229,15 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
         return m, v
 
     for prec in order:
+        start["state"] = _settle(ctx)
         for v in gc.GEMM_VARIANTS[prec]:
             tried = [run_point(v, top, f"{v.metric}.n{top}", sweep=True)]
             tried += [run_point(c, top, c.candidate_metric(top), sweep=False)
                       for c in gc.gemm_candidates(v, layouts, tensor_op)]
+            if prec == "fp64" and "cupy" in (frameworks or ()):   # gemmEx, cupy.matmul, gemmEx again (A-B-A)
+                comparisons["fp64"] = _cupy_fp64(ctx, env, top, check_rows)
+                tried.append(run_point(v, top, f"{v.metric}.again.n{top}", sweep=False))
+                yield comparisons["fp64"]
             yield from (m for m, _ in tried)
             ran = [(m, c) for m, c in tried if c is not None and m.valid]
             more = (int8_extra if v.key == "int8.tn" else []) + (big if v.key in BIG_SIZE_KEYS else [])
@@ -188,11 +265,26 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
     for prec in order:
         for v in gc.GEMM_VARIANTS[prec]:
             if points.get(v.key):
-                yield ceiling_of(points[v.key], v.metric, curve_points=sweeps.get(v.key))
+                yield _ceiling(points[v.key], v, sweeps.get(v.key), comparisons.get(prec))
         for stem, pts in lt.items():
             if stem.startswith(f"{prec}."):
                 yield ceiling_of(pts, stem)
     yield from _pitfall(ctx, rates)
+
+
+def _ceiling(points: list[Measurement], v: gc.GemmVariant, sweep, comparison: Measurement | None) -> Measurement:
+    """The best point of a variant as its ceiling; INT8 NN, whose unit is inferred from its rate, stays a sweep
+    record (never the profile's int8/cuda_core slot); FP64 says how it compares with cupy.matmul."""
+    c = ceiling_of(points, v.metric, curve_points=sweep)
+    if c.params.get("exec_unit_inferred") and v.key == "int8.nn":
+        c.kind = "sweep"
+        c.notes.append("not a ceiling: the unit is inferred from the rate (the INT8 pitfall finding carries it)")
+    if comparison is not None and comparison.kind != "info" and comparison.value > 0:
+        c.params["vs_cupy_matmul"] = {"cupy_matmul": comparison.value, "ratio": c.value / comparison.value,
+                                      "cupy_sm_mhz": comparison.clocks.sm_mhz if comparison.clocks else None}
+        c.notes.append(f"{c.value / comparison.value:.3f}x cupy.matmul FP64 at the same size in the same run "
+                       f"({comparison.value / 1e12:.1f} TFLOP/s)")
+    return c
 
 
 def _pitfall(ctx, rates: dict[str, dict[int, float]]):

@@ -113,6 +113,10 @@ LT_VARIANTS = {
     "int8.tn.i8out": GemmVariant("int8.tn.i8out", "int8", "int8.tensor_core.cublaslt.i8out", "tensor_core", "int8",
                                  "int8", R_8I, R_8I, COMPUTE_32I, transa=OP_T, transb=OP_N, unit="OP/s",
                                  scale="float32"),
+    # FP8 E4M3 x E4M3 -> BF16 through raw cuBLASLt (TN, fast accumulation): gpu.gemm_power and gpu.sparse's
+    # dense baseline; the key is its tolerance's
+    "fp8.fast": GemmVariant("fp8.fast", "fp8_e4m3", "fp8_e4m3.tensor_core.cublaslt", "tensor_core", "fp8", "bf16",
+                            R_8F_E4M3, R_16BF, COMPUTE_32F, transa=OP_T, transb=OP_N),
 }
 
 
@@ -169,7 +173,8 @@ def fp64_exec_unit(cc_major: int, cc_minor: int) -> tuple[str, str]:
     """cuBLAS DGEMM runs on DMMA tensor cores on sm_80/sm_90/sm_100 (A100, H100/H200, B200), else on DFMA."""
     if (cc_major, cc_minor) in {(8, 0), (9, 0), (10, 0), (10, 3)}:
         return "tensor_core", (f"sm_{cc_major}{cc_minor} has FP64 tensor cores (DMMA), which cuBLAS DGEMM uses; "
-                               "a rate above the FP64 FMA peak confirms it")
+                               "params['exec_unit_evidence'] says whether the rate confirms it (above the DFMA "
+                               "peak) or the unit is inferred from the architecture")
     return "cuda_core", f"sm_{cc_major}{cc_minor} has no fast FP64 tensor cores: DGEMM runs on DFMA"
 
 
@@ -483,13 +488,26 @@ def sparse_speedups(rows: Sequence[dict]) -> dict:
     with_dense = [r for r in rows if r.get("dense")]
     per_size = {int(r["n"]): r["sparse"] / r["dense"] for r in with_dense}
     if not with_dense:
-        return {"per_size": {}, "best_vs_best": None, "best_sparse_n": None, "best_dense_n": None, "suspect": []}
+        return {"per_size": {}, "best_vs_best": None, "best_sparse_n": None, "best_dense_n": None, "suspect": [],
+                "per_size_per_clock": {}, "best_vs_best_per_clock": None}
     bs = max(rows, key=lambda r: r["sparse"])
     bd = max(with_dense, key=lambda r: r["dense"])
     # a same-size ratio above 2x (plus noise) says the dense baseline there was inefficient
     suspect = sorted(n for n, s in per_size.items() if s > 2.1)
     return {"per_size": per_size, "best_vs_best": bs["sparse"] / bd["dense"], "best_sparse_n": int(bs["n"]),
-            "best_dense_n": int(bd["n"]), "suspect": suspect}
+            "best_dense_n": int(bd["n"]), "suspect": suspect,
+            "per_size_per_clock": {int(r["n"]): x for r in with_dense if (x := per_clock_ratio(r, r)) is not None},
+            "best_vs_best_per_clock": per_clock_ratio(bs, bd)}
+
+
+def per_clock_ratio(sparse_row: dict, dense_row: dict) -> float | None:
+    """(sparse rate / its SM clock) / (dense rate / its SM clock): the speed-up the sparse tensor cores give at
+    equal clocks, where power lets the sparse run clock higher (or lower) than the dense one. Rows carry
+    ``sparse_mhz`` and ``dense_mhz``; None without both clocks."""
+    cs, cd = sparse_row.get("sparse_mhz"), dense_row.get("dense_mhz")
+    if not (cs and cd and dense_row.get("dense")):
+        return None
+    return (sparse_row["sparse"] / cs) / (dense_row["dense"] / cd)
 
 
 def release_all(made: list) -> None:

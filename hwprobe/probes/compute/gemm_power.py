@@ -7,8 +7,10 @@ GEMM per precision back to back for ``sustain_s`` after ``settle_s`` of the same
 settled), once per operand distribution (gpu_gemm.DATA), so that
 
 - the rate is the sustained one, and the NVML energy counter gives joules per operation;
-- rate / theory at the measured clock (per-clock efficiency) separates the kernel from the power limit: when
-  it is the same on zeros (at the max clock) as on random data, what random data loses is clock, i.e. power.
+- rate / theory at the measured clock (per-clock efficiency) is given beside the clock, the power and the
+  throttle reasons NVML read, for every operand distribution. The finding states those measurements; where
+  it names a cause it says it is inferred from them (zero operands run neither at the max clock nor at the
+  power cap necessarily: their clock and power are stated, not assumed).
 
 The points are "sweep" records (zeros must never become a ceiling); one finding per precision sums them up.
 """
@@ -41,6 +43,8 @@ PATHS = {   # INT8's fastest library paths (gpu.gemm): cuBLASLt with INT32 and w
              PowerPath("int8.tn.i8out", "cublaslt", "int8.tensor_core.cublaslt.i8out")),
     "fp16": (PowerPath("fp16.f32acc", "cublas", "fp16.tensor_core.cublas"),),
     "bf16": (PowerPath("bf16", "cublas", "bf16.tensor_core.cublas"),),
+    # FP8 E4M3 -> BF16, raw cuBLASLt (TN, fast accumulation, fastest heuristic algo), on full-range codes
+    "fp8": (PowerPath("fp8.fast", "cublaslt", "fp8_e4m3.tensor_core.cublaslt"),),
 }
 
 
@@ -62,6 +66,10 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
             part += f" at {c.sm_mhz:.0f} MHz"
         if c and c.power_w:
             part += f", {c.power_w:.0f} W"
+        if c and c.throttle_reasons:
+            part += f" ({', '.join(c.throttle_reasons)})"
+        if p.params.get("sentinel_sm_mhz"):
+            part += f", sentinel {p.params['sentinel_sm_mhz']:.0f} MHz"
         if p.energy_per_op_j:
             part += f", {p.energy_per_op_j * 1e12:.3f} pJ/op"
         if p.params.get("per_clock") is not None:
@@ -73,11 +81,17 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
     u, z = by.get("uniform"), by.get("zeros")
     if u and z and u.value > 0:
         ratio = z.value / u.value
-        text += f" Full-entropy data runs {1 - u.value / z.value:.0%} slower than zero operands"
+        text += f" Full-entropy data runs {1 - u.value / z.value:.0%} slower than zero operands (measured)"
         cu, cz = u.params.get("per_clock"), z.params.get("per_clock")
-        if cu and cz and abs(cu / cz - 1) < 0.05 and u.clocks and z.clocks and u.clocks.sm_mhz and z.clocks.sm_mhz:
-            text += (f", at the same share of theory per clock ({cu:.0%} vs {cz:.0%}): the loss is the clock "
-                     f"({u.clocks.sm_mhz:.0f} vs {z.clocks.sm_mhz:.0f} MHz), i.e. power, not the kernel")
+        if cu and cz and u.clocks and z.clocks and u.clocks.sm_mhz and z.clocks.sm_mhz:
+            text += (f"; per clock {cu:.0%} vs {cz:.0%} of theory at NVML's {u.clocks.sm_mhz:.0f} vs "
+                     f"{z.clocks.sm_mhz:.0f} MHz")
+            if abs(cu / cz - 1) < 0.05:
+                text += (": the same share per clock, so the difference goes with the clock (inferred from the "
+                         "rates and NVML's clocks; the clock itself is set by the power limiter where a throttle "
+                         "reason says so)")
+            else:
+                text += ": the share per clock differs too, so not all of the difference is clock"
         text += "."
     return ratio, text
 
@@ -85,7 +99,7 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
 @probe(name="gpu.gemm_power", target="gpu", family="compute",
        summary="Library GEMM sustained at the power cap: rate, clock, power and J/op against operand data",
        precisions=tuple(PATHS))
-def run(ctx, precisions=("int8", "fp16"), size=8192, data=("uniform", "normal", "relu", "zeros"),
+def run(ctx, precisions=("int8", "fp16", "fp8"), size=8192, data=("uniform", "normal", "relu", "zeros"),
         settle_s=0.5, sustain_s=2.0, check_rows=8):
     from hwprobe import specs
     from hwprobe.probes.compute.cublas import DATA, cublas_env, failure

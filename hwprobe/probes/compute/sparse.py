@@ -3,6 +3,13 @@
 Sparse tensor cores promise 2x the dense rate; the seeds add that compression costs something. This probe
 measures both: the sparse/dense speedup at each size, and the prune + compress time of A on its own.
 
+Dense and sparse run under the same conditions: the same operand distribution (uniform, full range), each
+settled for ``settle_s`` of its own work before ``sustain_s`` of samples, so both sit at the clock the power
+limiter gives them. The baseline is the best dense path at that size (cuBLAS gemmEx and cuBLASLt with its
+fastest heuristic algorithm). A sparse GEMM draws less power, so at the cap it may clock higher: the speed-up
+is given as measured and per clock (each rate over its own settled SM clock, NVML's median and the
+sentinel's), and the per-clock one is what the sparse tensor cores give.
+
 FLOP convention: a sparse GEMM is credited with the work of the dense problem it replaces, 2*M*N*K
 ("effective" FLOP/s), so the speedup is the ratio of the two rates and the promise is 2x. The product
 is checked against a float64 product of the *pruned* A, so pruning is what changes the answer, nothing else.
@@ -26,8 +33,13 @@ from hwprobe.probes.compute.cublas import (
     check_rows,
     cublas_env,
     failure,
+    fp8_operand,
     measure_gemm,
+    operands_desc,
     random_operand,
+    record_sentinel,
+    sentinel,
+    settle_runner,
 )
 from hwprobe.timing import time_cuda
 
@@ -43,15 +55,19 @@ class SparseSpec:
     out: str            # C storage kind
     compute: str        # cusparseLt ComputeType member
     tol_key: str
-    dense_key: str      # gc variant of the dense cuBLAS baseline ("" = FP8 through cuBLASLt)
+    dense: tuple[tuple[str, str], ...]   # dense baselines: (gc variant key, "cublas" gemmEx | "cublaslt" LtGemm)
     unit: str = "FLOP/s"
 
 
 SPECS = {
-    "fp16": SparseSpec("fp16", "float16", gc.R_16F, gc.R_16F, "float16", "COMPUTE_32F", "fp16.f32acc", "fp16.f32acc"),
-    "int8": SparseSpec("int8", "int8", gc.R_8I, gc.R_32I, "int32", "COMPUTE_32I", "int8", "int8.tn", "OP/s"),
-    "fp8": SparseSpec("fp8_e4m3", "fp8", gc.R_8F_E4M3, gc.R_16F, "float16", "COMPUTE_32F", "fp8", ""),
+    "fp16": SparseSpec("fp16", "float16", gc.R_16F, gc.R_16F, "float16", "COMPUTE_32F", "fp16.f32acc",
+                       (("fp16.f32acc", "cublas"), ("fp16.f32acc", "cublaslt"))),
+    "int8": SparseSpec("int8", "int8", gc.R_8I, gc.R_32I, "int32", "COMPUTE_32I", "int8",
+                       (("int8.tn", "cublas"), ("int8.tn", "cublaslt")), "OP/s"),
+    "fp8": SparseSpec("fp8_e4m3", "fp8", gc.R_8F_E4M3, gc.R_16F, "float16", "COMPUTE_32F", "fp8",
+                      (("fp8.fast", "cublaslt"),)),
 }
+SETTLE_S, SUSTAIN_S = 0.25, 0.4         # per dense and sparse point (quick: a fifth)
 
 
 def _libs(ctx):
@@ -72,10 +88,8 @@ def _libs(ctx):
 
 
 def _sparse_operand(cp, kind: str, shape, seed: int, scale: float = 1.0):
-    if kind == "fp8":   # E4M3 codes of values exact in FP8 (CuPy has no FP8 dtype)
-        codes = cp.asarray(gc.fp8_encode_exact(np.array(gc.FP8_EXACT_VALUES), "e4m3"))
-        idx = cp.random.RandomState(seed).randint(0, len(gc.FP8_EXACT_VALUES), size=shape)
-        return codes[idx]
+    if kind == "fp8":   # E4M3 codes, uniform over the finite ones (CuPy has no FP8 dtype)
+        return fp8_operand(cp, shape, seed)
     return random_operand(cp, kind, shape, seed, scale)
 
 
@@ -116,6 +130,10 @@ class SparseGemm:
                               lt.matmul_alg_selection_init(handle, self.desc, lt.MatmulAlg.DEFAULT))
         self.plan = self._keep(lt.matmul_plan_destroy, lt.matmul_plan_init(handle, self.desc, self.alg))
         self.alpha = np.ones((), dtype=np.float32)     # cuSPARSELt scalars are float for every compute type
+        if spec.storage == "fp8":                      # full-range codes: scale the FP16 result near unit size
+            from hwprobe.probes.compute.cublaslt import fp8_scale
+
+            self.alpha.fill(fp8_scale("e4m3", "e4m3", k) ** 2)
         self.beta = np.zeros((), dtype=np.float32)
         self.streams = np.zeros(1, dtype=np.uint64)
         self.valid = cp.zeros(1, dtype=cp.int32)
@@ -124,6 +142,7 @@ class SparseGemm:
         self.compressed_bytes = int(csize)
         self.cbuf = cp.empty(max(int(bsize), 1), dtype=cp.uint8)
         scale = k ** -0.25 if spec.storage == "float16" else 1.0
+        self.operands = operands_desc(spec.storage, "uniform", scale) + ", A then pruned 2:4 (cusparseLt tile prune)"
         for i in range(sets):
             a = _sparse_operand(cp, spec.storage, (m, k), seed + 2 * i, scale)
             b = _sparse_operand(cp, spec.storage, (n, k), seed + 2 * i + 1, scale)
@@ -181,28 +200,38 @@ class SparseGemm:
         a_rows = _to_f64(cp, a[idx], spec.storage)
         if not gc.is_2to4(cp.asnumpy(a_rows)):
             raise VerificationError("pruned A is not 2:4 along K")
+        alpha = float(self.alpha)
         return check_rows(cp, a_rows, _to_f64(cp, b, spec.storage).T, _to_f64(cp, c[idx], spec.out),
-                          gc.tolerance(spec.tol_key), f"cuSPARSELt {spec.precision} {self.m}x{self.n}x{self.k}")
+                          gc.tolerance(spec.tol_key), f"cuSPARSELt {spec.precision} {self.m}x{self.n}x{self.k}",
+                          (lambda ref: ref * alpha) if alpha != 1.0 else None)
 
     def close(self) -> None:
         gc.release_all(self._descs)
         self.ops.clear()
 
 
-def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int) -> Measurement:
-    metric = f"sparse.{prec}.dense.n{n}"
-    if spec.dense_key:
-        env = cublas_env(ctx)
-        return measure_gemm(ctx, env, gc.variant(spec.dense_key), n, n, n, metric=metric, kind="sweep", rows=rows,
-                            notes=("dense baseline for the 2:4 sparse speedup",))
-    from hwprobe.probes.compute.cublaslt import fp8_env, measure_fp8
+def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: tuple[float, float]) -> list[Measurement]:
+    """Every dense baseline of ``spec`` at n^3, settled like the sparse point; failures come back as records."""
+    from hwprobe.probes.compute.cublaslt import LtGemm
 
-    return measure_fp8(ctx, fp8_env(ctx), n, n, n, "e4m3", "e4m3", metric=metric, kind="sweep",
-                       precision=spec.precision, rows=rows, out="fp16", extra={"note": "dense baseline"})
+    env = cublas_env(ctx)
+    out = []
+    for key, api in spec.dense:
+        v = gc.variant(key)
+        v = v.with_layout("TN") if api == "cublaslt" and v.transa != gc.OP_T else v
+        metric = f"sparse.{prec}.dense.{api}.n{n}"
+        try:
+            out.append(measure_gemm(ctx, env, v, n, n, n, metric=metric, kind="sweep", rows=rows,
+                                    gemm_cls=LtGemm if api == "cublaslt" else None, sustain=sustain,
+                                    notes=(f"dense baseline ({api}) for the 2:4 sparse speedup, settled alike",)))
+        except Exception as e:
+            out.append(failure(ctx, metric, f"dense {prec} {api} {n}^3", e, precision=spec.precision))
+    return out
 
 
 @probe(name="gpu.sparse", target="gpu", family="compute",
-       summary="2:4 structured-sparse GEMM (cuSPARSELt) vs dense cuBLAS: speedup vs size, compression cost",
+       summary="2:4 structured-sparse GEMM (cuSPARSELt) vs the best dense path, same clock and power conditions: "
+               "speedup as measured and per clock, compression cost",
        precisions=("fp16", "int8", "fp8"))
 def run_sparse(ctx, precisions=("fp16", "int8", "fp8"), sizes=(4096, 8192, 16384), check_rows=16):
     lt, cs, handle = _libs(ctx)
@@ -221,68 +250,98 @@ def run_sparse(ctx, precisions=("fp16", "int8", "fp8"), sizes=(4096, 8192, 16384
         lt.destroy(handle)
 
 
+def _sparse_point(ctx, cp, lt, cs, handle, spec, n, rows, l2, version, sustain, metric) -> tuple[Measurement, dict]:
+    """One settled cuSPARSELt point: (measurement, {prune_s, compress_s})."""
+    g = None
+    try:
+        sets = gc.rotation_sets(gc.gemm_bytes(n, n, n, gc.ITEMSIZE[spec.storage], gc.ITEMSIZE[spec.out]), l2)
+        g = SparseGemm(cp, lt, cs, handle, spec, n, n, n, sets)
+        runner = build_runner(cp, g.call, sets)
+        timing = settle_runner(cp, runner, sustain)
+        err: dict = {}
+        clocks = [sentinel(ctx)]
+
+        def check(g=g, err=err) -> None:
+            clocks.append(sentinel(ctx))
+            err["rel"] = g.check(rows)
+
+        prep = {"prune_s": statistics.median(g.prune_s), "compress_s": statistics.median(g.compress_s),
+                "compressed_bytes": g.compressed_bytes, "prune_samples_s": g.prune_s,
+                "compress_samples_s": g.compress_s}
+        params = {"m": n, "n": n, "k": n, "sparse": True, "sparsity": "2:4 (A)", "reps": runner.reps,
+                  "operand_sets": sets, "cuda_graph": runner.graph, "cusparselt_version": version,
+                  "compressed_bytes": g.compressed_bytes, "prune_s": prep["prune_s"], "compress_s": prep["compress_s"],
+                  "flop_convention": CONVENTION, "operands": g.operands, "alpha": float(g.alpha),
+                  "settle_s": sustain[0], "sustain_s": sustain[1], **timing}
+        m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit=spec.unit,
+                        kind="sweep", check=check, precision=spec.precision, exec_unit="tensor_core",
+                        path="library", params=params, notes=[CONVENTION, *runner.notes], **timing)
+        if "rel" in err:
+            m.params["rel_error"] = err["rel"]
+        record_sentinel(m, clocks[0], clocks[1] if len(clocks) > 1 else None)
+        if runner.launch_bound:
+            m.flags.append("launch_bound")
+        return m, prep
+    finally:
+        if g is not None:
+            g.close()
+
+
+def _clock(m: Measurement) -> float | None:
+    return m.clocks.sm_mhz if m.clocks and m.clocks.sm_mhz else None
+
+
 def _one_precision(ctx, cp, lt, cs, handle, prec, spec, plan, rows, l2, version):
     base = f"{spec.precision}.tensor_core.sparse24"
+    sustain = (SETTLE_S / 5, SUSTAIN_S / 5) if ctx.quick else (SETTLE_S, SUSTAIN_S)
     points, summary = [], []
     for n in plan:
         metric = f"{base}.n{n}"
-        ctx.log(f"cuSPARSELt 2:4 {prec} {n}^3")
-        try:
-            dense = _dense(ctx, prec, spec, n, rows)
-            yield dense
-        except Exception as e:
-            dense = None
-            yield failure(ctx, f"sparse.{prec}.dense.n{n}", f"dense {prec} {n}^3", e, precision=spec.precision)
+        ctx.log(f"cuSPARSELt 2:4 {prec} {n}^3 beside {len(spec.dense)} dense path(s), settled alike")
+        dense_pts = _dense(ctx, prec, spec, n, rows, sustain)
+        yield from dense_pts
+        ok = [d for d in dense_pts if d.kind != "info" and d.valid]
+        dense = max(ok, key=lambda d: d.value) if ok else None
         cp.get_default_memory_pool().free_all_blocks()
-        g = None
         try:
-            itemsize = gc.ITEMSIZE[spec.storage]
-            sets = gc.rotation_sets(gc.gemm_bytes(n, n, n, itemsize, gc.ITEMSIZE[spec.out]), l2)
-            g = SparseGemm(cp, lt, cs, handle, spec, n, n, n, sets)
-            runner = build_runner(cp, g.call, sets)
-            err: dict = {}
-
-            def check(g=g, err=err) -> None:
-                err["rel"] = g.check(rows)
-
-            prune_s, compress_s = statistics.median(g.prune_s), statistics.median(g.compress_s)
-            params = {"m": n, "n": n, "k": n, "sparse": True, "sparsity": "2:4 (A)", "reps": runner.reps,
-                      "operand_sets": sets, "cuda_graph": runner.graph, "cusparselt_version": version,
-                      "compressed_bytes": g.compressed_bytes, "prune_s": prune_s, "compress_s": compress_s,
-                      "flop_convention": CONVENTION}
-            m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit=spec.unit,
-                            kind="sweep", check=check, precision=spec.precision, exec_unit="tensor_core",
-                            path="library", params=params, notes=[CONVENTION, *runner.notes])
-            if "rel" in err:
-                m.params["rel_error"] = err["rel"]
-            if runner.launch_bound:
-                m.flags.append("launch_bound")
+            m, prep = _sparse_point(ctx, cp, lt, cs, handle, spec, n, rows, l2, version, sustain, metric)
         except Exception as e:
             yield failure(ctx, metric, f"cuSPARSELt {prec} {n}^3", e, precision=spec.precision, path="library")
             continue
-        finally:
-            if g is not None:
-                g.close()
-        row = {"n": n, "sparse": m.value, "dense": dense.value if dense else None, "prep_s": prune_s + compress_s}
+        row = {"n": n, "sparse": m.value, "dense": dense.value if dense else None,
+               "prep_s": prep["prune_s"] + prep["compress_s"], "sparse_mhz": _clock(m),
+               "dense_mhz": _clock(dense) if dense else None,
+               "sparse_sentinel_mhz": m.params.get("sentinel_sm_mhz"),
+               "dense_sentinel_mhz": dense.params.get("sentinel_sm_mhz") if dense else None,
+               "dense_path": dense.metric if dense else None}
         if dense and dense.value > 0:
             row["speedup"] = m.value / dense.value
-            m.params["speedup_vs_dense"] = row["speedup"]
-            m.params["dense_rate"] = dense.value
+            row["speedup_per_clock"] = gc.per_clock_ratio(row, row)
+            row["speedup_per_sentinel_clock"] = gc.per_clock_ratio(
+                {"sparse": m.value, "sparse_mhz": row["sparse_sentinel_mhz"]},
+                {"dense": dense.value, "dense_mhz": row["dense_sentinel_mhz"]})
+            m.params.update(speedup_vs_dense=row["speedup"], speedup_per_clock=row["speedup_per_clock"],
+                            speedup_per_sentinel_clock=row["speedup_per_sentinel_clock"], dense_rate=dense.value,
+                            dense_path=dense.metric, dense_sm_mhz=row["dense_mhz"])
         points.append(m)
         summary.append(row)
         yield m
-        yield _prep_measurement(ctx, prec, spec, n, g, row)
+        yield _prep_measurement(ctx, prec, spec, n, prep, row)
     if points:
+        sp = gc.sparse_speedups(summary)
         ceil = ceiling_of(points, base)
         ceil.params["speedups"] = {r["n"]: r.get("speedup") for r in summary}
-        ceil.params["speedup_best_vs_best"] = gc.sparse_speedups(summary)["best_vs_best"]
+        ceil.params["speedups_per_clock"] = {r["n"]: r.get("speedup_per_clock") for r in summary}
+        ceil.params["speedup_best_vs_best"] = sp["best_vs_best"]
+        ceil.params["speedup_best_vs_best_per_clock"] = sp["best_vs_best_per_clock"]
         yield ceil
         yield _speedup_summary(ctx, prec, spec, summary)
 
 
-def _prep_measurement(ctx, prec, spec, n, g: SparseGemm, row: dict) -> Measurement:
+def _prep_measurement(ctx, prec, spec, n, prep: dict, row: dict) -> Measurement:
     """Prune + compress time of A (one-off per weight matrix), and how many GEMMs it takes to pay back."""
-    params = {"n": n, "prune_s": g.prune_s, "compress_s": g.compress_s, "compressed_bytes": g.compressed_bytes}
+    params = {"n": n, "prune_s": prep["prune_samples_s"], "compress_s": prep["compress_samples_s"],
+              "compressed_bytes": prep["compressed_bytes"]}
     notes = ["prune (cusparseLtSpMMAPrune, tile) + compress (cusparseLtSpMMACompress) of A, timed apart from the "
              "GEMM by CUDA events"]
     if row.get("dense") and row["sparse"] > row["dense"]:
@@ -305,8 +364,11 @@ def _speedup_summary(ctx, prec, spec, summary: list[dict]) -> Measurement:
                            notes=["no dense baseline ran: speedup unknown"])
     curve = ", ".join(f"{n}: {s:.2f}x" for n, s in sorted(sp["per_size"].items()))
     prep = {r["n"]: r["prep_s"] for r in summary}
+    per_clock = sp["best_vs_best_per_clock"]
     text = (f"2:4 sparse {prec.upper()}: best sparse ({sp['best_sparse_n']}^3) / best dense "
-            f"({sp['best_dense_n']}^3) = {sp['best_vs_best']:.2f}x (promised 2x); same-size ratios {curve}; "
+            f"({sp['best_dense_n']}^3) = {sp['best_vs_best']:.2f}x as measured"
+            + (f", {per_clock:.2f}x per clock (each rate over its own settled NVML clock)" if per_clock else "")
+            + f" (promised 2x); same-size ratios {curve}; "
             f"pruning + compressing A takes {prep[sp['best_sparse_n']] * 1e3:.2f} ms at {sp['best_sparse_n']}^3")
     if sp["suspect"]:
         text += (f"; same-size ratios above 2x at {', '.join(map(str, sp['suspect']))} come from an inefficient "
