@@ -1,0 +1,139 @@
+"""Collective bookkeeping with nccl-tests' definitions: sizes, counts, algbw and busbw, memory and time plans.
+
+nccl-tests (doc/PERFORMANCE.md) reports for an operation of size S bytes taking t seconds:
+  algbw = S / t
+  busbw = algbw x factor, factor = 2(n-1)/n for all_reduce; (n-1)/n for all_gather, reduce_scatter and
+          alltoall; 1 for broadcast, reduce and sendrecv,
+so busbw is comparable to the hardware's per-GPU link bandwidth whatever n is. S is the per-rank buffer of
+all_reduce, broadcast, reduce and sendrecv; the whole gathered buffer (per-rank count x n) of all_gather;
+the whole input (per-rank output x n) of reduce_scatter; the per-rank send buffer (chunk x n) of alltoall.
+The time of one operation is the mean over ranks of each rank's mean time per iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
+SPLIT_OPS = ("all_gather", "reduce_scatter", "alltoall")     # S is n chunks of a per-rank count
+REDUCING = ("all_reduce", "reduce_scatter", "reduce")
+ROOTED = ("broadcast", "reduce")                              # root rank 0, as nccl-tests' default
+MIN_BYTES = 8
+MAX_BYTES = 4 << 30
+
+
+def bus_factor(op: str, n: int) -> float:
+    """busbw / algbw for ``op`` over ``n`` ranks (nccl-tests)."""
+    if n < 1:
+        raise ValueError(f"need at least one rank, not {n}")
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in SPLIT_OPS:
+        return (n - 1) / n
+    if op in ("broadcast", "reduce", "sendrecv"):
+        return 1.0
+    raise ValueError(f"unknown collective {op!r}; known: {', '.join(OPS)}")
+
+
+def algbw(size_bytes: float, seconds: float) -> float:
+    return size_bytes / seconds
+
+
+def busbw(op: str, n: int, size_bytes: float, seconds: float) -> float:
+    return algbw(size_bytes, seconds) * bus_factor(op, n)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One operation at one size: S (``size_bytes``, as nccl-tests counts it), the count passed to NCCL, and
+    the elements of each rank's send and receive buffers."""
+
+    op: str
+    n: int
+    size_bytes: int
+    count: int           # NCCL's count argument: per-rank count (all_gather send, reduce_scatter recv, chunk)
+    send_elems: int
+    recv_elems: int
+    itemsize: int
+
+
+def layout(op: str, n: int, size_bytes: int, itemsize: int = 4) -> Layout | None:
+    """The layout nearest below ``size_bytes`` (whole elements, n equal chunks for split ops); None when it
+    holds no element (a split op smaller than n elements)."""
+    bus_factor(op, n)
+    elems = size_bytes // itemsize
+    if op in SPLIT_OPS:
+        c = elems // n
+        if c == 0:
+            return None
+        total = c * n
+        send, recv = {"all_gather": (c, total), "reduce_scatter": (total, c), "alltoall": (total, total)}[op]
+        return Layout(op, n, total * itemsize, c, send, recv, itemsize)
+    if elems == 0:
+        return None
+    return Layout(op, n, elems * itemsize, elems, elems, elems, itemsize)
+
+
+def sizes(lo: int = MIN_BYTES, hi: int = MAX_BYTES, factor: int = 2) -> list[int]:
+    """lo, lo x factor, ... up to hi (hi itself always included)."""
+    if lo < 1 or hi < lo or factor < 2:
+        raise ValueError(f"bad size range {lo}..{hi} x{factor}")
+    out, s = [], lo
+    while s < hi:
+        out.append(s)
+        s *= factor
+    out.append(hi)
+    return out
+
+
+def buffer_bytes(op: str, n: int, size_bytes: int, itemsize: int = 4) -> int:
+    """Device bytes one rank holds for ``op`` at S = ``size_bytes`` (send + receive, out of place)."""
+    lay = layout(op, n, size_bytes, itemsize)
+    return 0 if lay is None else (lay.send_elems + lay.recv_elems) * itemsize
+
+
+def largest_size(ops, n: int, free_bytes: int, fraction: float = 0.6, hi: int = MAX_BYTES) -> int:
+    """The largest power-of-two S <= ``hi`` whose buffers, for the hungriest op, fit in ``fraction`` of the
+    free memory of the fullest rank (the same cap on every rank, so all ranks run the same sizes)."""
+    budget = fraction * free_bytes
+    s = 1 << (max(hi, 1).bit_length() - 1)
+    while s > MIN_BYTES and max(buffer_bytes(op, n, s) for op in ops) > budget:
+        s //= 2
+    return s
+
+
+def iterations(op: str, n: int, size_bytes: int, target_s: float, lo: int = 5, hi: int = 200,
+               latency_s: float = 20e-6, busbw_guess: float = 100e9) -> int:
+    """Iterations per timed sample, from a fixed model of the op's time (latency + bus bytes / a modest bus
+    bandwidth), so every rank computes the same count without talking (a rank that ran a different count
+    would hang the others)."""
+    est = latency_s + size_bytes * bus_factor(op, n) / busbw_guess
+    return int(min(hi, max(lo, round(target_s / est))))
+
+
+def size_at_fraction(points: list[tuple[int, float]], fraction: float = 0.9) -> int | None:
+    """The smallest size whose bandwidth reaches ``fraction`` of the best over ``points`` [(size, bw)]."""
+    ok = [(s, bw) for s, bw in points if bw and bw > 0]
+    if not ok:
+        return None
+    best = max(bw for _, bw in ok)
+    return min(s for s, bw in ok if bw >= fraction * best)
+
+
+def estimate_seconds(ops, n: int, size_list: list[int], *, busbw_Bps: float, latency_s: float = 20e-6,
+                     target_s: float = 0.02, samples: int = 4, warmup_samples: int = 1,
+                     per_size_overhead_s: float = 0.004, init_s: float = 8.0) -> float:
+    """Wall time of a sweep: for each op and size, (warm-up + samples) x iterations x the op's time at the
+    given bus bandwidth, plus checks and Python per size, plus process start and communicator init."""
+    total = init_s
+    for op in ops:
+        f = bus_factor(op, n)
+        for s in size_list:
+            lay = layout(op, n, s)
+            if lay is None:
+                continue
+            t_op = latency_s + lay.size_bytes * f / busbw_Bps
+            it = iterations(op, n, lay.size_bytes, target_s)
+            total += (warmup_samples + samples) * it * t_op + per_size_overhead_s
+            total += 2 * lay.recv_elems * lay.itemsize / 1.5e12      # the check reads its buffer (~1.5 TB/s)
+    return total

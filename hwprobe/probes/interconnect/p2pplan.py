@@ -1,0 +1,97 @@
+"""What gpu.p2p measures and in which order: methods, sizes, rounds, samples, and the time that takes.
+
+Methods (each unidirectional and bidirectional):
+- "ce": the copy engines, cudaMemcpyPeerAsync issued on the source GPU's stream (a push);
+- "sm.read": a copy kernel on the destination GPU that loads from the peer's memory (a pull);
+- "sm.write": a copy kernel on the source GPU that stores into the peer's memory (a push).
+Bytes counted: the bytes that cross the link, once (the local read or write of the copy is not link traffic);
+bidirectional rounds count both directions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hwprobe.probes.interconnect.pairs import Schedule, schedule
+
+METHODS = ("ce", "sm.read", "sm.write")
+MIN_BYTES = 4 << 10
+SWEEP_SAMPLE_S = 0.002      # one timed sample of a sweep point lasts about this long
+CEILING_SAMPLE_S = 0.005    # and of a ceiling measurement
+SWEEP_SAMPLES = 3
+CEILING_SAMPLES = 10
+LATENCY_STEPS = 4096        # pointer-chase steps per timed launch
+LATENCY_SAMPLES = 5
+PINGPONG_ITERS = 2000       # round trips per ping-pong launch
+CHASE_SETS = {"l2": 1 << 20, "dram": 256 << 20}   # working sets: in the peer's L2, and well past it
+
+
+def ceiling_key(method: str, bidirectional: bool) -> str:
+    """The profile's ceiling key: 'ce.uni', 'ce.bi', 'sm.read', 'sm.read.bi', 'sm.write', 'sm.write.bi'."""
+    if method == "ce":
+        return "ce.bi" if bidirectional else "ce.uni"
+    return f"{method}.bi" if bidirectional else method
+
+
+def transfer_sizes(max_bytes: int, step: int = 4, lo: int = MIN_BYTES) -> list[int]:
+    """4 KiB, 4 KiB x step, ... below ``max_bytes``, and ``max_bytes`` itself."""
+    if step < 2 or max_bytes < lo:
+        raise ValueError(f"bad sweep: {lo}..{max_bytes} x{step}")
+    out, s = [], lo
+    while s < max_bytes:
+        out.append(s)
+        s *= step
+    out.append(max_bytes)
+    return out
+
+
+@dataclass
+class Plan:
+    schedule: Schedule
+    sizes: list[int]
+    methods: tuple[str, ...] = METHODS
+    bidirectional: bool = True
+    chase_sets: dict[str, int] = field(default_factory=lambda: dict(CHASE_SETS))
+    pingpong: bool = True
+
+    @classmethod
+    def of(cls, devices: list[int], *, concurrent: bool, max_bytes: int, step: int = 4,
+           methods: tuple[str, ...] = METHODS, bidirectional: bool = True) -> Plan:
+        bad = [m for m in methods if m not in METHODS]
+        if bad:
+            raise ValueError(f"unknown method {', '.join(bad)}; methods: {', '.join(METHODS)}")
+        return cls(schedule(devices, concurrent), transfer_sizes(max_bytes, step), tuple(methods), bidirectional)
+
+    def rounds(self) -> list[tuple[str, bool, list[tuple[int, int]]]]:
+        """(method, bidirectional, pairs) for every round to time, in order."""
+        out = []
+        for m in self.methods:
+            out += [(m, False, r) for r in self.schedule.uni]
+            if self.bidirectional:
+                out += [(m, True, r) for r in self.schedule.bi]
+        return out
+
+    def to_dict(self) -> dict:
+        return {"schedule": self.schedule.to_dict(), "sizes": self.sizes, "methods": list(self.methods),
+                "bidirectional": self.bidirectional, "chase_sets": self.chase_sets, "pingpong": self.pingpong}
+
+
+def estimate_seconds(plan: Plan, *, bw_Bps: float, launch_s: float = 4e-6, per_point_s: float = 0.006,
+                     chase_latency_s: float = 1.5e-6, setup_s: float = 6.0) -> float:
+    """Wall time of a plan at a link bandwidth of ``bw_Bps``: per round and size a calibration call and
+    (1 warm-up + SWEEP_SAMPLES) samples of at least SWEEP_SAMPLE_S (or one transfer), Python and the check
+    per point; a ceiling of CEILING_SAMPLES samples per round; latency chases per ordered pair and working set,
+    a ping-pong per unordered pair; NVRTC, buffers and peer mappings once (``setup_s``)."""
+    total = setup_s
+    for _method, bi, _pairs in plan.rounds():
+        for s in plan.sizes:
+            one = launch_s + s / bw_Bps * (1.0 if not bi else 1.05)
+            sample = max(SWEEP_SAMPLE_S, one)
+            total += 2 * one + (1 + SWEEP_SAMPLES) * sample + per_point_s + s / 1.5e12
+        total += (1 + CEILING_SAMPLES) * max(CEILING_SAMPLE_S, plan.sizes[-1] / bw_Bps) + per_point_s
+    pairs = len(plan.schedule.ordered_pairs)
+    for ws in plan.chase_sets.values():
+        total += pairs * ((1 + LATENCY_SAMPLES) * LATENCY_STEPS * chase_latency_s + 0.02 + ws / 100e9)
+    if plan.pingpong:
+        total += len(plan.schedule.unordered_pairs) * (1 + LATENCY_SAMPLES) * PINGPONG_ITERS * 2 * chase_latency_s
+    return total
