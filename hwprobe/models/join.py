@@ -93,6 +93,9 @@ class _Index:
         self.by = {}
         for i, n in enumerate(names):
             self.by.setdefault(_norm(n), i)
+        # every layer name standing alone (not inside a longer dotted/slashed name), longest first: one regex
+        alts = "|".join(re.escape(k) for k in sorted(self.by, key=len, reverse=True))
+        self.alone = re.compile(rf"(?<![\w./])(?:{alts})(?![\w./])") if alts else None
 
     def match(self, rec: str) -> list[int]:
         n = _norm(rec)
@@ -108,8 +111,8 @@ class _Index:
         if n.endswith("..."):
             pre = [i for k, i in self.by.items() if k.startswith(n[:-3])]
             return pre if len(pre) == 1 else []
-        alone = [i for k, i in self.by.items() if re.search(rf"(?<![\w./]){re.escape(k)}(?![\w./])", n)]
-        return alone if len(alone) == 1 else []
+        alone = {self.by[m.group(0)] for m in self.alone.finditer(n)} if self.alone else set()
+        return list(alone) if len(alone) == 1 else []
 
 
 def _merge_info(times: list[Times]) -> list[Timing]:
