@@ -235,3 +235,26 @@ def test_csv_gemm_rows():
 
     m = load_csv("tests/data/seed002/fc.csv")
     assert m.layers[0].macs == 25088 * 4096 and m.layers[0].op == "gemm"
+
+
+def test_cpu_profile_puts_every_layer_on_the_cores():
+    from tests.helpers import meas
+
+    ms = [meas("fp32.cpu.fma", 1.2e12, precision="fp32", exec_unit="cpu", path="instruction", theory=1.5e12),
+          meas("dram.triad", 80e9, kind="memory", unit="B/s", level="dram", theory=100e9)]
+    from hwprobe.profile import Profile
+
+    p = Profile.from_measurements({"kind": "cpu", "model": "Xeon"}, ms)
+    a = analyze("resnet18", p)
+    assert set(a.layers["unit"]) == {"cpu"}
+    w = a.whatif.set_index("precision")
+    assert w.loc["fp32", "available"] and not w.loc["fp16", "available"]
+
+
+def test_layer_info_alone_classifies_without_times():
+    a = analyze("tests/data/tiny_layers.csv", H200, precision="fp16", times="tests/data/times/trtexec_layerinfo.json")
+    assert all(g.measured_s == 0 for g in a.timing.groups)
+    assert a.layers.set_index("name").loc["conv2", "kernel_unit"] == "cuda_core"
+    from hwprobe.models.advice import top_consumers
+
+    assert not top_consumers(a, a.timing)[0].measured                 # no times: the predicted top 5

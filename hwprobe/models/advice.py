@@ -96,7 +96,7 @@ def top_consumers(a: Analysis, joined: Joined | None = None, n: int = 5) -> list
     """The ``n`` biggest time consumers: measured groups where times were joined, else predicted layers."""
     out: list[Consumer] = []
     df = a.layers
-    if joined and joined.groups:
+    if joined and any(g.measured_s for g in joined.groups):
         total = sum(g.measured_s for g in joined.groups)
         if not joined.nested:
             total += sum(r.time_s or 0 for r in joined.unmatched + joined.reformats)

@@ -121,7 +121,7 @@ def _roof(source: Source, layer: Layer, prec: str, unit: str, opts: Options, lev
 def place(source: Source, layer: Layer, precision: str, opts: Options) -> Placement:
     """Put one layer on the roof for ``precision`` (storage and math)."""
     c = conv.get(opts.convention)
-    prec, unit = compute_precision(layer, precision)
+    prec, unit = (precision, "cpu") if source.cpu else compute_precision(layer, precision)
     ops, nbytes = float(c.ops(layer)), float(c.bytes(layer, precision))
     level = _level(source, opts, nbytes)
     roof, note = _roof(source, layer, prec, unit, opts, level)

@@ -128,7 +128,7 @@ def render(a: Analysis, con, show_all: bool = False) -> None:
                 con.print(f"  [{share:.0%}] {k.name[:70]} - {_t(t)}: {k.unit} {k.precision or ''} ({k.confidence})"
                           f" -> {tip}")
     if "time_s" in a.layers:
-        what = "measured" if a.timing is not None and a.timing.groups else "predicted"
+        what = "measured" if a.timing is not None and any(g.measured_s for g in a.timing.groups) else "predicted"
         con.print(f"[bold]top 5 time consumers[/bold] ({what})")
         for i, c in enumerate(top_consumers(a, a.timing), 1):
             rate = f", {_pct(c.of_attainable)} of attainable" if c.of_attainable is not None else ""

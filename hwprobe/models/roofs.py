@@ -44,6 +44,7 @@ class Source:
 
     label = ""
     kind = ""
+    cpu = False                     # a CPU's ceilings: every layer on the cores, no Tensor Cores
 
     def roof(self, precision: str, unit: str, path: str, level: str) -> Roof:
         raise NotImplementedError
@@ -73,6 +74,7 @@ class Measured(Source):
         dev = profile.device or {}
         self.label = f"measured profile of {dev.get('name') or dev.get('model') or '?'} ({profile.created_utc})"
         self.where = where
+        self.cpu = dev.get("kind") == "cpu"
 
     def roof(self, precision, unit, path, level) -> Roof:
         return roofline.roof(self.profile, precision, unit, path, level)
@@ -150,10 +152,11 @@ class Datasheet(Source):
     def __init__(self, theory) -> None:
         self.theory = theory
         self.label = f"datasheet {theory.label}"
+        self.cpu = theory.kind == "cpu"
 
     def roof(self, precision, unit, path, level) -> Roof:
         p = roofline.norm_precision(precision)
-        units = [roofline.norm_unit(unit)] if unit else ["tensor_core", "cuda_core"]
+        units = [roofline.norm_unit(unit)] if unit else ["tensor_core", "cuda_core", "cpu"]
         for u in units:
             t = self.theory.compute(p, u)
             if t is None:
