@@ -29,6 +29,7 @@ class RunPlan:
     suite: suites_mod.Suite
     notice: str = ""                      # e.g. "no GPU found: measuring the CPU"
     rounds: int = 1                       # the suite's probes run this many times, interleaved (stability)
+    device_arg: str | None = None         # what --device said (a resumed run plans the same devices again)
 
     @property
     def device(self):
@@ -75,7 +76,21 @@ def plan(device: str | None = None, suite: str | None = None, precisions: tuple[
     n = s.rounds if rounds is None else rounds
     if not isinstance(n, int) or n < 1:
         raise InputError(f"rounds must be a whole number >= 1, not {n!r}")
-    return RunPlan(devs, s, notice, n)
+    return RunPlan(devs, s, notice, n, None if device is None else str(device))
+
+
+def resume_plan(run_dir: str | Path) -> RunPlan:
+    """The plan of an unfinished run, from its environment.json: the same devices, suite and rounds."""
+    import json
+
+    env_file = Path(run_dir) / "environment.json"
+    try:
+        env = json.loads(env_file.read_text(encoding="utf-8"))
+        return plan(env.get("device_arg"), env["suite_path"], rounds=int(env.get("rounds", 1)))
+    except FileNotFoundError:
+        raise InputError(f"--resume: {str(run_dir)!r} is not a results directory (no environment.json)") from None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(f"--resume: cannot read {str(env_file)!r}: {type(e).__name__}: {e}") from None
 
 
 def _filter_precisions(entries, wanted: set[str]):
@@ -99,12 +114,13 @@ def run(device: str | RunPlan | None = None, suite: str | None = None, out: str 
         precisions: tuple[str, ...] | None = None, quick: bool = False, energy: bool | None = None,
         rounds: int | None = None, on_measurement: Callable[[Measurement], None] | None = None,
         on_probe: Callable[[str, int, int], None] | None = None,
-        log: Callable[[str], None] | None = None) -> RunResult:
+        log: Callable[[str], None] | None = None, resume: str | Path | None = None) -> RunResult:
     """Measure a plan (or ``plan(device, suite, precisions, rounds)``) and write ``out/<run>/``.
 
     Each measurement is appended to measurements.jsonl as it finishes. A probe that can't run here is
     skipped with its reason; one that fails is recorded and the run goes on; Ctrl-C or SIGTERM end the run
-    with a partial profile.
+    with a partial profile. ``resume``: a results directory whose run did not finish: only the probe entries
+    it had not completed are measured, into the same directory (see ``resume_plan``).
     """
     p = device if isinstance(device, RunPlan) else plan(device, suite, precisions, rounds)
     if energy is None:  # joules per op need >= 1 s windows: on for GPU runs (NVML), off for quick runs
@@ -112,7 +128,8 @@ def run(device: str | RunPlan | None = None, suite: str | None = None, out: str 
     from hwprobe.runner import Runner
 
     runner = Runner(p, out, quick=quick, energy_window_s=ENERGY_WINDOW_S if energy else 0.0,
-                    on_measurement=on_measurement, on_probe=on_probe, log=log)
+                    on_measurement=on_measurement, on_probe=on_probe, log=log,
+                    resume=Path(resume) if resume else None)
     with guarded() as guard:
         runner.guard = guard
         try:

@@ -20,30 +20,39 @@ NOTICE = "\nhwprobe: stopping at the next sample (Ctrl-C again to stop now)\n"
 
 
 class InterruptGuard:
-    def __init__(self) -> None:
+    """``immediate`` (outside measuring): the first signal raises at once. Inside a run (``immediate`` off) the
+    first only sets the flag, a second raises. While ``deferring`` (the final writes) none raises. A raise that
+    Python drops (inside a C callback) is never lost: the flag stays set and the next ``check`` raises."""
+
+    def __init__(self, immediate: bool = False) -> None:
         self.seen = False
         self.deferring = False
+        self.immediate = immediate
 
     def _handler(self, signum, frame):
-        if self.seen and not self.deferring:
-            raise KeyboardInterrupt
-        if not self.seen:
-            sys.stderr.write(NOTICE if not self.deferring else "\nhwprobe: finishing the results files first\n")
-            sys.stderr.flush()
+        first = not self.seen
         self.seen = True
+        if self.deferring:
+            if first:
+                sys.stderr.write("\nhwprobe: finishing the results files first\n")
+            return
+        if self.immediate or not first:
+            raise KeyboardInterrupt
+        sys.stderr.write(NOTICE)
+        sys.stderr.flush()
 
     @contextmanager
     def deferred(self):
         """Signals in this block only set the flag, even a second one: the final writes are not cut short."""
-        self.deferring = True
+        before, self.deferring = self.deferring, True
         try:
             yield
         finally:
-            self.deferring = False
+            self.deferring = before
 
     def unraisable(self, previous):
-        """An unraisable hook that drops a KeyboardInterrupt already remembered (a second Ctrl-C that landed
-        in a C callback): the flag stops the run; the traceback would only confuse."""
+        """An unraisable hook that drops a KeyboardInterrupt already remembered (a Ctrl-C that landed in a C
+        callback): the flag stops the run; the traceback would only confuse."""
 
         def hook(u):
             if not (self.seen and isinstance(u.exc_value, KeyboardInterrupt)):
@@ -52,7 +61,7 @@ class InterruptGuard:
         return hook
 
     def check(self) -> None:
-        """Raise KeyboardInterrupt if Ctrl-C was pressed."""
+        """Raise KeyboardInterrupt if Ctrl-C (or SIGTERM) came."""
         if self.seen:
             raise KeyboardInterrupt
 
@@ -67,21 +76,32 @@ def check() -> None:
 
 
 @contextmanager
-def guarded():
-    """Install the deferring SIGINT handler for the block (main thread only; elsewhere a no-op)."""
-    guard = InterruptGuard()
+def guarded(immediate: bool = False):
+    """SIGINT/SIGTERM handling for the block (main thread only; elsewhere a no-op). Nested: the outer guard
+    (the CLI's, from its first instruction) is reused, switched to this block's mode, so no signal that came
+    before is forgotten."""
+    global _active
+    if _active is not None:
+        guard, before = _active, _active.immediate
+        guard.immediate = immediate
+        try:
+            yield guard
+        finally:
+            guard.immediate = before
+        return
+    guard = InterruptGuard(immediate)
     if threading.current_thread() is not threading.main_thread():
         yield guard
         return
     previous, previous_hook = signal.signal(signal.SIGINT, guard._handler), sys.unraisablehook
     previous_term = signal.signal(signal.SIGTERM, guard._handler)
     sys.unraisablehook = guard.unraisable(previous_hook)
-    global _active
     _active = guard
     try:
         yield guard
     finally:
         _active = None
-        signal.signal(signal.SIGINT, previous)
-        signal.signal(signal.SIGTERM, previous_term)
+        early = getattr(previous, "__name__", "") == "<lambda>"      # the CLI's import-time recorder
+        signal.signal(signal.SIGINT, signal.default_int_handler if early else previous)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if early else previous_term)
         sys.unraisablehook = previous_hook

@@ -9,8 +9,9 @@ Clock sources, in order of trust (``params["theory_clock_source"]`` names the on
 - "kernel": clock64 cycles over %globaltimer of the timed kernel itself (``params["kernel_sm_mhz"]``);
 - "sentinel": a clock64/globaltimer kernel run just before and after a library's timed window
   (``params["sentinel_sm_mhz"]``);
-- "nvml" (GPU) or "cpufreq" (CPU): the median clock read beside the window (NVML's lags by ~100 ms);
-- "max": the device's max clock, only when a rate timed without its own clock needs it (``clock_lag``).
+- "nvml": NVML's median SM clock over the window (it lags by ~100 ms);
+- "max": the device's max clock: a CPU's always (cpufreq's max, never the current reading, which a VM
+  reports wrongly), a GPU's only when a rate timed without its own clock needs it (``clock_lag``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hwprobe.measurement import Measurement, Theory
 from hwprobe.units import si
 from hwprobe.vocab import Kind
 
-SAMPLED = ("nvml", "cpufreq")   # clocks read beside the run (they lag), not timed by the kernel itself
+SAMPLED = ("nvml",)   # clocks read beside the run (they lag), not timed by the kernel itself
 ABOVE_THEORY = 1.03          # a result more than 3% above theory at its clock is invalid
 CLOCK_AGREEMENT = 0.03       # kernel (or sentinel) and NVML clocks further apart than this are flagged
 _LEVEL_ALIASES = {"hbm": "dram", "gmem": "dram", "global": "dram", "smem": "shared"}
@@ -41,7 +42,7 @@ def own_clock(m: Measurement) -> tuple[float | None, float | None, str]:
             vals = v if isinstance(v, list) else [v]
             return _median(vals), float(max(vals)), source
     if c and c.sm_mhz:
-        return c.sm_mhz, c.sm_mhz_max or c.sm_mhz, c.source if c.source in SAMPLED else "nvml"
+        return c.sm_mhz, c.sm_mhz_max or c.sm_mhz, "nvml"
     return None, None, "max"
 
 
@@ -54,7 +55,9 @@ def judge(m: Measurement, theory) -> None:
     at = _theory_fn(m, theory)
     if at is None:
         return
-    if m.kind == Kind.MEMORY and _LEVEL_ALIASES.get(m.level, m.level) == "dram":
+    if getattr(theory, "kind", "gpu") == "cpu":
+        clk, top, source = None, None, "max"               # a CPU's theory is at its max clock (sysfs)
+    elif m.kind == Kind.MEMORY and _LEVEL_ALIASES.get(m.level, m.level) == "dram":
         clk = m.clocks.mem_mhz if m.clocks else None      # DRAM theory follows the memory clock
         top, source = clk, "memory"
     else:

@@ -305,30 +305,46 @@ def migrate(d: dict[str, Any], where: str = "profile") -> dict[str, Any]:
     while v < SCHEMA_VERSION:
         if v not in MIGRATIONS:
             raise InputError(f"{where} has schema_version {v}, which this hwprobe cannot migrate")
-        d = MIGRATIONS[v](d)
+        try:
+            d = MIGRATIONS[v](d)
+        except (AttributeError, TypeError, KeyError, ValueError) as e:
+            raise InputError(f"{where} is malformed (schema_version {v} cannot be migrated: "
+                             f"{type(e).__name__}: {e})") from None
         v += 1
         d["schema_version"] = v
     return d
 
 
 def load_profile(path: Path | str) -> Profile:
-    """Read, migrate and validate a profile.json (or a results directory holding one)."""
+    """Read, migrate and validate a profile.json, or a results directory holding one. A results directory
+    whose run was killed before it wrote profile.json is rebuilt from its measurements.jsonl (marked partial)."""
     p = Path(path)
     if p.is_dir():
+        if not (p / "profile.json").exists() and (p / "measurements.jsonl").exists():
+            from hwprobe.results import rebuild_profile
+
+            return rebuild_profile(p)
         p = p / "profile.json"
     where = f"profile {str(p)!r}"
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{where} does not exist") from None
     except OSError as e:
         raise InputError(f"cannot read {where}: {e.strerror or e}") from None
     try:
-        d = json.loads(text)
+        d = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"{where} is not text (binary or damaged): not an hwprobe profile") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{where} is not valid JSON (truncated or damaged?): {e.msg} at line {e.lineno}") from None
+    except RecursionError:
+        raise InputError(f"{where} is nested too deeply to be an hwprobe profile") from None
     if not isinstance(d, dict):
         raise InputError(f"{where} is not a JSON object: not an hwprobe profile")
     d = migrate(d, where)
     validate_dict(d, where)
-    return Profile.from_dict(d)
+    try:
+        return Profile.from_dict(d)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:   # valid by schema but not buildable: a bug
+        raise InputError(f"{where} cannot be read: {type(e).__name__}: {e}") from None

@@ -14,31 +14,44 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hwprobe.errors import InputError, Skip
+from hwprobe.errors import InputError, ProbeTimeout, ResultsWriteError, Skip
 from hwprobe.measurement import Measurement
 from hwprobe.profile import Profile, validate_dict
 from hwprobe.results import ENVIRONMENT, PROFILE, ResultsWriter, environment, new_run_dir, write_table
 from hwprobe.vocab import Status
+from hwprobe.watchdog import DEFAULT_TIMEOUT_S
 
 
 class Runner:
     def __init__(self, plan, out: str | Path | None, *, quick: bool, energy_window_s: float,
                  on_measurement: Callable[[Measurement], None] | None = None,
                  on_probe: Callable[[str, int, int], None] | None = None,
-                 log: Callable[[str], None] | None = None):
-        from hwprobe import specs
+                 log: Callable[[str], None] | None = None, resume: Path | None = None):
+        from hwprobe import caches, specs
         from hwprobe.timing import sampler_for
+
+        caches.configure()
 
         self.plan, self.quick, self.energy_window_s = plan, quick, energy_window_s
         self.on_measurement, self.on_probe, self.log = on_measurement, on_probe, log or (lambda msg: None)
         dev = plan.device
-        self.run_dir = new_run_dir(out, getattr(dev, "name", None) or dev.model)
+        self.measurements: list[Measurement] = []
+        self.completed: set[str] = set()          # "probe#round" entries that finished (what --resume skips)
+        if resume is not None:
+            self.run_dir = Path(resume)
+            self.measurements, self.completed = resume_state(self.run_dir)
+        else:
+            self.run_dir = new_run_dir(out, getattr(dev, "name", None) or dev.model)
         self.writer = ResultsWriter(self.run_dir)
+        for m in self.measurements:
+            self._append(m)
         self.env = environment(dev, plan.suite.name, devices=plan.devices, rounds=plan.rounds)
+        self.env.update(suite_path=plan.suite.path, device_arg=plan.device_arg, completed=sorted(self.completed))
+        if resume is not None:
+            self.env["resumed"] = True
         self.writer.write_json(ENVIRONMENT, self.env)
         self.theory = specs.device_theory(dev)
         self.sampler = sampler_for(dev)
-        self.measurements: list[Measurement] = []
         self.failed: list[str] = []
         self.probe_seconds: dict[str, float] = {}
         self.interrupted = False
@@ -56,13 +69,24 @@ class Runner:
             m.params.setdefault("round", round_)
         if self._settle and m.kind == "compute":
             m.params.setdefault("start_state", self._settle)
+        from hwprobe.contention import flag_contention
+
+        flag_contention(m)
         self.measurements.append(m)
-        self.writer.append(m)
+        self._append(m)
         if m.status == Status.ERROR and m.probe not in self.failed:
             self.failed.append(m.probe)
         if self.on_measurement:
             self.on_measurement(m)
         self.guard.check()
+
+    def _append(self, m: Measurement) -> None:
+        try:
+            self.writer.append(m)
+        except OSError as e:
+            raise ResultsWriteError(f"cannot write to {str(self.run_dir)!r} any more ({e.strerror or e}): "
+                                    f"the {len(self.measurements)} measurements so far follow on stdout as JSON",
+                                    self.measurements) from None
 
     def measure_all(self) -> None:
         from hwprobe import probes
@@ -77,10 +101,24 @@ class Runner:
         for r in range(1, self.plan.rounds + 1):
             for i, entry in enumerate(entries):
                 self.guard.check()
+                key = f"{entry.probe}#{r}"
+                if key in self.completed:
+                    continue
                 if self.on_probe:
                     self.on_probe(entry.probe, (r - 1) * len(entries) + i, total)
-                self._run_entry(reg[entry.probe], entry.params, r)
+                self._run_entry(reg[entry.probe], entry.params, r, entry.timeout_s or DEFAULT_TIMEOUT_S)
+                self.completed.add(key)
+                self.env["completed"] = sorted(self.completed)
+                self._write_env()
         self.guard.check()
+
+    def _write_env(self) -> None:
+        try:
+            self.writer.write_json(ENVIRONMENT, self.env)
+        except OSError as e:
+            raise ResultsWriteError(f"cannot write to {str(self.run_dir)!r} any more ({e.strerror or e}): "
+                                    f"the {len(self.measurements)} measurements so far follow on stdout as JSON",
+                                    self.measurements) from None
 
     def _context(self, name: str):
         from hwprobe.probes import ProbeContext
@@ -89,20 +127,27 @@ class Runner:
                             sampler=self.sampler, probe_name=name, quick=self.quick, theory=self.theory,
                             energy_window_s=self.energy_window_s, log=lambda msg: self.log(f"{name}: {msg}"))
 
-    def _run_entry(self, probe, params: dict[str, Any], round_: int) -> None:
+    def _run_entry(self, probe, params: dict[str, Any], round_: int, timeout_s: float) -> None:
+        from hwprobe.watchdog import Watchdog
+
         ctx = self._context(probe.name)
         self._settle = self._let_settle() if probe.family == "compute" else None
         t0 = time.perf_counter()
         try:
-            for m in probe.func(ctx, **params):
-                self.keep(m, round_)
+            with Watchdog(probe.name, timeout_s, on_stuck=self._stuck):
+                for m in probe.func(ctx, **params):
+                    self.keep(m, round_)
         except Skip as e:
             self.keep(ctx.skip(f"{probe.name}.skipped", str(e)), round_)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, ResultsWriteError):
             raise
         except Exception as e:  # a failing probe must not lose the others' results
+            if type(e).__name__ == "OutOfMemoryError":     # CuPy's: someone else holds the memory
+                self.keep(ctx.skip(f"{probe.name}.skipped", f"not enough free GPU memory: {e}"), round_)
+                return
             rec = ctx.error(f"{probe.name}.error", probe.name, e)
-            rec.notes.append(traceback.format_exc(limit=6))
+            if not isinstance(e, ProbeTimeout):
+                rec.notes.append(traceback.format_exc(limit=6))
             self.keep(rec, round_)
         finally:
             self.probe_seconds[probe.name] = round(self.probe_seconds.get(probe.name, 0.0)
@@ -113,6 +158,27 @@ class Runner:
 
         return settle(self.sampler, check=self.guard.check) if self.plan.device.kind == "gpu" else None
 
+    def _stuck(self, probe: str, waited_s: float) -> None:
+        """The watchdog's last resort, from its thread: the probe is stuck inside a call that never returns (a
+        hung kernel), so the CUDA context is lost. Record it, write a partial profile, and leave."""
+        import os
+        import sys
+
+        from hwprobe.measurement import Measurement as M
+
+        rec = M(probe=probe, metric=f"{probe}.error", kind="info", value=0.0, unit="", status=Status.ERROR.value,
+                reason=f"watchdog: {probe} did not return within {waited_s:.0f} s (a hung kernel?); the run "
+                       "stopped with what was measured")
+        self.measurements.append(rec)
+        try:
+            self.writer.append(rec)
+            self.interrupted = True
+            self.finish()
+        finally:
+            sys.stderr.write(f"\nhwprobe: {rec.reason}\nresults: {self.run_dir}\n")
+            sys.stderr.flush()
+            os._exit(1)
+
     # --- ending ----------------------------------------------------------------------------------------------
     def close(self) -> None:
         self.sampler.close()
@@ -120,14 +186,43 @@ class Runner:
 
     def finish(self) -> Profile:
         """Environment, profile (schema-checked) and table, each written atomically."""
+        from hwprobe.contention import summarize
+
         self.env["finished"] = not self.interrupted
         self.env["probe_seconds"] = self.probe_seconds
-        self.writer.write_json(ENVIRONMENT, self.env)
+        contended = summarize(self.measurements)
+        if contended:
+            self.env["contended"] = contended
         prof = build_profile(self.plan.device, self.measurements, self.env, self.interrupted, self.theory,
                              devices=self.plan.devices)
-        prof.save(self.run_dir / PROFILE)
-        write_table(self.run_dir, self.measurements)
+        try:
+            self.writer.write_json(ENVIRONMENT, self.env)
+            prof.save(self.run_dir / PROFILE)
+            write_table(self.run_dir, self.measurements)
+        except OSError as e:
+            raise ResultsWriteError(f"cannot write the results to {str(self.run_dir)!r} ({e.strerror or e}): "
+                                    f"the {len(self.measurements)} measurements follow on stdout as JSON",
+                                    self.measurements) from None
         return prof
+
+
+def resume_state(run_dir: Path) -> tuple[list[Measurement], set[str]]:
+    """What a killed or interrupted run finished: the records of its completed probe entries (the rest are
+    measured again). The old records file is kept beside, renamed, so nothing is lost."""
+    import json
+
+    from hwprobe.results import MEASUREMENTS, load_records
+
+    try:
+        env = json.loads((run_dir / ENVIRONMENT).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"--resume {str(run_dir)!r}: no readable {ENVIRONMENT} ({e})") from None
+    done = set(env.get("completed") or [])
+    rec = load_records(run_dir)
+    keep = [m for m in rec.measurements if f"{m.probe}#{m.params.get('round', 1)}" in done]
+    old = run_dir / MEASUREMENTS
+    old.replace(run_dir / f"{MEASUREMENTS}.before-resume-{int(time.time())}")
+    return keep, done
 
 
 def build_profile(device, ms: list[Measurement], env: dict[str, Any], partial: bool, theory=None,

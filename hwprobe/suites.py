@@ -19,6 +19,7 @@ else:  # pragma: no cover
 class SuiteEntry:
     probe: str
     params: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float | None = None    # the watchdog's budget for this probe (default: watchdog.DEFAULT_TIMEOUT_S)
 
 
 @dataclass
@@ -75,8 +76,12 @@ def parse(data: dict[str, Any], path: str = "<suite>") -> Suite:
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or not isinstance(item.get("probe"), str):
             raise InputError(f"suite {path!r}: [[probes]] entry {i + 1} needs a 'probe' name")
-        params = {k: tuple(v) if isinstance(v, list) else v for k, v in item.items() if k != "probe"}
-        entries.append(SuiteEntry(item["probe"], params))
+        params = {k: tuple(v) if isinstance(v, list) else v for k, v in item.items() if k not in ("probe", "timeout_s")}
+        timeout = item.get("timeout_s")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise InputError(f"suite {path!r}: [[probes]] entry {i + 1}: 'timeout_s' must be a positive number "
+                             f"of seconds, not {timeout!r}")
+        entries.append(SuiteEntry(item["probe"], params, float(timeout) if timeout else None))
     rounds = data.get("rounds", 1)
     if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
         raise InputError(f"suite {path!r}: 'rounds' must be a whole number from 1 to 100, not {rounds!r}")
@@ -98,10 +103,10 @@ def validate(suite: Suite) -> None:
     reg = probes.registry()
     for e in suite.entries:
         if e.probe not in reg:
-            raise InputError(f"suite {suite.name!r}: unknown probe {e.probe!r}; known probes: {', '.join(reg)}")
+            raise InputError(f"suite {suite.path!r}: unknown probe {e.probe!r}; known probes: {', '.join(reg)}")
         p = reg[e.probe]
         if p.target != suite.target:
             raise InputError(
-                f"suite {suite.name!r}: probe {e.probe!r} targets the {p.target}, the suite the {suite.target}"
+                f"suite {suite.path!r}: probe {e.probe!r} targets the {p.target}, the suite the {suite.target}"
             )
         p.check_params(e.params, where=f"suite {suite.path!r}")

@@ -4,12 +4,22 @@ Exit codes: 0 ok, 1 a probe failed, 2 bad input, 130 interrupted."""
 
 from __future__ import annotations
 
-import importlib
+import os
+import signal
 import sys
 
-import click
+# Started as the `hwprobe` command: remember a Ctrl-C or SIGTERM from the first instruction on (while the
+# command's modules import), so that none is lost before main() installs its guard.
+EARLY_SIGNALS: list[int] = []
+if os.path.basename(sys.argv[0]) in ("hwprobe", "__main__.py"):
+    signal.signal(signal.SIGINT, lambda signum, frame: EARLY_SIGNALS.append(signum))
+    signal.signal(signal.SIGTERM, lambda signum, frame: EARLY_SIGNALS.append(signum))
 
-from hwprobe.errors import InputError
+import importlib  # noqa: E402
+
+import click  # noqa: E402
+
+from hwprobe.errors import InputError  # noqa: E402
 
 
 def console(stderr: bool = False):
@@ -27,7 +37,25 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: every input error is one line on stderr and exit code 2, never a traceback."""
+    """Entry point: every input error is one line on stderr and exit code 2, never a traceback. Ctrl-C and
+    SIGTERM are guarded from here to the last instruction: any of them, wherever it lands, exits 130."""
+    from hwprobe.interrupt import guarded
+
+    with guarded(immediate=True) as guard:
+        if EARLY_SIGNALS:
+            guard.seen = True
+        try:
+            guard.check()
+        except KeyboardInterrupt:
+            click.echo("hwprobe: interrupted", err=True)
+            sys.exit(130)
+        _main(argv)
+        if guard.seen:       # a signal whose KeyboardInterrupt Python dropped, or one after the run's end
+            click.echo("hwprobe: interrupted", err=True)
+            sys.exit(130)
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         cli.main(args=argv, prog_name="hwprobe", standalone_mode=False)
     except InputError as e:

@@ -8,6 +8,7 @@ import sys
 import click
 
 from hwprobe.cli import cli, console
+from hwprobe.errors import ResultsWriteError
 
 
 @cli.command()
@@ -24,18 +25,27 @@ from hwprobe.cli import cli, console
                    "(default: the suite's own).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
 @click.option("--verbose", "-v", is_flag=True, help="Also print what each probe is doing (its log).")
-def run(device, suite, out, precisions, quick, as_json, rounds, quiet, verbose) -> None:
+@click.option("--resume", default=None, type=click.Path(file_okay=False),
+              help="A results directory whose run did not finish: measure only what it is missing, into it.")
+def run(device, suite, out, precisions, quick, as_json, rounds, quiet, verbose, resume) -> None:
     """Run a suite and leave a results directory with measurements and profile.json."""
     from hwprobe import api
     from hwprobe.report.progress import RunProgress
 
     err = console(stderr=True)
     precs = tuple(p.strip() for p in precisions.split(",") if p.strip()) if precisions else None
-    plan = api.plan(device, suite, precs, rounds)
+    plan = api.resume_plan(resume) if resume else api.plan(device, suite, precs, rounds)
     progress = RunProgress(err, plan, quiet=quiet, summary_follows=not as_json)
-    with progress:
-        res = api.run(plan, out=out, quick=quick, on_measurement=progress.on_measurement,
-                      on_probe=progress.on_probe, log=progress.log if verbose and not quiet else None)
+    try:
+        with progress:
+            res = api.run(plan, out=out, quick=quick, on_measurement=progress.on_measurement,
+                          on_probe=progress.on_probe, log=progress.log if verbose and not quiet else None,
+                          resume=resume)
+    except ResultsWriteError as e:    # the disk filled up or went read-only: the figures go to stdout
+        click.echo(json.dumps([m.to_dict() for m in e.measurements], default=str))
+        raise
+    for warning in sharing_warnings(res.profile.environment):
+        err.print(f"[yellow]warning: {warning}[/yellow]")
     if as_json:
         click.echo(json.dumps(res.profile.to_dict(), indent=2, default=str))
     elif not quiet:
@@ -54,4 +64,21 @@ def run(device, suite, out, precisions, quick, as_json, rounds, quiet, verbose) 
         err.print(f"probes that failed while measuring: {', '.join(res.failed)}")
         sys.exit(1)
 
+
+def sharing_warnings(env: dict) -> list[str]:
+    """Other processes on the GPU when the run began, and figures that look contended: the figures may be skewed."""
+    out = []
+    for idx, info in (env.get("gpu_sharing") or {}).items():
+        procs = (info or {}).get("processes") or []
+        if (info or {}).get("warning"):
+            out.append(f"GPU {idx}: {info['warning']}")
+        elif procs:
+            names = ", ".join(f"{p.get('name') or p.get('pid')} ({(p.get('used_memory_bytes') or 0) / 2**30:.1f} GiB)"
+                              for p in procs[:4])
+            out.append(f"GPU {idx} was in use by {len(procs)} other process(es) when the run began: {names}; "
+                       "the figures may be skewed")
+    if env.get("contended"):
+        out.append(f"{len(env['contended'])} figure(s) look contended (far below theory, or split samples): "
+                   f"{', '.join(env['contended'][:5])}; do not use this run as a reference")
+    return out
 

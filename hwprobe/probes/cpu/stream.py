@@ -68,11 +68,14 @@ def step(op: str, v: dict[str, float], s: float = SCALAR) -> tuple[str, float]:
 
 @cache
 def _kernels():
+    from hwprobe.caches import configure
+
+    cache_ok = configure()            # a writable cache dir, or compile every time (never a failed probe)
     import numba
 
     global prange
     prange = numba.prange
-    jit = numba.njit(parallel=True, fastmath=True, cache=True)
+    jit = numba.njit(parallel=True, fastmath=True, cache=cache_ok)
     return jit(_init), {"copy": jit(_copy), "scale": jit(_scale), "add": jit(_add), "triad": jit(_triad)}
 
 

@@ -1,0 +1,55 @@
+"""Telling a GPU (or CPU) shared with another job from the measurements themselves.
+
+NVML's process list can be hidden inside a container, so each figure is also checked: a ceiling of a kind
+that reaches near its theory on an idle device (CUDA-core FMA chains, DRAM streams, L1 and shared memory all
+sit at 88-99% of theory at the measured clock) but here falls below ``FLOOR`` of it, or whose timed samples
+split into two groups far apart (a bimodal spread: time slices shared with someone else), is flagged
+``contended``. A contended run is never a reference (``hwprobe validate`` refuses it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hwprobe.measurement import Measurement
+
+FLOOR = 0.6              # of theory at the measured clock, for the kinds listed in ``_expects_near_theory``
+BIMODAL_GAP = 1.3        # adjacent sorted samples this far apart ...
+BIMODAL_MIN = 2          # ... with at least this many samples on each side
+
+
+def _expects_near_theory(m: Measurement) -> bool:
+    if m.kind == "compute":
+        return m.exec_unit in ("cuda_core", "cpu") and m.path == "instruction"
+    return m.kind == "memory" and m.level in ("dram", "l1", "shared") and not m.link
+
+
+def bimodal(samples: list[float]) -> tuple[float, int] | None:
+    """(gap ratio, index) of the largest jump between sorted samples, when it splits them into two groups."""
+    s = np.sort(np.asarray(samples, dtype=float))
+    if s.size < 2 * BIMODAL_MIN or s[0] <= 0:
+        return None
+    ratios = s[1:] / s[:-1]
+    i = int(np.argmax(ratios))
+    if ratios[i] >= BIMODAL_GAP and BIMODAL_MIN <= i + 1 <= s.size - BIMODAL_MIN:
+        return float(ratios[i]), i + 1
+    return None
+
+
+def flag_contention(m: Measurement) -> None:
+    if m.status != "ok" or m.kind not in ("compute", "memory"):
+        return
+    frac = m.fraction_of_theory
+    if frac is not None and _expects_near_theory(m) and frac < FLOOR:
+        m.flags.append(f"contended: {frac:.0%} of theory at the measured clock, where an idle device gives "
+                       f"88-99%: another process is probably using it")
+        return
+    split = bimodal(m.samples_s)
+    if split:
+        m.flags.append(f"contended: timed samples split {split[1]}/{len(m.samples_s) - split[1]} with a "
+                       f"{split[0]:.2f}x gap between the groups (time slices shared with another process?)")
+
+
+def summarize(ms: list[Measurement]) -> list[str]:
+    """The metrics flagged contended in a run (for the environment record and the warning)."""
+    return [m.metric for m in ms if any(f.startswith("contended") for f in m.flags)]
