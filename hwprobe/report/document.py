@@ -93,7 +93,7 @@ def build(run: Run, figure: Callable[[str], Any]) -> list[Section]:
     out["device"].blocks += [KeyValues(tx.device_rows(p.device)), KeyValues(_environment(run))]
     if p.partial:
         out["device"].blocks.insert(0, Para("This run was interrupted: the profile holds what finished."))
-    for t in (tb.compute_table(p, run.kind), tb.memory_table(p, run.kind), tb.ridge_table(p)):
+    for t in (tb.compute_table(p, run.kind), tb.memory_table(p, run.kind), tb.links_table(p), tb.ridge_table(p)):
         if t.rows:
             out["ceilings"].blocks.append(TableBlock(t))
     if not out["ceilings"].blocks:

@@ -53,7 +53,7 @@ def render(dt, console, wide: bool | None = None) -> None:
     """Print the datasheet model of ``dt`` (a DeviceTheory) to a rich console."""
     from rich.text import Text
 
-    from hwprobe.report.terminal import WIDE_AT, rich_table
+    from hwprobe.report.terminal import WIDE_AT, rich_table, show
 
     wide = bool(wide) or console.width >= WIDE_AT
     console.print(Text(dt.label, style="bold"))
@@ -61,7 +61,7 @@ def render(dt, console, wide: bool | None = None) -> None:
         console.print(Text(f"source: {tx.plain(dt.sku.source)}"), highlight=False)
     for t in (compute_table(dt), memory_table(dt)):
         if t.rows:
-            console.print(rich_table(t, wide, digits=4))
+            show(console, rich_table(t, wide, digits=4))
     for line in lines(dt):
         console.print(Text(line), highlight=False, soft_wrap=True)   # a mode table wider than the terminal
 

@@ -24,6 +24,7 @@ class Column:
     wide: bool = False          # only in the wide table
     short: str = ""             # header in the terminal (may hold a line break)
     wrap: bool = False          # long text that may wrap in the terminal (a formula)
+    extra: bool = False         # HTML and Markdown only (repeated runs, sustained rates): not in the terminal
 
 
 @dataclass
@@ -33,10 +34,10 @@ class Table:
     rows: list[dict[str, Any]] = field(default_factory=list)   # raw values by key; "_unit" for rate cells
     note: str = ""
 
-    def visible(self, wide: bool = True) -> list[Column]:
+    def visible(self, wide: bool = True, terminal: bool = False) -> list[Column]:
         """Columns shown: compact ones (and wide ones when ``wide``), never one empty on every row."""
-        return [c for c in self.columns if (wide or not c.wide) and any(r.get(c.key) not in (None, "", []) for r in
-                                                                         self.rows)]
+        return [c for c in self.columns if (wide or not c.wide) and not (terminal and c.extra)
+                and any(r.get(c.key) not in (None, "", []) for r in self.rows)]
 
 
 def fmt(col: Column, row: dict[str, Any]) -> str:
@@ -49,7 +50,7 @@ def fmt(col: Column, row: dict[str, Any]) -> str:
         return si(v, row.get("_unit") or "")
     if k == "pct":
         return f"{100 * v:.1f}%"
-    if k in ("mhz", "watt", "cycles"):
+    if k in ("mhz", "watt", "cycles", "int"):
         return f"{v:.0f}"
     if k == "energy":
         return f"{v * 1e12:.3g}"
@@ -83,6 +84,8 @@ COMPUTE_COLUMNS = [
     Column("pct_sheet", "% datasheet", "pct", True, "%\nsheet"), Column("clock", "SM MHz", "mhz", short="SM\nMHz"),
     Column("power", "W", "watt", True), Column("energy", "pJ/op", "energy", True, "pJ/\nop"),
     Column("throttle", "throttle", wide=True),
+    Column("spread", "spread of runs", "pct", True, extra=True), Column("runs", "runs", "int", True, extra=True),
+    Column("sustained", "sustained", "rate", True, extra=True),
 ]
 
 
@@ -110,6 +113,8 @@ def _compute_row(prec: str, unit: str, path: str, c: Ceiling) -> dict[str, Any]:
         "theory_max": c.theory_at_max_clock, "pct_max": c.ratio_at_max_clock, "datasheet": c.datasheet,
         "pct_sheet": c.ratio_datasheet, "clock": c.clock_mhz, "power": c.power_w, "energy": c.energy_per_unit_j,
         "throttle": tx.throttle(c.throttle_reasons) if c.throttle_reasons else None,
+        "spread": getattr(c, "spread", None), "runs": len(getattr(c, "runs", []) or []) or None,
+        "sustained": getattr(c, "sustained", None),
     }
 
 
@@ -164,3 +169,18 @@ def ridge_table(p: Profile) -> Table:
                            "peak": pk.value, "ridge": f"{pk.value / bw:.3g} {tx.per_byte(prec, pk.unit)}",
                            "of": tx.instruction_name(pk.metric)})
     return t
+
+
+def links_table(p: Profile) -> Table:
+    """Interconnect ceilings (GPU pairs, the host link, collectives), where the run measured any."""
+    cols = [Column("link", "link"), Column("kind", "kind"), Column("type", "type"), Column("what", "ceiling"),
+            Column("value", "measured", "rate"), Column("theory", "theory", "rate"), Column("pct", "%", "pct"),
+            Column("latency", "latency", "time", True)]
+    t = Table("Interconnect ceilings", cols, note="algorithm and bus bandwidth as nccl-tests define them")
+    for name, link in sorted((getattr(p, "links", None) or {}).items()):
+        lat = min(link.latency_s.values()) if link.latency_s else None
+        for what, c in sorted(link.ceilings.items()):
+            t.rows.append({"link": name, "kind": link.kind, "type": link.link_type, "what": what, "_unit": c.unit,
+                           "value": c.value, "theory": c.theory_at_clock, "pct": c.ratio_at_clock, "latency": lat})
+    return t
+

@@ -18,7 +18,7 @@ def rich_table(t: tb.Table, wide: bool, digits: int = 3):
     from rich import box
     from rich.table import Table
 
-    cols = t.visible(wide)
+    cols = t.visible(wide, terminal=True)
     rates = [c for c in cols if c.kind == "rate"]
     out = Table(title=t.title, title_justify="left",
                 box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title_style="bold",
@@ -43,10 +43,27 @@ def rich_table(t: tb.Table, wide: bool, digits: int = 3):
     return out
 
 
+def show(con, table) -> None:
+    """Print a table at its natural width: --wide on a narrow terminal runs past the edge rather than
+    squeezing (and cutting) cells."""
+    from rich.measure import Measurement
+
+    natural = Measurement.get(con, con.options.update(width=10_000), table).maximum
+    if natural <= con.width:
+        con.print(table)
+        return
+    width = con.width
+    try:
+        con.width = natural
+        con.print(table, crop=False)
+    finally:
+        con.width = width
+
+
 def hidden(t: tb.Table) -> list[str]:
     """Headers the compact view leaves out."""
-    shown = {c.key for c in t.visible(False)}
-    return [c.header for c in t.visible(True) if c.key not in shown]
+    shown = {c.key for c in t.visible(False, terminal=True)}
+    return [c.header for c in t.visible(True, terminal=True) if c.key not in shown]
 
 
 def render(p: Profile, console=None, wide: bool | None = None, kind: str | None = None) -> None:
@@ -60,9 +77,9 @@ def render(p: Profile, console=None, wide: bool | None = None, kind: str | None 
     con.print(f"[bold]{name}[/bold]  hwprobe {p.hwprobe_version}, profile schema {p.schema_version}, "
               f"{p.created_utc}{'  [red]PARTIAL (interrupted)[/red]' if p.partial else ''}", highlight=False)
     left_out: list[str] = []
-    for t in (tb.compute_table(p, kind), tb.memory_table(p, kind), tb.ridge_table(p)):
+    for t in (tb.compute_table(p, kind), tb.memory_table(p, kind), tb.links_table(p), tb.ridge_table(p)):
         if t.rows:
-            con.print(rich_table(t, wide))
+            show(con, rich_table(t, wide))
             left_out += [] if wide else hidden(t)
     if left_out:
         con.print(f"[dim]more columns ({', '.join(dict.fromkeys(left_out))}): --wide, or a terminal of "

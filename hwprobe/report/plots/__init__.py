@@ -26,11 +26,11 @@ class NoData(Exception):
 def absent(runs: list[Run], what: str, source: str, sweep: bool = False) -> NoData:
     """Why a kind can't be drawn, in the reader's terms: the probe that measures it, or that a CPU run has
     none, or that a profile.json alone lacks the sweep points."""
+    if all(r.kind == "cpu" for r in runs):
+        return NoData(f"no {what} in this run: the CPU suite does not measure it")
     if sweep and not any(r.measurements for r in runs):
         return NoData(f"a profile.json alone holds no {what} points: give the results directory with "
                       "measurements.jsonl")
-    if all(r.kind == "cpu" for r in runs):
-        return NoData(f"no {what} in this run: the CPU suite does not measure it")
     return NoData(f"no {what} in this run ({source} measures it)")
 
 

@@ -20,22 +20,27 @@ def gap(runs: list[Run]):
     items = [(i, run, ch) for i, run, chs in per_run for ch in chs]
     if not items:
         raise NoData("no gap to draw: the profile has no compute ceiling with theory beside it")
+    if len(runs) > 1:   # the same precision and unit of each run side by side, one row each
+        keys = list(dict.fromkeys((ch.precision, ch.unit) for _, _, chs in per_run for ch in chs))
+        items.sort(key=lambda t: (keys.index((t[2].precision, t[2].unit)), t[0]))
     plt = st.pyplot()
-    cols = min(3, len(items))
+    cols = min(len(runs), 3) if len(runs) > 1 else min(3, len(items))
     rows = math.ceil(len(items) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.0 * cols, 3.7 * rows), squeeze=False)
+    height = 3.7 * rows + 0.9
+    fig, axes = plt.subplots(rows, cols, figsize=(5.0 * cols, height), squeeze=False)
     for ax, (_, run, ch) in zip(axes.flat, items, strict=False):
         _panel(ax, ch, run.label if len(runs) > 1 else "")
     for ax in list(axes.flat)[len(items):]:
         ax.set_visible(False)
     name = " vs ".join(r.label for r in runs) if len(runs) > 1 else runs[0].device_name
     fig.suptitle(f"{name}: from the datasheet to the measured ceiling", fontsize=12, fontweight="bold", x=0.01,
-                 ha="left")
-    fig.text(0.01, 1 - 0.55 / (3.7 * rows), "each panel in % of its first bar: x the max clock over the "
-             "datasheet's clock, x the clock under load (power cap), x the best kernel's efficiency at that clock = "
-             "measured; then the other path, and the library GEMM sustained on random operands at the power cap "
-             "(hatched)", fontsize=8, color="#333333")
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.8 / (3.7 * rows)))
+                 ha="left", y=1 - 0.15 / height, va="top")
+    fig.text(0.01, 1 - 0.5 / height, textwrap.fill(
+        "each panel in % of its first bar: x the max clock over the datasheet's clock, x the clock under load "
+        "(power cap), x the best kernel's efficiency at that clock = measured; then the other path, and the library "
+        "GEMM sustained on random operands at the power cap (hatched)", int(17 * 5.0 * cols)),
+        fontsize=8, color="#333333", va="top")
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.9 / height))
     return fig
 
 

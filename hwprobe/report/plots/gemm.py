@@ -82,8 +82,10 @@ def gemm(runs: list[Run]):
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.9 * rows), squeeze=False)
     multi = len(runs) > 1
     for ax, prec in zip(axes.flat, precs, strict=False):
+        common = _common_path([d.get(prec, {}) for d in data]) if multi else None
         for i, (run, d) in enumerate(zip(runs, data, strict=False)):
-            _gemm_panel(ax, prec, d.get(prec, {}), run, i, multi)
+            ser = d.get(prec, {})
+            _gemm_panel(ax, prec, {common: ser[common]} if common in ser else ({} if multi else ser), run, i, multi)
             if not multi:
                 _align_on(ax, _align_eff(run).get(prec, []))
         ax.set_title(prec.upper(), loc="left", fontweight="bold")
@@ -111,10 +113,15 @@ def _pct_fmt(v, _pos=None) -> str:
     return f"{100 * v:.0f}%"
 
 
+def _common_path(per_run: list[dict]) -> str | None:
+    """For an overlay: the library path most runs measured, at the most sizes."""
+    bases = {b for ser in per_run for b in ser}
+    return max(bases, key=lambda b: (sum(b in ser for ser in per_run), sum(len(ser.get(b, [])) for ser in per_run),
+                                     b), default=None)
+
+
 def _gemm_panel(ax, prec: str, ser: dict, run: Run, i: int, multi: bool) -> None:
     items = sorted(ser.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-    if multi:
-        items = items[:1]   # overlays: each run's path with the most sizes
     colors = st.SERIES_COLORS if not multi else [st.RUN_COLORS[i]]
     for k, (base, pts) in enumerate(items[:8]):
         ns, _, eff = zip(*pts, strict=False)

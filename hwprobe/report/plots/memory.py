@@ -61,62 +61,55 @@ def _sweep_axes(ax, title: str, xlabel: str, log_y: bool = False) -> None:
     ax.set_ylabel("bytes per second (all SMs)")
 
 
-def _marks(ax, run: Run, i: int, multi: bool, level: str, label: str) -> None:
-    """The level's plateau (horizontal) and its measured and physical capacity (vertical)."""
+def _marks(ax, run: Run, i: int, multi: bool, level: str, label: str) -> str:
+    """The level's plateau (horizontal) and its measured and physical capacity (vertical), labelled on the
+    plot for one run; for an overlay the same in words, for the legend."""
     color = st.RUN_COLORS[i] if multi else "#444444"
-    who = f"{run.label}: " if multi else ""
     bw = run.profile.bandwidth(level)
+    measured, physical = _capacity(run, level)
     if bw:
         ax.axhline(bw, color=color, lw=0.8, ls=":")
-        ax.annotate(f"{who}{label} plateau {si(bw, 'B/s')}", (0.99, bw), xycoords=("axes fraction", "data"),
-                    ha="right", va="bottom", fontsize=7.5, color=color)
-    measured, physical = _capacity(run, level)
     if physical:
         ax.axvline(physical, color=color, lw=0.9, ls="--")
     if measured:
         ax.axvline(measured, color=color, lw=1.2)
+    words = ", ".join(x for x in (f"plateau {si(bw, 'B/s')}" if bw else "",
+                                  f"effective {si(measured, 'B')}" if measured else "",
+                                  f"physical {si(physical, 'B')}" if physical else "") if x)
+    if multi:
+        return f"{label} {words}"
+    if bw:
+        ax.annotate(f"{label} plateau {si(bw, 'B/s')}", (0.99, bw), xycoords=("axes fraction", "data"),
+                    ha="right", va="bottom", fontsize=7.5, color=color)
     if measured and physical and abs(measured / physical - 1) < 0.15:   # one label for two close lines
-        ax.annotate(f"{who}{label} effective {si(measured, 'B')} (solid), physical {si(physical, 'B')} (dashed)",
+        ax.annotate(f"{label} effective {si(measured, 'B')} (solid), physical {si(physical, 'B')} (dashed)",
                     (min(measured, physical), 0.02), xycoords=("data", "axes fraction"), rotation=90, ha="right",
                     va="bottom", fontsize=7.5, color=color)
-        return
+        return words
     for x, what, ha in ((physical, "physical", "right"), (measured, "effective", "left")):
         if x:
-            ax.annotate(f"{who}{label} {what} {si(x, 'B')}", (x, 0.02), xycoords=("data", "axes fraction"),
+            ax.annotate(f"{label} {what} {si(x, 'B')}", (x, 0.02), xycoords=("data", "axes fraction"),
                         rotation=90, ha=ha, va="bottom", fontsize=7.5, color=color)
+    return words
 
 
 def _per_sm(ax, runs: list[Run]) -> None:
     _sweep_axes(ax, "Per SM, through L1", "working set per SM (each SM reads its own set)")
-    multi = len(runs) > 1
-    for i, run in enumerate(runs):
-        xs, ys = _curve(run, "cache.sweep.per_sm.", "working_set_bytes")
-        if xs.size:
-            s = st.run_style(i)
-            ax.plot(xs, ys, "-" + s["marker"], color=s["color"] if multi else "#1f78b4", ms=3.5, lw=1.2,
-                    label=run.label if multi else None)
-            _marks(ax, run, i, multi, "l1", "L1")
-    if multi:
-        ax.legend(loc="lower left")
+    _overlay(ax, runs, "cache.sweep.per_sm.", "l1", "L1")
 
 
 def _device(ax, runs: list[Run]) -> None:
     _sweep_axes(ax, "Device-wide, through L2 to DRAM", "working set (one set shared by all SMs, L1 bypassed)")
     multi = len(runs) > 1
+    _overlay(ax, runs, "cache.sweep.device.", "l2", "L2")
     for i, run in enumerate(runs):
-        xs, ys = _curve(run, "cache.sweep.device.", "working_set_bytes")
-        if not xs.size:
-            continue
-        s = st.run_style(i)
-        ax.plot(xs, ys, "-" + s["marker"], color=s["color"] if multi else "#1f78b4", ms=3.5, lw=1.2,
-                label=run.label if multi else None)
-        _marks(ax, run, i, multi, "l2", "L2")
         dram = run.profile.bandwidth("dram")
-        if dram:
-            color = s["color"] if multi else "#222222"
+        if dram and run.sweeps("cache.sweep.device."):
+            color = st.RUN_COLORS[i] if multi else "#222222"
             ax.axhline(dram, color=color, lw=1.0, ls="-.")
-            ax.annotate(f"{run.label + ': ' if multi else ''}DRAM ceiling {si(dram, 'B/s')} (gpu.dram)", (0.01, dram),
-                        xycoords=("axes fraction", "data"), ha="left", va="top", fontsize=7.5, color=color)
+            if not multi:
+                ax.annotate(f"DRAM ceiling {si(dram, 'B/s')} (gpu.dram)", (0.01, dram),
+                            xycoords=("axes fraction", "data"), ha="left", va="top", fontsize=7.5, color=color)
         split = _split(run)
         if split and not multi:
             ax.axvline(split, color="#b15928", lw=0.9, ls=(0, (2, 2)))
@@ -124,7 +117,24 @@ def _device(ax, runs: list[Run]) -> None:
                         xycoords=("data", "axes fraction"), rotation=90, ha="right", va="top", fontsize=7.5,
                         color="#b15928")
     if multi:
-        ax.legend(loc="lower left")
+        ax.legend(loc="lower left", fontsize=7)
+
+
+def _overlay(ax, runs: list[Run], prefix: str, level: str, name: str) -> None:
+    multi = len(runs) > 1
+    for i, run in enumerate(runs):
+        xs, ys = _curve(run, prefix, "working_set_bytes")
+        if not xs.size:
+            continue
+        s = st.run_style(i)
+        words = _marks(ax, run, i, multi, level, name)
+        extra = ""
+        if multi and level == "l2" and run.profile.bandwidth("dram"):
+            extra = f"; DRAM {si(run.profile.bandwidth('dram'), 'B/s')} (dash-dot)"
+        ax.plot(xs, ys, "-" + s["marker"], color=s["color"] if multi else "#1f78b4", ms=3.5, lw=1.2,
+                label=f"{run.label}: {words}{extra}" if multi else None)
+    if multi and level == "l1":
+        ax.legend(loc="lower left", fontsize=7)
 
 
 def _split(run: Run) -> float | None:
@@ -139,14 +149,14 @@ def _host(ax, runs: list[Run]) -> None:
     colors = {"h2d": "#1f78b4", "d2h": "#33a02c", "bidir": "#6a3d9a"}
     names = {"h2d": "host to device", "d2h": "device to host", "bidir": "both ways"}
     for i, run in enumerate(runs):
-        for way in ("h2d", "d2h", "bidir"):
+        for way, way_ls in (("h2d", "-"), ("d2h", "--"), ("bidir", ":")):
             for mem, ls in (("pinned", "-"), ("pageable", "--")):
                 xs, ys = _curve(run, f"host.{way}.{mem}.", "bytes")
-                if not xs.size:
+                if not xs.size or (multi and mem == "pageable"):
                     continue
                 color = st.RUN_COLORS[i] if multi else colors[way]
                 who = f"{run.label} " if multi else ""
-                ax.plot(xs, ys, ls, color=color, lw=1.2, label=f"{who}{names[way]}, {mem}")
+                ax.plot(xs, ys, way_ls if multi else ls, color=color, lw=1.2, label=f"{who}{names[way]}, {mem}")
         for lvl in ("host_h2d", "host_bidir"):
             c = run.profile.memory.get(lvl)
             if c and c.bandwidth and c.bandwidth.theory_at_clock and not multi:

@@ -94,16 +94,19 @@ def power(runs: list[Run]):
     fig, axes = plt.subplots(1, 4, figsize=(17, 4.9))
     panels = (("rate", "sustained rate", None), ("sm_mhz", "SM clock (MHz)", None), ("power_w", "power (W)", None),
               ("j_per_op", "energy (pJ per operation)", 1e12))
-    series = [(i, run, path, pts) for i, (run, d) in enumerate(zip(runs, data, strict=False)) for path, pts in d]
+    # the same path side by side across runs: colour by path, hatched for the second run on
+    series = sorted(((i, run, path, pts) for i, (run, d) in enumerate(zip(runs, data, strict=False))
+                     for path, pts in d), key=lambda t: (paths.index(t[2]), t[0]))
     width = 0.8 / len(series)
     x = np.arange(len(DISTRIBUTIONS))
     for ax, (key, title, scale) in zip(axes, panels, strict=False):
-        for k, (_, run, path, pts) in enumerate(series):
+        for k, (i, run, path, pts) in enumerate(series):
             vals = [(pts.get(d) or {}).get(key) for d in DISTRIBUTIONS]
             ys = [(v or 0) * (scale or 1) for v in vals]
-            color = st.SERIES_COLORS[k % len(st.SERIES_COLORS)]
+            color = st.SERIES_COLORS[paths.index(path) % len(st.SERIES_COLORS)]
             who = f"{run.label}: " if len(runs) > 1 else ""
-            bars = ax.bar(x - 0.4 + width * (k + 0.5), ys, width, color=color,
+            bars = ax.bar(x - 0.4 + width * (k + 0.5), ys, width, color=color, hatch="///" if i else None,
+                          edgecolor="white" if i else None,
                           label=f"{who}{tx.instruction_name(path, detail=True)} ({path.split('.')[0].upper()})")
             if key == "rate":
                 for b, v in zip(bars, vals, strict=False):

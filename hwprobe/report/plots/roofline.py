@@ -56,23 +56,36 @@ def group(rs: list[Roof]) -> list[list[Roof]]:
 
 
 def roof_label(g: list[Roof], runs: list[Run]) -> str:
-    """"FP16/BF16 wgmma 907/898 TFLOP/s, ridge 193 FLOP/B, datasheet 990 TFLOP/s"; several runs: values per run."""
+    """"FP16/BF16 wgmma 907/898 TFLOP/s, ridge 193 FLOP/B, datasheet 990 TFLOP/s"; with several runs
+    "FP16/BF16 wgmma: H200 907/898, H100 936/938 TFLOP/s"."""
+    keyed: dict[tuple[str, str], list[Roof]] = {}
+    for r in sorted(g, key=lambda r: (_rank(r.precision), r.run)):
+        keyed.setdefault((tx.instruction_name(r.metric), r.rate_unit), []).append(r)
     parts = []
-    keyed: dict[tuple[str, str, int], list[Roof]] = {}
-    for r in sorted(g, key=lambda r: _rank(r.precision)):
-        keyed.setdefault((tx.instruction_name(r.metric), r.rate_unit, r.run), []).append(r)
-    for (instr, unit, run), rs in keyed.items():
-        names = "/".join(r.precision.upper() for r in rs)
-        who = f" {runs[run].label}" if len(runs) > 1 else ""
-        parts.append(f"{names} {instr} {_values([r.value for r in rs], unit)}{who}")
-    tail = ""
+    for (instr, unit), rs in keyed.items():
+        names = "/".join(dict.fromkeys(r.precision.upper() for r in rs))
+        if len(runs) == 1:
+            parts.append(f"{names} {instr} {_values([r.value for r in rs], unit)}")
+            continue
+        per_run = []
+        for i in sorted({r.run for r in rs}):
+            vals = _values([r.value for r in rs if r.run == i], unit)
+            per_run.append(f"{short_label(runs, i)} {vals.rsplit(' ', 1)[0]}")
+        parts.append(f"{names} {instr}: {', '.join(per_run)} {_values([rs[0].value], unit).rsplit(' ', 1)[1]}")
     lead = min(g, key=lambda r: _rank(r.precision))
-    if lead.ridge and len(runs) == 1:
+    tail = ""
+    if len(runs) == 1 and lead.ridge:
         tail = f", ridge {lead.ridge:.3g} {tx.per_byte(unit=lead.rate_unit)}"
     sheets = sorted({r.datasheet for r in g if r.datasheet})
     if sheets and len(runs) == 1:
         tail += f", datasheet {_values(sheets, lead.rate_unit)}"
     return " · ".join(parts) + tail
+
+
+def short_label(runs: list[Run], i: int) -> str:
+    """A run's name in a crowded label: the device's first word (H200), or A, B, ... for same-named devices."""
+    words = [r.label.replace("NVIDIA ", "").split()[0] if r.label else f"run {k + 1}" for k, r in enumerate(runs)]
+    return words[i] if words.count(words[i]) == 1 else chr(ord("A") + i)
 
 
 def _rank(precision: str) -> int:
@@ -107,6 +120,10 @@ def roofline(runs: list[Run]):
         key.append("dashed: datasheet")
     if any(r.sweeps("roofline.") for r in runs):
         key.append("dots: intensity sweep (a kernel streaming DRAM with a chain of FMAs per element)")
+    if len(runs) > 1:
+        key.append(", ".join(f"{['blue', 'red', 'green', 'purple', 'orange', 'brown'][i % 6]}: "
+                             f"{short_label(runs, i)} ({r.device_name.replace('NVIDIA ', '')}, {r.path.name})"
+                             for i, r in enumerate(runs)))
     fig.text(0.01, 0.935, textwrap.fill("; ".join(key), int(17 * 7.4 * len(units))), fontsize=8, color="#333333",
              va="top")
     fig.tight_layout(rect=(0, 0.04 if notes else 0, 1, 0.93))
@@ -233,7 +250,9 @@ def _labels(ax, unit: str, runs: list[Run]) -> None:
     right = []
     for g in group(all_roofs):
         lead = min(g, key=lambda r: _rank(r.precision))
-        color = st.RUN_COLORS[g[0].run] if len(runs) > 1 else st.precision_color(lead.precision)
+        multi_run = len({r.run for r in g}) > 1
+        color = "#222222" if multi_run else (st.RUN_COLORS[g[0].run] if len(runs) > 1 else
+                                             st.precision_color(lead.precision))
         right.append(st.Label(xmax / 1.12, g[0].value, roof_label(g, runs), color, weight="bold"))
     st.place_column(ax, right, [r.value for r in all_roofs] + [r.datasheet for r in all_roofs if r.datasheet])
     _slope_labels(ax, runs, xmin, ymin, ymax)
@@ -251,7 +270,7 @@ def _slope_labels(ax, runs: list[Run], xmin: float, ymin: float, ymax: float) ->
             if x < xmin * 1.2:
                 x, y = xmin * 1.2, xmin * 1.2 * bw
             angle = st.slope_angle(ax, x, y, x * 4, y * 4)
-            who = f"{run.label} " if len(runs) > 1 else ""
+            who = f"{short_label(runs, i)} " if len(runs) > 1 else ""
             color = st.RUN_COLORS[i] if len(runs) > 1 else st.LEVEL_STYLES[level][0]
             ax.text(x, y * 1.12, f"{who}{tx.LEVEL_NAMES[level]} {si(bw, 'B/s')}", rotation=angle,
                     rotation_mode="anchor", fontsize=7.5, color=color, ha="left", va="bottom")
