@@ -42,10 +42,12 @@ def plot_layers(a: Analysis, out: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     df = a.layers
-    measured = "achieved" in df and df["achieved"].notna().any()
-    y = df["achieved"].astype(float) if measured else df["attainable"].astype(float)
+    measured = "measured_s" in df and df["measured_s"].notna().any()
+    # measured: each layer's ops over its share of its record's time (a fused record's time split by prediction)
+    y = (df["ops"] / df["measured_s"]).astype(float) if measured else df["attainable"].astype(float)
     t = df["measured_s"].astype(float) if measured else df["time_s"].astype(float)
-    ok = df["intensity"].notna() & (df["ops"] > 0) & y.notna() & (y > 0)
+    work = df["intensity"].notna() & (df["ops"] > 0)
+    ok = work & y.notna() & (y > 0)
     if not ok.any():
         raise InputError("no layer with operations and bytes to plot")
     x = df.loc[ok, "intensity"].astype(float)
@@ -72,10 +74,11 @@ def plot_layers(a: Analysis, out: str | Path) -> Path:
     for h in leg.legend_handles:            # same-size markers in the legend, whatever the points' sizes
         if hasattr(h, "set_sizes"):
             h.set_sizes([30])
-    skipped = int((~ok).sum())
-    if skipped:
-        ax.text(0.01, 0.01, f"{skipped} layer(s) without arithmetic (reshape, concat, not modelled) not drawn",
-                transform=ax.transAxes, fontsize=7, color="gray")
+    idle, untimed = int((~work).sum()), int((work & ~ok).sum())
+    gone = [f"{idle} layer(s) without arithmetic (reshape, concat, not modelled)"] if idle else []
+    gone += [f"{untimed} layer(s) without a measured time"] if untimed else []
+    if gone:
+        ax.text(0.01, 0.01, "not drawn: " + "; ".join(gone), transform=ax.transAxes, fontsize=7, color="gray")
     fig.tight_layout()
     path = Path(out)
     try:
