@@ -115,18 +115,21 @@ class ProbeContext:
         ``check`` runs after timing and raises (VerificationError/AssertionError) on a wrong result; the
         measurement is then kept but marked invalid. ``meta`` fills the other Measurement fields.
         """
+        from dataclasses import replace
+
+        from hwprobe.timing import policy
+
         warmup = self.warmup if warmup is None else warmup
         repeats = (max(3, self.repeats // 2) if self.quick else self.repeats) if repeats is None else repeats
+        rule = replace(policy.CEILING, min_samples=repeats, max_samples=repeats)
+        if kind == "compute" and self.energy_window_s > 0:
+            # A compute ceiling also gets joules per operation: sample until the window is long enough for the
+            # energy counter (it steps every ~0.1 s).
+            rule = replace(policy.ENERGY, min_samples=repeats, min_total_s=self.energy_window_s)
         with self.sampler.window() as win:
-            samples = self._time(fn, warmup, repeats)
-            if kind == "compute" and self.energy_window_s > 0:
-                # A compute ceiling also gets joules per operation: keep sampling until the window is long
-                # enough for the energy counter (it steps every ~0.1 s), bounded in count.
-                total = sum(samples)
-                while total < self.energy_window_s and len(samples) < 4000:
-                    more = self._time(fn, 0, repeats)
-                    samples += more
-                    total += sum(more)
+            if warmup:
+                self._time(fn, warmup, 0)
+            samples = policy.sample(lambda k: self._time(fn, 0, k), rule, batch=repeats)
         st = Stats.of(samples)
         m = Measurement(
             probe=self.probe_name, metric=metric, kind=kind, unit=unit,

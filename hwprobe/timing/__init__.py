@@ -44,6 +44,9 @@ def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10, c
     for _ in range(warmup):
         fn()
     stream = cp.cuda.get_current_stream()
+    if repeats <= 0:           # warm-up only
+        stream.synchronize()
+        return []
     events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
     for start, stop in events:
         start.record(stream)

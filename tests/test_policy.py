@@ -1,0 +1,50 @@
+"""The one timing policy: calibration and stopping rules, with a mocked clock."""
+
+import pytest
+
+from hwprobe.timing import policy
+
+
+def test_calibrate_grows_until_a_quarter_of_the_target_then_scales():
+    calls = []
+
+    def timer(n):                  # 20 us fixed cost + 1 us per unit
+        calls.append(n)
+        return 20e-6 + n * 1e-6
+
+    c = policy.calibrate(timer, 0.01, start=1)
+    assert c.timed_s >= 0.25 * 0.01 and calls[0] == 1 and calls == sorted(calls)
+    assert c.count == round(0.01 / c.unit_s)
+    assert 9000 < c.count < 10_000                  # the fixed cost hardly biases the per-unit time
+    assert policy.calibrate(timer, 0.01, start=4, hi=100).count <= 100
+
+
+def test_calibrate_refuses_nonsense_and_zero_time():
+    with pytest.raises(ValueError):
+        policy.calibrate(lambda n: 1.0, 0.0)
+    with pytest.raises(RuntimeError):
+        policy.calibrate(lambda n: 0.0, 0.01, hi=8)
+
+
+def test_stopping_rules():
+    r = policy.StoppingRule("t", sample_s=0.001, min_samples=3, max_samples=6, min_total_s=0.0, max_cv=0.01)
+    assert not policy.done(r, [0.001, 0.001], 0.0)
+    assert policy.done(r, [0.001, 0.001, 0.001], 0.0)                 # quiet: stop at the minimum
+    assert not policy.done(r, [0.001, 0.002, 0.001], 0.0)             # noisy: go on
+    assert policy.done(r, [0.001, 0.002] * 3, 0.0)                    # up to the maximum
+    e = policy.ENERGY
+    assert not policy.done(e, [0.005] * 10, 0.1)                      # 50 ms of work: below the energy window
+    assert policy.done(e, [0.005] * 250, 1.3)
+    assert policy.done(e, [0.005] * 3, e.timeout_s)                   # the timeout ends it regardless
+
+
+def test_sample_takes_batches_until_the_rule_says_stop():
+    seen = []
+
+    def timed(k):
+        seen.append(k)
+        return [0.1] * k
+
+    out = policy.sample(timed, policy.StoppingRule("t", 0.1, min_samples=4, max_samples=40, min_total_s=1.0),
+                        batch=4, clock=lambda: 0.0)
+    assert len(out) == 12 and seen == [4, 4, 4]
