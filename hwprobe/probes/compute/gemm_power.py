@@ -111,7 +111,7 @@ def run(ctx, precisions=("int8", "fp16", "fp8"), size=8192, data=("uniform", "no
     if (dev.cc_major, dev.cc_minor) < (7, 0):
         raise Skip(f"no tensor cores on {dev.arch}")
     env = cublas_env(ctx)
-    theory = specs.device_theory(dev)
+    theory = ctx.theory if ctx.theory is not None else specs.device_theory(dev)
     if ctx.quick:
         size, settle_s, sustain_s = min(size, 4096), 0.1, 0.3
     limit = (getattr(dev, "nvml", None) or {}).get("power_limit_w")

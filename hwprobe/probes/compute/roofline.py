@@ -168,13 +168,13 @@ def _check(prec: str, m: int, n_elem: int, out, grid: int) -> Callable[[], None]
     return fn
 
 
-def theoretical_ridge(device, prec: str) -> tuple[float | None, str]:
-    """Theoretical CUDA-core peak / theoretical DRAM bandwidth at max clocks (hwprobe.specs), with its basis."""
+def theoretical_ridge(theory, prec: str) -> tuple[float | None, str]:
+    """Theoretical CUDA-core peak / theoretical DRAM bandwidth at max clocks (the run's DeviceTheory), with its
+    basis."""
+    if theory is None:
+        return None, "no theory for this device"
     try:
-        from hwprobe import specs
-
-        dt = specs.device_theory(device)
-        peak, bw = dt.compute(prec, "cuda_core"), dt.memory("dram")
+        peak, bw = theory.compute(prec, "cuda_core"), theory.memory("dram")
         if peak and bw and peak.at_max_clock and bw.at_max_clock:
             return peak.at_max_clock / bw.at_max_clock, f"{peak.basis} / {bw.basis}"
         return None, "no theory for this device/precision"
@@ -197,7 +197,7 @@ def _ridge(ctx, prec: str, xs: list[float], ys: list[float]) -> Iterator[Measure
                    precision=prec)
         return
     fit = fit_roofline(xs, ys)
-    theory, basis = theoretical_ridge(ctx.device, prec)
+    theory, basis = theoretical_ridge(ctx.theory, prec)
     notes = [ridge_note(fit.ridge, fit.roof, fit.bandwidth, unit, theory, basis)]
     if fit.n_memory_points == 0:
         notes.append("no clearly bandwidth-bound point: the slope is a lower bound from the lowest intensity")
