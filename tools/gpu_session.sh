@@ -33,6 +33,23 @@ for step in "$@"; do
       echo "exit $rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms after SIGINT; $(cat "$OUT"/work/sigint/*/measurements.jsonl | wc -l) measurements kept"
       tail -2 "$OUT/work/sigint.err"
       python3 -c "import json,glob; p=json.load(open(glob.glob('$OUT/work/sigint/*/profile.json')[0])); print('profile partial:', p['partial'])" ;;
+    memhog:*|smhog:*)   # memhog:SUITE / smhog:SUITE: run the suite while another process holds 90% of memory / the SMs
+      kind=${step%%:*}; s=${step#*:}; log "$kind: hwprobe run --suite $s beside a second process"
+      if [ "$kind" = memhog ]; then python3 tools/gpu_hog.py mem 0.9 & else python3 tools/gpu_hog.py sm & fi
+      hog=$!; sleep 8
+      timeout ${RUN_TIMEOUT:-400} python3 -m hwprobe run --device 0 --suite "$s" --out "$OUT/work/$kind" 2>&1 | tee "$OUT/work/$kind-$s.log" | grep -v "^\s*$" | tail -40
+      echo "exit ${PIPESTATUS[0]}"; kill $hog; wait $hog 2>/dev/null ;;
+    sigints:*)  # sigints:SUITE:N:MAX: N SIGINTs at random times in 0..MAX s of a run: each must exit 130
+      a=${step#sigints:}; s=${a%%:*}; b=${a#*:}; n=${b%%:*}; mx=${b#*:}; log "$n SIGINTs into --suite $s"
+      for i in $(seq 1 "$n"); do
+        d=$(python3 -c "import random; print(round(random.uniform(0, $mx), 2))")
+        python3 -m hwprobe run --device 0 --suite "$s" --out "$OUT/work/sigints" -q > /dev/null 2> "$OUT/work/sigint-$i.err" &
+        pid=$!; sleep "$d"; kill -INT $pid; t0=$(date +%s%N); wait $pid; rc=$?
+        echo "sigint $i at ${d}s: exit $rc after $(( ($(date +%s%N) - t0) / 1000000 )) ms; traceback: $(grep -c Traceback "$OUT/work/sigint-$i.err")"
+      done ;;
+    validate:*) # validate:REF: the newest run against a committed reference profile
+      ref=${step#validate:}; latest=$(ls -dt "$OUT"/work/results/*/ | head -1); log "validate $latest against $ref"
+      python3 -m hwprobe validate "$latest" --against "$ref"; echo "exit $?" ;;
     py:*)
       f=${step#py:}; log "python3 $f"; timeout 400 python3 "$f" 2>&1 | tee "$OUT/work/$(basename "$f").log" ;;
     *) log "unknown step $step" ;;
