@@ -3,6 +3,7 @@
 import pytest
 
 from hwprobe.judge import judge
+from hwprobe.roofline import RooflineError, ridge
 from hwprobe.specs import theory as th
 
 T = 1e12
@@ -62,15 +63,17 @@ def test_seed_bandwidths(clock, bits, rate, channels, expect, rel):
 
 def test_ridge_points_from_seed_figures():
     # Jetson AGX Xavier: 1.4 / 11.2 / 22.4 T over 137 GB/s -> 10.2 / 81.8 / 163
-    assert th.ridge_point(1.4 * T, 137 * G) == pytest.approx(10.2, rel=0.005)
-    assert th.ridge_point(11.2 * T, 137 * G) == pytest.approx(81.8, rel=0.005)
-    assert th.ridge_point(22.4 * T, 137 * G) == pytest.approx(163, rel=0.005)
+    assert ridge(1.4 * T, 137 * G) == pytest.approx(10.2, rel=0.005)
+    assert ridge(11.2 * T, 137 * G) == pytest.approx(81.8, rel=0.005)
+    assert ridge(22.4 * T, 137 * G) == pytest.approx(163, rel=0.005)
     # RTX 3080: 29.8 / 119 / 238 T over 760.32 GB/s -> 39.2 / 156 / 313
-    assert th.ridge_point(29.8 * T, 760.32 * G) == pytest.approx(39.2, rel=0.005)
-    assert th.ridge_point(119 * T, 760.32 * G) == pytest.approx(156, rel=0.005)
-    assert th.ridge_point(238 * T, 760.32 * G) == pytest.approx(313, rel=0.005)
-    assert th.ridge_point(None, 1.0) is None
-    assert th.ridge_point(1.0, 0) is None
+    assert ridge(29.8 * T, 760.32 * G) == pytest.approx(39.2, rel=0.005)
+    assert ridge(119 * T, 760.32 * G) == pytest.approx(156, rel=0.005)
+    assert ridge(238 * T, 760.32 * G) == pytest.approx(313, rel=0.005)
+    with pytest.raises(RooflineError):
+        ridge(None, 1.0)
+    with pytest.raises(RooflineError):
+        ridge(1.0, 0)
 
 
 def test_rtx3080_from_rates():

@@ -301,6 +301,8 @@ class DeviceTheory:
 
     def table(self) -> list[dict]:
         """One row per (precision, unit): peak at the max clock, sparse peak, datasheet, ridge point vs DRAM."""
+        from hwprobe.roofline import ridge
+
         bw = self.bandwidth
         rows = []
         for p, u in self._pairs():
@@ -314,7 +316,7 @@ class DeviceTheory:
                 "peak": t.at_max_clock, "peak_sparse": sp.at_max_clock if sp else None,
                 "clock_mhz": t.max_clock_mhz,
                 "datasheet": t.datasheet, "datasheet_clock_mhz": sheet.clock_mhz if sheet else None,
-                "ridge": th.ridge_point(t.at_max_clock, bw.at_max_clock if bw else None),
+                "ridge": ridge(t.at_max_clock, bw.at_max_clock) if t.at_max_clock and bw and bw.at_max_clock else None,
                 "basis": t.basis,
             })
         return rows

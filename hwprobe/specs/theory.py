@@ -48,13 +48,6 @@ def dram_bandwidth(mem_clock_mhz: float, bus_width_bits: float, data_rate: float
     return mem_clock_mhz * 1e6 * data_rate * bus_width_bits / 8 * channels
 
 
-def ridge_point(peak: float | None, bandwidth: float | None) -> float | None:
-    """Operations per byte at which a kernel stops being memory-bound (peak / bandwidth)."""
-    if not peak or not bandwidth:
-        return None
-    return peak / bandwidth
-
-
 def pcie_bandwidth(gen: int, lanes: int) -> float | None:
     """B/s per direction after line coding, before packet (TLP) overhead: Gen5 x16 = 63.0 GB/s."""
     if gen not in PCIE_LANE or not lanes:
