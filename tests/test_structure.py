@@ -1,0 +1,48 @@
+"""The code's shape: no import cycles, no probe importing another probe, no function over 80 lines."""
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PROBE_FAMILIES = ("compute", "memory", "interconnect", "cpu")
+
+
+def test_no_import_cycles():
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "import_cycles.py")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+
+
+def _probe_modules():
+    from hwprobe.probes import MODULES
+
+    return {f"hwprobe.probes.{m}" for m in MODULES}
+
+
+def test_no_probe_imports_another_probe():
+    probes = _probe_modules()
+    for mod in probes:
+        path = ROOT / (mod.replace(".", "/") + ".py")
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            bad = [n for n in names if n in probes and n != mod]
+            assert not bad, f"{mod} imports the probe {bad[0]}: share code through a runtime module instead"
+
+
+def test_no_function_over_80_lines():
+    long = []
+    for f in sorted((ROOT / "hwprobe").rglob("*.py")):
+        for n in ast.walk(ast.parse(f.read_text())):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 80:
+                long.append(f"{f.relative_to(ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)")
+    assert not long, long
+
+
+def test_probe_modules_live_in_their_family_folder():
+    for mod in _probe_modules():
+        assert mod.split(".")[2] in PROBE_FAMILIES, mod
