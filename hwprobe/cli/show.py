@@ -18,7 +18,7 @@ from hwprobe.errors import InputError
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Write a self-contained HTML report (plots inline, opens offline) to this file.")
 @click.option("--md", "md_out", type=click.Path(dir_okay=False), default=None,
-              help="Write a Markdown report to this file (plots as PNG in <name>_files/ beside it).")
+              help="Write a Markdown report to this file (plots as SVG in <name>_files/ beside it).")
 @click.option("--wide", "-w", is_flag=True, help="All table columns, whatever the terminal's width.")
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
 def report_(source, html_out, md_out, wide, as_json) -> None:
@@ -40,18 +40,15 @@ def report_(source, html_out, md_out, wide, as_json) -> None:
         render(run.profile, console(), wide=wide, kind=run.kind)
         return
     err = console(stderr=True)
-    for out, write in ((html_out, report.write_html), (md_out, report.write_markdown)):
-        if out:
-            t0 = time.perf_counter()
-            path = _writing(write, source, out)
-            err.print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB, {time.perf_counter() - t0:.1f} s)")
-
-
-def _writing(write, source, out) -> Path:
+    t0 = time.perf_counter()
     try:
-        return write(source, out)
+        paths = report.write(source, html_out, md_out)
     except OSError as e:
-        raise InputError(f"cannot write {str(out)!r}: {e.strerror or e}") from None
+        raise InputError(f"cannot write the report: {e.strerror or e} ({e.filename})") from None
+    took = time.perf_counter() - t0
+    for path in paths:
+        err.print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+    err.print(f"report written in {took:.1f} s")
 
 
 @cli.command()

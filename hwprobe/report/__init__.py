@@ -19,6 +19,23 @@ def render(p: Profile, console=None, wide: bool | None = None) -> None:
     _render(p, console, wide=wide)
 
 
+def write(source: str | Path, html: str | Path | None = None, md: str | Path | None = None) -> list[Path]:
+    """Write the HTML and/or Markdown report of one run, loading it and drawing its plots once."""
+    from hwprobe.report import html as html_mod
+    from hwprobe.report import markdown as md_mod
+    from hwprobe.report import plots
+    from hwprobe.report.source import load_run
+
+    run = load_run(source)
+    drawn = plots.svgs([run])
+    out = []
+    if html:
+        out.append(html_mod.write(run, html, drawn))
+    if md:
+        out.append(md_mod.write(run, md, drawn))
+    return out
+
+
 def write_html(source: str | Path, out: str | Path) -> Path:
     """Write the self-contained HTML report of a results directory or profile.json to ``out``."""
     from hwprobe.report.html import write
@@ -27,10 +44,10 @@ def write_html(source: str | Path, out: str | Path) -> Path:
 
 
 def write_markdown(source: str | Path, out: str | Path) -> Path:
-    """Write the Markdown report (plots as PNG files beside it) to ``out``."""
+    """Write the Markdown report (plots as SVG files beside it) to ``out``."""
     from hwprobe.report.markdown import write
 
     return write(source, out)
 
 
-__all__ = ["render", "write_html", "write_markdown"]
+__all__ = ["render", "write", "write_html", "write_markdown"]

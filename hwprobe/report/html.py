@@ -34,16 +34,17 @@ border-radius:3px;margin-right:6px}.missing{color:#8a5a00;background:#fff8e6;pad
 """
 
 
-def render(run: Run) -> str:
-    """The whole page for one run."""
+def render(run: Run, svgs: dict | None = None) -> str:
+    """The whole page for one run (``svgs``: the plots already drawn, see plots.svgs)."""
     from hwprobe.report import plots
 
+    drawn = svgs if svgs is not None else plots.svgs([run])
+
     def figure(kind: str) -> str:
-        fig = plots.figure(kind, [run])
-        try:
-            return plots.svg_text(fig)
-        finally:
-            plots.close(fig)
+        svg = drawn[kind]
+        if isinstance(svg, plots.NoData):
+            raise svg
+        return svg
 
     sections = doc.build(run, figure)
     e = html.escape
@@ -114,8 +115,8 @@ def table(t: tb.Table) -> str:
             f"<tbody>{body}</tbody></table></div>{note}")
 
 
-def write(source: str | Path, out: str | Path) -> Path:
+def write(source: str | Path | Run, out: str | Path, svgs: dict | None = None) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(load_run(source)), encoding="utf-8")
+    out.write_text(render(source if isinstance(source, Run) else load_run(source), svgs), encoding="utf-8")
     return out

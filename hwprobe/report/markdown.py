@@ -1,6 +1,6 @@
 """The report as Markdown with the same content as the HTML: pipe tables, lists, and the plots as PNG files
-in a folder beside it (``report.md`` -> ``report_files/roofline.png``), linked relatively so the pair can be
-committed or attached together."""
+in a folder beside it (``report.md`` -> ``report_files/roofline.svg``), linked relatively so the pair can be
+committed or attached together (GitHub and most Markdown viewers show SVG images)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,20 @@ from hwprobe.report import text as tx
 from hwprobe.report.source import Run, load_run
 
 
-def render(run: Run, out: Path) -> str:
-    """The Markdown for ``run``; its plots are written into ``<out stem>_files/``."""
+def render(run: Run, out: Path, svgs: dict | None = None) -> str:
+    """The Markdown for ``run``; its plots are written as SVG files into ``<out stem>_files/``."""
     from hwprobe.report import plots
 
     files = out.parent / f"{out.stem}_files"
+    drawn = svgs if svgs is not None else plots.svgs([run])
 
     def figure(kind: str) -> str:
-        fig = plots.figure(kind, [run])
-        try:
-            path = plots.save(fig, files, kind, ("png",))[0]
-        finally:
-            plots.close(fig)
+        svg = drawn[kind]
+        if isinstance(svg, plots.NoData):
+            raise svg
+        files.mkdir(parents=True, exist_ok=True)
+        path = files / f"{kind}.svg"
+        path.write_text(svg, encoding="utf-8")
         return path.relative_to(out.parent).as_posix()
 
     sections = doc.build(run, figure)
@@ -90,8 +92,8 @@ def table(t: tb.Table) -> list[str]:
     return out
 
 
-def write(source: str | Path, out: str | Path) -> Path:
+def write(source: str | Path | Run, out: str | Path, svgs: dict | None = None) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(load_run(source), out), encoding="utf-8")
+    out.write_text(render(source if isinstance(source, Run) else load_run(source), out, svgs), encoding="utf-8")
     return out

@@ -77,6 +77,22 @@ def svg_text(fig) -> str:
     return text[text.index("<svg"):]
 
 
+def svgs(runs: list[Run], kinds: tuple[str, ...] = KINDS) -> dict[str, str | NoData]:
+    """Every kind as inline SVG text (or the NoData saying why not): drawn once for the HTML and the Markdown."""
+    out: dict[str, str | NoData] = {}
+    for kind in kinds:
+        try:
+            fig = figure(kind, runs)
+        except NoData as e:
+            out[kind] = e
+            continue
+        try:
+            out[kind] = svg_text(fig)
+        finally:
+            close(fig)
+    return out
+
+
 def close(fig) -> None:
     from hwprobe.report.plots.style import pyplot
 

@@ -40,7 +40,7 @@ def gap(runs: list[Run]):
         "(power cap), x the best kernel's efficiency at that clock = measured; then the other path, and the library "
         "GEMM sustained on random operands at the power cap (hatched)", int(17 * 5.0 * cols)),
         fontsize=8, color="#333333", va="top")
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.9 / height))
+    st.grid(fig, rows, cols, top=1.25, bottom=0.8, hgap=1.05, wgap=0.55)
     return fig
 
 

@@ -105,7 +105,7 @@ def gemm(runs: list[Run]):
     fig.text(0.01, 0.945, "each line one library path (cuBLAS, cuBLASLt, layout, accumulator), as a share of theory "
              "at the SM clock sampled during it (NVML's samples lag short windows, so a few points pass 100%); "
              "squares: an aligned size (filled) above the odd size one past it (open)", fontsize=8, color="#333333")
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    st.grid(fig, rows, cols, top=1.1, bottom=1.35, hgap=1.75, wgap=0.5)
     return fig
 
 
