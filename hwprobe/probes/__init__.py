@@ -22,7 +22,11 @@ MODULES = (
     "memory.dram",
     "memory.cache",
     "memory.latency",
+    "memory.l2map",
+    "memory.hopper",
     "interconnect.host",
+    "interconnect.p2p",
+    "interconnect.nccl",
     "compute.roofline",
 )
 

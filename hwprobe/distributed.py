@@ -1,0 +1,208 @@
+"""Runs across processes and nodes: who am I in the MPI world, which GPU is mine, and one merged result.
+
+hwprobe starts under any launcher that starts MPI ranks (``mpirun``/``mpiexec`` of Open MPI, MPICH or Intel MPI,
+and Slurm's ``srun``). Each rank measures with its own GPU (local rank modulo the GPUs it sees); collectives run
+through NCCL, whose unique id rank 0 makes and broadcasts over MPI (mpi4py); at the end every rank's records go
+to rank 0, which merges them into one results directory and one profile, each figure tagged with the rank, host
+and GPU it came from. Ranks other than 0 write nothing.
+
+The world is read from the launcher's environment (no MPI import for a plain run); mpi4py is imported only when
+there is more than one rank, or when asked for. ``comm`` objects are duck-typed (``bcast``, ``allgather``,
+``gather``, ``Get_rank``, ``Get_size``), so the CPU tests run the logic with fakes.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hwprobe.errors import InputError
+
+# (rank, size, local rank, local size) variables per launcher, in order of trust
+_LAUNCHERS = (
+    ("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"),
+    ("mpich", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    ("pmix", "PMIX_RANK", "PMIX_SIZE", "PMIX_LOCAL_RANK", "PMIX_LOCAL_SIZE"),
+    ("slurm", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", None),
+)
+
+
+@dataclass(frozen=True)
+class World:
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0
+    local_size: int | None = 1        # None: the launcher did not say (found from the hosts after MPI starts)
+    host: str = ""
+    launcher: str = "none"            # "openmpi" | "mpich" | "pmix" | "slurm" | "none"
+
+    @property
+    def distributed(self) -> bool:
+        return self.size > 1
+
+    @property
+    def root(self) -> bool:
+        return self.rank == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "size": self.size, "local_rank": self.local_rank, "local_size": self.local_size,
+                "host": self.host, "launcher": self.launcher}
+
+
+def _int(env: Mapping[str, str], key: str | None) -> int | None:
+    if not key or key not in env:
+        return None
+    try:
+        return int(env[key])
+    except ValueError:
+        raise InputError(f"environment variable {key}={env[key]!r} is not a whole number") from None
+
+
+def detect(env: Mapping[str, str] | None = None, host: str | None = None) -> World:
+    """The world as the launcher's variables describe it; a plain run is rank 0 of 1. Slurm counts only
+    inside an ``srun`` step (SLURM_STEP_NUM_TASKS), not in the batch script itself."""
+    env = os.environ if env is None else env
+    host = host or socket.gethostname()
+    for name, k_rank, k_size, k_local, k_lsize in _LAUNCHERS:
+        rank, size = _int(env, k_rank), _int(env, k_size)
+        if rank is None or size is None:
+            continue
+        if not 0 <= rank < size:
+            raise InputError(f"{k_rank}={rank} is outside 0..{k_size}-1={size - 1}")
+        local = _int(env, k_local)
+        lsize = _int(env, k_lsize)
+        return World(rank, size, local if local is not None else 0 if size == 1 else -1,
+                     lsize if lsize is not None else (1 if size == 1 else None), host, name)
+    return World(host=host)
+
+
+def local_ranks(hosts: list[str]) -> list[tuple[int, int]]:
+    """(local rank, local size) of each rank from every rank's host name (ranks in order)."""
+    out, seen = [], {}
+    totals = {h: hosts.count(h) for h in hosts}
+    for h in hosts:
+        out.append((seen.get(h, 0), totals[h]))
+        seen[h] = seen.get(h, 0) + 1
+    return out
+
+
+def complete(world: World, comm) -> World:
+    """Fill what the launcher did not say (local rank/size) from every rank's host name."""
+    hosts = comm.allgather(world.host)
+    lr, ls = local_ranks(hosts)[world.rank]
+    return World(world.rank, world.size, lr, ls, world.host, world.launcher)
+
+
+def gpu_for(world: World, n_visible: int) -> int:
+    """The CUDA ordinal this rank uses: its local rank modulo the GPUs it sees (a launcher that gives each
+    rank one GPU through CUDA_VISIBLE_DEVICES leaves one visible: ordinal 0)."""
+    if n_visible < 1:
+        raise InputError(f"rank {world.rank} on {world.host}: no CUDA GPU visible")
+    return max(world.local_rank, 0) % n_visible
+
+
+def comm_world(world: World | None = None, required: bool = False):
+    """mpi4py's COMM_WORLD for a world of several ranks (or when ``required``); None for a plain run."""
+    world = world or detect()
+    if not world.distributed and not required:
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise InputError(f"rank {world.rank} of {world.size} ({world.launcher}): mpi4py is needed to run under an "
+                         f"MPI launcher ({e}); pip install mpi4py") from None
+    comm = MPI.COMM_WORLD
+    if world.distributed and comm.Get_size() != world.size:
+        raise InputError(f"the launcher says {world.size} ranks but MPI's COMM_WORLD has {comm.Get_size()}: "
+                         "mpi4py is built against another MPI than the launcher's")
+    return comm
+
+
+# --- collective helpers over any comm --------------------------------------------------------------------------
+
+def bcast_unique_id(comm, make_id: Callable[[], Any], root: int = 0):
+    """NCCL's unique id: made on ``root`` (ncclGetUniqueId), sent to every rank over MPI."""
+    uid = make_id() if comm.Get_rank() == root else None
+    return comm.bcast(uid, root=root)
+
+
+def agree(comm, ok: bool, reason: str = "") -> tuple[bool, list[str]]:
+    """Every rank says whether it can go on; all go on only if all can (else each rank skips with the others'
+    reasons), so no rank waits forever in a collective the others never enter."""
+    said = comm.allgather((bool(ok), reason))
+    return all(o for o, _ in said), [f"rank {r}: {why}" for r, (o, why) in enumerate(said) if not o]
+
+
+def agree_min(comm, value: int) -> int:
+    """The smallest of every rank's ``value`` (e.g. free memory: every rank then plans the same sizes)."""
+    return min(comm.allgather(int(value)))
+
+
+# --- one merged result ---------------------------------------------------------------------------------------------
+
+@dataclass
+class RankOutput:
+    """What one rank sends to rank 0: who it is, its device, its records (Measurement dicts)."""
+
+    rank: int
+    host: str
+    gpu: dict[str, Any]                   # {"index", "name", "uuid", "pci_bus_id"} of the rank's device
+    records: list[dict[str, Any]]
+    device: dict[str, Any] | None = None  # the full device dict for the profile's device list
+
+
+def rank_output(world: World, device, records) -> RankOutput:
+    dev = device if isinstance(device, dict) else device.to_dict()
+    gpu = {k: dev.get(k) for k in ("index", "name", "uuid", "pci_bus_id")}
+    recs = [r if isinstance(r, dict) else r.to_dict() for r in records]
+    return RankOutput(world.rank, world.host, gpu, recs, dev)
+
+
+def gather_outputs(comm, out: RankOutput) -> list[RankOutput] | None:
+    """Every rank's output on rank 0 (in rank order); None on the other ranks."""
+    got = comm.gather(out, root=0)
+    return sorted(got, key=lambda o: o.rank) if got is not None else None
+
+
+def merge(outputs: list[RankOutput]):
+    """One list of Measurements from every rank's records, each tagged with ``rank``, ``host`` and ``gpu``.
+
+    - A record made once for the whole world (``params["scope"] == "world"``: a collective's figure, computed on
+      rank 0 from every rank's timings) is kept once, as made.
+    - A per-rank record keeps its metric on the first rank that has it; the same metric from another rank is
+      renamed ``rank<r>.<metric>`` (metrics stay unique within a run, and no rank's figure hides another's).
+    - A skip that only says another rank measured this (``params["delegated_to"]``) is dropped when that rank
+      is in the world: its figures stand for it.
+    """
+    from hwprobe.measurement import Measurement
+
+    ranks = {o.rank for o in outputs}
+    seen: set[str] = set()
+    merged = []
+    for o in sorted(outputs, key=lambda o: o.rank):
+        for d in o.records:
+            m = Measurement.from_dict(d)
+            p = m.params
+            if p.get("delegated_to") is not None and p["delegated_to"] in ranks and m.status == "skipped":
+                continue
+            if p.get("scope") == "world":
+                if m.metric in seen:
+                    continue
+            else:
+                p.setdefault("rank", o.rank)
+                p.setdefault("host", o.host)
+                p.setdefault("gpu", o.gpu)
+                if m.metric in seen:
+                    m.metric = f"rank{o.rank}.{m.metric}"
+            seen.add(m.metric)
+            merged.append(m)
+    return merged
+
+
+def merged_devices(outputs: list[RankOutput]) -> list[dict[str, Any]]:
+    """Each rank's device for the profile's device list, with its rank and host."""
+    return [{**(o.device or o.gpu), "rank": o.rank, "host": o.host} for o in sorted(outputs, key=lambda o: o.rank)]

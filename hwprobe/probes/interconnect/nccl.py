@@ -1,0 +1,288 @@
+"""gpu.nccl: NCCL collectives over the GPUs of this box (or the ranks of an MPI job), 8 B to 4 GiB.
+
+all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall and sendrecv in float32 (sum), with
+algbw and busbw as nccl-tests defines them (hwprobe.probes.interconnect.collectives), every result checked
+against deterministic inputs (exact; an ncclAvg all_reduce within 2 ulp), wrong elements counted.
+
+Modes: "process" (default on one node: a spawned process per GPU sharing NCCL's unique id, what frameworks
+do), "single" (one process drives every GPU through ncclCommInitAll and group calls), "mpi" (under mpirun/srun:
+one rank per process, the id broadcast over MPI; rank 0 files the figures for the whole world). NCCL runs with
+NCCL_NVLS_ENABLE=0 unless ``allow_nvls``. Each op's ceiling is busbw (and algbw) at its best verified size,
+with the smallest size reaching 90% of it; theory is the slowest GPU's link bandwidth per direction (NVML).
+"""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from hwprobe.errors import Skip
+from hwprobe.measurement import ClockSummary, Measurement
+from hwprobe.probes.base import probe
+from hwprobe.probes.interconnect import collectives as C
+from hwprobe.probes.interconnect.common import GPU_CHOICES, link_params, link_theory, pick_gpus, timed_record
+
+MODES = ("auto", "process", "single", "mpi")
+PROBE = "gpu.nccl"
+
+
+def merge_ranks(per_rank: list[list[dict]]) -> list[dict]:
+    """One result per (op, size) from every rank's: time per sample = the mean over ranks (nccl-tests' default
+    -a 1), wrong and checked elements summed. Ranks must have run the same points in the same order."""
+    if not per_rank:
+        return []
+    base = per_rank[0]
+    for r, res in enumerate(per_rank[1:], 1):
+        if [(x["op"], x["size"]) for x in res] != [(x["op"], x["size"]) for x in base]:
+            raise ValueError(f"rank {r} ran other points than rank 0")
+    out = []
+    for k, first in enumerate(base):
+        pts = [res[k] for res in per_rank]
+        samples = [statistics.fmean(p["samples"][i] for p in pts) for i in range(len(first["samples"]))]
+        bads = [p["first_bad"] for p in pts if p.get("first_bad") is not None]
+        out.append({**first, "samples": samples, "wrong": sum(p["wrong"] for p in pts),
+                    "checked": sum(p["checked"] for p in pts), "first_bad": bads[0] if bads else None,
+                    "per_rank_median_s": [statistics.median(p["samples"]) for p in pts]})
+    return out
+
+
+def records(results: list[dict], n: int, meta: dict[str, Any], clocks: ClockSummary | None = None,
+            suffix: str = "") -> list[Measurement]:
+    """Sweep points, checks and ceilings from merged results. ``meta``: endpoints, link_type, theory_Bps,
+    theory_basis, hosts, and anything to keep in params (engine, NCCL version and environment, mode)."""
+    out: list[Measurement] = []
+    by_op: dict[str, list[tuple[dict, Measurement]]] = {}
+    common = {k: v for k, v in meta.items() if k not in ("endpoints", "theory_Bps", "theory_basis")}
+    for r in results:
+        op = r["op"]
+        base_op = op.split(".")[0]
+        f = C.bus_factor(base_op, n)
+        if op.endswith(".avg"):
+            out.append(_avg_check(r, n, common, suffix))
+            continue
+        m = timed_record(PROBE, f"nccl.{op}{suffix}.{r['size']}", "sweep", r["samples"],
+                         work=r["size"] * f if n > 1 else r["size"], unit="B/s",
+                         bytes_counted="busbw (nccl-tests)" if n > 1 else "algbw (one rank)",
+                         params={**common, "op": op, "bytes": r["size"], "count": r["count"], "ranks": n,
+                                 "iters": r["iters"], "time_s": statistics.median(r["samples"]),
+                                 "algbw": r["size"] / statistics.median(r["samples"]),
+                                 "busbw": r["size"] * f / statistics.median(r["samples"]),
+                                 "wrong": r["wrong"], "checked": r["checked"], "scope": "world"})
+        _verdict(m, r)
+        out.append(m)
+        by_op.setdefault(op, []).append((r, m))
+    for op, pts in by_op.items():
+        out += _ceilings(op, pts, n, meta, clocks, suffix)
+    return out
+
+
+def _verdict(m: Measurement, r: dict) -> None:
+    m.verified = True if r["checked"] else None
+    if r["wrong"]:
+        m.verified, m.valid = False, False
+        m.flags.append(f"verification_failed: {r['wrong']} of {r['checked']} elements wrong "
+                       f"(first at {r['first_bad']})")
+
+
+def _avg_check(r: dict, n: int, common: dict, suffix: str) -> Measurement:
+    m = Measurement(probe=PROBE, metric=f"nccl.{r['op']}{suffix}.check", kind="info", value=float(r["wrong"]),
+                    unit="elements", params={**common, "bytes": r["size"], "ranks": n, "wrong": r["wrong"],
+                                             "checked": r["checked"], "scope": "world"})
+    m.notes.append(f"all_reduce with ncclAvg at {r['size']} B over {n} ranks: {r['wrong']} of {r['checked']} "
+                   "elements further than 2 ulp from the correctly rounded mean")
+    _verdict(m, r)
+    return m
+
+
+def _ceilings(op: str, pts: list[tuple[dict, Measurement]], n: int, meta: dict, clocks, suffix: str):
+    ok = [(r, m) for r, m in pts if m.verified]
+    if not ok or n < 2:
+        return []
+    f = C.bus_factor(op, n)
+    curve = [(r["size"], r["size"] * f / statistics.median(r["samples"])) for r, _ in ok]
+    best_r, _ = max(ok, key=lambda rm: rm[1].value)
+    at90 = C.size_at_fraction(curve, 0.9)
+    common = {k: v for k, v in meta.items() if k not in ("endpoints", "theory_Bps", "theory_basis", "link_type")}
+    out = []
+    for key, factor in (("busbw", f), ("algbw", 1.0)):
+        bw = meta.get("theory_Bps")
+        th = link_theory(bw / (f / factor) if bw else None,
+                         f"{meta.get('theory_basis', '')}" + ("" if key == "busbw" else f"; algbw = busbw / {f:.3g}"))
+        m = timed_record(PROBE, f"nccl.{op}{suffix}.{key}", "memory", best_r["samples"],
+                         work=best_r["size"] * factor, unit="B/s", clocks=clocks, theory=th, link=f"nccl.{op}{suffix}",
+                         bytes_counted=f"{key} (nccl-tests: S = {best_r['size']} B" + (f", x {f:.3g})" if key ==
+                                                                                             "busbw" else ")"),
+                         params=link_params("collective", meta.get("endpoints", []), meta.get("link_type"), key,
+                                            **common, op=op, ranks=n, bytes=best_r["size"], size_at_90pct=at90,
+                                            curve=[[s, bw_] for s, bw_ in curve], scope="world"))
+        m.verified = True
+        m.notes += list(meta.get("notes") or [])
+        out.append(m)
+    return out
+
+
+# --- running -------------------------------------------------------------------------------------------------------
+
+def _mode(mode: str, world) -> str:
+    if mode == "auto":
+        return "mpi" if world.distributed else "process"
+    return mode
+
+
+def _plan(ops, n: int, free: int | None, max_mib: int | None, step: int, samples: int, quick: bool):
+    from hwprobe.probes.interconnect.ncclrun import CollPlan
+
+    hi = (max_mib << 20) if max_mib else (64 << 20 if quick else C.MAX_BYTES)
+    cap_note = ""
+    if free:
+        cap = C.largest_size(ops, n, free)
+        if cap < hi:
+            cap_note = (f"largest size {cap} B, not {hi} B: the buffers of the hungriest op must fit in 60% of the "
+                        f"{free / 2**30:.1f} GiB free on the fullest GPU")
+            hi = cap
+    sizes = C.sizes(C.MIN_BYTES, hi, 4 if quick and step == 2 else step)
+    return CollPlan(tuple(ops), sizes, n, samples=3 if quick else samples), cap_note
+
+
+@probe(name=PROBE, target="gpu", family="interconnect",
+       summary="NCCL collectives 8 B..4 GiB (algbw/busbw as nccl-tests, every result checked); process, "
+               "single-process or MPI ranks",
+       choices={"mode": MODES, "ops": C.OPS, "gpus": GPU_CHOICES, "engine": ("auto", "cupy", "ctypes")},
+       ranges={"size_step": (2, 64), "min_ranks": (1, None), "samples": (1, 1000), "max_mib": (1, None),
+               "timeout_s": (10, None)})
+def run(ctx, mode: str = "auto", ops: tuple[str, ...] = C.OPS, max_mib: int | None = None, size_step: int = 2,
+        samples: int = 5, min_ranks: int = 2, gpus: str = "auto", allow_nvls: bool = False, engine: str = "auto",
+        timeout_s: float = 900.0) -> Iterator[Measurement]:
+    """``mode``: auto = mpi under an MPI launcher, else one process per GPU. ``min_ranks``: fewer ranks skip (1
+    runs the path on one GPU, a smoke test: no data crosses a link). ``allow_nvls``: leave NCCL_NVLS_ENABLE as
+    the environment has it (hwprobe sets 0 otherwise). ``max_mib``: the largest S (default 4 GiB, capped by free
+    memory)."""
+    from hwprobe import distributed
+    from hwprobe.probes.interconnect import ncclapi
+
+    notes = ncclapi.guard_env(allow_nvls)
+    world = distributed.detect()
+    mode = _mode(mode, world)
+    if mode == "mpi":
+        yield from _run_mpi(ctx, world, ops, max_mib, size_step, samples, min_ranks, engine, notes)
+        return
+    from hwprobe.probes.interconnect.common import visible_gpus
+
+    devs, why = pick_gpus(ctx.devices, visible_gpus() if gpus != "run" else [], gpus)
+    if len(devs) < min_ranks:
+        raise Skip(f"{len(devs)} GPU(s) ({why}): collectives need at least {min_ranks} "
+                   "(min_ranks = 1 runs the NCCL path on one GPU as a smoke test)")
+    eng = ncclapi.load(engine)
+    yield from _run_local(ctx, mode, devs, why, eng, ops, max_mib, size_step, samples, timeout_s, notes)
+
+
+def _run_local(ctx, mode, devs, why, eng, ops, max_mib, size_step, samples, timeout_s, notes):
+    from hwprobe.probes.interconnect import ncclapi, ncclrun
+    from hwprobe.probes.interconnect.common import free_bytes_nvml
+
+    n = len(devs)
+    plan, cap_note = _plan(ops, n, free_bytes_nvml(devs), max_mib, size_step, samples, ctx.quick)
+    idx = [d.index for d in devs]
+    ctx.log(f"{mode}: {n} rank(s) on GPUs {idx} ({why}), NCCL {eng.version_text()} via {eng.name}, "
+            f"{len(plan.sizes)} sizes up to {plan.sizes[-1]} B")
+    t0 = time.perf_counter()
+    with ctx.sampler.window() as win:
+        if mode == "process":
+            reports = ncclrun.spawn(idx, eng.unique_id(), plan, eng.name, timeout_s)
+            bad = [r for r in reports if not r["ok"]]
+            if bad:
+                raise RuntimeError("; ".join(f"rank {r['rank']}: {r['error']}" for r in bad)
+                                   + "\n" + "\n".join(r.get("traceback", "") for r in bad))
+            merged = merge_ranks([r["results"] for r in reports])
+        else:
+            comms = eng.comm_all(idx)
+            ranks = [ncclrun.LocalRank(r, d, c) for r, (d, c) in enumerate(zip(idx, comms, strict=True))]
+            try:
+                merged = ncclrun.run_ranks(eng, ranks, plan, log=ctx.log)
+            finally:
+                for lr in ranks:
+                    lr.comm.destroy()
+    meta = _local_meta(devs, mode, eng, plan, notes, cap_note, time.perf_counter() - t0)
+    meta["nccl_env"] = ncclapi.nccl_env()
+    yield from records(merged, n, meta, win.summary, "" if mode == "process" else f".{mode}")
+
+
+def _local_meta(devs, mode, eng, plan, notes, cap_note, took) -> dict[str, Any]:
+    from hwprobe.probes.interconnect import topology
+    from hwprobe.probes.interconnect.common import nvml_topology
+
+    gpus, pairs = nvml_topology(devs)
+    bws = [topology.gpu_link_bandwidth(g) for g in gpus.values()]
+    host = socket.gethostname()
+    meta = {"mode": mode, "engine": eng.name, "nccl_version": eng.version_text(), "library": eng.library,
+            "hosts": [host], "wall_s": round(took, 2), "notes": list(notes) + ([cap_note] if cap_note else []),
+            "endpoints": [{"rank": r, "host": host, "gpu": d.index, "name": d.name, "uuid": d.uuid}
+                          for r, d in enumerate(devs)],
+            "link_type": _common_type(pairs), "max_bytes": plan.sizes[-1]}
+    if bws and all(b for b, _ in bws):
+        slow = min(bws, key=lambda x: x[0])
+        meta["theory_Bps"] = slow[0]
+        meta["theory_basis"] = f"busbw <= the slowest GPU's link bandwidth per direction: {slow[1]}"
+    return meta
+
+
+def _common_type(pairs) -> str | None:
+    kinds = {p.link_type for p in pairs.values()}
+    return kinds.pop() if len(kinds) == 1 else ("mixed: " + ", ".join(sorted(kinds)) if kinds else None)
+
+
+def _run_mpi(ctx, world, ops, max_mib, size_step, samples, min_ranks, engine, notes):
+    """One rank per process: the id over MPI, every rank's results gathered on rank 0, which files them."""
+    from hwprobe import distributed
+    from hwprobe.probes.interconnect import ncclapi, ncclrun, topology
+    from hwprobe.probes.interconnect.common import free_bytes_nvml, nvml_topology
+
+    comm = distributed.comm_world(world, required=True)
+    world = distributed.complete(distributed.World(comm.Get_rank(), comm.Get_size(), world.local_rank,
+                                                   world.local_size, world.host, world.launcher), comm)
+    n = comm.Get_size()
+    if n < min_ranks:
+        raise Skip(f"{n} MPI rank(s): collectives need at least {min_ranks} (min_ranks = 1 runs the path)")
+    eng, why = None, ""
+    try:
+        eng = ncclapi.load(engine)
+    except Skip as e:
+        why = str(e)
+    all_ok, reasons = distributed.agree(comm, eng is not None, why)
+    if not all_ok:
+        raise Skip("NCCL is not usable on every rank: " + "; ".join(reasons))
+    dev = ctx.device
+    free = distributed.agree_min(comm, free_bytes_nvml([dev]) or 0) or None
+    plan, cap_note = _plan(ops, n, free, max_mib, size_step, samples, ctx.quick)
+    uid = distributed.bcast_unique_id(comm, eng.unique_id)
+    t0 = time.perf_counter()
+    with ctx.sampler.window() as win:
+        lr = ncclrun.LocalRank(world.rank, dev.index, eng.comm(n, uid, world.rank))
+        import cupy as cp
+
+        with cp.cuda.Device(dev.index):
+            lr.stream = cp.cuda.Stream(non_blocking=True)
+        res = ncclrun.run_ranks(eng, [lr], plan, ncclrun.comm_barrier(eng, lr), log=ctx.log)
+        lr.comm.destroy()
+    gpus, _ = nvml_topology([dev])
+    bw = topology.gpu_link_bandwidth(next(iter(gpus.values()))) if gpus else (None, "no NVML")
+    me = {"rank": world.rank, "host": world.host, "gpu": dev.index, "name": dev.name, "uuid": dev.uuid,
+          "link_Bps": bw[0], "link_basis": bw[1]}
+    got = comm.gather((res, me), root=0)
+    if not world.root:
+        return
+    hosts = sorted({m["host"] for _, m in got})
+    meta = {"mode": "mpi", "engine": eng.name, "nccl_version": eng.version_text(), "library": eng.library,
+            "hosts": hosts, "wall_s": round(time.perf_counter() - t0, 2), "launcher": world.launcher,
+            "notes": list(notes) + ([cap_note] if cap_note else []), "endpoints": [m for _, m in got],
+            "link_type": None, "max_bytes": plan.sizes[-1], "nccl_env": ncclapi.nccl_env()}
+    if len(hosts) == 1 and all(m["link_Bps"] for _, m in got):
+        slow = min((m for _, m in got), key=lambda m: m["link_Bps"])
+        meta["theory_Bps"] = slow["link_Bps"]
+        meta["theory_basis"] = f"busbw <= the slowest GPU's link bandwidth per direction: {slow['link_basis']}"
+    elif len(hosts) > 1:
+        meta["notes"].append(f"{len(hosts)} hosts: the network between them is not known to NVML, so no theory")
+    yield from records(merge_ranks([r for r, _ in got]), n, meta, win.summary)

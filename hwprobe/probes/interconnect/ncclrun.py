@@ -1,0 +1,260 @@
+"""The collective sweep of one process: its ranks (one, or all of a process's GPUs), every op at every size,
+timed as nccl-tests times it and checked after timing.
+
+Per op and size: the receive buffers are set to a sentinel, warm-up iterations run, then ``samples`` timed
+samples of ``iters`` back-to-back operations (host clock around the launches and a stream synchronize, after a
+barrier; time per op = elapsed / iters), then each rank's receive buffer is checked on its GPU. Every rank runs
+the same sizes and iteration counts (derived, never measured), so no rank waits on a collective the others skip.
+
+One process per GPU: ``spawn`` starts a worker per GPU (multiprocessing "spawn", the unique id passed in);
+under MPI each rank calls ``run_ranks`` itself with the id broadcast over MPI.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hwprobe.probes.interconnect import ncclapi
+from hwprobe.probes.interconnect.collectives import Layout, iterations, layout
+from hwprobe.probes.interconnect.verify import OP_CODES, SENTINEL
+
+
+@dataclass
+class CollPlan:
+    ops: tuple[str, ...]
+    sizes: list[int]                     # requested S; each op rounds to its layout
+    n: int
+    target_s: float = 0.02               # one timed sample lasts about this long
+    samples: int = 5
+    avg_check_bytes: int = 1 << 20       # all_reduce with ncclAvg at this size, checked within 2 ulp (0: off)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CollPlan:
+        return cls(tuple(d["ops"]), list(d["sizes"]), int(d["n"]), float(d["target_s"]), int(d["samples"]),
+                   int(d["avg_check_bytes"]))
+
+
+@dataclass
+class LocalRank:
+    """A rank this process drives: its GPU, communicator and stream, and its buffers for the current op."""
+
+    rank: int
+    device: int
+    comm: Any
+    stream: Any = None
+    send: Any = None
+    recv: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _launch(engine, lr: LocalRank, op: str, lay: Layout, redop: int, n: int) -> None:
+    s, r, c, st, F = lr.send.data.ptr, lr.recv.data.ptr, lay.count, lr.stream.ptr, ncclapi.FLOAT32
+    comm = lr.comm
+    if op == "all_reduce":
+        comm.all_reduce(s, r, c, F, redop, st)
+    elif op == "all_gather":
+        comm.all_gather(s, r, c, F, st)
+    elif op == "reduce_scatter":
+        comm.reduce_scatter(s, r, c, F, redop, st)
+    elif op == "broadcast":
+        comm.broadcast(s, r, c, F, 0, st)
+    elif op == "reduce":
+        comm.reduce(s, r, c, F, redop, 0, st)
+    elif op == "alltoall":      # n sends and n receives in one group: what ncclAlltoAll does
+        engine.group_start()
+        for p in range(n):
+            comm.send(s + p * c * lay.itemsize, c, F, p, st)
+            comm.recv(r + p * c * lay.itemsize, c, F, p, st)
+        engine.group_end()
+    elif op == "sendrecv":      # a ring: send to rank + 1, receive from rank - 1 (nccl-tests' sendrecv)
+        engine.group_start()
+        comm.send(s, c, F, (lr.rank + 1) % n, st)
+        comm.recv(r, c, F, (lr.rank - 1) % n, st)
+        engine.group_end()
+    else:
+        raise ValueError(f"unknown collective {op!r}")
+
+
+def _iterate(engine, ranks: list[LocalRank], op: str, lay: Layout, redop: int, n: int, iters: int) -> None:
+    import cupy as cp
+
+    if len(ranks) == 1:          # one rank per process: no group, the device is already current
+        lr = ranks[0]
+        for _ in range(iters):
+            _launch(engine, lr, op, lay, redop, n)
+        lr.stream.synchronize()
+        return
+    for _ in range(iters):       # one process drives every GPU: a group per operation (ncclGroupStart/End)
+        engine.group_start()
+        for lr in ranks:
+            with cp.cuda.Device(lr.device):
+                _launch(engine, lr, op, lay, redop, n)
+        engine.group_end()
+    for lr in ranks:
+        lr.stream.synchronize()
+
+
+def _check(ranks: list[LocalRank], op: str, lay: Layout, avg: bool, n: int) -> tuple[int, int, int | None]:
+    """(wrong, checked, first wrong index) over this process's ranks."""
+    import cupy as cp
+
+    from hwprobe.probes.interconnect import devops
+
+    wrong = checked = 0
+    first = None
+    for lr in ranks:
+        if op == "reduce" and lr.rank != 0:
+            continue     # reduce leaves non-root receive buffers undefined
+        with cp.cuda.Device(lr.device):
+            w, f = devops.coll_wrong(lr.recv, lay.recv_elems, OP_CODES[op], lr.rank, n, lay.count, avg)
+        wrong, checked = wrong + w, checked + lay.recv_elems
+        if f is not None and first is None:
+            first = f
+    return wrong, checked, first
+
+
+def _one(engine, ranks, plan: CollPlan, op: str, lay: Layout, redop: int, barrier: Callable[[], None]) -> dict:
+    import cupy as cp
+
+    from hwprobe.probes.interconnect import devops
+
+    iters = iterations(op, plan.n, lay.size_bytes, plan.target_s)
+    for lr in ranks:
+        with cp.cuda.Device(lr.device), lr.stream:
+            devops.fill_value(lr.recv, lay.recv_elems, float(SENTINEL))
+        lr.stream.synchronize()
+    _iterate(engine, ranks, op, lay, redop, plan.n, max(2, min(iters, 10)))     # warm-up (nccl-tests: 5)
+    samples = []
+    for _ in range(plan.samples):
+        barrier()
+        t0 = time.perf_counter()
+        _iterate(engine, ranks, op, lay, redop, plan.n, iters)
+        samples.append((time.perf_counter() - t0) / iters)
+    wrong, checked, first = _check(ranks, op, lay, redop == ncclapi.AVG, plan.n)
+    name = op + (".avg" if redop == ncclapi.AVG else "")
+    return {"op": name, "size": lay.size_bytes, "count": lay.count, "iters": iters, "samples": samples,
+            "wrong": wrong, "checked": checked, "first_bad": first}
+
+
+def run_ranks(engine, ranks: list[LocalRank], plan: CollPlan, barrier: Callable[[], None] | None = None,
+              log: Callable[[str], None] = lambda m: None) -> list[dict]:
+    """Every op of ``plan`` at every size over this process's ``ranks``; one dict per (op, size)."""
+    import cupy as cp
+
+    from hwprobe.probes.interconnect import devops
+
+    barrier = barrier or (lambda: None)
+    if len(ranks) == 1:
+        cp.cuda.Device(ranks[0].device).use()
+    for lr in ranks:
+        if lr.stream is None:
+            with cp.cuda.Device(lr.device):
+                lr.stream = cp.cuda.Stream(non_blocking=True)
+    out = []
+    for op in plan.ops:
+        lays = list({lay.size_bytes: lay for lay in (layout(op, plan.n, s) for s in plan.sizes) if lay}.values())
+        if not lays:
+            continue
+        big_send, big_recv = max(x.send_elems for x in lays), max(x.recv_elems for x in lays)
+        for lr in ranks:
+            with cp.cuda.Device(lr.device):
+                lr.send = cp.empty(big_send, dtype=cp.float32)
+                lr.recv = cp.empty(big_recv, dtype=cp.float32)
+                devops.coll_fill(lr.send, big_send, lr.rank)     # v(rank, i): every size uses a prefix
+                cp.cuda.Device().synchronize()
+        for lay in lays:
+            out.append(_one(engine, ranks, plan, op, lay, ncclapi.SUM, barrier))
+            log(f"{op} {lay.size_bytes} B: {out[-1]['samples'][len(out[-1]['samples']) // 2] * 1e6:.1f} us, "
+                f"{out[-1]['wrong']} wrong")
+        if op == "all_reduce" and plan.avg_check_bytes:
+            lay = layout(op, plan.n, min(plan.avg_check_bytes, max(x.size_bytes for x in lays)))
+            out.append(_one(engine, ranks, plan, op, lay, ncclapi.AVG, barrier))
+        for lr in ranks:
+            lr.send = lr.recv = None
+        cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
+def comm_barrier(engine, lr: LocalRank) -> Callable[[], None]:
+    """A barrier through the communicator itself: a one-element all_reduce, waited for."""
+    import cupy as cp
+
+    with cp.cuda.Device(lr.device):
+        buf = cp.zeros(1, dtype=cp.float32)
+
+    def barrier() -> None:
+        with cp.cuda.Device(lr.device):
+            lr.comm.all_reduce(buf.data.ptr, buf.data.ptr, 1, ncclapi.FLOAT32, ncclapi.SUM, lr.stream.ptr)
+            lr.stream.synchronize()
+
+    return barrier
+
+
+# --- one process per GPU ------------------------------------------------------------------------------------------
+
+def worker(rank: int, n: int, device: int, uid, plan_d: dict, engine_name: str, conn) -> None:
+    """A spawned rank: init its communicator from the shared id, run the sweep, send the results back."""
+    try:
+        import cupy as cp
+
+        cp.cuda.Device(device).use()
+        engine = ncclapi.load("cupy" if engine_name == "cupy.cuda.nccl" else "ctypes")
+        lr = LocalRank(rank, device, engine.comm(n, uid, rank))
+        lr.stream = cp.cuda.Stream(non_blocking=True)
+        res = run_ranks(engine, [lr], CollPlan.from_dict(plan_d), comm_barrier(engine, lr))
+        lr.comm.destroy()
+        conn.send({"rank": rank, "ok": True, "results": res, "host": socket.gethostname(), "pid": os.getpid(),
+                   "engine": engine.name, "nccl_version": engine.version_text()})
+    except BaseException as e:  # report anything, then exit: the parent kills the other ranks
+        conn.send({"rank": rank, "ok": False, "error": f"{type(e).__name__}: {e}",
+                   "traceback": traceback.format_exc(limit=8)})
+    finally:
+        conn.close()
+
+
+def spawn(devices: list[int], uid, plan: CollPlan, engine_name: str, timeout_s: float) -> list[dict]:
+    """Start one worker process per GPU (rank = position in ``devices``) and collect their reports; on the first
+    failure, or past ``timeout_s``, the workers still running are terminated (a rank stuck in a collective whose
+    peer died never returns by itself)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    procs, conns = [], []
+    for rank, dev in enumerate(devices):
+        parent, child = ctx.Pipe(duplex=False)
+        p = ctx.Process(target=worker, args=(rank, len(devices), dev, uid, plan.to_dict(), engine_name, child),
+                        name=f"hwprobe-nccl-rank{rank}", daemon=True)
+        p.start()
+        child.close()
+        procs.append(p)
+        conns.append(parent)
+    reports: dict[int, dict] = {}
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(reports) < len(procs) and time.monotonic() < deadline:
+            for rank, (p, c) in enumerate(zip(procs, conns, strict=True)):
+                if rank in reports:
+                    continue
+                if c.poll(0.2):
+                    reports[rank] = c.recv()
+                    if not reports[rank]["ok"]:
+                        deadline = min(deadline, time.monotonic() + 10)
+                elif not p.is_alive() and not c.poll(0):
+                    reports[rank] = {"rank": rank, "ok": False, "error": f"worker exited with code {p.exitcode}"}
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+            p.join(5)
+    for rank in range(len(procs)):
+        reports.setdefault(rank, {"rank": rank, "ok": False, "error": f"no report within {timeout_s:.0f} s"})
+    return [reports[r] for r in range(len(procs))]
