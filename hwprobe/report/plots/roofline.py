@@ -30,9 +30,12 @@ class Roof:
     datasheet: float | None
     run: int
     ridge: float
+    name: str = ""            # what the label calls it (default: the instruction or library in the metric)
 
 
 def roofs(run: Run, unit: str, index: int = 0) -> list[Roof]:
+    """The best measured ceiling per precision on ``unit``; a run without compute ceilings (the memory suite)
+    gets its CUDA-core roofs from the intensity sweep's fit (gpu.roofline's ridge findings)."""
     p = run.profile
     bw = p.bandwidth("dram")
     out = []
@@ -41,6 +44,14 @@ def roofs(run: Run, unit: str, index: int = 0) -> list[Roof]:
         if pk is None:
             continue
         out.append(Roof(prec, unit, pk.value, pk.unit, pk.metric, pk.datasheet, index, pk.value / bw if bw else 0))
+    if not out and unit == "cuda_core" and not p.compute:
+        for f in run.findings("roofline.", ".ridge"):
+            prec = str(f["metric"]).split(".")[1]
+            roof = (f.get("params") or {}).get("roof")
+            if roof and bw:
+                unit_name = "OP/s" if tx.is_integer(prec) else "FLOP/s"
+                out.append(Roof(prec, unit, roof, unit_name, str(f["metric"]), None, index, roof / bw,
+                                "sweep fit"))
     return out
 
 
@@ -60,7 +71,7 @@ def roof_label(g: list[Roof], runs: list[Run]) -> str:
     "FP16/BF16 wgmma: H200 907/898, H100 936/938 TFLOP/s"."""
     keyed: dict[tuple[str, str], list[Roof]] = {}
     for r in sorted(g, key=lambda r: (_rank(r.precision), r.run)):
-        keyed.setdefault((tx.instruction_name(r.metric), r.rate_unit), []).append(r)
+        keyed.setdefault((r.name or tx.instruction_name(r.metric), r.rate_unit), []).append(r)
     parts = []
     for (instr, unit), rs in keyed.items():
         names = "/".join(dict.fromkeys(r.precision.upper() for r in rs))
@@ -109,13 +120,14 @@ def roofline(runs: list[Run]):
         raise NoData("no measured DRAM bandwidth to draw the slope from")
     plt = st.pyplot()
     fig, axes = plt.subplots(1, len(units), figsize=(7.4 * len(units), 6.4), squeeze=False)
-    notes = []
     for ax, unit in zip(axes[0], units, strict=False):
-        notes += _panel(ax, unit, runs)
+        _panel(ax, unit, runs)
     name = " vs ".join(r.label for r in runs) if len(runs) > 1 else runs[0].device_name
     fig.suptitle(f"{name}: measured roofline", fontsize=12, fontweight="bold", x=0.01, ha="left")
+    fitted = any(r.name == "sweep fit" for run in runs for u in units for r in roofs(run, u))
     key = ["solid: measured ceiling (the best instruction or library kernel), starting at its ridge point (o) on "
-           "the DRAM slope"]
+           "the DRAM slope" if not fitted else "solid: the roof fitted to the intensity sweep (this run measured "
+           "no compute ceilings), starting at its ridge point (o)"]
     if any(r.datasheet for run in runs for u in units for r in roofs(run, u)) and len(runs) == 1:
         key.append("dashed: datasheet")
     if any(r.sweeps("roofline.") for r in runs):
@@ -126,11 +138,9 @@ def roofline(runs: list[Run]):
                              for i, r in enumerate(runs)))
     fig.text(0.01, 0.935, textwrap.fill("; ".join(key), int(17 * 7.4 * len(units))), fontsize=8, color="#333333",
              va="top")
-    fig.tight_layout(rect=(0, 0.04 if notes else 0, 1, 0.93))
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
     for ax, unit in zip(axes[0], units, strict=False):
         _labels(ax, unit, runs)
-    if notes:
-        st.note(fig, "\n".join(notes))
     return fig
 
 
@@ -151,7 +161,7 @@ def _limits(unit: str, runs: list[Run]) -> tuple[float, float, float, float]:
     return xmin, xmax, ymin, ymax
 
 
-def _panel(ax, unit: str, runs: list[Run]) -> list[str]:
+def _panel(ax, unit: str, runs: list[Run]) -> None:
     xmin, xmax, ymin, ymax = _limits(unit, runs)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -177,7 +187,7 @@ def _panel(ax, unit: str, runs: list[Run]) -> list[str]:
                 ax.plot([r.datasheet / ds_bw, xmax], [r.datasheet, r.datasheet], color=color, lw=1.1,
                         ls=st.DATASHEET_LS)
         _sweep(ax, run, unit, i, multi)
-    return _fp16_note(ax, unit, runs)
+    _fp16_note(ax, unit, runs)
 
 
 def _datasheet_bw(run: Run) -> float:
@@ -218,16 +228,16 @@ def _sweep(ax, run: Run, unit: str, i: int, multi: bool) -> None:
         ax.plot(xs, ys, marker, color=color, ms=3.6, alpha=0.85, lw=0.6, ls="-" if multi else "none", zorder=4)
 
 
-def _fp16_note(ax, unit: str, runs: list[Run]) -> list[str]:
+def _fp16_note(ax, unit: str, runs: list[Run]) -> None:
     """Where the FP16 sweep levels off under the CUDA-core FP16 roof, say why on the plot."""
     run = runs[0]
     pts = [m for m in run.sweeps("roofline.fp16.") if "intensity" in m.params]
     roof = run.profile.peak("fp16", unit)
     if unit != "cuda_core" or not pts or not roof:
-        return []
+        return
     top = max(m.value for m in pts)
     if top > 0.75 * roof.value:
-        return []
+        return
     pipe = run.measurement("experiment.cuda_core.hfma2_fma_pipe")
     pipe_rate = ((pipe.params.get("flop_per_s") or {}).get("hfma") if pipe else None) or None
     src = (f"gpu.fma's FMA-pipe-only HFMA2 runs {si(pipe_rate, 'FLOP/s')}" if pipe_rate else
@@ -239,7 +249,6 @@ def _fp16_note(ax, unit: str, runs: list[Run]) -> list[str]:
                 textcoords="axes fraction", ha="right", va="bottom", fontsize=7.5, color="#225522",
                 arrowprops={"arrowstyle": "->", "color": "#225522", "lw": 0.8},
                 bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "#99bb99", "lw": 0.6})
-    return []
 
 
 def _labels(ax, unit: str, runs: list[Run]) -> None:
