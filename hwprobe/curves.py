@@ -175,6 +175,39 @@ def plateau_exit(sizes, values, lo: float, hi: float, *, drop: float = 0.10, con
 
 
 @dataclass
+class Capacity:
+    value: float          # bytes: the exit, never above the physical size
+    exit: PlateauExit     # where the curve left its plateau
+    clamped: bool         # the exit lay past the physical size
+
+
+def effective_capacity(sizes, values, lo: float, hi: float, physical: float, *, drop: float = 0.10) -> Capacity | None:
+    """The effective capacity of a cache level for the pattern a curve was measured with: where the curve first
+    falls ``drop`` below its plateau (``plateau_exit`` over the window ``lo``..``hi``), never above the physical
+    size (a curve may stay flat a little past it: random replacement keeps some lines of a set larger than the
+    cache). None when the curve never leaves its plateau."""
+    ex = plateau_exit(sizes, values, lo, hi, drop=drop)
+    if ex is None:
+        return None
+    return Capacity(value=min(ex.size, float(physical)), exit=ex, clamped=ex.size > physical)
+
+
+def level_exit(sizes, latencies, start: float, *, rise: float = 0.10) -> PlateauExit | None:
+    """Where a latency curve leaves the plateau that begins at ``start``: the first size (confirmed by the next)
+    whose latency is ``rise`` above the plateau's median, log-interpolated. The plateau is the run of points
+    from ``start`` within ``rise`` of its first point (the far L2 plateau of a single-SM chase, say)."""
+    s = np.asarray(sizes, dtype=float)
+    t = np.asarray(latencies, dtype=float)
+    first = int(np.searchsorted(s, start))
+    if first >= len(s):
+        return None
+    k = first
+    while k + 1 < len(s) and t[k + 1] <= (1 + rise) * t[first]:
+        k += 1
+    return plateau_exit(s, 1.0 / t, s[first], s[k], drop=1 - 1 / (1 + rise))
+
+
+@dataclass
 class RooflineFit:
     bandwidth: float      # fitted slope (perf / intensity) over memory-bound points, B/s
     roof: float           # compute roof, FLOP/s

@@ -267,3 +267,46 @@ def test_measured_hopper_l2_latency_curves_show_the_far_partition(curve, l2, nea
     assert k is not None and 0.4 * l2 <= k.size <= 0.6 * l2
     assert 1e9 / k.upper.level == pytest.approx(near, rel=0.01)
     assert 1e9 / k.lower.level == pytest.approx(far, rel=0.03)
+
+
+# ---------------------------------------------------------------- capacities never above the physical size
+
+def test_effective_capacity_is_the_plateau_exit_and_never_above_the_physical_size():
+    from hwprobe.curves import effective_capacity
+
+    # H200, 2026-11-24: the all-SM shared-data curve (private rows moved across SMs each launch), TB/s
+    sizes = [4.3, 8.6, 13.0, 17.3, 21.6, 26.0, 30.3, 34.6, 43.3, 51.9, 60.6, 69.2, 86.5, 103.8, 121.1]
+    tbps = [8.18, 8.64, 7.98, 8.66, 8.31, 8.76, 8.22, 8.71, 8.56, 4.87, 4.61, 4.61, 4.59, 4.56, 4.57]
+    s = [x * MIB for x in sizes]
+    cap = effective_capacity(s, tbps, 2 * MIB, 20 * MIB, 60 * MIB)
+    assert cap is not None and not cap.clamped
+    assert cap.exit.bracket == (43.3 * MIB, 51.9 * MIB) and 43.3 * MIB < cap.value < 51.9 * MIB
+    # the old stream kernel's curve left its plateau past 60 MiB: reported as the physical size, flagged
+    s2, v2 = zip(*H200_DEVICE, strict=True)
+    cap2 = effective_capacity(s2, v2, 2 * MIB, 20 * MIB, 60 * MIB)
+    assert cap2.clamped and cap2.value == 60 * MIB and cap2.exit.size > 60 * MIB
+    flat = [5.0] * len(s)
+    assert effective_capacity(s, flat, 2 * MIB, 20 * MIB, 60 * MIB) is None
+
+
+@pytest.mark.parametrize("curve, l2", [(H100_CURVE, 50 * MIB), (H200_CURVE, 60 * MIB)])
+def test_single_sm_latency_leaves_l2_at_the_physical_size(curve, l2):
+    from hwprobe.curves import level_exit
+    from hwprobe.probes.memory.latency import far_step
+
+    sizes, ns = [s for s, _ in curve], [t * 1e-9 for _, t in curve]
+    split = far_step(sizes, ns, l2)
+    ex = level_exit(sizes, ns, split.lower.lo_size)
+    assert ex is not None and ex.size == pytest.approx(l2, rel=0.10)
+    assert ex.bracket[0] <= l2 <= ex.bracket[1] * 1.2
+    assert level_exit(sizes, ns, sizes[-1] * 2) is None
+
+
+def test_latency_bound_curve_shows_the_partition_step():
+    """H200 2026-11-24, 4 KiB of loads in flight per SM: 1.59 TB/s to 27 MiB, 0.77 from 41 MiB."""
+    sizes = [3.75, 4.31, 5.0, 5.69, 6.56, 7.5, 8.62, 9.94, 11.38, 13.06, 15.0, 17.25, 19.81, 22.75, 26.12, 30.0,
+             34.5, 39.62, 45.5, 52.25, 60.0, 68.94, 79.19, 91.0, 104.5, 120.0]
+    tbps = [1.59, 1.59, 1.61, 1.58, 1.6, 1.59, 1.6, 1.59, 1.6, 1.6, 1.59, 1.59, 1.59, 1.59, 1.59, 1.27, 0.93, 0.79,
+            0.77, 0.76, 0.71, 0.7, 0.7, 0.69, 0.71, 0.69]
+    k = step_inside([x * MIB for x in sizes], tbps, 60 * MIB, band=0.10, min_step=1.3, plateau_points=2)
+    assert k is not None and 0.4 < k.size / (60 * MIB) < 0.55 and k.ratio > 1.9

@@ -290,12 +290,12 @@ def test_host_sizes_samples_and_patterns():
 
 
 def test_probes_register_with_the_right_fields():
+    from hwprobe.probes.base import _REGISTRY
+    from hwprobe.probes.compute import roofline as gpu_roofline  # noqa: F401
+    from hwprobe.probes.interconnect import host as gpu_host  # noqa: F401
     from hwprobe.probes.memory import cache as gpu_cache  # noqa: F401
     from hwprobe.probes.memory import dram as gpu_dram  # noqa: F401
-    from hwprobe.probes.interconnect import host as gpu_host  # noqa: F401
     from hwprobe.probes.memory import latency as gpu_latency  # noqa: F401
-    from hwprobe.probes.compute import roofline as gpu_roofline  # noqa: F401
-    from hwprobe.probes.base import _REGISTRY
 
     want = {"gpu.dram": "memory", "gpu.cache": "memory", "gpu.latency": "memory", "gpu.host": "interconnect",
             "gpu.roofline": "compute"}
@@ -352,8 +352,8 @@ def test_l2_latency_sweep_reports_a_far_partition_only_where_a_step_shows(monkey
     from types import SimpleNamespace
 
     from hwprobe.measurement import Measurement
-    from hwprobe.probes.memory import latency as gpu_latency
     from hwprobe.probes.base import ProbeContext
+    from hwprobe.probes.memory import latency as gpu_latency
     from hwprobe.timing import NullSampler
 
     l2 = 50 << 20
@@ -377,3 +377,220 @@ def test_l2_latency_sweep_reports_a_far_partition_only_where_a_step_shows(monkey
     far = out["latency.l2_far"]
     assert far.level == "l2_far" and far.value == pytest.approx(320e-9)
     assert 0.4 * l2 < sweep.value <= 0.6 * l2 and "near partition 260 ns, far 320 ns" in sweep.notes[0]
+
+
+# ---------------------------------------------------------------- L2 pattern plan (issue 10)
+
+def test_l2_private_plan_gives_every_block_its_own_rows():
+    from hwprobe.probes.memory import l2plan
+
+    v = l2plan.L2Variant(256, 4, 0, 4)
+    plan = l2plan.private_plan(20 * MIB, v, 132)
+    assert plan.private and plan.nregions % plan.grid == 0 and plan.set_bytes <= 20 * MIB
+    assert plan.set_bytes > 20 * MIB - v.min_set(132)              # rounded down by less than one row per block
+    for off in (0, 7919 % plan.grid):
+        owners = l2plan.owners(plan, iters=3 * plan.nregions // plan.grid, off=off)
+        assert len(owners) == plan.nregions and all(len(b) == 1 for b in owners.values())
+    with pytest.raises(ValueError, match="smaller than one"):
+        l2plan.private_plan(v.min_set(132) - 1, v, 132)
+    # a shared plan (the peer's) does put several blocks on one region
+    peer = l2plan.shared_plan(8 * MIB, l2plan.PEER, 64, l2plan.PEER_REGION)
+    assert peer.nregions == 16 and max(len(b) for b in l2plan.owners(peer, 1).values()) == 4
+    assert l2plan.block_sum(plan, 5) == 5 * plan.region_vecs * 4
+    assert l2plan.launch_bytes(plan, 5) == plan.grid * 5 * plan.region_vecs * 16
+
+
+def test_l2_sweep_plan_reads_the_sizes_it_reports():
+    from hwprobe.probes.memory import l2plan
+
+    wanted = mplan.log_sizes(60 * MIB // 16, 120 * MIB, 8, align=1 << 16)
+    planned = l2plan.sweep_plan([l2plan.CAPACITY], wanted, 132)
+    q = l2plan.CAPACITY.min_set(132)
+    assert list(planned) == sorted(planned) and all(s % q == 0 for s in planned)
+    assert planned and min(planned) == q and max(planned) <= 120 * MIB
+    assert l2plan.choose([l2plan.CAPACITY], q - 1, 132) is None
+    big, small = l2plan.L2Variant(256, 4, 0, 8), l2plan.L2Variant(64, 4, 0, 8)
+    assert l2plan.choose([big, small], 22 * MIB, 132) is small      # 16.5 MiB of 22 would lose 25%
+    assert l2plan.choose([big, small], 33 * MIB, 132) is big
+
+
+def test_l2_kernel_names_exist_in_the_source():
+    from hwprobe.probes.memory import l2plan
+
+    src = source("mem_cache.cu")
+    assert "l2_region(" in src and "template <int U, int LD>" in src
+    assert {n.split("<")[0] for n in l2plan.kernel_names()} == {"l2_region"}
+    assert all(v.load in l2plan.L2_LOADS for v in (*l2plan.SCREEN, l2plan.CAPACITY, l2plan.LOW_MLP, l2plan.PEER))
+    assert all(v.unroll in l2plan.UNROLLS for v in (*l2plan.SCREEN, l2plan.CAPACITY, l2plan.LOW_MLP, l2plan.PEER))
+
+
+# ---------------------------------------------------------------- per-SM L2 map
+
+def _fake_map(rng, turns=132, steps=512, near=280.0, far=456.0, share=0.4, overhead=6.0):
+    smid = rng.permutation(turns)
+    is_far = rng.random((turns, steps)) < share
+    first = np.where(is_far, far, near) + rng.normal(0, 6, (turns, steps)) + overhead
+    again = near + overhead + rng.normal(0, 3, (turns, steps))
+    lat = np.stack([first, again], axis=1)
+    plain = (again.mean(axis=1) - overhead) * steps
+    clk = np.stack([np.zeros(turns), np.full(turns, 1e6), np.zeros(turns), np.full(turns, 1.98e6)], axis=1)
+    return smid, lat, plain, clk
+
+
+def test_l2map_splits_near_and_far_and_removes_the_timing_overhead():
+    from hwprobe.probes.memory import l2map
+
+    rng = np.random.default_rng(0)
+    smid, lat, plain, clk = _fake_map(rng)
+    t = l2map.sm_map(smid, lat, plain, clk, 512)
+    assert t["sm"] == list(range(132))
+    assert t["overhead_cycles"] == pytest.approx(6.0, abs=0.5)
+    assert 300 < t["threshold_cycles"] < 440
+    assert all(x == pytest.approx(280, abs=4) for x in t["near_cycles"])
+    assert all(x == pytest.approx(456, abs=4) for x in t["far_cycles"])
+    assert all(x == pytest.approx(280 / 1.98, rel=0.02) for x in t["near_ns"])
+    assert all(0.3 < x < 0.5 for x in t["far_share"]) and all(x == 1980.0 for x in t["sm_mhz"])
+    s = l2map.spread(t["near_ns"])
+    assert s["min"] <= s["median"] <= s["max"] and s["ratio"] >= 1.0
+    assert l2map.map_text(t).count("\n") == 132
+
+
+def test_l2map_one_group_is_not_a_near_far_split():
+    from hwprobe.probes.memory import l2map
+
+    rng = np.random.default_rng(1)
+    assert l2map.two_modes(rng.normal(280, 8, 5000)) is None
+    assert l2map.two_modes(np.r_[rng.normal(280, 5, 990), rng.normal(460, 5, 10)]) is None   # 1%: noise
+    m = l2map.two_modes(np.r_[rng.normal(280, 5, 600), rng.normal(460, 5, 400)])
+    assert m is not None and m.high_share == pytest.approx(0.4, abs=0.01) and 290 < m.threshold < 450
+    smid, lat, plain, clk = _fake_map(rng, share=0.0)
+    t = l2map.sm_map(smid, lat, plain, clk, 512)
+    assert t["threshold_cycles"] is None and all(x is None for x in t["far_cycles"])
+
+
+def test_l2map_sides_and_turns():
+    from hwprobe.probes.memory import l2map
+
+    rng = np.random.default_rng(2)
+    turns, steps = 132, 512
+    half = (np.arange(turns) // 6) % 2                  # runs of SMs, as the H200's halves come
+    first = np.where(half[:, None] == 0, 527.0, np.where(rng.random((turns, steps)) < 0.57, 283.0, 740.0))
+    lat = np.stack([first, first], axis=1)
+    smid = np.arange(turns)[::-1]
+    s = l2map.sm_sides(smid, lat[::-1], steps)
+    assert s is not None and s["side"] == half.tolist() and s["side"][0] == 0
+    assert l2map.sm_sides(smid, np.full((turns, 2, steps), 280.0), steps) is None
+    order = np.arange(1000)
+    starts = l2map.turn_starts(order, 10, 50, within=1.0)
+    assert starts.tolist() == [0, 50, 100, 150, 200, 250, 300, 350, 400, 450]
+    with pytest.raises(ValueError):
+        l2map.turn_starts(order, 10, 50, within=1 / 3)
+    raw = {"smid": np.arange(4), "tail": np.array([1, 2, 3, 4]), "want": np.array([1, 2, 3, 4])}
+    l2map.check_raw(raw, 4)
+    from hwprobe.errors import VerificationError
+    with pytest.raises(VerificationError, match="every SM"):
+        l2map.check_raw({**raw, "smid": np.array([0, 1, 1, 3])}, 4)
+    with pytest.raises(VerificationError, match="wrong pointer"):
+        l2map.check_raw({**raw, "tail": np.array([1, 2, 0, 4])}, 4)
+
+
+def test_l2map_plot_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    from hwprobe.probes.memory import l2map
+
+    rng = np.random.default_rng(3)
+    t = l2map.sm_map(*_fake_map(rng), 512)
+    t["side"] = [i % 2 for i in range(132)]
+    path = l2map.plot_sm_map(t, str(tmp_path / "map.png"))
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+# ---------------------------------------------------------------- Hopper paths
+
+def test_hopper_dsm_and_tma_bookkeeping():
+    from hwprobe.probes.memory import hopper
+
+    want = hopper.dsm_expected(4, 10, 8192, 1024, 8)
+    per_block = want[::1024]
+    assert per_block.tolist() == [10 * 8 * 4 * p for p in (2, 3, 4, 1, 2, 3, 4, 1)]   # peer rank + 1
+    assert len(want) == 8 * 1024
+    plan = hopper.tma_plan(4096, 1 << 30, 132)
+    assert plan.stages == 16 and plan.per_block == (1 << 30) // 4096 // 132
+    assert plan.bytes == 132 * plan.per_block * 4096 <= 1 << 30
+    assert hopper.tma_expected(plan) == plan.per_block * 1024
+    assert [hopper.tma_stages(t) for t in hopper.TMA_TILES] == [16, 16, 16, 16, 8, 4, 2]
+    assert all(hopper.tma_stages(t) * t <= 128 << 10 for t in hopper.TMA_TILES[3:])
+    with pytest.raises(ValueError):
+        hopper.tma_plan(3000, 1 << 20, 132)
+    assert hopper._ring_end(hopper.DSM_RING) == 0          # a full lap comes back to the start
+    src = source("hopper_mem.cu")
+    assert f"#define TMA_MAX_STAGES {hopper.TMA_MAX_STAGES}" in src
+    assert "__cluster_dims__(CS, 1, 1)" in src and "fence.proxy.async" not in src.split("tma_load")[1]
+
+
+def test_hopper_probe_skips_below_sm90():
+    from types import SimpleNamespace
+
+    from hwprobe.probes.base import ProbeContext
+    from hwprobe.probes.memory import hopper
+    from hwprobe.timing import NullSampler
+
+    ctx = ProbeContext(target="gpu", device=SimpleNamespace(cc_major=8, cc_minor=0), sampler=NullSampler(),
+                       probe_name="gpu.hopper_mem")
+    out = list(hopper.run(ctx))
+    assert [m.metric for m in out] == ["dsm.latency", "dsm.read", "tma.load"]
+    assert all(m.status == "skipped" and "sm_90" in m.reason for m in out)
+
+
+# ---------------------------------------------------------------- DRAM chases and the gpu.dram plan
+
+def test_sparse_cycles_visit_distinct_slots():
+    rng = np.random.default_rng(4)
+    o = chase.sparse_random_cycle(1 << 20, 5000, rng)
+    assert len(o) == len(set(o.tolist())) == 5000 and o.max() < 1 << 20
+    p = chase.sparse_page_local_cycle(64 * 1024, 1024, 3000, 512, rng)
+    assert len(set(p.tolist())) == 3000
+    pages = p // 1024
+    assert np.count_nonzero(np.diff(pages)) == 5               # 6 pages, each once, 512 slots each
+    with pytest.raises(ValueError):
+        chase.sparse_page_local_cycle(4 * 1024, 1024, 3000, 512, rng)
+
+
+def test_random_chase_note_says_what_was_measured():
+    from hwprobe.measurement import Measurement
+    from hwprobe.probes.memory.latency import random_note, random_set
+
+    def m(cyc, size):
+        return Measurement(probe="gpu.latency", metric="x", kind="latency", value=1e-7, unit="s",
+                           params={"cycles": cyc, "working_set_bytes": size})
+
+    local = m(660.0, 512 * MIB)
+    assert "includes TLB misses" in random_note(m(680.0, 8 * GIB), local)
+    assert "no TLB-miss cost" in random_note(m(664.0, 2 * GIB), local)
+    assert random_set(512 * MIB, 40 * GIB, quick=False) == 8 * GIB
+    assert random_set(512 * MIB, 3 * GIB, quick=False) == 3 * GIB
+    assert random_set(512 * MIB, 100 * MIB, quick=True) == 512 * MIB
+
+
+def test_dram_plan_is_pure_and_complete():
+    from hwprobe.probes.memory import dram as d
+
+    occ = lambda block, unroll: 2048 // block  # noqa: E731
+    for op in ("read", "write", "copy", "scale", "triad"):
+        io = d.OP_IO[op]
+        first = d.first_stage(op, 132, occ, True)
+        assert first and all((v["lh"], v["sh"]) == d.hint_pairs(op)[0] for v in first)
+        assert d.first_stage(op, 132, occ, False) == first[:1]
+        hints = d.hint_stage(op, first[0])
+        assert len(hints) == len(d.hint_pairs(op)) - 1 and all(h["layout"] == first[0]["layout"] for h in hints)
+        assert d.stream_bytes(op, GIB) == (len(io.inputs) + (io.output is not None)) * GIB or op == "read"
+        assert (io.check is None) == (op == "read")
+    tried = [{**{k: i for k in d.VARIANT_KEYS}, "gbps": g} for i, g in enumerate([10.0, 30.0, 20.0])]
+    tried.append({**{k: 9 for k in d.VARIANT_KEYS}, "error": "boom"})
+    assert [t["block"] for t in d.ranked(tried, 2)] == [1, 2]
+    base, sizes = d.dram_sizes(60 * MIB, 140 * GIB, None, False, True)
+    assert base == GIB and sizes == [GIB, 2 * GIB, 4 * GIB]
+    assert d.dram_sizes(60 * MIB, 140 * GIB, None, True, True) == (240 * MIB, [240 * MIB])
+    with pytest.raises(ValueError):
+        d.dram_sizes(60 * MIB, GIB, None, False, True)

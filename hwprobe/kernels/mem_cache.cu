@@ -38,6 +38,56 @@ __global__ void __launch_bounds__(1024) sweep_read(const uint4* __restrict__ buf
     if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 
+// L2 read bandwidth, "a region per block": the working set is nregions regions of region_vecs 16-byte vectors
+// (whole rows of blockDim.x * U vectors: U independent loads in flight per thread, no index wrap, no dependent
+// address math). Block v = (blockIdx.x + off) mod gridDim.x reads `iters` regions, the k-th being
+// (v + k * gridDim.x) mod nregions. With nregions a multiple of gridDim.x (the host's private plan) every block
+// owns its regions: no two requests in flight anywhere ask for the same line, so every byte counted is a byte
+// the L2 served (requests for a line another SM is already fetching are merged on the way, and a pattern that
+// makes them reads far more than L2 delivers). `off` changes from launch to launch, so a block's regions move
+// to another SM each launch and over the launches every SM reads the whole set: data that all SMs share.
+// With a flat grid, iters = 1 and off = 0, block b reads region b mod nregions: the established cache
+// benchmark's pattern, kept for comparison. LD: 0 ld.global.cg (L2 only), 1 ld.global.L1::no_allocate, 2 plain
+// ld.global (may hit L1: comparison only). Every word of buf is 1: a block's sum is iters * region_vecs * 4.
+// (Plain, not volatile, asm: ptxas may then issue all U loads before the first add.)
+template <int LD>
+__device__ __forceinline__ uint4 ld_l2(const uint4* p) {
+    uint4 v;
+    if constexpr (LD == 0) {
+        asm("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    } else if constexpr (LD == 1) {
+        asm("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    } else {
+        asm("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    }
+    return v;
+}
+
+template <int U, int LD>
+__global__ void __launch_bounds__(U >= 16 ? 512 : 1024) l2_region(
+        const uint4* __restrict__ buf, unsigned long long region_vecs, unsigned long long nregions, unsigned iters,
+        unsigned off, unsigned* __restrict__ out) {
+    const unsigned long long nblocks = gridDim.x;
+    const unsigned long long v = (blockIdx.x + (unsigned long long)off) % nblocks;
+    const unsigned long long row = (unsigned long long)blockDim.x * U;
+    const unsigned long long rows = region_vecs / row;
+    unsigned a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (unsigned k = 0; k < iters; ++k) {
+        const unsigned long long r = (v + k * nblocks) % nregions;
+        for (unsigned long long i = 0; i < rows; ++i) {
+            const uint4* p = buf + r * region_vecs + i * row + threadIdx.x;
+            uint4 x[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) x[u] = ld_l2<LD>(p + u * blockDim.x);
+#pragma unroll
+            for (int u = 0; u < U; ++u) { a0 += x[u].x; a1 += x[u].y; a2 += x[u].z; a3 += x[u].w; }
+        }
+    }
+    const unsigned s = block_sum<unsigned>(a0 + a1 + a2 + a3);
+    if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
 __device__ __forceinline__ unsigned long long global_ns() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
@@ -118,4 +168,28 @@ __global__ void chase(unsigned long long p, long long warm, long long steps, uns
     out[slot * 4 + 0] = p;
     out[slot * 4 + 1] = (unsigned long long)(c1 - c0);
     out[slot * 4 + 2] = t1 - t0;
+}
+
+// Shared-memory load latency: one thread follows a ring of 32-bit shared addresses (ring[i] = the address of
+// ring[(i + stride) % n]) with ld.shared.u32 p, [p]: a dependent chain with no address arithmetic.
+// out[0..3] = final address, clock64 cycles, globaltimer ns, the ring's start address.
+extern "C" __global__ void smem_chase(unsigned n, unsigned stride, unsigned long long warm, unsigned long long steps,
+                                      unsigned long long* __restrict__ out) {
+    extern __shared__ __align__(16) unsigned ring[];
+    const unsigned base = (unsigned)__cvta_generic_to_shared(ring);
+    for (unsigned i = threadIdx.x; i < n; i += blockDim.x) ring[i] = base + 4u * ((i + stride) % n);
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    unsigned p = base;
+    for (unsigned long long i = 0; i < warm; ++i) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p) :: "memory");
+    const long long c0 = cycles();
+    const unsigned long long t0 = global_ns();
+#pragma unroll 16
+    for (unsigned long long i = 0; i < steps; ++i) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p) :: "memory");
+    out[0] = p;  // waits for the last load, so the clock stops after it
+    const long long c1 = cycles();
+    const unsigned long long t1 = global_ns();
+    out[1] = (unsigned long long)(c1 - c0);
+    out[2] = t1 - t0;
+    out[3] = base;
 }

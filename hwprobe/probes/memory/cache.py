@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from hwprobe.curves import plateau_exit, step_inside
+from hwprobe.curves import effective_capacity, plateau_exit, step_inside
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
+from hwprobe.probes.memory import l2plan
 from hwprobe.probes.memory.common import CACHE_KERNELS, blocks_per_sm, budget_bytes, info, release, time_call
 from hwprobe.probes.memory.plan import log_sizes, refine_between
 from hwprobe.timing import clock_mhz
@@ -26,34 +27,46 @@ from hwprobe.timing import clock_mhz
 L1_SWEEP_FACTOR = 8        # the per-SM sweep goes to 8x the L1/shared array
 EXIT_DROP = 0.10           # a level's capacity: where bandwidth first falls 10% below its plateau
 SWEEP_S = 0.002            # one timed call per sweep point
+SCREEN_S = 0.001           # one timed call while screening L2 variants
+L2_SWEEP_TO = 2            # the all-SM sweeps go to 2x L2
+STREAM_BLOCK = 512         # sweep_read<1>'s block in the L2 stream pattern
 CEILING_S = 0.004          # one timed call for a level's ceiling
 PER_SM_BLOCK = 1024
-DEVICE_BLOCK = 512
 LOADS_PER_ITER = 4         # sweep_read unrolls 4 loads of 16 B per iteration
 SMEM_BLOCK, SMEM_VECS = 256, 8  # must match mem_cache.cu
 
 
 @probe(name="gpu.cache", target="gpu", family="memory",
-       summary="L1/L2 bandwidth and capacity from a working-set sweep, L2 partitions, shared-memory bandwidth")
-def run(ctx, per_octave: int | None = None, refine: bool = True, shared: bool = True) -> Iterator[Measurement]:
+       summary="L1/L2 bandwidth and capacity from working-set sweeps, L2 near/far partitions, shared-memory bandwidth")
+def run(ctx, per_octave: int | None = None, refine: bool = True, shared: bool = True,
+        screen: bool = True) -> Iterator[Measurement]:
     """``per_octave``: sweep points per doubling of the working set (default 4, quick 3). ``refine``: add
-    points inside each knee's bracket before estimating capacity. ``shared``: measure shared memory too."""
-    import cupy as cp
-
+    points inside each knee's bracket before estimating capacity. ``shared``: measure shared memory too.
+    ``screen``: try the L2 pattern's variants first and sweep with the fastest (off: the first variant)."""
     from hwprobe.kernels import load
 
     release()
     dev = ctx.device
     ppo = per_octave or (3 if ctx.quick else 4)
-    l1_guess = l1_reported(dev)
-    l1_hi = L1_SWEEP_FACTOR * l1_guess
-    l2_hi = 4 * dev.l2_bytes
-    need = max(dev.sms * l1_hi, l2_hi)
+    need = max(dev.sms * L1_SWEEP_FACTOR * l1_reported(dev), L2_SWEEP_TO * dev.l2_bytes + (4 << 20))
     if need > budget_bytes():
         raise Skip(f"the sweeps need {need / 2**20:.0f} MiB, more than 25% of free device memory")
-    mod = load("mem_cache.cu", name_expressions=CACHE_KERNELS)
+    mod = load("mem_cache.cu", name_expressions=CACHE_KERNELS + l2plan.kernel_names())
+    yield from _l1(ctx, mod, ppo, refine)
+    release()
+    yield from _l2(ctx, mod, ppo, refine, screen)
+    release()
+    if shared:
+        yield from _shared(ctx, mod)
 
-    # --- per-SM sweep (L1) --------------------------------------------------------------------------------
+
+def _l1(ctx, mod, ppo: int, refine: bool) -> Iterator[Measurement]:
+    """Per-SM sweep: block b (one per SM) reads its own set through L1, carve-out set to the largest L1."""
+    import cupy as cp
+
+    dev = ctx.device
+    l1_guess = l1_reported(dev)
+    l1_hi = L1_SWEEP_FACTOR * l1_guess
     k_l1 = mod.get_function("sweep_read<0>")
     carve_note = _max_l1(k_l1)
     region_vecs = l1_hi // 16
@@ -73,42 +86,184 @@ def run(ctx, per_octave: int | None = None, refine: bool = True, shared: bool = 
         return make(it), work, _count_check(out, grid, block * it * LOADS_PER_ITER * 4), it
 
     sizes = log_sizes(4 << 10, l1_hi, ppo, align=256)
-    l1_pts = yield from _sweep(ctx, "per_sm", sizes, per_sm_point)
+    pts = yield from _sweep(ctx, "per_sm", sizes, per_sm_point)
     if refine:
-        l1_pts = yield from _refine(ctx, "per_sm", l1_pts, per_sm_point, _l1_window(l1_pts, l1_guess))
-    yield from _report_l1(ctx, l1_pts, per_sm_point, l1_guess, carve_note)
-    buf = None
+        pts = yield from _refine(ctx, "per_sm", pts, per_sm_point, _l1_window(pts, l1_guess))
+    yield from _report_l1(ctx, pts, per_sm_point, l1_guess, carve_note)
 
-    # --- device-wide sweep (L2, then DRAM) ----------------------------------------------------------------
-    k_l2 = mod.get_function("sweep_read<1>")
-    big = cp.ones(l2_hi // 4, dtype=cp.uint32)
-    grid_l2 = dev.sms * min(blocks_per_sm(k_l2, DEVICE_BLOCK, fallback=2), 2048 // DEVICE_BLOCK)
-    out_l2 = cp.zeros(grid_l2, dtype=cp.uint32)
 
-    def device_point(size: int, iters: int | None = None, target: float = SWEEP_S):
-        nvec = size // 16
+def _l2(ctx, mod, ppo: int, refine: bool, screen: bool) -> Iterator[Measurement]:
+    """All-SM sweeps: the L2 ceiling with the fastest screened pattern that never has two requests in flight
+    for one line; the shared-data curve (private rows moved to other SMs every launch) for the effective
+    capacity; the peer benchmark's pattern over 2-20 MiB for comparison; a latency-bound curve that shows the
+    near/far partition step."""
+    import cupy as cp
 
-        def make(it: int):
-            args = (big, cp.uint32(nvec), cp.uint64(0), cp.int32(0), cp.uint64(it), out_l2)
-            return lambda: k_l2((grid_l2,), (DEVICE_BLOCK,), args)
+    dev = ctx.device
+    l2 = dev.l2_bytes
+    lo, hi = _l2_window(l2)
+    big = cp.ones((L2_SWEEP_TO * l2 + (4 << 20)) // 4, dtype=cp.uint32)
+    out = cp.zeros(1 << 22, dtype=cp.uint32)
+    run_l2 = L2Runner(ctx, mod, big, out)
+    stream = run_l2.stream()
+    screened = _screen(run_l2, stream, l2) if screen else []
+    ok = [r for r in screened if r.get("median_bps")]
+    best = max(ok, key=lambda r: r["median_bps"])["variant"] if ok else "stream"
+    if best == "stream":
+        point = stream
+        sizes = log_sizes(max(l2 // 32, stream.min_size), L2_SWEEP_TO * l2, ppo, align=1 << 16)
+    else:
+        planned = l2plan.sweep_plan([best], log_sizes(l2 // 32, L2_SWEEP_TO * l2, ppo, align=1 << 16), dev.sms)
+        point, sizes = run_l2.private([best], planned), list(planned)
+    pts = yield from _sweep(ctx, "device", sizes, point)
+    if refine and best == "stream":
+        pts = yield from _refine(ctx, "device", pts, point, _l2_window(l2))
+    yield from _report_l2(ctx, pts, point, l2, screened)
+    cap_plan = l2plan.sweep_plan([l2plan.CAPACITY], log_sizes(l2 // 16, L2_SWEEP_TO * l2, 2 * ppo, align=1 << 16),
+                                 dev.sms)
+    cap = yield from _sweep(ctx, "shared_data", list(cap_plan), run_l2.private([l2plan.CAPACITY], cap_plan),
+                            repeats=2)
+    yield from _report_capacity(ctx, cap, l2)
+    peer = yield from _sweep(ctx, "peer_method", log_sizes(int(lo), int(hi), 2, align=1 << 16), run_l2.peer(),
+                             repeats=2)
+    mid, _ = _median_point(peer, lo, hi)
+    if mid is not None:
+        m = _ceiling(ctx, "cache.l2.read.peer_method", run_l2.peer(), mid, "l2", "device",
+                     ["the established cache benchmark's pattern (flat grid, block b reads 512 KiB region b mod n, "
+                      "ld.global.cg): co-running blocks of different SMs read the same lines at the same time, so "
+                      "it counts more bytes than the L2 serves; kept beside cache.l2.read, never a ceiling"])
+        m.params.update(ceiling=False, sweep_median_bps=float(np.median([peer[s] for s in peer if lo <= s <= hi])))
+        yield m
+    low = yield from _sweep(ctx, "latency_bound", log_sizes(l2 // 16, L2_SWEEP_TO * l2, ppo + 1, align=1 << 16),
+                            run_l2.low_mlp(), repeats=2)
+    yield _partition_finding(ctx, low, l2)
 
-        it = iters or _iters_for(make, target)
-        work = grid_l2 * DEVICE_BLOCK * it * LOADS_PER_ITER * 16
-        return make(it), work, _count_check(out_l2, grid_l2, DEVICE_BLOCK * it * LOADS_PER_ITER * 4), it
 
-    # Below grid x block x 16 B, threads of one step read the same vectors (a step's window wraps the set), so
-    # the rate is not L2 bandwidth (the H200 showed a noisy 12-18 TB/s there): the sweep starts above it.
-    start = max(512 << 10, grid_l2 * DEVICE_BLOCK * 16)
-    sizes = log_sizes(start, l2_hi, ppo, align=4096)
-    l2_pts = yield from _sweep(ctx, "device", sizes, device_point)
-    if refine:
-        l2_pts = yield from _refine(ctx, "device", l2_pts, device_point, _l2_window(dev.l2_bytes))
-    yield from _report_l2(ctx, l2_pts, device_point, dev.l2_bytes)
-    big = None
-    release()
+class L2Runner:
+    """Launches of l2_region as sweep points: each returns (fn, work, check, iters) for _sweep / _ceiling.
+    Every call of fn moves the blocks' regions to other SMs (the ``off`` argument), so the set is data that all
+    SMs share, while no two requests in flight ask for the same line (the private plan)."""
 
-    if shared:
-        yield from _shared(ctx, mod)
+    def __init__(self, ctx, mod, big, out):
+        self.ctx, self.mod, self.big, self.out = ctx, mod, big, out
+        self.calls = 0
+
+    def _launcher(self, v: l2plan.L2Variant, plan: l2plan.RegionPlan, rotate: bool):
+        import cupy as cp
+
+        k = self.mod.get_function(v.kernel)
+
+        def make(it: int, grid: int | None = None):
+            g = grid or plan.grid
+
+            def fn() -> None:
+                self.calls += 1
+                off = (self.calls * 7919) % g if rotate else 0
+                k((g,), (v.block,), (self.big, cp.uint64(plan.region_vecs), cp.uint64(plan.nregions), cp.uint32(it),
+                                     cp.uint32(off), self.out))
+            return fn
+        return make
+
+    def _checked(self, plan: l2plan.RegionPlan, it: int, grid: int) -> Callable[[], None]:
+        want = l2plan.block_sum(plan, it)
+
+        def check() -> None:
+            got = self.out[:grid].get()
+            wrong = int(np.count_nonzero(got != want))
+            if wrong:
+                raise VerificationError(f"{wrong} of {grid} blocks read a wrong sum (want {want}, got {got[0]})")
+        return check
+
+    def stream(self):
+        """sweep_read<1>: every thread walks the whole set, neighbouring threads on neighbouring vectors, the
+        grid's window (grid x 512 x 16 B) moving along it: no two requests in flight for one vector once the set
+        is larger than the window (min_size)."""
+        import cupy as cp
+
+        sms = self.ctx.device.sms
+        k = self.mod.get_function("sweep_read<1>")
+        grid = sms * min(blocks_per_sm(k, STREAM_BLOCK, fallback=2), 2048 // STREAM_BLOCK)
+
+        def point(size: int, iters: int | None = None, target: float = SWEEP_S):
+            nvec = size // 16
+
+            def make(it: int):
+                args = (self.big, cp.uint32(nvec), cp.uint64(0), cp.int32(0), cp.uint64(it), self.out)
+                return lambda: k((grid,), (STREAM_BLOCK,), args)
+
+            it = iters or _iters_for(make, target)
+            work = grid * STREAM_BLOCK * it * LOADS_PER_ITER * 16
+            return make(it), work, _count_check(self.out, grid, STREAM_BLOCK * it * LOADS_PER_ITER * 4), it
+        point.label = (f"stream: every thread walks the whole set, {STREAM_BLOCK} threads x {grid // sms} blocks/SM, "
+                       f"{LOADS_PER_ITER} x 16 B ld.global.cg per step, neighbouring threads on neighbouring vectors")
+        point.min_size = grid * STREAM_BLOCK * 16
+        return point
+
+    def private(self, ranked: list[l2plan.L2Variant], planned: dict[int, l2plan.L2Variant] | None = None):
+        sms = self.ctx.device.sms
+        planned = planned or {}
+
+        def point(size: int, iters: int | None = None, target: float = SWEEP_S, variant=None):
+            v = variant or planned.get(size) or l2plan.choose(ranked, size, sms)
+            plan = l2plan.private_plan(size, v, sms)
+            make = self._launcher(v, plan, rotate=True)
+            it = iters or _iters_for(make, target, probe_iters=2, lo=2)
+            point.label = f"{v.label()}; set {plan.set_bytes} B"
+            return make(it), l2plan.launch_bytes(plan, it), self._checked(plan, it, plan.grid), it
+        return point
+
+    def low_mlp(self):
+        v, sms = l2plan.LOW_MLP, self.ctx.device.sms
+
+        def point(size: int, iters: int | None = None, target: float = SWEEP_S):
+            plan = l2plan.shared_plan(size, v, sms, l2plan.LOW_MLP_REGION)
+            make = self._launcher(v, plan, rotate=True)
+            it = iters or _iters_for(make, target, probe_iters=2, lo=2)
+            return make(it), l2plan.launch_bytes(plan, it), self._checked(plan, it, plan.grid), it
+        point.label = v.label()
+        return point
+
+    def peer(self):
+        v = l2plan.PEER
+
+        def point(size: int, iters: int | None = None, target: float = SWEEP_S):
+            plan = l2plan.shared_plan(size, v, 1, l2plan.PEER_REGION)
+            make = self._launcher(v, plan, rotate=False)
+            probe = 4 * self.ctx.device.sms
+            grid = min(iters or _iters_for(lambda g: make(1, g), target, probe_iters=probe, lo=probe),
+                       self.out.size)
+            flat = l2plan.RegionPlan(plan.region_vecs, plan.nregions, grid, False)
+            return make(1, grid), l2plan.launch_bytes(flat, 1), self._checked(flat, 1, grid), grid
+        point.label = "peer method: flat grid, block b reads region b mod n (512 KiB), 1024 x 8 loads, ld.global.cg"
+        return point
+
+
+def _screen(run_l2: L2Runner, stream, l2: int) -> list[dict]:
+    """The stream kernel and each variant of l2plan.SCREEN (private plan) at two sizes well inside L2 that every
+    variant can own (0.28 and 0.33 of L2), two timed calls each after a warm-up, the output checked; records
+    with the median rate, or the error."""
+    from hwprobe.timing import time_cuda
+
+    sms = run_l2.ctx.device.sms
+    sizes = [max(int(0.28 * l2), max(v.min_set(sms) for v in l2plan.SCREEN)), l2 // 3]
+    private = run_l2.private(list(l2plan.SCREEN))
+    recs = []
+    for v in ("stream", *l2plan.SCREEN):
+        rec: dict = {"variant": v, **({"label": stream.label} if v == "stream" else v.as_dict())}
+        try:
+            rates = []
+            for size in sizes:
+                fn, work, check, _ = stream(size, target=SCREEN_S) if v == "stream" else \
+                    private(size, target=SCREEN_S, variant=v)
+                t = float(np.median(time_cuda(fn, warmup=1, repeats=2)))
+                check()
+                rates.append(work / t)
+            rec["gbps"] = [round(r / 1e9, 1) for r in rates]
+            rec["median_bps"] = float(np.median(rates))
+        except Exception as e:  # a variant that fails to launch or to verify is recorded and skipped
+            rec["error"] = f"{type(e).__name__}: {e}"
+        recs.append(rec)
+    return recs
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -122,15 +277,14 @@ def _max_l1(kernel) -> str:
         return f"could not set the shared-memory carve-out ({type(e).__name__}: {e}); L1 may look smaller"
 
 
-def _iters_for(make: Callable[[int], Callable[[], None]], target: float) -> int:
+def _iters_for(make: Callable[[int], Callable[[], None]], target: float, probe_iters: int = 64, lo: int = 16) -> int:
     """Iterations so one call lasts ``target``: time a short call, scale (kernel time is linear in iters)."""
     from hwprobe.timing import iterations_for
 
-    probe_iters = 64
     f = make(probe_iters)
     f()
     t = time_call(f)
-    return iterations_for(t / probe_iters, target, lo=16, hi=1 << 31)
+    return iterations_for(t / probe_iters, target, lo=lo, hi=1 << 31)
 
 
 def _count_check(out, grid: int, per_block: int) -> Callable[[], None]:
@@ -145,15 +299,17 @@ def _count_check(out, grid: int, per_block: int) -> Callable[[], None]:
     return fn
 
 
-def _sweep(ctx, scope: str, sizes: list[int], point) -> Iterator[Measurement]:
+def _sweep(ctx, scope: str, sizes: list[int], point, repeats: int = 3) -> Iterator[Measurement]:
     """Measure each size as a "sweep" point; returns {size: bandwidth} for the knee analysis."""
     pts: dict[int, float] = {}
     for size in sizes:
         try:
             fn, work, check, it = point(size)
+            params = {"working_set_bytes": size, "scope": scope, "iters": it}
+            if getattr(point, "label", None):
+                params["variant"] = point.label
             m = ctx.measure(f"cache.sweep.{scope}.{size}", fn, work=work, unit="B/s", kind="sweep", check=check,
-                            warmup=1, repeats=3, exec_unit="cuda_core",
-                            params={"working_set_bytes": size, "scope": scope, "iters": it},
+                            warmup=1, repeats=repeats, exec_unit="cuda_core", params=params,
                             bytes_counted="bytes requested by 16-byte loads (all SMs)")
             if m.verified is not False:
                 pts[size] = m.value
@@ -202,9 +358,12 @@ def _refine(ctx, scope: str, pts: dict[int, float], point, window: tuple[float, 
 
 def _ceiling(ctx, metric: str, point, size: int, level: str, scope: str, notes: list[str]) -> Measurement:
     fn, work, check, it = point(size, target=CEILING_S)
+    params = {"working_set_bytes": size, "scope": scope, "iters": it}
+    if getattr(point, "label", None):
+        params["variant_label"] = point.label
     return ctx.measure(metric, fn, work=work, unit="B/s", kind="memory", check=check, level=level,
                        exec_unit="cuda_core", bytes_counted="bytes requested by 16-byte loads (all SMs)",
-                       params={"working_set_bytes": size, "scope": scope, "iters": it}, notes=notes)
+                       params=params, notes=notes)
 
 
 def _best_in(pts: dict[int, float], lo: float, hi: float) -> int | None:
@@ -247,49 +406,79 @@ def _report_l1(ctx, pts: dict[int, float], point, l1_reported: int, carve_note: 
                       notes=notes)
 
 
-def _report_l2(ctx, pts: dict[int, float], point, l2_reported: int) -> Iterator[Measurement]:
-    if len(pts) < 6:
-        yield info(ctx, "cache.l2", "too few device sweep points for plateau detection", f"{len(pts)} points")
-        return
-    lo, hi = _l2_window(l2_reported)
-    # L2 bandwidth: the median of the sweep points between L2/30 and L2/3 (robust to the odd fast point), then
-    # re-measured at the size whose value is that median, with a longer sample.
+def _report_l2(ctx, pts: dict[int, float], point, l2: int, screened: list[dict]) -> Iterator[Measurement]:
+    """cache.l2.read: the median of the 2-20 MiB points, re-measured at the size whose value it is."""
+    lo, hi = _l2_window(l2)
     mid, inside = _median_point(pts, lo, hi)
-    if mid is not None:
-        vals = [pts[s] for s in inside]
-        notes = [f"L2 plateau: median of {len(inside)} sweep points between {lo / 2**20:.1f} and "
-                 f"{hi / 2**20:.1f} MiB = {float(np.median(vals)) / 1e12:.2f} TB/s (range "
-                 f"{min(vals) / 1e12:.2f}-{max(vals) / 1e12:.2f}); re-measured at {mid / 2**20:.1f} MiB"]
-        yield _ceiling(ctx, "cache.l2.read", point, mid, "l2", "device", notes)
-    ex = _exit(pts, (lo, hi))
-    if ex is None:
-        yield info(ctx, "cache.l2.capacity", "the device sweep never falls 10% below its L2 plateau",
-                   "L2 larger than the sweep?")
-    else:
-        yield ctx.derived(
-            "cache.l2.capacity", ex.size, unit="B", kind="capacity", level="l2",
-            params={"bracket": list(ex.bracket), "reported_bytes": l2_reported, "drop": EXIT_DROP,
-                    "plateau_bps": ex.level, "value_after_bps": ex.after},
-            notes=[f"capacity = where bandwidth first falls {EXIT_DROP:.0%} below the L2 plateau "
-                   f"({ex.level / 1e12:.2f} TB/s), between {ex.bracket[0] / 2**20:.1f} and "
-                   f"{ex.bracket[1] / 2**20:.1f} MiB, log-interpolated",
-                   f"device-reported L2 {l2_reported / 2**20:.0f} MiB; measured/reported "
-                   f"{ex.size / l2_reported:.2f}"])
-    # Near/far partitions: only a clear step (two plateaus >= 15% apart) with both sides inside L2.
-    sizes = sorted(s for s in pts if s >= lo)
-    split = step_inside(sizes, [pts[s] for s in sizes], l2_reported)
-    if split is None:
-        yield ctx.derived("cache.l2.partitions", 0.0, unit="", kind="info", level="l2",
-                          notes=[f"no near/far split seen: no bandwidth step between {lo / 2**20:.1f} MiB and "
-                                 f"{0.9 * l2_reported / 2**20:.0f} MiB in this all-SM read sweep (gpu.latency's "
-                                 f"single-SM L2 sweep is where partitions show: latency.l2.sweep)"])
+    if len(pts) < 6 or mid is None:
+        yield info(ctx, "cache.l2.read", "too few device sweep points inside 2-20 MiB", f"{len(pts)} points")
         return
-    n_best = _best_in(pts, split.upper.lo_size, split.upper.hi_size)
-    f_best = _best_in(pts, split.lower.lo_size, split.lower.hi_size)
-    note = (f"step inside L2 at {split.size / 2**20:.1f} MiB ({split.size / l2_reported:.2f} of L2): data in the "
-            f"near partition vs data also served from the far one")
-    yield _ceiling(ctx, "cache.l2_near.read", point, n_best, "l2_near", "device", [note])
-    yield _ceiling(ctx, "cache.l2_far.read", point, f_best, "l2_far", "device", [note])
+    vals = [pts[s] for s in inside]
+    ok = [r for r in screened if r.get("median_bps")]
+    notes = [f"L2 plateau: median of {len(inside)} sweep points between {lo / 2**20:.1f} and "
+             f"{hi / 2**20:.1f} MiB = {float(np.median(vals)) / 1e12:.2f} TB/s (range "
+             f"{min(vals) / 1e12:.2f}-{max(vals) / 1e12:.2f}); re-measured at {mid / 2**20:.1f} MiB",
+             f"pattern: {point.label}; the fastest of {len(ok)} patterns screened, each with no two requests in "
+             "flight for one line (requests for a line already on its way are merged: patterns that make them, "
+             "like cache.l2.read.peer_method, count bytes the L2 did not serve)"]
+    m = _ceiling(ctx, "cache.l2.read", point, mid, "l2", "device", notes)
+    m.params.update(sweep_median_bps=float(np.median(vals)),
+                    screened=[{k: (v if k != "variant" else str(v)) for k, v in r.items()} for r in screened])
+    yield m
+
+
+def _report_capacity(ctx, pts: dict[int, float], l2: int) -> Iterator[Measurement]:
+    """The physical L2 (device-reported) and the effective capacity for data all SMs share (the shared-data
+    curve's plateau exit, never above the physical size)."""
+    lo, hi = _l2_window(l2)
+    yield ctx.derived("cache.l2.capacity", l2, unit="B", kind="capacity", level="l2",
+                      params={"primary": True, "source": "device-reported (cudaDevAttrL2CacheSize)"},
+                      notes=["physical L2 as the device reports it; gpu.latency's single-SM sweep cross-checks it "
+                             "(latency.l2.capacity)"])
+    sizes = sorted(pts)
+    eff = effective_capacity(sizes, [pts[s] for s in sizes], lo, hi, l2, drop=EXIT_DROP) if len(sizes) >= 6 else None
+    if eff is None:
+        yield info(ctx, "cache.l2.capacity.effective", "the shared-data sweep never falls 10% below its plateau",
+                   f"{len(sizes)} points")
+        return
+    notes = [f"effective capacity for data all SMs share = where the all-SM read bandwidth of the shared-data curve "
+             f"({l2plan.CAPACITY.label()}, every block's rows moved to another SM each launch) first falls "
+             f"{EXIT_DROP:.0%} below its 2-20 MiB plateau ({eff.exit.level / 1e12:.2f} TB/s; confirmed by the next "
+             f"point), between {eff.exit.bracket[0] / 2**20:.1f} and {eff.exit.bracket[1] / 2**20:.1f} MiB, "
+             f"log-interpolated: {eff.exit.size / 2**20:.1f} MiB = {eff.exit.size / l2:.2f} of the reported "
+             f"{l2 / 2**20:.0f} MiB"]
+    if eff.clamped:
+        notes.append("the curve left its plateau only past the physical size (a cache that replaces lines "
+                     "randomly keeps hitting a little past its size): reported as the physical size")
+    yield ctx.derived("cache.l2.capacity.effective", eff.value, unit="B", kind="capacity", level="l2",
+                      params={"bracket": list(eff.exit.bracket), "reported_bytes": l2, "drop": EXIT_DROP,
+                              "plateau_bps": eff.exit.level, "value_after_bps": eff.exit.after,
+                              "exit_bytes": eff.exit.size, "clamped": eff.clamped, "primary": False,
+                              "curve": [{"bytes": s, "bps": pts[s]} for s in sizes]},
+                      notes=notes)
+
+
+def _partition_finding(ctx, low: dict[int, float], l2: int) -> Measurement:
+    """The near/far step in the latency-bound all-SM curve: its rate follows one SM's latency, which steps up
+    where the set outgrows what an SM's near partition keeps for it."""
+    sizes = sorted(low)
+    curve = [{"bytes": s, "bps": low[s]} for s in sizes]
+    split = step_inside(sizes, [low[s] for s in sizes], l2, band=0.10, min_step=1.3, plateau_points=2) \
+        if len(sizes) >= 6 else None
+    variant = l2plan.LOW_MLP.as_dict()
+    if split is None:
+        return ctx.derived("cache.l2.partitions", 0.0, unit="", kind="info", level="l2",
+                           params={"curve": curve, "variant": variant},
+                           notes=["no near/far step in the latency-bound all-SM read curve inside L2"])
+    text = (f"near/far L2 step in bandwidth: with {variant['bytes_in_flight_per_sm']} B of loads in flight per SM "
+            f"(latency-bound) the all-SM read rate falls {split.ratio:.2f}x, from {split.upper.level / 1e12:.2f} to "
+            f"{split.lower.level / 1e12:.2f} TB/s, at {split.size / 2**20:.1f} MiB ({split.size / l2:.2f} of L2): "
+            "past it the lines come from the far partition at about twice the latency. At full MLP the rate is "
+            "bound by L2 throughput, not latency, and the step does not show.")
+    return ctx.derived("cache.l2.partitions", split.size, unit="B", kind="info", level="l2",
+                       params={"curve": curve, "variant": variant, "split_fraction": split.size / l2,
+                               "near_bps": split.upper.level, "far_bps": split.lower.level, "ratio": split.ratio},
+                       notes=[text])
 
 
 def _shared(ctx, mod) -> Iterator[Measurement]:

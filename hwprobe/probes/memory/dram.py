@@ -8,6 +8,7 @@ Arrays are >= 4x L2 each, so every pass streams from DRAM.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
@@ -188,197 +189,248 @@ VARIANT_KEYS = ("block", "unroll", "layout", "blocks_per_sm", "grid", "warp", "l
 RECORD_KEYS = (*VARIANT_KEYS, "array_bytes", "launches_per_sample", "gbps", "error")
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# The plan (pure: what each op reads and writes, which variants are screened in which order, at which sizes)
+
+@dataclass(frozen=True)
+class OpIO:
+    """What one stream op touches: arrays it reads (set to mult x the check pattern first), the array it writes
+    (cleared to mult x pattern before each variant; None: read's per-block partial sums), the pointer arguments,
+    the trailing arguments (floats, or "partial" for the partial-sum array) and the check (array, mult, add:
+    every element must equal mult x pattern + add; None: the partial sums must add up to the pattern's sum)."""
+    inputs: tuple[tuple[str, float], ...]
+    output: tuple[str, float] | None
+    ptrs: tuple[str, ...]
+    tail: tuple[float | str, ...]
+    check: tuple[str, float, float] | None
+
+
+OP_IO = {
+    "read": OpIO((("a", 1.0),), None, ("a",), ("partial",), None),
+    "write": OpIO((), ("b", 1.0), ("b",), (FILL,), ("b", 0.0, FILL)),
+    "copy": OpIO((("a", 1.0),), ("c", 0.0), ("a", "c"), (), ("c", 1.0, 0.0)),
+    "scale": OpIO((("c", 1.0),), ("b", 0.0), ("c", "b"), (SCALAR,), ("b", SCALAR, 0.0)),
+    "triad": OpIO((("b", 1.0), ("c", 1.0)), ("a", 0.0), ("b", "c", "a"), (SCALAR,), ("a", 1.0 + SCALAR, 0.0)),
+}
+
+
+def first_stage(op: str, sms: int, occupancy: Callable[[int, int], int], search: bool) -> list[dict]:
+    """The launch shapes screened first, with the op's first hint pair (all of them; only the first when the
+    search is off)."""
+    lh0, sh0 = hint_pairs(op)[0]
+    cands = [{**s, "lh": lh0, "sh": sh0} for s in shapes(sms, occupancy)]
+    if op in WARP_OPS:
+        cands += [{**s, "lh": lh0, "sh": sh0} for s in burst_shapes(sms, occupancy)]
+    return cands if search else cands[:1]
+
+
+def hint_stage(op: str, best: dict) -> list[dict]:
+    """The best shape again with every other cache-hint pair of the op."""
+    return [{**best, "lh": lh, "sh": sh} for lh, sh in hint_pairs(op) if (lh, sh) != (best["lh"], best["sh"])]
+
+
+def ranked(tried: list[dict], n: int) -> list[dict]:
+    """The ``n`` fastest verified variants (VARIANT_KEYS only), fastest first."""
+    ok = sorted((t for t in tried if "gbps" in t), key=lambda t: -t["gbps"])
+    return [{k: t[k] for k in VARIANT_KEYS} for t in ok[:n]]
+
+
+def dram_sizes(l2: int, free: int, array_mib: int | None, quick: bool, search: bool) -> tuple[int, list[int]]:
+    """(the array size variants are screened at, the sizes the best are re-timed at). Raises ValueError when
+    three arrays of 4x L2 do not fit in the memory budget."""
+    base_target = (array_mib << 20) if array_mib else (4 * l2 if quick else 1 << 30)
+    base = stream_array_bytes(l2, free, n_arrays=3, target_bytes=base_target, mem_fraction=MEM_FRACTION)
+    if not (search and not array_mib and not quick):
+        return base, [base]
+    largest = stream_array_bytes(l2, free, n_arrays=3, target_bytes=4 * base, mem_fraction=MEM_FRACTION)
+    return base, array_sizes(base, largest)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The executor: arrays, launches, checks and timed variants on the GPU
+
+class DramBench:
+    """Three arrays of ``alloc`` bytes, the stream kernels, and the pieces every op's search uses."""
+
+    def __init__(self, ctx, alloc: int):
+        import cupy as cp
+
+        from hwprobe.kernels import load
+
+        self.ctx, self.alloc, self.n_max = ctx, alloc, alloc // 8
+        self.mod = load("memory.cu", name_expressions=all_kernel_names())
+        self._init, self._mismatch = self.mod.get_function("init_pattern"), self.mod.get_function("count_mismatch")
+        self.arrays = {k: cp.empty(self.n_max, dtype=cp.float64) for k in "abc"}
+        self.bad = cp.zeros(1, dtype=cp.uint64)
+        self.fill_grid = (ctx.device.sms * 8,)
+        self.arrays["partial"] = cp.zeros(max(ctx.device.sms * 64, alloc // 16 // 128), dtype=cp.float64)
+
+    def set_pattern(self, name: str, mult: float) -> None:
+        import cupy as cp
+
+        self._init(self.fill_grid, (256,), (self.arrays[name], cp.uint64(self.n_max), cp.float64(mult)))
+
+    def clear(self, op: str) -> None:
+        out = OP_IO[op].output
+        if out is None:
+            self.arrays["partial"].fill(0)
+        else:
+            self.set_pattern(*out)
+
+    def check(self, op: str, nbytes: int, grid: int) -> Callable[[], None]:
+        """The check of one pass of ``op`` over arrays of ``nbytes`` (read: the partials of ``grid`` blocks)."""
+        import cupy as cp
+
+        n = nbytes // 8
+        spec = OP_IO[op].check
+
+        def elements() -> None:
+            name, mult, add = spec
+            self.bad.fill(0)
+            self._mismatch(self.fill_grid, (256,), (self.arrays[name], cp.uint64(n), cp.float64(mult),
+                                                    cp.float64(add), self.bad))
+            nbad = int(self.bad.get()[0])
+            if nbad:
+                raise VerificationError(f"{nbad} of {n} elements differ from the expected value")
+
+        def partial_sum() -> None:
+            want = float(n // 1024) * sum(0.5 * j + 1.0 for j in range(1024))
+            got = float(self.arrays["partial"][:grid].sum().get())
+            if got != want:
+                raise VerificationError(f"sum {got!r} != {want!r}")
+
+        return elements if spec is not None else partial_sum
+
+    def launcher(self, op: str, v: dict, nbytes: int) -> tuple[Callable[[], None], int]:
+        """The launch of one pass of ``op`` with variant ``v`` over arrays of ``nbytes``, and its grid."""
+        import cupy as cp
+
+        io = OP_IO[op]
+        ptrs = tuple(self.arrays[p] for p in io.ptrs)
+        tail = tuple(self.arrays[x] if isinstance(x, str) else cp.float64(x) for x in io.tail)
+        if v["layout"] == "tma":
+            k = self.mod.get_function(tma_kernel_name(op))
+            smem = v["chunk_bytes"] * v["stages"]
+            k.max_dynamic_shared_size_bytes = smem
+            grid = v["grid"]
+            nchunks, per_block = tma_geometry(nbytes, v["chunk_bytes"], grid)
+            args = (*ptrs, cp.uint64(nchunks), cp.uint64(per_block), cp.uint32(v["chunk_bytes"]),
+                    cp.int32(v["stages"]), *(tail or (cp.float64(1.0),)))
+            return (lambda: k((grid,), (v["block"],), args, shared_mem=smem)), grid
+        k = self.mod.get_function(kernel_name(op, v["unroll"], v["lh"], v["sh"], v["warp"]))
+        ntiles = nbytes // 16 // (v["block"] * v["unroll"])
+        grid, chunk = launch_geometry(v["layout"], ntiles, v["grid"])
+        args = (*ptrs, cp.uint64(ntiles), cp.uint64(chunk), *tail)
+        return (lambda: k((grid,), (v["block"],), args)), grid
+
+    def timed(self, op: str, v: dict, nbytes: int, target_s: float, samples: int) -> dict:
+        """Clear the output, time back-to-back calls of ~target_s (the way ctx.measure does), check the
+        output; a record with gbps, or error."""
+        from hwprobe.timing import time_cuda
+
+        rec = {**{k: v.get(k) for k in VARIANT_KEYS}, "array_bytes": nbytes}
+        try:
+            self.clear(op)
+            launch, grid = self.launcher(op, v, nbytes)
+            reps = calibrate(launch, target_s)
+            t = median(time_cuda(repeat(launch, reps), warmup=1, repeats=samples))
+            self.check(op, nbytes, grid)()
+            rec.update(launches_per_sample=reps, gbps=round(stream_bytes(op, nbytes) * reps / t / 1e9, 1))
+        except Exception as e:  # a variant that fails to launch or to verify is recorded and skipped
+            rec["error"] = f"{type(e).__name__}: {e}"
+            self.ctx.log(f"{op} variant {rec} failed")
+        return rec
+
+    def screen(self, op: str, variants: list[dict], base: int, tried: list[dict]) -> dict | None:
+        recs = [self.timed(op, v, base, SCREEN_S, SCREEN_SAMPLES) for v in variants]
+        tried.extend(recs)
+        ok = [(r, v) for r, v in zip(recs, variants, strict=True) if "gbps" in r]
+        return max(ok, key=lambda rv: rv[0]["gbps"])[1] if ok else None
+
+    def occupancy(self, op: str) -> Callable[[int, int], int]:
+        def occ(block: int, unroll: int) -> int:
+            k = self.mod.get_function(kernel_name(op, unroll))
+            return min(blocks_per_sm(k, block, fallback=max(1, 2048 // block)), 2048 // block)
+        return occ
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The probe
+
 @probe(name="gpu.dram", target="gpu", family="memory",
        summary="DRAM bandwidth: read, write, copy, scale, triad (BabelStream bytes) and cudaMemcpy D2D")
 def run(ctx, array_mib: int | None = None, ops: tuple[str, ...] = OPS, search: bool = True) -> Iterator[Measurement]:
     """``array_mib``: bytes per array (default: screen at 1 GiB, then try 2 and 4 GiB with the best variants;
     quick 4x L2; never below 4x L2). ``search``: screen kernel variants per op (off: one default variant)."""
-    import cupy as cp
-
-    from hwprobe.kernels import load
-    from hwprobe.timing import time_cuda
-
     release()
     bad = [o for o in ops if o not in OPS]
     if bad:
         raise Skip(f"unknown ops {bad}; known: {', '.join(OPS)}")
     dev = ctx.device
-    base_target = (array_mib << 20) if array_mib else (4 * dev.l2_bytes if ctx.quick else 1 << 30)
-    size_search = search and not array_mib and not ctx.quick
     try:
-        base = stream_array_bytes(dev.l2_bytes, free_bytes(), n_arrays=3, target_bytes=base_target,
-                                  mem_fraction=MEM_FRACTION)
-        largest = stream_array_bytes(dev.l2_bytes, free_bytes(), n_arrays=3, target_bytes=4 * base,
-                                     mem_fraction=MEM_FRACTION) if size_search else base
+        base, sizes = dram_sizes(dev.l2_bytes, free_bytes(), array_mib, ctx.quick, search)
     except ValueError as e:
         raise Skip(str(e)) from None
-    sizes = array_sizes(base, largest) if size_search else [base]
-    alloc = max(sizes)
-    n_max = alloc // 8
-    ctx.log(f"gpu.dram: 3 arrays of {alloc / 2**20:.0f} MiB, screening at {base / 2**20:.0f} MiB, sizes "
+    bench = DramBench(ctx, max(sizes))
+    ctx.log(f"gpu.dram: 3 arrays of {bench.alloc / 2**20:.0f} MiB, screening at {base / 2**20:.0f} MiB, sizes "
             f"{[x >> 20 for x in sizes]} MiB (L2 {dev.l2_bytes / 2**20:.0f} MiB)")
-
-    mod = load("memory.cu", name_expressions=all_kernel_names())
-    init = mod.get_function("init_pattern")
-    mismatch = mod.get_function("count_mismatch")
-    a, b, c = (cp.empty(n_max, dtype=cp.float64) for _ in range(3))
-    bad_count = cp.zeros(1, dtype=cp.uint64)
-    fill_grid = (dev.sms * 8,)
-
-    def set_pattern(x, mult: float) -> None:
-        init(fill_grid, (256,), (x, cp.uint64(n_max), cp.float64(mult)))
-
-    def check(x, mult: float, add: float = 0.0) -> Callable[[int], Callable[[], None]]:
-        def at(nbytes: int) -> Callable[[], None]:
-            n = nbytes // 8
-
-            def fn() -> None:
-                bad_count.fill(0)
-                mismatch(fill_grid, (256,), (x, cp.uint64(n), cp.float64(mult), cp.float64(add), bad_count))
-                nbad = int(bad_count.get()[0])
-                if nbad:
-                    raise VerificationError(f"{nbad} of {n} elements differ from the expected value")
-            return fn
-        return at
-
-    # Each op sets its own inputs (p = the exact pattern, 0 = cleared output), so any subset of ops can run.
-    max_grid = max(dev.sms * 64, alloc // 16 // 128)
-    partial = cp.zeros(max_grid, dtype=cp.float64)
-
-    def read_check(nbytes: int, grid: int) -> Callable[[], None]:
-        n = nbytes // 8
-        want = float(n // 1024) * sum(0.5 * j + 1.0 for j in range(1024))
-
-        def fn() -> None:
-            got = float(partial[:grid].sum().get())
-            if got != want:
-                raise VerificationError(f"sum {got!r} != {want!r}")
-        return fn
-
-    # op: (inputs to set as (array, mult), output to clear before each variant as (array, mult) or None for the
-    # read partials, pointer args, scalar args, check)
-    plans = {
-        "read": ([(a, 1.0)], None, (a,), lambda: (partial,), None),
-        "write": ([], (b, 1.0), (b,), lambda: (cp.float64(FILL),), check(b, 0.0, FILL)),
-        "copy": ([(a, 1.0)], (c, 0.0), (a, c), lambda: (), check(c, 1.0)),
-        "scale": ([(c, 1.0)], (b, 0.0), (c, b), lambda: (cp.float64(SCALAR),), check(b, SCALAR)),
-        "triad": ([(b, 1.0), (c, 1.0)], (a, 0.0), (b, c, a), lambda: (cp.float64(SCALAR),), check(a, 1.0 + SCALAR)),
-    }
-
-    def occupancy_for(op: str) -> Callable[[int, int], int]:
-        def occ(block: int, unroll: int) -> int:
-            k = mod.get_function(kernel_name(op, unroll))
-            return min(blocks_per_sm(k, block, fallback=max(1, 2048 // block)), 2048 // block)
-        return occ
-
     tma_ok = dev.cc_major >= 9 and dev.smem_per_block_optin_bytes > 0
     for op in ops:
         if op == "memcpy_d2d":
-            set_pattern(a, 1.0)
-            set_pattern(c, 0.0)
-            yield from _memcpy(ctx, a, c, alloc, check(c, 1.0)(alloc))     # the largest arrays: as for SM copies
+            bench.set_pattern("a", 1.0)
+            bench.set_pattern("c", 0.0)
+            chk = bench.check("copy", bench.alloc, 0)     # the largest arrays: as for SM copies
+            yield from _memcpy(ctx, bench.arrays["a"], bench.arrays["c"], bench.alloc, chk)
             continue
-        inputs, output, ptrs, scalars, chk = plans[op]
-        for x, mult in inputs:
-            set_pattern(x, mult)
-
-        def launcher(v: dict, nbytes: int, op=op, ptrs=ptrs, scalars=scalars) -> tuple[Callable[[], None], int]:
-            """The launch of one pass of ``op`` with variant ``v`` over arrays of ``nbytes``, and its grid."""
-            if v["layout"] == "tma":
-                k = mod.get_function(tma_kernel_name(op))
-                smem = v["chunk_bytes"] * v["stages"]
-                k.max_dynamic_shared_size_bytes = smem
-                grid = v["grid"]
-                nchunks, per_block = tma_geometry(nbytes, v["chunk_bytes"], grid)
-                s = scalars() or (cp.float64(1.0),)
-                args = (*ptrs, cp.uint64(nchunks), cp.uint64(per_block), cp.uint32(v["chunk_bytes"]),
-                        cp.int32(v["stages"]), *s)
-                return (lambda: k((grid,), (v["block"],), args, shared_mem=smem)), grid
-            k = mod.get_function(kernel_name(op, v["unroll"], v["lh"], v["sh"], v["warp"]))
-            ntiles = nbytes // 16 // (v["block"] * v["unroll"])
-            grid, chunk = launch_geometry(v["layout"], ntiles, v["grid"])
-            args = (*ptrs, cp.uint64(ntiles), cp.uint64(chunk), *scalars())
-            return (lambda: k((grid,), (v["block"],), args)), grid
-
-        def clear_output(output=output) -> None:
-            if output is None:
-                partial.fill(0)
-            else:
-                set_pattern(*output)
-
-        def timed(v: dict, nbytes: int, target_s: float, samples: int, op=op, chk=chk) -> dict:
-            """Clear the output, time back-to-back calls of ~target_s (the way ctx.measure does), check the
-            output; a record with gbps, or error."""
-            rec = {**{k: v.get(k) for k in VARIANT_KEYS}, "array_bytes": nbytes}
-            try:
-                clear_output()
-                launch, grid = launcher(v, nbytes)
-                reps = calibrate(launch, target_s)
-                t = median(time_cuda(repeat(launch, reps), warmup=1, repeats=samples))
-                (read_check(nbytes, grid) if op == "read" else chk(nbytes))()
-                rec.update(launches_per_sample=reps, gbps=round(stream_bytes(op, nbytes) * reps / t / 1e9, 1))
-            except Exception as e:  # a variant that fails to launch or to verify is recorded and skipped
-                rec["error"] = f"{type(e).__name__}: {e}"
-                ctx.log(f"{op} variant {rec} failed")
-            return rec
-
-        def screen(variants: list[dict], tried: list[dict]) -> dict | None:
-            recs = [timed(v, base, SCREEN_S, SCREEN_SAMPLES) for v in variants]
-            tried.extend(recs)
-            ok = [(r, v) for r, v in zip(recs, variants, strict=True) if "gbps" in r]
-            return max(ok, key=lambda rv: rv[0]["gbps"])[1] if ok else None
-
+        for name, mult in OP_IO[op].inputs:
+            bench.set_pattern(name, mult)
         tried: list[dict] = []
-        occ = occupancy_for(op)
-        lh0, sh0 = hint_pairs(op)[0]
-        cands = [{**s, "lh": lh0, "sh": sh0} for s in shapes(dev.sms, occ)]
-        if op in WARP_OPS:
-            cands += [{**s, "lh": lh0, "sh": sh0} for s in burst_shapes(dev.sms, occ)]
-        best = screen(cands if search else cands[:1], tried)
+        best = bench.screen(op, first_stage(op, dev.sms, bench.occupancy(op), search), base, tried)
         if best is not None and search:
-            others = [(lh, sh) for lh, sh in hint_pairs(op) if (lh, sh) != (best["lh"], best["sh"])]
-            screen([{**best, "lh": lh, "sh": sh} for lh, sh in others], tried)
+            bench.screen(op, hint_stage(op, best), base, tried)
         if search and tma_ok and op in TMA_OPS:
-            screen(tma_shapes(op, dev.sms, dev.smem_per_sm_bytes, dev.smem_per_block_optin_bytes), tried)
-        ranked = sorted((t for t in tried if "gbps" in t), key=lambda t: -t["gbps"])
-        if not ranked:
-            yield info(ctx, f"dram.{op}", f"every variant of {op} failed", "; ".join(t["error"] for t in tried))
-            continue
-        # The best few variants at every array size, timed the way the final measurement is (calls of ~SAMPLE_S,
-        # back to back); the FINALISTS fastest (variant, size) pairs are then measured in full with exactly the
-        # same launches per sample, and the faster verified one is reported.
-        top = [{k: t[k] for k in VARIANT_KEYS} for t in ranked[:TOP_FOR_SIZES]]
-        size_tried = [timed(v, nbytes, SAMPLE_S, SIZE_SAMPLES) for v in top for nbytes in sizes]
-        measured: list[tuple[Measurement, dict]] = []
-        for fin in finalists(size_tried, FINALISTS):
-            v, nbytes, reps = {k: fin[k] for k in VARIANT_KEYS}, fin["array_bytes"], fin["launches_per_sample"]
-            clear_output()
-            launch, grid = launcher(v, nbytes)
-            m = ctx.measure(
-                f"dram.{op}", repeat(launch, reps), work=stream_bytes(op, nbytes) * reps, unit="B/s", kind="memory",
-                check=read_check(nbytes, grid) if op == "read" else chk(nbytes), level="dram",
-                exec_unit="cuda_core", bytes_counted=bytes_counted(op),
-                params=_params(op, v, nbytes, reps, grid, fin["gbps"]),
-            )
-            measured.append((m, fin))
-        if not measured:
-            yield info(ctx, f"dram.{op}", f"every sized variant of {op} failed",
-                       "; ".join(t["error"] for t in size_tried))
-            continue
-        m, fin = max(measured, key=lambda mf: (mf[0].verified is True, mf[0].value))
-        m.params["variants"] = [{k: t[k] for k in RECORD_KEYS if t.get(k) is not None} for t in tried]
-        m.params["sizes"] = [{k: t[k] for k in RECORD_KEYS if t.get(k) is not None} for t in size_tried]
-        m.params["finalists"] = [{"layout": f["layout"], "array_bytes": f["array_bytes"], "search_gbps": f["gbps"],
-                                  "measured_gbps": round(mm.value / 1e9, 1)} for mm, f in measured]
-        m.notes.append(f"best of {len(tried)} variants screened at {base >> 20} MiB per array, the top {len(top)} "
-                       f"re-timed at {[x >> 20 for x in sizes]} MiB, the {len(measured)} fastest measured in full; "
-                       f"layout {fin['layout']}")
-        if m.value < 0.97 * fin["gbps"] * 1e9:
-            m.notes.append(f"the full measurement ({m.value / 1e9:.0f} GB/s) is over 3% below the search's "
-                           f"{fin['gbps']:.0f} GB/s for the same launches")
-        yield m
-    a = b = c = partial = None  # drop the arrays (closures hold the names) before handing memory back
+            bench.screen(op, tma_shapes(op, dev.sms, dev.smem_per_sm_bytes, dev.smem_per_block_optin_bytes), base,
+                         tried)
+        yield from _finish(ctx, bench, op, tried, sizes, base)
+    bench = None  # drop the arrays before handing memory back
     release()
+
+
+def _finish(ctx, bench: DramBench, op: str, tried: list[dict], sizes: list[int], base: int) -> Iterator[Measurement]:
+    """The best few variants re-timed at every array size the way the final measurement is (calls of ~SAMPLE_S,
+    back to back); the FINALISTS fastest (variant, size) pairs measured in full with exactly the same launches
+    per sample; the faster verified one is reported, with every variant tried in its params."""
+    top = ranked(tried, TOP_FOR_SIZES)
+    if not top:
+        yield info(ctx, f"dram.{op}", f"every variant of {op} failed", "; ".join(t["error"] for t in tried))
+        return
+    size_tried = [bench.timed(op, v, nbytes, SAMPLE_S, SIZE_SAMPLES) for v in top for nbytes in sizes]
+    measured: list[tuple[Measurement, dict]] = []
+    for fin in finalists(size_tried, FINALISTS):
+        v, nbytes, reps = {k: fin[k] for k in VARIANT_KEYS}, fin["array_bytes"], fin["launches_per_sample"]
+        bench.clear(op)
+        launch, grid = bench.launcher(op, v, nbytes)
+        m = ctx.measure(
+            f"dram.{op}", repeat(launch, reps), work=stream_bytes(op, nbytes) * reps, unit="B/s", kind="memory",
+            check=bench.check(op, nbytes, grid), level="dram", exec_unit="cuda_core", bytes_counted=bytes_counted(op),
+            params=_params(op, v, nbytes, reps, grid, fin["gbps"]),
+        )
+        measured.append((m, fin))
+    if not measured:
+        yield info(ctx, f"dram.{op}", f"every sized variant of {op} failed", "; ".join(t["error"] for t in size_tried))
+        return
+    m, fin = max(measured, key=lambda mf: (mf[0].verified is True, mf[0].value))
+    m.params["variants"] = [{k: t[k] for k in RECORD_KEYS if t.get(k) is not None} for t in tried]
+    m.params["sizes"] = [{k: t[k] for k in RECORD_KEYS if t.get(k) is not None} for t in size_tried]
+    m.params["finalists"] = [{"layout": f["layout"], "array_bytes": f["array_bytes"], "search_gbps": f["gbps"],
+                              "measured_gbps": round(mm.value / 1e9, 1)} for mm, f in measured]
+    m.notes.append(f"best of {len(tried)} variants screened at {base >> 20} MiB per array, the top {len(top)} "
+                   f"re-timed at {[x >> 20 for x in sizes]} MiB, the {len(measured)} fastest measured in full; "
+                   f"layout {fin['layout']}")
+    if m.value < 0.97 * fin["gbps"] * 1e9:
+        m.notes.append(f"the full measurement ({m.value / 1e9:.0f} GB/s) is over 3% below the search's "
+                       f"{fin['gbps']:.0f} GB/s for the same launches")
+    yield m
 
 
 def _params(op: str, v: dict, nbytes: int, reps: int, grid: int, search_gbps: float) -> dict:
@@ -418,5 +470,6 @@ def _memcpy(ctx, src, dst, nbytes: int, check: Callable[[], None]) -> Iterator[M
         yield info(ctx, "dram.memcpy_d2d", "cudaMemcpy D2D failed", e)
 
 
-__all__ = ["run", "kernel_name", "tma_kernel_name", "all_kernel_names", "shapes", "burst_shapes", "tma_shapes",
-           "tma_geometry", "launch_geometry", "array_sizes", "finalists", "align_down"]
+__all__ = ["run", "OP_IO", "first_stage", "hint_stage", "ranked", "dram_sizes", "DramBench", "kernel_name",
+           "tma_kernel_name", "all_kernel_names", "shapes", "burst_shapes", "tma_shapes", "tma_geometry",
+           "launch_geometry", "array_sizes", "finalists", "align_down"]

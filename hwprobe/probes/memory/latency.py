@@ -17,16 +17,23 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from hwprobe.curves import step_inside
+from hwprobe.curves import level_exit, step_inside
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
-from hwprobe.probes.memory.chase import next_slots, page_local_cycle, random_cycle, slot_after
+from hwprobe.probes.memory.chase import (
+    page_local_cycle,
+    random_cycle,
+    slot_after,
+    sparse_page_local_cycle,
+    sparse_random_cycle,
+)
 from hwprobe.probes.memory.common import CACHE_KERNELS, budget_bytes, info, release
 from hwprobe.probes.memory.plan import log_sizes
 
 STRIDE = 128               # bytes between slots: one L1/L2 line
 PAGE = 2 << 20             # large-page size the TLB-friendly order stays within
+PAGE_VISIT = 512           # lines a sampled page-local chase visits in each page before the next
 OUT_SLOTS = 64             # calls recorded per point (warm-up + repeats must fit)
 SWEEP_FROM, SWEEP_TO = 1 / 16, 2.0   # L2 latency sweep, in units of the reported L2
 FAR_STEP = 1.10            # a latency step inside L2 counts as near/far when the plateaus differ this much
@@ -65,18 +72,78 @@ def run(ctx, l1_kib: int = 16, l2_mib: int | None = None, dram_mib: int | None =
         dict(metric="latency.l2", level="l2", set_bytes=l2_set, order="random", cg=1,
              steps=5_000 if quick else 20_000, warm=0, prewarm=True, advance=False),
         dict(metric="latency.dram", level="dram", set_bytes=dram_set, order="page_local", cg=1,
-             steps=1_000 if quick else 4_000, warm=0, prewarm=False, advance=True),
-        dict(metric="latency.dram.random", level=None, set_bytes=dram_set, order="random", cg=1,
-             steps=1_000 if quick else 4_000, warm=0, prewarm=False, advance=True),
+             steps=1_000 if quick else 4_000, warm=0, prewarm=False, advance=True, flush=True),
+        dict(metric="latency.dram.random", level=None, set_bytes=random_set(dram_set, budget, quick), order="random",
+             cg=1, steps=1_000 if quick else 4_000, warm=0, prewarm=False, advance=True, flush=True,
+             visit=8 * (1_000 if quick else 4_000)),
     ]
+    yield _shared_latency(ctx, mod)
+    done: dict[str, Measurement] = {}
     for pt in points:
         try:
-            yield _chase(ctx, mod, out, rng, **pt)
+            done[pt["metric"]] = m = _chase(ctx, mod, out, rng, **pt)
+            if pt["metric"] == "latency.dram.random" and "latency.dram" in done:
+                m.notes.append(random_note(m, done["latency.dram"]))
+            yield m
         except Exception as e:
             yield info(ctx, pt["metric"], f"pointer chase over {pt['set_bytes']} B failed", e, level=pt["level"])
         release()
     if l2_sweep:
         yield from _l2_sweep(ctx, mod, out, rng, min(int(SWEEP_TO * dev.l2_bytes), budget))
+
+
+SMEM_RING, SMEM_STRIDE = 4096, 1031   # words in the shared-memory ring (16 KiB) and the stride (coprime)
+RANDOM_SET = 8 << 30                   # the fully random DRAM chase samples lines of a set this large (TLB reach)
+TLB_COST = 1.02                        # random slower than page-local by this much: TLB misses are seen
+
+
+def random_set(dram_set: int, budget: int, quick: bool) -> int:
+    """Set size of the fully random DRAM chase: RANDOM_SET (quick: 2 GiB) where the memory budget allows it (only
+    the visited lines are written, but the whole set must be allocated), else the page-local chase's set."""
+    want = (2 << 30) if quick else RANDOM_SET
+    return max(dram_set, min(want, budget) // PAGE * PAGE)
+
+
+def random_note(rnd: Measurement, local: Measurement) -> str:
+    """What the fully random chase adds over the page-local one, both with L2 flushed: TLB misses, or none."""
+    r, p = rnd.params["cycles"], local.params["cycles"]
+    span = f"random over {rnd.params['working_set_bytes'] / 2**30:.1f} GiB"
+    if r >= TLB_COST * p:
+        return (f"{span}: {r:.0f} cycles against {p:.0f} page-local ({r / p - 1:+.1%}): includes TLB misses "
+                "(the page-local chase stays in one 2 MiB page for 16384 steps)")
+    return (f"{span}: {r:.0f} cycles against {p:.0f} page-local ({r / p - 1:+.1%}): no TLB-miss cost seen at this "
+            "span (within the GPU TLB's reach)")
+
+
+def _shared_latency(ctx, mod) -> Measurement:
+    """Shared-memory load latency: one thread, a dependent chain of ld.shared.u32 (mem_cache.cu smem_chase)."""
+    import cupy as cp
+
+    try:
+        k = mod.get_function("smem_chase")
+        out = cp.zeros(4, dtype=cp.uint64)
+        steps = 20_000 if ctx.quick else 100_000
+        runs = []
+        for _ in range(3):
+            k((1,), (256,), (np.uint32(SMEM_RING), np.uint32(SMEM_STRIDE), np.uint64(SMEM_RING), np.uint64(steps), out),
+              shared_mem=SMEM_RING * 4)
+            runs.append(out.get().copy())
+    except Exception as e:
+        return info(ctx, "latency.shared", "shared-memory chase failed", e, level="shared")
+    p, cyc, ns, base = runs[-1]
+    cycles = sorted(float(r[1]) / steps for r in runs)
+    m = ctx.derived("latency.shared", float(ns) / steps * 1e-9, unit="s", kind="latency", level="shared",
+                    exec_unit="cuda_core",
+                    params={"cycles": cycles[1], "cycles_runs": cycles, "steps": steps, "ring_bytes": SMEM_RING * 4,
+                            "load": "ld.shared.u32, address = the loaded value",
+                            "kernel_sm_mhz": round(float(cyc) / float(ns) * 1e3, 1)},
+                    notes=["one thread, a dependent chain of 4-byte shared loads (no address arithmetic between them)"])
+    want = 4 * ((steps * SMEM_STRIDE) % SMEM_RING)        # one full lap of warm-up, then `steps` strides
+    m.verified = all(int(r[0]) - int(r[3]) == want for r in runs)
+    if not m.verified:
+        m.valid = False
+        m.flags.append("verification_failed: the chase did not end on the word the ring says")
+    return m
 
 
 def far_step(sizes, seconds, l2: int):
@@ -113,6 +180,8 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
     text = ", ".join(f"{p['bytes'] / 2**20:.1f} MiB {p['ns']:.0f} ns" for p in curve)
     params = {"curve": curve, "l2_bytes": l2, "far_step_min": FAR_STEP,
               "unverified_bytes": [s for s in sizes if s not in chases]}
+    yield l2_capacity_check(ctx, list(chases), [m.value for m in chases.values()], l2,
+                            split.lower.lo_size if split else None)
     if split is None:
         yield ctx.derived("latency.l2.sweep", 0.0, unit="", kind="info", params=params,
                           notes=[f"no near/far step in the L2 chase latency up to {0.9 * l2 / 2**20:.0f} MiB "
@@ -131,27 +200,77 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
     yield far
 
 
+def l2_capacity_check(ctx, sizes, seconds, l2: int, far_from: float | None) -> Measurement:
+    """The physical L2 as one SM's chase sees it: where the latency leaves its last L2 plateau (the far one,
+    where there is a near/far step) for DRAM, by ``curves.level_exit`` (10% above the plateau, confirmed by the
+    next point). Reported as ``latency.l2.capacity``, never above the device-reported size; "consistent" when
+    the exit lies within 15% of it."""
+    start = far_from if far_from is not None else (sizes[0] if sizes else 0)
+    ex = level_exit(sizes, seconds, start) if len(sizes) >= 4 else None
+    if ex is None:
+        return info(ctx, "latency.l2.capacity", "the L2 chase latency never leaves its L2 plateau",
+                    f"sizes up to {max(sizes, default=0) / 2**20:.0f} MiB", level="l2")
+    consistent = abs(ex.size / l2 - 1) <= 0.15
+    m = ctx.derived("latency.l2.capacity", min(ex.size, l2), unit="B", kind="capacity", level="l2",
+                    params={"exit_bytes": ex.size, "bracket": list(ex.bracket), "reported_bytes": l2,
+                            "consistent": consistent, "primary": False,
+                            "plateau_ns": 1e9 / ex.level, "after_ns": 1e9 / ex.after},
+                    notes=[f"single-SM chase: latency leaves the L2 plateau ({1e9 / ex.level:.0f} ns) for DRAM between "
+                           f"{ex.bracket[0] / 2**20:.1f} and {ex.bracket[1] / 2**20:.1f} MiB, at "
+                           f"{ex.size / 2**20:.1f} MiB = {ex.size / l2:.2f} of the reported {l2 / 2**20:.0f} MiB"
+                           + ("" if consistent else " (more than 15% off the reported size)")])
+    if not consistent:
+        m.flags.append("capacity_mismatch")
+    return m
+
+
+def visit_order(kind: str, n: int, rng, visit: int | None = None) -> np.ndarray:
+    """The slots a chase visits, in order (a cycle): every one of the ``n`` slots (``visit`` None) or a sample of
+    ``visit`` of them; "random" anywhere in the set, "page_local" one 2 MiB page at a time."""
+    per_page = PAGE // STRIDE
+    if visit is None:
+        return random_cycle(n, rng) if kind == "random" else page_local_cycle(n, per_page, rng)
+    if kind == "random":
+        return sparse_random_cycle(n, visit, rng)
+    return sparse_page_local_cycle(n, per_page, visit, min(per_page, PAGE_VISIT), rng)
+
+
+def flush_l2(l2_bytes: int) -> None:
+    """Write 2x L2 of other data, so no line of a chase set written before is still in L2."""
+    import cupy as cp
+
+    scratch = cp.empty(2 * l2_bytes // 4, dtype=cp.uint32)
+    scratch.fill(0x5A5A5A5A)
+    cp.cuda.get_current_stream().synchronize()
+
+
 def _chase(ctx, mod, out, rng, *, metric: str, level: str | None, set_bytes: int, order: str, cg: int, steps: int,
-           warm: int | None, prewarm: bool, advance: bool, repeats: int | None = None) -> Measurement:
+           warm: int | None, prewarm: bool, advance: bool, repeats: int | None = None, flush: bool = False,
+           visit: int | None = None) -> Measurement:
+    """``flush``: write 2x L2 of other data after the chase set is built, so the set's own writes leave no line
+    in L2 (DRAM points). ``visit``: chase a sample of this many slots of the set instead of all of them."""
     import cupy as cp
 
     order_kind = order
     n = set_bytes // STRIDE
-    order = random_cycle(n, rng) if order_kind == "random" else page_local_cycle(n, PAGE // STRIDE, rng)
-    buf = cp.zeros(n * STRIDE // 8, dtype=cp.uint64)
+    order = visit_order(order_kind, n, rng, visit)
+    k_slots = len(order)
+    buf = cp.empty(n * STRIDE // 8, dtype=cp.uint64) if visit else cp.zeros(n * STRIDE // 8, dtype=cp.uint64)
     base = int(buf.data.ptr)
-    ptrs = np.uint64(base) + next_slots(order).astype(np.uint64) * np.uint64(STRIDE)
-    buf.reshape(n, STRIDE // 8)[:, 0] = cp.asarray(ptrs)
-    warm_steps = n if warm is None else warm        # L1: one pass in the same kernel (L1 starts cold)
+    ptrs = np.uint64(base) + np.roll(order, -1).astype(np.uint64) * np.uint64(STRIDE)
+    buf.reshape(n, STRIDE // 8)[cp.asarray(order), 0] = cp.asarray(ptrs)
+    if flush:
+        flush_l2(ctx.device.l2_bytes)
+    warm_steps = k_slots if warm is None else warm   # L1: one pass in the same kernel (L1 starts cold)
     k = mod.get_function(f"chase<{cg}>")
     calls: list[int] = []                           # start position (in `order`) of each call
 
     def launch(start_pos: int, w: int, s: int, slot: int) -> None:
-        p = np.uint64(base + int(order[start_pos % n]) * STRIDE)
+        p = np.uint64(base + int(order[start_pos % k_slots]) * STRIDE)
         k((1,), (32,), (p, np.int64(w), np.int64(s), out, np.int32(slot)))
 
     if prewarm:  # L2 keeps lines across launches: one full pass fills it
-        launch(0, n, 0, OUT_SLOTS - 1)
+        launch(0, k_slots, 0, OUT_SLOTS - 1)
     stride_calls = warm_steps + steps if advance else 0
 
     def fn() -> None:
@@ -169,6 +288,25 @@ def _chase(ctx, mod, out, rng, *, metric: str, level: str | None, set_bytes: int
            if int(res[i % (OUT_SLOTS - 1), 0]) != base + slot_after(order, calls[i] + warm_steps + steps) * STRIDE]
     cycles = np.array([res[i % (OUT_SLOTS - 1), 1] / steps for i in timed], dtype=float)
     ns = np.array([res[i % (OUT_SLOTS - 1), 2] / steps for i in timed], dtype=float)
+    _fill(ctx, m, cycles, ns, steps=steps, warm_steps=warm_steps, set_bytes=set_bytes, order_kind=order_kind, cg=cg)
+    m.params.update(visited_slots=k_slots, l2_flushed=flush)
+    if order_kind == "page_local":
+        m.notes.append("TLB-friendly: 2 MiB pages in random order, lines within a page in random order")
+    if flush:
+        m.notes.append("L2 flushed after the set was written (2x L2 of other data), so no step hits a line the "
+                       "set's own initialisation left in L2")
+    if (warmup + repeats) * stride_calls > k_slots and advance:
+        m.notes.append("the timed calls wrapped around the cycle: some lines were visited twice")
+    m.verified = not bad
+    if bad:
+        m.valid = False
+        m.flags.append(f"verification_failed: {len(bad)} chases ended at the wrong pointer")
+    return m
+
+
+def _fill(ctx, m: Measurement, cycles, ns, *, steps: int, warm_steps: int, set_bytes: int, order_kind: str,
+          cg: int) -> None:
+    """Value (s per load), params and notes of a chase from its per-call cycles and globaltimer ns per step."""
     sm_mhz = m.clocks.sm_mhz if m.clocks and m.clocks.sm_mhz else None
     cyc = float(np.median(cycles))
     if np.all(ns > 0):
@@ -190,12 +328,3 @@ def _chase(ctx, mod, out, rng, *, metric: str, level: str | None, set_bytes: int
         m.params["ns_from_cycles"] = cyc / sm_mhz * 1e3
         if src == "globaltimer" and abs(cyc / sm_mhz * 1e3 - sec * 1e9) > 0.1 * sec * 1e9:
             m.notes.append("globaltimer and clock64/SM-clock disagree by > 10% (clock changed during the chase?)")
-    if order_kind == "page_local":
-        m.notes.append("TLB-friendly: 2 MiB pages in random order, lines within a page in random order")
-    elif set_bytes > 4 * ctx.device.l2_bytes:
-        m.notes.append("fully random over a set >> L2: includes TLB misses")
-    m.verified = not bad
-    if bad:
-        m.valid = False
-        m.flags.append(f"verification_failed: {len(bad)} chases ended at the wrong pointer")
-    return m
