@@ -368,6 +368,32 @@ def test_int8_layout_unit_inference():
     assert gc.int8_layout_exec_unit(1.5e15, 1.6e15)[0] == "tensor_core"
     unit, note = gc.int8_layout_exec_unit(1.0e15, None)
     assert unit == "tensor_core" and "not inferred" in note
+    assert "inferred from the rate" in gc.int8_layout_exec_unit(0.13e15, 1.6e15)[1]
+
+
+# What the H200 ran (read from CUDA graphs of one call each, cuBLAS 13.1, issue 9's first device run).
+H200_INT8_NN = ("_ZN7cutlass7Kernel2I76cutlass_80_wmma_tensorop_i161616gemm_s8_forwardCompat_128x128_32x2_nn_align4"
+                "EEvNT_6ParamsE")
+H200_DGEMM = ("sm90_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize128x64x16_stage3_warpsize2x2x1_tensor16x8x8_execute_"
+              "kernel__5x_cublas")
+
+
+def test_kernel_names_are_measured_evidence_of_the_unit():
+    from hwprobe.probes.compute.kernel_names import tensor_evidence
+
+    # INT8 NN: 11x slower than TN, which the rate alone took for CUDA cores; its kernel is a WMMA tensor-op one
+    tensor, ev = tensor_evidence([H200_INT8_NN])
+    assert tensor is True and "'wmma'" in ev
+    unit, note, inferred = gc.kernel_unit(tensor, ev, gc.int8_layout_exec_unit(0.129e15, 1.44e15))
+    assert (unit, inferred) == ("tensor_core", False) and "the rate alone suggested cuda_core" in note
+    assert tensor_evidence([H200_DGEMM])[0] is True
+    assert tensor_evidence(["nvjet_sm90_bsb_176x128_128x5_1x2_h_bz_TNN"])[0] is True
+    # a name without a tensor token proves nothing either way; nothing read, nothing said
+    assert tensor_evidence(["gemv2T_kernel_val<int, int, float>"]) == (
+        None, "kernel names (read from a CUDA graph): gemv2T_kernel_val<int, int, float>; no tensor-core token in them")
+    assert tensor_evidence(None) == (None, "kernel names not read")
+    unit, _, inferred = gc.kernel_unit(None, "kernel names not read", gc.int8_layout_exec_unit(0.13e15, 1.6e15))
+    assert (unit, inferred) == ("cuda_core", True)
 
 
 def test_fp64_exec_unit_by_architecture():

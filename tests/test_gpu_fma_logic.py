@@ -504,7 +504,9 @@ class _FakeDevice:
             def synchronize(self):
                 pass
 
-        self.cuda = types.SimpleNamespace(Event=Event, get_current_stream=lambda: None, driver=types.SimpleNamespace(),
+        stream = types.SimpleNamespace(synchronize=lambda: None)
+        self.cuda = types.SimpleNamespace(Event=Event, get_current_stream=lambda: stream,
+                                          driver=types.SimpleNamespace(),
                                           get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3)
 
     def asarray(self, x):

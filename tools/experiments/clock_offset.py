@@ -107,9 +107,9 @@ def smi(tag):
     print(f"nvidia-smi {tag}: " + " | ".join(keep)[:1500])
 
 
-def log(name, **kv):
-    RESULTS[name] = kv
-    print(f"{name}: " + json.dumps(kv, default=float)[:900], flush=True)
+def log(step, **kv):
+    RESULTS[step] = kv
+    print(f"{step}: " + json.dumps(kv, default=float)[:900], flush=True)
 
 
 def timer_vs_host(cp, sn, sms):
@@ -189,7 +189,7 @@ def main():
 
     dev = device.select("0")
     sms = dev.sms
-    log("device", name=dev.name, sms=sms, max_mhz=dev.sm_clock_max_mhz, **nvml_static())
+    log("device", gpu=dev.name, sms=sms, max_mhz=dev.sm_clock_max_mhz, **nvml_static())
     smi("before")
     nv = Nvml()
     sn.sentinel_clock(sms, 50)                       # compile and load
@@ -241,6 +241,17 @@ def main():
             cp.cuda.Device().synchronize()
             r = sn.reading(cp.asnumpy(out), 5e-3)
             log("sentinel_during_tf32_wgmma", sentinel=r.to_dict() if r else None, wgmma_kernel_mhz=wg_clock())
+        time.sleep(0.5)
+    for metric in ("fp16.tensor_core.mma_sync.f32acc", "fp64.tensor_core.mma_sync.f64acc.m16n8k16"):
+        v = next(x for x in g.VARIANTS if x.metric == metric)      # HMMA vs DMMA, one CTA of 256 threads per SM
+        mod_m, _ = g._module(v)
+        launch = g._Launcher(cp, v, mod_m, sms).make((256, 1))
+
+        def mma_clock(launch=launch):
+            lc = mc.launch_clocks(launch.stamps(1), [1.0])
+            return lc.kernel_mhz[0] if lc else float("nan")
+
+        heavy(cp, nv, f"mma_sync_{v.precision}", lambda launch=launch: launch(g.odd(20000)), mma_clock)
         time.sleep(0.5)
     sentinel_run(cp, sn, nv, sms, "sentinel_idle_end_0.3s", 300_000)
     nv.stop()

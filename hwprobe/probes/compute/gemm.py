@@ -216,10 +216,12 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
         except Exception as e:
             return failure(ctx, metric, f"cuBLAS {v.key} {v.layout} {n}^3", e, precision=v.precision,
                            path="library"), None
-        if v.key == "int8.nn":    # the unit is inferred from the rate against TN (measured first)
-            m.exec_unit, note = gc.int8_layout_exec_unit(m.value, rates.get("int8.tn", {}).get(n))
+        if v.key == "int8.nn":    # the kernel's name where it was read, else the rate against TN (measured first)
+            m.exec_unit, note, inferred = gc.kernel_unit(
+                m.params.get("kernel_tensor_core"), m.params.get("kernel_evidence", ""),
+                gc.int8_layout_exec_unit(m.value, rates.get("int8.tn", {}).get(n)))
             m.notes.append(note)
-            m.params["exec_unit_inferred"] = True
+            m.params["exec_unit_inferred"] = inferred
         if v.precision == "fp64":
             _unit_evidence(ctx, m)
         points.setdefault(v.key, []).append(m)
@@ -276,9 +278,10 @@ def _ceiling(points: list[Measurement], v: gc.GemmVariant, sweep, comparison: Me
     """The best point of a variant as its ceiling; INT8 NN, whose unit is inferred from its rate, stays a sweep
     record (never the profile's int8/cuda_core slot); FP64 says how it compares with cupy.matmul."""
     c = ceiling_of(points, v.metric, curve_points=sweep)
-    if c.params.get("exec_unit_inferred") and v.key == "int8.nn":
+    if v.key == "int8.nn":      # the pitfall's layout: a comparison (the INT8 pitfall finding), never a ceiling
         c.kind = "sweep"
-        c.notes.append("not a ceiling: the unit is inferred from the rate (the INT8 pitfall finding carries it)")
+        c.notes.append("not a ceiling: the INT8 NN layout is the pitfall's slow path"
+                       + (" (its unit inferred from the rate)" if c.params.get("exec_unit_inferred") else ""))
     if comparison is not None and comparison.kind != "info" and comparison.value > 0:
         c.params["vs_cupy_matmul"] = {"cupy_matmul": comparison.value, "ratio": c.value / comparison.value,
                                       "cupy_sm_mhz": comparison.clocks.sm_mhz if comparison.clocks else None}

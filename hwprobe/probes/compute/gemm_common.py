@@ -365,18 +365,27 @@ def si(x: float, unit: str) -> str:
 
 
 def int8_layout_exec_unit(rate: float, best_tn_rate: float | None, fallback_ratio: float = 4.0) -> tuple[str, str]:
-    """Which unit an INT8 cuBLAS layout ran on, inferred from its rate against the TN (IMMA) layout.
+    """Which unit an INT8 cuBLAS layout ran on, inferred from its rate against the TN (IMMA) layout, where no
+    kernel name says it (gpu.gemm prefers the name: ``kernel_unit``).
 
-    cuBLAS kernel names are not visible through CuPy. IMMA kernels need TN; a layout that runs
-    ``fallback_ratio`` or more times slower than TN at the same size is the non-tensor-core fallback.
+    A layout that runs ``fallback_ratio`` or more times slower than TN at the same size is taken for a
+    non-tensor-core fallback; that is an inference from the rate, and the record says so.
     """
     if not best_tn_rate or best_tn_rate <= 0:
         return "tensor_core", "unit not inferred: no TN rate to compare with"
     ratio = best_tn_rate / rate if rate > 0 else math.inf
     if ratio >= fallback_ratio:
-        return "cuda_core", (f"{ratio:.1f}x slower than TN at this size: cuBLAS fell back from IMMA (tensor "
-                             f"cores need TN for INT8); inferred from the rate, confirm with a kernel name in nsys")
-    return "tensor_core", f"within {ratio:.1f}x of TN: IMMA kernel (inferred from the rate)"
+        return "cuda_core", (f"{ratio:.1f}x slower than TN at this size: taken for a CUDA-core fallback, "
+                             f"inferred from the rate (no kernel name read)")
+    return "tensor_core", f"within {ratio:.1f}x of TN: a tensor-core kernel (inferred from the rate)"
+
+
+def kernel_unit(tensor: bool | None, evidence: str, inferred: tuple[str, str]) -> tuple[str, str, bool]:
+    """(unit, note, inferred?) of a library point: a kernel name with a tensor-core token is measured evidence
+    and wins over a unit inferred from the rate (``inferred`` = (unit, note) from ``int8_layout_exec_unit``)."""
+    if tensor:
+        return "tensor_core", f"tensor cores: {evidence} (the rate alone suggested {inferred[0]})", False
+    return inferred[0], inferred[1], True
 
 
 def pitfall_int8_vs_fp16(int8_rates: dict[str, float], fp16_rate: float, size: int) -> tuple[bool, str, dict]:
@@ -396,7 +405,8 @@ def pitfall_int8_vs_fp16(int8_rates: dict[str, float], fp16_rate: float, size: i
     if w < fp16_rate:
         slower = fp16_rate / w if w > 0 else math.inf
         text = (f"INT8 {worst.upper()} layout runs at {si(w, 'OP/s')}, {slower:.1f}x slower than FP16 "
-                f"({si(fp16_rate, 'FLOP/s')}) at {size}^3: cuBLAS falls back from IMMA tensor cores; "
+                f"({si(fp16_rate, 'FLOP/s')}) at {size}^3: cuBLAS runs another, slower kernel for this layout "
+                f"(its kernel name is in the layout's records); "
                 f"use {best.upper()} ({si(b, 'OP/s')}, {b / fp16_rate:.2f}x FP16)")
         if b < fp16_rate:
             text += "; every INT8 layout is slower than FP16 here"

@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 
 # Tokens of NVIDIA's tensor-core GEMM kernels: the MMA instruction families and the MMA template libraries.
-TENSOR_TOKENS = re.compile(r"(?i)(gmma|hmma|imma|dmma|qmma|xmma|tensorop|nvjet|cutlass.*(tensor|sm9|sm8)|"
-                           r"_s1688|_s16816|_i16832|_i8816|_h1688|_h16816|_d884|_dmma)")
+TENSOR_TOKENS = re.compile(r"(?i)(tensorop|wmma|gmma|hmma|imma|dmma|qmma|xmma|nvjet|tensor\d+x\d+x\d+|"
+                           r"_s1688|_s16816|_i16832|_i8816|_h1688|_h16816|_d884)")
 
 
 def tensor_evidence(names: list[str] | None) -> tuple[bool | None, str]:
