@@ -152,14 +152,15 @@ def _plan(ops, n: int, free: int | None, max_mib: int | None, step: int, samples
                "single-process or MPI ranks",
        choices={"mode": MODES, "ops": C.OPS, "gpus": GPU_CHOICES, "engine": ("auto", "cupy", "ctypes")},
        ranges={"size_step": (2, 64), "min_ranks": (1, None), "samples": (1, 1000), "max_mib": (1, None),
-               "timeout_s": (10, None)})
+               "worker_timeout_s": (10, None)})
 def run(ctx, mode: str = "auto", ops: tuple[str, ...] = C.OPS, max_mib: int | None = None, size_step: int = 2,
         samples: int = 5, min_ranks: int = 2, gpus: str = "auto", allow_nvls: bool = False, engine: str = "auto",
-        timeout_s: float = 900.0) -> Iterator[Measurement]:
+        worker_timeout_s: float = 600.0) -> Iterator[Measurement]:
     """``mode``: auto = mpi under an MPI launcher, else one process per GPU. ``min_ranks``: fewer ranks skip (1
     runs the path on one GPU, a smoke test: no data crosses a link). ``allow_nvls``: leave NCCL_NVLS_ENABLE as
     the environment has it (hwprobe sets 0 otherwise). ``max_mib``: the largest S (default 4 GiB, capped by free
-    memory)."""
+    memory). ``worker_timeout_s``: spawned ranks still running after this are stopped (a rank whose peer died waits
+    forever inside NCCL)."""
     from hwprobe import distributed
     from hwprobe.probes.interconnect import ncclapi
 
@@ -176,7 +177,7 @@ def run(ctx, mode: str = "auto", ops: tuple[str, ...] = C.OPS, max_mib: int | No
         raise Skip(f"{len(devs)} GPU(s) ({why}): collectives need at least {min_ranks} "
                    "(min_ranks = 1 runs the NCCL path on one GPU as a smoke test)")
     eng = ncclapi.load(engine)
-    yield from _run_local(ctx, mode, devs, why, eng, ops, max_mib, size_step, samples, timeout_s, notes)
+    yield from _run_local(ctx, mode, devs, why, eng, ops, max_mib, size_step, samples, worker_timeout_s, notes)
 
 
 def _run_local(ctx, mode, devs, why, eng, ops, max_mib, size_step, samples, timeout_s, notes):

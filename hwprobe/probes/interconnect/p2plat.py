@@ -127,10 +127,10 @@ def _pingpong(ctx, setup, a: int, b: int, results) -> Measurement:
     samples, ok, why = [], True, ""
     with ctx.sampler.window() as win:
         for r in range(1 + P.LATENCY_SAMPLES):
-            fa.fill(0)
-            fb.fill(0)
-            for dev in {a, b}:
-                cp.cuda.Device(dev).synchronize()
+            for dev, flag in ((a, fa), (b, fb)):
+                with cp.cuda.Device(dev):
+                    flag.fill(0)
+                    cp.cuda.Device().synchronize()
             for who, dev, mine, peer, init in (("b", b, fb, fa, 0), ("a", a, fa, fb, 1)):
                 s = side[who]
                 with cp.cuda.Device(dev), s["stream"]:

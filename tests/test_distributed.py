@@ -1,0 +1,165 @@
+"""CPU tests of hwprobe.distributed: the world from each launcher's variables, GPUs per local rank, and the
+collective steps (id broadcast, agreement, gather, merge) over a fake communicator whose ranks are threads."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from hwprobe import distributed as D
+from hwprobe.errors import InputError
+from hwprobe.profile import Profile, validate_dict
+from tests.helpers import meas
+
+
+@pytest.mark.parametrize("env,want", [
+    ({}, (0, 1, 0, 1, "none")),
+    ({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "3",
+      "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, (3, 8, 3, 4, "openmpi")),
+    ({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2"}, (1, 2, 1, 2, "mpich")),
+    ({"SLURM_PROCID": "5", "SLURM_STEP_NUM_TASKS": "16", "SLURM_LOCALID": "1"}, (5, 16, 1, None, "slurm")),
+    ({"SLURM_PROCID": "0", "SLURM_NTASKS": "16"}, (0, 1, 0, 1, "none")),       # a batch script, not an srun step
+    ({"PMIX_RANK": "2", "PMIX_SIZE": "4"}, (2, 4, -1, None, "pmix")),
+])
+def test_detect(env, want):
+    w = D.detect(env, host="node1")
+    assert (w.rank, w.size, w.local_rank, w.local_size, w.launcher) == want
+    assert w.host == "node1" and w.distributed == (want[1] > 1) and w.root == (want[0] == 0)
+
+
+def test_detect_rejects_bad_values():
+    with pytest.raises(InputError, match="OMPI_COMM_WORLD_RANK"):
+        D.detect({"OMPI_COMM_WORLD_RANK": "x", "OMPI_COMM_WORLD_SIZE": "2"})
+    with pytest.raises(InputError, match="outside"):
+        D.detect({"PMI_RANK": "4", "PMI_SIZE": "4"})
+
+
+def test_local_ranks_and_gpus():
+    hosts = ["a", "a", "b", "a", "b"]
+    assert D.local_ranks(hosts) == [(0, 3), (1, 3), (0, 2), (2, 3), (1, 2)]
+    assert D.gpu_for(D.World(rank=9, size=16, local_rank=5, local_size=8), 8) == 5
+    assert D.gpu_for(D.World(rank=9, size=16, local_rank=5, local_size=8), 1) == 0      # one GPU per rank
+    with pytest.raises(InputError, match="no CUDA GPU"):
+        D.gpu_for(D.World(), 0)
+    assert D.comm_world(D.World()) is None                                              # a plain run: no MPI
+
+
+class FakeComm:
+    """An MPI communicator over threads: each collective is a barrier-separated exchange through a shared slot."""
+
+    def __init__(self, shared, rank):
+        self.s, self.rank = shared, rank
+
+    def Get_rank(self):
+        return self.rank
+
+    def Get_size(self):
+        return self.s["n"]
+
+    def _exchange(self, value):
+        self.s["slots"][self.rank] = value
+        self.s["barrier"].wait()
+        got = list(self.s["slots"])
+        self.s["barrier"].wait()
+        return got
+
+    def allgather(self, v):
+        return self._exchange(v)
+
+    def bcast(self, v, root=0):
+        return self._exchange(v)[root]
+
+    def gather(self, v, root=0):
+        got = self._exchange(v)
+        return got if self.rank == root else None
+
+
+def run_ranks(n, fn):
+    shared = {"n": n, "slots": [None] * n, "barrier": threading.Barrier(n)}
+    out = [None] * n
+    errors = []
+
+    def body(r):
+        try:
+            out[r] = fn(FakeComm(shared, r), r)
+        except BaseException as e:  # surface a rank's failure in the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=body, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert not errors, errors
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 8])
+def test_unique_id_agreement_and_min(n):
+    made = []
+
+    def fn(comm, r):
+        uid = D.bcast_unique_id(comm, lambda: made.append(r) or bytes(range(128)))
+        ok = D.agree(comm, r != 2, f"rank {r} has no NCCL" if r == 2 else "")
+        low = D.agree_min(comm, 1000 - r)
+        world = D.complete(D.World(r, n, -1, None, f"h{r % 2}", "pmix"), comm)
+        return uid, ok, low, world
+
+    res = run_ranks(n, fn)
+    assert made == [0]                                         # only rank 0 made the id
+    assert all(uid == bytes(range(128)) for uid, *_ in res)
+    for _, (ok, why), low, _w in res:
+        assert ok == (n <= 2) and low == 1000 - (n - 1)
+        assert why == ([] if n <= 2 else ["rank 2: rank 2 has no NCCL"])
+    if n == 8:
+        assert [(w.local_rank, w.local_size) for *_, w in res] == [(r // 2, 4) for r in range(8)]
+
+
+def _rank_records(r: int):
+    recs = [meas("fp32.cuda_core.ffma", 60e12 + r * 1e12, precision="fp32", exec_unit="cuda_core",
+                 path="instruction", theory=67e12)]
+    if r == 0:   # rank 0 files the collective for the whole world
+        m = meas("nccl.all_reduce.busbw", 340e9, kind="memory", unit="B/s", theory=450e9, link="nccl.all_reduce",
+                 params={"link_kind": "collective", "ceiling_key": "busbw", "scope": "world", "ranks": 4,
+                         "endpoints": [{"rank": q, "host": f"h{q // 2}", "gpu": q % 2} for q in range(4)]})
+        recs.append(m)
+    if r % 2 == 1:
+        recs.append(meas("p2p.delegated", 0, kind="info", unit="", status="skipped", reason="rank 0 measured",
+                         params={"delegated_to": r - 1}))
+    return recs
+
+
+def test_gather_and_merge_four_ranks_into_one_profile():
+    def fn(comm, r):
+        w = D.World(r, 4, r % 2, 2, f"h{r // 2}", "openmpi")
+        dev = {"index": r % 2, "name": "H200", "uuid": f"GPU-{r}", "pci_bus_id": f"0000:{r}:00.0", "kind": "gpu"}
+        return D.gather_outputs(comm, D.rank_output(w, dev, _rank_records(r)))
+
+    res = run_ranks(4, fn)
+    assert res[1] is None and res[2] is None and res[3] is None
+    outs = res[0]
+    assert [o.rank for o in outs] == [0, 1, 2, 3]
+    merged = D.merge(outs)
+    metrics = [m.metric for m in merged]
+    assert metrics.count("nccl.all_reduce.busbw") == 1
+    assert metrics[:2] == ["fp32.cuda_core.ffma", "nccl.all_reduce.busbw"]
+    assert {"rank1.fp32.cuda_core.ffma", "rank2.fp32.cuda_core.ffma", "rank3.fp32.cuda_core.ffma"} <= set(metrics)
+    assert "p2p.delegated" not in metrics                 # rank 0 and 2 are in the world: their figures stand
+    ffma3 = next(m for m in merged if m.metric == "rank3.fp32.cuda_core.ffma")
+    assert ffma3.params["rank"] == 3 and ffma3.params["host"] == "h1" and ffma3.params["gpu"]["uuid"] == "GPU-3"
+    coll = next(m for m in merged if m.metric == "nccl.all_reduce.busbw")
+    assert "rank" not in coll.params                      # a world figure names all ranks in its endpoints
+    devices = D.merged_devices(outs)
+    assert [(d["rank"], d["host"]) for d in devices] == [(0, "h0"), (1, "h0"), (2, "h1"), (3, "h1")]
+    prof = Profile.from_measurements(devices[0], merged, devices=devices)
+    best = prof.compute["fp32"]["cuda_core"]["instruction"]
+    assert best.value == 63e12 and best.params["rank"] == 3           # the best rank's figure, named
+    assert len(prof.links["nccl.all_reduce"].endpoints) == 4
+    validate_dict(prof.to_dict(), "merged profile")
+
+
+def test_merge_keeps_a_delegated_skip_whose_delegate_is_absent():
+    out = D.RankOutput(1, "h", {"index": 0}, [r.to_dict() for r in _rank_records(1)])
+    merged = D.merge([out])
+    assert [m.metric for m in merged] == ["fp32.cuda_core.ffma", "p2p.delegated"]
