@@ -155,6 +155,7 @@ def test_iterations_are_deterministic_and_bounded():
     assert C.iterations("all_reduce", 2, 8, 0.02) == 200
     assert C.iterations("all_reduce", 2, 4 << 30, 0.02) == 5
     assert C.iterations("all_reduce", 8, 1 << 20, 0.02) == C.iterations("all_reduce", 8, 1 << 20, 0.02)
+    assert C.iterations("all_reduce", 1, 4 << 30, 0.02) == 5          # one rank: still a 4 GiB copy per op
 
 
 def test_size_at_90pct():

@@ -106,8 +106,8 @@ def iterations(op: str, n: int, size_bytes: int, target_s: float, lo: int = 5, h
                latency_s: float = 20e-6, busbw_guess: float = 100e9) -> int:
     """Iterations per timed sample, from a fixed model of the op's time (latency + bus bytes / a modest bus
     bandwidth), so every rank computes the same count without talking (a rank that ran a different count
-    would hang the others)."""
-    est = latency_s + size_bytes * bus_factor(op, n) / busbw_guess
+    would hang the others). Bus bytes count at least S (one rank still copies its buffer)."""
+    est = latency_s + size_bytes * max(bus_factor(op, n), 1.0) / busbw_guess
     return int(min(hi, max(lo, round(target_s / est))))
 
 
