@@ -203,6 +203,15 @@ def merge(outputs: list[RankOutput]):
     return merged
 
 
+def finish_world(world: World, comm, device, measurements) -> tuple[list, list[dict[str, Any]]] | None:
+    """The end of a run under MPI: every rank's records to rank 0. Rank 0 gets (the merged measurements, every
+    rank's device); the other ranks get None (they write nothing)."""
+    outs = gather_outputs(comm, rank_output(world, device, measurements))
+    if outs is None:
+        return None
+    return merge(outs), merged_devices(outs)
+
+
 def merged_devices(outputs: list[RankOutput]) -> list[dict[str, Any]]:
     """Each rank's device for the profile's device list, with its rank and host."""
     return [{**(o.device or o.gpu), "rank": o.rank, "host": o.host} for o in sorted(outputs, key=lambda o: o.rank)]

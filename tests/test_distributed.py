@@ -163,3 +163,15 @@ def test_merge_keeps_a_delegated_skip_whose_delegate_is_absent():
     out = D.RankOutput(1, "h", {"index": 0}, [r.to_dict() for r in _rank_records(1)])
     merged = D.merge([out])
     assert [m.metric for m in merged] == ["fp32.cuda_core.ffma", "p2p.delegated"]
+
+
+def test_finish_world_gives_rank0_the_merge_and_others_nothing():
+    def fn(comm, r):
+        w = D.World(r, 3, r, 3, "h", "mpich")
+        return D.finish_world(w, comm, {"index": r, "name": "H200", "kind": "gpu"}, _rank_records(r))
+
+    res = run_ranks(3, fn)
+    assert res[1] is None and res[2] is None
+    merged, devices = res[0]
+    assert [d["rank"] for d in devices] == [0, 1, 2]
+    assert sum(m.metric.endswith("fp32.cuda_core.ffma") for m in merged) == 3
