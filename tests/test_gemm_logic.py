@@ -976,3 +976,21 @@ def test_gemm_power_per_clock_uses_the_window_clock():
     assert abs(per_clock(m, th) - 1.30e15 / (132 * 8192 * 1410e6)) < 1e-9
     m.clocks = None
     assert per_clock(m, th) is None
+
+
+def test_sentinel_reading_and_the_params_the_judge_reads():
+    from hwprobe.timing import sentinel as sn
+
+    # rows of (cycles, ns, smid, start ns): 132 SMs at 1980 MHz over 200 us, one SM's record missing
+    rec = np.array([[396_000, 200_000, i, 10**9] for i in range(131)] + [[0, 0, 131, 0]], dtype=np.uint64)
+    r = sn.reading(rec, 2e-4)
+    assert (r.mhz, r.min_mhz, r.max_mhz, r.sms) == (1980.0, 1980.0, 1980.0, 131)
+    assert sn.reading(np.zeros((4, 4)), 2e-4) is None
+    low = sn.SentinelReading(1425.0, 1424.9, 1425.3, 132, 2e-4)
+    p: dict = {}
+    sn.record(p, r, low)              # a burst that starts at 1980 and ends at 1425 MHz (the H200's INT8 TN)
+    assert p["sentinel_sm_mhz"] == [1425.0, 1980.0] and sn.clock_of(p) == 1980.0
+    assert p["sentinel_sm_mhz_mean"] == pytest.approx(1702.5) and p["sentinel_sm_mhz_after"]["mhz"] == 1425.0
+    q: dict = {}
+    sn.record(q, None, None)
+    assert q == {} and sn.clock_of(q) is None

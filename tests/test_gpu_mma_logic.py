@@ -693,3 +693,21 @@ def test_a_failing_point_becomes_an_info_measurement(monkeypatch):
     out = list(g.run_wgmma(ctx, precisions=("tf32", "int8")))
     assert [(m.kind, m.status, m.reason) for m in out] == [
         ("info", "error", f"{m.metric}: RuntimeError: nvrtc: error: something") for m in out]
+
+
+def test_gap_books_the_hidden_tensor_clock_apart_from_the_set_clock():
+    from hwprobe import gap
+    from hwprobe.profile import Ceiling
+
+    # the H200's TF32 wgmma: NVML 1980 (no reason), the kernel's own clock 1815, 99.7% at that clock
+    peak = lambda mhz: 132 * 1024 * 2 * mhz * 1e6  # noqa: E731
+    c = Ceiling(value=0.997 * peak(1815), unit="FLOP/s", metric="tf32.tensor_core.wgmma.f32acc", probe="gpu.wgmma",
+                theory_at_clock=peak(1815), theory_at_max_clock=peak(1980), clock_mhz=1815.0, clock_source="kernel",
+                params={"clocks_mhz": {"kernel": 1815.0, "nvml": 1980.0}})
+    steps = gap.clock_steps(c)
+    assert [s[0] for s in steps] == ["clock under load", "SM clock below the set clock"]
+    assert steps[0][1] == pytest.approx(1.0) and steps[1][1] == pytest.approx(1815 / 1980)
+    assert steps[0][1] * steps[1][1] == pytest.approx(c.theory_at_clock / c.theory_at_max_clock)
+    # clocks that agree (or no kernel clock): one step, as before
+    c.params = {"clocks_mhz": {"kernel": 1815.0, "nvml": 1830.0}}
+    assert [s[0] for s in gap.clock_steps(c)] == ["clock under load"]

@@ -70,21 +70,34 @@ def sentinel_clock(sms: int, spin_us: float = SPIN_US, cp=None) -> SentinelReadi
 
 
 def record(params: dict, before: SentinelReading | None, after: SentinelReading | None) -> None:
-    """The params keys the judge and the report read (the lead's hwprobe.judge: ``sentinel_sm_mhz``):
+    """The params keys the judge and the report read (hwprobe.judge: ``sentinel_sm_mhz``):
 
-    - ``sentinel_sm_mhz``: mean of the before and after medians (or the one there is);
-    - ``sentinel_sm_mhz_before`` / ``sentinel_sm_mhz_after``: each reading, with min/max over the SMs.
+    - ``sentinel_sm_mhz``: [before, after] medians, the higher one last (the judge takes a list's upper median
+      and its max: the higher edge). A short burst can start at one DVFS step and end several steps lower (the
+      H200's power limiter acts within ~50 ms), so the higher edge is the clock that bounds the window's rate;
+      a mean of the two would put theory below what the window ran at;
+    - ``sentinel_sm_mhz_before`` / ``sentinel_sm_mhz_after``: each reading, with min/max over the SMs;
+    - ``sentinel_sm_mhz_mean``: their mean, for reference.
     """
     got = [r for r in (before, after) if r is not None]
     if not got:
         return
-    params["sentinel_sm_mhz"] = round(statistics.fmean(r.mhz for r in got), 1)
+    params["sentinel_sm_mhz"] = sorted(round(r.mhz, 1) for r in got)
+    params["sentinel_sm_mhz_mean"] = round(statistics.fmean(r.mhz for r in got), 1)
     if before is not None:
         params["sentinel_sm_mhz_before"] = before.to_dict()
     if after is not None:
         params["sentinel_sm_mhz_after"] = after.to_dict()
 
 
+def clock_of(params: dict) -> float | None:
+    """The sentinel clock a record's params carry (the higher edge, as the judge takes it); None without one."""
+    v = params.get("sentinel_sm_mhz")
+    if not v:
+        return None
+    return float(max(v) if isinstance(v, list) else v)
+
+
 NOTE = ("sentinel clock: clock64 over %globaltimer of one light block per SM, run right before and right after "
-        "the timed window (the clock the SMs were set to at its edges; a clock lowered by the window's own "
-        "load alone would not show)")
+        "the timed window (the clock the SMs were set to at its edges, the higher edge taken; on the H200 the SM "
+        "clock runs ~9% below that set clock while HMMA/HGMMA work runs, which a light sentinel does not see)")

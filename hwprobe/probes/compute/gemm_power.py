@@ -23,6 +23,7 @@ from hwprobe.errors import Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.compute import gemm_common as gc
+from hwprobe.timing.sentinel import clock_of
 from hwprobe.units import si
 
 
@@ -68,8 +69,8 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
             part += f", {c.power_w:.0f} W"
         if c and c.throttle_reasons:
             part += f" ({', '.join(c.throttle_reasons)})"
-        if p.params.get("sentinel_sm_mhz"):
-            part += f", sentinel {p.params['sentinel_sm_mhz']:.0f} MHz"
+        if (sent := clock_of(p.params)) is not None:
+            part += f", sentinel {sent:.0f} MHz"
         if p.energy_per_op_j:
             part += f", {p.energy_per_op_j * 1e12:.3f} pJ/op"
         if p.params.get("per_clock") is not None:

@@ -42,6 +42,7 @@ from hwprobe.probes.compute.cublas import (
     settle_runner,
 )
 from hwprobe.timing import time_cuda
+from hwprobe.timing.sentinel import clock_of
 
 CONVENTION = "effective FLOPs = 2*M*N*K of the dense problem (the pruned half of A is credited as work done)"
 
@@ -311,8 +312,8 @@ def _one_precision(ctx, cp, lt, cs, handle, prec, spec, plan, rows, l2, version)
         row = {"n": n, "sparse": m.value, "dense": dense.value if dense else None,
                "prep_s": prep["prune_s"] + prep["compress_s"], "sparse_mhz": _clock(m),
                "dense_mhz": _clock(dense) if dense else None,
-               "sparse_sentinel_mhz": m.params.get("sentinel_sm_mhz"),
-               "dense_sentinel_mhz": dense.params.get("sentinel_sm_mhz") if dense else None,
+               "sparse_sentinel_mhz": clock_of(m.params),
+               "dense_sentinel_mhz": clock_of(dense.params) if dense else None,
                "dense_path": dense.metric if dense else None}
         if dense and dense.value > 0:
             row["speedup"] = m.value / dense.value
