@@ -994,3 +994,74 @@ def test_sentinel_reading_and_the_params_the_judge_reads():
     q: dict = {}
     sn.record(q, None, None)
     assert q == {} and sn.clock_of(q) is None
+
+
+# --- precision checks: each precision's check fails for the next lower one -------------------------------
+
+
+def _round_bits(x, bits):
+    m, e = np.frexp(np.asarray(x, dtype=np.float64))
+    return np.ldexp(np.rint(np.ldexp(m, bits)), e - bits)
+
+
+def _tc_gemm(a, b, acc, chunk=16, out_bits=None):
+    """A tensor-core GEMM model: k in chunks of ``chunk`` summed exactly, each chunk added to an accumulator of
+    ``acc`` ("f32" | "f16"), the result rounded to ``out_bits`` significant bits."""
+    total = np.zeros((a.shape[0], b.shape[1]))
+    for s in range(0, a.shape[1], chunk):
+        part = a[:, s:s + chunk] @ b[s:s + chunk]
+        if acc == "f16":
+            with np.errstate(over="ignore"):
+                total = (total + part).astype(np.float16).astype(np.float64)
+        else:
+            total = (total.astype(np.float32) + part.astype(np.float32)).astype(np.float64)
+    return _round_bits(total, out_bits) if out_bits else total
+
+
+@pytest.mark.parametrize("k", [32, 64, 256, 1024, 4096])
+def test_fp16_f32acc_check_fails_for_fp16_accumulation_at_every_k(k):
+    a, b = gc.precision_operands("fp16.f32acc", 16, 24, k)
+    assert np.array_equal(a.astype(np.float16).astype(np.float64), a)          # inputs exact in fp16
+    ref = a @ b
+    assert np.abs(ref).max() <= 2048 and np.array_equal(ref, np.rint(ref))     # exact in the fp16 output
+    gc.check_close(_tc_gemm(a, b, "f32", out_bits=11), ref, 0.0, "f32 accumulate")   # passes, exactly
+    with pytest.raises(VerificationError):
+        gc.check_close(_tc_gemm(a, b, "f16", out_bits=11), ref, 0.0, "f16 accumulate")
+
+
+@pytest.mark.parametrize("k", [64, 1024, 4096])
+def test_tf32_check_fails_for_bf16_rounded_inputs(k):
+    a, b = gc.precision_operands("tf32", 16, 24, k)
+    assert np.array_equal(_round_bits(a, 11), a) and np.array_equal(_round_bits(b, 11), b)   # exact in TF32
+    assert np.count_nonzero(a, axis=1).tolist() == [3] * 16
+    ref = a @ b
+    assert np.abs(ref).max() < 2 ** 24
+    gc.check_close(_tc_gemm(a, b, "f32"), ref, 0.0, "tf32")
+    with pytest.raises(VerificationError):
+        gc.check_close(_tc_gemm(_round_bits(a, 8), _round_bits(b, 8), "f32"), ref, 0.0, "bf16 inputs")
+
+
+def test_timed_data_tolerances_tell_the_precisions_apart():
+    rng = np.random.default_rng(3)
+    for k in (1024, 4096):
+        a, b = rng.uniform(-1, 1, (32, k)), rng.uniform(-1, 1, (k, 48))
+        ref = a @ b
+        tf32 = gc.rel_error(_tc_gemm(_round_bits(a, 11), _round_bits(b, 11), "f32"), ref)
+        bf16 = gc.rel_error(_tc_gemm(_round_bits(a, 8), _round_bits(b, 8), "f32"), ref)
+        assert tf32 < gc.tolerance("tf32") / 2 and bf16 > gc.tolerance("tf32") * 1.5, (k, tf32, bf16)
+        h = a.astype(np.float16).astype(np.float64) * k ** -0.25, b.astype(np.float16).astype(np.float64) * k ** -0.25
+        h = tuple(x.astype(np.float16).astype(np.float64) for x in h)
+        ref = h[0] @ h[1]
+        f32 = gc.rel_error(_tc_gemm(*h, "f32", out_bits=11), ref)
+        f16 = gc.rel_error(_tc_gemm(*h, "f16", out_bits=11), ref)
+        assert f32 < gc.tolerance("fp16.f32acc") / 2 and f16 > gc.tolerance("fp16.f32acc"), (k, f32, f16)
+
+
+def test_bf16_check_operands_are_exact_in_bf16_and_the_product_too():
+    a, b = gc.precision_operands("bf16", 8, 8, 256)
+    ref = a @ b
+    assert np.array_equal(_round_bits(a, 8), a) and np.array_equal(_round_bits(b, 8), b)
+    assert np.abs(ref).max() <= 256 and np.array_equal(_round_bits(ref, 8), ref)   # exact in the bf16 output
+    assert np.abs(np.cumsum(a[0] * b[:, 0])).max() > 2048          # partial sums leave FP16's integers
+    with pytest.raises(KeyError):
+        gc.precision_operands("int8", 8, 8, 256)

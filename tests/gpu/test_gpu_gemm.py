@@ -40,6 +40,9 @@ def test_gemm_sweep_ceilings_and_pitfall(gpu_ctx_factory):
         assert m.kind == ("sweep" if metric == "int8.cublas.nn" else "compute") and m.verified and m.value > 0
         assert [p["n"] for p in m.params["curve"]] == [1024, 2048]
         assert max(m.params["sentinel_sm_mhz"]) > 300, (metric, m.params.get("sentinel_sm_mhz"))
+    for metric in ("tf32.tensor_core.cublas", "fp16.tensor_core.cublas.f32acc", "fp16.tensor_core.cublaslt",
+                   "tf32.tensor_core.cublaslt"):     # the crafted checks a lower precision would fail: exact
+        assert got[metric].params["precision_check"]["exact"], metric
     nn = got["int8.cublas.nn"]
     # its unit comes from its kernel's name where one was read (a WMMA tensor-op kernel on the H200), else from
     # the rate, and then it says it is inferred

@@ -388,6 +388,27 @@ class CublasGemm:
                           f"cuBLAS {v.key} {self.m}x{self.n}x{self.k}", self.epilogue)
 
     epilogue: Callable | None = None    # product -> output (subclasses whose output is not the product)
+    precision_result: dict | None = None
+
+    def precision_check(self, rows: int) -> dict | None:
+        """The crafted-operand check of gc.PRECISION_CHECKS, run once on operand set 0 after the timed samples:
+        exact, or VerificationError. It fails for the next lower precision at any k (tests/test_gemm_logic.py)."""
+        cp, v = self.env.cp, self.v
+        if v.key not in gc.PRECISION_CHECKS or self.k % 2 or self.k < 8:
+            return None
+        a_l, b_l = gc.precision_operands(v.key, self.m, self.n, self.k, xp=cp)
+        a, b, c = self.ops[0]
+        for buf, logical, trans in ((a, a_l, v.transa), (b, b_l, v.transb)):
+            x = logical if trans == gc.OP_T else logical.T
+            buf[...] = gc.bf16_bits_from_f32(x, cp) if v.storage == "bf16" else x.astype(buf.dtype)
+        self.call(0)
+        cp.cuda.get_current_stream().synchronize()
+        op_a, op_b, cm = gc.colmajor_views(a, b, c, v.transa, v.transb)
+        idx = cp.asarray(gc.sample_rows(self.m, rows))
+        check_rows(cp, to_f64(cp, op_a[idx], v.storage), to_f64(cp, op_b, v.storage), to_f64(cp, cm[idx], v.out),
+                   0.0, f"cuBLAS {v.key} {self.m}x{self.n}x{self.k} precision check ({gc.PRECISION_CHECKS[v.key]})")
+        self.precision_result = {"operands": gc.PRECISION_CHECKS[v.key], "rows": rows, "exact": True}
+        return self.precision_result
 
     def params(self, runner: Runner) -> dict:
         v = self.v
@@ -455,6 +476,7 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
             def check() -> None:
                 clocks.append(sentinel(ctx))
                 err["rel"] = g.check(rows)
+                g.precision_check(rows)
 
             meas = ctx.measure(metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit=v.unit,
                                kind=kind, check=check, precision=v.precision, exec_unit=exec_unit or v.exec_unit,
@@ -472,6 +494,8 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
                 close()
     if "rel" in err:
         meas.params["rel_error"] = err["rel"]
+    if g.precision_result:
+        meas.params["precision_check"] = g.precision_result
     record_sentinel(meas, clocks[0], clocks[1] if len(clocks) > 1 else None)
     if runner.launch_bound:
         meas.flags.append("launch_bound")

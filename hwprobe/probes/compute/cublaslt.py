@@ -76,9 +76,9 @@ class LtMatmul:
     """One planned nvmath Matmul (cuBLASLt) on given operands: autotuned untimed; ``call`` is one execute."""
 
     def __init__(self, cp, nvmath, torch, a, b, *, options: dict, tol: float, what: str, scales=None,
-                 autotune: bool = True, operands: str = ""):
+                 autotune: bool = True, operands: str = "", precision_key: str = ""):
         self.cp, self.torch, self.a, self.b, self.tol, self.what = cp, torch, a, b, tol, what
-        self.operands = operands
+        self.operands, self.precision_key, self.precision_result = operands, precision_key, None
         self.scale = float((scales or {}).get("a", 1.0) * (scales or {}).get("b", 1.0))   # D = sa sb A @ B
         self.m, self.k = a.shape
         self.n = b.shape[1]
@@ -113,6 +113,24 @@ class LtMatmul:
         ref = self.a[idx].float().double() @ self.b.float().double() * self.scale   # FP8: no direct cast
         got = self.result[idx].float().double()
         return gc.check_close(got.cpu().numpy(), ref.cpu().numpy(), self.tol, f"{self.what} {self.m}x{self.n}x{self.k}")
+
+    def precision_check(self, rows: int) -> dict | None:
+        """gc.PRECISION_CHECKS on crafted operands written into A and B after the timed samples: exact."""
+        key = self.precision_key
+        if key not in gc.PRECISION_CHECKS or self.k % 2 or self.k < 8:
+            return None
+        torch = self.torch
+        a_l, b_l = gc.precision_operands(key, self.m, self.n, self.k, xp=self.cp)
+        self.a.copy_(torch.as_tensor(a_l, device="cuda"))
+        self.b.copy_(torch.as_tensor(b_l, device="cuda"))
+        self.call()
+        self.cp.cuda.get_current_stream().synchronize()
+        idx = torch.as_tensor(gc.sample_rows(self.m, rows), device="cuda")
+        ref = self.a[idx].double() @ self.b.double()
+        gc.check_close(self.result[idx].double().cpu().numpy(), ref.cpu().numpy(), 0.0,
+                       f"{self.what} {self.m}x{self.n}x{self.k} precision check ({gc.PRECISION_CHECKS[key]})")
+        self.precision_result = {"operands": gc.PRECISION_CHECKS[key], "rows": rows, "exact": True}
+        return self.precision_result
 
     def close(self) -> None:
         self.mm.free()
@@ -164,7 +182,7 @@ def typed_matmul(cp, nvmath, torch, prec: str, m: int, n: int, k: int, seed: int
     b = draw((n, k)).T                             # (k, n), column-major: the TN layout
     options = {} if compute is None else {"compute_type": compute}
     return LtMatmul(cp, nvmath, torch, a, b, options=options, tol=gc.tolerance(tol_key, k), what=f"cuBLASLt {prec}",
-                    operands=f"{dtype_name} uniform in (-{scale:.4g}, {scale:.4g})")
+                    operands=f"{dtype_name} uniform in (-{scale:.4g}, {scale:.4g})", precision_key=tol_key)
 
 
 def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, rows: int, params: dict,
@@ -178,6 +196,7 @@ def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, 
         def check() -> None:
             clocks.append(sentinel(ctx))
             err["rel"] = g.check(rows)
+            g.precision_check(rows)
 
         m, n, k = g.m, g.n, g.k
         meas = ctx.measure(
@@ -189,6 +208,8 @@ def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, 
             notes=[*notes, *runner.notes])
         if "rel" in err:
             meas.params["rel_error"] = err["rel"]
+        if g.precision_result:
+            meas.params["precision_check"] = g.precision_result
         record_sentinel(meas, clocks[0], clocks[1] if len(clocks) > 1 else None)
         if runner.launch_bound:
             meas.flags.append("launch_bound")

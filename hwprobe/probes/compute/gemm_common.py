@@ -144,8 +144,8 @@ def gemm_bytes(m: int, n: int, k: int, ab_itemsize: int, c_itemsize: int) -> int
 TOLERANCES = {
     "fp64": 1e-12,
     "fp32": 1e-5,        # TF32 inputs (10-bit mantissa) would give ~3e-4: this check is what tells them apart
-    "tf32": 5e-3,
-    "fp16.f32acc": 2e-3,  # fp16 output rounding (2^-11) dominates
+    "tf32": 1e-3,        # TF32 inputs: 2.6-3.1e-4 measured (H200); BF16-rounded inputs give ~2e-3 and fail
+    "fp16.f32acc": 6e-4,  # fp16 output rounding: 2.1e-4 measured; FP16 accumulation: 1.2e-3 at k=1024, more above
     "bf16": 1e-2,         # bf16 output rounding (2^-8)
     "int8": 0.0,          # exact
     "int8.tn.i8out": 2e-2,  # int8 output of alpha x acc scaled to sigma 32: rounding (0.29 rms) / 32 ~ 0.009
@@ -167,6 +167,42 @@ def tolerance(key: str, k: int = 0) -> float:
     if key not in TOLERANCES:
         raise KeyError(f"no tolerance for {key!r}")
     return TOLERANCES[key]
+
+
+# --- precision checks on crafted operands: each precision's check fails for the next lower one at every k ---
+# fp16.f32acc / bf16: A = [A1, A1], B = [B1; -B1 + E] with integer A1, B1 in [-64, 64] and E holding +-1 at four
+# rows per column, so C = A1 @ E is a small integer (exact in the fp16/bf16 output). Every partial sum is an
+# integer well inside fp32's exact range (any summation order), so FP32 accumulation is exact; the partial sums
+# reach thousands, beyond FP16's integers (2048), so FP16 accumulation is not (and overflows near 65504).
+# tf32: A has three nonzeros per row, A and B integers of 11 significant bits (+-[1025, 2047]): exact in TF32,
+# products exact, |C| < 2^24, so the result is exact; BF16-rounded inputs (8 bits) are off by ~2^-9.
+PRECISION_CHECKS = {"fp16.f32acc": "cancelling integers", "bf16": "cancelling integers",
+                    "tf32": "11-bit integers, 3 nonzeros per row of A"}
+
+
+def precision_operands(key: str, m: int, n: int, k: int, seed: int = 7, xp=np):
+    """Logical op(A) (m x k) and op(B) (k x n), float64 values exact in the variant's input type, whose exact
+    product a lower precision cannot reproduce (see PRECISION_CHECKS); ``k`` even. ``xp``: numpy or cupy (the
+    probes build them on the GPU: 8192^2 operands are too slow to make on the host)."""
+    rs = xp.random.RandomState(seed)
+    if key == "tf32":
+        def mag(shape):
+            return (rs.randint(1025, 2048, size=shape) * (2 * rs.randint(0, 2, size=shape) - 1)).astype(xp.float64)
+        a = xp.zeros((m, k), dtype=xp.float64)
+        rows = xp.arange(m)[:, None]
+        cols = (rows * 13 + xp.arange(3)[None, :] * (k // 3)) % k        # three distinct columns per row
+        a[rows, cols] = mag((m, 3))
+        return a, mag((k, n))
+    if key not in PRECISION_CHECKS or k % 2:
+        raise KeyError(f"no precision check for {key!r} at k={k}")
+    h = k // 2
+    a1 = rs.randint(-64, 65, size=(m, h)).astype(xp.float64)
+    b1 = rs.randint(-64, 65, size=(h, n)).astype(xp.float64)
+    e = xp.zeros((h, n), dtype=xp.float64)
+    cols = xp.arange(n)[None, :]
+    rows = (cols * 7 + xp.arange(4)[:, None] * max(1, h // 4)) % h      # four distinct rows per column (h >= 4)
+    e[rows, cols] = (2 * rs.randint(0, 2, size=(4, n)) - 1).astype(xp.float64)
+    return xp.concatenate([a1, a1], axis=1), xp.concatenate([b1, -b1 + e], axis=0)
 
 
 def fp64_exec_unit(cc_major: int, cc_minor: int) -> tuple[str, str]:
