@@ -197,3 +197,19 @@ def test_timed_record_latency_and_rate():
     assert lat.value == pytest.approx(5e-3 / 4000) and lat.best == pytest.approx(4e-3 / 4000)
     bw = timed_record("p", "m", "memory", [1e-3, 2e-3, 3e-3], work=1e9, unit="B/s")
     assert bw.value == pytest.approx(0.5e12) and isinstance(bw, Measurement)
+
+
+@pytest.mark.parametrize("ws,lines", [(1 << 20, 1 << 14), (64 << 20, 1 << 16)])
+def test_chase_cycle_and_where_a_walk_ends(ws, lines):
+    import numpy as np
+
+    from hwprobe.probes.interconnect.p2plat import chase_end, chase_order
+
+    words = chase_order(ws, np.random.default_rng(1), lines)
+    assert len(words) == min(lines, ws // 64) and len(set(words.tolist())) == len(words)
+    assert (words % 16 == 0).all() and words.max() < ws // 4             # 64-byte lines inside the buffer
+    nxt = dict(zip(words.tolist(), np.roll(words, -1).tolist(), strict=True))
+    pos, j = 1234, int(words[1234])
+    for _ in range(3 * 4096):                                            # what p2p_chase does, launch after launch
+        j = nxt[j]
+    assert j == chase_end(words, pos, 3 * 4096)

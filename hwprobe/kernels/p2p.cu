@@ -43,15 +43,15 @@ __device__ __forceinline__ unsigned long long gtime() {
 
 // ---- pointer chase: one thread follows next[] (u32 word indices) for `steps` dependent loads --------------------
 // ld.global.cv: every load goes to the memory that holds the line (no stale L1 copy), here over the link.
-// out[0] = the word reached (checked against the host's walk of the cycle), out[1] = globaltimer ns.
-extern "C" __global__ void p2p_chase(const unsigned int* next, unsigned int start, int steps,
-                                     unsigned long long* out) {
-    unsigned int j = start;
+// state[0] = the word to start from, and on return the word reached (the next launch goes on from there, so a
+// long cycle is never revisited while it is timed); state[1] += globaltimer ns of the loop.
+extern "C" __global__ void p2p_chase(const unsigned int* next, int steps, unsigned long long* state) {
+    unsigned int j = (unsigned int)state[0];
     const unsigned long long t0 = gtime();
     for (int s = 0; s < steps; ++s) j = __ldcv(next + j);
     const unsigned long long t1 = gtime();
-    out[0] = j;
-    out[1] = t1 - t0;
+    state[0] = j;
+    state[1] += t1 - t0;
 }
 
 // ---- ping-pong: two single-thread kernels, one per GPU, bounce a counter through each other's memory -----------

@@ -15,7 +15,7 @@ from hwprobe.probes.interconnect.pairs import pair_key
 
 PROBE = "gpu.p2p"
 SLOT_BYTES = 64              # one chase step per 64-byte line
-CHASE_SLOTS = 16384          # slots visited per cycle (a random sample of the working set's lines)
+CHASE_SLOTS = 16384          # lines in a cycle unless the plan says (a random sample of the working set's lines)
 PINGPONG_TIMEOUT_NS = 2_000_000_000
 
 
@@ -40,24 +40,37 @@ def chase_order(ws_bytes: int, rng: np.random.Generator, slots: int = CHASE_SLOT
     return (order * (SLOT_BYTES // 4)).astype(np.int64)
 
 
-def chase_end(words: np.ndarray, steps: int) -> int:
-    """The word the chase reaches from words[0] after ``steps`` steps."""
-    return int(words[steps % len(words)])
+def chase_end(words: np.ndarray, start: int, steps: int) -> int:
+    """The word the chase reaches from words[start] after ``steps`` steps."""
+    return int(words[(start + steps) % len(words)])
 
 
 def latency_records(ctx, setup, plan: P.Plan, results: dict[str, PairMatrix]) -> Iterator[Measurement]:
+    """Chases per working set: one cycle, one buffer per GPU read from, every reader walking on from where the
+    previous one stopped (a long cycle is never revisited while timed); then a ping-pong per pair."""
     rng = np.random.default_rng(20261123)
     ordered = plan.schedule.ordered_pairs
-    for name, ws in plan.chase_sets.items():
-        for a, b in ordered:
-            metric = _stem(setup, f"chase.{name}", a, b)
-            if a != b and not setup.access.get(a, b):
-                yield ctx.skip(metric, f"GPU {a} cannot map GPU {b}'s memory (no peer access)")
-                continue
+    for name, (ws, lines) in plan.chase_sets.items():
+        words = chase_order(ws, rng, lines)
+        for b in sorted({b for _, b in ordered}):
+            readers = [a for a, bb in ordered if bb == b]
             try:
-                yield _chase(ctx, setup, a, b, name, ws, rng, results)
+                buf = _chase_buffer(b, ws, words)
             except Exception as e:
-                yield ctx.error(metric, f"pointer chase {a} -> {b}'s memory", e)
+                yield ctx.error(_stem(setup, f"chase.{name}", readers[0], b), f"chase buffer on GPU {b}", e)
+                continue
+            pos = 0
+            for a in readers:
+                metric = _stem(setup, f"chase.{name}", a, b)
+                if a != b and not setup.access.get(a, b):
+                    yield ctx.skip(metric, f"GPU {a} cannot map GPU {b}'s memory (no peer access)")
+                    continue
+                try:
+                    m, pos = _chase(ctx, setup, a, b, name, ws, words, buf, pos, results)
+                    yield m
+                except Exception as e:
+                    yield ctx.error(metric, f"pointer chase {a} -> {b}'s memory", e)
+            del buf
     if not plan.pingpong:
         return
     for a, b in plan.schedule.unordered_pairs:
@@ -71,44 +84,53 @@ def latency_records(ctx, setup, plan: P.Plan, results: dict[str, PairMatrix]) ->
             yield ctx.error(metric, f"ping-pong {a} <-> {b}", e)
 
 
-def _chase(ctx, setup, a: int, b: int, name: str, ws: int, rng, results) -> Measurement:
-    """One thread on GPU a follows a random cycle through GPU b's memory; latency = time / steps."""
+def _chase_buffer(b: int, ws: int, words: np.ndarray):
+    """The cycle written into GPU b's memory: word words[k] holds words[k + 1]."""
+    import cupy as cp
+
+    with cp.cuda.Device(b):
+        buf = cp.zeros(ws // 4, dtype=cp.uint32)
+        buf[cp.asarray(words)] = cp.asarray(np.roll(words, -1).astype(np.uint32))
+        cp.cuda.Device().synchronize()
+    return buf
+
+
+def _chase(ctx, setup, a: int, b: int, name: str, ws: int, words, buf, pos: int, results) -> tuple[Measurement, int]:
+    """One thread on GPU a walks the cycle in GPU b's memory from position ``pos``; latency = time / steps.
+    Returns the record and the position where the walk stopped."""
     import cupy as cp
 
     from hwprobe.probes.interconnect import devops
     from hwprobe.timing import time_cuda
 
-    words = chase_order(ws, rng)
-    steps = P.LATENCY_STEPS
-    with cp.cuda.Device(b):
-        buf = cp.zeros(ws // 4, dtype=cp.uint32)
-        buf[cp.asarray(words)] = cp.asarray(np.roll(words, -1).astype(np.uint32))
-        cp.cuda.Device().synchronize()
+    steps, launches = P.LATENCY_STEPS, 1 + P.LATENCY_SAMPLES
     with cp.cuda.Device(a):
-        out = cp.zeros(2, dtype=cp.uint64)
+        state = cp.asarray(np.array([words[pos], 0], dtype=np.uint64))
         fn = devops.kernel("p2p_chase")
-        args = (np.uint64(buf.data.ptr), np.uint32(words[0]), np.int32(steps), out)
+        args = (np.uint64(buf.data.ptr), np.int32(steps), state)
         with ctx.sampler.window() as win:
             samples = time_cuda(lambda: fn((1,), (1,), args), warmup=1, repeats=P.LATENCY_SAMPLES)
-        end, ns = (int(x) for x in out.get())
+        end, ns = (int(x) for x in state.get())
+    want = chase_end(words, pos, launches * steps)
     link, ltype = _link(setup, a, b)
     key = f"chase.{name}.{a}-{b}"
     params = {"reader": a, "memory_of": b, "working_set_bytes": ws, "lines_in_cycle": len(words), "steps": steps,
-              "kernel_ns_per_step": ns / steps, "loopback": setup.loopback or None}
+              "start_position": pos, "kernel_ns_per_step": ns / (launches * steps), "loopback": setup.loopback or None}
     if link:
         params.update(link_params("p2p", [a, b], ltype, key))
     m = timed_record(PROBE, _stem(setup, f"chase.{name}", a, b), "latency", samples, per_sample=steps, unit="s",
                      clocks=win.summary, link=link, params=params)
-    m.verified = end == chase_end(words, steps)
+    m.verified = end == want
     if not m.verified:
         m.valid = False
-        m.flags.append(f"verification_failed: chase ended at word {end}, expected {chase_end(words, steps)}")
-    m.notes.append(f"GPU {a} loads from GPU {b}'s memory, one dependent 4-byte load per 64-byte line, {len(words)} "
-                   f"lines of a {ws / 2**20:g} MiB working set ({'in' if name == 'l2' else 'past'} the peer's L2)")
+        m.flags.append(f"verification_failed: chase ended at word {end}, expected {want}")
+    revisit = "every line of the cycle, again and again (in the peer's L2)" if len(words) <= launches * steps else \
+        f"{launches * steps} lines never visited before in this run (past the peer's L2)"
+    m.notes.append(f"GPU {a} loads from GPU {b}'s memory, one dependent load per 64-byte line of a "
+                   f"{ws / 2**20:g} MiB buffer: {revisit}")
     if m.verified and not setup.loopback:
         results.setdefault(f"chase.{name}", PairMatrix(setup.idx, "s")).set(a, b, m.value)
-    del buf
-    return m
+    return m, (pos + launches * steps) % len(words)
 
 
 def _pingpong(ctx, setup, a: int, b: int, results) -> Measurement:
@@ -136,6 +158,8 @@ def _pingpong(ctx, setup, a: int, b: int, results) -> Measurement:
                 with cp.cuda.Device(dev), s["stream"]:
                     s["fn"]((1,), (1,), (np.uint64(mine.data.ptr), np.uint64(peer.data.ptr), np.int32(iters),
                                          np.int32(init), np.uint64(PINGPONG_TIMEOUT_NS), s["out"]))
+            for who in ("a", "b"):      # the kernels run on their own streams: wait for both before reading
+                side[who]["stream"].synchronize()
             ra, rb = side["a"]["out"].get(), side["b"]["out"].get()
             good = ra[1] == 0 and rb[1] == 0 and ra[2] == 2 * iters and rb[2] == 2 * iters - 1
             if not good:

@@ -23,7 +23,10 @@ CEILING_SAMPLES = 10
 LATENCY_STEPS = 4096        # pointer-chase steps per timed launch
 LATENCY_SAMPLES = 5
 PINGPONG_ITERS = 2000       # round trips per ping-pong launch
-CHASE_SETS = {"l2": 1 << 20, "dram": 256 << 20}   # working sets: in the peer's L2, and well past it
+# Pointer-chase working sets (buffer bytes, lines in the cycle): every 64-byte line of 1 MiB (it stays in the peer's
+# L2), and 4M random lines of a 512 MiB buffer: 256 MiB of distinct lines, walked on from launch to launch and
+# reader to reader, so no line is revisited while timed (each step misses L2: the peer's DRAM).
+CHASE_SETS = {"l2": (1 << 20, 1 << 14), "dram": (512 << 20, 1 << 22)}
 
 
 def ceiling_key(method: str, bidirectional: bool) -> str:
@@ -51,7 +54,7 @@ class Plan:
     sizes: list[int]
     methods: tuple[str, ...] = METHODS
     bidirectional: bool = True
-    chase_sets: dict[str, int] = field(default_factory=lambda: dict(CHASE_SETS))
+    chase_sets: dict[str, tuple[int, int]] = field(default_factory=lambda: dict(CHASE_SETS))
     pingpong: bool = True
 
     @classmethod
@@ -90,8 +93,9 @@ def estimate_seconds(plan: Plan, *, bw_Bps: float, launch_s: float = 4e-6, per_p
             total += 2 * one + (1 + SWEEP_SAMPLES) * sample + per_point_s + s / 1.5e12
         total += (1 + CEILING_SAMPLES) * max(CEILING_SAMPLE_S, plan.sizes[-1] / bw_Bps) + per_point_s
     pairs = len(plan.schedule.ordered_pairs)
-    for ws in plan.chase_sets.values():
-        total += pairs * ((1 + LATENCY_SAMPLES) * LATENCY_STEPS * chase_latency_s + 0.02 + ws / 100e9)
+    for ws, lines in plan.chase_sets.values():   # one cycle per working set, one buffer per GPU read from
+        total += 0.05 * lines / (1 << 20) + len(plan.schedule.devices) * (0.02 + ws / 100e9)
+        total += pairs * ((1 + LATENCY_SAMPLES) * LATENCY_STEPS * chase_latency_s + 0.005)
     if plan.pingpong:
         total += len(plan.schedule.unordered_pairs) * (1 + LATENCY_SAMPLES) * PINGPONG_ITERS * 2 * chase_latency_s
     return total
