@@ -212,6 +212,81 @@ def finish_world(world: World, comm, device, measurements) -> tuple[list, list[d
     return merge(outs), merged_devices(outs)
 
 
+# --- the hooks hwprobe.api.run uses under an MPI launcher -----------------------------------------------------------
+
+def rank_device(device: str | None, env: Mapping[str, str] | None = None) -> str | None:
+    """``--device`` for this rank: as given, or under MPI with none given, the rank's own GPU (local rank modulo
+    the GPUs it sees; the CPU where it sees none)."""
+    world = detect(env)
+    if device is not None or not world.distributed:
+        return device
+    from hwprobe.device import gpus
+
+    found = gpus()
+    if not found:
+        return "cpu"
+    if world.local_rank < 0:
+        world = complete(world, comm_world(world))
+    return str(found[gpu_for(world, len(found))].index)
+
+
+def rank_out(out, env: Mapping[str, str] | None = None):
+    """Where this rank writes: ``out`` on rank 0 (or a plain run), a temporary directory elsewhere (removed by
+    ``finish_run``: ranks other than 0 leave nothing behind)."""
+    world = detect(env)
+    if world.root:
+        return out
+    import tempfile
+
+    return tempfile.mkdtemp(prefix=f"hwprobe-rank{world.rank}-")
+
+
+def finish_run(run_dir, profile, measurements, device, comm=None, world: World | None = None):
+    """After every rank has measured: rank 0 rewrites its results directory with every rank's records (tagged with
+    rank, host and GPU) and one merged profile, and returns it; the other ranks send theirs, remove their
+    temporary directory and return their own profile. A plain run returns ``profile`` untouched."""
+    world = world or detect()
+    if not world.distributed:
+        return profile
+    comm = comm or comm_world(world)
+    if world.local_size is None or world.local_rank < 0:
+        world = complete(world, comm)
+    got = finish_world(world, comm, device, measurements)
+    if got is None:
+        import shutil
+
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return profile
+    return write_merged(run_dir, *got, world)
+
+
+def write_merged(run_dir, merged, devices: list[dict[str, Any]], world: World):
+    """measurements.jsonl, measurements.csv, environment.json (with the world) and profile.json of the merge."""
+    import json
+    from pathlib import Path
+
+    from hwprobe import results as R
+    from hwprobe.runner import build_profile
+
+    run_dir = Path(run_dir)
+    try:
+        env = json.loads((run_dir / R.ENVIRONMENT).read_text())
+    except (OSError, ValueError):
+        env = {}
+    env["world"] = {"size": world.size, "launcher": world.launcher,
+                    "hosts": sorted({d.get("host", "") for d in devices}),
+                    "ranks": [{"rank": d.get("rank"), "host": d.get("host"), "gpu": d.get("index"),
+                               "name": d.get("name"), "uuid": d.get("uuid")} for d in devices]}
+    lines = [json.dumps({"format": R.RECORDS_FORMAT, "version": R.RECORDS_VERSION})]
+    lines += [json.dumps(m.to_dict(), default=str) for m in merged]
+    R.atomic_write(run_dir / R.MEASUREMENTS, "\n".join(lines) + "\n")
+    R.atomic_write(run_dir / R.ENVIRONMENT, json.dumps(env, indent=2, default=str) + "\n")
+    prof = build_profile(devices[0], merged, env, not env.get("finished", True), devices=devices)
+    prof.save(run_dir / R.PROFILE)
+    R.write_table(run_dir, merged)
+    return prof
+
+
 def merged_devices(outputs: list[RankOutput]) -> list[dict[str, Any]]:
     """Each rank's device for the profile's device list, with its rank and host."""
     return [{**(o.device or o.gpu), "rank": o.rank, "host": o.host} for o in sorted(outputs, key=lambda o: o.rank)]

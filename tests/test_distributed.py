@@ -175,3 +175,38 @@ def test_finish_world_gives_rank0_the_merge_and_others_nothing():
     merged, devices = res[0]
     assert [d["rank"] for d in devices] == [0, 1, 2]
     assert sum(m.metric.endswith("fp32.cuda_core.ffma") for m in merged) == 3
+
+
+def test_finish_run_rewrites_rank0_results_and_removes_the_others(tmp_path):
+    import json
+
+    from hwprobe.results import read_measurements
+
+    dirs = [tmp_path / f"r{r}" for r in range(3)]
+    for d in dirs:
+        d.mkdir()
+        (d / "environment.json").write_text(json.dumps({"suite": "multigpu", "finished": True}))
+
+    def fn(comm, r):
+        w = D.World(r, 3, r, 3, "h", "openmpi")
+        dev = {"index": r, "name": "H200", "kind": "gpu", "uuid": f"GPU-{r}"}
+        return D.finish_run(dirs[r], "own profile", _rank_records(r), dev, comm=comm, world=w)
+
+    res = run_ranks(3, fn)
+    assert res[1] == res[2] == "own profile"
+    assert not dirs[1].exists() and not dirs[2].exists()
+    prof = res[0]
+    assert [d["rank"] for d in prof.devices] == [0, 1, 2]
+    assert len(prof.links["nccl.all_reduce"].endpoints) == 4
+    back = read_measurements(dirs[0])
+    assert sorted(m.metric for m in back if m.metric.endswith("ffma")) == \
+        ["fp32.cuda_core.ffma", "rank1.fp32.cuda_core.ffma", "rank2.fp32.cuda_core.ffma"]
+    env = json.loads((dirs[0] / "environment.json").read_text())
+    assert env["world"]["size"] == 3 and [r["gpu"] for r in env["world"]["ranks"]] == [0, 1, 2]
+    assert (dirs[0] / "profile.json").exists() and (dirs[0] / "measurements.csv").exists()
+
+
+def test_plain_run_hooks_change_nothing(tmp_path):
+    assert D.rank_device("3", env={}) == "3" and D.rank_device(None, env={}) is None
+    assert D.rank_out(tmp_path, env={}) == tmp_path
+    assert D.finish_run(tmp_path, "p", [], {}, world=D.World()) == "p"

@@ -80,3 +80,36 @@ def test_ranks_on_one_host_merge_into_one_profile(tmp_path, n):
     assert out["metrics"] == ["fp32.cuda_core.ffma"] + [f"rank{r}.fp32.cuda_core.ffma" for r in range(1, n)]
     assert out["ranks"] == list(range(n)) and out["locals"] == list(range(n))
     assert out["best_rank"] == n - 1
+
+
+FINISH_SCRIPT = r'''
+import json, os, sys
+from pathlib import Path
+from hwprobe import distributed as D
+from hwprobe.measurement import Measurement
+
+root = Path(sys.argv[1])
+w = D.detect()
+out = Path(D.rank_out(root / "run"))
+out.mkdir(parents=True, exist_ok=True)
+(out / "environment.json").write_text(json.dumps({"finished": True}))
+recs = [Measurement(probe="t", metric="fp32.cuda_core.ffma", kind="compute", value=1e12 * (w.rank + 1),
+                    unit="FLOP/s", precision="fp32", exec_unit="cuda_core", path="instruction")]
+prof = D.finish_run(out, None, recs, {"index": 0, "name": "fake", "kind": "gpu"})
+(root / f"rank{w.rank}.json").write_text(json.dumps({"dir": str(out), "left": out.exists(),
+                                                     "devices": len(prof.devices) if prof else None}))
+'''
+
+
+def test_finish_run_under_mpi_leaves_one_results_dir(tmp_path):
+    py, mpiexec = _launcher()
+    script = tmp_path / "finish.py"
+    script.write_text(FINISH_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    r = subprocess.run([mpiexec, "-n", "3", py, str(script), str(tmp_path)], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = [json.loads((tmp_path / f"rank{k}.json").read_text()) for k in range(3)]
+    assert got[0]["left"] and got[0]["devices"] == 3 and got[0]["dir"] == str(tmp_path / "run")
+    assert not got[1]["left"] and not got[2]["left"]
+    assert (tmp_path / "run" / "profile.json").exists()
