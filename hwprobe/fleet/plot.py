@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 MAX_LABELS = 16           # outliers named on the plot; the rest are in the table and --json
-MAX_KEYS = 24
+MAX_KEYS = 12             # columns; --ceilings picks others
 
 
 def strip_plot(fleet, out: Path | str, title: str | None = None) -> Path:
@@ -43,17 +43,20 @@ def strip_plot(fleet, out: Path | str, title: str | None = None) -> Path:
     _label_outliers(ax, fleet, where)
     ax.axhline(1.0, color="0.35", lw=0.9, ls="--", zorder=0)
     ax.set_xticks(range(len(keys)))
-    ax.set_xticklabels([f"{short(k)}\n{_basis_value(fleet, k)}" for k in keys], fontsize=8)
+    one_basis = fleet.basis.startswith("reference") or len(names) == 1
+    ax.set_xticklabels([f"{short(k)}\n{_basis_value(fleet, k)}" if one_basis else short(k) for k in keys], fontsize=8)
     ax.set_xlim(-0.6, len(keys) - 0.4)
     ax.set_ylabel(f"value / {fleet.basis}")
     ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
     ax.grid(axis="y", alpha=0.3)
     n_out = len({o.run for o in fleet.outliers})
-    ax.set_title(title or f"{len(fleet.runs)} runs, {len(keys)} ceilings, {n_out} run(s) with outliers", fontsize=11)
+    shown = f"{len(keys)} of {len(fleet.keys)} ceilings" if len(keys) < len(fleet.keys) else f"{len(keys)} ceilings"
+    ax.set_title(title or f"{len(fleet.runs)} runs, {shown}, {n_out} run(s) with outliers", fontsize=11)
     if len(names) > 1 or fleet.outliers:
         ax.legend(fontsize=7, loc="best", framealpha=0.85)
-    ax.set_xlabel(f"ceiling, with {'the reference value' if fleet.basis.startswith('reference') else 'the median'}"
-                  f" (100%); {LEGEND}", fontsize=7)
+    what = ("with the reference value (100%)" if fleet.basis.startswith("reference") else
+            "with the median (100%)" if one_basis else "100% = each group's own median (hwprobe compare prints them)")
+    ax.set_xlabel(f"ceiling, {what}; {LEGEND}", fontsize=7)
     out = Path(out)
     fig.savefig(out, dpi=130)
     plt.close(fig)

@@ -131,31 +131,41 @@ def _pct(x: float | None) -> str:
 
 def render_module(sku: Sku) -> list[str]:
     """Lines for ``hwprobe specs`` on a Jetson: published vs theory, the headline figure, the power modes."""
-    lines = ["  published figures vs theory (theory / published - 1):"]
+    lines = ["published figures vs theory (theory / published - 1):"]
     for r in datasheet_rows(sku):
         clk = f" at {r['clock_mhz']:g} MHz" if r["clock_mhz"] else ""
         at = f" (at {r['clock_mhz']:g} MHz: {_si(r['theory_at_its_clock'], r['unit'])})" if (
             r["theory_at_its_clock"] and r["theory_clock_mhz"] and r["clock_mhz"] != r["theory_clock_mhz"]) else ""
         where = f" at {r['theory_clock_mhz']:g} MHz" if r["theory_clock_mhz"] else f" ({r.get('basis', '')})"
-        lines.append(f"    {r['figure']:<28} published {_si(r['published'], r['unit'])}{clk}; theory "
+        lines.append(f"  {r['figure']:<30} published {_si(r['published'], r['unit'])}{clk}; theory "
                      f"{_si(r['theory'], r['unit'])}{where} {_pct(r['diff'])}{at}")
     if sku.marketing_tops:
-        top = headline(sku_theory(sku))
-        gpu = f"; the GPU alone: {_si(top[2], 'OP/s' if top[0].startswith('int') else 'FLOP/s')} dense {top[0]}" if (
-            top) else ""
-        lines.append(f"    headline {_si(sku.marketing_tops, 'OP/s')}: {sku.marketing_tops_basis}{gpu}")
+        lines.append(f"  headline {_si(sku.marketing_tops, 'OP/s')} ({sku.marketing_tops_basis}){_gpu_alone(sku)}")
     rows = mode_rows(sku)
     if rows:
         keys = [k for k in (f"{p}.{u}" for p, u in FIGURES) if any(k in r["peaks"] for r in rows)]
-        lines.append(f"  power modes (nvpmodel): {'id':>3} {'name':<18} {'SMs':>4} {'GPU MHz':>8} {'EMC MHz':>8} "
-                     + " ".join(f"{k:>22}" for k in keys) + f" {'DRAM':>12}")
+        unit = {k: th.op_unit(k.split(".")[0]) for k in keys}
+        lines.append("power modes (nvpmodel; theory in each mode):")
+        lines.append(f"  {'id':>3} {'name':<18} {'SMs':>4} {'GPU MHz':>8} {'EMC MHz':>8} "
+                     + " ".join(f"{k:>18}" for k in keys) + f" {'DRAM':>11}")
         for r in rows:
-            unit = {k: th.op_unit(k.split('.')[0]) for k in keys}
             jp = f"  (JetPack {r['min_jetpack']}+)" if r["min_jetpack"] else ""
-            lines.append(f"  {'':<23} {r['id']:>3} {r['name']:<18} {r['sms']:>4} {r['gpu_mhz']:>8g} {r['emc_mhz']:>8g} "
-                         + " ".join(f"{_si(r['peaks'].get(k), unit[k]):>22}" for k in keys)
-                         + f" {_si(r['dram'], 'B/s'):>12}{jp}")
+            lines.append(f"  {r['id']:>3} {r['name']:<18} {r['sms']:>4} {r['gpu_mhz']:>8g} {r['emc_mhz']:>8g} "
+                         + " ".join(f"{_si(r['peaks'].get(k), unit[k]):>18}" for k in keys)
+                         + f" {_si(r['dram'], 'B/s'):>11}{jp}")
     return lines
+
+
+def _gpu_alone(sku: Sku) -> str:
+    """The GPU's own share of a headline figure, dense and (where the headline counts it) 2:4 sparse."""
+    top = headline(sku_theory(sku))
+    if top is None:
+        return ""
+    unit = "OP/s" if top[0].startswith("int") else "FLOP/s"
+    sparse = sku_theory(sku).compute(top[0], top[1], sparse=True)
+    if "sparse" in sku.marketing_tops_basis and sparse is not None:
+        return f"; the GPU alone: {_si(sparse.at_max_clock, unit)} 2:4 sparse = {_si(top[2], unit)} dense {top[0]}"
+    return f"; the GPU alone: {_si(top[2], unit)} dense {top[0]}"
 
 
 # ------------------------------------------------------------------------------------------------ live
