@@ -29,21 +29,42 @@ from hwprobe.errors import ResultsWriteError
               help="A results directory whose run did not finish: measure only what it is missing, into it.")
 def run(device, suite, out, precisions, quick, as_json, rounds, quiet, verbose, resume) -> None:
     """Run a suite and leave a results directory with measurements and profile.json."""
+    from hwprobe.interrupt import guarded
+
+    # Signals only set a flag from here on (checked between steps and samples): a KeyboardInterrupt raised
+    # inside a JIT compile's C callback would be dropped, and the signal with it.
+    with guarded(immediate=False) as guard:
+        res = _measure(device, suite, out, precisions, quick, as_json, rounds, quiet, verbose, resume, guard)
+        _summary(res, as_json, quiet)
+        if res.interrupted or guard.seen:
+            console(stderr=True).print("interrupted: partial profile written with what was measured")
+            sys.exit(130)
+        if res.failed:
+            console(stderr=True).print(f"probes that failed while measuring: {', '.join(res.failed)}")
+            sys.exit(1)
+
+
+def _measure(device, suite, out, precisions, quick, as_json, rounds, quiet, verbose, resume, guard):
     from hwprobe import api
     from hwprobe.report.progress import RunProgress
 
     err = console(stderr=True)
     precs = tuple(p.strip() for p in precisions.split(",") if p.strip()) if precisions else None
     plan = api.resume_plan(resume) if resume else api.plan(device, suite, precs, rounds)
+    guard.check()                     # a Ctrl-C before any measurement stops here, at once
     progress = RunProgress(err, plan, quiet=quiet, summary_follows=not as_json)
     try:
         with progress:
-            res = api.run(plan, out=out, quick=quick, on_measurement=progress.on_measurement,
-                          on_probe=progress.on_probe, log=progress.log if verbose and not quiet else None,
-                          resume=resume)
+            return api.run(plan, out=out, quick=quick, on_measurement=progress.on_measurement,
+                           on_probe=progress.on_probe, log=progress.log if verbose and not quiet else None,
+                           resume=resume)
     except ResultsWriteError as e:    # the disk filled up or went read-only: the figures go to stdout
         click.echo(json.dumps([m.to_dict() for m in e.measurements], default=str))
         raise
+
+
+def _summary(res, as_json: bool, quiet: bool) -> None:
+    err = console(stderr=True)
     for warning in sharing_warnings(res.profile.environment):
         err.print(f"[yellow]warning: {warning}[/yellow]")
     if as_json:
@@ -57,12 +78,6 @@ def run(device, suite, out, precisions, quick, as_json, rounds, quiet, verbose, 
         err.print("probe wall times: " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items())
                   + f"; total {sum(secs.values()):.1f} s")
     err.print(f"results: {res.results_dir}")
-    if res.interrupted:
-        err.print("interrupted: partial profile written with what was measured")
-        sys.exit(130)
-    if res.failed:
-        err.print(f"probes that failed while measuring: {', '.join(res.failed)}")
-        sys.exit(1)
 
 
 def sharing_warnings(env: dict) -> list[str]:
