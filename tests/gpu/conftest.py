@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture(scope="session")
 def gpu_ctx_factory():
     from hwprobe import device, probes, specs
-    from hwprobe.api import _sampler
+    from hwprobe.timing import sampler_for as _sampler
 
     dev = device.select("0")
     sampler = _sampler(dev)
