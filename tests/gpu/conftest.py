@@ -15,7 +15,8 @@ def gpu_ctx_factory():
     theory = specs.device_theory(dev)
 
     def make(probe_name: str, quick: bool = True):
-        return probes.ProbeContext(target="gpu", device=dev, sampler=sampler, probe_name=probe_name, quick=quick)
+        return probes.ProbeContext(target="gpu", device=dev, sampler=sampler, probe_name=probe_name, quick=quick,
+                                   theory=theory)
 
     make.device = dev
     make.theory = theory
