@@ -73,7 +73,8 @@ def _memory(prof: Profile, best: Measurement, same: list[Measurement], slopes: d
         lvl.latency_cycles = best.params.get("cycles", lvl.latency_cycles)
     elif best.kind == Kind.CAPACITY:
         lvl.capacities[best.metric] = best.value
-        if lvl.capacity_bytes is None or best.params.get("primary"):
+        primary = best.params.get("primary")
+        if primary or (primary is None and lvl.capacity_bytes is None):   # secondary estimates stay beside it
             lvl.capacity_bytes = best.value
     elif best.kind == Kind.MAP:
         lvl.maps[best.metric] = best.params.get("map", best.params)
