@@ -55,7 +55,9 @@ def plan(device: str | None = None, suite: str | None = None, precisions: tuple[
          rounds: int | None = None) -> RunPlan:
     """Resolve devices, suite (its parameters checked against each probe's declaration) and the precision
     filter; every bad input fails here, before any measuring."""
-    devs = select_many(device)
+    from hwprobe import distributed
+
+    devs = select_many(distributed.rank_device(device))   # under MPI, each rank takes its own GPU
     dev = devs[0]
     notice = ""
     if device is None and dev.kind == "cpu":
@@ -125,9 +127,10 @@ def run(device: str | RunPlan | None = None, suite: str | None = None, out: str 
     p = device if isinstance(device, RunPlan) else plan(device, suite, precisions, rounds)
     if energy is None:  # joules per op need >= 1 s windows: on for GPU runs (NVML), off for quick runs
         energy = isinstance(p.device, GpuInfo) and not quick
+    from hwprobe import distributed
     from hwprobe.runner import Runner
 
-    runner = Runner(p, out, quick=quick, energy_window_s=ENERGY_WINDOW_S if energy else 0.0,
+    runner = Runner(p, distributed.rank_out(out), quick=quick, energy_window_s=ENERGY_WINDOW_S if energy else 0.0,
                     on_measurement=on_measurement, on_probe=on_probe, log=log,
                     resume=Path(resume) if resume else None)
     with guarded() as guard:
@@ -140,6 +143,8 @@ def run(device: str | RunPlan | None = None, suite: str | None = None, out: str 
             runner.close()
         with guard.deferred():    # a signal during the final writes lets them finish first
             prof = runner.finish()
+            # under MPI: rank 0 rewrites its results with every rank's records and one merged profile
+            prof = distributed.finish_run(runner.run_dir, prof, runner.measurements, p.device)
     return RunResult(prof, runner.run_dir, runner.measurements, runner.failed, runner.interrupted,
                      p.suite.name, p.notice)
 

@@ -238,4 +238,6 @@ def build_profile(device, ms: list[Measurement], env: dict[str, Any], partial: b
         validate_dict(prof.to_dict(), "the new profile")
     except InputError as e:
         prof.errors.append({"probe": "profile", "metric": "schema", "error": str(e)})
+    except ImportError as e:   # jsonschema missing (an image installed with --no-deps): never lose the run
+        prof.findings.append({"probe": "profile", "metric": "schema", "text": f"not checked against the schema: {e}"})
     return prof
