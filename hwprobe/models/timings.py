@@ -61,22 +61,24 @@ def _num(where: str, field_name: str, raw, allow_empty: bool = False) -> float |
 
 # ------------------------------------------------------------------------------------------------ TensorRT
 def trt_profile(data: list, fname: str) -> Times:
+    """Per-inference time: medianMs where the build writes it (robust to outliers), else averageMs."""
+    median = all("medianMs" in r for r in data[1:] if isinstance(r, dict))
+    key = "medianMs" if median else "averageMs"
     recs = []
     for i, r in enumerate(data[1:], start=2):
         where = f"{fname} record {i}"
         if not isinstance(r, dict) or "name" not in r:
             raise InputError(f"{where}: not a {{\"name\", \"averageMs\", ...}} record")
-        avg = r.get("averageMs")
-        if avg is None and r.get("timeMs") is not None and data[0].get("count"):
-            avg = float(r["timeMs"]) / float(data[0]["count"])
-        ms = _num(where, "averageMs", avg)
+        t = r.get(key)
+        if t is None and r.get("timeMs") is not None and data[0].get("count"):
+            t = float(r["timeMs"]) / float(data[0]["count"])
+        ms = _num(where, key, t)
         total_ms = _num(where, "timeMs", r.get("timeMs"), True)
         pct = _num(where, "percentage", r.get("percentage"), True)
         recs.append(Timing(str(r["name"]), ms / 1e3, total_ms / 1e3 if total_ms is not None else None,
                            int(data[0].get("count") or 0) or None, pct))
-    notes = [] if any("medianMs" in r for r in data[1:] if isinstance(r, dict)) else [
-        "no medianMs in this profile (older TensorRT): averages used"]
-    return Times("trtexec --exportProfile", "per inference (averageMs)", recs, notes)
+    notes = [] if median else ["no medianMs in this profile (older TensorRT): averages used"]
+    return Times("trtexec --exportProfile", f"per inference ({key})", recs, notes)
 
 
 def trt_layer_info(data: dict, fname: str) -> Times:
