@@ -92,6 +92,13 @@ def test_a_profile_alone_draws_what_it_holds(tmp_path):
         plots.close(plots.figure(kind, [run]))
 
 
+def test_a_compute_only_run_draws_its_roofline_on_dram_theory():
+    fig = plots.figure("roofline", [load_run(ROOT / "profiles" / "h200-sxm" / "2026-11-24-issue9")])
+    assert [ax.get_title(loc="left") for ax in fig.axes] == ["Tensor Cores"]
+    assert any("DRAM 4.81 TB/s theory (not measured in this run)" in t for t in _texts(fig.axes[0]))
+    plots.close(fig)
+
+
 def test_latency_marks_the_near_far_step():
     fig = plots.figure("latency", [load_run(H200_MEMORY)])
     ax = fig.axes[0]

@@ -129,6 +129,7 @@ def gap_table(p) -> tb.Table:
     cols = [tb.Column("precision", "precision"), tb.Column("unit", "cores"),
             tb.Column("start", "datasheet (or theory)", "rate"), tb.Column("clock", "x max clock", "ratio"),
             tb.Column("power", "x under load", "ratio"), tb.Column("load", "under load"),
+            tb.Column("sm_clock", "x SM clock below set", "ratio"),
             tb.Column("path", "x path", "ratio"), tb.Column("path_name", "best path"),
             tb.Column("measured", "measured", "rate"), tb.Column("share", "% of first", "pct"),
             tb.Column("other", "other paths")]
@@ -141,6 +142,7 @@ def gap_table(p) -> tb.Table:
             "start": ch.start.value, "clock": by["clock"].factor if "clock" in by else None,
             "power": by["power"].factor if "power" in by else None,
             "load": by["power"].why if "power" in by else None,
+            "sm_clock": by["sm_clock"].factor if "sm_clock" in by else None,
             "path": by["path"].factor if "path" in by else None,
             "path_name": by["path"].label if "path" in by else None, "measured": m.value if m else None,
             "share": m.value / ch.start.value if m and ch.start.value else None,

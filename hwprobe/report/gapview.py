@@ -12,10 +12,12 @@ from hwprobe.profile import Profile
 from hwprobe.report import tables as tb
 from hwprobe.report import text as tx
 
+CHAIN = ("clock", "power", "sm_clock", "path", "factor")   # the factors that multiply out to the measured value
+
 
 @dataclass
 class Step:
-    category: str          # start | clock | power | path | measured | other | data
+    category: str          # start | clock | power | sm_clock | path | factor | measured | other | data
     label: str
     value: float           # the value after this step (absolute, in the chain's unit)
     factor: float | None   # what this step multiplied (None for the start and the measured total)
@@ -49,15 +51,19 @@ def chain_of(g: Gap, p: Profile) -> Chain:
     ch.steps.append(Step("start", "datasheet" if b.datasheet else "theory at max clock", value, None,
                          "the vendor's figure" if b.datasheet else "no datasheet figure for this unit"))
     for what, factor, why in g.steps:
+        if what.endswith(" instead") or what == "operand data (power)":
+            continue          # alternatives, after the measured value (operand data: from the findings below)
+        value *= factor
         if what == "datasheet clock":
-            value *= factor
             ch.steps.append(Step("clock", "max clock", value, factor, why))
         elif what == "clock under load":
-            value *= factor
             ch.steps.append(Step("power", "clock under load", value, factor, why))
+        elif what == "SM clock below the set clock":
+            ch.steps.append(Step("sm_clock", "SM clock below set", value, factor, why))
         elif what.endswith(" path"):
-            value *= factor
             ch.steps.append(Step("path", tx.instruction_name(b.metric), value, factor, why))
+        else:                 # a factor this report does not know by name yet: kept in the chain, named as given
+            ch.steps.append(Step("factor", what, value, factor, why))
     ch.steps.append(Step("measured", "measured", b.value, None, b.metric))
     for what, factor, why in g.steps:
         if what.endswith(" instead"):
@@ -106,7 +112,7 @@ def line(ch: Chain) -> str:
     parts = [f"{ch.start.label} {nums[0]}"]
     tail = []
     for s, n in zip(ch.steps[1:], nums[1:], strict=False):
-        if s.category in ("clock", "power", "path"):
+        if s.category in CHAIN:
             parts.append(f"x{s.factor:.3f} {s.label} {n}")
         elif s.category == "measured":
             pct = f" ({m.value / ch.start.value:.1%} of {ch.start.label})" if ch.start.value else ""

@@ -86,8 +86,8 @@ def render(p: Profile, console=None, wide: bool | None = None, kind: str | None 
                   f"{WIDE_AT}+ columns[/dim]", highlight=False)
     from hwprobe.report.gapview import chains, line
 
-    section(con, "Gap to the datasheet (x max clock x clock under load x path efficiency = measured; "
-            "then the other path)", [line(c) for c in chains(p)])
+    section(con, "Gap to the datasheet (x max clock x clock under load [x SM clock below set] x path efficiency = "
+            "measured; then the other path)", [line(c) for c in chains(p)])
     section(con, "Datasheet and device", [tx.item_line(i) for i in tx.datasheet_items(p)])
     section(con, "Findings", [i.text for i in tx.finding_items(p)])
     section(con, "Skipped", [tx.item_line(i) for i in tx.skip_items(p)])

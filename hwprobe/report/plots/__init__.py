@@ -31,7 +31,7 @@ def absent(runs: list[Run], what: str, source: str, sweep: bool = False) -> NoDa
     if sweep and not any(r.measurements for r in runs):
         return NoData(f"a profile.json alone holds no {what} points: give the results directory with "
                       "measurements.jsonl")
-    return NoData(f"no {what} in this run ({source} measures it)")
+    return NoData(f"no {what} in this run (measured by {source})")
 
 
 @dataclass

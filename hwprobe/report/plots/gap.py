@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 import textwrap
 
-from hwprobe.report.gapview import Chain, chains
+from hwprobe.report.gapview import CHAIN, Chain, chains
 from hwprobe.report.plots import NoData
 from hwprobe.report.plots import style as st
 from hwprobe.report.source import Run
 
-CATEGORY_NAMES = {"clock": "max clock", "power": "clock under\nload (power)", "measured": "measured"}
+CATEGORY_NAMES = {"clock": "max clock", "power": "clock under\nload (power)", "sm_clock": "SM clock\nbelow set",
+                  "measured": "measured"}
 UP, DOWN = "#4daf4a", "#e41a1c"
 
 
@@ -35,9 +36,12 @@ def gap(runs: list[Run]):
     name = " vs ".join(r.label for r in runs) if len(runs) > 1 else runs[0].device_name
     fig.suptitle(f"{name}: from the datasheet to the measured ceiling", fontsize=12, fontweight="bold", x=0.01,
                  ha="left", y=1 - 0.15 / height, va="top")
+    sm = any(s.category == "sm_clock" for _, _, ch in items for s in ch.steps)
     fig.text(0.01, 1 - 0.5 / height, textwrap.fill(
         "each panel in % of its first bar: x the max clock over the datasheet's clock, x the clock under load "
-        "(power cap), x the best kernel's efficiency at that clock = measured; then the other path, and the library "
+        "(power cap)" + (", x the SM clock below that set clock (the kernel's cycles over globaltimer vs NVML)"
+                         if sm else "") +
+        ", x the best kernel's efficiency at that clock = measured; then the other path, and the library "
         "GEMM sustained on random operands at the power cap (hatched)", int(17 * 5.0 * cols)),
         fontsize=8, color="#333333", va="top")
     st.grid(fig, rows, cols, top=1.25, bottom=0.8, hgap=1.05, wgap=0.55)
@@ -53,7 +57,7 @@ def _panel(ax, ch: Chain, who: str) -> None:
         if s.category == "start":
             ax.bar(k, v, 0.7, color="#bbbbbb")
             text = "100%"
-        elif s.category in ("clock", "power", "path"):
+        elif s.category in CHAIN:
             lo, hi = sorted((prev / base, v))
             ax.bar(k, max(hi - lo, 0.002), 0.7, bottom=lo, color=UP if v >= prev / base else DOWN)
             ax.plot([k - 1.35, k + 0.35], [prev / base] * 2, color="#777777", lw=0.6)
@@ -64,12 +68,12 @@ def _panel(ax, ch: Chain, who: str) -> None:
         else:
             ax.bar(k, v, 0.7, color=color, alpha=0.45, hatch="//" if s.category == "data" else None)
             text = f"{v:.1%}"
-        ax.text(k, max(v, prev / base) if s.category in ("clock", "power", "path") else v, text, ha="center",
+        ax.text(k, max(v, prev / base) if s.category in CHAIN else v, text, ha="center",
                 va="bottom", fontsize=7)
         if s.category in ("start", "measured", "other", "data"):   # absolute values on the full bars
             ax.text(k, v / 2, st.si_short(s.value), ha="center", va="center", fontsize=6.5, rotation=90,
                     color="#222222")
-        if s.category in ("clock", "power", "path", "measured", "start"):
+        if s.category in (*CHAIN, "measured", "start"):
             prev = s.value
         labels.append(_tick(s))
     ax.set_xticks(range(len(labels)), labels, fontsize=6.5, rotation=35 if len(labels) > 6 else 0,
@@ -86,7 +90,7 @@ def _tick(s) -> str:
         return "datasheet" if s.label == "datasheet" else "theory\n@max clock"
     if s.category in CATEGORY_NAMES:
         return CATEGORY_NAMES[s.category]
-    if s.category == "path":
+    if s.category in ("path", "factor"):
         return textwrap.fill(s.label, 12)
     if s.category == "other":
         return textwrap.fill(s.label, 12)

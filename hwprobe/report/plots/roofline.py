@@ -33,11 +33,27 @@ class Roof:
     name: str = ""            # what the label calls it (default: the instruction or library in the metric)
 
 
+def level_bw(run: Run, level: str) -> float | None:
+    """A level's measured bandwidth; for DRAM in a run that did not measure it (a compute suite), the theory
+    from the device's memory clock and bus (see dram_measured)."""
+    bw = run.profile.bandwidth(level)
+    if bw or level != "dram":
+        return bw
+    d = run.profile.device
+    if d.get("mem_clock_mhz") and d.get("bus_width_bits") and not d.get("integrated"):
+        return d["mem_clock_mhz"] * 1e6 * 2 * d["bus_width_bits"] / 8
+    return None
+
+
+def dram_measured(run: Run) -> bool:
+    return bool(run.profile.bandwidth("dram"))
+
+
 def roofs(run: Run, unit: str, index: int = 0) -> list[Roof]:
     """The best measured ceiling per precision on ``unit``; a run without compute ceilings (the memory suite)
     gets its CUDA-core roofs from the intensity sweep's fit (gpu.roofline's ridge findings)."""
     p = run.profile
-    bw = p.bandwidth("dram")
+    bw = level_bw(run, "dram")
     out = []
     for prec in tx.order(p.compute, tx.PRECISION_ORDER):
         pk = p.peak(prec, unit)
@@ -116,8 +132,8 @@ def roofline(runs: list[Run]):
     units = [u for u in ("tensor_core", "cuda_core", "cpu") if any(roofs(r, u) for r in runs)]
     if not units:
         raise NoData("no compute ceilings in this profile")
-    if not any(r.profile.bandwidth("dram") for r in runs):
-        raise NoData("no measured DRAM bandwidth to draw the slope from")
+    if not any(level_bw(r, "dram") for r in runs):
+        raise NoData("no DRAM bandwidth, measured or from the device's memory clock, to draw the slope from")
     plt = st.pyplot()
     fig, axes = plt.subplots(1, len(units), figsize=(7.4 * len(units), 6.4), squeeze=False)
     for ax, unit in zip(axes[0], units, strict=False):
@@ -155,7 +171,7 @@ def _limits(unit: str, runs: list[Run]) -> tuple[float, float, float, float]:
         xmin = min(xmin, min(m.params.get("intensity", 1) for m in pts) / 2)
         xmax = max(xmax, 2 * max(m.params.get("intensity", 1) for m in pts))
     xmax = min(xmax, 2.0 ** 15)
-    bw = min(run.profile.bandwidth("dram") or np.inf for run in runs)
+    bw = min(level_bw(run, "dram") or np.inf for run in runs)
     ymax = max(tops) * 2.2
     ymin = max(min(bw * xmin, min((m.value for m in pts), default=np.inf)) / 1.5, ymax / 1e6)
     return xmin, xmax, ymin, ymax
@@ -179,7 +195,7 @@ def _panel(ax, unit: str, runs: list[Run]) -> None:
         for r in roofs(run, unit, i):
             color = st.RUN_COLORS[i] if multi else st.precision_color(r.precision)
             lw = 2.2 if unit == "tensor_core" else 1.8
-            bw = run.profile.bandwidth("dram")
+            bw = level_bw(run, "dram")
             ax.plot([r.value / bw, xmax], [r.value, r.value], color=color, lw=lw, solid_capstyle="butt")
             ax.plot([r.value / bw], [r.value], "o", color=color, ms=5, mfc="white", mew=1.5, zorder=5)
             ds_bw = _datasheet_bw(run)
@@ -193,17 +209,19 @@ def _panel(ax, unit: str, runs: list[Run]) -> None:
 def _datasheet_bw(run: Run) -> float:
     c = run.profile.memory.get("dram")
     bw = c.bandwidth if c else None
-    return (bw.datasheet or bw.theory_at_max_clock or bw.value) if bw else run.profile.bandwidth("dram")
+    return (bw.datasheet or bw.theory_at_max_clock or bw.value) if bw else level_bw(run, "dram")
 
 
 def _slopes(ax, run: Run, unit: str, i: int, multi: bool, xmin: float, xmax: float) -> None:
     """Each measured memory level's slope, from the left edge up to the panel's highest roof."""
     top = max([r.value for r in roofs(run, unit, i)] + [r.datasheet or 0 for r in roofs(run, unit, i)])
     for level in LEVELS:
-        bw = run.profile.bandwidth(level)
+        bw = level_bw(run, level)
         if not bw or (multi and level != "dram"):
             continue
         color, ls = st.LEVEL_STYLES[level]
+        if level == "dram" and not dram_measured(run):
+            ls = st.DATASHEET_LS      # theory: this run did not measure DRAM
         if multi:
             color = st.RUN_COLORS[i]
         x1 = min(top / bw, xmax)
@@ -271,7 +289,7 @@ def _slope_labels(ax, runs: list[Run], xmin: float, ymin: float, ymax: float) ->
     span = np.log10(ymax / ymin)
     for i, run in enumerate(runs):
         for k, level in enumerate(LEVELS):
-            bw = run.profile.bandwidth(level)
+            bw = level_bw(run, level)
             if not bw or (len(runs) > 1 and level != "dram"):
                 continue
             y = ymin * 10 ** (span * (0.10 + 0.09 * k + 0.05 * i))
@@ -281,5 +299,6 @@ def _slope_labels(ax, runs: list[Run], xmin: float, ymin: float, ymax: float) ->
             angle = st.slope_angle(ax, x, y, x * 4, y * 4)
             who = f"{short_label(runs, i)} " if len(runs) > 1 else ""
             color = st.RUN_COLORS[i] if len(runs) > 1 else st.LEVEL_STYLES[level][0]
-            ax.text(x, y * 1.12, f"{who}{tx.LEVEL_NAMES[level]} {si(bw, 'B/s')}", rotation=angle,
+            what = "" if level != "dram" or dram_measured(run) else " theory (not measured in this run)"
+            ax.text(x, y * 1.12, f"{who}{tx.LEVEL_NAMES[level]} {si(bw, 'B/s')}{what}", rotation=angle,
                     rotation_mode="anchor", fontsize=7.5, color=color, ha="left", va="bottom")
