@@ -41,6 +41,7 @@ CAPTIONS = {
 class Para:
     text: str
     muted: bool = False
+    warn: bool = False
 
 
 @dataclass
@@ -93,6 +94,9 @@ def build(run: Run, figure: Callable[[str], Any]) -> list[Section]:
     out["device"].blocks += [KeyValues(tx.device_rows(p.device)), KeyValues(_environment(run))]
     if p.partial:
         out["device"].blocks.insert(0, Para("This run was interrupted: the profile holds what finished."))
+    if not tx.is_measured(p):
+        out["device"].blocks.insert(0, Para(tx.NOT_MEASURED + ". " + str(run.environment.get("theory") or ""),
+                                            warn=True))
     for t in (tb.compute_table(p, run.kind), tb.memory_table(p, run.kind), tb.links_table(p), tb.ridge_table(p)):
         if t.rows:
             out["ceilings"].blocks.append(TableBlock(t))

@@ -68,16 +68,17 @@ def render(run: Run, svgs: dict | None = None) -> str:
 def _subtitle(run: Run) -> str:
     env, p = run.environment, run.profile
     bits = [f"suite {env['suite']!r}" if env.get("suite") else "",
-            f"measured {env.get('started_utc') or p.created_utc}",
+            f"measured {env.get('started_utc') or p.created_utc}" if tx.is_measured(p) else "",
             f"hwprobe {p.hwprobe_version}" if p.hwprobe_version else "",
-            "PARTIAL: interrupted" if p.partial else ""]
+            "PARTIAL: interrupted" if p.partial else "",
+            "SPEC-DERIVED, NOT MEASURED" if not tx.is_measured(p) else ""]
     return " · ".join(b for b in bits if b)
 
 
 def _block(b) -> str:
     e = html.escape
     if isinstance(b, doc.Para):
-        return f'<p class="{"muted" if b.muted else ""}">{e(b.text)}</p>'
+        return f'<p class="{"partial" if b.warn else "muted" if b.muted else ""}">{e(b.text)}</p>'
     if isinstance(b, doc.KeyValues):
         rows = "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in b.rows)
         return f'<table class="kv"><tbody>{rows}</tbody></table>'

@@ -41,9 +41,10 @@ def render(run: Run, out: Path, svgs: dict | None = None) -> str:
 def _subtitle(run: Run) -> str:
     env, p = run.environment, run.profile
     bits = [f"suite `{env['suite']}`" if env.get("suite") else "",
-            f"measured {env.get('started_utc') or p.created_utc}",
+            f"measured {env.get('started_utc') or p.created_utc}" if tx.is_measured(p) else "",
             f"hwprobe {p.hwprobe_version}" if p.hwprobe_version else "",
-            "**PARTIAL: interrupted**" if p.partial else ""]
+            "**PARTIAL: interrupted**" if p.partial else "",
+            "**SPEC-DERIVED, NOT MEASURED**" if not tx.is_measured(p) else ""]
     return " · ".join(b for b in bits if b)
 
 
@@ -58,7 +59,7 @@ def _esc(text: str) -> str:
 
 def _block(b) -> list[str]:
     if isinstance(b, doc.Para):
-        return [f"_{b.text}_" if b.muted else b.text]
+        return [f"**{b.text}**" if b.warn else f"_{b.text}_" if b.muted else b.text]
     if isinstance(b, doc.KeyValues):
         return ["| | |", "|---|---|"] + [f"| {_esc(k)} | {_esc(v)} |" for k, v in b.rows]
     if isinstance(b, doc.TableBlock):

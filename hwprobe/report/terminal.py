@@ -76,6 +76,8 @@ def render(p: Profile, console=None, wide: bool | None = None, kind: str | None 
     name = p.device.get("name") or p.device.get("model") or "?"
     con.print(f"[bold]{name}[/bold]  hwprobe {p.hwprobe_version}, profile schema {p.schema_version}, "
               f"{p.created_utc}{'  [red]PARTIAL (interrupted)[/red]' if p.partial else ''}", highlight=False)
+    if not tx.is_measured(p):
+        con.print(f"[bold red]{tx.NOT_MEASURED}[/bold red]", highlight=False)
     left_out: list[str] = []
     for t in (tb.compute_table(p, kind), tb.memory_table(p, kind), tb.links_table(p), tb.ridge_table(p)):
         if t.rows:

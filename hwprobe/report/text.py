@@ -30,6 +30,15 @@ def order(keys, ranking: list[str]) -> list:
     return sorted(keys, key=lambda k: (ranking.index(k) if k in ranking else len(ranking), k))
 
 
+def is_measured(p: Profile) -> bool:
+    """False for a spec-derived profile (expectations from theory x assumed fractions, e.g. profiles/jetson/)."""
+    return (p.environment or {}).get("measured") is not False and p.device.get("measured") is not False
+
+
+NOT_MEASURED = ("SPEC-DERIVED, NOT MEASURED: every figure here is an expectation (theory x an assumed fraction), "
+                "not a measurement")
+
+
 def is_integer(precision: str | None) -> bool:
     return bool(precision) and str(precision).startswith("int")
 

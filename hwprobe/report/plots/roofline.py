@@ -139,7 +139,9 @@ def roofline(runs: list[Run]):
     for ax, unit in zip(axes[0], units, strict=False):
         _panel(ax, unit, runs)
     name = " vs ".join(r.label for r in runs) if len(runs) > 1 else runs[0].device_name
-    fig.suptitle(f"{name}: measured roofline", fontsize=12, fontweight="bold", x=0.01, ha="left")
+    what = ("measured roofline" if all(tx.is_measured(r.profile) for r in runs) else
+            "roofline EXPECTED from the datasheet (spec-derived, not measured)")
+    fig.suptitle(f"{name}: {what}", fontsize=12, fontweight="bold", x=0.01, ha="left")
     fitted = any(r.name == "sweep fit" for run in runs for u in units for r in roofs(run, u))
     key = ["solid: measured ceiling (the best instruction or library kernel), starting at its ridge point (o) on "
            "the DRAM slope" if not fitted else "solid: the roof fitted to the intensity sweep (this run measured "
