@@ -39,12 +39,13 @@ def render_validation(v: Validation, console) -> None:
                   + (f", mode {v.run.power_mode}" if v.run.power_mode else "") + "]")
     console.print(f"reference: {v.ref.path}  [{v.ref.device_name}"
                   + (f", mode {v.ref.power_mode}" if v.ref.power_mode else "") + f"; {ref_kind}]")
+    failed_keys = {c.key for c in v.failed}          # --require-all makes an unmeasured ceiling a failure
     t = Table(title=f"validate (pass: measured >= expected x (1 - tolerance); {v.tolerances.source})")
     for col, just in (("ceiling", "left"), ("measured", "right"), ("expected", "right"), ("ratio", "right"),
                       ("tol", "right"), ("result", "left"), ("compared", "left")):
         t.add_column(col, justify=just)
     for c in v.checks:
-        if c.status == "no reference":
+        if c.status in ("no reference", "not measured") and not (c.status == "not measured" and c.key in failed_keys):
             continue
         t.add_row(c.key, figure(c.measured, c.unit), figure(c.expected, c.unit),
                   f"{c.ratio:.1%}" if c.ratio is not None else "-", f"{c.tolerance:.0%}",
@@ -62,6 +63,10 @@ def render_validation(v: Validation, console) -> None:
     for c in v.compared:
         for note in c.notes:
             console.print(f"     {c.key}: {note}")
+    missing = [c.key for c in v.checks if c.status == "not measured"]
+    if missing:
+        console.print(f"not measured in this run ({len(missing)}, no verdict): {', '.join(missing[:8])}"
+                      + (", ..." if len(missing) > 8 else ""))
     extra = [c.key for c in v.checks if c.status == "no reference"]
     if extra:
         console.print(f"not in the reference ({len(extra)}, no verdict): {', '.join(extra[:8])}"
