@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 # CUTLASS element tokens -> hwprobe precision
 _TYPES = {"f64": "fp64", "f32": "fp32", "tf32": "tf32", "f16": "fp16", "bf16": "bf16", "e4m3": "fp8",
@@ -132,6 +133,7 @@ def _type_hint(n: str) -> str | None:
     return next((_TYPES[t] for t in re.split(r"[^a-z0-9]+", n) if t in _TYPES), None)
 
 
+@lru_cache(maxsize=65536)
 def classify(name: str) -> KernelClass:
     """The unit and precision a kernel name shows, with how far to trust it."""
     n = name.strip().lower()
