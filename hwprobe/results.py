@@ -233,7 +233,8 @@ def environment(device: Any, suite_name: str, argv: list[str] | None = None, dev
         env["devices"] = [d.to_dict() for d in devices]
     if getattr(device, "kind", "") == "gpu":
         env["cuda"] = _cuda_versions()
-        env["gpu_sharing"] = _sharing(devices or [device])
+        env["gpu_sharing"] = _sharing(devices or [device])      # per GPU index
+        env["processes"] = env["gpu_sharing"].get(str(getattr(device, "index", 0)), {})   # the primary GPU
     return env
 
 

@@ -59,7 +59,7 @@ class RunRecord:
         """Other work shared the GPU while this ran (recorded by the run), for the run or any ceiling."""
         env = self.environment
         return bool(env.get("contended") or (env.get("processes") or {}).get("contended")
-                    or any("contended" in c.flags for c in self.ceilings.values()))
+                    or any(f.startswith("contended") for c in self.ceilings.values() for f in c.flags))
 
     @property
     def jetson(self) -> dict:
