@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hwprobe.errors import InputError
+from hwprobe.roofline import is_measured
 
 FORMATS = ("json", "csv", "llm-viewer", "llm-analysis", "ert")
 SPARSE_SUFFIX = "_sparse24"
@@ -39,7 +40,10 @@ class Export:
     notes: list[str] = field(default_factory=list)
 
 
-def _prov(c, what: str = "measured ceiling") -> dict[str, Any]:
+def _prov(c, measured: bool = True) -> dict[str, Any]:
+    """What a number is: a measured ceiling (dense), the metric and probe behind it, and its clock. A spec-derived
+    profile's numbers are expectations and say so."""
+    what = "measured ceiling" if measured else "spec-derived expectation, not measured"
     return {"what": what, "dense": True, "metric": c.metric, "probe": c.probe, "clock_mhz": c.clock_mhz,
             "clock_source": getattr(c, "clock_source", None), "value": c.value, "unit": c.unit}
 
@@ -48,7 +52,7 @@ def rows(profile) -> list[dict[str, Any]]:
     """The flat table: compute ceilings, then memory levels."""
     dev = profile.device.get("name") or profile.device.get("model") or ""
     common = {"device": dev, "profile_created_utc": profile.created_utc, "hwprobe_version": profile.hwprobe_version,
-              "measured": True}
+              "measured": is_measured(profile)}
     out = []
     for prec, units in profile.compute.items():
         for unit, paths in units.items():
@@ -77,7 +81,7 @@ def _meta(profile, source: str) -> dict[str, Any]:
     return {"tool": "hwprobe", "source": source, "device": d.get("name") or d.get("model"), "arch": d.get("arch"),
             "uuid": d.get("uuid"), "profile_created_utc": profile.created_utc,
             "hwprobe_version": profile.hwprobe_version, "schema_version": profile.schema_version,
-            "partial": profile.partial}
+            "partial": profile.partial, "measured": is_measured(profile)}
 
 
 def _slug(name: str) -> str:
@@ -108,6 +112,7 @@ def _p2p(profile) -> tuple[Any, float | None, str]:
 
 
 def llm_viewer(profile, name: str, path: str) -> Export:
+    m = is_measured(profile)
     dram = profile.memory.get("dram")
     fp16, int8 = _tc(profile, "fp16", path), _tc(profile, "int8", path)
     d = profile.device
@@ -115,9 +120,9 @@ def llm_viewer(profile, name: str, path: str) -> Export:
     entry = {"bandwidth": dram.bandwidth.value if dram and dram.bandwidth else None,
              "FP16": fp16.value if fp16 else None, "INT8": int8.value if int8 else None,
              "onchip_buffer": regs or None}
-    prov = {"bandwidth": _prov(dram.bandwidth) if dram and dram.bandwidth else "not measured",
-            "FP16": _prov(fp16) if fp16 else f"no fp16 tensor_core {path} ceiling measured",
-            "INT8": _prov(int8) if int8 else f"no int8 tensor_core {path} ceiling measured",
+    prov = {"bandwidth": _prov(dram.bandwidth, m) if dram and dram.bandwidth else "not measured",
+            "FP16": _prov(fp16, m) if fp16 else f"no fp16 tensor_core {path} ceiling measured",
+            "INT8": _prov(int8, m) if int8 else f"no int8 tensor_core {path} ceiling measured",
             "onchip_buffer": ("device-reported register file (regs_per_sm x 4 B x SMs), LLM-Viewer's on-chip "
                               "buffer convention; not a measurement") if regs else "device reports no register file"}
     entry["hwprobe"] = {"meta": _meta(profile, "llm-viewer hardware_params entry"), "numbers": prov}
@@ -126,6 +131,7 @@ def llm_viewer(profile, name: str, path: str) -> Export:
 
 
 def llm_analysis(profile, name: str, path: str) -> Export:
+    m = is_measured(profile)
     d = profile.device
     dram = profile.memory.get("dram")
     fp16, int8, int4 = (_tc(profile, p, path) for p in ("fp16", "int8", "int4"))
@@ -139,13 +145,13 @@ def llm_analysis(profile, name: str, path: str) -> Export:
            "peak_i4_TFLOPS": int4.value / 1e12 if int4 else None,
            "inter_node_bandwidth_in_GB_per_sec": None}
     prov = {"mem_per_GPU_in_GB": "device-reported total memory in GiB (llm-analysis multiplies by 1024**3)",
-            "hbm_bandwidth_in_GB_per_sec": _prov(dram.bandwidth) if dram and dram.bandwidth else "not measured",
-            "intra_node_bandwidth_in_GB_per_sec": dict(_prov(link), link=link_name) if link else
+            "hbm_bandwidth_in_GB_per_sec": _prov(dram.bandwidth, m) if dram and dram.bandwidth else "not measured",
+            "intra_node_bandwidth_in_GB_per_sec": dict(_prov(link, m), link=link_name) if link else
             "no GPU-to-GPU link measured in this profile",
             "intra_node_min_message_latency": "lowest measured p2p latency (s)" if lat else "not measured",
-            "peak_fp16_TFLOPS": _prov(fp16) if fp16 else "not measured",
-            "peak_i8_TFLOPS": _prov(int8) if int8 else "not measured",
-            "peak_i4_TFLOPS": _prov(int4) if int4 else "no INT4 Tensor Core ceiling in this profile",
+            "peak_fp16_TFLOPS": _prov(fp16, m) if fp16 else "not measured",
+            "peak_i8_TFLOPS": _prov(int8, m) if int8 else "not measured",
+            "peak_i4_TFLOPS": _prov(int4, m) if int4 else "no INT4 Tensor Core ceiling in this profile",
             "inter_node_bandwidth_in_GB_per_sec": "hwprobe does not measure inter-node links"}
     nulls = [k for k, v in cfg.items() if v is None]
     notes = [f"null (not measured): {', '.join(nulls)}"] if nulls else []
@@ -156,6 +162,7 @@ def llm_analysis(profile, name: str, path: str) -> Export:
 def ert(profile) -> Export:
     """Every dense floating-point ceiling (both paths, labelled) and the L1/L2/DRAM/shared slopes; ERT plots
     GFLOP/s, so integer ceilings stay out."""
+    measured = is_measured(profile)
     flops, spec_flops, labels = [], [], {}
     for prec, units in profile.compute.items():
         if prec.startswith("int"):
@@ -166,7 +173,7 @@ def ert(profile) -> Export:
                     continue
                 label = f"{prec.upper()} {unit.replace('_', ' ')} {key} GFLOPs"
                 flops.append([label, round(c.value / 1e9, 2)])
-                labels[label] = _prov(c)
+                labels[label] = _prov(c, measured)
                 ref = c.datasheet or c.theory_at_max_clock
                 if ref:
                     spec_flops.append([label, round(ref / 1e9, 2)])
@@ -175,7 +182,7 @@ def ert(profile) -> Export:
     for level, m in profile.memory.items():
         if level in names and m.bandwidth:
             gbytes.append([names[level], round(m.bandwidth.value / 1e9, 2)])
-            labels[names[level]] = _prov(m.bandwidth)
+            labels[names[level]] = _prov(m.bandwidth, measured)
             ref = m.bandwidth.datasheet or m.bandwidth.theory_at_max_clock
             if ref:
                 spec_bytes.append([names[level], round(ref / 1e9, 2)])
@@ -196,7 +203,7 @@ def export(profile, fmt: str, *, path: str = "library", name: str | None = None,
 
     path = roofline.norm_path(path)
     dev = profile.device.get("name") or profile.device.get("model") or "device"
-    name = name or f"{_slug(dev)}_measured"
+    name = name or f"{_slug(dev)}_{'measured' if is_measured(profile) else 'expected'}"
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")

@@ -47,11 +47,13 @@ def pytest_configure(config) -> None:
 
 
 def identity(path: str, profile) -> dict[str, Any]:
+    from hwprobe.roofline import is_measured
+
     d = profile.device
     return {"profile": str(path), "device": d.get("name") or d.get("model"), "arch": d.get("arch"),
             "uuid": d.get("uuid"), "sms": d.get("sms"), "profile_created_utc": profile.created_utc,
             "hwprobe_version": profile.hwprobe_version, "schema_version": profile.schema_version,
-            "partial": profile.partial}
+            "partial": profile.partial, "measured": is_measured(profile)}
 
 
 @pytest.hookimpl(optionalhook=True)

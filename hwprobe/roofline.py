@@ -115,6 +115,12 @@ class Roof:
         return "compute" if check_intensity(intensity) >= self.ridge else "memory"
 
 
+def is_measured(profile: Profile) -> bool:
+    """False for a spec-derived profile (expectations from theory, e.g. profiles/jetson/): say so, never call
+    its figures measured."""
+    return (profile.environment or {}).get("measured") is not False and profile.device.get("measured") is not False
+
+
 def ridge(peak: float, bandwidth: float) -> float:
     """The ridge point (operations per byte): peak / bandwidth. Both must be positive."""
     if not (peak and peak > 0 and bandwidth and bandwidth > 0):

@@ -96,3 +96,23 @@ def test_cli_writes_file_and_sidecar(tmp_path):
     r = subprocess.run([sys.executable, "-m", "hwprobe", "export", str(tmp_path / "none"), "--format", "json"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "does not exist" in r.stderr
+
+
+def test_spec_derived_profile_exports_as_expectations():
+    p = load_profile("profiles/jetson/agx-xavier/spec-derived")
+    e = json.loads(export(p, "llm-viewer").text)
+    (name, entry), = e.items()
+    assert name.endswith("_expected") and entry["hwprobe"]["meta"]["measured"] is False
+    assert entry["hwprobe"]["numbers"]["FP16"]["what"] == "spec-derived expectation, not measured"
+    assert all(r["measured"] is False for r in json.loads(export(p, "json").text)["ceilings"])
+    assert json.loads(export(prof_h200(), "json").text)["ceilings"][0]["measured"] is True   # state not kept
+
+
+def prof_h200():
+    return load_profile(H200)
+
+
+def test_spec_derived_ert_labels():
+    d = json.loads(export(load_profile("profiles/jetson/agx-xavier/spec-derived"), "ert").text)
+    assert {v["what"] for v in d["empirical"]["metadata"]["numbers"].values()} == {
+        "spec-derived expectation, not measured"}

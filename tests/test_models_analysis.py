@@ -258,3 +258,10 @@ def test_layer_info_alone_classifies_without_times():
     from hwprobe.models.advice import top_consumers
 
     assert not top_consumers(a, a.timing)[0].measured                 # no times: the predicted top 5
+
+
+def test_spec_derived_profile_is_never_called_measured():
+    a = analyze("resnet18", "profiles/jetson/agx-xavier/spec-derived", precision="int8")
+    assert a.source_label.startswith("SPEC-DERIVED profile (expectations, not measured)")
+    bn = a.layers.set_index("name").loc["conv1.bn"]                    # the profile has no INT32 CUDA-core ceiling
+    assert bn["precision"] == "fp32" and "no int32 cuda_core ceiling: fp32 used" in bn["note"]

@@ -103,16 +103,24 @@ def _level(source: Source, opts: Options, nbytes: float) -> str:
     return "l2" if cap and nbytes <= cap else "dram"
 
 
+# CUDA-core math a profile may lack (no INT32 or DP4A probe ran): the next precision that can do the work
+CUDA_CORE_FALLBACK = {"int32": ("fp32",), "int8": ("int32", "fp32"), "fp16": ("fp32",), "bf16": ("fp32",)}
+
+
 def _roof(source: Source, layer: Layer, prec: str, unit: str, opts: Options, level: str) -> tuple[Roof, str]:
     paths = _path(layer, opts)
+    precs = (prec,) + (CUDA_CORE_FALLBACK.get(prec, ()) if unit == "cuda_core" else ())
     err = None
-    for i, p in enumerate(paths):
-        try:
-            r = source.roof(prec, unit, p, level)
-            note = f"no {paths[0]} ceiling for {prec} {unit}: {p} used" if i else ""
+    for q in precs:
+        for i, p in enumerate(paths):
+            try:
+                r = source.roof(q, unit, p, level)
+            except RooflineError as e:
+                err = err or e
+                continue
+            note = f"no {prec} {unit} ceiling: {q} used" if q != prec else (
+                f"no {paths[0]} ceiling for {prec} {unit}: {p} used" if i else "")
             return r, note
-        except RooflineError as e:
-            err = err or e
     if unit == "tensor_core":     # e.g. a profile without this Tensor Core precision: say so, don't guess
         raise RooflineError(f"{err} (layer {layer.name!r} needs {prec} on Tensor Cores)")
     raise err
@@ -125,6 +133,7 @@ def place(source: Source, layer: Layer, precision: str, opts: Options) -> Placem
     ops, nbytes = float(c.ops(layer)), float(c.bytes(layer, precision))
     level = _level(source, opts, nbytes)
     roof, note = _roof(source, layer, prec, unit, opts, level)
+    prec = roof.precision                 # where the profile lacked the math's precision, the one used
     align = source.alignment(prec, layer.align_dims()) if unit == "tensor_core" else None
     peak = roof.peak / align.factor if (align and align.factor and not align.advice_only) else roof.peak
     t_compute, t_memory = ops / peak, nbytes / roof.bandwidth
@@ -187,8 +196,8 @@ def analyze(model: Model, source: Source | None, options: Options | None = None)
             for i, layer in enumerate(model.layers)]
     df = pd.DataFrame(rows)
     if source.kind == "measured" and opts.path == "auto":
-        notes.append("ceilings: GEMM-shaped layers (conv, FC, matmul) on the measured *library* ceilings "
-                     "(cuBLAS/cuBLASLt), pointwise layers on the *instruction* ceilings (--path to change)")
+        notes.append("ceilings: GEMM-shaped layers (conv, FC, matmul) on the profile's *library* ceilings "
+                     "(cuBLAS/cuBLASLt), pointwise layers on its *instruction* ceilings (--path to change)")
     from hwprobe.models.whatif import whatif
 
     wi, placed = whatif(model, source, opts)

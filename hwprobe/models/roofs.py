@@ -72,7 +72,9 @@ class Measured(Source):
     def __init__(self, profile, where: str = "") -> None:
         self.profile = profile
         dev = profile.device or {}
-        self.label = f"measured profile of {dev.get('name') or dev.get('model') or '?'} ({profile.created_utc})"
+        what = ("measured profile" if roofline.is_measured(profile)
+                else "SPEC-DERIVED profile (expectations, not measured)")
+        self.label = f"{what} of {dev.get('name') or dev.get('model') or '?'} ({profile.created_utc})"
         self.where = where
         self.cpu = dev.get("kind") == "cpu"
 
