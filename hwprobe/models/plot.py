@@ -57,7 +57,10 @@ def plot_layers(a: Analysis, out: str | Path) -> Path:
     hi = max(hi, max(ridges) * 4)
     xs = np.logspace(np.log10(lo), np.log10(hi), 300)
     fig, ax = plt.subplots(figsize=(11, 7))
-    _draw_roofs(ax, roofs, xs, hi)
+    word = _solid_word(a)
+    if word == "datasheet":               # --spec: the solid roofs are the datasheet; no dashed copy
+        roofs = [(label, pk, bw, None, None) for label, pk, bw, _, _ in roofs]
+    _draw_roofs(ax, roofs, xs, hi, word)
     _points(ax, df, ok, x, y, t)
     _labels(ax, df, ok, x, y, t)
     o = a.options
@@ -65,10 +68,11 @@ def plot_layers(a: Analysis, out: str | Path) -> Path:
     ax.set_ylim(bottom=max(float(y[ok].min()) / 4, 1e6), top=max(pk for _, pk, *_ in roofs) * 3)
     ax.set_xlabel(f"operational intensity (operations per byte, {a.convention.name} convention)")
     ax.set_ylabel("operations per second")
-    what = "achieved (measured times)" if measured else "attainable on the measured roofline (predicted)"
+    what = "achieved (measured times)" if measured else f"attainable on the {word} roofline (predicted)"
     dev = a.source_label
     ax.set_title(f"{a.model.name} at {o.precision}, batch {a.model.batch}: layers on the roofline\n{dev}\n"
-                 f"points: {what}; area ~ time; solid: measured roofs, dashed: datasheet", fontsize=9)
+                 f"points: {what}; area ~ time; solid: {word} roofs"
+                 + ("" if word == "datasheet" else ", dashed: datasheet"), fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
     leg = ax.legend(fontsize=7, loc="lower right", framealpha=0.9)
     for h in leg.legend_handles:            # same-size markers in the legend, whatever the points' sizes
@@ -90,21 +94,32 @@ def plot_layers(a: Analysis, out: str | Path) -> Path:
     return path
 
 
-def _draw_roofs(ax, roofs, xs, hi) -> None:
+def _solid_word(a: Analysis) -> str:
+    """What the solid roofs are: measured, spec-derived expectations, or the datasheet itself (--spec)."""
+    from hwprobe.roofline import is_measured
+
+    prof = getattr(a.source, "profile", None)
+    if prof is None:
+        return "datasheet"
+    return "measured" if is_measured(prof) else "expected (spec-derived)"
+
+
+def _draw_roofs(ax, roofs, xs, hi, word: str = "measured") -> None:
     """One memory slope per bandwidth (black), each compute ceiling from its ridge on; datasheet dashed."""
-    slopes = {}
-    for _, pk, bw, _dpk, dbw in roofs:
-        slopes.setdefault(bw, [0.0, dbw])[0] = max(slopes.get(bw, [0.0])[0], pk)
-    for bw, (pk, dbw) in slopes.items():
+    slopes: dict[float, list] = {}
+    for _, pk, bw, dpk, dbw in roofs:       # bandwidth -> [highest peak on it, datasheet bw, highest datasheet peak]
+        e = slopes.setdefault(bw, [0.0, dbw, 0.0])
+        e[0], e[2] = max(e[0], pk), max(e[2], dpk or 0.0)
+    for bw, (pk, dbw, dpk) in slopes.items():
         m = xs <= pk / bw
-        ax.loglog(xs[m], xs[m] * bw, color="k", lw=2, label=f"measured slope {si(bw, 'B/s')}")
-        if dbw:
-            m = xs <= pk / dbw
+        ax.loglog(xs[m], xs[m] * bw, color="k", lw=2, label=f"{word} slope {si(bw, 'B/s')}")
+        if dbw and dpk:
+            m = xs <= dpk / dbw
             ax.loglog(xs[m], xs[m] * dbw, color="0.45", lw=1.2, ls="--", label=f"datasheet slope {si(dbw, 'B/s')}")
     for k, (label, pk, bw, dpk, dbw) in enumerate(roofs):
         c = ROOF_COLORS[k % len(ROOF_COLORS)]
         unit = "OP/s" if label.startswith("int") else "FLOP/s"
-        ax.hlines(pk, pk / bw, hi, color=c, lw=2, label=f"measured {label}: {si(pk, unit)}")
+        ax.hlines(pk, pk / bw, hi, color=c, lw=2, label=f"{word} {label}: {si(pk, unit)}")
         if dpk and dbw:
             ax.hlines(dpk, dpk / dbw, hi, color=c, lw=1.2, ls="--", label=f"datasheet: {si(dpk, unit)}")
 
