@@ -101,7 +101,6 @@ def guarded(immediate: bool = False):
         yield guard
     finally:
         _active = None
-        early = getattr(previous, "__name__", "") == "<lambda>"      # the CLI's import-time recorder
-        signal.signal(signal.SIGINT, signal.default_int_handler if early else previous)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if early else previous_term)
+        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, previous_term)
         sys.unraisablehook = previous_hook

@@ -292,7 +292,8 @@ def validate_dict(d: dict[str, Any], where: str = "profile") -> None:
     err = next(iter(sorted(v.iter_errors(d), key=lambda e: list(e.absolute_path))), None)
     if err is not None:
         loc = "/".join(str(p) for p in err.absolute_path) or "(root)"
-        raise InputError(f"{where} does not match the profile schema at {loc}: {err.message}")
+        msg = f"{where} does not match the profile schema at {loc}: {err.message}"
+        raise InputError(msg.encode("unicode_escape").decode("ascii")[:400])     # one line, whatever the keys hold
 
 
 def migrate(d: dict[str, Any], where: str = "profile") -> dict[str, Any]:

@@ -8,10 +8,11 @@ import os
 import signal
 import sys
 
-# Started as the `hwprobe` command: remember a Ctrl-C or SIGTERM from the first instruction on (while the
-# command's modules import), so that none is lost before main() installs its guard.
+# Started as the `hwprobe` command: record a Ctrl-C or SIGTERM from the first instruction on (while the command's
+# modules import) to the last (after main's guard is gone), so that none is lost and any of them exits 130.
 EARLY_SIGNALS: list[int] = []
-if os.path.basename(sys.argv[0]) in ("hwprobe", "__main__.py"):
+AS_COMMAND = os.path.basename(sys.argv[0]) == "hwprobe" or sys.argv[0].endswith(os.path.join("hwprobe", "__main__.py"))
+if AS_COMMAND:
     signal.signal(signal.SIGINT, lambda signum, frame: EARLY_SIGNALS.append(signum))
     signal.signal(signal.SIGTERM, lambda signum, frame: EARLY_SIGNALS.append(signum))
 
@@ -38,21 +39,32 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every input error is one line on stderr and exit code 2, never a traceback. Ctrl-C and
-    SIGTERM are guarded from here to the last instruction: any of them, wherever it lands, exits 130."""
+    SIGTERM are guarded from here to the last instruction: any of them, wherever it lands, exits 130. As the
+    command, the process ends with os._exit right after the last check, so no signal can land in the
+    interpreter's own shutdown (where Python would die of it instead)."""
     from hwprobe.interrupt import guarded
 
-    with guarded(immediate=True) as guard:
-        if EARLY_SIGNALS:
-            guard.seen = True
-        try:
+    before = len(EARLY_SIGNALS)
+    code: int = 0
+    try:
+        with guarded(immediate=True) as guard:
+            if before:
+                guard.seen = True
             guard.check()
-        except KeyboardInterrupt:
-            click.echo("hwprobe: interrupted", err=True)
-            sys.exit(130)
-        _main(argv)
-        if guard.seen:       # a signal whose KeyboardInterrupt Python dropped, or one after the run's end
-            click.echo("hwprobe: interrupted", err=True)
-            sys.exit(130)
+            _main(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except KeyboardInterrupt:
+        click.echo("hwprobe: interrupted", err=True)
+        code = 130
+    if (guard.seen or len(EARLY_SIGNALS) > before) and code != 130:
+        click.echo("hwprobe: interrupted", err=True)
+        code = 130
+    if AS_COMMAND:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def _main(argv: list[str] | None) -> None:
