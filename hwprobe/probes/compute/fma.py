@@ -544,16 +544,7 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
     fn = f"hwp_fma_c{cfg.chains}"
     counts = sass_counts(sass_text, fn, fam)
     expect = expected_sass(fam, cfg.chains)
-    notes, flags = [], []
-    if fam.about:
-        notes.append(fam.about)
-    if sass_text:
-        from hwprobe.kernels import sass
-
-        notes.append(sass.evidence(sass_text, fn, tuple(p for o in fam.ops for p in o.sass_prefixes)))
-        flags += sass_flags(counts, expect)
-    else:
-        notes.append("SASS not checked: no cuobjdump/nvdisasm or no NVRTC cubin here")
+    notes, flags = _sass_notes(fam, fn, sass_text, counts, expect)
     if dropped:
         notes.append("not run (exceed residency): " + ", ".join(f"c{c.chains}x{c.blocks_per_sm}" for c in dropped))
 
@@ -601,6 +592,19 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
                           params={"sass_per_trip": p["sass_per_trip"], "clock_mhz": _clock(m, dev)[0],
                                   "sub_partitions": sub_partitions(cc), "of": fam.metric},
                           notes=[clock_note] + ([fam.about] if fam.about else []))
+
+
+def _sass_notes(fam: Family, fn: str, sass_text: str | None, counts, expect) -> tuple[list[str], list[str]]:
+    """(notes, flags): the family's description, the SASS evidence line and a mismatch flag."""
+    notes, flags = [fam.about] if fam.about else [], []
+    if sass_text:
+        from hwprobe.kernels import sass
+
+        notes.append(sass.evidence(sass_text, fn, tuple(p for o in fam.ops for p in o.sass_prefixes)))
+        flags += sass_flags(counts, expect)
+    else:
+        notes.append("SASS not checked: no cuobjdump/nvdisasm or no NVRTC cubin here")
+    return notes, flags
 
 
 def _clock(m: Measurement, dev) -> tuple[float | None, str]:

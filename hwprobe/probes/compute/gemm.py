@@ -203,8 +203,7 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
     rates: dict[str, dict[int, float]] = {}      # variant key -> sweep rate per size (the pitfall)
     lt: dict[str, list[Measurement]] = {}
     comparisons: dict[str, Measurement] = {}
-    fw_after = [p for p in order if p in ("fp16", "bf16")][-1:]
-    start: dict = {}                             # the GPU's state before the current precision's ceiling points
+    fw_after, start = [p for p in order if p in ("fp16", "bf16")][-1:], {}   # start: the GPU's state per precision
 
     def run_point(v: gc.GemmVariant, n: int, metric: str, sweep: bool):
         unit, unit_note = _unit_for(ctx, v)
@@ -237,9 +236,8 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
             tried += [run_point(c, top, c.candidate_metric(top), sweep=False)
                       for c in gc.gemm_candidates(v, layouts, tensor_op)]
             if prec == "fp64" and "cupy" in (frameworks or ()):   # gemmEx, cupy.matmul, gemmEx again (A-B-A)
-                comparisons["fp64"] = _cupy_fp64(ctx, env, top, check_rows)
+                yield (comparisons.setdefault("fp64", _cupy_fp64(ctx, env, top, check_rows)))
                 tried.append(run_point(v, top, f"{v.metric}.again.n{top}", sweep=False))
-                yield comparisons["fp64"]
             yield from (m for m, _ in tried)
             ran = [(m, c) for m, c in tried if c is not None and m.valid]
             more = (int8_extra if v.key == "int8.tn" else []) + (big if v.key in BIG_SIZE_KEYS else [])
@@ -264,6 +262,12 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
             for v in gc.GEMM_VARIANTS[prec]:
                 yield run_point(v, n, f"{v.metric}.n{n}", sweep=True)[0]
 
+    yield from _ceilings(order, points, sweeps, lt, comparisons)
+    yield from _pitfall(ctx, rates)
+
+
+def _ceilings(order, points: dict, sweeps: dict, lt: dict, comparisons: dict):
+    """Each variant's ceiling (gemmEx over sizes, layouts, algos) and each cuBLASLt configuration's."""
     for prec in order:
         for v in gc.GEMM_VARIANTS[prec]:
             if points.get(v.key):
@@ -271,7 +275,6 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
         for stem, pts in lt.items():
             if stem.startswith(f"{prec}."):
                 yield ceiling_of(pts, stem)
-    yield from _pitfall(ctx, rates)
 
 
 def _ceiling(points: list[Measurement], v: gc.GemmVariant, sweep, comparison: Measurement | None) -> Measurement:
