@@ -110,7 +110,7 @@ def _compare_clocks(m: Measurement, clk: float | None, source: str) -> None:
     """The kernel's (or sentinel's) clock against NVML's median: a disagreement over 3% is flagged with both."""
     nvml = m.clocks.sm_mhz if m.clocks else None
     if source in ("kernel", "sentinel") and clk and nvml:
-        m.params["clocks_mhz"] = {source: round(clk, 1), "nvml": nvml}
+        m.params["clocks_mhz"] = {**(m.params.get("clocks_mhz") or {}), source: round(clk, 1), "nvml": nvml}
         if abs(nvml / clk - 1) > CLOCK_AGREEMENT and not any(f.startswith("clock_disagreement") for f in m.flags):
             m.flags.append(f"clock_disagreement: {source} {clk:.0f} MHz vs NVML {nvml:.0f} MHz "
                            f"({nvml / clk - 1:+.1%})")
