@@ -154,6 +154,10 @@ def test_contention_from_the_figures_themselves():
     quiet = _m(66e12, 66.9e12, [0.010, 0.0101, 0.0102, 0.0100, 0.0101, 0.0103])
     flag_contention(quiet)
     assert quiet.flags == [] and bimodal(quiet.samples_s) is None
+    dp2a = _m(66.8e12, 133.7e12, [0.01] * 5)                        # DP2A runs at half the DP4A peak by design
+    dp2a.metric = "int8.cuda_core.dp2a"
+    flag_contention(dp2a)
+    assert dp2a.flags == []
     lib = _m(381e12, 990e12, [0.01] * 5, exec_unit="tensor_core")  # a library path may sit low for other reasons
     flag_contention(lib)
     assert lib.flags == []

@@ -400,9 +400,13 @@ def _report_l1(ctx, pts: dict[int, float], point, l1_reported: int, carve_note: 
              f"L1/shared array per SM (arch table): {l1_reported / 1024:.0f} KiB; measured/reported "
              f"{ex.size / l1_reported:.2f} (the L1 part is the array minus the shared carve-out, which the kernel's "
              f"own static shared memory keeps >= the smallest step)"]
-    yield ctx.derived("cache.l1.capacity", ex.size, unit="B", kind="capacity", level="l1",
+    size = min(ex.size, l1_reported)          # a cache never holds more than it has: the exit past it is the rule's
+    if ex.size > l1_reported:
+        notes.append(f"the curve's exit ({ex.size / 1024:.1f} KiB) lies past the physical {l1_reported / 1024:.0f} KiB "
+                     "(the 10% rule fires a step late): reported at the physical size")
+    yield ctx.derived("cache.l1.capacity", size, unit="B", kind="capacity", level="l1",
                       params={"bracket": list(ex.bracket), "reported_bytes": l1_reported, "drop": EXIT_DROP,
-                              "plateau_bps": ex.level, "value_after_bps": ex.after},
+                              "plateau_bps": ex.level, "value_after_bps": ex.after, "exit_bytes": ex.size},
                       notes=notes)
 
 
