@@ -503,7 +503,7 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
 
 
 # What a library says when it does not offer a case (an odd size for INT8, a layout): a skip, not a failure.
-UNSUPPORTED = ("NOT_SUPPORTED", "not supported", "No algorithm", "no algorithm", "ARCH_MISMATCH")
+UNSUPPORTED = ("NOT_SUPPORTED", "not supported", "No algorithm", "no algorithm", "ARCH_MISMATCH", "must be divisible by")
 
 
 def failure(ctx, metric: str, what: str, e: Exception, **meta) -> Measurement:

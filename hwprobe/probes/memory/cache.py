@@ -414,8 +414,8 @@ def _report_l2(ctx, pts: dict[int, float], point, l2: int, screened: list[dict])
     """cache.l2.read: the median of the 2-20 MiB points, re-measured at the size whose value it is."""
     lo, hi = _l2_window(l2)
     mid, inside = _median_point(pts, lo, hi)
-    if len(pts) < 6 or mid is None:
-        yield info(ctx, "cache.l2.read", "too few device sweep points inside 2-20 MiB", f"{len(pts)} points")
+    if mid is None or len(inside) < 3:       # a median of three points inside the window at least
+        yield info(ctx, "cache.l2.read", "too few device sweep points inside 2-20 MiB", f"{len(inside)} points")
         return
     vals = [pts[s] for s in inside]
     ok = [r for r in screened if r.get("median_bps")]
