@@ -22,3 +22,46 @@ def test_committed_profile_loads_and_is_sane(path):
 
 def test_there_are_committed_profiles():
     assert {p.parent.parent.name for p in PROFILES} >= {"h100-sxm", "h200-sxm"}
+
+
+def _v2(path):
+    import json
+
+    return json.loads(path.read_text()).get("schema_version") == 2
+
+
+V2 = [p for p in PROFILES if _v2(p)]
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=[f"{p.parent.parent.name}/{p.parent.name}" for p in PROFILES])
+def test_committed_memory_ceilings_sit_under_their_theory(path):
+    prof = load_profile(path)
+    for level, lvl in prof.memory.items():
+        b = lvl.bandwidth
+        if b is not None and b.theory_at_clock:
+            assert b.value <= 1.03 * b.theory_at_clock, (level, b.metric)
+        if level == "l2" and lvl.capacity_bytes and _v2(path):   # v1 runs reported 63.4 MiB of a 60 MiB L2
+            assert lvl.capacity_bytes <= prof.device["l2_bytes"], "L2 capacity above the device-reported size"
+            for name, cap in lvl.capacities.items():
+                assert cap <= prof.device["l2_bytes"], name
+
+
+@pytest.mark.parametrize("path", V2, ids=[f"{p.parent.parent.name}/{p.parent.name}" for p in V2])
+def test_tensor_instruction_ceilings_carry_their_clocks_and_flag_disagreement(path):
+    """The wgmma/mma.sync ceilings name three clocks; where the kernel's and NVML's differ by more than 3% the
+    ceiling says so (a wrong clock accounting would hide it, as the H200's ~9% offset once was)."""
+    prof = load_profile(path)
+    seen = 0
+    for units in prof.compute.values():
+        c = units.get("tensor_core", {}).get("instruction")
+        if c is None or "clocks_mhz" not in c.params:
+            continue
+        seen += 1
+        clk = c.params["clocks_mhz"]
+        assert {"kernel", "nvml"} <= set(clk), c.metric
+        apart = abs(clk["nvml"] / clk["kernel"] - 1) > 0.03
+        flagged = any(f.startswith("clock_disagreement") for f in c.flags)
+        assert apart == flagged, (c.metric, clk, c.flags)
+        assert c.params["pct_at_clock"]["kernel"] <= 1.03
+    if prof.environment.get("suite") == "full":
+        assert seen >= 5
