@@ -23,7 +23,14 @@ def test_calibrate_refuses_nonsense_and_zero_time():
     with pytest.raises(ValueError):
         policy.calibrate(lambda n: 1.0, 0.0)
     with pytest.raises(RuntimeError):
-        policy.calibrate(lambda n: 0.0, 0.01, hi=8)
+        policy.calibrate(lambda n: 0.0, 0.01, hi=1 << 20, max_steps=3)
+    assert policy.calibrate(lambda n: 0.0, 0.01, hi=8).count == 8       # too fast to time even at the cap
+
+
+def test_the_last_step_is_timed_at_the_count_it_reports():
+    seen = []
+    c = policy.calibrate(lambda n: seen.append(n) or n * 1e-6, 1.0, start=1, reach=0.5, grow=8, max_steps=2)
+    assert seen == [1, 8] and c.timed_count == 8 and c.unit_s == pytest.approx(1e-6)
 
 
 def test_stopping_rules():

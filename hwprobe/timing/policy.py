@@ -58,14 +58,16 @@ def calibrate(timer: Callable[[int], float], target_s: float, *, start: int = 1,
     if target_s <= 0 or start < 1 or hi < start:
         raise ValueError(f"calibrate: target_s={target_s}, start={start}, hi={hi}")
     n, t = start, 0.0
-    for _ in range(max_steps):
+    for step in range(max_steps):
         check_interrupt()
         t = timer(n)
-        if t >= reach * target_s or n >= hi:
+        if t >= reach * target_s or n >= hi or step == max_steps - 1:
             break
         factor = int(reach * target_s / t) + 1 if t > 0 else grow
         n = min(hi, n * max(2, min(grow, factor)))
     if t <= 0:
+        if n >= hi:                      # too fast to time even at the cap: the cap it is
+            return Calibration(hi, 0.0, n, t)
         raise RuntimeError(f"calibrate: a call of {n} units timed as {t} s")
     unit = t / n
     return Calibration(int(min(hi, max(1, round(target_s / unit)))), unit, n, t)

@@ -21,7 +21,7 @@ import numpy as np
 from hwprobe.errors import Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes.compute import gemm_common as gc
-from hwprobe.timing import iterations_for, time_cuda_once
+from hwprobe.timing import policy, time_cuda_once
 
 TARGET_S = 0.005        # GPU time of one timed sample
 MAX_REPS = 4096         # GEMMs in one graph at most
@@ -310,10 +310,16 @@ def build_runner(cp, call: Callable[[int], None], sets: int = 1, *, graph: bool 
     for i in range(2):
         call(i % sets)
     cp.cuda.get_current_stream().synchronize()
-    per_call, host = _pilot(cp, call, sets, 1)
-    if per_call < target_s / 8:
-        per_call, host = _pilot(cp, call, sets, 8)
-    reps = iterations_for(per_call, target_s, lo=1, hi=max_reps)
+    hosts: list[float] = []
+
+    def pilot(n: int) -> float:            # GPU seconds of n back-to-back calls; keeps the host's issue time
+        gpu, host_ = _pilot(cp, call, sets, n)
+        hosts.append(host_)
+        return gpu * n
+
+    # the timing policy's calibrate: one call, or 8 when one is under an eighth of the target
+    cal = policy.calibrate(pilot, target_s, start=1, hi=max_reps, reach=1 / 8, grow=8, max_steps=2)
+    per_call, host, reps = cal.unit_s, hosts[-1], cal.count
     notes: list[str] = []
     fallback = ""
     if graph and per_call < target_s / 4 and graph_unavailable:
@@ -503,7 +509,8 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
 
 
 # What a library says when it does not offer a case (an odd size for INT8, a layout): a skip, not a failure.
-UNSUPPORTED = ("NOT_SUPPORTED", "not supported", "No algorithm", "no algorithm", "ARCH_MISMATCH", "must be divisible by")
+UNSUPPORTED = ("NOT_SUPPORTED", "not supported", "No algorithm", "no algorithm", "ARCH_MISMATCH",
+               "must be divisible by")
 
 
 def failure(ctx, metric: str, what: str, e: Exception, **meta) -> Measurement:

@@ -394,19 +394,13 @@ def _resident(cp, kernel, threads: int, dev) -> int:
 
 
 def _calibrate(cp, launch_iters, min_s: float) -> tuple[int, float]:
-    """Grow the trip count until one launch lasts ``min_s``; returns (iters, seconds) of that launch."""
-    from hwprobe.timing import iterations_for
+    """Grow the trip count until one launch lasts ``min_s`` (the timing policy's calibrate, reach 1); returns
+    (iters, seconds) of that launch."""
+    from hwprobe.timing import policy
 
-    iters, t = 4, 0.0
-    for _ in range(16):
-        t = time_cuda_once(lambda n=iters: launch_iters(n))
-        if t >= min_s or iters >= MAX_ITERS:
-            break
-        grow = iterations_for(t / iters, 1.5 * min_s, hi=MAX_ITERS) if t > 0 else iters * 64
-        iters = min(MAX_ITERS, max(iters * 2, min(iters * 64, grow)))
-    if t <= 0:
-        raise RuntimeError(f"a launch of {iters} trips timed as {t} s")
-    return iters, t
+    cal = policy.calibrate(lambda n: time_cuda_once(lambda: launch_iters(n)), 1.5 * min_s, start=4, hi=MAX_ITERS,
+                           reach=1 / 1.5, max_steps=16)
+    return cal.timed_count, cal.timed_s
 
 
 class _Family:

@@ -27,7 +27,7 @@ import numpy as np
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.probes.base import probe
 from hwprobe.probes.compute import mma_clock as mc
-from hwprobe.timing import iterations_for
+from hwprobe.timing import iterations_for, policy
 
 MMA_SYNC_PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
 WGMMA_PRECISIONS = ("fp16", "bf16", "tf32", "fp8", "int8")
@@ -489,17 +489,9 @@ def check_timed(v: Variant, out: np.ndarray, units: int, a: np.ndarray, bt: np.n
 # ---------------------------------------------------------------------------------------------------
 
 def calibrate(timer: Callable[[int], float], target_s: float, start: int = 16, hi: int = MAX_ITERS) -> int:
-    """Iterations that make one launch last about ``target_s``.
-
-    Grows the count until a launch takes a quarter of the target (so fixed costs hardly bias the
-    per-iteration time), then scales linearly.
-    """
-    iters = start
-    while True:
-        t = timer(iters)
-        if t >= target_s / 4 or iters >= hi:
-            return iterations_for(t / iters, target_s, lo=1, hi=hi)
-        iters = min(hi, iters * max(2, min(64, int(target_s / 4 / max(t, 1e-7)) + 1)))
+    """Iterations that make one launch last about ``target_s`` (the timing policy's calibrate: grow until a
+    launch takes a quarter of the target, then scale linearly)."""
+    return policy.calibrate(timer, target_s, start=start, hi=hi).count
 
 
 def search(configs, rate_of: Callable) -> tuple[object, dict, dict]:

@@ -52,11 +52,12 @@ def time_call(fn: Callable[[], object]) -> float:
 
 
 def calibrate(launch: Callable[[], object], target_s: float, hi: int = 1 << 20) -> int:
-    """How many back-to-back ``launch`` calls last about ``target_s``: warm once, then time one."""
-    from hwprobe.timing import iterations_for
+    """How many back-to-back ``launch`` calls last about ``target_s``: warm once, then time one (the timing
+    policy's calibrate with no growth: one call is long enough to time)."""
+    from hwprobe.timing import policy
 
     launch()
-    return iterations_for(time_call(launch), target_s, lo=1, hi=hi)
+    return policy.calibrate(lambda n: time_call(repeat(launch, n)), target_s, start=1, hi=hi, reach=0.0).count
 
 
 def repeat(launch: Callable[[], object], n: int) -> Callable[[], None]:
