@@ -125,7 +125,7 @@ MEMORY_COLUMNS = [
                                                                           "%\nsheet"),
     Column("capacity", "capacity", "bytes"), Column("latency", "latency", "time"),
     Column("cycles", "cycles", "cycles", True), Column("clock", "SM MHz", "mhz", True, "SM\nMHz"),
-    Column("throttle", "throttle", wide=True), Column("metric", "best of", wide=True),
+    Column("throttle", "throttle", wide=True), Column("metric", "slope from", wide=True),
 ]
 
 
