@@ -89,12 +89,18 @@ COMPUTE_COLUMNS = [
 ]
 
 
-def compute_table(p: Profile, kind: str = "gpu") -> Table:
-    cols = [Column(**{**c.__dict__}) for c in COMPUTE_COLUMNS]
+def _columns(template: list[Column], kind: str) -> list[Column]:
+    """Fresh copies of a table's columns, the clock column named for the device kind."""
+    cols = [Column(**{**c.__dict__}) for c in template]
     for c in cols:
         if c.key == "clock":
             c.header = _clock_header(kind)
             c.short = c.header.replace(" ", "\n")
+    return cols
+
+
+def compute_table(p: Profile, kind: str = "gpu") -> Table:
+    cols = _columns(COMPUTE_COLUMNS, kind)
     t = Table("Compute ceilings", cols, note="measured beside theory at the clock measured during it, at the max "
               "clock and the datasheet; a fused multiply-add counts 2 operations")
     for prec in tx.order(p.compute, tx.PRECISION_ORDER):
@@ -130,11 +136,7 @@ MEMORY_COLUMNS = [
 
 
 def memory_table(p: Profile, kind: str = "gpu") -> Table:
-    cols = [Column(**{**c.__dict__}) for c in MEMORY_COLUMNS]
-    for c in cols:
-        if c.key == "clock":
-            c.header = _clock_header(kind)
-            c.short = c.header.replace(" ", "\n")
+    cols = _columns(MEMORY_COLUMNS, kind)
     t = Table("Memory ceilings", cols, note="bytes as each probe counts them (a copy counts read + write); "
               "latency is one dependent load (pointer chase)")
     for name in tx.order(p.memory, tx.LEVEL_ORDER):

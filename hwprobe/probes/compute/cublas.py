@@ -498,10 +498,16 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
             close = getattr(g, "close", None)
             if close:
                 close()
+    return finish_record(meas, err, g.precision_result, clocks, runner)
+
+
+def finish_record(meas: Measurement, err: dict, precision_result, clocks: list, runner) -> Measurement:
+    """What every library GEMM record carries after timing: the check's error, the crafted-operand precision
+    check, the sentinel clocks around the window, and whether issuing the calls bounded the rate."""
     if "rel" in err:
         meas.params["rel_error"] = err["rel"]
-    if g.precision_result:
-        meas.params["precision_check"] = g.precision_result
+    if precision_result:
+        meas.params["precision_check"] = precision_result
     record_sentinel(meas, clocks[0], clocks[1] if len(clocks) > 1 else None)
     if runner.launch_bound:
         meas.flags.append("launch_bound")

@@ -22,9 +22,9 @@ from hwprobe.probes.compute.cublas import (
     CublasGemm,
     build_runner,
     failure,
+    finish_record,
     fp8_finite_values,
     measure_gemm,
-    record_sentinel,
     sentinel,
 )
 from hwprobe.timing import time_cuda_once
@@ -206,14 +206,7 @@ def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, 
                     "api": "nvmath.linalg.advanced.Matmul (cuBLASLt)", "autotune_iterations": AUTOTUNE_ITERATIONS,
                     "operands": g.operands, **g.chosen(), **params},
             notes=[*notes, *runner.notes])
-        if "rel" in err:
-            meas.params["rel_error"] = err["rel"]
-        if g.precision_result:
-            meas.params["precision_check"] = g.precision_result
-        record_sentinel(meas, clocks[0], clocks[1] if len(clocks) > 1 else None)
-        if runner.launch_bound:
-            meas.flags.append("launch_bound")
-        return meas
+        return finish_record(meas, err, g.precision_result, clocks, runner)
     finally:
         g.close()
         g.torch.cuda.empty_cache()
