@@ -82,6 +82,8 @@ COMPUTE_COLUMNS = [
     Column("pct_clock", "%", "pct"), Column("theory_max", "theory @max clock", "rate", True, "theory\n@max"),
     Column("pct_max", "% @max", "pct", True, "%\n@max"), Column("datasheet", "datasheet", "rate", True, "data-\nsheet"),
     Column("pct_sheet", "% datasheet", "pct", True, "%\nsheet"), Column("clock", "SM MHz", "mhz", short="SM\nMHz"),
+    Column("clock_from", "clock from", wide=True), Column("pct_nvml", "% @NVML clock", "pct", True, "%\n@NVML"),
+    Column("clock_check", "NVML vs kernel", wide=True),
     Column("power", "W", "watt", True), Column("energy", "pJ/op", "energy", True, "pJ/\nop"),
     Column("throttle", "throttle", wide=True),
     Column("spread", "spread of runs", "pct", True, extra=True), Column("runs", "runs", "int", True, extra=True),
@@ -121,7 +123,19 @@ def _compute_row(prec: str, unit: str, path: str, c: Ceiling) -> dict[str, Any]:
         "throttle": tx.throttle(c.throttle_reasons) if c.throttle_reasons else None,
         "spread": getattr(c, "spread", None), "runs": len(getattr(c, "runs", []) or []) or None,
         "sustained": getattr(c, "sustained", None),
+        # one clock source per column: the SM MHz column is the clock named in "clock from" (kernel, sentinel,
+        # nvml, max); "% @NVML clock" is the same figure against NVML's reading; a disagreement over 3% is shown
+        "clock_from": c.clock_source, "pct_nvml": (c.params.get("pct_at") or {}).get("nvml"),
+        "clock_check": _disagreement(c),
     }
+
+
+def _disagreement(c: Ceiling) -> str | None:
+    if not any(f.startswith("clock_disagreement") for f in c.flags):
+        return None
+    clk = c.params.get("clocks_mhz") or {}
+    own = clk.get("kernel") or clk.get("sentinel")
+    return f"{clk['nvml'] / own - 1:+.1%}" if own and clk.get("nvml") else "disagree"
 
 
 MEMORY_COLUMNS = [
