@@ -130,3 +130,17 @@ def test_ctrl_c_mid_run_keeps_a_partial_profile(tmp_path):
     prof = load_profile(next(out.glob("*/profile.json")))
     assert prof.partial is True
     assert "fp64" in prof.compute and prof.environment["finished"] is False
+
+
+def test_device_selection_default_list_and_all(monkeypatch):
+    """No --device picks GPU 0 or the CPU; "0,1" and "all" pick several GPUs (refused without any)."""
+    from hwprobe import device
+    from hwprobe.errors import InputError as IE
+
+    monkeypatch.setattr(device, "gpus", lambda: [])
+    assert [d.kind for d in device.select_many(None)] == ["cpu"]
+    assert [d.kind for d in device.select_many("cpu")] == ["cpu"]
+    with pytest.raises(IE, match="no CUDA GPU"):
+        device.select_many("all")
+    with pytest.raises(IE, match="no GPU with index 0"):
+        device.select_many("0,1")

@@ -119,7 +119,7 @@ def select_many(device: str | None) -> list[GpuInfo | CpuInfo]:
     """Resolve ``--device`` for a run: one device as ``select`` does, or several GPUs as "0,1,3" or "all"
     (the first is the primary device; interconnect probes use them all)."""
     text = None if device is None else str(device).strip().lower()
-    if text not in (None, "all") and "," not in text:
+    if text is None or (text != "all" and "," not in text):
         return [select(device)]
     found = gpus()
     if text == "all":
