@@ -116,6 +116,14 @@ def _l2(ctx, mod, ppo: int, refine: bool, screen: bool) -> Iterator[Measurement]
         planned = l2plan.sweep_plan([best], log_sizes(l2 // 32, L2_SWEEP_TO * l2, ppo, align=1 << 16), dev.sms)
         point, sizes = run_l2.private([best], planned), list(planned)
     pts = yield from _sweep(ctx, "device", sizes, point)
+    lo, hi = _l2_window(l2)
+    if best != "stream" and sum(lo <= s <= hi for s in pts) < 3:
+        # the winning private-rows plan left too few sizes inside the window (a quick sweep of a 50 MiB L2):
+        # the stream kernel runs at any size, so it takes the ceiling here, and says so
+        ctx.log(f"{best}: too few planned sizes inside {lo / 2**20:.1f}-{hi / 2**20:.1f} MiB; stream kernel instead")
+        best, point = "stream", stream
+        pts = yield from _sweep(ctx, "device", log_sizes(max(l2 // 32, stream.min_size), L2_SWEEP_TO * l2, ppo,
+                                                         align=1 << 16), point)
     if refine and best == "stream":
         pts = yield from _refine(ctx, "device", pts, point, _l2_window(l2))
     yield from _report_l2(ctx, pts, point, l2, screened)
