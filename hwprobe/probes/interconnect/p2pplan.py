@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hwprobe.probes.interconnect.collectives import sizes as geometric_sizes
 from hwprobe.probes.interconnect.pairs import Schedule, schedule
 
 METHODS = ("ce", "sm.read", "sm.write")
@@ -37,15 +38,8 @@ def ceiling_key(method: str, bidirectional: bool) -> str:
 
 
 def transfer_sizes(max_bytes: int, step: int = 4, lo: int = MIN_BYTES) -> list[int]:
-    """4 KiB, 4 KiB x step, ... below ``max_bytes``, and ``max_bytes`` itself."""
-    if step < 2 or max_bytes < lo:
-        raise ValueError(f"bad sweep: {lo}..{max_bytes} x{step}")
-    out, s = [], lo
-    while s < max_bytes:
-        out.append(s)
-        s *= step
-    out.append(max_bytes)
-    return out
+    """4 KiB, 4 KiB x step, ... below ``max_bytes``, and ``max_bytes`` itself (the collectives' geometric sizes)."""
+    return geometric_sizes(lo, max_bytes, step)
 
 
 @dataclass
