@@ -323,17 +323,23 @@ def _best_size(sweep) -> int | None:
     return max(totals, key=totals.get) if totals else None
 
 
-def _point(ctx, setup, method, bi, pairs, size, sweep) -> Iterator[Measurement]:
+def _round(ctx, setup, method, bi, pairs, size, sample_s: float, samples: int):
+    """One round of concurrent transfers: fresh buffers, timed under the clock sampler, then every destination
+    checked. Returns (groups, reps, wrong words per direction, the window's clocks)."""
     _reset(setup, pairs, bi, size)
     groups = _groups(setup, method, bi, pairs, size)
     with ctx.sampler.window() as win:
-        reps = _time(setup, groups, P.SWEEP_SAMPLE_S, P.SWEEP_SAMPLES)
-    wrong = _wrong(setup, pairs, bi, size)
+        reps = _time(setup, groups, sample_s, samples)
+    return groups, reps, _wrong(setup, pairs, bi, size), win.summary
+
+
+def _point(ctx, setup, method, bi, pairs, size, sweep) -> Iterator[Measurement]:
+    groups, reps, wrong, clocks = _round(ctx, setup, method, bi, pairs, size, P.SWEEP_SAMPLE_S, P.SWEEP_SAMPLES)
     for (a, b), g in zip(pairs, groups, strict=True):
         stem, _, key = _names(setup, method, bi, a, b)
         bad = wrong[(a, b)] + (wrong[(b, a)] if bi else 0)
         m = timed_record(PROBE, f"{stem}.{size}", "sweep", g.samples, work=g.nbytes * reps, unit="B/s",
-                         clocks=win.summary, exec_unit="copy_engine" if method == "ce" else "cuda_core",
+                         clocks=clocks, exec_unit="copy_engine" if method == "ce" else "cuda_core",
                          bytes_counted=_counted(bi), params=_point_params(setup, method, bi, a, b, size, reps, pairs))
         _verdict(m, bad, size, bi)
         if m.verified:
@@ -365,11 +371,8 @@ def _verdict(m: Measurement, wrong: int, size: int, bi: bool) -> None:
 
 
 def _ceiling(ctx, setup, method, bi, pairs, size, results) -> Iterator[Measurement]:
-    _reset(setup, pairs, bi, size)
-    groups = _groups(setup, method, bi, pairs, size)
-    with ctx.sampler.window() as win:
-        reps = _time(setup, groups, P.CEILING_SAMPLE_S, P.CEILING_SAMPLES)
-    wrong = _wrong(setup, pairs, bi, size)
+    groups, reps, wrong, clocks = _round(ctx, setup, method, bi, pairs, size, P.CEILING_SAMPLE_S,
+                                         P.CEILING_SAMPLES)
     for (a, b), g in zip(pairs, groups, strict=True):
         stem, link, key = _names(setup, method, bi, a, b)
         pl = setup.link(a, b)
@@ -379,7 +382,7 @@ def _ceiling(ctx, setup, method, bi, pairs, size, results) -> Iterator[Measureme
         if link:
             params.update(link_params("p2p", [a, b], pl.link_type if pl else None, key,
                                       link_notes=list(pl.notes) if pl else []))
-        m = timed_record(PROBE, stem, "memory", g.samples, work=g.nbytes * reps, unit="B/s", clocks=win.summary,
+        m = timed_record(PROBE, stem, "memory", g.samples, work=g.nbytes * reps, unit="B/s", clocks=clocks,
                          theory=link_theory(bw, basis) if link else None, link=link,
                          exec_unit="copy_engine" if method == "ce" else "cuda_core", bytes_counted=_counted(bi),
                          params=params)
