@@ -153,3 +153,17 @@ def gap_table(p) -> tb.Table:
             "other": "; ".join(_other(s, ch.rate_unit) for s in ch.steps if s.category in ("other", "data")) or None,
         })
     return t
+
+
+def subtitle(run: Run, code: Callable[[str], str], strong: Callable[[str], str]) -> str:
+    """The line under a report's title (suite, when measured, version, partial or spec-derived), the same in
+    HTML and Markdown; ``code`` and ``strong`` mark up a name and a warning in the target format."""
+    env, p = run.environment, run.profile
+    measured = tx.is_measured(p)
+    bits = [f"suite {code(env['suite'])}" if env.get("suite") else "",
+            f"measured {env.get('started_utc') or p.created_utc}" if measured else "",
+            f"hwprobe {p.hwprobe_version}" if p.hwprobe_version else "",
+            strong("PARTIAL: interrupted") if p.partial else "",
+            strong("SPEC-DERIVED, NOT MEASURED") if not measured else ""]
+    return " · ".join(b for b in bits if b)
+

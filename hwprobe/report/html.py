@@ -66,13 +66,7 @@ def render(run: Run, svgs: dict | None = None) -> str:
 
 
 def _subtitle(run: Run) -> str:
-    env, p = run.environment, run.profile
-    bits = [f"suite {env['suite']!r}" if env.get("suite") else "",
-            f"measured {env.get('started_utc') or p.created_utc}" if tx.is_measured(p) else "",
-            f"hwprobe {p.hwprobe_version}" if p.hwprobe_version else "",
-            "PARTIAL: interrupted" if p.partial else "",
-            "SPEC-DERIVED, NOT MEASURED" if not tx.is_measured(p) else ""]
-    return " · ".join(b for b in bits if b)
+    return doc.subtitle(run, code=repr, strong=str)
 
 
 def _block(b) -> str:
