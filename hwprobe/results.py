@@ -240,17 +240,12 @@ def environment(device: Any, suite_name: str, argv: list[str] | None = None, dev
 
 def _sharing(devices: list) -> dict[str, Any]:
     """Other processes on each GPU and its utilization just before the run (NVML; a container may hide them)."""
-    try:
-        from hwprobe.device import nvml
-    except Exception as e:  # pragma: no cover
-        return {"error": str(e)}
-    reader = getattr(nvml, "running_processes", None)
-    if reader is None:
-        return {}
+    from hwprobe.device.nvml import running_processes
+
     out = {}
     for d in devices:
         try:
-            out[str(d.index)] = reader(d)
+            out[str(d.index)] = running_processes(d)
         except Exception as e:  # never fail a run on this
             out[str(d.index)] = {"error": f"{type(e).__name__}: {e}"}
     return out

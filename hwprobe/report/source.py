@@ -14,6 +14,7 @@ from typing import Any
 from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement
 from hwprobe.profile import Profile, load_profile
+from hwprobe.vocab import profile_precision
 
 
 @dataclass
@@ -61,7 +62,7 @@ class Run:
     def theory_rate(self, precision: str, unit: str, clock_mhz: float | None = None) -> float | None:
         """Theory for (precision, unit) at ``clock_mhz`` (default: the max clock), scaled from the profile's
         ceilings (theory is linear in the SM clock): sweep points carry no theory of their own."""
-        prec = "fp8" if precision.startswith("fp8") else precision
+        prec = profile_precision(precision)
         paths = (self.profile.compute.get(prec) or {}).get(unit) or {}
         dense = [c for k, c in paths.items() if not k.endswith("_sparse24") and c.theory_at_max_clock]
         if not dense:

@@ -12,6 +12,7 @@ from hwprobe.report import text as tx
 from hwprobe.report.plots import absent
 from hwprobe.report.plots import style as st
 from hwprobe.report.source import Run
+from hwprobe.vocab import profile_precision
 
 _SIZE = re.compile(r"\.n(\d+)$")
 
@@ -26,7 +27,7 @@ def series(run: Run) -> dict[str, dict[str, list[tuple[int, float, float]]]]:
         theory = _theory(run, m)
         if not theory:
             continue
-        prec = "fp8" if m.precision.startswith("fp8") else m.precision
+        prec = profile_precision(m.precision)
         base = m.metric[: match.start()]
         out.setdefault(prec, {}).setdefault(base, []).append((int(match.group(1)), m.value, m.value / theory))
     return {p: {k: sorted(v) for k, v in s.items()} for p, s in out.items()}
@@ -52,7 +53,7 @@ def _align_eff(run: Run) -> dict[str, list[tuple[int, float, bool]]]:
         if not theory:
             continue
         n = int(m.params.get("m") or m.metric.split(".")[-1])
-        prec = "fp8" if m.precision.startswith("fp8") else m.precision
+        prec = profile_precision(m.precision)
         out.setdefault(prec, []).append((n, m.value / theory, n % 2 == 1))
     return out
 

@@ -10,6 +10,7 @@ from hwprobe.report import text as tx
 from hwprobe.report.plots import absent
 from hwprobe.report.plots import style as st
 from hwprobe.report.source import Run
+from hwprobe.vocab import profile_precision
 
 DISTRIBUTIONS = ("uniform", "normal", "relu", "zeros")
 DIST_NAMES = {"uniform": "uniform\n(full range)", "normal": "normal", "relu": "post-ReLU\n(half zeros)",
@@ -23,7 +24,7 @@ def sparse_points(run: Run) -> dict[str, dict]:
         params = f.get("params") or {}
         if params.get("points"):
             prec = str(f["metric"]).split(".")[1]
-            out["fp8" if prec.startswith("fp8") else prec] = params
+            out[profile_precision(prec)] = params
     return out
 
 

@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from hwprobe.vocab import profile_precision
+
 PRECISION_COLORS = {"fp64": "#6a3d9a", "fp32": "#1f78b4", "tf32": "#17becf", "fp16": "#33a02c", "bf16": "#8c8c00",
                     "fp8": "#ff7f00", "int32": "#7f7f7f", "int8": "#e31a1c", "int4": "#a65628", "int1": "#999999"}
 RUN_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
@@ -35,7 +37,7 @@ def pyplot():
 
 
 def precision_color(precision: str) -> str:
-    return PRECISION_COLORS.get("fp8" if precision.startswith("fp8") else precision, "#333333")
+    return PRECISION_COLORS.get(profile_precision(precision), "#333333")
 
 
 def si_tick(value: float, _pos=None) -> str:
