@@ -126,9 +126,15 @@ def select_many(device: str | None) -> list[GpuInfo | CpuInfo]:
         if not found:
             raise InputError("--device all: no CUDA GPU here (no CUDA device or no CuPy); or use --device cpu")
         return found
-    picked = [select(part.strip()) for part in text.split(",") if part.strip()]
-    if any(d.kind != "gpu" for d in picked):
-        raise InputError(f"--device {device!r}: a list names GPU indices only")
+    by_index = {g.index: g for g in found}          # discovered once, not once per listed index
+    picked = []
+    for part in (x.strip() for x in text.split(",") if x.strip()):
+        if not part.isdigit():
+            raise InputError(f"--device {device!r}: a list names GPU indices only")
+        if int(part) not in by_index:
+            have = ", ".join(f"{g.index} ({g.name})" for g in found) or "none (no CUDA device or no CuPy)"
+            raise InputError(f"no GPU with index {part}; GPUs here: {have}; or use --device cpu")
+        picked.append(by_index[int(part)])
     if len({d.index for d in picked}) != len(picked):
         raise InputError(f"--device {device!r} names a GPU twice")
     return picked
