@@ -21,6 +21,8 @@ for step in "$@"; do
       python3 -m hwprobe list devices; python3 -m hwprobe specs ;;
     tests)
       log "pytest -m gpu"; timeout ${TEST_TIMEOUT:-300} python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$OUT/work/pytest-gpu.log" | tail -40 ;;
+    tests:*)    # tests:PATH: the GPU tests of one file
+      f=${step#tests:}; log "pytest -m gpu $f"; timeout ${TEST_TIMEOUT:-300} python3 -m pytest -m gpu -q -p no:cacheprovider "$f" 2>&1 | tee "$OUT/work/pytest-gpu-$(basename "$f" .py).log" | tail -30 ;;
     run:*)
       s=${step#run:}; log "hwprobe run --suite $s"
       start=$(date +%s%N)

@@ -11,10 +11,10 @@ import cupy as cp
 import numpy as np
 
 from hwprobe import device, probes, specs
-from hwprobe.timing import sampler_for
 from hwprobe.kernels import load
 from hwprobe.probes.memory import hopper, l2map, latency
 from hwprobe.probes.memory.common import CACHE_KERNELS, release
+from hwprobe.timing import sampler_for
 
 OUT = os.environ.get("OUT", "/tmp")
 WORK = os.path.join(OUT, "work") if os.path.isdir(os.path.join(OUT, "work")) else OUT
