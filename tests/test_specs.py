@@ -245,7 +245,9 @@ def test_device_theory_at_measured_clock():
     assert dt.memory("host_h2d").at_clock == pytest.approx(63.0e9, rel=0.001)
     assert dt.memory("host_bidir").at_clock == pytest.approx(126.0e9, rel=0.001)
     assert dt.memory("shared", clock_mhz=1500).at_clock == pytest.approx(132 * 128 * 1500e6)
-    assert dt.memory("l2") is None
+    l2 = dt.memory("l2")     # the H200: 94 slices x 64 B x 1708 MHz (Nsight Compute), not a published figure
+    assert l2.at_clock == pytest.approx(94 * 64 * 1708e6) and l2.clock_mhz == 1708
+    assert l2.basis.startswith("94 L2 slices x 64 B/clk") and "Nsight Compute" in l2.basis
 
 
 def test_unmatched_geforce_gets_half_rate_tf32_and_no_datasheet():
@@ -348,3 +350,12 @@ def test_render_mentions_every_row():
     text = render_text(specs.sku_theory(specs.find("H200")))
     assert "fp16       tensor  PFLOP/s     1.071   2.141  0.9895" in text and "DRAM" in text
     assert "theory 4.814 TB/s" in text
+
+
+def test_l2_theory_only_where_slices_and_clock_are_known():
+    """H100 SXM: 80 slices x 64 B x 1708 MHz = 8.74 TB/s; an A100 entry carries no slice count: no L2 theory."""
+    from hwprobe import specs
+
+    h100 = specs.sku_theory(specs.find("H100 SXM")).memory("l2")
+    assert h100.at_clock == pytest.approx(8.745e12, rel=1e-3)
+    assert specs.sku_theory(specs.find("A100 SXM4 80GB")).memory("l2") is None

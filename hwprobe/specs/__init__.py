@@ -65,6 +65,9 @@ class Sku:
     channels: int = 1
     mem_gb: float | None = None
     l2_mib: float | None = None
+    l2_slices: int | None = None             # L2 slices (LTS units) and the L2 clock, where a profiler read them
+    l2_clock_mhz: float | None = None
+    l2_source: str = ""
     tdp_w: float | None = None
     integrated: bool = False
     pcie_gen: int | None = None
@@ -252,9 +255,11 @@ class DeviceTheory:
 
     def memory(self, level: str, clock_mhz: float | None = None) -> Theory | None:
         """Bandwidth (B/s) of a memory level. ``clock_mhz`` is the memory clock as NVML reports it for
-        "dram", the SM clock for "shared"/"l1"; unused for host links. "l2": None (no solid formula)."""
+        "dram", the SM clock for "shared"/"l1"; unused for host links and "l2" (its own clock)."""
         level = _LEVEL_ALIASES.get(level, level)
         ds = None
+        if level == "l2":
+            return self._l2()
         if level == "dram":
             peak = self._dram_max()
             if peak is None:
@@ -287,6 +292,20 @@ class DeviceTheory:
             basis = f"PCIe Gen{self.pcie_gen} x{self.pcie_lanes}, {way}, after line coding, before packet overhead"
             return Theory(at_clock=bw, at_max_clock=bw, basis=basis)
         return None
+
+    def _l2(self) -> Theory | None:
+        """L2 read bandwidth: slices x the bytes each returns to the crossbar per L2 clock x the L2 clock. Where
+        NVIDIA publishes neither slice count nor L2 clock, the SKU entry carries what Nsight Compute reads
+        (lts__t_sectors.sum.peak_sustained / 3 sectors per slice, lts__cycles_elapsed.avg.per_second)."""
+        per = th.l2_bytes_per_clk_per_slice(self.arch or "")
+        sku = self.sku
+        if not (per and sku and sku.l2_slices and sku.l2_clock_mhz) or self.kind != "gpu":
+            return None
+        bw = sku.l2_slices * per * sku.l2_clock_mhz * 1e6
+        basis = (f"{sku.l2_slices} L2 slices x {per:g} B/clk to the crossbar x {sku.l2_clock_mhz:g} MHz L2 clock"
+                 f" ({sku.l2_source})")
+        return Theory(at_clock=bw, at_max_clock=bw, clock_mhz=sku.l2_clock_mhz, max_clock_mhz=sku.l2_clock_mhz,
+                      basis=basis)
 
     @property
     def bandwidth(self) -> Theory | None:

@@ -92,6 +92,11 @@ def sparse_factor(arch: str) -> float | None:
     return facts.get("sparse_factor") if facts else None
 
 
+def l2_bytes_per_clk_per_slice(arch: str) -> float | None:
+    """Bytes one L2 slice returns to the crossbar per L2 clock (reads)."""
+    return (arch_facts(arch) or {}).get("l2_bytes_per_clk_per_slice")
+
+
 def bytes_per_clk_per_sm(arch: str, level: str) -> float | None:
     """Shared-memory or L1 load bytes per clock per SM."""
     facts = arch_facts(arch)
