@@ -55,3 +55,23 @@ def test_a_probes_own_theory_is_kept_and_checked():
                     link="gpu0-gpu1", theory=Theory(at_clock=450e9, at_max_clock=450e9, basis="NVLink4 x18"))
     judge(m, _h200())
     assert not m.valid and "NVLink4 x18" in m.flags[0]
+
+
+def _l2(value, **params):
+    return Measurement(probe="gpu.cache", metric="cache.l2.read", kind="memory", value=value, unit="B/s", level="l2",
+                       clocks=ClockSummary(sm_mhz=1980.0, sm_mhz_max=1980.0, source="nvml"), params=params)
+
+
+def test_l2_is_judged_against_the_slices_port_peak():
+    """H200: 94 slices x 64 B x 1708 MHz = 10.28 TB/s; 9.5 TB/s is 92% of it, 11.6 TB/s (a pattern that counts
+    coalesced requests) is above it: invalid as a ceiling, kept valid (and shown against theory) as a comparison."""
+    ok = _l2(9.5e12)
+    judge(ok, _h200())
+    assert ok.valid and ok.theory.at_clock == pytest.approx(94 * 64 * 1708e6)
+    assert ok.params["pct_at"]["max"] == pytest.approx(9.5e12 / (94 * 64 * 1708e6), rel=1e-4)
+    over = _l2(11.6e12)
+    judge(over, _h200())
+    assert not over.valid and over.flags[0].startswith("above_theory")
+    beside = _l2(11.6e12, ceiling=False)
+    judge(beside, _h200())
+    assert beside.valid and not beside.flags and beside.theory is not None
