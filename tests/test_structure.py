@@ -43,6 +43,20 @@ def test_no_function_over_80_lines():
     assert not long, long
 
 
+def test_no_module_defines_a_top_level_name_twice():
+    """A second ``def f`` silently replaces the first for every caller (a P2P helper once did: the loopback
+    self-test called the wrong one and failed only on a GPU)."""
+    twice = []
+    for f in sorted((ROOT / "hwprobe").rglob("*.py")):
+        seen: set[str] = set()
+        for n in ast.parse(f.read_text()).body:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if n.name in seen:
+                    twice.append(f"{f.relative_to(ROOT)}:{n.lineno} {n.name}")
+                seen.add(n.name)
+    assert not twice, twice
+
+
 def test_probe_modules_live_in_their_family_folder():
     for mod in _probe_modules():
         assert mod.split(".")[2] in PROBE_FAMILIES, mod

@@ -323,7 +323,7 @@ def _best_size(sweep) -> int | None:
     return max(totals, key=totals.get) if totals else None
 
 
-def _round(ctx, setup, method, bi, pairs, size, sample_s: float, samples: int):
+def _timed_round(ctx, setup, method, bi, pairs, size, sample_s: float, samples: int):
     """One round of concurrent transfers: fresh buffers, timed under the clock sampler, then every destination
     checked. Returns (groups, reps, wrong words per direction, the window's clocks)."""
     _reset(setup, pairs, bi, size)
@@ -334,7 +334,7 @@ def _round(ctx, setup, method, bi, pairs, size, sample_s: float, samples: int):
 
 
 def _point(ctx, setup, method, bi, pairs, size, sweep) -> Iterator[Measurement]:
-    groups, reps, wrong, clocks = _round(ctx, setup, method, bi, pairs, size, P.SWEEP_SAMPLE_S, P.SWEEP_SAMPLES)
+    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, P.SWEEP_SAMPLE_S, P.SWEEP_SAMPLES)
     for (a, b), g in zip(pairs, groups, strict=True):
         stem, _, key = _names(setup, method, bi, a, b)
         bad = wrong[(a, b)] + (wrong[(b, a)] if bi else 0)
@@ -371,7 +371,7 @@ def _verdict(m: Measurement, wrong: int, size: int, bi: bool) -> None:
 
 
 def _ceiling(ctx, setup, method, bi, pairs, size, results) -> Iterator[Measurement]:
-    groups, reps, wrong, clocks = _round(ctx, setup, method, bi, pairs, size, P.CEILING_SAMPLE_S,
+    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, P.CEILING_SAMPLE_S,
                                          P.CEILING_SAMPLES)
     for (a, b), g in zip(pairs, groups, strict=True):
         stem, link, key = _names(setup, method, bi, a, b)
