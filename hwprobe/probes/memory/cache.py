@@ -132,9 +132,12 @@ def _l2(ctx, mod, ppo: int, refine: bool, screen: bool) -> Iterator[Measurement]
     cap = yield from _sweep(ctx, "shared_data", list(cap_plan), run_l2.private([l2plan.CAPACITY], cap_plan),
                             repeats=2)
     yield from _report_capacity(ctx, cap, l2)
-    peer_sizes = sorted({*log_sizes(int(lo), int(hi), 2, align=1 << 16), int(hi) // (1 << 16) << 16})
-    peer = yield from _sweep(ctx, "peer_method", peer_sizes, run_l2.peer(), repeats=2)
-    yield from _report_l2(ctx, peer, run_l2.peer(), l2)
+    # the established benchmark's 512 KiB regions where the window holds 16 of them, else one row (128 KiB: a
+    # small L2); sizes in whole regions, so a point's size is the set it really reads
+    region = l2plan.PEER_REGION if hi >= 16 * l2plan.PEER_REGION else l2plan.PEER.row_bytes
+    peer_sizes = sorted({max(region, s // region * region) for s in (*log_sizes(int(lo), int(hi), 2), int(hi))})
+    peer = yield from _sweep(ctx, "peer_method", peer_sizes, run_l2.peer(region), repeats=2)
+    yield from _report_l2(ctx, peer, run_l2.peer(region), l2)
     low = yield from _sweep(ctx, "latency_bound", log_sizes(l2 // 16, L2_SWEEP_TO * l2, ppo + 1, align=1 << 16),
                             run_l2.low_mlp(), repeats=2)
     yield _partition_finding(ctx, low, l2)
@@ -224,18 +227,19 @@ class L2Runner:
         point.label = v.label()
         return point
 
-    def peer(self):
+    def peer(self, region: int = l2plan.PEER_REGION):
         v = l2plan.PEER
 
         def point(size: int, iters: int | None = None, target: float = SWEEP_S):
-            plan = l2plan.shared_plan(size, v, 1, l2plan.PEER_REGION)
+            plan = l2plan.shared_plan(size, v, 1, region)
             make = self._launcher(v, plan, rotate=False)
             probe = 4 * self.ctx.device.sms
             grid = min(iters or _iters_for(lambda g: make(1, g), target, probe_iters=probe, lo=probe),
                        self.out.size)
             flat = l2plan.RegionPlan(plan.region_vecs, plan.nregions, grid, False)
             return make(1, grid), l2plan.launch_bytes(flat, 1), self._checked(flat, 1, grid), grid
-        point.label = "peer method: flat grid, block b reads region b mod n (512 KiB), 1024 x 8 loads, ld.global.cg"
+        point.label = (f"flat grid, block b reads region b mod n ({region >> 10} KiB), 1024 threads x 8 loads of 16 B, "
+                       "ld.global.cg")
         return point
 
 
@@ -446,8 +450,7 @@ def _report_l2(ctx, peer: dict[int, float], point, l2: int) -> Iterator[Measurem
     vals = [peer[s] for s in inside]
     top = inside[-1]
     yield _ceiling(ctx, "cache.l2.read", point, top, "l2", "device", [
-        f"flat grid of short blocks (block b reads region b mod n of 512 KiB, 1024 threads x 8 x 16 B "
-        f"ld.global.cg), at the largest set of the {lo / 2**20:.1f}-{hi / 2**20:.1f} MiB window "
+        f"{point.label}, at the largest set of the {lo / 2**20:.1f}-{hi / 2**20:.1f} MiB window "
         f"({top / 2**20:.1f} MiB): the fewest blocks reading one region at once. Blocks of different SMs that "
         "read one line at the same moment are served once by the L2 (the request coalescer multicasts the "
         "data); Nsight Compute counted 0.5% (H200, 20 MiB) and 0.8% (H100, 16 MiB) of the bytes coalesced there, "
