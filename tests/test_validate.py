@@ -266,3 +266,14 @@ def test_committed_jetson_expectations_are_current_and_marked_not_measured(tmp_p
     xavier = load_run(ROOT / "profiles" / "jetson" / "agx-xavier" / "spec-derived")
     assert not xavier.measured and "bf16.tensor_core.library" not in xavier.ceilings      # Volta: no BF16/TF32
     assert xavier.ceilings["int8.tensor_core.library"].value == pytest.approx(0.7 * 22.56e12, rel=1e-3)
+
+
+def test_a_rate_that_meets_the_reference_passes_whatever_the_clock_readings_say():
+    """An H200's FP8 library ceiling: +2.3% on the rate, but its sentinel clock read 1837 MHz against the
+    reference's 1485 (per clock -17%): the rate decides, the clocks are the shakier figure."""
+    m = validate.CeilingRec("k", 1.51e15, "FLOP/s", clock_mhz=1837, throttle=["sw_power_cap"],
+                            per_clock=1.51e15 / 1837e6)
+    r = validate.CeilingRec("k", 1.476e15, "FLOP/s", clock_mhz=1485, throttle=["sw_power_cap"],
+                            per_clock=1.476e15 / 1485e6)
+    c = validate.check_one("k", m, r, 0.10)
+    assert c.status == "pass" and c.compared == "rate" and c.ratio == pytest.approx(1.51 / 1.476)
