@@ -43,6 +43,23 @@ class Poll:
         self.t.join()
 
 
+def event_median_s(fn, reps: int = 7) -> float:
+    """Median seconds of ``reps`` calls of ``fn`` after one warm-up, each between a pair of CUDA events."""
+    import cupy as cp
+    import numpy as np
+
+    ev = [cp.cuda.Event(), cp.cuda.Event()]
+    fn()
+    ts = []
+    for _ in range(reps):
+        ev[0].record()
+        fn()
+        ev[1].record()
+        ev[1].synchronize()
+        ts.append(cp.cuda.get_elapsed_time(ev[0], ev[1]) / 1e3)
+    return float(np.median(ts))
+
+
 def gemm_env():
     """gpu.gemm's cuBLAS environment (nvmath binding, workspace), sized by this device's L2."""
     import cupy as cp

@@ -23,6 +23,7 @@ import time
 
 import cupy as cp
 import numpy as np
+from expkit import Poll, event_median_s
 
 from hwprobe.kernels import arch_flag, load, source
 from hwprobe.probes.memory import l2plan
@@ -88,19 +89,10 @@ dbl = cp.ones(L2 // 8, dtype=cp.float64)                   # every double 1.0 (p
 out = cp.zeros(1 << 22, dtype=cp.uint32)
 err = cp.zeros(1, dtype=cp.uint32)
 stamps = cp.zeros(SMS * 4 * 4, dtype=cp.uint64)
-ev = [cp.cuda.Event(), cp.cuda.Event()]
 
 
 def timed(fn, reps: int = 7) -> float:
-    fn()
-    ts = []
-    for _ in range(reps):
-        ev[0].record()
-        fn()
-        ev[1].record()
-        ev[1].synchronize()
-        ts.append(cp.cuda.get_elapsed_time(ev[0], ev[1]) / 1e3)
-    return float(np.median(ts))
+    return event_median_s(fn, reps)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -243,9 +235,6 @@ def calibrate(build, size: int, scale0: int, target: float = 0.002) -> int:
 
 
 def time_mode() -> None:
-    sys.path.insert(0, os.path.dirname(__file__))
-    from expkit import Poll
-
     poll = Poll()
     rows, launches = [], []
     print(f"{SMS} SMs, L2 {L2 / MIB:.0f} MiB, sizes {[round(s / MIB, 2) for s in SIZES]} MiB")

@@ -14,6 +14,7 @@ import time
 
 import cupy as cp
 import numpy as np
+from expkit import event_median_s
 
 from hwprobe.kernels import load  # noqa: E402
 from hwprobe.probes.memory import l2plan
@@ -28,7 +29,6 @@ L2 = dev.attributes["L2CacheSize"]
 mod = load("mem_cache.cu", name_expressions=CACHE_KERNELS + l2plan.kernel_names())
 big = cp.ones(2 * L2 // 4 + (4 * MIB), dtype=cp.uint32)
 outbuf = cp.zeros(1 << 22, dtype=cp.uint32)
-ev = [cp.cuda.Event(), cp.cuda.Event()]
 rows = []
 
 
@@ -39,16 +39,8 @@ def occupancy(k, block):
         return 1
 
 
-def timed(fn, reps=3):
-    fn()
-    ts = []
-    for _ in range(reps):
-        ev[0].record()
-        fn()
-        ev[1].record()
-        ev[1].synchronize()
-        ts.append(cp.cuda.get_elapsed_time(ev[0], ev[1]) / 1e3)
-    return float(np.median(ts))
+def timed(fn, reps: int = 3) -> float:
+    return event_median_s(fn, reps)
 
 
 def region_point(v: dict, size: int, target_s=0.002, plan_kind="private"):
