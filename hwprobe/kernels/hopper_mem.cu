@@ -6,22 +6,12 @@
 // next, a stride coprime with the ring length, so every step is a dependent load with no address arithmetic).
 // out[k*4 + 0..3] = final address, clock64 cycles, globaltimer ns, start address of chase k.
 
+#include "common.cuh"
+
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
 #define DEV static __device__ __forceinline__
-
-DEV u64 clk64() {
-    u64 c;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c) :: "memory");
-    return c;
-}
-
-DEV u64 gtime() {
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
-    return t;
-}
 
 DEV u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 
@@ -68,7 +58,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) dsm_chase(u32 n, u32 stride
             } else {
                 for (u64 i = 0; i < warm; ++i) asm volatile("ld.shared::cluster.u32 %0, [%0];" : "+r"(p) :: "memory");
             }
-            const u64 c0 = clk64(), t0 = gtime();
+            const u64 c0 = (u64)clock_cycles(), t0 = globaltimer_ns();
             if (k == 0) {
 #pragma unroll 16
                 for (u64 i = 0; i < steps; ++i) asm volatile("ld.shared::cta.u32 %0, [%0];" : "+r"(p) :: "memory");
@@ -78,7 +68,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) dsm_chase(u32 n, u32 stride
                     asm volatile("ld.shared::cluster.u32 %0, [%0];" : "+r"(p) :: "memory");
             }
             out[k * 4 + 0] = p;
-            const u64 c1 = clk64(), t1 = gtime();
+            const u64 c1 = (u64)clock_cycles(), t1 = globaltimer_ns();
             out[k * 4 + 1] = c1 - c0;
             out[k * 4 + 2] = t1 - t0;
             out[k * 4 + 3] = start;
@@ -107,7 +97,7 @@ __global__ void __cluster_dims__(CS, 1, 1) __launch_bounds__(1024) dsm_read(u32 
     u32 a0 = 0, a1 = 0;
     __syncthreads();
     u64 c0 = 0, t0 = 0;
-    if (threadIdx.x == 0) { c0 = clk64(); t0 = gtime(); }
+    if (threadIdx.x == 0) { c0 = (u64)clock_cycles(); t0 = globaltimer_ns(); }
     for (u64 it = 0; it < iters; ++it) {
         for (u32 j = 0; j < per; j += 4) {
             u32 x[16];
@@ -122,7 +112,7 @@ __global__ void __cluster_dims__(CS, 1, 1) __launch_bounds__(1024) dsm_read(u32 
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        const u64 c1 = clk64(), t1 = gtime();
+        const u64 c1 = (u64)clock_cycles(), t1 = globaltimer_ns();
         t[blockIdx.x * 4 + 0] = c0;
         t[blockIdx.x * 4 + 1] = c1;
         t[blockIdx.x * 4 + 2] = t0;
@@ -166,19 +156,15 @@ extern "C" __global__ void __launch_bounds__(1024) tma_load(const char* __restri
     };
     u64 c0 = 0, t0 = 0;
     if (leader) {
-        c0 = clk64();
-        t0 = gtime();
+        c0 = (u64)clock_cycles();
+        t0 = globaltimer_ns();
         for (u64 i = 0; i < per_block && i < (u64)stages; ++i) load(i);
     }
     u32 acc = 0;
     for (u64 i = 0; i < per_block; ++i) {
         const u32 st = (u32)(i % stages);
         const u32 parity = (u32)((i / stages) & 1);
-        asm volatile("{\n\t.reg .pred done;\n"
-                     "wait_%=:\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-                     "@!done bra wait_%=;\n\t}"
-                     :: "r"(bar0 + 8 * st), "r"(parity) : "memory");
+        mbarrier_wait(bar0 + 8 * st, parity);
         const uint4* v = reinterpret_cast<const uint4*>(sbuf + (size_t)st * tile);
         for (u32 j = threadIdx.x; j < tile / 16; j += blockDim.x) {
             const uint4 x = v[j];
@@ -192,7 +178,7 @@ extern "C" __global__ void __launch_bounds__(1024) tma_load(const char* __restri
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = acc;
     __syncthreads();
     if (leader) {
-        const u64 c1 = clk64(), t1 = gtime();
+        const u64 c1 = (u64)clock_cycles(), t1 = globaltimer_ns();
         u32 s = 0;
         for (u32 w = 0; w < (blockDim.x + 31) / 32; ++w) s += red[w];
         out[blockIdx.x] = s;

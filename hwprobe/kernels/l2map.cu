@@ -14,20 +14,10 @@
 // overhead (pass 1 and pass 3 load the same lines in the same state). smid[t] = the SM, tail[t] = the final pointer (checked on the
 // host), ns[t * 4 + 0..3] = globaltimer and clock64 at the start and end of the turn (the SM's clock).
 
+#include "common.cuh"
+
 typedef unsigned int u32;
 typedef unsigned long long u64;
-
-static __device__ __forceinline__ u64 clk64() {
-    u64 c;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c) :: "memory");
-    return c;
-}
-
-static __device__ __forceinline__ u64 gtime() {
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
-    return t;
-}
 
 static __device__ __forceinline__ u64 ld_cg(u64 p) {
     u64 q;
@@ -49,26 +39,26 @@ extern "C" __global__ void l2map(const u64* __restrict__ starts, int steps, u32*
     __threadfence();
     u32 s;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    const u64 t0 = gtime(), k0 = clk64();
+    const u64 t0 = globaltimer_ns(), k0 = (u64)clock_cycles();
     u64 p = 0;
     for (int pass = 0; pass < 2; ++pass) {   // pass 0: first touch of the stretch; pass 1: the same lines again
         p = starts[t];
         for (int i = 0; i < steps; ++i) {
-            const u64 c0 = clk64();
+            const u64 c0 = (u64)clock_cycles();
             p = ld_cg(p);
             sink = p;                          // waits for the load
-            const u64 c1 = clk64();
+            const u64 c1 = (u64)clock_cycles();
             slat[pass * steps + i] = (u32)(c1 - c0);
         }
     }
     const u64 end1 = p;
     p = starts[t];
-    const u64 c0 = clk64();
+    const u64 c0 = (u64)clock_cycles();
 #pragma unroll 4
     for (int i = 0; i < steps; ++i) p = ld_cg(p);
     sink = p;
-    const u64 c1 = clk64();
-    const u64 t1 = gtime(), k1 = clk64();
+    const u64 c1 = (u64)clock_cycles();
+    const u64 t1 = globaltimer_ns(), k1 = (u64)clock_cycles();
     for (int i = 0; i < 2 * steps; ++i) lat[(u64)t * 2 * steps + i] = slat[i];
     smid[t] = s;
     plain[t] = c1 - c0;

@@ -88,18 +88,6 @@ __global__ void __launch_bounds__(U >= 16 ? 512 : 1024) l2_region(
     if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
 
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
-    return t;
-}
-
-__device__ __forceinline__ long long cycles() {
-    long long c;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c) :: "memory");
-    return c;
-}
-
 // Shared-memory read bandwidth: 128-bit conflict-free loads (a warp reads 512 contiguous bytes).
 // Word w of the block's 32 KiB holds w; out[thread] = iters * sum of the words the thread reads (mod 2^32).
 // Block 0's thread 0 writes the SM cycles and nanoseconds of its loop to clk[0..1]: the clock the launch ran at.
@@ -116,8 +104,8 @@ extern "C" __global__ void __launch_bounds__(SMEM_BLOCK) smem_read(unsigned long
     __syncthreads();
     const unsigned addr = (unsigned)__cvta_generic_to_shared(s) + threadIdx.x * 16;
     unsigned a0 = 0, a1 = 0;
-    const long long c0 = cycles();
-    const unsigned long long t0 = global_ns();
+    const long long c0 = clock_cycles();
+    const unsigned long long t0 = globaltimer_ns();
     for (unsigned long long k = 0; k < iters; ++k) {
 #pragma unroll
         for (int j = 0; j < SMEM_VECS_PER_THREAD; ++j) {
@@ -132,8 +120,8 @@ extern "C" __global__ void __launch_bounds__(SMEM_BLOCK) smem_read(unsigned long
     }
     out[blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x] = a0 + a1;
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        const long long c1 = cycles();
-        const unsigned long long t1 = global_ns();
+        const long long c1 = clock_cycles();
+        const unsigned long long t1 = globaltimer_ns();
         clk[0] = (unsigned long long)(c1 - c0);
         clk[1] = t1 - t0;
     }
@@ -158,13 +146,13 @@ __global__ void chase(unsigned long long p, long long warm, long long steps, uns
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
     for (long long i = 0; i < warm; ++i) p = ld_ptr<CG>(p);
     sink = p;  // the store waits for the last load, so the clock starts after it
-    const long long c0 = cycles();
-    const unsigned long long t0 = global_ns();
+    const long long c0 = clock_cycles();
+    const unsigned long long t0 = globaltimer_ns();
 #pragma unroll 4
     for (long long i = 0; i < steps; ++i) p = ld_ptr<CG>(p);
     sink = p;
-    const long long c1 = cycles();
-    const unsigned long long t1 = global_ns();
+    const long long c1 = clock_cycles();
+    const unsigned long long t1 = globaltimer_ns();
     out[slot * 4 + 0] = p;
     out[slot * 4 + 1] = (unsigned long long)(c1 - c0);
     out[slot * 4 + 2] = t1 - t0;
@@ -182,13 +170,13 @@ extern "C" __global__ void smem_chase(unsigned n, unsigned stride, unsigned long
     if (threadIdx.x != 0) return;
     unsigned p = base;
     for (unsigned long long i = 0; i < warm; ++i) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p) :: "memory");
-    const long long c0 = cycles();
-    const unsigned long long t0 = global_ns();
+    const long long c0 = clock_cycles();
+    const unsigned long long t0 = globaltimer_ns();
 #pragma unroll 16
     for (unsigned long long i = 0; i < steps; ++i) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(p) :: "memory");
     out[0] = p;  // waits for the last load, so the clock stops after it
-    const long long c1 = cycles();
-    const unsigned long long t1 = global_ns();
+    const long long c1 = clock_cycles();
+    const unsigned long long t1 = globaltimer_ns();
     out[1] = (unsigned long long)(c1 - c0);
     out[2] = t1 - t0;
     out[3] = base;

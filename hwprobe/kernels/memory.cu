@@ -192,11 +192,7 @@ __global__ void __launch_bounds__(1024) tma_stream(const char* __restrict__ src,
     for (unsigned long long i = 0; i < n; ++i) {
         const unsigned st = (unsigned)(i % stages);
         const unsigned parity = (unsigned)((i / stages) & 1);
-        asm volatile("{\n\t.reg .pred done;\n"
-                     "wait_%=:\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-                     "@!done bra wait_%=;\n\t}"
-                     :: "r"(bar0 + 8 * st), "r"(parity) : "memory");
+        mbarrier_wait(bar0 + 8 * st, parity);
         if constexpr (OP == 1) {
             double2* v = reinterpret_cast<double2*>(buf + (size_t)st * chunk_bytes);
             for (unsigned j = threadIdx.x; j < chunk_bytes / 16; j += blockDim.x) {

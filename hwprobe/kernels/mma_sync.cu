@@ -15,23 +15,13 @@
 // traps (the probe never launches it there: the support rules live in hwprobe/probes/compute/mma.py).
 // Compile one kernel alone with -DMMA_ONLY_<name> (used to isolate a compile failure).
 
+#include "common.cuh"
+
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
 #define DEV static __device__ __forceinline__
 #define CLK_FIELDS 6
-
-DEV u64 globaltimer() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-DEV long long cycles() {
-  long long c;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
-  return c;
-}
 
 // ---- one struct per PTX shape/type: fragment sizes, accumulator type, the mma, the chain sum ----
 
@@ -174,8 +164,8 @@ DEV void mma_loop(const typename Op::in_t* __restrict__ a_frag, const typename O
                   typename Op::acc_t* __restrict__ out, u64* __restrict__ clk, int slot, int iters) {
   typedef typename Op::in_t in_t;
   typedef typename Op::acc_t acc_t;
-  const long long e0 = cycles();
-  const u64 t0 = globaltimer();
+  const long long e0 = clock_cycles<false>();
+  const u64 t0 = globaltimer_ns<false>();
   const int lane = threadIdx.x & 31;
   in_t a[Op::NA], b[Op::NB], bn[Op::NB];              // B and -B (b_frag holds B's fragments, then -B's)
 #pragma unroll
@@ -191,8 +181,8 @@ DEV void mma_loop(const typename Op::in_t* __restrict__ a_frag, const typename O
 #pragma unroll
     for (int r = 0; r < Op::NC; ++r) acc[c][r] = acc_t(0);
 
-  const long long c0 = cycles();
-  const u64 g0 = globaltimer();
+  const long long c0 = clock_cycles<false>();
+  const u64 g0 = globaltimer_ns<false>();
 #pragma unroll 2
   for (int it = 0; it < iters / 2; ++it) {
 #pragma unroll
@@ -204,8 +194,8 @@ DEV void mma_loop(const typename Op::in_t* __restrict__ a_frag, const typename O
 #pragma unroll
     for (int c = 0; c < CHAINS; ++c) Op::mma(acc[c], a, b);
   }
-  const long long c1 = cycles();
-  const u64 g1 = globaltimer();
+  const long long c1 = clock_cycles<false>();
+  const u64 g1 = globaltimer_ns<false>();
 
   const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
 #pragma unroll
@@ -217,8 +207,8 @@ DEV void mma_loop(const typename Op::in_t* __restrict__ a_frag, const typename O
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    const long long e1 = cycles();
-    const u64 t1 = globaltimer();
+    const long long e1 = clock_cycles<false>();
+    const u64 t1 = globaltimer_ns<false>();
     u64* k = clk + ((long long)slot * gridDim.x + blockIdx.x) * CLK_FIELDS;
     k[0] = (u64)e0;
     k[1] = (u64)e1;

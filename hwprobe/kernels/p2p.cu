@@ -2,6 +2,8 @@
 // memory, a two-GPU flag ping-pong, and the deterministic fill/check of buffers (peer copies and NCCL
 // collectives). Compiled with NVRTC through hwprobe.kernels.load.
 
+#include "common.cuh"
+
 // ---- copies ------------------------------------------------------------------------------------------------
 // dst[i] = src[i] for n 16-byte vectors, grid-stride, U independent vectors in flight per thread. Launched on
 // the GPU that issues it: src in the peer's memory = "SM read", dst in the peer's memory = "SM write".
@@ -35,21 +37,15 @@ extern "C" __global__ void pattern_check(const unsigned int* x, unsigned long lo
     if (bad) atomicAdd(wrong, bad);
 }
 
-__device__ __forceinline__ unsigned long long gtime() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
-    return t;
-}
-
 // ---- pointer chase: one thread follows next[] (u32 word indices) for `steps` dependent loads --------------------
 // ld.global.cv: every load goes to the memory that holds the line (no stale L1 copy), here over the link.
 // state[0] = the word to start from, and on return the word reached (the next launch goes on from there, so a
 // long cycle is never revisited while it is timed); state[1] += globaltimer ns of the loop.
 extern "C" __global__ void p2p_chase(const unsigned int* next, int steps, unsigned long long* state) {
     unsigned int j = (unsigned int)state[0];
-    const unsigned long long t0 = gtime();
+    const unsigned long long t0 = globaltimer_ns();
     for (int s = 0; s < steps; ++s) j = __ldcv(next + j);
-    const unsigned long long t1 = gtime();
+    const unsigned long long t1 = globaltimer_ns();
     state[0] = j;
     state[1] += t1 - t0;
 }
@@ -60,7 +56,7 @@ extern "C" __global__ void p2p_chase(const unsigned int* next, int steps, unsign
 // out[1] = 1 if a wait ran past timeout_ns (the kernel gives up rather than hang), out[2] = last value seen.
 extern "C" __global__ void p2p_pingpong(volatile unsigned int* mine, volatile unsigned int* peer, int iters,
                                         int initiator, unsigned long long timeout_ns, unsigned long long* out) {
-    const unsigned long long t0 = gtime();
+    const unsigned long long t0 = globaltimer_ns();
     unsigned int seen = 0;
     int timed_out = 0;
     for (int k = 0; k < iters && !timed_out; ++k) {
@@ -71,14 +67,14 @@ extern "C" __global__ void p2p_pingpong(volatile unsigned int* mine, volatile un
         }
         const unsigned int want = initiator ? pong : ping;
         while ((seen = *mine) != want) {
-            if (gtime() - t0 > timeout_ns) { timed_out = 1; break; }
+            if (globaltimer_ns() - t0 > timeout_ns) { timed_out = 1; break; }
         }
         if (!initiator && !timed_out) {
             *peer = pong;
             __threadfence_system();
         }
     }
-    out[0] = gtime() - t0;
+    out[0] = globaltimer_ns() - t0;
     out[1] = timed_out;
     out[2] = seen;
 }

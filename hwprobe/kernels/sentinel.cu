@@ -7,31 +7,21 @@
 // out[block * 4 + i]: cycles, nanoseconds, %smid, start ns. Library kernels cannot time their own clock;
 // the probes run this right before and right after a library's timed window (hwprobe.timing.sentinel).
 
+#include "common.cuh"
+
 typedef unsigned long long u64;
-
-static __device__ __forceinline__ u64 gtimer() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-static __device__ __forceinline__ long long cycles() {
-  long long c;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
-  return c;
-}
 
 extern "C" __global__ void hwp_clock_sentinel(u64* __restrict__ out, long long spin_ns) {
   if (threadIdx.x != 0) return;
   unsigned smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-  const u64 prev = gtimer();
+  const u64 prev = globaltimer_ns<false>();
   u64 g0 = prev;
-  while (g0 == prev) g0 = gtimer();          // start on a tick edge
-  const long long c0 = cycles();
+  while (g0 == prev) g0 = globaltimer_ns<false>();          // start on a tick edge
+  const long long c0 = clock_cycles<false>();
   u64 g1 = g0;
-  while ((long long)(g1 - g0) < spin_ns) g1 = gtimer();
-  const long long c1 = cycles();
+  while ((long long)(g1 - g0) < spin_ns) g1 = globaltimer_ns<false>();
+  const long long c1 = clock_cycles<false>();
   out[blockIdx.x * 4 + 0] = (u64)(c1 - c0);
   out[blockIdx.x * 4 + 1] = g1 - g0;
   out[blockIdx.x * 4 + 2] = smid;

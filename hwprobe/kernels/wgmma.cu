@@ -29,6 +29,8 @@
 // Compile with -arch=sm_90a. Kernels are extern "C" (wgmma_<type>_<acc>_<form>, 128 threads per CTA) so
 // their SASS is found by name. -DWGMMA_ONLY=<1..7> compiles one type alone (to isolate a failure).
 
+#include "common.cuh"
+
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
@@ -120,25 +122,13 @@ DEV u64 make_desc(u32 addr) {
   return (u64)((addr & 0x3FFFF) >> 4) | (lbo << 16) | (sbo << 32) | ((u64)(SW128 ? 1 : 0) << 62);
 }
 
-DEV unsigned long long globaltimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-DEV long long cycles() {
-  long long c;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
-  return c;
-}
-
 // FORM: 0 = ss_nosw, 1 = ss_sw128, 2 = rs_sw128.
 template <class Op, int FORM>
 DEV void wgmma_loop(const u32* __restrict__ a_img, const u32* __restrict__ b_img, typename Op::acc_t* __restrict__ out,
                     unsigned long long* __restrict__ clk, int slot, int iters, int reset) {
   typedef typename Op::acc_t acc_t;
-  const long long e0 = cycles();
-  const unsigned long long t0 = globaltimer();
+  const long long e0 = clock_cycles<false>();
+  const unsigned long long t0 = globaltimer_ns<false>();
   constexpr bool RS = FORM == 2, SW = FORM != 0;
   constexpr u32 STEP = SW ? 32 : 256;                 // bytes from one K slice to the next
   __shared__ __align__(1024) u32 smem[(A_BYTES + B_BYTES) / 4];
@@ -164,8 +154,8 @@ DEV void wgmma_loop(const u32* __restrict__ a_img, const u32* __restrict__ b_img
 #pragma unroll
   for (int r = 0; r < Op::NREG; ++r) d[r] = acc_t(0);
 
-  const long long c0 = cycles();
-  const unsigned long long g0 = globaltimer();
+  const long long c0 = clock_cycles<false>();
+  const unsigned long long g0 = globaltimer_ns<false>();
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
   int phase = 0;                                      // iterations since the last reset (0: reset now)
   // Unrolled twice: the timed loop stays the kernel's largest (the SASS check reads the largest loop).
@@ -182,15 +172,15 @@ DEV void wgmma_loop(const u32* __restrict__ a_img, const u32* __restrict__ b_img
     phase = phase + 1 == reset ? 0 : phase + 1;
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  const long long c1 = cycles();
-  const unsigned long long g1 = globaltimer();
+  const long long c1 = clock_cycles<false>();
+  const unsigned long long g1 = globaltimer_ns<false>();
 
 #pragma unroll
   for (int r = 0; r < Op::NREG; ++r) out[((long long)blockIdx.x * Op::NREG + r) * 128 + t] = d[r];
   __syncthreads();
   if (t == 0) {
-    const long long e1 = cycles();
-    const unsigned long long t1 = globaltimer();
+    const long long e1 = clock_cycles<false>();
+    const unsigned long long t1 = globaltimer_ns<false>();
     unsigned long long* c = clk + ((long long)slot * gridDim.x + blockIdx.x) * CLK_FIELDS;
     c[0] = (unsigned long long)e0;
     c[1] = (unsigned long long)e1;
