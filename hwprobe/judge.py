@@ -60,6 +60,8 @@ def judge(m: Measurement, theory) -> None:
     elif m.kind == Kind.MEMORY and _LEVEL_ALIASES.get(m.level, m.level) == "dram":
         clk = m.clocks.mem_mhz if m.clocks else None      # DRAM theory follows the memory clock
         top, source = clk, "memory"
+    elif m.kind == Kind.MEMORY and _LEVEL_ALIASES.get(m.level, m.level) == "l2":
+        clk, top, source = None, None, "l2_spec"          # the L2's own clock, from the spec table (not the SM's)
     else:
         clk, top, source = own_clock(m)
     t = at(clk)
@@ -120,7 +122,8 @@ def _pct_at_each_clock(m: Measurement, at, clk: float | None, source: str) -> No
     """The figure as a share of theory at each clock there is: the chosen one, NVML's, and the max clock."""
     out = {}
     nvml = m.clocks.sm_mhz if m.clocks else None
-    pairs = ((source, clk), ("max", None)) if source == "memory" else ((source, clk), ("nvml", nvml), ("max", None))
+    pairs = ((source, clk), ("max", None)) if source in ("memory", "l2_spec") else \
+        ((source, clk), ("nvml", nvml), ("max", None))
     for name, c in pairs:
         if name in out or (c is None and name != "max"):
             continue

@@ -68,6 +68,7 @@ def test_l2_is_judged_against_the_slices_port_peak():
     ok = _l2(9.5e12)
     judge(ok, _h200())
     assert ok.valid and ok.theory.at_clock == pytest.approx(94 * 64 * 1708e6)
+    assert ok.params["theory_clock_source"] == "l2_spec" and "nvml" not in ok.params["pct_at"]
     assert ok.params["pct_at"]["max"] == pytest.approx(9.5e12 / (94 * 64 * 1708e6), rel=1e-4)
     over = _l2(11.6e12)
     judge(over, _h200())
