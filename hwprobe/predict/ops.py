@@ -1,0 +1,75 @@
+"""What the predictor prices: one kernel a runtime launches (``KernelOp``) and its predicted time (``OpTime``).
+
+A model is lowered to a list of kernels (hwprobe.predict.lower for layer tables and ONNX graphs,
+hwprobe.models.llm for transformer configs); each kernel is priced from the profile's calibration curves
+(hwprobe.predict.model). Shapes, not layer names, decide the price.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Kernel kinds the calibration covers. gemm: C[batch, m, n] = A[batch, m, k] @ B[batch, k, n]; attention:
+# a fused (flash) attention over ``batch`` = sequences x heads, ``m`` queries, ``n`` keys, head size ``k``;
+# the memory kinds move ``bytes`` (read + written) with little arithmetic; allreduce: ``bytes`` per rank.
+GEMM_KINDS = ("gemm", "attention")
+MEMORY_KINDS = ("elementwise", "reduction", "norm", "softmax", "transpose", "copy", "pool", "conv_dw", "embedding")
+COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
+KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
+RUNTIMES = ("eager", "graph", "fused")
+
+
+@dataclass(frozen=True)
+class KernelOp:
+    """One kernel. ``flops`` counts a multiply-add as 2 (filled from the shape for GEMM kinds when 0)."""
+
+    name: str
+    kind: str
+    precision: str = "fp16"           # the math's precision (fp16, bf16, fp8, int8, tf32, fp32, fp64)
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    batch: int = 1
+    bytes: float = 0.0                # memory kinds: bytes read + written; GEMM kinds: 0 = from the shape
+    flops: float = 0.0
+    causal: bool = False              # attention: only the lower triangle is computed
+    weight_bits: int | None = None    # gemm: B stored in 4 or 8 bits (weight-only quantization), math in precision
+    ranks: int = 1                    # collectives: the number of ranks
+    layers: tuple[str, ...] = ()      # the model layers this kernel covers (several where fused)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown kernel kind {self.kind!r}; kinds: {', '.join(KINDS)}")
+
+    @property
+    def gemm_flops(self) -> float:
+        """2 m n k per batch entry (attention: both products, halved where causal)."""
+        if self.kind == "gemm":
+            return 2.0 * self.batch * self.m * self.n * self.k
+        if self.kind == "attention":
+            f = 4.0 * self.batch * self.m * self.n * self.k
+            return f / 2 if self.causal and self.m > 1 else f
+        return self.flops
+
+    @property
+    def total_flops(self) -> float:
+        return self.flops or self.gemm_flops
+
+
+@dataclass
+class OpTime:
+    """A kernel's predicted time and its parts. ``time_s`` is what the runtime spends on it; ``roofline_s`` is the
+    plain roofline bound (peak and DRAM slope only) beside it."""
+
+    op: KernelOp
+    time_s: float
+    compute_s: float = 0.0            # at the calibrated efficiency for this shape (not the peak)
+    memory_s: float = 0.0             # bytes at the calibrated bandwidth for this size
+    launch_s: float = 0.0             # the runtime's per-kernel floor (host launch for eager)
+    comm_s: float = 0.0
+    bound: str = ""                   # compute | memory | launch | comm
+    roofline_s: float = 0.0
+    covered: bool = True              # False: the shape lies outside what the calibration measured
+    source: str = ""                  # which calibration curve priced it
+    note: str = ""
+    extra: dict = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Calibration probes for predictions: launch floors, GEMM efficiency over model shapes, memory-bound kernels."""
