@@ -1,5 +1,6 @@
-"""The probe registry, by family: compute/, memory/, interconnect/, cpu/. Every probe module is listed here
-once; modules import their GPU libraries lazily, inside the probe, so listing probes never loads CuPy."""
+"""The probe registry, by family: compute/, memory/, interconnect/, cpu/, calibration/ (prediction curves).
+Every probe module is listed here once; modules import their GPU libraries lazily, inside the probe, so
+listing probes never loads CuPy."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ MODULES = (
     "interconnect.p2p",
     "interconnect.nccl",
     "compute.roofline",
+    "calibration.launch",
+    "calibration.gemm_shapes",
+    "calibration.memkernels",
 )
 
 

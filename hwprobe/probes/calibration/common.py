@@ -1,0 +1,64 @@
+"""What the calibration probes share: calibration.cu, a CUDA graph of back-to-back launches, and the size lists.
+
+A calibration point is timed the way a framework replays a model as a CUDA graph: ``reps`` launches of one
+kernel captured back to back, the graph replayed, its time divided by ``reps``. So each point's time holds the
+kernel's own duration *and* the gap the GPU leaves between two graph nodes: what one kernel of that shape costs
+inside a replayed model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+GRAPH_TARGET_S = 0.001      # GPU time of one replay of a point's graph
+MAX_REPS = 512              # launches captured in one graph at most
+MIN_REPS = 16               # ... and at least (so the per-node gap is averaged)
+KERNELS = ("empty_kernel", "ew_add", "ew_relu", "row_norm", "row_softmax", "row_mean", "transpose2d")
+
+
+def module():
+    from hwprobe.kernels import load
+
+    return load("calibration.cu", name_expressions=KERNELS)
+
+
+def kernel(name: str):
+    return module().get_function(name)
+
+
+def graph_of(cp, launch: Callable[[], None], reps: int):
+    """A CUDA graph of ``reps`` calls of ``launch`` captured on a side stream (after one untimed call)."""
+    side = cp.cuda.Stream(non_blocking=True)
+    with side:
+        launch()
+        side.synchronize()
+        side.begin_capture()
+        err = None
+        try:
+            for _ in range(reps):
+                launch()
+        except Exception as e:          # end the capture in every case, then report the first error
+            err = e
+        graph = side.end_capture()
+    if err is not None:
+        raise err
+    return graph
+
+
+def reps_for(cp, launch: Callable[[], None], target_s: float = GRAPH_TARGET_S) -> int:
+    """Launches per graph so one replay lasts about ``target_s``: sized from a pilot graph of MIN_REPS."""
+    from hwprobe.timing import time_cuda
+
+    g = graph_of(cp, launch, MIN_REPS)
+    t = min(time_cuda(g.launch, warmup=1, repeats=2, cp=cp)) / MIN_REPS
+    return int(min(MAX_REPS, max(MIN_REPS, math.ceil(target_s / max(t, 1e-9)))))
+
+
+def geometric(lo: int, hi: int, step: int = 2) -> list[int]:
+    """lo, lo*step, ... up to hi (inclusive)."""
+    out, x = [], lo
+    while x <= hi:
+        out.append(x)
+        x *= step
+    return out

@@ -1,0 +1,60 @@
+"""GPU tests of the prediction calibration probes (quick mode): every point verified, the curves monotone where
+physics says they must be, DRAM-sized kernels under the DRAM theory, floors in the microsecond range."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+def _run(factory, name, func, **params):
+    pytest.importorskip("cupy")
+    ctx = factory(name, quick=True)
+    out = list(func(ctx, **params))
+    return ctx.device, out
+
+
+def test_launch_floors(gpu_ctx_factory):
+    from hwprobe.probes.calibration import launch
+
+    _, out = _run(gpu_ctx_factory, "gpu.launch", launch.run)
+    ms = {m.metric: m for m in out}
+    node, trip = ms["predict.launch.graph_node_s"].value, ms["predict.launch.round_trip_s"].value
+    assert 2e-7 < node < 2e-5, node          # a graph node costs between 0.2 and 20 us on any CUDA GPU
+    assert trip > node                        # a host round trip is never cheaper than a graph node
+    assert ms["predict.launch.host_issue_s"].value > 0
+
+
+def test_memory_kernels(gpu_ctx_factory):
+    from hwprobe.probes.calibration import memkernels
+
+    dev, out = _run(gpu_ctx_factory, "gpu.mem_kernels", memkernels.run)
+    sweeps = [m for m in out if m.kind == "sweep"]
+    assert sweeps and all(m.verified is True for m in sweeps), [(m.metric, m.flags) for m in sweeps if not m.verified]
+    dram = 2 * dev.mem_clock_mhz * 1e6 * dev.bus_width_bits / 8
+    curves = {m.metric: m.params for m in out if m.kind == "info" and m.metric.startswith("predict.memory.")}
+    assert set(curves) == {f"predict.memory.{k}" for k in memkernels.KINDS}
+    for name, c in curves.items():
+        b, t = c["bytes"], c["time_s"]
+        assert b == sorted(b) and all(x > 0 for x in t)
+        assert t[-1] > t[0], name              # 8 KiB never takes longer than 64 MiB
+        big = [x / y for x, y in zip(b, t, strict=True) if x >= 8 * dev.l2_bytes]
+        assert all(bw < 1.03 * dram for bw in big), (name, big)
+
+
+def test_gemm_shapes(gpu_ctx_factory):
+    from hwprobe.probes.calibration import gemm_shapes
+
+    _, out = _run(gpu_ctx_factory, "gpu.gemm_shapes", gemm_shapes.run, precisions=["fp16"])
+    sweeps = [m for m in out if m.kind == "sweep"]
+    assert sweeps and all(m.verified is True for m in sweeps), [(m.metric, m.flags) for m in sweeps if not m.verified]
+    table = next(m for m in out if m.metric == "predict.gemm.fp16").params
+    t = table["time_s"]
+    # more rows never make a GEMM faster than fewer rows of the same N, K (beyond noise)
+    for j in range(len(table["n"])):
+        for q in range(len(table["k"])):
+            col = [t[i][j][q] for i in range(len(table["m"]))]
+            assert all(b >= 0.8 * a for a, b in zip(col, col[1:], strict=False)), col
+    align = next((m for m in out if m.metric == "predict.gemm_align.fp16"), None)
+    assert align is not None and all(p["factor"] > 0 for p in align.params["points"])
