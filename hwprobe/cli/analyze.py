@@ -31,9 +31,12 @@ from hwprobe.cli import cli, console
 @click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="Write the layer table.")
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="Draw the layers on the measured roofline (PNG).")
+@click.option("--runtime", default="graph", show_default=True, type=click.Choice(["graph", "eager", "fused"]),
+              help="How the model runs, for the predicted time: graph (a CUDA graph replay), eager (each kernel "
+                   "issued by the host), fused (pointwise ops folded into their producers, as TensorRT does).")
 @click.option("--all", "show_all", is_flag=True, help="Show every layer, not the top 25 of long models.")
 def analyze_(model, profile_path, spec, precision, batch, convention, path, level, times, as_json, csv_path,
-             plot_path, show_all) -> None:
+             plot_path, runtime, show_all) -> None:
     """Operations, bytes, intensity, attainable rate, bound and time per layer of MODEL (an ONNX file, a layer
     CSV or a built-in name: hwprobe list models), the precision what-if and the top-5 time consumers."""
     from hwprobe.errors import InputError
@@ -41,7 +44,7 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     from hwprobe.models.render import render, to_dict
 
     a = analyze(model, profile_path, spec=spec, precision=precision, batch=batch, convention=convention,
-                path=path, level=level, times=list(times))
+                path=path, level=level, times=list(times), runtime=runtime)
     if csv_path:
         try:
             a.layers.to_csv(csv_path, index=False)

@@ -62,7 +62,8 @@ def source(profile=None, spec: str | None = None) -> Source | None:
 
 
 def analyze(model, profile=None, *, spec: str | None = None, precision: str = "fp32", batch: int = 1,
-            convention: str = "standard", path: str = "auto", level: str = "dram", times=()) -> Analysis:
+            convention: str = "standard", path: str = "auto", level: str = "dram", times=(),
+            runtime: str = "graph") -> Analysis:
     """Analyze ``model`` on ``profile``'s measured ceilings (or ``spec``'s datasheet); join ``times`` files."""
     from hwprobe import roofline
     from hwprobe.models.analysis import Options
@@ -70,7 +71,10 @@ def analyze(model, profile=None, *, spec: str | None = None, precision: str = "f
 
     opts = Options(roofline.norm_precision(precision), convention.strip().lower(), path.strip().lower(),
                    level.strip().lower())
-    a = run(load_model(model, batch), source(profile, spec), opts)
+    m = load_model(model, batch)
+    src = source(profile, spec)
+    a = run(m, src, opts)
+    _predict(a, m, src, runtime)
     if isinstance(times, (str, Path)):
         times = [times]
     if times:
@@ -81,6 +85,27 @@ def analyze(model, profile=None, *, spec: str | None = None, precision: str = "f
             raise InputError("joining measured times needs ceilings: give --profile or --spec")
         a.timing = join(a, [parse(t) for t in times])
     return a
+
+
+def _predict(a: Analysis, model: Model, src, runtime: str) -> None:
+    """The calibrated prediction beside the roofline bound, where the profile holds the calibration curves."""
+    from hwprobe.models.roofs import Measured
+    from hwprobe.predict.calibration import Calibration
+    from hwprobe.predict.ops import RUNTIMES
+
+    if runtime not in RUNTIMES:
+        raise InputError(f"unknown runtime {runtime!r}; runtimes: {', '.join(RUNTIMES)}")
+    if not isinstance(src, Measured):
+        a.notes.append("no predicted time: a prediction needs a measured profile with the 'predict' suite's "
+                       "calibration (the datasheet gives only the roofline bound)")
+        return
+    if Calibration.of(src.profile).empty:
+        a.notes.append("no predicted time: this profile has no calibration curves (run `hwprobe run --suite "
+                       "predict`); the times shown are the roofline bound")
+        return
+    from hwprobe.predict.estimate import predict_model
+
+    a.prediction = predict_model(model, src.profile, a.options.precision, runtime)
 
 
 __all__ = ["Layer", "Model", "analyze", "load_model", "source"]

@@ -70,6 +70,7 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     timing: Any = None            # hwprobe.models.join.Joined, when a times file was given
     source: Source | None = None
+    prediction: Any = None        # hwprobe.predict.estimate.Prediction, where the profile holds calibration curves
 
     @property
     def convention(self) -> conv.Convention:

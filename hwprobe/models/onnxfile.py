@@ -185,6 +185,14 @@ def _layer(g: _Graph, node, name: str) -> Layer:
                  note=f"{t}: {why}; bytes only" + ("" if known else " (partly unknown)"))
 
 
+def _edges(g: _Graph, node) -> dict:
+    """The node's tensors by name, which are constants, and their dims: what a lowering to kernels needs to follow
+    producers and consumers (hwprobe.predict.lower)."""
+    names = [x for x in node.input] + [x for x in node.output]
+    return {"in": list(node.input), "out": list(node.output), "const": [x in g.consts for x in node.input],
+            "dims": {x: g.dims(x) for x in names if x}}
+
+
 def _load(path: Path):
     import onnx
     from google.protobuf.message import DecodeError
@@ -243,7 +251,9 @@ def load_onnx(path: str | Path, batch: int = 1) -> Model:
             name = f"{name}#{seen[name]}"
         else:
             seen[name] = 0
-        layers.append(_layer(g, node, name))
+        layer = _layer(g, node, name)
+        layer.extra["io"] = _edges(g, node)
+        layers.append(layer)
     notes = []
     skipped = sorted({x.source_op for x in layers if not x.modelled})
     if skipped:

@@ -112,6 +112,11 @@ def render(a: Analysis, con, show_all: bool = False) -> None:
     con.print(layer_table(a, show_all))
     for line in totals_lines(a):
         con.print(line)
+    if a.prediction is not None:
+        from hwprobe.predict.render import prediction_lines
+
+        for line in prediction_lines(a.prediction):
+            con.print(line)
     if not a.whatif.empty:
         con.print(whatif_table(a))
     bad = a.layers[a.layers["align"].astype(bool)] if "align" in a.layers else a.layers.iloc[0:0]
@@ -197,6 +202,8 @@ def to_dict(a: Analysis) -> dict[str, Any]:
                          "reformats": [{"name": r.name, "time_s": r.time_s} for r in j.reformats],
                          "untimed_layers": j.untimed,
                          "kernels": [dict(k.to_dict(), time_s=r.time_s, total_s=r.total_s) for r, k in j.kernels]}
+    if a.prediction is not None:
+        out["prediction"] = a.prediction.to_dict()
     row = seed_row(a)
     if row:
         out["seed_model_table"] = row

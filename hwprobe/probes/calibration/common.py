@@ -29,6 +29,7 @@ def kernel(name: str):
 
 def graph_of(cp, launch: Callable[[], None], reps: int):
     """A CUDA graph of ``reps`` calls of ``launch`` captured on a side stream (after one untimed call)."""
+    cp.cuda.Device().synchronize()      # operands filled on the current stream are complete before the side stream
     side = cp.cuda.Stream(non_blocking=True)
     with side:
         launch()
@@ -41,6 +42,7 @@ def graph_of(cp, launch: Callable[[], None], reps: int):
         except Exception as e:          # end the capture in every case, then report the first error
             err = e
         graph = side.end_capture()
+    side.synchronize()
     if err is not None:
         raise err
     return graph

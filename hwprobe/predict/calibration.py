@@ -1,0 +1,145 @@
+"""The calibration curves a profile holds (from the 'predict' suite), read into interpolating tables.
+
+- GemmTable: seconds per cuBLAS GEMM over a grid of M x N x K, interpolated in log-log space (time grows as a
+  power of each size between grid points). Beyond the largest measured size the time scales linearly (the
+  library's rate has reached its plateau there); below the smallest it is held (a floor): both are marked not
+  covered.
+- MemCurve: seconds per memory-bound kernel against bytes moved, log-log; linear beyond the largest size.
+- Floors: the launch figures (graph node, host issue, round trip).
+
+Nothing here is fitted: every number comes from the profile's findings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hwprobe.errors import InputError
+
+
+def _axis_pos(axis: np.ndarray, x: float) -> tuple[int, float, float]:
+    """(i, w, scale): x lies between axis[i] and axis[i+1] at log weight w; ``scale`` multiplies the time where x
+    is beyond the axis' top (linear growth), 1 inside; below the bottom x is held at the bottom."""
+    if x >= axis[-1]:
+        return len(axis) - 2, 1.0, x / axis[-1]
+    if x <= axis[0]:
+        return 0, 0.0, 1.0
+    i = int(np.searchsorted(axis, x, side="right") - 1)
+    w = (np.log(x) - np.log(axis[i])) / (np.log(axis[i + 1]) - np.log(axis[i]))
+    return i, float(w), 1.0
+
+
+@dataclass
+class GemmTable:
+    precision: str
+    m: np.ndarray
+    n: np.ndarray
+    k: np.ndarray
+    log_t: np.ndarray                  # log seconds, NaN where a point failed (filled from neighbours)
+    sm_mhz: float | None = None
+
+    @classmethod
+    def from_finding(cls, params: dict) -> GemmTable:
+        t = np.array([[[np.nan if x is None else x for x in row] for row in plane] for plane in params["time_s"]],
+                     dtype=float)
+        if t.ndim != 3 or not np.isfinite(t).any():
+            raise InputError(f"GEMM calibration for {params.get('precision')} holds no measured point")
+        log_t = np.log(t)
+        _fill(log_t)
+        return cls(params["precision"], np.asarray(params["m"], float), np.asarray(params["n"], float),
+                   np.asarray(params["k"], float), log_t, params.get("sm_mhz_median"))
+
+    def covers(self, m: float, n: float, k: float) -> bool:
+        return all(a[0] <= x <= a[-1] for a, x in ((self.m, m), (self.n, n), (self.k, k)))
+
+    def time(self, m: float, n: float, k: float) -> float:
+        """Seconds for one (m x k) @ (k x n) GEMM, trilinear in log space over the grid."""
+        (i, wi, si), (j, wj, sj), (q, wq, sq) = (_axis_pos(self.m, m), _axis_pos(self.n, n), _axis_pos(self.k, k))
+        acc = 0.0
+        for di, fi in ((0, 1 - wi), (1, wi)):
+            for dj, fj in ((0, 1 - wj), (1, wj)):
+                for dq, fq in ((0, 1 - wq), (1, wq)):
+                    if fi and fj and fq:
+                        acc += fi * fj * fq * self.log_t[i + di, j + dj, q + dq]
+        return float(np.exp(acc)) * si * sj * sq
+
+
+def _fill(log_t: np.ndarray) -> None:
+    """Missing points take the mean of their measured neighbours along each axis, repeatedly."""
+    for _ in range(sum(log_t.shape)):
+        bad = ~np.isfinite(log_t)
+        if not bad.any():
+            return
+        for idx in zip(*np.nonzero(bad), strict=True):
+            vals = []
+            for ax in range(3):
+                for d in (-1, 1):
+                    nb = list(idx)
+                    nb[ax] += d
+                    if 0 <= nb[ax] < log_t.shape[ax] and np.isfinite(log_t[tuple(nb)]):
+                        vals.append(log_t[tuple(nb)])
+            if vals:
+                log_t[idx] = float(np.mean(vals))
+
+
+@dataclass
+class MemCurve:
+    kind: str
+    bytes: np.ndarray
+    time_s: np.ndarray
+
+    @classmethod
+    def from_finding(cls, params: dict) -> MemCurve:
+        b, t = np.asarray(params["bytes"], float), np.asarray(params["time_s"], float)
+        order = np.argsort(b)
+        return cls(params["kind"], b[order], t[order])
+
+    def covers(self, nbytes: float) -> bool:
+        return nbytes <= self.bytes[-1]
+
+    def time(self, nbytes: float) -> float:
+        if nbytes <= self.bytes[0]:
+            return float(self.time_s[0])
+        if nbytes >= self.bytes[-1]:
+            return float(self.time_s[-1] * nbytes / self.bytes[-1])
+        return float(np.exp(np.interp(np.log(nbytes), np.log(self.bytes), np.log(self.time_s))))
+
+    @property
+    def floor_s(self) -> float:
+        return float(self.time_s[0])
+
+
+@dataclass
+class Calibration:
+    """Every curve of one profile. ``missing`` lists what the profile lacks (the predictor says so per kernel)."""
+
+    gemm: dict[str, GemmTable] = field(default_factory=dict)
+    align: dict[str, list[dict]] = field(default_factory=dict)
+    memory: dict[str, MemCurve] = field(default_factory=dict)
+    launch: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, profile) -> Calibration:
+        cal = cls()
+        for f in profile.findings:
+            metric, params = f.get("metric", ""), f.get("params") or {}
+            if metric.startswith("predict.gemm_align."):
+                cal.align[metric.rsplit(".", 1)[1]] = list(params.get("points") or [])
+            elif metric.startswith("predict.gemm."):
+                cal.gemm[metric.rsplit(".", 1)[1]] = GemmTable.from_finding(params)
+            elif metric.startswith("predict.memory."):
+                cal.memory[params.get("kind") or metric.rsplit(".", 1)[1]] = MemCurve.from_finding(params)
+            elif metric.startswith("predict.launch."):
+                cal.launch[metric.rsplit(".", 1)[1]] = float(f.get("value") or params.get("median_s") or 0.0)
+        return cal
+
+    @property
+    def empty(self) -> bool:
+        return not (self.gemm or self.memory)
+
+    def require(self) -> None:
+        if self.empty:
+            raise InputError("this profile has no prediction calibration (run `hwprobe run --suite predict`, or the "
+                             "full suite): predicted times need the measured GEMM and memory-kernel curves")

@@ -1,0 +1,90 @@
+"""A model's predicted time: its kernels (hwprobe.predict.lower) priced by the calibrated predictor, summed, with
+the parts (compute, memory, latency, communication), the plain roofline bound beside it, what the calibration
+does not cover, and the error measured for this kind of prediction (hwprobe/predict/validation.json, written
+from the committed validation runs: tools/validate_models.py on the device)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from hwprobe.predict.model import Predictor
+from hwprobe.predict.ops import KernelOp, OpTime
+
+PARTS = ("compute", "memory", "latency", "comm")
+
+
+@dataclass
+class Prediction:
+    runtime: str
+    kernels: list[OpTime]
+    notes: list[str] = field(default_factory=list)
+    layer_kernel: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def time_s(self) -> float:
+        return sum(k.time_s for k in self.kernels)
+
+    @property
+    def roofline_s(self) -> float:
+        return sum(k.roofline_s for k in self.kernels)
+
+    def parts(self) -> dict[str, float]:
+        """Seconds per part: each kernel's whole time goes to what bounds it (latency: too small to reach a roof)."""
+        out = dict.fromkeys(PARTS, 0.0)
+        for k in self.kernels:
+            out[k.bound if k.bound in out else "latency"] += k.time_s
+        return out
+
+    @property
+    def uncovered(self) -> list[OpTime]:
+        return [k for k in self.kernels if not k.covered]
+
+    def expected_error(self) -> dict[str, Any] | None:
+        return expected_error(self.runtime)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runtime": self.runtime, "time_s": self.time_s, "roofline_s": self.roofline_s, "parts_s": self.parts(),
+            "kernels": len(self.kernels), "uncovered": len(self.uncovered), "notes": self.notes,
+            "expected_error": self.expected_error(),
+            "per_kernel": [{"name": k.op.name, "kind": k.op.kind, "precision": k.op.precision, "m": k.op.m,
+                            "n": k.op.n, "k": k.op.k, "batch": k.op.batch, "bytes": k.op.bytes,
+                            "flops": k.op.total_flops, "time_s": k.time_s, "roofline_s": k.roofline_s,
+                            "bound": k.bound, "covered": k.covered, "source": k.source, "note": k.note,
+                            "layers": list(k.op.layers)} for k in self.kernels],
+        }
+
+
+def price(ops: list[KernelOp], predictor: Predictor) -> list[OpTime]:
+    return [predictor.time(op) for op in ops]
+
+
+def predict_model(model, profile, precision: str, runtime: str = "graph") -> Prediction:
+    """Lower ``model`` (a hwprobe.models.Model) and price every kernel on ``profile``'s calibration."""
+    from hwprobe.predict.lower import lower
+
+    pred = Predictor(profile, runtime)
+    low = lower(model, precision, runtime)
+    times = price(low.kernels, pred)
+    notes = list(low.notes)
+    if runtime == "eager":
+        notes.append(f"eager: each kernel waits at least the measured host issue time ({pred.host_s * 1e6:.1f} us, a "
+                     "bare CUDA launch from Python); a framework's own per-op overhead comes on top")
+    unc = [t for t in times if not t.covered]
+    if unc:
+        share = sum(t.time_s for t in unc) / max(sum(t.time_s for t in times), 1e-30)
+        notes.append(f"{len(unc)} kernels ({share:.0%} of the time) lie outside the calibrated shapes (priced by "
+                     "extrapolation): " + ", ".join(sorted({t.op.name for t in unc})[:5]))
+    return Prediction(runtime, times, notes, low.layer_kernel)
+
+
+def expected_error(runtime: str) -> dict[str, Any] | None:
+    """The median and worst error measured for ``runtime`` in the committed validation (None if never run)."""
+    try:
+        data = json.loads(resources.files("hwprobe.predict").joinpath("validation.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return (data.get("runtimes") or {}).get(runtime)

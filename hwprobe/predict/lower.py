@@ -1,0 +1,303 @@
+"""A model's layers as the kernels a runtime launches for them.
+
+An ONNX graph is not a kernel list: an exporter writes host-side shape arithmetic (Shape -> Gather -> Concat ->
+Reshape) that runs no kernel, views (Reshape, Squeeze, a Transpose feeding a MatMul) that move no bytes,
+decomposed ops that a framework runs as one kernel (an erf GELU is five ONNX nodes), a bias Add that cuBLAS
+folds into its epilogue, and attention as MatMul -> Softmax -> MatMul where PyTorch runs one fused
+scaled-dot-product kernel. The lowering follows the graph's edges (``Layer.extra['io']``, from the ONNX
+reader) and applies these rules, as PyTorch runs a model in eager mode and when its forward is replayed as a
+CUDA graph. The ``fused`` runtime also folds pointwise ops into the GEMM or convolution that produces their
+input, as TensorRT does.
+
+Layers without edges (built-in architectures, layer CSV) lower one kernel per layer by their op.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from hwprobe.models.layers import Layer, Model
+from hwprobe.predict.model import ITEMSIZE
+from hwprobe.predict.ops import KernelOp
+
+VIEWS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Split", "Slice", "Shape", "Size",
+         "Constant", "ConstantOfShape", "Expand", "Range"}
+POINTWISE_OPS = ("act", "eltwise", "bn")
+NORM_OPS = {"LayerNormalization": "norm", "RMSNormalization": "norm", "SimplifiedLayerNormalization": "norm",
+            "BatchNormalization": "elementwise", "InstanceNormalization": "norm", "GroupNormalization": "norm"}
+REDUCE_OPS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceSumSquare",
+              "ArgMax", "ArgMin", "CumSum"}
+SCALE_OPS = ("Mul", "Div")
+
+
+@dataclass
+class Lowered:
+    kernels: list[KernelOp]
+    notes: list[str] = field(default_factory=list)
+    layer_kernel: dict[str, int] = field(default_factory=dict)   # layer name -> kernel index (where it ran)
+
+
+def _dims(layer: Layer, name: str) -> list[int] | None:
+    return (layer.extra.get("io") or {}).get("dims", {}).get(name)
+
+
+class _Graph:
+    """Producers, consumers and constants of a lowered ONNX model (``Layer.extra['io']``)."""
+
+    def __init__(self, layers: list[Layer]) -> None:
+        self.layers = layers
+        self.io = [x.extra.get("io") or {"in": [], "out": [], "const": []} for x in layers]
+        self.producer: dict[str, int] = {}
+        self.consumers: dict[str, list[int]] = {}
+        self.const: set[str] = set()
+        for i, io in enumerate(self.io):
+            for name, c in zip(io["in"], io["const"], strict=False):
+                if c:
+                    self.const.add(name)
+                if name:
+                    self.consumers.setdefault(name, []).append(i)
+            for name in io["out"]:
+                self.producer[name] = i
+        self.host = self._host_side()
+
+    def _host_side(self) -> set[int]:
+        """Nodes that compute on constants and shapes only (folded or run on the host: no kernel)."""
+        host: set[int] = set()
+        for i, io in enumerate(self.io):
+            src = self.layers[i].source_op
+            ins = [x for x in io["in"] if x]
+            if src in ("Shape", "Size", "Constant") or all(x in self.const for x in ins):
+                host.add(i)
+                self.const.update(x for x in io["out"] if x)
+        return host
+
+    def data_inputs(self, i: int) -> list[str]:
+        return [x for x in self.io[i]["in"] if x and x not in self.const]
+
+    def users(self, i: int) -> list[int]:
+        return [c for o in self.io[i]["out"] if o for c in self.consumers.get(o, [])]
+
+    def only_user(self, i: int) -> int | None:
+        u = self.users(i)
+        return u[0] if len(u) == 1 else None
+
+    def src(self, i: int) -> str:
+        return self.layers[i].source_op
+
+
+def _bytes(layer: Layer, it: float) -> float:
+    return float(layer.inputs + layer.outputs + layer.weights) * it
+
+
+def _gemm_op(layer: Layer, prec: str, it: float) -> KernelOp:
+    """Convolutions as implicit GEMMs (rows = output pixels, K = C_in/groups x kh x kw), FC and MatMul as GEMMs."""
+    n_total = layer.cout or 1
+    rows = layer.rows or max(1, layer.outputs // n_total)
+    g = max(layer.groups, 1)
+    k = max(1, round(layer.macs / max(rows * n_total, 1)))
+    return KernelOp(layer.name, "gemm", prec, m=rows, n=max(1, n_total // g), k=k, batch=g, layers=(layer.name,))
+
+
+def _memory_kind(layer: Layer) -> str:
+    src = layer.source_op
+    if src in NORM_OPS:
+        return NORM_OPS[src]
+    if src in REDUCE_OPS or layer.op == "pool":
+        return "reduction"
+    if layer.op == "softmax":
+        return "softmax"
+    if layer.op == "layernorm":
+        return "norm"
+    if layer.op in ("concat", "reshape") or src in ("Gather", "GatherElements", "ScatterND", "Pad", "Tile"):
+        return "copy"
+    if src == "Transpose":
+        return "transpose"
+    return "elementwise"
+
+
+def kernel_of(layer: Layer, prec: str) -> KernelOp | None:
+    """One layer as one kernel (no graph context): None for layers that run none."""
+    it = ITEMSIZE.get(prec, 2)
+    if getattr(layer, "shape_only", False):
+        return None
+    if layer.op in ("conv", "convtranspose") and layer.depthwise:
+        return KernelOp(layer.name, "conv_dw", prec, bytes=_bytes(layer, it), flops=2.0 * layer.macs,
+                        layers=(layer.name,))
+    if layer.op in ("conv", "convtranspose", "gemm", "matmul") and layer.macs > 0:
+        return _gemm_op(layer, prec, it)
+    if layer.op == "reshape" or layer.source_op in VIEWS:
+        return None
+    nbytes = _bytes(layer, it)
+    if nbytes <= 0:
+        return None
+    return KernelOp(layer.name, _memory_kind(layer), prec, bytes=nbytes, layers=(layer.name,))
+
+
+# --- graph rules ------------------------------------------------------------------------------------------------
+def _is_scalar_scale(g: _Graph, i: int) -> bool:
+    """A Mul/Div of an activation by a constant (the attention scale; one of a decomposed GELU's constants)."""
+    io = g.io[i]
+    return g.src(i) in SCALE_OPS and any(c for c in io["const"]) and len(g.data_inputs(i)) == 1
+
+
+def _attention(g: _Graph, i: int) -> tuple[list[int], int] | None:
+    """MatMul(Q, K^T) [-> scale] [-> mask Add/Where] -> Softmax [-> Cast/Dropout] -> MatMul(P, V): the nodes the
+    pattern spans (PyTorch runs them as one scaled-dot-product kernel) and the second MatMul's index."""
+    if g.src(i) != "MatMul" or len(g.data_inputs(i)) != 2:
+        return None
+    chain, j = [i], g.only_user(i)
+    while j is not None and g.src(j) in ("Mul", "Div", "Add", "Where", "Cast", "Softmax", "Dropout"):
+        chain.append(j)
+        if g.src(j) == "Softmax":
+            k = g.only_user(j)
+            while k is not None and g.src(k) in ("Cast", "Dropout", "Identity"):
+                chain.append(k)
+                k = g.only_user(k)
+            if k is not None and g.src(k) == "MatMul" and g.io[k]["in"][0] == g.io[chain[-1]]["out"][0]:
+                return chain + [k], k
+            return None
+        j = g.only_user(j)
+    return None
+
+
+def _attention_op(g: _Graph, first: int, last: int, prec: str, it: float) -> KernelOp | None:
+    a = g.layers[first]
+    q_dims = _dims(a, g.io[first]["in"][0])
+    s_dims = _dims(a, g.io[first]["out"][0])
+    if not q_dims or not s_dims or len(s_dims) < 2:
+        return None
+    batch = math.prod(s_dims[:-2]) if len(s_dims) > 2 else 1
+    m, n, k = s_dims[-2], s_dims[-1], q_dims[-1]
+    nbytes = it * batch * (2 * m * k + 2 * n * k)
+    return KernelOp(a.name, "attention", prec, m=m, n=n, k=k, batch=batch, bytes=nbytes,
+                    layers=tuple(x.name for x in (g.layers[first], g.layers[last])))
+
+
+def _gelu_erf(g: _Graph, i: int) -> list[int] | None:
+    """Div(x, c) -> Erf -> Add(c) -> Mul(x) -> Mul(c) (any order of the last two): torch.nn.GELU, one kernel."""
+    if g.src(i) != "Erf":
+        return None
+    span = [i]
+    p = g.producer.get(g.io[i]["in"][0])
+    if p is not None and _is_scalar_scale(g, p):
+        span.insert(0, p)
+    j = g.only_user(i)
+    while j is not None and g.src(j) in ("Add", "Mul") and len(span) < 5:
+        span.append(j)
+        j = g.only_user(j)
+    return span
+
+
+def _bias_add(g: _Graph, i: int) -> int | None:
+    """The Add of a constant bias right after a weight GEMM (cuBLAS epilogue: no kernel of its own)."""
+    if g.src(i) not in ("MatMul", "Gemm") or g.layers[i].weights == 0:
+        return None
+    j = g.only_user(i)
+    if j is not None and g.src(j) == "Add" and len(g.data_inputs(j)) == 1 and g.layers[j].weights <= (
+            g.layers[i].cout or 0):
+        return j
+    return None
+
+
+def _transpose_is_view(g: _Graph, i: int) -> bool:
+    """A permute feeding a GEMM or attention is a stride for the library; one feeding a reshape is a copy."""
+    return all(g.src(u) not in ("Reshape", "Flatten") for u in g.users(i))
+
+
+def _fuse_pointwise(g: _Graph, owner: dict[int, int], i: int) -> int | None:
+    """The fused runtime: a pointwise layer whose data input comes from a GEMM/conv (or from a layer already
+    folded into one) with no other user is folded into that kernel's epilogue."""
+    if g.layers[i].op not in POINTWISE_OPS:
+        return None
+    for name in g.data_inputs(i):
+        p = g.producer.get(name)
+        if p is None or p not in owner or len(g.consumers.get(name, [])) != 1:
+            continue
+        host = owner[p]
+        if g.layers[host].op in ("conv", "convtranspose", "gemm", "matmul"):
+            return host
+    return None
+
+
+def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
+    g = _Graph(model.layers)
+    it = ITEMSIZE.get(prec, 2)
+    out = Lowered([])
+    done: set[int] = set(g.host)
+    owner: dict[int, int] = {}          # layer -> the layer whose kernel runs it
+    counts = {"attention": 0, "gelu": 0, "bias": 0, "fused": 0, "views": 0, "host": len(g.host)}
+
+    def emit(op: KernelOp | None, span: list[int]) -> None:
+        if op is None:
+            counts["views"] += 1
+            return
+        out.kernels.append(op)
+        for s in span:
+            out.layer_kernel[g.layers[s].name] = len(out.kernels) - 1
+            owner[s] = span[0]
+        done.update(span)
+
+    for i, layer in enumerate(model.layers):
+        if i in done:
+            continue
+        att = _attention(g, i)
+        if att:
+            op = _attention_op(g, att[0][0], att[1], prec, it)
+            if op is not None:
+                counts["attention"] += 1
+                emit(op, att[0])
+                continue
+        gelu = _gelu_erf(g, i)
+        if gelu:
+            counts["gelu"] += 1
+            x = model.layers[gelu[0]]
+            emit(KernelOp(layer.name, "elementwise", prec, bytes=2.0 * x.outputs * it,
+                          layers=tuple(model.layers[s].name for s in gelu)), gelu)
+            continue
+        if runtime == "fused":
+            host = _fuse_pointwise(g, owner, i)
+            if host is not None:
+                counts["fused"] += 1
+                owner[i] = host
+                out.layer_kernel[layer.name] = out.layer_kernel.get(model.layers[host].name, -1)
+                done.add(i)
+                continue
+        if layer.source_op == "Transpose" and _transpose_is_view(g, i):
+            emit(None, [i])
+            done.add(i)
+            continue
+        span = [i]
+        bias = _bias_add(g, i)
+        if bias is not None:
+            counts["bias"] += 1
+            span.append(bias)
+        emit(kernel_of(layer, prec), span)
+        done.update(span)
+    out.notes.append(
+        f"{len(out.kernels)} kernels from {len(model.layers)} layers: {counts['host']} shape/constant nodes run "
+        f"none, {counts['views']} views, {counts['attention']} attention patterns as one fused kernel each, "
+        f"{counts['gelu']} erf GELUs as one kernel, {counts['bias']} bias adds in the GEMM epilogue"
+        + (f", {counts['fused']} pointwise ops folded into their producers" if runtime == "fused" else ""))
+    return out
+
+
+def lower(model: Model, precision: str, runtime: str = "graph") -> Lowered:
+    """The kernels ``model`` launches at ``precision`` under ``runtime`` (eager, graph or fused)."""
+    if any("io" in x.extra for x in model.layers):
+        return _lower_graph(model, precision, runtime)
+    out = Lowered([])
+    prev_gemm = False
+    for layer in model.layers:
+        op = kernel_of(layer, precision)
+        if op is None:
+            continue
+        if runtime == "fused" and prev_gemm and layer.op in POINTWISE_OPS:
+            out.layer_kernel[layer.name] = len(out.kernels) - 1
+            continue
+        out.kernels.append(op)
+        out.layer_kernel[layer.name] = len(out.kernels) - 1
+        prev_gemm = op.kind == "gemm"
+    out.notes.append(f"{len(out.kernels)} kernels from {len(model.layers)} layers (one kernel per layer"
+                     + (", pointwise layers after a GEMM folded into it)" if runtime == "fused" else ")"))
+    return out

@@ -1,0 +1,163 @@
+"""Price one kernel from the profile's calibration: its own shape at the measured efficiency, not the peak.
+
+- gemm: the GEMM table's time at (M x batch, N, K) (a batched GEMM has the tile count of one with batch x M
+  rows), times the measured alignment price where N or K is off a multiple of 8 and the profile measured what
+  the library pays for it; weight-only quantization moves fewer weight bytes (K scaled by bits/16 for the byte
+  term) but never runs faster than the FP16 math of the full shape.
+- attention (fused, flash-style): the two products at the rate the table gives a GEMM of the P @ V shape (its
+  output is small: the scores stay on chip), and never faster than moving Q, K, V and O at the measured
+  bandwidth for their size.
+- memory kinds: the memory-kernel curve of that kind at the kernel's bytes.
+- collectives: the profile's measured collective curve at the message size (missing without one).
+
+The runtime sets the per-kernel floor: ``graph`` (the curves were measured as CUDA graph replays, so their times
+already hold the gap between nodes), ``eager`` (a kernel also waits for the host to issue it: the measured host
+issue time), ``fused`` (as graph; the lowering folds pointwise ops into their producers).
+"""
+
+from __future__ import annotations
+
+from hwprobe.errors import InputError
+from hwprobe.predict.calibration import Calibration, GemmTable
+from hwprobe.predict.ops import RUNTIMES, KernelOp, OpTime
+
+ITEMSIZE = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
+MEMORY_CURVE = {"elementwise": "elementwise", "norm": "norm", "softmax": "softmax", "reduction": "reduction",
+                "pool": "reduction", "transpose": "transpose", "copy": "unary", "conv_dw": "unary",
+                "embedding": "unary"}
+GEMM_FALLBACK = {"bf16": "fp16", "fp16": "bf16", "fp8": "fp16", "int8": "fp16", "tf32": "fp16", "fp32": "tf32"}
+
+
+class Predictor:
+    """Kernel times for one profile and runtime. ``time(op)`` never raises for a kernel it can price roughly: it
+    says so (``covered`` False, ``note``) instead."""
+
+    def __init__(self, profile, runtime: str = "graph") -> None:
+        if runtime not in RUNTIMES:
+            raise InputError(f"unknown runtime {runtime!r}; runtimes: {', '.join(RUNTIMES)}")
+        self.profile, self.runtime = profile, runtime
+        self.cal = Calibration.of(profile)
+        self.cal.require()
+        self.node_s = self.cal.launch.get("graph_node_s", 0.0)
+        self.host_s = self.cal.launch.get("host_issue_s", 0.0)
+        self.dram_bw = profile.bandwidth("dram") or 0.0
+
+    # --- ceilings for the plain roofline bound beside each kernel ----------------------------------------------
+    def peak(self, precision: str) -> float:
+        c = self.profile.peak(precision, "tensor_core", "library") or self.profile.peak(precision)
+        return c.value if c else 0.0
+
+    def roofline_s(self, flops: float, nbytes: float, precision: str) -> float:
+        pk = self.peak(precision)
+        return max(flops / pk if pk else 0.0, nbytes / self.dram_bw if self.dram_bw else 0.0)
+
+    # --- pricing ----------------------------------------------------------------------------------------------
+    def table(self, precision: str) -> tuple[GemmTable, str]:
+        if precision in self.cal.gemm:
+            return self.cal.gemm[precision], ""
+        alt = GEMM_FALLBACK.get(precision)
+        if alt in self.cal.gemm:
+            return self.cal.gemm[alt], f"no {precision} GEMM calibration: the {alt} table, scaled by the ceilings"
+        if self.cal.gemm:
+            p = next(iter(self.cal.gemm))
+            return self.cal.gemm[p], f"no {precision} GEMM calibration: the {p} table, scaled by the ceilings"
+        raise InputError("the profile has no GEMM calibration (run the 'predict' suite)")
+
+    def _peak_ratio(self, want: str, have: str) -> float:
+        a, b = self.peak(want), self.peak(have)
+        return b / a if a and b else 1.0
+
+    def gemm_s(self, precision: str, m: float, n: float, k: float) -> tuple[float, bool, str]:
+        tab, note = self.table(precision)
+        t = tab.time(m, n, k) * (self._peak_ratio(precision, tab.precision) if note else 1.0)
+        return t, tab.covers(m, n, k), note
+
+    def align_factor(self, precision: str, m: float, n: int, k: int) -> tuple[float, str]:
+        pts = self.cal.align.get(precision) or self.cal.align.get(GEMM_FALLBACK.get(precision, ""), [])
+        worst, why = 1.0, ""
+        for dim, v in (("n", n), ("k", k)):
+            a = v & -v if v > 0 else 8
+            if a >= 8 or not pts:
+                continue
+            cands = [p for p in pts if p["dim"] == dim and p["align"] == min(a, 4)]
+            if not cands:
+                continue
+            p = min(cands, key=lambda p: abs(p["m"] - m) / max(p["m"], m))
+            if p["factor"] > worst:
+                worst, why = p["factor"], f"{dim}={v} not a multiple of 8: x{p['factor']:.2f} (measured)"
+        return worst, why
+
+    def _gemm(self, op: KernelOp) -> OpTime:
+        m = op.m * op.batch
+        k_bytes = op.k * (op.weight_bits / 16 if op.weight_bits else 1.0)
+        t, covered, note = self.gemm_s(op.precision, m, op.n, op.k)
+        if op.weight_bits:          # fewer weight bytes, FP16 math: never faster than the math of the full shape
+            tq, _, _ = self.gemm_s(op.precision, m, op.n, k_bytes)
+            math_s = op.gemm_flops / self.peak(op.precision) if self.peak(op.precision) else 0.0
+            t = max(tq, math_s)
+            note = "; ".join(x for x in (note, f"weights in {op.weight_bits} bits: inferred from the FP16 table "
+                                               "(no quantized-GEMM calibration)") if x)
+        f, why = self.align_factor(op.precision, m, op.n, op.k)
+        it = ITEMSIZE.get(op.precision, 2)
+        nbytes = op.bytes or it * (m * op.k + op.batch * op.n * k_bytes + m * op.n)
+        return self._finish(op, t * f, op.gemm_flops, nbytes, covered, "gemm",
+                            "; ".join(x for x in (note, why) if x))
+
+    def _attention(self, op: KernelOp) -> OpTime:
+        rows = op.batch * op.m
+        t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
+        rate = 2.0 * rows * op.k * op.n / t_pv
+        it = ITEMSIZE.get(op.precision, 2)
+        nbytes = op.bytes or it * op.batch * (2 * op.m * op.k + 2 * op.n * op.k)
+        mem_s = self._mem_time("copy", nbytes)[0]
+        return self._finish(op, max(op.gemm_flops / rate, mem_s), op.gemm_flops, nbytes, covered, "attention",
+                            note)
+
+    def _mem_time(self, kind: str, nbytes: float) -> tuple[float, bool, str]:
+        name = MEMORY_CURVE.get(kind, "unary")
+        curve = self.cal.memory.get(name) or self.cal.memory.get("unary") or next(iter(self.cal.memory.values()),
+                                                                                   None)
+        if curve is None:
+            raise InputError("the profile has no memory-kernel calibration (run the 'predict' suite)")
+        note = "" if curve.kind == name else f"no {name} curve: the {curve.kind} curve"
+        return curve.time(nbytes), curve.covers(nbytes), note
+
+    def _memory(self, op: KernelOp) -> OpTime:
+        t, covered, note = self._mem_time(op.kind, op.bytes)
+        return self._finish(op, t, op.flops, op.bytes, covered, f"memory.{MEMORY_CURVE.get(op.kind, 'unary')}", note)
+
+    def _comm(self, op: KernelOp) -> OpTime:
+        fn = getattr(self.profile, "collective_time", None)
+        if fn is None or op.ranks <= 1:
+            return OpTime(op, 0.0, bound="comm", covered=op.ranks <= 1, source="collective",
+                          note="" if op.ranks <= 1 else "missing: no measured collective curve in this profile")
+        try:
+            t, covered, note = fn(op.kind, op.bytes, op.ranks)
+        except (InputError, KeyError, ValueError) as e:
+            return OpTime(op, 0.0, bound="comm", covered=False, source="collective", note=f"missing: {e}")
+        return OpTime(op, t, comm_s=t, bound="comm", covered=covered, source="collective", note=note,
+                      roofline_s=t)
+
+    def _finish(self, op: KernelOp, t: float, flops: float, nbytes: float, covered: bool, source: str,
+                note: str) -> OpTime:
+        pk = self.peak(op.precision)
+        compute_s = flops / pk if pk else 0.0
+        memory_s = nbytes / self.dram_bw if self.dram_bw else 0.0
+        launch_s = self.node_s
+        if self.runtime == "eager" and self.host_s > t:
+            t = self.host_s
+        if self.runtime == "eager":
+            launch_s = self.host_s
+        top = max(compute_s, memory_s)
+        bound = ("compute" if compute_s >= memory_s else "memory") if top >= 0.5 * t else "latency"
+        return OpTime(op, t, compute_s=compute_s, memory_s=memory_s, launch_s=min(launch_s, t), bound=bound,
+                      roofline_s=max(top, 0.0), covered=covered, source=source, note=note)
+
+    def time(self, op: KernelOp) -> OpTime:
+        if op.kind == "gemm":
+            return self._gemm(op)
+        if op.kind == "attention":
+            return self._attention(op)
+        if op.kind in MEMORY_CURVE:
+            return self._memory(op)
+        return self._comm(op)

@@ -1,0 +1,38 @@
+"""The prediction in words and numbers: total, parts, the roofline bound beside it, the measured error of such
+predictions, and the kernels that take the most time."""
+
+from __future__ import annotations
+
+from hwprobe.predict.estimate import Prediction
+
+RUNTIME_WORDS = {"graph": "replayed as a CUDA graph", "eager": "launched op by op from the host (eager)",
+                 "fused": "with pointwise ops folded into their producers (TensorRT-style)"}
+
+
+def _t(s: float) -> str:
+    return f"{s * 1e3:.3f} ms" if s >= 1e-4 else f"{s * 1e6:.1f} us"
+
+
+def prediction_lines(p: Prediction, top: int = 5) -> list[str]:
+    total = p.time_s
+    parts = p.parts()
+    share = ", ".join(f"{k} {v / total:.0%}" for k, v in parts.items() if v > 0) if total else "-"
+    err = p.expected_error()
+    err_txt = (f"measured error of such predictions: median {err['median_abs_pct']:.0f}%, worst "
+               f"{err['max_abs_pct']:.0f}% over {err['cases']} cases ({err['where']})" if err else
+               "no validation of this runtime committed: error unknown")
+    lines = [f"[bold]predicted time[/bold] ({RUNTIME_WORDS.get(p.runtime, p.runtime)}): {_t(total)} over "
+             f"{len(p.kernels)} kernels; roofline bound {_t(p.roofline_s)} "
+             f"({total / p.roofline_s:.1f}x the bound)" if p.roofline_s else "",
+             f"  parts: {share}   ({err_txt})"]
+    for n in p.notes:
+        lines.append(f"  note: {n}")
+    worst = sorted(p.kernels, key=lambda k: -k.time_s)[:top]
+    if worst and total:
+        lines.append("  kernels taking the most time:")
+        for k in worst:
+            shape = (f"{k.op.batch}x " if k.op.batch > 1 else "") + (f"{k.op.m}x{k.op.n}x{k.op.k}" if k.op.m else
+                                                                       f"{k.op.bytes / 1e6:.2f} MB")
+            lines.append(f"    [{k.time_s / total:.1%}] {k.op.name[:40]} {k.op.kind} {shape}: {_t(k.time_s)} "
+                         f"({k.bound}; bound {_t(k.roofline_s)})" + ("" if k.covered else " [outside calibration]"))
+    return [x for x in lines if x]
