@@ -1,0 +1,683 @@
+"""Time real models in PyTorch on the GPU and export the same models to ONNX, so hwprobe's predictions
+(`hwprobe analyze MODEL.onnx`) can be set against reality (issue 20). A device-side tool: it needs torch,
+torchvision and transformers (the GPU image's), never a dependency of hwprobe. Nothing is downloaded:
+every model has random weights built from its config.
+
+    python3 tools/validate_models.py --out DIR            # the full run, about 3 min on an H200
+    python3 tools/validate_models.py --out DIR --quick    # smoke: batch 1, 5 repeats (about 30-60 s)
+    python3 tools/validate_models.py --out DIR --only resnet50,bert_base
+    python3 tools/validate_models.py --out DIR --device cpu --quick   # CPU check of building/export/strip only
+
+What it writes under DIR (two files, so the device returns both):
+  validate_models.json    every case: median/p10/p90 of 30 eager forwards and 30 CUDA-graph replays (CUDA
+                          events, torch.inference_mode, FP16), the CUDA kernels one forward launches (torch
+                          profiler's kineto trace: count, summed GPU time, span, each kernel's name, duration,
+                          grid and block), output finiteness, nvidia-smi clocks/power before and after, versions;
+  validate_models.tar.gz  that JSON plus onnx/<model>-b<batch>.onnx for every exported model, weights stripped.
+
+Cases (model: batches): resnet50 1,8,64; mobilenet_v2 1,64; resnet18 1,32; vit_b_16 1,32 (torchvision);
+bert_base 1,32 (BertModel(BertConfig()), seq 128, no pooler); gpt2 1 (GPT2Model, seq 512); llama_prefill 1,8
+and llama_prefill_gqa 1,8 (LlamaModel: d=2048, ffn 8192, 4 layers, 16 heads with 16 or 4 KV heads, vocab
+32000, seq 512, input_ids -> last hidden state). Transformers use attn_implementation="sdpa".
+
+CNNs run as an inference deployment runs them: BatchNorm folded into the convolutions with
+torch.fx.experimental.optimization.fuse (the ONNX exporter folds BN the same way), NCHW; two extra rows per
+batch, labelled by `variant`: the same folded model in channels_last (NHWC, the layout TensorRT and cuDNN's
+fast FP16 kernels prefer) and the unfolded model (Conv, BN, ReLU as separate kernels). Before folding, each
+CNN's BN statistics are set from one training-mode forward of random images (a random-weight net's
+activations would otherwise grow through 50 layers and overflow FP16); cudnn.benchmark is on (a deployment
+autotunes).
+
+Timing: eager = the forward called back to back 30 times after warm-up, one CUDA-event pair around each
+(steady-state time per forward, host launch cost included where it dominates); cuda_graph = one forward
+captured with torch.cuda.CUDAGraph after warm-up on a side stream, 30 replays, one event pair each. The L2
+is not flushed between forwards (a served model runs forwards back to back). Inputs are random (never
+zeros) and every output is checked finite.
+
+Export: the model as timed (device, dtype, BN folded) with the TorchScript exporter (dynamo=False, opset
+17, do_constant_folding=True) at each case's batch, the batch a fixed dim; transformer models also with
+the dynamo exporter (opset 18, its own minimum) at batch 1, named <model>-b1-dynamo.onnx. Then every
+tensor payload over 1 KiB (the weights) is removed; dims and data_type stay, and small tensors (shape
+constants, scalars) stay so ONNX shape inference still resolves Reshape/Expand. The file's metadata says
+so. On CUDA the export is FP16 (as timed), on the CPU FP32. Each case and each export runs in its own
+try/except: an error is recorded in the JSON and the run goes on. Exports left after --budget-s seconds
+are skipped (recorded), so timing always finishes.
+
+On --device cpu timings are meaningless (wall-clock, FP32, no CUDA graphs, profiler CPU ops instead of
+kernels); the JSON says so. That mode exists to check model building, export and stripping off the GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STRIP_OVER = 1024            # bytes: tensors larger than this lose their payload (hwprobe's own cut-off)
+TOP_KERNELS = 400            # kernels kept per profiled forward (all of them for these models)
+SMI_FIELDS = ["name", "driver_version", "pstate", "clocks.sm", "clocks.mem", "clocks.max.sm",
+              "power.draw", "power.limit", "temperature.gpu", "clocks_event_reasons.active"]
+
+
+@dataclass
+class ModelSpec:
+    """One model: how to build it (random weights) and its inputs at a batch."""
+
+    name: str
+    family: str                                   # "cnn" or "transformer"
+    batches: tuple[int, ...]
+    build: Callable[[], Any]
+    inputs: Callable[[int], tuple[Any, ...]]      # batch -> example inputs on the CPU (float32 / int64)
+    shape_note: str
+
+
+@dataclass
+class Settings:
+    device: str
+    dtype: Any
+    warmup: int
+    reps: int
+    quick: bool
+    export: bool
+    dynamo: bool
+    export_batches: str
+    budget_s: float
+    t0: float
+
+
+# ---------------------------------------------------------------- models
+
+def _images(batch: int):
+    import torch
+
+    return (torch.randn(batch, 3, 224, 224),)
+
+
+def _tokens(seq: int, vocab: int):
+    import torch
+
+    return lambda batch: (torch.randint(1, vocab, (batch, seq), dtype=torch.long),)
+
+
+class LastHidden:
+    """Wraps a transformers model so its forward takes input_ids and returns the last hidden state tensor."""
+
+    @staticmethod
+    def wrap(model):
+        import torch
+
+        class _Wrap(torch.nn.Module):
+            def __init__(self, m) -> None:
+                super().__init__()
+                self.m = m
+
+            def forward(self, input_ids):
+                return self.m(input_ids=input_ids).last_hidden_state
+
+        return _Wrap(model)
+
+
+def _tv(name: str):
+    def build():
+        import torchvision
+
+        return getattr(torchvision.models, name)(weights=None)
+    return build
+
+
+def _bert():
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig()
+    cfg._attn_implementation = "sdpa"
+    return LastHidden.wrap(BertModel(cfg, add_pooling_layer=False))
+
+
+def _gpt2():
+    from transformers import GPT2Config, GPT2Model
+
+    cfg = GPT2Config(use_cache=False)
+    cfg._attn_implementation = "sdpa"
+    return LastHidden.wrap(GPT2Model(cfg))
+
+
+def _llama(kv_heads: int):
+    def build():
+        from transformers import LlamaConfig, LlamaModel
+
+        cfg = LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=4, num_attention_heads=16,
+                          num_key_value_heads=kv_heads, vocab_size=32000, max_position_embeddings=2048,
+                          use_cache=False)
+        cfg._attn_implementation = "sdpa"
+        return LastHidden.wrap(LlamaModel(cfg))
+    return build
+
+
+def model_specs() -> list[ModelSpec]:
+    img = "input [B,3,224,224]"
+    return [
+        ModelSpec("resnet50", "cnn", (1, 8, 64), _tv("resnet50"), _images, img),
+        ModelSpec("mobilenet_v2", "cnn", (1, 64), _tv("mobilenet_v2"), _images, img),
+        ModelSpec("resnet18", "cnn", (1, 32), _tv("resnet18"), _images, img),
+        ModelSpec("vit_b_16", "transformer", (1, 32), _tv("vit_b_16"), _images, img),
+        ModelSpec("bert_base", "transformer", (1, 32), _bert, _tokens(128, 30522), "input_ids [B,128]"),
+        ModelSpec("gpt2", "transformer", (1,), _gpt2, _tokens(512, 50257), "input_ids [B,512]"),
+        ModelSpec("llama_prefill", "transformer", (1, 8), _llama(16), _tokens(512, 32000),
+                  "input_ids [B,512], 16 KV heads"),
+        ModelSpec("llama_prefill_gqa", "transformer", (1, 8), _llama(4), _tokens(512, 32000),
+                  "input_ids [B,512], 4 KV heads (GQA)"),
+    ]
+
+
+def calibrate_bn(model, device: str) -> None:
+    """Set every BatchNorm's running statistics from one training-mode forward of random images."""
+    import torch
+
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.reset_running_stats()
+            m.momentum = None                    # cumulative average: one batch sets the statistics exactly
+    model.train()
+    with torch.no_grad():
+        model(torch.randn(16, 3, 224, 224, device=device))
+    model.eval()
+
+
+def cnn_variants(model, st: Settings) -> list[tuple[str, Any, bool]]:
+    """(variant, module, channels_last) per CNN row: BN folded (primary), folded NHWC, unfolded."""
+    import copy
+
+    from torch.fx.experimental.optimization import fuse
+
+    folded = fuse(copy.deepcopy(model).eval())
+    rows = [("bn_folded", folded, False), ("bn_folded_nhwc", copy.deepcopy(folded), True),
+            ("unfolded", model, False)]
+    return rows if not st.quick else rows[:1]
+
+
+# ---------------------------------------------------------------- timing
+
+def _stats(ms: list[float]) -> dict:
+    q = statistics.quantiles(ms, n=10, method="inclusive") if len(ms) > 1 else [ms[0]] * 9
+    return {"median_ms": round(statistics.median(ms), 5), "p10_ms": round(q[0], 5), "p90_ms": round(q[8], 5),
+            "min_ms": round(min(ms), 5), "n": len(ms)}
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_calls(fn: Callable[[], Any], st: Settings) -> dict:
+    """Median/p10/p90 of st.reps calls back to back, one CUDA-event pair each (wall clock on the CPU)."""
+    import torch
+
+    _sync(st.device)
+    ms: list[float] = []
+    t0 = time.perf_counter()
+    if st.device == "cuda":
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(st.reps)]
+        for a, b in ev:
+            a.record()
+            fn()
+            b.record()
+        torch.cuda.synchronize()
+        ms = [a.elapsed_time(b) for a, b in ev]
+    else:
+        for _ in range(st.reps):
+            t = time.perf_counter()
+            fn()
+            ms.append((time.perf_counter() - t) * 1e3)
+    out = _stats(ms)
+    out["host_ms_per_call"] = round((time.perf_counter() - t0) * 1e3 / st.reps, 5)
+    return out
+
+
+def capture_graph(fn: Callable[[], Any]):
+    """One forward captured as a CUDA graph after three warm-up forwards on a side stream."""
+    import torch
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    torch.cuda.synchronize()
+    return g, out
+
+
+def _kernel_row(e: dict) -> list:
+    a = e.get("args", {})
+    return [e.get("name", "")[:160], round(float(e.get("dur", 0.0)), 3), a.get("grid"), a.get("block")]
+
+
+def kernel_profile(fn: Callable[[], Any], device: str) -> dict:
+    """The kernels one call launches, from the profiler's kineto trace (CPU ops in CPU mode)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    _sync(device)
+    with profile(activities=acts) as prof:
+        fn()
+        _sync(device)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "trace.json"
+        prof.export_chrome_trace(str(path))
+        events = json.loads(path.read_text()).get("traceEvents", [])
+    cat = "kernel" if device == "cuda" else "cpu_op"
+    kern = sorted((e for e in events if e.get("cat") == cat and e.get("ph") == "X"), key=lambda e: e["ts"])
+    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e.get("ph") == "X"]
+    out: dict[str, Any] = {"source": f"torch.profiler kineto trace, cat={cat!r}", "count": len(kern),
+                           "sum_us": round(sum(float(e.get("dur", 0)) for e in kern), 3)}
+    if gpu:
+        out["span_us"] = round(max(e["ts"] + e.get("dur", 0) for e in gpu) - min(e["ts"] for e in gpu), 3)
+        out["memcpy_count"] = sum(e.get("cat") == "gpu_memcpy" for e in gpu)
+        out["memset_count"] = sum(e.get("cat") == "gpu_memset" for e in gpu)
+    out["columns"] = ["name", "duration_us", "grid", "block"]
+    out["kernels"] = [_kernel_row(e) for e in kern[:TOP_KERNELS]]
+    if device != "cuda":
+        out["note"] = "CPU mode: nested CPU ops, not kernels; only checks the trace path"
+    return out
+
+
+def _finite(out) -> bool:
+    import torch
+
+    return bool(torch.isfinite(out.float()).all().item())
+
+
+def run_case(model, inputs: tuple, st: Settings) -> dict:
+    """Eager and CUDA-graph timings, the kernels of one forward of each, output checks."""
+    import torch
+
+    row: dict[str, Any] = {}
+    with torch.inference_mode():
+        fn = lambda: model(*inputs)  # noqa: E731
+        for _ in range(st.warmup):
+            out = fn()
+        _sync(st.device)
+        row["eager"] = time_calls(fn, st)
+        out = fn()
+        row["output_shape"] = list(out.shape)
+        row["output_finite"] = _finite(out)
+        row["kernels_eager"] = kernel_profile(fn, st.device)
+        if st.device == "cuda":
+            row.update(_graph_part(fn, st))
+    return row
+
+
+def _graph_part(fn: Callable[[], Any], st: Settings) -> dict:
+    import torch
+
+    part: dict[str, Any] = {}
+    try:
+        g, out = capture_graph(fn)
+        for _ in range(st.warmup):
+            g.replay()
+        part["cuda_graph"] = time_calls(g.replay, st)
+        part["graph_output_finite"] = _finite(out)
+        part["kernels_graph"] = kernel_profile(g.replay, st.device)
+        del g, out
+    except Exception as e:  # a model that cannot be captured still has its eager row
+        part["cuda_graph"] = {"error": _err(e)}
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    return part
+
+
+# ---------------------------------------------------------------- export and strip
+
+def _tensors(graph):
+    """Every TensorProto in a graph: initializers, Constant values, tensor attributes, subgraphs."""
+    yield from graph.initializer
+    for sp in graph.sparse_initializer:
+        yield sp.values
+    for node in graph.node:
+        for a in node.attribute:
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            if a.HasField("g"):
+                yield from _tensors(a.g)
+            for sub in a.graphs:
+                yield from _tensors(sub)
+
+
+def _payload(t) -> int:
+    if t.data_location == 1:                      # EXTERNAL: the bytes live in a side file we never read
+        return STRIP_OVER + 1
+    n = len(t.raw_data)
+    for f in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
+        n += 8 * len(getattr(t, f))
+    return n + sum(len(s) for s in t.string_data)
+
+
+def strip_weights(src: Path, dst: Path) -> dict:
+    """Save src without tensor payloads over STRIP_OVER bytes; dims and data_type stay."""
+    import onnx
+
+    m = onnx.load(str(src), load_external_data=False)
+    stripped = kept = 0
+    for t in _tensors(m.graph):
+        if _payload(t) <= STRIP_OVER:
+            kept += 1
+            continue
+        for f in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data",
+                  "string_data", "external_data"):
+            t.ClearField(f)
+        t.data_location = 0
+        stripped += 1
+    meta = m.metadata_props.add()
+    meta.key, meta.value = "weights", (f"stripped by tools/validate_models.py: {stripped} tensors over "
+                                       f"{STRIP_OVER} B lost their data (dims and data_type kept); random weights")
+    onnx.save(m, str(dst))
+    return {"tensors_stripped": stripped, "tensors_kept": kept, "bytes": dst.stat().st_size,
+            "nodes": len(m.graph.node), "opset": [[o.domain, o.version] for o in m.opset_import]}
+
+
+def export_one(model, inputs: tuple, name: str, dynamo: bool, work: Path, onnx_dir: Path) -> dict:
+    """Export with one exporter to a scratch file, strip it into onnx_dir, drop the scratch."""
+    import torch
+
+    family = name.split("-b")[0]
+    in_names = ["input_ids"] if inputs[0].dtype == torch.long else ["input"]
+    out_names = ["last_hidden_state"] if in_names == ["input_ids"] else ["output"]
+    scratch = work / f"{name}.full.onnx"
+    t = time.perf_counter()
+    rec: dict[str, Any] = {"file": f"onnx/{name}.onnx", "model": family,
+                           "exporter": "dynamo" if dynamo else "torchscript"}
+    kw: dict[str, Any] = ({"dynamo": True, "opset_version": 18, "external_data": True} if dynamo else
+                          {"dynamo": False, "opset_version": 17, "do_constant_folding": True})
+    with torch.inference_mode(False), torch.no_grad():
+        torch.onnx.export(model, inputs, str(scratch), input_names=in_names, output_names=out_names, **kw)
+    rec["export_s"] = round(time.perf_counter() - t, 2)
+    rec["bytes_unstripped"] = sum(p.stat().st_size for p in work.glob(f"{name}.full.onnx*"))
+    rec.update(strip_weights(scratch, onnx_dir / f"{name}.onnx"))
+    for p in work.glob(f"{name}.full.onnx*"):
+        p.unlink()
+    return rec
+
+
+def export_model(spec: ModelSpec, model, st: Settings, work: Path, onnx_dir: Path) -> list[dict]:
+    """TorchScript export per batch (fixed dims), dynamo export at batch 1 for transformer models."""
+    batches = spec.batches if st.export_batches == "all" else spec.batches[:1]
+    jobs = [(b, False) for b in batches] + ([(batches[0], True)] if spec.family == "transformer" and st.dynamo
+                                          else [])
+    recs = []
+    for b, dyn in jobs:
+        name = f"{spec.name}-b{b}" + ("-dynamo" if dyn else "")
+        if time.perf_counter() - st.t0 > st.budget_s:
+            recs.append({"file": f"onnx/{name}.onnx", "skipped": f"past --budget-s {st.budget_s:.0f} s"})
+            continue
+        try:
+            inputs = _to_device(spec.inputs(b), st)
+            recs.append(export_one(model, inputs, name, dyn, work, onnx_dir))
+            recs[-1].update({"batch": b, "batch_dim": "fixed", "dtype": str(st.dtype).replace("torch.", "")})
+        except Exception as e:
+            recs.append({"file": f"onnx/{name}.onnx", "batch": b, "error": _err(e)})
+        _log(f"  export {name}: {_brief(recs[-1])}")
+    return recs
+
+
+# ---------------------------------------------------------------- orchestration
+
+def _err(e: BaseException) -> str:
+    tb = traceback.format_exception(type(e), e, e.__traceback__)
+    return f"{type(e).__name__}: {str(e)[:600]} | at {tb[-2].strip()[:300] if len(tb) > 1 else ''}"
+
+
+def _brief(rec: dict) -> str:
+    if "error" in rec:
+        return "ERROR " + rec["error"][:200]
+    if "skipped" in rec:
+        return "skipped: " + rec["skipped"]
+    return f"{rec.get('export_s')} s, {rec.get('nodes')} nodes, {rec.get('bytes', 0) / 1e3:.0f} kB stripped"
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _to_device(inputs: tuple, st: Settings) -> tuple:
+    return tuple(x.to(st.device, st.dtype) if x.is_floating_point() else x.to(st.device) for x in inputs)
+
+
+def _prepared(module, st: Settings, channels_last: bool):
+    import torch
+
+    module = module.to(st.device, st.dtype).eval()
+    return module.to(memory_format=torch.channels_last) if channels_last else module
+
+
+def time_model(spec: ModelSpec, model, st: Settings) -> tuple[list[dict], Any]:
+    """Every case row of one model (each variant at each batch), and the primary module (the one exported)."""
+    import torch
+
+    variants = cnn_variants(model, st) if spec.family == "cnn" else [("default", model, False)]
+    rows, primary = [], None
+    for variant, module, nhwc in variants:
+        module = _prepared(module, st, nhwc)
+        primary = module if primary is None else primary
+        for b in spec.batches[:1] if st.quick else spec.batches:
+            row: dict[str, Any] = {"model": spec.name, "variant": variant, "batch": b, "input": spec.shape_note,
+                                   "primary": variant in ("bn_folded", "default")}
+            t = time.perf_counter()
+            try:
+                inputs = _to_device(spec.inputs(b), st)
+                if nhwc:
+                    inputs = tuple(x.contiguous(memory_format=torch.channels_last) for x in inputs)
+                row.update(run_case(module, inputs, st))
+            except Exception as e:
+                row["error"] = _err(e)
+            row["wall_s"] = round(time.perf_counter() - t, 2)
+            row["smi_after"] = smi() if st.device == "cuda" else None
+            rows.append(row)
+            _log(f"  {spec.name:18s} {variant:15s} b{b:<3d} " + _row_brief(row))
+    return rows, primary
+
+
+def _row_brief(row: dict) -> str:
+    if "error" in row:
+        return "ERROR " + row["error"][:200]
+    e, g = row.get("eager", {}), row.get("cuda_graph", {})
+    gs = f"graph {g['median_ms']:.3f} ms" if "median_ms" in g else f"graph {g.get('error', '-')[:120]}"
+    k = row.get("kernels_eager", {})
+    return (f"eager {e.get('median_ms', float('nan')):.3f} ms  {gs}  kernels {k.get('count')} "
+            f"(sum {k.get('sum_us', 0) / 1e3:.3f} ms)  finite {row.get('output_finite')}")
+
+
+def build_model(spec: ModelSpec, st: Settings):
+    """Random weights, built on the timing device (fast init), BN calibrated for CNNs, float32."""
+    import torch
+
+    torch.manual_seed(0)
+    with torch.device(st.device):
+        model = spec.build()
+    model = model.to(st.device).eval()
+    if spec.family == "cnn":
+        calibrate_bn(model, st.device)
+    return model
+
+
+def smi() -> dict:
+    """nvidia-smi's clocks, power and throttle reasons now (a dict of field -> text, or the error)."""
+    for fields in (SMI_FIELDS, SMI_FIELDS[:-1]):
+        try:
+            r = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=20, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return {"error": str(e)}
+        if r.returncode == 0:
+            vals = [v.strip() for v in r.stdout.splitlines()[0].split(",")] if r.stdout.strip() else []
+            return dict(zip(fields, vals, strict=False))
+    return {"error": (r.stderr or r.stdout).strip()[:300]}
+
+
+def environment(st: Settings) -> dict:
+    import torch
+
+    env: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__,
+                           "cuda": torch.version.cuda, "device": st.device,
+                           "dtype": str(st.dtype).replace("torch.", ""), "quick": st.quick,
+                           "warmup": st.warmup, "reps": st.reps, "host": platform.node()}
+    for mod in ("torchvision", "transformers", "onnx", "onnxscript"):
+        try:
+            env[mod] = __import__(mod).__version__
+        except Exception as e:
+            env[mod] = f"unavailable: {type(e).__name__}"
+    if st.device == "cuda":
+        p = torch.cuda.get_device_properties(0)
+        env.update({"gpu": p.name, "sms": p.multi_processor_count, "gpu_mem_gib": round(p.total_memory / 2**30, 1),
+                    "cudnn": torch.backends.cudnn.version(), "cudnn_benchmark": torch.backends.cudnn.benchmark})
+    else:
+        env["warning"] = ("CPU mode: timings are wall-clock FP32 on the CPU and MEANINGLESS for validation; no CUDA "
+                          "graphs, no kernels. This run only checks model building, export and weight stripping.")
+    return env
+
+
+def write_outputs(doc: dict, out: Path, onnx_dir: Path) -> tuple[Path, Path]:
+    """The JSON beside the bundle, and the bundle (JSON + stripped ONNX files) as one tar.gz."""
+    out.mkdir(parents=True, exist_ok=True)
+    js = out / "validate_models.json"
+    data = json.dumps(doc, indent=1, default=str).encode()
+    js.write_bytes(data)
+    bundle = out / "validate_models.tar.gz"
+    with tarfile.open(bundle, "w:gz") as tar:
+        info = tarfile.TarInfo("validate_models.json")
+        info.size, info.mtime = len(data), int(time.time())
+        tar.addfile(info, io.BytesIO(data))
+        for f in sorted(onnx_dir.glob("*.onnx")):
+            tar.add(f, arcname=f"onnx/{f.name}")
+    return js, bundle
+
+
+def run_model(spec: ModelSpec, st: Settings, work: Path, onnx_dir: Path) -> tuple[list[dict], list[dict], dict]:
+    """Build, time and export one model; any failure becomes a record and the run goes on."""
+    import torch
+
+    info: dict[str, Any] = {"model": spec.name, "family": spec.family, "input": spec.shape_note}
+    rows: list[dict] = []
+    exports: list[dict] = []
+    t = time.perf_counter()
+    try:
+        model = build_model(spec, st)
+        info["params"] = sum(p.numel() for p in model.parameters())
+        info["build_s"] = round(time.perf_counter() - t, 2)
+        rows, primary = time_model(spec, model, st)
+        if st.export and primary is not None:
+            exports = export_model(spec, primary, st, work, onnx_dir)
+        del model, primary
+    except Exception as e:
+        info["error"] = _err(e)
+        _log(f"  {spec.name}: ERROR {info['error'][:300]}")
+    if st.device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    info["wall_s"] = round(time.perf_counter() - t, 2)
+    return rows, exports, info
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="directory for validate_models.json and validate_models.tar.gz")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke: batch 1, BN-folded only, 5 repeats, exports at batch 1 only")
+    ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    ap.add_argument("--dtype", choices=("fp16", "fp32", "bf16"), default=None,
+                    help="default fp16 on cuda, fp32 on cpu")
+    ap.add_argument("--reps", type=int, default=None, help="timed calls per runtime (default 30, quick 5)")
+    ap.add_argument("--warmup", type=int, default=None, help="untimed calls first (default 10, quick 2)")
+    ap.add_argument("--no-export", action="store_true")
+    ap.add_argument("--no-dynamo", action="store_true", help="TorchScript exports only")
+    ap.add_argument("--export-batches", choices=("all", "first"), default="all",
+                    help="TorchScript export at every batch (fixed dims) or the first (batch 1) only")
+    ap.add_argument("--budget-s", type=float, default=200.0, help="skip exports still to do after this many s")
+    return ap.parse_args(argv)
+
+
+def settings(a: argparse.Namespace) -> Settings:
+    import torch
+
+    if a.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: torch sees no CUDA device (use --device cpu for the CPU check)")
+    if (a.reps is not None and a.reps < 1) or (a.warmup is not None and a.warmup < 0):
+        raise ValueError("--reps must be >= 1 and --warmup >= 0")
+    dt = a.dtype or ("fp16" if a.device == "cuda" else "fp32")
+    return Settings(device=a.device, dtype={"fp16": torch.float16, "fp32": torch.float32, "bf16": torch.bfloat16}[dt],
+                    warmup=a.warmup if a.warmup is not None else (2 if a.quick else 10),
+                    reps=a.reps if a.reps is not None else (5 if a.quick else 30), quick=a.quick,
+                    export=not a.no_export, dynamo=not a.no_dynamo,
+                    export_batches="first" if a.quick else a.export_batches,
+                    budget_s=a.budget_s, t0=time.perf_counter())
+
+
+def select(only: str) -> list[ModelSpec]:
+    specs = model_specs()
+    names = [n.strip() for n in only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in {s.name for s in specs}]
+    if unknown:
+        raise ValueError(f"--only: unknown model {unknown[0]!r} (known: {', '.join(s.name for s in specs)})")
+    return [s for s in specs if not names or s.name in names]
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    try:
+        specs = select(a.only)
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        if not os.access(out, os.W_OK):
+            raise ValueError(f"--out {str(out)!r} is not writable")
+        import torch
+
+        st = settings(a)
+    except (ValueError, OSError, ImportError) as e:
+        print(f"validate_models: {e}", file=sys.stderr)
+        return 2
+    torch.backends.cudnn.benchmark = True
+    doc: dict[str, Any] = {"tool": "tools/validate_models.py", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                           "env": environment(st), "smi_before": smi() if st.device == "cuda" else None,
+                           "models": [], "cases": [], "exports": []}
+    _log(f"validate_models: {doc['env'].get('gpu', 'CPU')} torch {torch.__version__} {doc['env']['dtype']} "
+         f"reps {st.reps} warmup {st.warmup}" + ("  [CPU: timings meaningless]" if st.device == "cpu" else ""))
+    with tempfile.TemporaryDirectory(prefix="validate_models_") as tmp:
+        work, onnx_dir = Path(tmp) / "scratch", Path(tmp) / "onnx"
+        work.mkdir()
+        onnx_dir.mkdir()
+        for spec in specs:
+            _log(f"{spec.name}:")
+            rows, exports, info = run_model(spec, st, work, onnx_dir)
+            doc["cases"] += rows
+            doc["exports"] += exports
+            doc["models"].append(info)
+        doc["smi_after"] = smi() if st.device == "cuda" else None
+        doc["wall_s"] = round(time.perf_counter() - st.t0, 1)
+        js, bundle = write_outputs(doc, out, onnx_dir)
+    bad = sum("error" in r for r in doc["cases"] + doc["exports"] + doc["models"])
+    _log(f"wrote {js} and {bundle} ({bundle.stat().st_size / 1e3:.0f} kB) in {doc['wall_s']} s; "
+         f"{len(doc['cases'])} cases, {len(doc['exports'])} exports, {bad} errors")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
