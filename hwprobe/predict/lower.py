@@ -148,6 +148,8 @@ def _attention(g: _Graph, i: int) -> tuple[list[int], int] | None:
         return None
     chain, j = [i], g.only_user(i)
     while j is not None and g.src(j) in ("Mul", "Div", "Add", "Where", "Cast", "Softmax", "Dropout"):
+        if g.src(j) in ("Add", "Where") and len(g.data_inputs(j)) > 1:
+            return None     # an additive mask from the inputs: PyTorch's SDPA falls back to its unfused math path
         chain.append(j)
         if g.src(j) == "Softmax":
             k = g.only_user(j)
@@ -172,6 +174,28 @@ def _attention_op(g: _Graph, first: int, last: int, prec: str, it: float) -> Ker
     nbytes = it * batch * (2 * m * k + 2 * n * k)
     return KernelOp(a.name, "attention", prec, m=m, n=n, k=k, batch=batch, bytes=nbytes,
                     layers=tuple(x.name for x in (g.layers[first], g.layers[last])))
+
+
+def _scales_before(g: _Graph, i: int) -> list[int]:
+    """Scalar scales applied to Q or K on their way (through views) into the attention's first MatMul: SDPA
+    applies them inside its kernel."""
+    out, todo = [], [g.producer.get(x) for x in g.data_inputs(i)]
+    while todo:
+        p = todo.pop()
+        if p is None or len(g.users(p)) != 1:
+            continue
+        if _is_scalar_scale(g, p):
+            out.append(p)
+        elif g.src(p) in ("Transpose", "Reshape", "Squeeze", "Unsqueeze"):
+            todo.extend(g.producer.get(x) for x in g.data_inputs(p))
+    return out
+
+
+def _is_select(g: _Graph, i: int) -> bool:
+    """Gather of a constant index from an activation (q, k, v = qkv[0], qkv[1], qkv[2]): a view in PyTorch."""
+    io = g.io[i]
+    return (g.src(i) == "Gather" and len(io["const"]) > 1 and io["const"][1] and not io["const"][0]
+            and (g.layers[i].weights or 0) <= 16)
 
 
 def _gelu_erf(g: _Graph, i: int) -> list[int] | None:
@@ -226,7 +250,7 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
     out = Lowered([])
     done: set[int] = set(g.host)
     owner: dict[int, int] = {}          # layer -> the layer whose kernel runs it
-    counts = {"attention": 0, "gelu": 0, "bias": 0, "fused": 0, "views": 0, "host": len(g.host)}
+    counts = {"attention": 0, "gelu": 0, "bias": 0, "fused": 0, "views": 0, "host": len(g.host), "conv_bias": 0}
 
     def emit(op: KernelOp | None, span: list[int]) -> None:
         if op is None:
@@ -246,7 +270,7 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
             op = _attention_op(g, att[0][0], att[1], prec, it)
             if op is not None:
                 counts["attention"] += 1
-                emit(op, att[0])
+                emit(op, att[0] + [s for s in _scales_before(g, i) if s not in done])
                 continue
         gelu = _gelu_erf(g, i)
         if gelu:
@@ -263,7 +287,7 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
                 out.layer_kernel[layer.name] = out.layer_kernel.get(model.layers[host].name, -1)
                 done.add(i)
                 continue
-        if layer.source_op == "Transpose" and _transpose_is_view(g, i):
+        if (layer.source_op == "Transpose" and _transpose_is_view(g, i)) or _is_select(g, i):
             emit(None, [i])
             done.add(i)
             continue
@@ -274,10 +298,15 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
             span.append(bias)
         emit(kernel_of(layer, prec), span)
         done.update(span)
+        if runtime != "fused" and layer.op in ("conv", "convtranspose") and len([x for x in g.io[i]["in"] if x]) > 2:
+            counts["conv_bias"] += 1     # aten's cuDNN convolution adds the bias in a kernel of its own
+            out.kernels.append(KernelOp(layer.name + ".bias", "elementwise", prec, bytes=2.0 * layer.outputs * it,
+                                        layers=(layer.name,)))
     out.notes.append(
         f"{len(out.kernels)} kernels from {len(model.layers)} layers: {counts['host']} shape/constant nodes run "
         f"none, {counts['views']} views, {counts['attention']} attention patterns as one fused kernel each, "
-        f"{counts['gelu']} erf GELUs as one kernel, {counts['bias']} bias adds in the GEMM epilogue"
+        f"{counts['gelu']} erf GELUs as one kernel, {counts['bias']} bias adds in the GEMM epilogue, "
+        f"{counts['conv_bias']} convolution biases as kernels of their own"
         + (f", {counts['fused']} pointwise ops folded into their producers" if runtime == "fused" else ""))
     return out
 

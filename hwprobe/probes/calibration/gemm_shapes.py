@@ -3,7 +3,7 @@
 A model's GEMMs are seldom 8192^3: a batch-1 layer has a handful of rows (M) against weights of N x K, a
 convolution's implicit GEMM has K = C_in x kh x kw as small as 27, an attention head K = 64. The library's
 efficiency at those shapes, not its peak, sets their time. This probe times cuBLAS gemmEx over a grid of
-M (rows: 1 .. 16384) x N (output features: 64 .. 16384) x K (64 .. 16384), in the layout a framework's linear
+M (rows: 1 .. 65536) x N (output features: 64 .. 16384) x K (64 .. 16384), in the layout a framework's linear
 layer calls (row-major activations times the transposed weight: cuBLAS "TN" with m = N, n = M), with the
 library's own heuristics (default algo), each point replayed back to back as a CUDA graph (so the time per GEMM
 holds the gap between graph nodes, as in a replayed model) on operand sets that rotate out of L2 like the
@@ -25,7 +25,7 @@ from hwprobe.probes.calibration import common
 
 PRECISIONS = ("fp16", "bf16", "tf32", "fp32", "int8")
 VARIANT = {"fp16": "fp16.f32acc", "bf16": "bf16", "tf32": "tf32", "fp32": "fp32", "int8": "int8.tn"}
-M_LIST = common.geometric(1, 16384)
+M_LIST = common.geometric(1, 65536)
 NK_LIST = common.geometric(64, 16384)
 QUICK_M = [1, 16, 256, 4096]
 QUICK_NK = [256, 4096]
@@ -113,7 +113,7 @@ def _align(ctx, env, v, prec: str):
 
 
 @probe(name="gpu.gemm_shapes", target="gpu", family="calibration", precisions=PRECISIONS,
-       summary="Prediction calibration: cuBLAS GEMM time over model shapes (M 1..16k x N x K) and the alignment "
+       summary="Prediction calibration: cuBLAS GEMM time over model shapes (M 1..64k x N x K) and the alignment "
                "price, in CUDA graphs")
 def run(ctx, precisions: list[str] | None = None, align: bool = True):
     from hwprobe.errors import Skip
