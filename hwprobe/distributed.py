@@ -9,12 +9,19 @@ and GPU it came from. Ranks other than 0 write nothing.
 The world is read from the launcher's environment (no MPI import for a plain run); mpi4py is imported only when
 there is more than one rank, or when asked for. ``comm`` objects are duck-typed (``bcast``, ``allgather``,
 ``gather``, ``Get_rank``, ``Get_size``), so the CPU tests run the logic with fakes.
+
+The end: the ``hwprobe`` command leaves with os._exit (no signal may land in the interpreter's shutdown), which
+skips mpi4py's own MPI_Finalize at exit; a launcher then reports the rank as ended "improperly" and fails the job.
+So the command calls ``shutdown`` first, on every rank and every path: MPI_Finalize once every rank has passed
+the run's last collective step (``finish_run``; a failed probe or Ctrl-C still get there), MPI_Abort with the
+exit code when this rank leaves before it (the others may wait in that step forever).
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -241,6 +248,30 @@ def rank_out(out, env: Mapping[str, str] | None = None):
     return tempfile.mkdtemp(prefix=f"hwprobe-rank{world.rank}-")
 
 
+_FINISHED = False      # this rank has passed the run's last collective step (finish_run's gather)
+
+
+def shutdown(code: int, modules: Mapping[str, Any] | None = None) -> str:
+    """End MPI before the process ends, if this process started it: MPI_Finalize when the run's last collective
+    step is behind every rank (or the code is 0), else MPI_Abort(code) so no other rank waits forever. Returns
+    what it did: "none" (no MPI here, or already finalized), "finalize" or "abort". ``modules``: sys.modules
+    (injectable for tests); MPI is never imported here."""
+    mpi = (sys.modules if modules is None else modules).get("mpi4py.MPI")
+    if mpi is None:
+        return "none"
+    try:
+        if not mpi.Is_initialized() or mpi.Is_finalized():
+            return "none"
+        if code != 0 and not _FINISHED and mpi.COMM_WORLD.Get_size() > 1:
+            mpi.COMM_WORLD.Abort(code if 0 < code < 256 else 1)
+            return "abort"
+        mpi.Finalize()
+        return "finalize"
+    except Exception as e:      # the process is ending: say why MPI could not be ended cleanly, never raise
+        sys.stderr.write(f"hwprobe: MPI could not be finalized: {type(e).__name__}: {e}\n")
+        return "none"
+
+
 def finish_run(run_dir, profile, measurements, device, comm=None, world: World | None = None):
     """After every rank has measured: rank 0 rewrites its results directory with every rank's records (tagged with
     rank, host and GPU) and one merged profile, and returns it; the other ranks send theirs, remove their
@@ -251,7 +282,9 @@ def finish_run(run_dir, profile, measurements, device, comm=None, world: World |
     comm = comm or comm_world(world)
     if world.local_size is None or world.local_rank < 0:
         world = complete(world, comm)
+    global _FINISHED
     got = finish_world(world, comm, device, measurements)
+    _FINISHED = True
     if got is None:
         import shutil
 

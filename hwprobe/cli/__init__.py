@@ -57,14 +57,31 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("hwprobe: interrupted", err=True)
         code = 130
+    except Exception:       # a bug: its traceback, then the same exit path (MPI ended, no rank left waiting)
+        if not AS_COMMAND:
+            raise
+        import traceback
+
+        traceback.print_exc()
+        code = 1
     if (guard.seen or len(EARLY_SIGNALS) > before) and code != 130:
         click.echo("hwprobe: interrupted", err=True)
         code = 130
     if AS_COMMAND:
         sys.stdout.flush()
         sys.stderr.flush()
+        _end_mpi(code)
         os._exit(code)
     sys.exit(code)
+
+
+def _end_mpi(code: int) -> None:
+    """MPI_Finalize (or MPI_Abort) before os._exit, where this process started MPI: a rank that ends without it
+    fails the launcher's job. Signals still only set a flag here (the early handlers are in place)."""
+    if "mpi4py.MPI" in sys.modules:
+        from hwprobe.distributed import shutdown
+
+        shutdown(code)
 
 
 def _main(argv: list[str] | None) -> None:
