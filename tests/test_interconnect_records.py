@@ -213,3 +213,100 @@ def test_chase_cycle_and_where_a_walk_ends(ws, lines):
     for _ in range(3 * 4096):                                            # what p2p_chase does, launch after launch
         j = nxt[j]
     assert j == chase_end(words, pos, 3 * 4096)
+
+
+# --- out of place and in place ---------------------------------------------------------------------------------
+
+def _two_variants(n: int, faster_in_place=("all_gather",), wrong_in_place=("alltoall",)):
+    """Both variants of every op (nccl-tests' pair); in place 5% faster for ``faster_in_place``, 3% slower for the
+    others, and wrong at every size for ``wrong_in_place`` (an undefined in-place result)."""
+    out = []
+    for r in _fake_results(n):
+        if r["op"].endswith(".avg"):
+            out.append(r)
+            continue
+        out.append({**r, "variant": "out_of_place"})
+        k = 1 / 1.05 if r["op"] in faster_in_place else 1.03
+        bad = r["op"] in wrong_in_place
+        out.append({**r, "variant": "in_place", "samples": [t * k for t in r["samples"]],
+                    "wrong": 5 if bad else 0, "first_bad": 0 if bad else None})
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 8])
+def test_ceiling_is_the_best_verified_variant_and_says_which(n):
+    ms = nccl.records(_two_variants(n), n, {**META, "endpoints": META["endpoints"][:n]})
+    sweeps = [m for m in ms if m.kind == "sweep"]
+    assert {m.params["variant"] for m in sweeps} == set(C.VARIANTS)
+    ip = next(m for m in sweeps if m.params["op"] == "all_gather" and m.params["variant"] == "in_place"
+              and m.params["bytes"] == C.layout("all_gather", n, 4 << 30).size_bytes)
+    assert ip.metric == f"nccl.all_gather.in_place.{ip.params['bytes']}"
+    ceil = {m.metric: m for m in ms if m.kind == "memory"}
+    ag, ar = ceil["nccl.all_gather.busbw"], ceil["nccl.all_reduce.busbw"]
+    assert ag.params["variant"] == "in_place" and ag.value == pytest.approx(ip.value)
+    assert ag.params["by_variant"]["out_of_place"]["busbw"] == pytest.approx(ag.value / 1.05)
+    assert ar.params["variant"] == "out_of_place"
+    assert ar.params["by_variant"]["in_place"]["busbw"] == pytest.approx(ar.value / 1.03)
+    assert "in-place" in ag.bytes_counted and any("best of out-of-place and in-place: in-place" in x for x in ag.notes)
+    # both curves, verified points only, [bytes, busbw, algbw, time_s, cv], in size order
+    cur = ag.params["curves"]
+    assert set(cur) == set(C.VARIANTS) and [p[0] for p in cur["in_place"]] == sorted(p[0] for p in cur["in_place"])
+    s, bus, alg, t, cv = cur["in_place"][-1]
+    assert bus == pytest.approx(s * C.bus_factor("all_gather", n) / t) and alg == pytest.approx(s / t) and cv >= 0
+    assert dict(map(tuple, ag.params["curve"]))[s] == pytest.approx(bus)      # the faster variant at each size
+    prof = Profile.from_measurements({"name": "H200", "kind": "gpu"}, ms)
+    assert prof.links["nccl.all_gather"].ceilings["busbw"].params["variant"] == "in_place"
+    validate_dict(prof.to_dict(), "test profile")
+
+
+def test_a_wrong_in_place_result_is_filed_as_wrong_and_never_a_ceiling():
+    ms = nccl.records(_two_variants(2, faster_in_place=("alltoall",)), 2, META)
+    bad = [m for m in ms if m.kind == "sweep" and m.params["op"] == "alltoall" and m.params["variant"] == "in_place"]
+    assert bad and all(m.verified is False and not m.valid for m in bad)
+    assert "no defined result" in bad[0].notes[-1] and "N/A" in bad[0].notes[-1]
+    a2a = next(m for m in ms if m.metric == "nccl.alltoall.busbw")
+    assert a2a.params["variant"] == "out_of_place" and set(a2a.params["by_variant"]) == {"out_of_place"}
+    assert set(a2a.params["curves"]) == {"out_of_place"}
+
+
+def test_every_point_stores_its_spread_and_iterations():
+    res = _two_variants(2)
+    for r in res:
+        r["warmup"] = 5
+    ms = nccl.records(res, 2, META)
+    p = next(m for m in ms if m.kind == "sweep").params
+    assert p["timed_iters"] == p["iters"] * 3 and p["warmup"] == 5
+    sp = p["spread"]
+    assert sp["samples"] == 3 and sp["min"] < sp["max"] and sp["cv"] > 0
+    assert sp["max"] == pytest.approx(p["busbw"] * 1.001, rel=1e-3)     # fastest sample of t, 1.001 t, 1.002 t
+
+
+def test_merge_ranks_keeps_variants_apart():
+    base = {"op": "all_reduce", "size": 64, "count": 16, "iters": 5, "wrong": 0, "checked": 16, "first_bad": None}
+    r0 = [{**base, "variant": "out_of_place", "samples": [1.0]}, {**base, "variant": "in_place", "samples": [2.0]}]
+    r1 = [{**base, "variant": "out_of_place", "samples": [3.0]}, {**base, "variant": "in_place", "samples": [4.0]}]
+    m = nccl.merge_ranks([r0, r1])
+    assert [(x["variant"], x["samples"]) for x in m] == [("out_of_place", [2.0]), ("in_place", [3.0])]
+    with pytest.raises(ValueError, match="rank 1"):
+        nccl.merge_ranks([r0, r1[::-1]])
+
+
+@pytest.mark.parametrize("size", [8, 1 << 20, 1 << 30, 4 << 30])
+@pytest.mark.parametrize("samples", [1, 3, 5])
+def test_iteration_rule_meets_nccl_tests_defaults(size, samples):
+    tm = C.timing("all_reduce", 2, size, 0.02, samples)
+    assert tm.warmup >= C.MIN_WARMUP == 5 and tm.timed >= C.MIN_TIMED == 20
+    assert tm.samples >= samples and tm.iters >= 5
+    assert tm.iters == C.iterations("all_reduce", 2, size, 0.02)       # each sample ~ target_s by the model
+    if size == 4 << 30:
+        assert (tm.iters, tm.samples) == (5, max(samples, 4))         # the largest size: 4 samples of 5 at least
+
+
+def test_the_links_table_says_which_variant_each_ceiling_is():
+    from hwprobe.report.tables import links_table
+
+    prof = Profile.from_measurements({"name": "H200", "kind": "gpu"}, nccl.records(_two_variants(2), 2, META))
+    rows = {(r["link"], r["what"]): r for r in links_table(prof).rows}
+    assert rows[("nccl.all_gather", "busbw")]["variant"] == "in-place"
+    assert rows[("nccl.all_reduce", "algbw")]["variant"] == "out-of-place"
+    assert rows[("nccl.all_reduce", "busbw")]["value"] == prof.links["nccl.all_reduce"].ceilings["busbw"].value

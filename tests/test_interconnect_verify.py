@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hwprobe.probes.interconnect import collectives as C
 from hwprobe.probes.interconnect import verify as V
 from hwprobe.probes.interconnect.collectives import OPS, layout
 
@@ -70,3 +71,50 @@ def test_average_within_two_ulp(n):
 def test_shape_mismatch_raises():
     with pytest.raises(ValueError):
         V.count_wrong(np.zeros(3, np.float32), np.zeros(4, np.float32))
+
+
+# --- in place: nccl-tests' offsets, inputs placed as the device does, the same expected results ----------------
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8])
+@pytest.mark.parametrize("op", [o for o in C.OPS if o not in C.UNDEFINED_IN_PLACE])
+def test_in_place_layout_gives_the_out_of_place_results(op, n):
+    """Each rank's one buffer set as ncclrun._prepare sets it (sentinel, then v(rank, i) at the send offset); the op
+    applied by its definition (verify.simulate over the send views, results written to the receive views after
+    every read); the receive view then holds what the device check expects (verify.expected), and nothing
+    outside it is touched."""
+    from hwprobe.probes.interconnect.verify import SENTINEL, count_wrong, expected, send_input, simulate, value
+
+    lay = C.layout(op, n, 4 * n * 37)
+    bufs = []
+    for r in range(n):
+        b = np.full(C.in_place_elems(lay), SENTINEL, dtype=np.float32)
+        so, _ = C.in_place_offsets(lay, r)
+        b[so:so + lay.send_elems] = value(r, np.arange(lay.send_elems))
+        bufs.append(b)
+    sends = [bufs[r][C.in_place_offsets(lay, r)[0]:][:lay.send_elems].copy() for r in range(n)]
+    assert all((s == send_input(lay, r)).all() for r, s in enumerate(sends))      # the same inputs as out of place
+    outs = simulate(lay, sends)
+    for r in range(n):
+        before = bufs[r].copy()
+        _, ro = C.in_place_offsets(lay, r)
+        if outs[r] is not None:
+            bufs[r][ro:ro + lay.recv_elems] = outs[r]
+        want = expected(lay, r)
+        if want is not None:
+            assert count_wrong(bufs[r][ro:ro + lay.recv_elems], want) == (0, None)
+        outside = np.ones(bufs[r].size, dtype=bool)
+        outside[ro:ro + lay.recv_elems] = False
+        assert (bufs[r][outside] == before[outside]).all()
+
+
+def test_in_place_offsets_are_nccl_tests():
+    """src/all_gather.cu: sendInplaceOffset = per-rank count; src/reduce_scatter.cu: recvInplaceOffset = per-rank
+    count; every other test 0 (each times rank, in startColl)."""
+    n = 4
+    ag, rs = C.layout("all_gather", n, 4096), C.layout("reduce_scatter", n, 4096)
+    assert [C.in_place_offsets(ag, r) for r in range(n)] == [(r * ag.count, 0) for r in range(n)]
+    assert [C.in_place_offsets(rs, r) for r in range(n)] == [(0, r * rs.count) for r in range(n)]
+    for op in ("all_reduce", "broadcast", "reduce", "alltoall", "sendrecv"):
+        assert C.in_place_offsets(C.layout(op, n, 4096), 3) == (0, 0)
+    assert C.in_place_elems(rs) == rs.send_elems == 4096 // 4 and C.in_place_elems(ag) == ag.recv_elems
+    assert C.buffer_bytes("reduce_scatter", n, 4096) == 2 * 4096      # its receive buffer holds the in-place runs

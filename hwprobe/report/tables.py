@@ -190,13 +190,16 @@ def ridge_table(p: Profile) -> Table:
 def links_table(p: Profile) -> Table:
     """Interconnect ceilings (GPU pairs, the host link, collectives), where the run measured any."""
     cols = [Column("link", "link"), Column("kind", "kind"), Column("type", "type"), Column("what", "ceiling"),
-            Column("value", "measured", "rate"), Column("theory", "theory", "rate"), Column("pct", "%", "pct"),
-            Column("latency", "latency", "time", True)]
-    t = Table("Interconnect ceilings", cols, note="algorithm and bus bandwidth as nccl-tests define them")
+            Column("variant", "variant"), Column("value", "measured", "rate"),
+            Column("theory", "theory", "rate"), Column("pct", "%", "pct"), Column("latency", "latency", "time", True)]
+    t = Table("Interconnect ceilings", cols, note="algorithm and bus bandwidth as nccl-tests define them; a "
+              "collective's ceiling is the best of its out-of-place and in-place runs (variant)")
     for name, link in sorted((getattr(p, "links", None) or {}).items()):
         lat = min(link.latency_s.values()) if link.latency_s else None
         for what, c in sorted(link.ceilings.items()):
+            variant = (c.params or {}).get("variant")
             t.rows.append({"link": name, "kind": link.kind, "type": link.link_type, "what": what, "_unit": c.unit,
+                           "variant": variant.replace("_", "-") if variant else None,
                            "value": c.value, "theory": c.theory_at_clock, "pct": c.ratio_at_clock, "latency": lat})
     return t
 

@@ -8,6 +8,17 @@ so busbw is comparable to the hardware's per-GPU link bandwidth whatever n is. S
 all_reduce, broadcast, reduce and sendrecv; the whole gathered buffer (per-rank count x n) of all_gather;
 the whole input (per-rank output x n) of reduce_scatter; the per-rank send buffer (chunk x n) of alltoall.
 The time of one operation is the mean over ranks of each rank's mean time per iteration.
+
+Every op runs out of place (separate send and receive buffers) and in place (one buffer: all_gather sends from
+its own block of the receive buffer, reduce_scatter receives into its own block of the send buffer, the others
+pass the same pointer twice), as nccl-tests does (src/common.cu: startColl with in_place; the offsets of each
+test's GetCollByteCount). NCCL defines no in-place result for alltoall and sendrecv (a send and a receive over
+the same bytes race); nccl-tests times them but reports their errors as N/A. hwprobe checks them anyway: a
+wrong result is filed as such and never becomes a ceiling.
+
+Iterations (``timing``): at least MIN_WARMUP warm-up and MIN_TIMED timed operations per point, as nccl-tests'
+defaults (-w 5 -n 20 in the versions the issue compared against), in samples of ``iterations`` operations that
+each last about ``target_s`` by the cost model; the spread over the samples is stored with every point.
 """
 
 from __future__ import annotations
@@ -20,6 +31,10 @@ REDUCING = ("all_reduce", "reduce_scatter", "reduce")
 ROOTED = ("broadcast", "reduce")                              # root rank 0, as nccl-tests' default
 MIN_BYTES = 8
 MAX_BYTES = 4 << 30
+VARIANTS = ("out_of_place", "in_place")
+UNDEFINED_IN_PLACE = ("alltoall", "sendrecv")                 # NCCL defines no in-place result for these
+MIN_WARMUP = 5                                                # warm-up operations per point, at least
+MIN_TIMED = 20                                                # timed operations per point, at least
 
 
 def bus_factor(op: str, n: int) -> float:
@@ -86,10 +101,27 @@ def sizes(lo: int = MIN_BYTES, hi: int = MAX_BYTES, factor: int = 2) -> list[int
     return out
 
 
+def in_place_offsets(lay: Layout, rank: int) -> tuple[int, int]:
+    """(send offset, receive offset) in elements into the one buffer of an in-place operation (nccl-tests'
+    sendInplaceOffset / recvInplaceOffset x rank): all_gather sends from its block of the receive buffer,
+    reduce_scatter receives into its block of the send buffer; every other op uses the buffer's start."""
+    if lay.op == "all_gather":
+        return rank * lay.count, 0
+    if lay.op == "reduce_scatter":
+        return 0, rank * lay.count
+    return 0, 0
+
+
+def in_place_elems(lay: Layout) -> int:
+    """Elements of the one buffer an in-place operation needs (the larger of its send and receive sides)."""
+    return max(lay.send_elems, lay.recv_elems)
+
+
 def buffer_bytes(op: str, n: int, size_bytes: int, itemsize: int = 4) -> int:
-    """Device bytes one rank holds for ``op`` at S = ``size_bytes`` (send + receive, out of place)."""
+    """Device bytes one rank holds for ``op`` at S = ``size_bytes``: a send buffer and a receive buffer that
+    also serves the in-place runs (so at least as large as the send side)."""
     lay = layout(op, n, size_bytes, itemsize)
-    return 0 if lay is None else (lay.send_elems + lay.recv_elems) * itemsize
+    return 0 if lay is None else (lay.send_elems + in_place_elems(lay)) * itemsize
 
 
 def largest_size(ops, n: int, free_bytes: int, fraction: float = 0.6, hi: int = MAX_BYTES) -> int:
@@ -111,6 +143,28 @@ def iterations(op: str, n: int, size_bytes: int, target_s: float, lo: int = 5, h
     return int(min(hi, max(lo, round(target_s / est))))
 
 
+@dataclass(frozen=True)
+class Timing:
+    """How one point is timed: warm-up operations, then ``samples`` samples of ``iters`` operations each."""
+
+    warmup: int
+    iters: int
+    samples: int
+
+    @property
+    def timed(self) -> int:
+        return self.iters * self.samples
+
+
+def timing(op: str, n: int, size_bytes: int, target_s: float, samples: int) -> Timing:
+    """The iteration rule: samples of ``iterations`` operations (each about ``target_s`` by the cost model, at
+    least 5), at least ``samples`` of them and enough for MIN_TIMED timed operations; warm-up of one sample's
+    worth, at least MIN_WARMUP and at most MIN_TIMED. Derived from the plan alone, so every rank agrees."""
+    it = iterations(op, n, size_bytes, target_s)
+    return Timing(warmup=max(MIN_WARMUP, min(it, MIN_TIMED)), iters=it,
+                  samples=max(samples, -(-MIN_TIMED // it)))
+
+
 def size_at_fraction(points: list[tuple[int, float]], fraction: float = 0.9) -> int | None:
     """The smallest size whose bandwidth reaches ``fraction`` of the best over ``points`` [(size, bw)]."""
     ok = [(s, bw) for s, bw in points if bw and bw > 0]
@@ -121,10 +175,10 @@ def size_at_fraction(points: list[tuple[int, float]], fraction: float = 0.9) -> 
 
 
 def estimate_seconds(ops, n: int, size_list: list[int], *, busbw_Bps: float, latency_s: float = 20e-6,
-                     target_s: float = 0.02, samples: int = 4, warmup_samples: int = 1,
+                     target_s: float = 0.02, samples: int = 5, variants=VARIANTS,
                      per_size_overhead_s: float = 0.004, init_s: float = 8.0) -> float:
-    """Wall time of a sweep: for each op and size, (warm-up + samples) x iterations x the op's time at the
-    given bus bandwidth, plus checks and Python per size, plus process start and communicator init."""
+    """Wall time of a sweep: for each op, size and variant, (warm-up + timed) operations at the given bus
+    bandwidth (``timing``'s rule), plus checks and Python per point, plus process start and communicator init."""
     total = init_s
     for op in ops:
         f = bus_factor(op, n)
@@ -133,7 +187,8 @@ def estimate_seconds(ops, n: int, size_list: list[int], *, busbw_Bps: float, lat
             if lay is None:
                 continue
             t_op = latency_s + lay.size_bytes * f / busbw_Bps
-            it = iterations(op, n, lay.size_bytes, target_s)
-            total += (warmup_samples + samples) * it * t_op + per_size_overhead_s
-            total += 2 * lay.recv_elems * lay.itemsize / 1.5e12      # the check reads its buffer (~1.5 TB/s)
+            tm = timing(op, n, lay.size_bytes, target_s, samples)
+            for v in variants:
+                total += (tm.warmup + tm.timed + (v == "in_place")) * t_op + per_size_overhead_s
+                total += 2 * lay.recv_elems * lay.itemsize / 1.5e12      # the check reads its buffer (~1.5 TB/s)
     return total

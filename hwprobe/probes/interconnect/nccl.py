@@ -1,14 +1,23 @@
 """gpu.nccl: NCCL collectives over the GPUs of this box (or the ranks of an MPI job), 8 B to 4 GiB.
 
 all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall and sendrecv in float32 (sum), with
-algbw and busbw as nccl-tests defines them (hwprobe.probes.interconnect.collectives), every result checked
-against deterministic inputs (exact; an ncclAvg all_reduce within 2 ulp), wrong elements counted.
+algbw and busbw as nccl-tests defines them (hwprobe.probes.interconnect.collectives), each out of place and
+in place (nccl-tests runs both), every result checked against deterministic inputs as nccl-tests' ``-c 1`` does
+(exact; an ncclAvg all_reduce within 2 ulp), wrong elements counted. alltoall calls ncclAlltoAll where NCCL has
+it (>= 2.28, as nccl-tests), else n sends and receives in one group; the record says which.
+
+Iterations: per point (op, size, variant) at least 5 warm-up and 20 timed operations (nccl-tests' -w 5 -n 20),
+in samples of operations lasting about 20 ms each by a fixed cost model (at least 5 operations a sample, at
+least ``samples`` samples); the figure is the median sample, and each point stores its spread (cv of the
+sample times, slowest and fastest rate).
 
 Modes: "process" (default on one node: a spawned process per GPU sharing NCCL's unique id, what frameworks
 do), "single" (one process drives every GPU through ncclCommInitAll and group calls), "mpi" (under mpirun/srun:
 one rank per process, the id broadcast over MPI; rank 0 files the figures for the whole world). NCCL runs with
-NCCL_NVLS_ENABLE=0 unless ``allow_nvls``. Each op's ceiling is busbw (and algbw) at its best verified size,
-with the smallest size reaching 90% of it; theory is the slowest GPU's link bandwidth per direction (NVML).
+NCCL_NVLS_ENABLE=0 unless ``allow_nvls``. Each op's ceiling is busbw (and algbw) at its best verified point of
+either variant (``params["variant"]`` says which; ``by_variant`` what each reached), with the smallest size
+reaching 90% of it and the curves of both variants (hwprobe.collective_curve reads them); theory is the slowest
+GPU's link bandwidth per direction (NVML).
 """
 
 from __future__ import annotations
@@ -17,10 +26,11 @@ import socket
 import statistics
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from hwprobe.errors import Skip
-from hwprobe.measurement import ClockSummary, Measurement
+from hwprobe.measurement import ClockSummary, Measurement, Stats
 from hwprobe.probes.base import probe
 from hwprobe.probes.interconnect import collectives as C
 from hwprobe.probes.interconnect.common import GPU_CHOICES, link_params, link_theory, pick_gpus, timed_record
@@ -30,13 +40,17 @@ PROBE = "gpu.nccl"
 
 
 def merge_ranks(per_rank: list[list[dict]]) -> list[dict]:
-    """One result per (op, size) from every rank's: time per sample = the mean over ranks (nccl-tests' default
-    -a 1), wrong and checked elements summed. Ranks must have run the same points in the same order."""
+    """One result per (op, variant, size) from every rank's: time per sample = the mean over ranks (nccl-tests'
+    default -a 1), wrong and checked elements summed. Ranks must have run the same points in the same order."""
     if not per_rank:
         return []
     base = per_rank[0]
+
+    def keys(res):
+        return [(x["op"], x.get("variant", "out_of_place"), x["size"]) for x in res]
+
     for r, res in enumerate(per_rank[1:], 1):
-        if [(x["op"], x["size"]) for x in res] != [(x["op"], x["size"]) for x in base]:
+        if keys(res) != keys(base):
             raise ValueError(f"rank {r} ran other points than rank 0")
     out = []
     for k, first in enumerate(base):
@@ -49,6 +63,17 @@ def merge_ranks(per_rank: list[list[dict]]) -> list[dict]:
     return out
 
 
+def sweep_metric(op: str, variant: str, size: int, suffix: str = "") -> str:
+    """nccl.<op>[.<mode>].<S> out of place (the names runs before in-place keep), nccl.<op>[.<mode>].in_place.<S>."""
+    return f"nccl.{op}{suffix}." + ("" if variant == "out_of_place" else f"{variant}.") + str(size)
+
+
+def spread(samples_s: list[float], work: float) -> dict[str, float]:
+    """The spread of one point's samples, stored with it: cv of the times, slowest and fastest rate."""
+    st = Stats.of(samples_s)
+    return {"cv": st.cv, "min": work / max(samples_s), "max": work / min(samples_s), "samples": st.n}
+
+
 def records(results: list[dict], n: int, meta: dict[str, Any], clocks: ClockSummary | None = None,
             suffix: str = "") -> list[Measurement]:
     """Sweep points, checks and ceilings from merged results. ``meta``: endpoints, link_type, theory_Bps,
@@ -58,26 +83,36 @@ def records(results: list[dict], n: int, meta: dict[str, Any], clocks: ClockSumm
     common = {k: v for k, v in meta.items() if k not in ("endpoints", "theory_Bps", "theory_basis")}
     for r in results:
         op = r["op"]
-        base_op = op.split(".")[0]
-        f = C.bus_factor(base_op, n)
         if op.endswith(".avg"):
             out.append(_avg_check(r, n, common, suffix))
             continue
-        m = timed_record(PROBE, f"nccl.{op}{suffix}.{r['size']}", "sweep", r["samples"],
-                         work=r["size"] * f if n > 1 else r["size"], unit="B/s",
-                         bytes_counted="busbw (nccl-tests)" if n > 1 else "algbw (one rank)",
-                         params={**common, "endpoints": meta.get("endpoints", []), "op": op, "bytes": r["size"],
-                                 "count": r["count"], "ranks": n,
-                                 "iters": r["iters"], "time_s": statistics.median(r["samples"]),
-                                 "algbw": r["size"] / statistics.median(r["samples"]),
-                                 "busbw": r["size"] * f / statistics.median(r["samples"]),
-                                 "wrong": r["wrong"], "checked": r["checked"], "scope": "world"})
-        _verdict(m, r)
+        m = _sweep_record(r, n, meta, common, suffix)
         out.append(m)
         by_op.setdefault(op, []).append((r, m))
     for op, pts in by_op.items():
         out += _ceilings(op, pts, n, meta, clocks, suffix)
     return out
+
+
+def _sweep_record(r: dict, n: int, meta: dict, common: dict, suffix: str) -> Measurement:
+    op, variant = r["op"], r.get("variant", "out_of_place")
+    f = C.bus_factor(op, n)
+    work = r["size"] * f if n > 1 else r["size"]
+    t = statistics.median(r["samples"])
+    extra = {"api": r["api"]} if r.get("api") else {}
+    m = timed_record(PROBE, sweep_metric(op, variant, r["size"], suffix), "sweep", r["samples"], work=work,
+                     unit="B/s", bytes_counted="busbw (nccl-tests)" if n > 1 else "algbw (one rank)",
+                     params={**common, "endpoints": meta.get("endpoints", []), "op": op, "variant": variant,
+                             "bytes": r["size"], "count": r["count"], "ranks": n, "iters": r["iters"],
+                             "warmup": r.get("warmup"), "timed_iters": r["iters"] * len(r["samples"]),
+                             "time_s": t, "algbw": r["size"] / t, "busbw": r["size"] * f / t,
+                             "spread": spread(r["samples"], work), "wrong": r["wrong"], "checked": r["checked"],
+                             "scope": "world", **extra})
+    _verdict(m, r)
+    if r["wrong"] and variant == "in_place" and op in C.UNDEFINED_IN_PLACE:
+        m.notes.append(f"in-place {op} has no defined result in NCCL (its send and receive share the buffer); "
+                       "nccl-tests times it but does not check it (errors N/A). A wrong result is never a ceiling.")
+    return m
 
 
 def _verdict(m: Measurement, r: dict) -> None:
@@ -98,14 +133,39 @@ def _avg_check(r: dict, n: int, common: dict, suffix: str) -> Measurement:
     return m
 
 
+def curves(ok: list[tuple[dict, Measurement]], f: float) -> dict[str, list[list[float]]]:
+    """Per variant, the verified points in size order: [bytes, busbw, algbw, time_s, cv] (median time)."""
+    out: dict[str, list[list[float]]] = {}
+    for r, m in sorted(ok, key=lambda rm: rm[0]["size"]):
+        t = statistics.median(r["samples"])
+        out.setdefault(r.get("variant", "out_of_place"), []).append(
+            [r["size"], r["size"] * f / t, r["size"] / t, t, m.stats.cv if m.stats else 0.0])
+    return out
+
+
+def best_curve(by_variant: dict[str, list[list[float]]]) -> list[list[float]]:
+    """[size, busbw] at each size from the faster verified variant there."""
+    best: dict[int, float] = {}
+    for pts in by_variant.values():
+        for s, bus, *_ in pts:
+            best[s] = max(best.get(s, 0.0), bus)
+    return [[s, bw] for s, bw in sorted(best.items())]
+
+
 def _ceilings(op: str, pts: list[tuple[dict, Measurement]], n: int, meta: dict, clocks, suffix: str):
+    """busbw and algbw at the best verified point of either variant, saying which variant it is and what the
+    other reached; the curves of both variants go with them (the analyzer reads them)."""
     ok = [(r, m) for r, m in pts if m.verified]
     if not ok or n < 2:
         return []
     f = C.bus_factor(op, n)
-    curve = [(r["size"], r["size"] * f / statistics.median(r["samples"])) for r, _ in ok]
-    best_r, _ = max(ok, key=lambda rm: rm[1].value)
-    at90 = C.size_at_fraction(curve, 0.9)
+    per_variant = curves(ok, f)
+    curve = best_curve(per_variant)
+    best_r, best_m = max(ok, key=lambda rm: rm[1].value)
+    variant = best_r.get("variant", "out_of_place")
+    tops = {v: max(p, key=lambda x: x[1]) for v, p in per_variant.items()}
+    by_variant = {v: {"busbw": top[1], "bytes": top[0]} for v, top in tops.items()}
+    at90 = C.size_at_fraction([(s, bw) for s, bw in curve], 0.9)
     common = {k: v for k, v in meta.items() if k not in ("endpoints", "theory_Bps", "theory_basis", "link_type")}
     out = []
     for key, factor in (("busbw", f), ("algbw", 1.0)):
@@ -114,13 +174,18 @@ def _ceilings(op: str, pts: list[tuple[dict, Measurement]], n: int, meta: dict, 
                          f"{meta.get('theory_basis', '')}" + ("" if key == "busbw" else f"; algbw = busbw / {f:.3g}"))
         m = timed_record(PROBE, f"nccl.{op}{suffix}.{key}", "memory", best_r["samples"],
                          work=best_r["size"] * factor, unit="B/s", clocks=clocks, theory=th, link=f"nccl.{op}{suffix}",
-                         bytes_counted=f"{key} (nccl-tests: S = {best_r['size']} B" + (f", x {f:.3g})" if key ==
-                                                                                             "busbw" else ")"),
+                         bytes_counted=f"{key} (nccl-tests: S = {best_r['size']} B"
+                                       + (f", x {f:.3g}" if key == "busbw" else "") + f"; {variant.replace('_', '-')})",
                          params=link_params("collective", meta.get("endpoints", []), meta.get("link_type"), key,
                                             **common, op=op, ranks=n, bytes=best_r["size"], size_at_90pct=at90,
-                                            curve=[[s, bw_] for s, bw_ in curve], scope="world"))
+                                            variant=variant, by_variant=by_variant, curve=curve, curves=per_variant,
+                                            spread=best_m.params.get("spread"), scope="world"))
         m.verified = True
         m.notes += list(meta.get("notes") or [])
+        others = [f"{v.replace('_', '-')} {d['busbw'] / 1e9:.4g} GB/s busbw at {d['bytes']} B"
+                  for v, d in by_variant.items() if v != variant]
+        m.notes.append(f"best of out-of-place and in-place: {variant.replace('_', '-')}"
+                       + (f" (beside it: {', '.join(others)})" if others else ""))
         out.append(m)
     return out
 
@@ -133,8 +198,22 @@ def _mode(mode: str, world) -> str:
     return mode
 
 
-def _plan(ops, n: int, free: int | None, max_mib: int | None, step: int, samples: int, quick: bool):
+@dataclass(frozen=True)
+class Sweep:
+    """What the probe's parameters ask the sweep to run (the plan adds the sizes that fit)."""
+
+    ops: tuple[str, ...] = C.OPS
+    max_mib: int | None = None
+    size_step: int = 2
+    samples: int = 5
+    variants: tuple[str, ...] = C.VARIANTS
+    alltoall_api: str = "auto"
+
+
+def _plan(sw: Sweep, n: int, free: int | None, quick: bool):
     from hwprobe.probes.interconnect.ncclrun import CollPlan
+
+    ops, max_mib, step, samples = sw.ops, sw.max_mib, sw.size_step, sw.samples
 
     hi = (max_mib << 20) if max_mib else (64 << 20 if quick else C.MAX_BYTES)
     cap_note = ""
@@ -145,19 +224,24 @@ def _plan(ops, n: int, free: int | None, max_mib: int | None, step: int, samples
                         f"{free / 2**30:.1f} GiB free on the fullest GPU")
             hi = cap
     sizes = C.sizes(C.MIN_BYTES, hi, 4 if quick and step == 2 else step)
-    return CollPlan(tuple(ops), sizes, n, samples=3 if quick else samples), cap_note
+    return CollPlan(tuple(ops), sizes, n, samples=3 if quick else samples, variants=tuple(sw.variants),
+                    alltoall_api=sw.alltoall_api), cap_note
 
 
 @probe(name=PROBE, target="gpu", family="interconnect",
        summary="NCCL collectives 8 B..4 GiB (algbw/busbw as nccl-tests, every result checked); process, "
                "single-process or MPI ranks",
-       choices={"mode": MODES, "ops": C.OPS, "gpus": GPU_CHOICES, "engine": ("auto", "cupy", "ctypes")},
+       choices={"mode": MODES, "ops": C.OPS, "gpus": GPU_CHOICES, "engine": ("auto", "cupy", "ctypes"),
+                "variants": C.VARIANTS, "alltoall_api": ("auto", "send_recv")},
        ranges={"size_step": (2, 64), "min_ranks": (1, None), "samples": (1, 1000), "max_mib": (1, None),
                "worker_timeout_s": (10, None)})
 def run(ctx, mode: str = "auto", ops: tuple[str, ...] = C.OPS, max_mib: int | None = None, size_step: int = 2,
         samples: int = 5, min_ranks: int = 2, gpus: str = "auto", allow_nvls: bool = False, engine: str = "auto",
-        worker_timeout_s: float = 600.0) -> Iterator[Measurement]:
-    """``mode``: auto = mpi under an MPI launcher, else one process per GPU. ``min_ranks``: fewer ranks skip (1
+        worker_timeout_s: float = 600.0, variants: tuple[str, ...] = C.VARIANTS,
+        alltoall_api: str = "auto") -> Iterator[Measurement]:
+    """``mode``: auto = mpi under an MPI launcher, else one process per GPU. ``variants``: out_of_place and/or
+    in_place (both by default, as nccl-tests). ``alltoall_api``: "send_recv" forces grouped sends and receives
+    where NCCL has ncclAlltoAll. ``min_ranks``: fewer ranks skip (1
     runs the path on one GPU, a smoke test: no data crosses a link). ``allow_nvls``: leave NCCL_NVLS_ENABLE as
     the environment has it (hwprobe sets 0 otherwise). ``max_mib``: the largest S (default 4 GiB, capped by free
     memory). ``worker_timeout_s``: spawned ranks still running after this are stopped (a rank whose peer died waits
@@ -166,10 +250,13 @@ def run(ctx, mode: str = "auto", ops: tuple[str, ...] = C.OPS, max_mib: int | No
     from hwprobe.probes.interconnect import ncclapi
 
     notes = ncclapi.guard_env(allow_nvls)
+    if not variants:
+        raise ValueError("variants: name out_of_place, in_place or both")
+    sweep = Sweep(tuple(ops), max_mib, size_step, samples, tuple(dict.fromkeys(variants)), alltoall_api)
     world = distributed.detect()
     mode = _mode(mode, world)
     if mode == "mpi":
-        yield from _run_mpi(ctx, world, ops, max_mib, size_step, samples, min_ranks, engine, notes)
+        yield from _run_mpi(ctx, world, sweep, min_ranks, engine, notes)
         return
     from hwprobe.probes.interconnect.common import visible_gpus
 
@@ -178,15 +265,15 @@ def run(ctx, mode: str = "auto", ops: tuple[str, ...] = C.OPS, max_mib: int | No
         raise Skip(f"{len(devs)} GPU(s) ({why}): collectives need at least {min_ranks} "
                    "(min_ranks = 1 runs the NCCL path on one GPU as a smoke test)")
     eng = ncclapi.load(engine)
-    yield from _run_local(ctx, mode, devs, why, eng, ops, max_mib, size_step, samples, worker_timeout_s, notes)
+    yield from _run_local(ctx, mode, devs, why, eng, sweep, worker_timeout_s, notes)
 
 
-def _run_local(ctx, mode, devs, why, eng, ops, max_mib, size_step, samples, timeout_s, notes):
+def _run_local(ctx, mode, devs, why, eng, sweep: Sweep, timeout_s, notes):
     from hwprobe.probes.interconnect import ncclapi, ncclrun
     from hwprobe.probes.interconnect.common import free_bytes_nvml
 
     n = len(devs)
-    plan, cap_note = _plan(ops, n, free_bytes_nvml(devs), max_mib, size_step, samples, ctx.quick)
+    plan, cap_note = _plan(sweep, n, free_bytes_nvml(devs), ctx.quick)
     idx = [d.index for d in devs]
     ctx.log(f"{mode}: {n} rank(s) on GPUs {idx} ({why}), NCCL {eng.version_text()} via {eng.name}, "
             f"{len(plan.sizes)} sizes up to {plan.sizes[-1]} B")
@@ -223,7 +310,7 @@ def _local_meta(devs, mode, eng, plan, notes, cap_note, took) -> dict[str, Any]:
             "hosts": [host], "wall_s": round(took, 2), "notes": list(notes) + ([cap_note] if cap_note else []),
             "endpoints": [{"rank": r, "host": host, "gpu": d.index, "name": d.name, "uuid": d.uuid}
                           for r, d in enumerate(devs)],
-            "link_type": _common_type(pairs), "max_bytes": plan.sizes[-1]}
+            "link_type": _common_type(pairs), "max_bytes": plan.sizes[-1], **plan_meta(plan)}
     if bws and all(b for b, _ in bws):
         slow = min(bws, key=lambda x: x[0])
         meta["theory_Bps"] = slow[0]
@@ -231,12 +318,23 @@ def _local_meta(devs, mode, eng, plan, notes, cap_note, took) -> dict[str, Any]:
     return meta
 
 
+ITERATION_RULE = (f"per point: >= {C.MIN_WARMUP} warm-up and >= {C.MIN_TIMED} timed operations "
+                  "(nccl-tests -w 5 -n 20), in >= `samples` samples of >= 5 operations lasting ~target_s each "
+                  "by the cost model; figure = median sample")
+
+
+def plan_meta(plan) -> dict[str, Any]:
+    """What every record of the sweep says about how it was run."""
+    return {"variants": list(plan.variants), "iteration_rule": ITERATION_RULE, "target_s": plan.target_s,
+            "min_samples": plan.samples}
+
+
 def _common_type(pairs) -> str | None:
     kinds = {p.link_type for p in pairs.values()}
     return kinds.pop() if len(kinds) == 1 else ("mixed: " + ", ".join(sorted(kinds)) if kinds else None)
 
 
-def _run_mpi(ctx, world, ops, max_mib, size_step, samples, min_ranks, engine, notes):
+def _run_mpi(ctx, world, sweep: Sweep, min_ranks, engine, notes):
     """One rank per process: the id over MPI, every rank's results gathered on rank 0, which files them."""
     from hwprobe import distributed
     from hwprobe.probes.interconnect import ncclapi, ncclrun, topology
@@ -258,7 +356,7 @@ def _run_mpi(ctx, world, ops, max_mib, size_step, samples, min_ranks, engine, no
         raise Skip("NCCL is not usable on every rank: " + "; ".join(reasons))
     dev = ctx.device
     free = distributed.agree_min(comm, free_bytes_nvml([dev]) or 0) or None
-    plan, cap_note = _plan(ops, n, free, max_mib, size_step, samples, ctx.quick)
+    plan, cap_note = _plan(sweep, n, free, ctx.quick)
     uid = distributed.bcast_unique_id(comm, eng.unique_id)
     t0 = time.perf_counter()
     with ctx.sampler.window() as win:
@@ -280,7 +378,7 @@ def _run_mpi(ctx, world, ops, max_mib, size_step, samples, min_ranks, engine, no
     meta = {"mode": "mpi", "engine": eng.name, "nccl_version": eng.version_text(), "library": eng.library,
             "hosts": hosts, "wall_s": round(time.perf_counter() - t0, 2), "launcher": world.launcher,
             "notes": list(notes) + ([cap_note] if cap_note else []), "endpoints": [m for _, m in got],
-            "link_type": None, "max_bytes": plan.sizes[-1], "nccl_env": ncclapi.nccl_env()}
+            "link_type": None, "max_bytes": plan.sizes[-1], "nccl_env": ncclapi.nccl_env(), **plan_meta(plan)}
     if len(hosts) == 1 and all(m["link_Bps"] for _, m in got):
         slow = min((m for _, m in got), key=lambda m: m["link_Bps"])
         meta["theory_Bps"] = slow["link_Bps"]

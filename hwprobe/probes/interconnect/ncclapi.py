@@ -18,6 +18,7 @@ from typing import Any
 FLOAT32 = 7            # ncclFloat32
 SUM, AVG = 0, 4        # ncclSum, ncclAvg (NCCL >= 2.10)
 UNIQUE_ID_BYTES = 128
+ALLTOALL_VERSION = 22800   # ncclAlltoAll exists from NCCL 2.28 (nccl-tests calls it from there on)
 
 
 def guard_env(allow_nvls: bool = False, env: MutableMapping[str, str] | None = None) -> list[str]:
@@ -72,14 +73,39 @@ class Engine:
     def group_start(self) -> None: ...
     def group_end(self) -> None: ...
 
+    def has_alltoall(self) -> bool:
+        """Whether this NCCL has ncclAlltoAll (>= 2.28 and the symbol exported)."""
+        return False
+
     def version_text(self) -> str:
         v = self.version()
         return f"{v // 10000}.{v // 100 % 100}.{v % 100}" if v >= 10000 else f"{v // 1000}.{v // 100 % 10}.{v % 100}"
 
 
+def _alltoall(lib, comm_ptr, s, r, n, dt, st) -> None:
+    """ncclAlltoAll(sendbuff, recvbuff, count per peer, datatype, comm, stream) through ctypes."""
+    res = lib.ncclAlltoAll(ctypes.c_void_p(s), ctypes.c_void_p(r), ctypes.c_size_t(n), dt, comm_ptr,
+                           ctypes.c_void_p(st))
+    if res != 0:
+        lib.ncclGetErrorString.restype = ctypes.c_char_p
+        raise NcclError(f"ncclAlltoAll: NCCL error {res}: {lib.ncclGetErrorString(res).decode()}")
+
+
+def _has_symbol(lib, name: str) -> bool:
+    try:
+        getattr(lib, name)
+        return True
+    except AttributeError:
+        return False
+
+
 class _CupyComm:
-    def __init__(self, c):
+    def __init__(self, c, lib=None):
         self.c = c
+        self.lib = lib     # the same libnccl through ctypes, for calls CuPy does not bind (ncclAlltoAll)
+
+    def alltoall(self, s, r, n, dt, st):
+        _alltoall(self.lib, ctypes.c_void_p(self.c.comm), s, r, n, dt, st)
 
     def all_reduce(self, s, r, n, dt, op, st):
         self.c.allReduce(s, r, n, dt, op, st)
@@ -114,23 +140,39 @@ class CupyEngine(Engine):
 
     def __init__(self, mod):
         self.m = mod
+        self._lib: Any = False     # not looked up yet
 
     def version(self) -> int:
         return int(self.m.get_version())
+
+    def lib(self):
+        """The libnccl CuPy uses, opened again through ctypes (the same loaded library), or None."""
+        if self._lib is False:
+            try:
+                self._lib = ctypes.CDLL(self.library if self.library.startswith("/") else "libnccl.so.2",
+                                        mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                self._lib = None
+        return self._lib
+
+    def has_alltoall(self) -> bool:
+        lib = self.lib()
+        return (self.version() >= ALLTOALL_VERSION and lib is not None and _has_symbol(lib, "ncclAlltoAll")
+                and hasattr(self.m.NcclCommunicator, "comm"))
 
     def unique_id(self):
         return self.m.get_unique_id()
 
     def comm(self, nranks, uid, rank):
         try:
-            return _CupyComm(self.m.NcclCommunicator(nranks, uid, rank))
+            return _CupyComm(self.m.NcclCommunicator(nranks, uid, rank), self.lib())
         except TypeError:   # CuPy versions differ: a tuple of signed chars, or bytes
             other = bytes(b & 0xFF for b in uid) if isinstance(uid, tuple) else \
                 tuple(b - 256 if b > 127 else b for b in uid)
-            return _CupyComm(self.m.NcclCommunicator(nranks, other, rank))
+            return _CupyComm(self.m.NcclCommunicator(nranks, other, rank), self.lib())
 
     def comm_all(self, devices):
-        return [_CupyComm(c) for c in self.m.NcclCommunicator.initAll(list(devices))]
+        return [_CupyComm(c, self.lib()) for c in self.m.NcclCommunicator.initAll(list(devices))]
 
     def group_start(self):
         self.m.groupStart()
@@ -176,6 +218,9 @@ class _CtypesComm:
 
     def recv(self, r, n, dt, peer, st):
         self.e.call("ncclRecv", ctypes.c_void_p(r), ctypes.c_size_t(n), dt, peer, self.p, ctypes.c_void_p(st))
+
+    def alltoall(self, s, r, n, dt, st):
+        _alltoall(self.e.lib, self.p, s, r, n, dt, st)
 
     def destroy(self):
         if self.p:
@@ -223,6 +268,9 @@ class CtypesEngine(Engine):
         devs = (ctypes.c_int * n)(*devices)
         self.call("ncclCommInitAll", arr, n, devs)
         return [_CtypesComm(self, ctypes.c_void_p(arr[i])) for i in range(n)]
+
+    def has_alltoall(self) -> bool:
+        return self.version() >= ALLTOALL_VERSION and _has_symbol(self.lib, "ncclAlltoAll")
 
     def group_start(self):
         self.call("ncclGroupStart")
