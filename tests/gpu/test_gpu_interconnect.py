@@ -165,13 +165,19 @@ def _nccl(make_ctx, **kw):
 
 
 def _assert_all_checked(ms, n):
-    from hwprobe.probes.interconnect.collectives import OPS
+    from hwprobe.probes.interconnect.collectives import OPS, UNDEFINED_IN_PLACE, VARIANTS
 
     sweeps = [m for m in ms if m.kind == "sweep"]
     assert {m.params["op"] for m in sweeps} == set(OPS)
-    bad = [m for m in ms if m.status != "ok" or m.verified is False]
+    assert {m.params["variant"] for m in sweeps} == set(VARIANTS)
+    undefined = [m for m in sweeps if m.params["variant"] == "in_place" and m.params["op"] in UNDEFINED_IN_PLACE]
+    print("in-place alltoall/sendrecv (undefined in NCCL): "
+          f"{sum(m.verified is False for m in undefined)} of {len(undefined)} points wrong")
+    skip = {id(m) for m in undefined}
+    bad = [m for m in ms if (m.status != "ok" or m.verified is False) and id(m) not in skip]
     assert not bad, [(m.metric, m.flags, m.reason) for m in bad]
-    assert all(m.params["wrong"] == 0 and m.params["checked"] > 0 for m in sweeps)
+    assert all(m.params["wrong"] == 0 and m.params["checked"] > 0 for m in sweeps if id(m) not in skip)
+    assert all(m.params["timed_iters"] >= 20 and m.params["warmup"] >= 5 for m in sweeps)
     assert all(m.params["ranks"] == n for m in sweeps)
     assert any(m.metric.endswith("all_reduce.avg.check") or ".avg" in m.metric for m in ms)
 
@@ -188,7 +194,10 @@ def test_nccl_one_rank(make_ctx, mode):
 def test_nccl_ctypes_binding(make_ctx):
     ms = _nccl(make_ctx, mode="single", min_ranks=1, gpus="run", engine="ctypes", ops=("all_reduce", "alltoall"))
     assert all(m.params["engine"] == "ctypes" for m in ms if m.kind == "sweep")
-    assert not [m for m in ms if m.status != "ok"]
+    undefined = ("in_place", "alltoall")         # NCCL defines no in-place alltoall result: filed, never a ceiling
+    assert not [m for m in ms if m.status != "ok" and (m.params.get("variant"), m.params.get("op")) != undefined]
+    a2a = {m.params.get("api") for m in ms if m.kind == "sweep" and m.params["op"] == "alltoall"}
+    assert len(a2a) == 1 and a2a <= {"ncclAlltoAll", "send_recv"}
 
 
 def test_nccl_mpi_one_rank(make_ctx):
