@@ -230,6 +230,20 @@ class Profile:
 
         return roofline.ridge_point(self, precision, level, unit, path)
 
+    def collective_curve(self, op: str = "all_reduce", ranks: int | None = None, variant: str = "best"):
+        """The measured NCCL curve of ``op``: [CurvePoint(bytes, busbw, algbw, time_s, variant)] in size order
+        (hwprobe.collective; raises RooflineError where this profile has none)."""
+        from hwprobe import collective
+
+        return collective.collective_curve(self, op, ranks, variant)
+
+    def collective_time(self, op: str, nbytes: float, ranks: int | None = None, variant: str = "best"):
+        """Seconds for one ``op`` of ``nbytes`` from the measured curve, log-log interpolated; the result says
+        whether the size was inside the measured range (hwprobe.collective.CollectiveTime)."""
+        from hwprobe import collective
+
+        return collective.collective_time(self, op, nbytes, ranks, variant)
+
     # --- (de)serialisation -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
