@@ -130,3 +130,24 @@ def test_the_comparison_tool_says_what_is_missing(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "multigpu_compare.py"), "--nccl-tests", str(tmp_path),
                         "--results", str(tmp_path / "nope")], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not found" in r.stderr
+
+
+def test_the_device_script_parses_and_runs_every_collective_without_nvls():
+    """tools/device_multigpu.sh (run on the 2-GPU machine only): valid bash, NCCL_NVLS_ENABLE=0, every collective
+    hwprobe measures run by nccl-tests with checks on, both hwprobe runs, at most 8 files under $OUT."""
+    from hwprobe.probes.interconnect.collectives import OPS
+
+    script = ROOT / "tools" / "device_multigpu.sh"
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+    text = script.read_text()
+    assert "export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0" in text
+    assert f"for op in {' '.join(OPS)}; do" in text and "-c 1 -w 5 -n 20" in text and "-b 1G -e 4G -f 4" in text
+    assert "--device 0,1 --suite multigpu" in text and "-n 2 --allow-run-as-root" in text
+    outs = {"compare.md", "compare$suffix.md", "status.txt", "bundle.tgz"}
+    assert all(f'$OUT/{name}' in text for name in outs) and len(outs) <= 8
+
+
+def test_the_p2p_reference_script_needs_no_gpu_to_explain_itself():
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "p2p_reference.py"), "--help"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and "cudaMemcpyPeerAsync" in r.stdout
