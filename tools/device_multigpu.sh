@@ -67,7 +67,8 @@ run_hwprobe() {   # NAME: hwprobe run ..., its exit code and wall time in status
 run_hwprobe local python3 -m hwprobe run --device 0,1 --suite multigpu --out "$W/results-local"
 MPIEXEC=$(command -v mpiexec || command -v mpirun)
 XS=(); for v in NCCL_NVLS_ENABLE PYTHONPATH LD_LIBRARY_PATH PATH; do [ -n "${!v:-}" ] && XS+=(-x "$v"); done
-run_hwprobe mpi "$MPIEXEC" -n 2 --allow-run-as-root "${XS[@]}" python3 -m hwprobe run --suite multigpu \
+PY=$(command -v python3)     # the absolute interpreter: mpiexec's own PATH lookup can find another python3
+run_hwprobe mpi "$MPIEXEC" -n 2 --allow-run-as-root "${XS[@]}" "$PY" -m hwprobe run --suite multigpu \
   --out "$W/results-mpi"
 grep -i "improperly\|finalize" "$W/run-mpi.log" | head -5
 
