@@ -140,3 +140,17 @@ extern "C" __global__ void __launch_bounds__(256) transpose2d(const __half* __re
     for (int j = threadIdx.y; j < 32; j += 8)
         y[(unsigned long long)(bx + j) * rows + by + threadIdx.x] = tile[threadIdx.x][j];
 }
+
+// y = x + b[i % c]: a per-channel bias broadcast over a channels-last tensor, the way a framework's generic
+// (non-vectorised) elementwise path runs it: 2-byte accesses, 4 elements per thread a block-width apart, the
+// broadcast index computed per element. Frameworks launch this shape for a convolution's bias and for
+// broadcasting elementwise ops the vectorised path does not take.
+extern "C" __global__ void __launch_bounds__(128) bias_add(const __half* __restrict__ x, const __half* __restrict__ b,
+                                                           __half* __restrict__ y, unsigned long long n, int c) {
+    unsigned long long base = blockIdx.x * 512ULL + threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        unsigned long long i = base + j * 128ULL;
+        if (i < n) y[i] = __hadd(x[i], b[i % c]);
+    }
+}

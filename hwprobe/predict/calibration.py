@@ -112,6 +112,39 @@ class MemCurve:
 
 
 @dataclass
+class SdpaTable:
+    """A framework's fused attention: seconds per call over (batch x heads, sequence) per head size and causality,
+    interpolated log-log; beyond the measured batch it scales linearly, beyond the sequence quadratically."""
+
+    points: list[dict]
+
+    def time(self, bh: float, seq: float, dim: int, causal: bool) -> tuple[float, bool] | None:
+        dims = sorted({p["dim"] for p in self.points})
+        if not dims:
+            return None
+        d = min(dims, key=lambda x: abs(np.log(x / max(dim, 1))))
+        pts = [p for p in self.points if p["dim"] == d and bool(p["causal"]) == bool(causal)]
+        bhs, seqs = sorted({p["bh"] for p in pts}), sorted({p["seq"] for p in pts})
+        if len(bhs) < 2 or len(seqs) < 2:
+            return None
+        grid = np.full((len(bhs), len(seqs)), np.nan)
+        for p in pts:
+            grid[bhs.index(p["bh"]), seqs.index(p["seq"])] = np.log(p["time_s"])
+        log_t = grid[..., None]
+        _fill3(log_t)
+        (i, wi, si), (j, wj, sj) = _axis_pos(np.asarray(bhs, float), bh), _axis_pos(np.asarray(seqs, float), seq)
+        acc = sum(fi * fj * log_t[i + di, j + dj, 0] for di, fi in ((0, 1 - wi), (1, wi))
+                  for dj, fj in ((0, 1 - wj), (1, wj)) if fi and fj)
+        covered = bhs[0] <= bh <= bhs[-1] and seqs[0] <= seq <= seqs[-1] and d == dim
+        return float(np.exp(acc)) * si * sj * sj, covered
+
+
+def _fill3(a: np.ndarray) -> None:
+    if not np.isfinite(a).all():
+        _fill(a)
+
+
+@dataclass
 class Calibration:
     """Every curve of one profile. ``missing`` lists what the profile lacks (the predictor says so per kernel)."""
 
@@ -119,6 +152,9 @@ class Calibration:
     align: dict[str, list[dict]] = field(default_factory=dict)
     memory: dict[str, MemCurve] = field(default_factory=dict)
     launch: dict[str, float] = field(default_factory=dict)
+    framework: dict[str, MemCurve] = field(default_factory=dict)   # the framework's own kernels (gpu.torch_kernels)
+    sdpa: SdpaTable | None = None
+    framework_name: str = ""
 
     @classmethod
     def of(cls, profile) -> Calibration:
@@ -131,6 +167,11 @@ class Calibration:
                 cal.gemm[metric.rsplit(".", 1)[1]] = GemmTable.from_finding(params)
             elif metric.startswith("predict.memory."):
                 cal.memory[params.get("kind") or metric.rsplit(".", 1)[1]] = MemCurve.from_finding(params)
+            elif metric == "predict.torch.sdpa":
+                cal.sdpa = SdpaTable(list(params.get("points") or []))
+            elif metric.startswith("predict.torch."):
+                cal.framework[params.get("kind") or metric.rsplit(".", 1)[1]] = MemCurve.from_finding(params)
+                cal.framework_name = params.get("framework", "torch")
             elif metric.startswith("predict.launch."):
                 cal.launch[metric.rsplit(".", 1)[1]] = float(f.get("value") or params.get("median_s") or 0.0)
         return cal

@@ -96,7 +96,10 @@ def _gemm_op(layer: Layer, prec: str, it: float) -> KernelOp:
     rows = layer.rows or max(1, layer.outputs // n_total)
     g = max(layer.groups, 1)
     k = max(1, round(layer.macs / max(rows * n_total, 1)))
-    return KernelOp(layer.name, "gemm", prec, m=rows, n=max(1, n_total // g), k=k, batch=g, layers=(layer.name,))
+    conv_in = float(layer.inputs) * it if layer.op in ("conv", "convtranspose") and (layer.kernel or (1, 1)) != (
+        1, 1) else 0.0
+    return KernelOp(layer.name, "gemm", prec, m=rows, n=max(1, n_total // g), k=k, batch=g, layers=(layer.name,),
+                    conv_input_bytes=conv_in)
 
 
 def _memory_kind(layer: Layer) -> str:
@@ -148,19 +151,30 @@ def _attention(g: _Graph, i: int) -> tuple[list[int], int] | None:
         return None
     chain, j = [i], g.only_user(i)
     while j is not None and g.src(j) in ("Mul", "Div", "Add", "Where", "Cast", "Softmax", "Dropout"):
-        if g.src(j) in ("Add", "Where") and len(g.data_inputs(j)) > 1:
-            return None     # an additive mask from the inputs: PyTorch's SDPA falls back to its unfused math path
         chain.append(j)
         if g.src(j) == "Softmax":
-            k = g.only_user(j)
-            while k is not None and g.src(k) in ("Cast", "Dropout", "Identity"):
-                chain.append(k)
-                k = g.only_user(k)
+            k = _after_softmax(g, j, chain)
             if k is not None and g.src(k) == "MatMul" and g.io[k]["in"][0] == g.io[chain[-1]]["out"][0]:
                 return chain + [k], k
             return None
         j = g.only_user(j)
     return None
+
+
+def _after_softmax(g: _Graph, j: int, chain: list[int]) -> int | None:
+    """The node after a Softmax once casts, dropout and the dynamo exporter's NaN guard (Softmax -> IsNaN ->
+    Where(isnan, 0, softmax)) are stepped over (appended to ``chain``)."""
+    users = g.users(j)
+    if len(users) == 2 and {g.src(u) for u in users} == {"IsNaN", "Where"}:
+        nan = next(u for u in users if g.src(u) == "IsNaN")
+        where = next(u for u in users if g.src(u) == "Where")
+        chain += [nan, where]
+        j = where
+    k = g.only_user(j)
+    while k is not None and g.src(k) in ("Cast", "Dropout", "Identity"):
+        chain.append(k)
+        k = g.only_user(k)
+    return k
 
 
 def _attention_op(g: _Graph, first: int, last: int, prec: str, it: float) -> KernelOp | None:
@@ -300,7 +314,7 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
         done.update(span)
         if runtime != "fused" and layer.op in ("conv", "convtranspose") and len([x for x in g.io[i]["in"] if x]) > 2:
             counts["conv_bias"] += 1     # aten's cuDNN convolution adds the bias in a kernel of its own
-            out.kernels.append(KernelOp(layer.name + ".bias", "elementwise", prec, bytes=2.0 * layer.outputs * it,
+            out.kernels.append(KernelOp(layer.name + ".bias", "bias", prec, bytes=2.0 * layer.outputs * it,
                                         layers=(layer.name,)))
     out.notes.append(
         f"{len(out.kernels)} kernels from {len(model.layers)} layers: {counts['host']} shape/constant nodes run "

@@ -2,12 +2,17 @@
 
 - gemm: the GEMM table's time at (M x batch, N, K) (a batched GEMM has the tile count of one with batch x M
   rows), times the measured alignment price where N or K is off a multiple of 8 and the profile measured what
-  the library pays for it; weight-only quantization moves fewer weight bytes (K scaled by bits/16 for the byte
+  the library pays for it (cuBLAS GEMMs only: cuDNN pads channels or runs a first-layer kernel); a convolution's
+  implicit GEMM reads its input once where the table's GEMM read the kh x kw times larger im2col matrix, so the
+  difference in bytes comes off at the measured DRAM bandwidth (never below its compute or its own bytes);
+  weight-only quantization moves fewer weight bytes (K scaled by bits/16 for the byte
   term) but never runs faster than the FP16 math of the full shape.
 - attention (fused, flash-style): the two products at the rate the table gives a GEMM of the P @ V shape (its
   output is small: the scores stay on chip), and never faster than moving Q, K, V and O at the measured
   bandwidth for their size.
-- memory kinds: the memory-kernel curve of that kind at the kernel's bytes.
+- memory kinds: the memory-kernel curve of that kind at the kernel's bytes: the framework's own kernels'
+  (gpu.torch_kernels) where the profile has them and the runtime is the framework's (eager, graph), hwprobe's
+  lean kernels' otherwise (and for the fused runtime); a fused attention likewise from the framework's SDPA table.
 - collectives: the profile's measured collective curve at the message size (missing without one).
 
 The runtime sets the per-kernel floor: ``graph`` (the curves were measured as CUDA graph replays, so their times
@@ -22,9 +27,13 @@ from hwprobe.predict.calibration import Calibration, GemmTable
 from hwprobe.predict.ops import RUNTIMES, KernelOp, OpTime
 
 ITEMSIZE = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
-MEMORY_CURVE = {"elementwise": "elementwise", "norm": "norm", "softmax": "softmax", "reduction": "reduction",
-                "pool": "reduction", "transpose": "transpose", "copy": "unary", "conv_dw": "unary",
-                "embedding": "unary"}
+MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
+                "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
+                "conv_dw": "unary", "embedding": "unary"}
+# The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
+FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
+                   "reduction": "reduction", "pool": "reduction", "transpose": "copy", "copy": "copy",
+                   "conv_dw": "copy", "embedding": "copy"}
 GEMM_FALLBACK = {"bf16": "fp16", "fp16": "bf16", "fp8": "fp16", "int8": "fp16", "tf32": "fp16", "fp32": "tf32"}
 
 
@@ -97,23 +106,39 @@ class Predictor:
             t = max(tq, math_s)
             note = "; ".join(x for x in (note, f"weights in {op.weight_bits} bits: inferred from the FP16 table "
                                                "(no quantized-GEMM calibration)") if x)
-        f, why = self.align_factor(op.precision, m, op.n, op.k)
         it = ITEMSIZE.get(op.precision, 2)
-        nbytes = op.bytes or it * (m * op.k + op.batch * op.n * k_bytes + m * op.n)
+        if op.conv_input_bytes:     # the table's GEMM read the im2col matrix; the convolution reads its input once
+            extra = max(0.0, it * m * op.k - op.conv_input_bytes)
+            floor = max(op.gemm_flops / self.peak(op.precision) if self.peak(op.precision) else 0.0,
+                        (op.conv_input_bytes + it * (op.batch * op.n * op.k + m * op.n)) / self.dram_bw
+                        if self.dram_bw else 0.0)
+            t = max(t - extra / self.dram_bw if self.dram_bw else t, floor)
+            f, why = 1.0, ""        # cuDNN's channel padding and first-layer kernels: no GEMM alignment price
+        else:
+            f, why = self.align_factor(op.precision, m, op.n, op.k)
+        a_bytes = op.conv_input_bytes or it * m * op.k
+        nbytes = op.bytes or a_bytes + it * (op.batch * op.n * k_bytes + m * op.n)
         return self._finish(op, t * f, op.gemm_flops, nbytes, covered, "gemm",
                             "; ".join(x for x in (note, why) if x))
 
     def _attention(self, op: KernelOp) -> OpTime:
+        it = ITEMSIZE.get(op.precision, 2)
+        nbytes = op.bytes or it * op.batch * (2 * op.m * op.k + 2 * op.n * op.k)
+        if self.cal.sdpa is not None and op.m == op.n and self.runtime != "fused":
+            got = self.cal.sdpa.time(op.batch, op.m, op.k, op.causal)
+            if got is not None:
+                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1], "framework.sdpa", "")
         rows = op.batch * op.m
         t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
         rate = 2.0 * rows * op.k * op.n / t_pv
-        it = ITEMSIZE.get(op.precision, 2)
-        nbytes = op.bytes or it * op.batch * (2 * op.m * op.k + 2 * op.n * op.k)
         mem_s = self._mem_time("copy", nbytes)[0]
         return self._finish(op, max(op.gemm_flops / rate, mem_s), op.gemm_flops, nbytes, covered, "attention",
                             note)
 
     def _mem_time(self, kind: str, nbytes: float) -> tuple[float, bool, str]:
+        fw = self.cal.framework.get(FRAMEWORK_CURVE.get(kind, "copy")) if self.runtime != "fused" else None
+        if fw is not None:
+            return fw.time(nbytes), fw.covers(nbytes), ""
         name = MEMORY_CURVE.get(kind, "unary")
         curve = self.cal.memory.get(name) or self.cal.memory.get("unary") or next(iter(self.cal.memory.values()),
                                                                                    None)
@@ -124,7 +149,10 @@ class Predictor:
 
     def _memory(self, op: KernelOp) -> OpTime:
         t, covered, note = self._mem_time(op.kind, op.bytes)
-        return self._finish(op, t, op.flops, op.bytes, covered, f"memory.{MEMORY_CURVE.get(op.kind, 'unary')}", note)
+        fw = self.runtime != "fused" and FRAMEWORK_CURVE.get(op.kind, "copy") in self.cal.framework
+        src = (f"framework.{FRAMEWORK_CURVE.get(op.kind, 'copy')}" if fw
+               else f"memory.{MEMORY_CURVE.get(op.kind, 'unary')}")
+        return self._finish(op, t, op.flops, op.bytes, covered, src, note)
 
     def _comm(self, op: KernelOp) -> OpTime:
         fn = getattr(self.profile, "collective_time", None)

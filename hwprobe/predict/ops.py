@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 # a fused (flash) attention over ``batch`` = sequences x heads, ``m`` queries, ``n`` keys, head size ``k``;
 # the memory kinds move ``bytes`` (read + written) with little arithmetic; allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
-MEMORY_KINDS = ("elementwise", "reduction", "norm", "softmax", "transpose", "copy", "pool", "conv_dw", "embedding")
+MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "pool", "conv_dw",
+                "embedding")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")
@@ -36,6 +37,8 @@ class KernelOp:
     weight_bits: int | None = None    # gemm: B stored in 4 or 8 bits (weight-only quantization), math in precision
     ranks: int = 1                    # collectives: the number of ranks
     layers: tuple[str, ...] = ()      # the model layers this kernel covers (several where fused)
+    conv_input_bytes: float = 0.0     # gemm from a convolution: the input tensor's bytes (0: a plain GEMM). An
+    #                                   implicit GEMM reads its input once, not the kh x kw times larger im2col matrix
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -32,6 +32,7 @@ MODULES = (
     "calibration.launch",
     "calibration.gemm_shapes",
     "calibration.memkernels",
+    "calibration.torch_kernels",
 )
 
 

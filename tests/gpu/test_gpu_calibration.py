@@ -58,3 +58,24 @@ def test_gemm_shapes(gpu_ctx_factory):
             assert all(b >= 0.8 * a for a, b in zip(col, col[1:], strict=False)), col
     align = next((m for m in out if m.metric == "predict.gemm_align.fp16"), None)
     assert align is not None and all(p["factor"] > 0 for p in align.params["points"])
+
+
+def test_torch_kernels(gpu_ctx_factory):
+    """PyTorch's own kernels where torch is installed (the device image has it); a skip record otherwise."""
+    from hwprobe.probes.calibration import torch_kernels
+
+    _, out = _run(gpu_ctx_factory, "gpu.torch_kernels", torch_kernels.run)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        assert [m.status for m in out] == ["skipped"]
+        return
+    errors = [(m.metric, m.reason) for m in out if m.status == "error"]
+    assert not errors, errors
+    curves = {m.metric: m.params for m in out if m.kind == "info"}
+    assert {f"predict.torch.{k}" for k in torch_kernels.KINDS} <= set(curves)
+    for name, c in curves.items():
+        if name == "predict.torch.sdpa":
+            assert all(p["time_s"] > 0 for p in c["points"])
+            continue
+        assert c["bytes"] == sorted(c["bytes"]) and c["time_s"][-1] > c["time_s"][0], name

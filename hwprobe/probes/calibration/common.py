@@ -14,7 +14,7 @@ from collections.abc import Callable
 GRAPH_TARGET_S = 0.001      # GPU time of one replay of a point's graph
 MAX_REPS = 512              # launches captured in one graph at most
 MIN_REPS = 16               # ... and at least (so the per-node gap is averaged)
-KERNELS = ("empty_kernel", "ew_add", "ew_relu", "row_norm", "row_softmax", "row_mean", "transpose2d")
+KERNELS = ("empty_kernel", "ew_add", "ew_relu", "row_norm", "row_softmax", "row_mean", "transpose2d", "bias_add")
 
 
 def module():

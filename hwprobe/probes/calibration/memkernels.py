@@ -1,7 +1,8 @@
 """gpu.mem_kernels: what a memory-bound kernel costs against the bytes it moves, L2-resident to DRAM-sized.
 
 Models spend much of their time between GEMMs in kernels that move bytes and do little arithmetic:
-elementwise ops, normalisations, softmax, pooling (row reductions) and layout transposes. Their time is not
+elementwise ops (vectorised, and the generic broadcast path a framework takes for a per-channel bias),
+normalisations, softmax, pooling (row reductions) and layout transposes. Their time is not
 bytes over the DRAM slope: small tensors sit in L2 and are bound by the kernel's own latency and the gap
 between launches; large ones reach the DRAM bandwidth only past a few MiB. Each point is one kernel replayed
 back to back in a CUDA graph (hwprobe.probes.calibration.common), so its time is what one such kernel costs
@@ -21,7 +22,8 @@ import numpy as np
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common
 
-KINDS = ("elementwise", "unary", "norm", "softmax", "reduction", "transpose")
+KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "transpose")
+BIAS_CHANNELS = 256                  # bias: channels of the broadcast vector
 ROW_COLS = 1024                      # row kernels: a hidden size of 1024 halves per row
 POOL_COLS = 196                      # row_mean: a 14 x 14 map per channel
 SIZES = common.geometric(1 << 13, 1 << 30, 2)          # bytes moved per kernel: 8 KiB .. 1 GiB
@@ -66,6 +68,17 @@ def _elementwise(cp, nbytes: int, unary: bool) -> Point:
     return Point(launch, 6 * n, check, f"{n} halves")
 
 
+def _bias(cp, nbytes: int) -> Point:
+    n = max(BIAS_CHANNELS, nbytes // 4 // BIAS_CHANNELS * BIAS_CHANNELS)
+    x, b = _rand(cp, n, 5), _rand(cp, BIAS_CHANNELS, 6)
+    y = cp.empty(n, dtype=cp.float16)
+    k = common.kernel("bias_add")
+    launch = lambda: k(((n + 511) // 512,), (128,), (x, b, y, np.uint64(n), np.int32(BIAS_CHANNELS)))
+    check = lambda: _close(cp, y, (x.reshape(-1, BIAS_CHANNELS).astype(cp.float32) + b.astype(cp.float32)).ravel(),
+                           "bias_add")
+    return Point(launch, 4 * n, check, f"{n // BIAS_CHANNELS} x {BIAS_CHANNELS}")
+
+
 def _rows(cp, nbytes: int, kind: str) -> Point:
     cols = POOL_COLS if kind == "reduction" else ROW_COLS
     rows = max(1, nbytes // (4 * cols) if kind != "reduction" else nbytes // (2 * cols))
@@ -108,6 +121,8 @@ def make_point(cp, kind: str, nbytes: int) -> Point:
         return _elementwise(cp, nbytes, kind == "unary")
     if kind == "transpose":
         return _transpose(cp, nbytes)
+    if kind == "bias":
+        return _bias(cp, nbytes)
     return _rows(cp, nbytes, kind)
 
 

@@ -1,0 +1,199 @@
+"""gpu.torch_kernels: the framework's own kernels, where PyTorch is installed (optional; skipped otherwise).
+
+A prediction of a PyTorch model's time is only as good as its price for PyTorch's kernels, and those are not
+hwprobe's: at small sizes a framework's generic elementwise path (index arithmetic, broadcasting, type
+promotion) takes about twice as long as a lean kernel moving the same bytes, and its attention runs as one fused
+scaled-dot-product kernel whose efficiency no GEMM shows. So, when torch imports (never a dependency of
+hwprobe: imported here only, lazily), this probe times PyTorch's kernels the same way the other calibration
+probes time theirs: each kernel replayed back to back in a CUDA graph (torch.cuda.CUDAGraph), per-kernel time
+against bytes moved, on FP16 data; and F.scaled_dot_product_attention over (batch x heads, sequence, head
+size), causal and not. Each point's output is checked against float32 arithmetic.
+
+Results: ``predict.torch.<kind>`` curve findings (the same form as gpu.mem_kernels') and ``predict.torch.sdpa``
+(a table); hwprobe.predict prefers them, for the framework they describe, over its own kernels' curves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hwprobe.probes.base import probe
+from hwprobe.probes.calibration import common
+
+KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "copy")
+SIZES = common.geometric(1 << 13, 1 << 30, 2)
+QUICK_SIZES = common.geometric(1 << 13, 1 << 26, 8)
+HIDDEN = 1024             # norm/softmax rows; bias channels
+POOL = 49                 # reduction: mean over a 7 x 7 map per channel (global average pooling)
+SDPA_BH = (12, 96, 384, 1536)
+SDPA_SEQ = (128, 256, 512, 1024, 2048, 4096)
+SDPA_DIM = (64, 128)
+SDPA_MAX_ELEMS = 1 << 29  # batch x heads x seq x dim of Q at most (memory and time)
+
+
+def _graph_time(torch, fn, reps: int | None = None) -> tuple[float, int]:
+    """Seconds per call of ``fn`` replayed ``reps`` times back to back in a CUDA graph (median of 3 replays)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+
+    def capture(n: int):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(n):
+                fn()
+        return g
+
+    def timed(g) -> float:
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        return a.elapsed_time(b) * 1e-3
+
+    if reps is None:
+        g = capture(common.MIN_REPS)
+        g.replay()
+        t = timed(g) / common.MIN_REPS
+        reps = int(min(common.MAX_REPS, max(common.MIN_REPS, np.ceil(common.GRAPH_TARGET_S / max(t, 1e-9)))))
+    g = capture(reps)
+    g.replay()
+    return float(np.median([timed(g) for _ in range(3)])) / reps, reps
+
+
+def _case(torch, kind: str, nbytes: int):
+    """(fn, bytes moved, check, shape) for one kind at about ``nbytes`` moved."""
+    F = torch.nn.functional
+    half = torch.float16
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    rnd = lambda *shape: (torch.rand(*shape, device="cuda", generator=gen) * 2 - 1).to(half)
+    if kind in ("elementwise", "unary", "copy"):
+        streams = 3 if kind == "elementwise" else 2
+        n = max(1024, nbytes // (2 * streams) // 1024 * 1024)
+        x, y, out = rnd(n), rnd(n), torch.empty(n, device="cuda", dtype=half)
+        if kind == "elementwise":
+            return (lambda: torch.add(x, y, out=out)), 6 * n, lambda: (out.float(), x.float() + y.float()), f"{n}"
+        if kind == "unary":
+            return (lambda: torch.clamp_min(x, 0, out=out)), 4 * n, lambda: (out.float(), x.float().clamp_min(0)), (
+                f"{n} (relu as clamp_min)")
+        return (lambda: out.copy_(x)), 4 * n, lambda: (out.float(), x.float()), f"{n}"
+    if kind == "bias":
+        rows = max(1, nbytes // (4 * HIDDEN))
+        x, b, out = rnd(rows, HIDDEN), rnd(HIDDEN), torch.empty(rows, HIDDEN, device="cuda", dtype=half)
+        return (lambda: torch.add(x, b, out=out)), 4 * rows * HIDDEN, lambda: (out.float(), x.float() + b.float()), (
+            f"{rows} x {HIDDEN} + {HIDDEN}")
+    if kind in ("norm", "softmax"):
+        rows = max(1, nbytes // (4 * HIDDEN))
+        x = rnd(rows, HIDDEN)
+        if kind == "norm":
+            w, b = rnd(HIDDEN), rnd(HIDDEN)
+            fn = lambda: F.layer_norm(x, (HIDDEN,), w, b)
+            ref = lambda: F.layer_norm(x.float(), (HIDDEN,), w.float(), b.float())
+        else:
+            fn = lambda: torch.softmax(x, dim=-1)
+            ref = lambda: torch.softmax(x.float(), dim=-1)
+        holder = {}
+        return (lambda: holder.__setitem__("y", fn())), 4 * rows * HIDDEN, lambda: (holder["y"].float(), ref()), (
+            f"{rows} x {HIDDEN}")
+    rows = max(1, nbytes // (2 * POOL))          # reduction: NHWC global average pooling, [rows/C, 7, 7, C]
+    c = 256 if rows >= 256 else rows
+    x = rnd(max(1, rows // c), POOL, c)
+    holder = {}
+    return (lambda: holder.__setitem__("y", x.mean(dim=1))), 2 * x.numel() + 2 * x.shape[0] * c, lambda: (
+        holder["y"].float(), x.float().mean(dim=1)), f"{x.shape[0]} x {POOL} x {c}"
+
+
+def _check(got_want, what: str, tol: float = 2e-2) -> None:
+    got, want = got_want
+    err = float((got - want).abs().max() / want.abs().max().clamp_min(1e-6))
+    if not np.isfinite(err) or err > tol:
+        raise AssertionError(f"{what}: max relative error {err:.3g} > {tol}")
+
+
+def _curves(ctx, torch, kinds, sizes):
+    for kind in kinds:
+        pts = []
+        for nbytes in sizes:
+            metric = f"predict.torch.{kind}.b{nbytes}"
+            try:
+                fn, moved, check, shape = _case(torch, kind, nbytes)
+                t, reps = _graph_time(torch, fn)
+                fn()
+                torch.cuda.synchronize()
+                _check(check(), f"torch {kind} {shape}")
+            except Exception as e:
+                yield ctx.error(metric, f"torch {kind} at {nbytes} B", e)
+                continue
+            finally:
+                torch.cuda.empty_cache()
+            pts.append((moved, t, shape))
+            yield ctx.derived(metric, moved / t, unit="B/s", kind="sweep", verified=True,
+                              params={"kernel": kind, "bytes": moved, "time_s": t, "shape": shape, "reps": reps})
+        if pts:
+            pts.sort()
+            yield ctx.derived(f"predict.torch.{kind}", len(pts), unit="points", kind="info",
+                              params={"kind": kind, "bytes": [p[0] for p in pts], "time_s": [p[1] for p in pts],
+                                      "shapes": [p[2] for p in pts], "dtype": "float16", "runtime": "cuda_graph",
+                                      "framework": f"torch {torch.__version__}"},
+                              notes=[f"PyTorch {kind} kernel: seconds per kernel against bytes moved, replayed in a "
+                                     "CUDA graph"])
+
+
+def _sdpa_point(torch, bh: int, s: int, d: int, causal: bool) -> float:
+    F = torch.nn.functional
+    q, k, v = (torch.randn(1, bh, s, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    holder = {}
+    t, _ = _graph_time(torch, lambda: holder.__setitem__(
+        "o", F.scaled_dot_product_attention(q, k, v, is_causal=causal)))
+    ref = F.scaled_dot_product_attention(q[:, :2].float(), k[:, :2].float(), v[:, :2].float(), is_causal=causal)
+    _check((holder["o"][:, :2].float(), ref), f"sdpa {bh}x{s}x{d}")
+    return t
+
+
+def _sdpa(ctx, torch, quick: bool):
+    rows = []
+    bhs, seqs = (SDPA_BH[:2], SDPA_SEQ[::2]) if quick else (SDPA_BH, SDPA_SEQ)
+    for causal in (False, True):
+        for d in SDPA_DIM:
+            for bh in bhs:
+                for s in seqs:
+                    if bh * s * d > SDPA_MAX_ELEMS:
+                        continue
+                    try:
+                        t = _sdpa_point(torch, bh, s, d, causal)
+                        rows.append({"bh": bh, "seq": s, "dim": d, "causal": causal, "time_s": t})
+                    except Exception as e:
+                        yield ctx.error(f"predict.torch.sdpa.bh{bh}s{s}d{d}", "torch SDPA", e)
+                    finally:
+                        torch.cuda.empty_cache()
+    if rows:
+        yield ctx.derived("predict.torch.sdpa", len(rows), unit="points", kind="info",
+                          params={"points": rows, "framework": f"torch {torch.__version__}", "dtype": "float16"},
+                          notes=["PyTorch scaled_dot_product_attention (its fused kernels), seconds per call over "
+                                 "batch x heads, sequence (queries = keys) and head size, replayed in a CUDA graph"])
+
+
+@probe(name="gpu.torch_kernels", target="gpu", family="calibration",
+       summary="Prediction calibration with PyTorch's own kernels (optional: skipped without torch): elementwise, "
+               "bias, norm, softmax, reduction, copy and SDPA attention, in CUDA graphs",
+       choices={"kinds": KINDS})
+def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, max_bytes: int = 1 << 30):
+    try:
+        import torch
+    except Exception as e:
+        yield ctx.skip("predict.torch", f"PyTorch is not installed ({type(e).__name__}); the predictor uses "
+                                        "hwprobe's own kernels' curves")
+        return
+    if not torch.cuda.is_available():
+        yield ctx.skip("predict.torch", "torch sees no CUDA device")
+        return
+    sizes = [s for s in (QUICK_SIZES if ctx.quick else SIZES) if s <= max_bytes]
+    with torch.inference_mode():
+        yield from _curves(ctx, torch, kinds or KINDS, sizes)
+        if sdpa:
+            yield from _sdpa(ctx, torch, ctx.quick)
