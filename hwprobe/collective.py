@@ -48,6 +48,10 @@ class CollectiveTime:
     def algbw(self) -> float:
         return self.nbytes / self.seconds
 
+    def __iter__(self):
+        """(seconds, in_range, how): what hwprobe.predict unpacks when it prices a collective."""
+        return iter((self.seconds, self.in_range, self.how))
+
 
 def _norm_op(op: str) -> str:
     from hwprobe.probes.interconnect.collectives import OPS

@@ -120,3 +120,22 @@ def test_best_curve_from_records_takes_the_faster_variant():
     assert {p.variant for p in prof.collective_curve("alltoall")} == {"out_of_place"}     # in place was wrong
     with pytest.raises(RooflineError, match="no verified in-place"):
         prof.collective_curve("alltoall", variant="in_place")
+
+
+def test_the_predictor_prices_an_allreduce_on_the_measured_curve():
+    """hwprobe.predict's comm kernels read profile.collective_time(kind, bytes, ranks) as (seconds, covered, note)."""
+    from types import SimpleNamespace
+
+    from hwprobe.predict.model import Predictor
+    from hwprobe.predict.ops import KernelOp
+
+    prof = _synthetic()
+    seconds, covered, how = prof.collective_time("allreduce", 2 * MiB, 2)
+    assert seconds == pytest.approx(power_law(2 * MiB), rel=1e-9) and covered and "log-log" in how
+    op = KernelOp("tp.allreduce", "allreduce", bytes=2 * MiB, ranks=2)
+    got = Predictor._comm(SimpleNamespace(profile=prof), op)
+    assert got.time_s == seconds and got.covered and got.bound == "comm"
+    far = Predictor._comm(SimpleNamespace(profile=prof), KernelOp("tp.allreduce", "allreduce", bytes=1e12, ranks=2))
+    assert not far.covered and far.time_s > 0
+    none = Predictor._comm(SimpleNamespace(profile=prof), KernelOp("x", "allreduce", bytes=MiB, ranks=8))
+    assert none.time_s == 0.0 and not none.covered and "over 8 ranks" in none.note
