@@ -48,6 +48,10 @@ class CollectiveTime:
     def algbw(self) -> float:
         return self.nbytes / self.seconds
 
+    def __iter__(self):
+        """(seconds, in_range, how): what hwprobe.predict unpacks when it prices a collective."""
+        return iter((self.seconds, self.in_range, self.how))
+
 
 def _norm_op(op: str) -> str:
     from hwprobe.probes.interconnect.collectives import OPS
@@ -136,15 +140,16 @@ def collective_time(profile, op: str, nbytes: float, ranks: int | None = None,
         return CollectiveTime(o, n, nbytes, nbytes / hi.algbw, False,
                               f"above the largest measured size ({hi.bytes} B): its algbw "
                               f"({hi.algbw / 1e9:.4g} GB/s) carried on")
+    exact = next((p for p in pts if p.bytes == nbytes), None)
+    if exact is not None:
+        return CollectiveTime(o, n, nbytes, exact.time_s, True, f"measured at {exact.bytes} B ({exact.variant})")
     for a, b in zip(pts, pts[1:], strict=False):
-        if a.bytes <= nbytes <= b.bytes:
-            if nbytes == a.bytes or a.bytes == b.bytes:
-                return CollectiveTime(o, n, nbytes, a.time_s, True, f"measured at {a.bytes} B")
+        if a.bytes < nbytes < b.bytes:
             w = math.log(nbytes / a.bytes) / math.log(b.bytes / a.bytes)
             t = math.exp(math.log(a.time_s) + w * (math.log(b.time_s) - math.log(a.time_s)))
             return CollectiveTime(o, n, nbytes, t, True,
                                   f"log-log between the measured {a.bytes} B and {b.bytes} B")
-    return CollectiveTime(o, n, nbytes, hi.time_s, True, f"measured at {hi.bytes} B")
+    raise AssertionError("unreachable: nbytes lies between two measured sizes")
 
 
 def _ranks_of(profile, op: str, ranks: int | None) -> int:

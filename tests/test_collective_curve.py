@@ -4,6 +4,8 @@ range said so, old profiles (busbw-only curves) still read, and a profile built 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hwprobe.collective import collective_curve, collective_time
@@ -120,3 +122,48 @@ def test_best_curve_from_records_takes_the_faster_variant():
     assert {p.variant for p in prof.collective_curve("alltoall")} == {"out_of_place"}     # in place was wrong
     with pytest.raises(RooflineError, match="no verified in-place"):
         prof.collective_curve("alltoall", variant="in_place")
+
+
+def test_the_predictor_prices_an_allreduce_on_the_measured_curve():
+    """hwprobe.predict's comm kernels read profile.collective_time(kind, bytes, ranks) as (seconds, covered, note)."""
+    from types import SimpleNamespace
+
+    from hwprobe.predict.model import Predictor
+    from hwprobe.predict.ops import KernelOp
+
+    prof = _synthetic()
+    seconds, covered, how = prof.collective_time("allreduce", 2 * MiB, 2)
+    assert seconds == pytest.approx(power_law(2 * MiB), rel=1e-9) and covered and "log-log" in how
+    op = KernelOp("tp.allreduce", "allreduce", bytes=2 * MiB, ranks=2)
+    got = Predictor._comm(SimpleNamespace(profile=prof), op)
+    assert got.time_s == seconds and got.covered and got.bound == "comm"
+    far = Predictor._comm(SimpleNamespace(profile=prof), KernelOp("tp.allreduce", "allreduce", bytes=1e12, ranks=2))
+    assert not far.covered and far.time_s > 0
+    none = Predictor._comm(SimpleNamespace(profile=prof), KernelOp("x", "allreduce", bytes=MiB, ranks=8))
+    assert none.time_s == 0.0 and not none.covered and "over 8 ranks" in none.note
+
+
+H200X2 = Path(__file__).resolve().parents[1] / "profiles" / "h200x2" / "2026-11-26-multigpu" / "results-local"
+
+
+@pytest.mark.skipif(not (H200X2 / "profile.json").exists(), reason="the committed 2x H200 profile is not here")
+def test_the_committed_2x_h200_profile():
+    """The measured curves of the committed 2x H200 run: 8 B .. 4 GiB, each ceiling the top of its best curve, the
+    variant it names; in-place alltoall (wrong at large sizes, NCCL leaves it undefined) never on the curve there."""
+    from hwprobe.profile import load_profile
+
+    prof = load_profile(H200X2 / "profile.json")
+    for op in C.OPS:
+        pts = prof.collective_curve(op, 2)
+        busbw = prof.links[f"nccl.{op}"].ceilings["busbw"]
+        assert pts[0].bytes <= 16 and pts[-1].bytes == 4 << 30
+        top = max(pts, key=lambda p: p.busbw)
+        assert top.busbw == pytest.approx(busbw.value) and top.variant == busbw.params["variant"]
+        t = prof.collective_time(op, 4 << 30, 2)
+        assert t.in_range and t.seconds == pts[-1].time_s and "measured at" in t.how
+    assert prof.collective_curve("alltoall", 2)[-1].variant == "out_of_place"
+    big_ip = [p.bytes for p in prof.collective_curve("alltoall", 2, "in_place")]
+    assert (4 << 30) not in big_ip
+    tp = prof.collective_time("all_reduce", 3 << 20, 2)          # a tensor-parallel all-reduce of 3 MiB
+    lo, hi = (next(p for p in prof.collective_curve("all_reduce", 2) if p.bytes == s) for s in (2 << 20, 4 << 20))
+    assert lo.time_s < tp.seconds < hi.time_s and tp.in_range
