@@ -94,10 +94,14 @@ def export(module, x, name: str, dyn: dict, path: Path, dynamo: bool) -> int:
 
 
 def strip(path: Path) -> None:
-    """Move every initializer's data to an external file and delete it: dims stay, bytes go."""
+    """Move every initializer's data to an external file and delete it: dims stay, bytes go. Node doc strings
+    and metadata (the dynamo exporter's stack traces) go too: they are most of a stripped graph's size."""
     import onnx
 
     m = onnx.load(str(path))
+    for n in m.graph.node:
+        n.doc_string = ""
+        del n.metadata_props[:]
     data = path.with_suffix(".onnx.data")
     onnx.save_model(m, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location=data.name,
                     size_threshold=1024)

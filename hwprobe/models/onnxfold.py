@@ -206,6 +206,7 @@ def _with_values(model, folded: Folded):
     keep = [n for i, n in enumerate(g.node) if i not in folded.shape_only]
     del g.node[:]
     g.node.extend(keep)
+    del g.value_info[:]           # the exporter's symbolic guesses would contradict the values now known
     have = {t.name for t in g.initializer}
     for name, v in folded.values.items():
         if name not in have:
@@ -213,26 +214,45 @@ def _with_values(model, folded: Folded):
     return m
 
 
+def _agrees(v: np.ndarray, known: list | None) -> np.ndarray | None:
+    """The value in the shape the exporter's value_info gives it where the element counts agree (a 0-d scalar
+    declared [1]); None where they contradict: such a value is not trusted."""
+    if known is None:
+        return v
+    if len(known) == v.ndim and all(k is None or k == d for k, d in zip(known, v.shape, strict=True)):
+        return v
+    if all(k is not None for k in known) and int(np.prod(known)) == v.size:
+        return v.reshape(known)
+    return None
+
+
 def fold(model, infer: Callable, seed: dict[str, np.ndarray]) -> tuple[object, Folded]:
     """Alternate ONNX shape inference (``infer``) and host evaluation until no new value appears. Returns the
-    inferred model (evaluated nodes folded into initializers) and what was evaluated."""
+    inferred model (evaluated nodes folded into initializers) and what was evaluated. A round whose inference
+    fails ends the loop with the last good round's result."""
     f = Folded(values=dict(seed))
+    declared = _shapes(model.graph)          # what the exporter wrote (value_info): the exporter knew
     inferred = infer(model)
     for f.rounds in range(1, ROUNDS + 1):
         shapes = _shapes(inferred.graph)
-        new = False
+        added: list[int] = []
         for i, node in enumerate(model.graph.node):
             if i in f.shape_only:
                 continue
             out = evaluate(node, f.values, shapes)
-            if out is None:
+            out = [_agrees(v, declared.get(n)) for n, v in zip(node.output, out, strict=False)] if out else None
+            if not out or any(v is None for v in out):
                 continue
             for name, v in zip(node.output, out, strict=False):
                 f.values[name] = v
                 shapes[name] = list(v.shape)
             f.shape_only.add(i)
-            new = True
-        if not new:
+            added.append(i)
+        if not added:
             break
-        inferred = infer(_with_values(model, f))
+        try:
+            inferred = infer(_with_values(model, f))
+        except Exception:  # noqa: BLE001 - onnx's own error types; this round's values are dropped
+            f.shape_only.difference_update(added)
+            break
     return inferred, f
