@@ -146,6 +146,8 @@ def join(a: Analysis, times: list[Times]) -> Joined:
         hit = idx.match(r.name)
         if not hit:
             unmatched.append(r)
+            if not r.kernel and r.time_s:          # a timed layer without a tactic name: kept, unclassified
+                kernels.append((r, classify(r.layer_type or r.name)))
             continue
         key = tuple(hit)
         k = classify(r.kernel) if r.kernel else None
