@@ -92,3 +92,23 @@ def test_cli_dim_option(tmp_path):
     assert json.loads(ok.stdout)["totals"]["macs"] > 11e9
     bad = subprocess.run(base + ["--dim", "sequence"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_module_path_ranges_match_onnx_scopes():
+    """torch_ranges names a record_function range by module path; the TorchScript export names nodes by the
+    same scope. resnet18.leaf_modules.txt lists torchvision resnet18's leaf modules (named_modules)."""
+    from hwprobe.models.join import _Index
+    from hwprobe.models.torch_ranges import module_path
+
+    assert module_path("/layer1/layer1.0/conv1/Conv") == "layer1.0.conv1"
+    assert module_path("/m/encoder/layer.0/attention/self/query/MatMul") == "m.encoder.layer.0.attention.self.query"
+    assert module_path("node_Conv_293") is None
+    m = load_onnx(DATA / "resnet18.torchscript.onnx", 1)
+    idx = _Index([x.name for x in m.layers])
+    mods = (DATA / "resnet18.leaf_modules.txt").read_text().split()
+    convs = [x for x in mods if x.endswith(("conv1", "conv2", "downsample.0", "fc"))]
+    assert len(convs) == 21
+    for mod in convs:
+        hit = idx.match(mod)
+        assert len(hit) == 1 and m.layers[hit[0]].op in ("conv", "gemm"), (mod, hit)
+    assert sum(m.layers[i].macs for mod in convs for i in idx.match(mod)) == m.gemm_macs
