@@ -2,14 +2,17 @@
 
 - ``json`` / ``csv``: hwprobe's stable flat form: one row per compute ceiling (precision, unit, path, dense or
   2:4 sparse) and per memory level (B/s, latency, capacity), with the metric, probe and clock behind each;
-- ``llm-viewer``: LLM-Viewer's hardware dictionary entry (``bandwidth`` B/s, ``FP16``/``INT8`` op/s, dense;
-  ``onchip_buffer`` bytes, which LLM-Viewer takes as the register file size);
+- ``llm-viewer``: a pasteable entry for LLM-Viewer's ``hardware_params`` dict (Python literals; ``bandwidth``
+  B/s, ``FP16``/``INT8`` op/s, dense; ``onchip_buffer`` bytes, which LLM-Viewer takes as the register file
+  size), provenance in comments above it;
 - ``llm-analysis``: llm-analysis's ``gpu_configs`` JSON (GB/s, TFLOPS; ``mem_per_GPU_in_GB`` in GiB, as
-  llm-analysis multiplies it by 1024**3). Its loader takes no extra keys: the provenance goes in a sidecar;
+  llm-analysis multiplies it by 1024**3). Its loader reads every JSON file in that folder and takes no extra
+  keys: nothing but the config goes there, the provenance goes to stderr or ``--provenance FILE``;
 - ``ert``: the Empirical Roofline Toolkit's ``roofline.json`` (``empirical`` and ``spec`` blocks, each with
-  ``gflops`` and ``gbytes`` data), the spec block from the datasheet/theory figures stored in the profile.
+  ``gflops`` and ``gbytes`` data, highest roof first), the spec block from the datasheet/theory figures.
 
-What is not measured is null with a reason: no number stands in for a measurement.
+No number stands in for a measurement: a field a consumer requires and the profile lacks is refused (or given
+by the user with ``--set KEY=VALUE``, said so in the provenance); an optional one is omitted with a warning.
 """
 
 from __future__ import annotations
@@ -111,7 +114,27 @@ def _p2p(profile) -> tuple[Any, float | None, str]:
     return (best[1] if best else None), lat, best[0] if best else ""
 
 
-def llm_viewer(profile, name: str, path: str) -> Export:
+def _apply(cfg: dict[str, Any], prov: dict[str, Any], overrides: dict[str, float], fmt: str) -> None:
+    """Values the user gives (``--set KEY=VALUE``) in place of missing or measured ones, said in provenance."""
+    for k, v in overrides.items():
+        if k not in cfg:
+            raise InputError(f"--set {k}: {fmt} has no such field; fields: {', '.join(x for x in cfg if x != 'name')}")
+        cfg[k] = v
+        prov[k] = "given by the user (--set), not measured"
+
+
+def _missing(cfg: dict[str, Any], required: tuple[str, ...], fmt: str) -> None:
+    """Refuse, in one line, an export whose consumer would crash on or invent a required field."""
+    miss = [k for k in required if cfg.get(k) is None]
+    if miss:
+        raise InputError(f"{fmt} needs {', '.join(miss)}, which this profile does not measure; give them with "
+                         f"--set {miss[0]}=VALUE (recorded as user-given) or measure them")
+
+
+def llm_viewer(profile, name: str, path: str, overrides: dict[str, float] | None = None) -> Export:
+    """A pasteable entry for LLM-Viewer's ``hardware_params`` dict (Python literals), provenance as comments.
+    Every key LLM-Viewer reads must be there: a profile without an INT8 figure is refused, not left to crash
+    LLM-Viewer's 8-bit runs."""
     m = is_measured(profile)
     dram = profile.memory.get("dram")
     fp16, int8 = _tc(profile, "fp16", path), _tc(profile, "int8", path)
@@ -125,12 +148,31 @@ def llm_viewer(profile, name: str, path: str) -> Export:
             "INT8": _prov(int8, m) if int8 else f"no int8 tensor_core {path} ceiling measured",
             "onchip_buffer": ("device-reported register file (regs_per_sm x 4 B x SMs), LLM-Viewer's on-chip "
                               "buffer convention; not a measurement") if regs else "device reports no register file"}
-    entry["hwprobe"] = {"meta": _meta(profile, "llm-viewer hardware_params entry"), "numbers": prov}
-    text = json.dumps({name: entry}, indent=2)
-    return Export("llm-viewer", text, f"{name}.llm-viewer.json")
+    _apply(entry, prov, overrides or {}, "llm-viewer")
+    _missing(entry, tuple(entry), "llm-viewer")
+    meta = _meta(profile, "LLM-Viewer hardware_params entry")
+    lines = [f"# hwprobe {meta['hwprobe_version']}: {meta['device']} ({'measured' if m else 'spec-derived'}), "
+             f"profile {meta['profile_created_utc']}; paste into hardware_params in LLM-Viewer's hardwares/"]
+    for k, v in prov.items():
+        what = v if isinstance(v, str) else f"{v['what']}, {v['metric']} ({v['probe']}) at {v['clock_mhz']} MHz"
+        lines.append(f"#   {k}: {what}")
+    body = ", ".join(f"{json.dumps(k)}: {float(v)!r}" if k != "onchip_buffer" else f"{json.dumps(k)}: {int(v)!r}"
+                     for k, v in entry.items())
+    lines.append(f"{json.dumps(name)}: {{{body}}},")
+    return Export("llm-viewer", "\n".join(lines) + "\n", f"{name}.llm-viewer.py",
+                  {"meta": meta, "numbers": prov})
 
 
-def llm_analysis(profile, name: str, path: str) -> Export:
+LLM_ANALYSIS_REQUIRED = ("mem_per_GPU_in_GB", "hbm_bandwidth_in_GB_per_sec", "intra_node_bandwidth_in_GB_per_sec",
+                         "intra_node_min_message_latency", "peak_fp16_TFLOPS")
+LLM_ANALYSIS_DEFAULTS = {"peak_i8_TFLOPS": "llm-analysis assumes 2x the FP16 peak",
+                         "peak_i4_TFLOPS": "llm-analysis assumes 4x the FP16 peak",
+                         "inter_node_bandwidth_in_GB_per_sec": "llm-analysis assumes 200 GB/s"}
+
+
+def llm_analysis(profile, name: str, path: str, overrides: dict[str, float] | None = None) -> Export:
+    """llm-analysis's ``gpu_configs`` JSON: its required fields all present (refused otherwise), its optional
+    ones omitted with a warning where not measured; no null for llm-analysis to fill in or trip on."""
     m = is_measured(profile)
     d = profile.device
     dram = profile.memory.get("dram")
@@ -153,8 +195,11 @@ def llm_analysis(profile, name: str, path: str) -> Export:
             "peak_i8_TFLOPS": _prov(int8, m) if int8 else "not measured",
             "peak_i4_TFLOPS": _prov(int4, m) if int4 else "no INT4 Tensor Core ceiling in this profile",
             "inter_node_bandwidth_in_GB_per_sec": "hwprobe does not measure inter-node links"}
-    nulls = [k for k, v in cfg.items() if v is None]
-    notes = [f"null (not measured): {', '.join(nulls)}"] if nulls else []
+    _apply(cfg, prov, overrides or {}, "llm-analysis")
+    _missing(cfg, LLM_ANALYSIS_REQUIRED, "llm-analysis")
+    omitted = [k for k, v in cfg.items() if v is None]
+    notes = [f"omitted (not measured): {k}: {LLM_ANALYSIS_DEFAULTS[k]}" for k in omitted]
+    cfg = {k: v for k, v in cfg.items() if v is not None}
     return Export("llm-analysis", json.dumps(cfg, indent=4) + "\n", f"{name}.json",
                   {"meta": _meta(profile, "llm-analysis gpu_configs"), "numbers": prov}, notes)
 
@@ -186,6 +231,8 @@ def ert(profile) -> Export:
             ref = m.bandwidth.datasheet or m.bandwidth.theory_at_max_clock
             if ref:
                 spec_bytes.append([names[level], round(ref / 1e9, 2)])
+    for rows_ in (flops, spec_flops, gbytes, spec_bytes):      # highest roof first: readers size axes from it
+        rows_.sort(key=lambda r: r[1], reverse=True)
     doc = {"empirical": {"gflops": {"data": flops, "metadata": {}}, "gbytes": {"data": gbytes, "metadata": {}},
                          "metadata": {"hwprobe": _meta(profile, "ERT roofline.json"), "numbers": labels}},
            "spec": {"gflops": {"data": spec_flops}, "gbytes": {"data": spec_bytes},
@@ -193,7 +240,8 @@ def ert(profile) -> Export:
     return Export("ert", json.dumps(doc, indent=2) + "\n", "roofline.json")
 
 
-def export(profile, fmt: str, *, path: str = "library", name: str | None = None, source: str = "") -> Export:
+def export(profile, fmt: str, *, path: str = "library", name: str | None = None, source: str = "",
+           overrides: dict[str, float] | None = None) -> Export:
     """``profile`` in the shape ``fmt`` expects. ``path`` picks library or instruction ceilings where a format
     has one number per precision (the libraries' is what frameworks reach)."""
     fmt = fmt.strip().lower()
@@ -216,8 +264,10 @@ def export(profile, fmt: str, *, path: str = "library", name: str | None = None,
                        "2:4; clock_mhz: the SM clock behind the figure (DRAM: the memory clock)",
                "ceilings": rows(profile)}
         return Export("json", json.dumps(doc, indent=2, default=str) + "\n", f"{name}.ceilings.json")
+    if overrides and fmt not in ("llm-viewer", "llm-analysis"):
+        raise InputError(f"--set applies to llm-viewer and llm-analysis exports, not {fmt}")
     if fmt == "llm-viewer":
-        return llm_viewer(profile, name, path)
+        return llm_viewer(profile, name, path, overrides)
     if fmt == "llm-analysis":
-        return llm_analysis(profile, name, path)
+        return llm_analysis(profile, name, path, overrides)
     return ert(profile)

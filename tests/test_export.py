@@ -42,31 +42,53 @@ def test_csv_has_the_same_rows(prof):
     assert len(rows) == len(json.loads(export(prof, "json").text)["ceilings"])
 
 
+def _viewer_entry(text):
+    """The pasted entry as LLM-Viewer's hardware_params module would hold it (Python literals, comments)."""
+    import ast
+
+    return ast.literal_eval("{" + text + "}")
+
+
 def test_llm_viewer_entry(prof):
-    d = json.loads(export(prof, "llm-viewer", name="h200_measured").text)
-    e = d["h200_measured"]
+    text = export(prof, "llm-viewer", name="h200_measured").text
+    assert "true" not in text and "null" not in text
+    e = _viewer_entry(text)["h200_measured"]
     assert e["bandwidth"] == roofline.bandwidth(prof)
     assert e["FP16"] == roofline.peak(prof, "fp16", "tensor_core", "library").value
     assert e["INT8"] == roofline.peak(prof, "int8", "tensor_core", "library").value
     assert e["onchip_buffer"] == prof.device["regs_per_sm"] * 4 * prof.device["sms"]
-    assert e["hwprobe"]["numbers"]["FP16"]["what"] == "measured ceiling" and e["hwprobe"]["numbers"]["FP16"]["dense"]
-    ins = json.loads(export(prof, "llm-viewer", path="instruction", name="x").text)["x"]
+    assert "FP16: measured ceiling, fp16.tensor_core" in text                   # provenance as comments
+    ins = _viewer_entry(export(prof, "llm-viewer", path="instruction", name="x").text)["x"]
     assert ins["FP16"] == roofline.peak(prof, "fp16", "tensor_core", "instruction").value
 
 
+def test_llm_viewer_without_int8_is_refused_not_left_to_crash(prof):
+    import copy
+
+    p = copy.deepcopy(prof)
+    p.compute.pop("int8", None)
+    with pytest.raises(InputError, match="llm-viewer needs INT8"):
+        export(p, "llm-viewer")
+    e = _viewer_entry(export(p, "llm-viewer", name="x", overrides={"INT8": 1.5e15}).text)["x"]
+    assert e["INT8"] == 1.5e15
+
+
 def test_llm_analysis_config_loads_as_its_dataclass(prof):
-    e = export(prof, "llm-analysis", name="h200-measured")
+    with pytest.raises(InputError, match="intra_node_bandwidth_in_GB_per_sec"):     # no p2p link measured
+        export(prof, "llm-analysis")
+    e = export(prof, "llm-analysis", name="h200-measured",
+               overrides={"intra_node_bandwidth_in_GB_per_sec": 450, "intra_node_min_message_latency": 8e-6})
     cfg = json.loads(e.text)
-    keys = ["name", "mem_per_GPU_in_GB", "hbm_bandwidth_in_GB_per_sec", "intra_node_bandwidth_in_GB_per_sec",
-            "intra_node_min_message_latency", "peak_fp16_TFLOPS", "peak_i8_TFLOPS", "peak_i4_TFLOPS",
-            "inter_node_bandwidth_in_GB_per_sec"]
-    assert list(cfg) == keys                                      # exactly GPUConfig's fields: nothing extra
+    assert None not in cfg.values()
+    assert "peak_i4_TFLOPS" not in cfg and "inter_node_bandwidth_in_GB_per_sec" not in cfg     # omitted, said
+    assert any("peak_i4_TFLOPS" in n and "4x" in n for n in e.notes)
     assert cfg["hbm_bandwidth_in_GB_per_sec"] == pytest.approx(roofline.bandwidth(prof) / 1e9)
     assert cfg["peak_fp16_TFLOPS"] == pytest.approx(roofline.peak(prof, "fp16", "tensor_core", "library").value / 1e12)
     assert cfg["mem_per_GPU_in_GB"] == pytest.approx(prof.device["mem_bytes"] / 2**30, abs=1e-3)
-    assert cfg["peak_i4_TFLOPS"] is None and cfg["inter_node_bandwidth_in_GB_per_sec"] is None   # not measured
-    assert "peak_i4_TFLOPS" in e.notes[0]
     assert e.sidecar["numbers"]["peak_fp16_TFLOPS"]["what"] == "measured ceiling"
+    assert e.sidecar["numbers"]["intra_node_min_message_latency"].startswith("given by the user")
+    with pytest.raises(InputError, match="no such field"):
+        export(prof, "llm-analysis", overrides={"peak_fp8": 1})
 
 
 def test_ert_roofline_json(prof):
@@ -80,6 +102,9 @@ def test_ert_roofline_json(prof):
     spec = dict(d["spec"]["gflops"]["data"])
     assert spec["FP16 tensor core library GFLOPs"] == pytest.approx(989500.0)      # the datasheet figure
     assert not any(k.startswith("INT") for k in gflops)
+    for block in (d["empirical"]["gflops"], d["empirical"]["gbytes"], d["spec"]["gflops"]):
+        values = [v for _, v in block["data"]]
+        assert values == sorted(values, reverse=True)          # highest roof first: readers size axes from [0]
 
 
 def test_bad_format(prof):
@@ -87,23 +112,33 @@ def test_bad_format(prof):
         export(prof, "excel")
 
 
-def test_cli_writes_file_and_sidecar(tmp_path):
+def test_cli_writes_only_the_config_into_the_folder(tmp_path):
+    folder = tmp_path / "gpu_configs"
     r = subprocess.run([sys.executable, "-m", "hwprobe", "export", H200, "--format", "llm-analysis", "-o",
-                        str(tmp_path)], capture_output=True, text=True)
+                        f"{folder}/", "--set", "intra_node_bandwidth_in_GB_per_sec=450", "--set",
+                        "intra_node_min_message_latency=8e-6", "--provenance", str(tmp_path / "prov.json")],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == ["NVIDIA_H200_measured.json", "NVIDIA_H200_measured.json.hwprobe.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["NVIDIA_H200_measured.json"]        # -o DIR/ writes inside
+    assert json.loads((tmp_path / "prov.json").read_text())["numbers"]["peak_fp16_TFLOPS"]["metric"]
+    r = subprocess.run([sys.executable, "-m", "hwprobe", "export", H200, "--format", "ert", "-o",
+                        f"{tmp_path}/ert/"], capture_output=True, text=True)
+    assert r.returncode == 0 and (tmp_path / "ert" / "roofline.json").is_file()
     r = subprocess.run([sys.executable, "-m", "hwprobe", "export", str(tmp_path / "none"), "--format", "json"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "does not exist" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "hwprobe", "export", H200, "--format", "llm-analysis"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--set" in r.stderr
 
 
 def test_spec_derived_profile_exports_as_expectations():
     p = load_profile("profiles/jetson/agx-xavier/spec-derived")
-    e = json.loads(export(p, "llm-viewer").text)
-    (name, entry), = e.items()
-    assert name.endswith("_expected") and entry["hwprobe"]["meta"]["measured"] is False
-    assert entry["hwprobe"]["numbers"]["FP16"]["what"] == "spec-derived expectation, not measured"
+    e = export(p, "llm-viewer", overrides={"INT8": 1.0e14, "onchip_buffer": 2**20})
+    (name, _entry), = _viewer_entry(e.text).items()
+    assert name.endswith("_expected") and e.sidecar["meta"]["measured"] is False
+    assert e.sidecar["numbers"]["FP16"]["what"] == "spec-derived expectation, not measured"
+    assert "(spec-derived)" in e.text.splitlines()[0]
     assert all(r["measured"] is False for r in json.loads(export(p, "json").text)["ceilings"])
     assert json.loads(export(prof_h200(), "json").text)["ceilings"][0]["measured"] is True   # state not kept
 

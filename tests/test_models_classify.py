@@ -64,9 +64,12 @@ def test_accumulator_letters():
 
 
 def test_unknown_is_said_not_guessed():
-    for name in ("my_custom_kernel", "flash_fwd_kernel", "kernel_42"):
+    for name in ("my_custom_kernel", "kernel_42"):
         k = classify(name)
         assert (k.unit, k.precision, k.confidence) == ("unknown", None, "unknown")
+    # fused attention is Tensor Core work; with no template arguments the precision stays unsaid
+    k = classify("flash_fwd_kernel")
+    assert (k.unit, k.precision, k.family) == ("tensor_core", None, "attention")
     # an xmma kernel with FP32 operands only: TF32 Tensor Cores or CUDA cores, the name does not say
     k = classify("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x256x8")
     assert k.unit == "unknown" and k.precision == "fp32"

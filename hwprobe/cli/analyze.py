@@ -9,6 +9,19 @@ import click
 from hwprobe.cli import cli, console
 
 
+def parse_dims(items) -> dict[str, int]:
+    """``NAME=VALUE`` pairs (``--dim``) as a dict; a malformed pair is one line and exit 2."""
+    from hwprobe.errors import InputError
+
+    out = {}
+    for it in items:
+        name, sep, val = it.partition("=")
+        if not sep or not name.strip() or not val.strip().isdigit() or int(val) < 1:
+            raise InputError(f"--dim {it!r}: expected NAME=VALUE with a positive integer VALUE (e.g. sequence=128)")
+        out[name.strip()] = int(val)
+    return out
+
+
 @cli.command("analyze")
 @click.argument("model")
 @click.option("--profile", "profile_path", default=None, type=click.Path(),
@@ -27,6 +40,8 @@ from hwprobe.cli import cli, console
 @click.option("--times", "times", multiple=True, type=click.Path(),
               help="Measured times to join (trtexec profile/layer info JSON, TensorRT profiler table, PyTorch "
                    "table or chrome trace, nsys cuda_gpu_kern_sum CSV); repeatable.")
+@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
+              help="Value of a free ONNX input dimension (e.g. --dim sequence=128); repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole analysis as JSON.")
 @click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="Write the layer table.")
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
@@ -35,7 +50,7 @@ from hwprobe.cli import cli, console
               help="How the model runs, for the predicted time: graph (a CUDA graph replay), eager (each kernel "
                    "issued by the host), fused (pointwise ops folded into their producers, as TensorRT does).")
 @click.option("--all", "show_all", is_flag=True, help="Show every layer, not the top 25 of long models.")
-def analyze_(model, profile_path, spec, precision, batch, convention, path, level, times, as_json, csv_path,
+def analyze_(model, profile_path, spec, precision, batch, convention, path, level, times, dims, as_json, csv_path,
              plot_path, runtime, show_all) -> None:
     """Operations, bytes, intensity, attainable rate, bound and time per layer of MODEL (an ONNX file, a layer
     CSV or a built-in name: hwprobe list models), the precision what-if and the top-5 time consumers."""
@@ -44,7 +59,7 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     from hwprobe.models.render import render, to_dict
 
     a = analyze(model, profile_path, spec=spec, precision=precision, batch=batch, convention=convention,
-                path=path, level=level, times=list(times), runtime=runtime)
+                path=path, level=level, times=list(times), runtime=runtime, dims=parse_dims(dims))
     if csv_path:
         try:
             a.layers.to_csv(csv_path, index=False)

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from hwprobe.models.roofs import Source
 
 
-def load_model(model: str | Path | Model, batch: int = 1) -> Model:
-    """A Model from an ONNX file, a layer CSV or a built-in name."""
+def load_model(model: str | Path | Model, batch: int = 1, dims: dict[str, int] | None = None) -> Model:
+    """A Model from an ONNX file, a layer CSV or a built-in name; ``dims`` names free ONNX input dimensions."""
     if isinstance(model, Model):
         return model
     if batch < 1:
@@ -31,7 +31,7 @@ def load_model(model: str | Path | Model, batch: int = 1) -> Model:
     if suffix == ".onnx":
         from hwprobe.models.onnxfile import load_onnx
 
-        return load_onnx(p, batch)
+        return load_onnx(p, batch, dims)
     if suffix == ".csv":
         from hwprobe.models.csvfile import load_csv
 
@@ -63,7 +63,7 @@ def source(profile=None, spec: str | None = None) -> Source | None:
 
 def analyze(model, profile=None, *, spec: str | None = None, precision: str = "fp32", batch: int = 1,
             convention: str = "standard", path: str = "auto", level: str = "dram", times=(),
-            runtime: str = "graph") -> Analysis:
+            runtime: str = "graph", dims: dict[str, int] | None = None) -> Analysis:
     """Analyze ``model`` on ``profile``'s measured ceilings (or ``spec``'s datasheet); join ``times`` files."""
     from hwprobe import roofline
     from hwprobe.models.analysis import Options
@@ -71,7 +71,7 @@ def analyze(model, profile=None, *, spec: str | None = None, precision: str = "f
 
     opts = Options(roofline.norm_precision(precision), convention.strip().lower(), path.strip().lower(),
                    level.strip().lower())
-    m = load_model(model, batch)
+    m = load_model(model, batch, dims)
     src = source(profile, spec)
     a = run(m, src, opts)
     _predict(a, m, src, runtime)

@@ -117,22 +117,40 @@ def top_consumers(a: Analysis, joined: Joined | None = None, n: int = 5) -> list
     return out
 
 
+KERNEL_TIPS = {
+    "cublas-gemv": "matrix-vector product: memory-bound on CUDA cores by construction: batch more rows per weight "
+                   "read, or quantize the weights to cut bytes",
+    "attention": "fused attention: compare its rate with the roof at its precision; longer sequences or larger "
+                 "head dims fill the Tensor Cores better",
+    "layout": "data movement: remove the layout conversion (one layout end to end, e.g. channels_last) or fuse it",
+    "communication": "collective: overlap it with compute, or shrink the bytes exchanged",
+    "norm": "normalization: memory-bound: fuse it into the neighbouring GEMM's epilogue or prologue",
+    "pooling": "pooling: memory-bound: fuse it into the producer",
+    "reduction": "reduction: memory-bound: fuse it into the producer's epilogue",
+    "pointwise": "pointwise kernel: memory-bound: fuse it into the producer's epilogue",
+}
+
+
+def kernel_tip(k: KernelClass) -> str:
+    """What to do about one kernel, in terms of the unit it runs on (a CUDA-core or memory kernel is never told
+    to look at the tensor pipe)."""
+    if k.gemm_on_cuda_cores:
+        return "GEMM/conv on CUDA cores: make it eligible for Tensor Cores (precision, alignment)"
+    if k.family in KERNEL_TIPS:
+        return KERNEL_TIPS[k.family]
+    if k.unit == "memory":
+        return "data movement: remove it or fuse it"
+    if k.unit == "tensor_core":
+        return "on Tensor Cores: compare its rate with the measured roof (ncu or a per-layer join)"
+    if k.unit == "cuda_core":
+        return "CUDA-core kernel: compare its rate with the CUDA-core roof at its precision"
+    return "unit unknown from the name: ncu's pipe utilisation (tensor vs FMA pipes) tells which roof applies"
+
+
 def kernel_consumers(joined: Joined, n: int = 5) -> list[tuple[float, float, KernelClass, str]]:
-    """(total time, share, class, advice) of the biggest kernels: for kernel-level files (nsys) whose names
-    match no layer. A kernel on CUDA cores among GEMM kernels is the flag."""
-    ks = [(r.total_s or (r.time_s or 0) * (r.count or 1), k) for r, k in joined.kernels if r.is_kernel]
+    """(total time, share, class, advice) of the biggest kernels: for kernel-level files (nsys), and for layer
+    records whose names match no layer (a TensorRT profile with its layer info). Unclassified kernels stay in."""
+    ks = [(r.total_s or (r.time_s or 0) * (r.count or 1), k) for r, k in joined.kernels
+          if r.is_kernel or r.time_s]
     total = sum(t for t, _ in ks) or 1.0
-    out = []
-    for t, k in sorted(ks, key=lambda x: x[0], reverse=True)[:n]:
-        if k.unit == "cuda_core" and k.family != "pointwise":
-            tip = "GEMM/conv on CUDA cores: make it eligible for Tensor Cores (precision, alignment)"
-        elif k.unit == "memory":
-            tip = "data movement: remove the layout conversion or fuse it"
-        elif k.unit == "unknown":
-            tip = "unit unknown from the name: profile with ncu (tensor pipe utilisation) to tell"
-        elif k.family == "pointwise":
-            tip = "pointwise kernel: fuse it into the producer's epilogue"
-        else:
-            tip = "on Tensor Cores: compare its rate with the measured roof (ncu or a per-layer join)"
-        out.append((t, t / total, k, tip))
-    return out
+    return [(t, t / total, k, kernel_tip(k)) for t, k in sorted(ks, key=lambda x: x[0], reverse=True)[:n]]

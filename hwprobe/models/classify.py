@@ -22,6 +22,9 @@ _TYPES = {"f64": "fp64", "f32": "fp32", "tf32": "tf32", "f16": "fp16", "bf16": "
 _ACC = {"s": "fp32", "h": "fp16", "d": "fp64", "i": "int32", "c": "fp32 (complex)", "z": "fp64 (complex)"}
 
 
+GEMM_FAMILIES = ("cutlass3x", "cutlass2x", "cublas/cudnn xmma", "named", "cudnn-legacy")
+
+
 @dataclass(frozen=True)
 class KernelClass:
     name: str
@@ -34,6 +37,12 @@ class KernelClass:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def gemm_on_cuda_cores(self) -> bool:
+        """A GEMM/convolution kernel that ran on CUDA cores although Tensor Cores could have taken it (not a
+        matrix-vector product, which is bandwidth-bound on any unit)."""
+        return self.unit == "cuda_core" and self.family in GEMM_FAMILIES
 
 
 def _cutlass3(n: str, name: str) -> KernelClass | None:
@@ -70,8 +79,11 @@ def _cutlass2(n: str, name: str) -> KernelClass | None:
                        f"CUTLASS 2.x name: {m.group(1)}, accumulator letter {m.group(3)!r}{shape}")
 
 
-_XMMA_TYPES = re.compile(r"(?:gemm|fprop|dgrad|wgrad|conv)[a-z_]*?_((?:bf16|f16|f32|tf32|i8|f8|e4m3|e5m2|f64)+)_"
+_XMMA_TYPES = re.compile(r"(?:gemm|fprop|dgrad|wgrad|conv)[a-z0-9_]*?_((?:bf16|f16|f32|tf32|i8|f8|e4m3|e5m2|f64)+)_"
                          r"((?:bf16|f16|f32|tf32|i8|i32|f8|e4m3|f64)+)")
+
+
+_XMMA_TOKENS = re.compile(r"bf16|tf32|f16|f32|i8|i32|e4m3|e5m2|f8|f64")
 
 
 def _xmma(n: str, name: str) -> KernelClass | None:
@@ -79,15 +91,23 @@ def _xmma(n: str, name: str) -> KernelClass | None:
     if not m:
         return None
     t = _XMMA_TYPES.search(n)
-    ops = re.findall(r"bf16|tf32|f16|f32|i8|e4m3|e5m2|f8|f64", t.group(1) + "_" + t.group(2)) if t else []
+    acc_tok = _XMMA_TOKENS.findall(t.group(2)) if t else []
+    ops = (_XMMA_TOKENS.findall(t.group(1)) + acc_tok) if t else []
+    acc = _TYPES.get(acc_tok[-1]) if acc_tok else None      # f16f16_f16f32: C=f16, accumulator f32
+    if re.search(r"_(?:ffma|dfma|hfma2?|simt|idp4a)(?:_|$)", n):
+        unit_op = re.search(r"_(ffma|dfma|hfma2?|simt|idp4a)(?:_|$)", n).group(1)
+        prec = _TYPES.get(ops[0]) if ops else {"ffma": "fp32", "dfma": "fp64"}.get(unit_op, "fp16")
+        return KernelClass(name, "cuda_core", prec, acc, "cublas/cudnn xmma", "heuristic",
+                           f"sm{m.group(1)} xmma kernel built on {unit_op.upper()} (CUDA-core instructions), "
+                           f"operands {prec}")
     prec = next((_TYPES[x] for x in ops if x in ("tf32", "bf16", "f16", "i8", "e4m3", "e5m2", "f8")), None)
     if prec is None and "tensor" in n:
         prec = _TYPES.get(ops[0]) if ops else None
     if prec:
-        return KernelClass(name, "tensor_core", prec, None, "cublas/cudnn xmma", "heuristic",
+        return KernelClass(name, "tensor_core", prec, acc, "cublas/cudnn xmma", "heuristic",
                            f"sm{m.group(1)} xmma kernel with {prec} operands (xmma = Tensor Core MMA family; "
                            "cuBLAS/cuDNN names are undocumented)")
-    return KernelClass(name, "unknown", _TYPES.get(ops[0]) if ops else None, None, "cublas/cudnn xmma", "unknown",
+    return KernelClass(name, "unknown", _TYPES.get(ops[0]) if ops else None, acc, "cublas/cudnn xmma", "unknown",
                        "xmma kernel with FP32/FP64 operands only: Tensor Cores (TF32, DMMA) or CUDA cores; "
                        "the name does not say")
 
@@ -119,15 +139,86 @@ _SEED = [
     (r"(?:^|[_\W])hgemm", "cuda_core", "fp16", "hgemm: FP16 GEMM on CUDA cores"),
     (r"(?:^|[_\W])sgemm", "cuda_core", "fp32", "sgemm: FP32 GEMM on CUDA cores"),
     (r"(?:^|[_\W])dgemm", "cuda_core", "fp64", "dgemm: FP64 GEMM on CUDA cores"),
+    (r"(?:^|[_\W])g?cgemm", "cuda_core", "fp32", "cgemm/gcgemm: complex FP32 GEMM on CUDA cores (FFT convolution)"),
+    (r"(?:^|[_\W])zgemm", "cuda_core", "fp64", "zgemm: complex FP64 GEMM on CUDA cores"),
     (r"wgmma|gmma", "tensor_core", None, "(w)gmma: Hopper warpgroup MMA on Tensor Cores"),
     (r"hmma", "tensor_core", "fp16", "HMMA: FP16 Tensor Core"),
 ]
 _ELEMENTWISE = [
-    (r"elementwise|vectorized_|reduce_kernel|softmax|layer_?norm|batch_?norm|pooling|relu|activation|"
-     r"generickernel|pointwise|copy_kernel|fill_kernel|cat_array|index_", "cuda_core",
-     "pointwise/reduction kernel: CUDA cores"),
-    (r"reformat|copypacked|memcpy|memset|transpose", "memory", "data movement (reformat/copy): no arithmetic"),
+    (r"nchwtonhwc|nhwctonchw|nchw2nhwc|nhwc2nchw|reformat|copypacked|memcpy|memset|transpose|permute|"
+     r"catarray|cat_array|direct_copy|copy_kernel|splittensor|concattensor|gather|scatter|index_select",
+     "memory", "layout", "data movement (layout conversion, copy, concat, gather): no arithmetic"),
+    (r"ncclkernel|nccldevkernel|nccl_", "memory", "communication", "NCCL collective: link and memory traffic"),
+    (r"bn_fw|bn_bw|bnforward|bnbackward|batch_?norm", "cuda_core", "norm",
+     "batch normalization: CUDA cores, memory-bound"),
+    (r"layer_?norm|rms_?norm|rowwisemoments|groupnorm|group_norm|welford", "cuda_core", "norm",
+     "layer/RMS/group normalization: CUDA cores, memory-bound"),
+    (r"pool", "cuda_core", "pooling", "pooling: CUDA cores, memory-bound"),
+    (r"reduce|splitkreduce|devicereduce|devicescan|devicesegmented|argmax|argmin|\bsum_|cub::", "cuda_core",
+     "reduction", "reduction/scan: CUDA cores, memory-bound"),
+    (r"softmax", "cuda_core", "pointwise", "softmax: CUDA cores, memory-bound"),
+    (r"triton_(?:poi|red|per)_", "cuda_core", "pointwise",
+     "Triton (Inductor) pointwise/reduction kernel: CUDA cores"),
+    (r"elementwise|vectorized_|relu|activation|generickernel|pointwise|fill_kernel|functor|epilogue|"
+     r"silu|gelu|rotary|dropout|distribution|bias", "cuda_core", "pointwise", "pointwise kernel: CUDA cores"),
 ]
+# C++ template arguments naming the element type (PyTorch, cuDNN, CUTLASS, flash-attention), earliest wins
+_TEMPLATE_TYPES = [(r"c10::bfloat16|__nv_bfloat16|cutlass::bfloat16_t|\bbfloat16\b|\bbf16\b", "bf16"),
+                   (r"c10::half|__half\b|cutlass::half_t|\bhalf\b|\bfp16\b|\bf16\b", "fp16"),
+                   (r"c10::float8_e4m3|__nv_fp8|e4m3|e5m2", "fp8"),
+                   (r"\bdouble\b", "fp64"), (r"\bfloat\b|\bf32\b", "fp32"),
+                   (r"\bint8_t\b|\bsigned char\b", "int8"), (r"\blong\b|\bint\b", "int")]
+
+
+def template_precision(n: str) -> str | None:
+    """The element type a kernel's template arguments (or suffix) name first: ``<c10::BFloat16>`` -> bf16."""
+    n = re.sub(r"\((?:int|bool|long|unsigned [a-z ]+|signed [a-z ]+)\)", "", n)     # nsys's "(int)4" casts
+    best = None
+    for pat, prec in _TEMPLATE_TYPES:
+        m = re.search(pat, n)
+        if m and (best is None or m.start() < best[0]):
+            best = (m.start(), prec)
+    return best[1] if best and best[1] != "int" else None
+
+
+def _attention(n: str, name: str) -> KernelClass | None:
+    """FlashAttention (flash_fwd/flash_bwd), PyTorch's memory-efficient attention (fmha_cutlassF/B), cuDNN's
+    SDPA engines: fused attention, its two GEMMs on Tensor Cores at the operand precision."""
+    if not re.search(r"flash_(?:fwd|bwd|attn)|flash::|fmha|flashattention|sdpa.*(?:flash|fprop|bprop)|"
+                     r"fused_multihead_attention|attention_?kernel", n):
+        return None
+    prec = template_precision(n)
+    if prec == "fp32":
+        return KernelClass(name, "unknown", "fp32", None, "attention", "heuristic",
+                           "fused attention with FP32 operands: TF32 Tensor Cores or CUDA cores; the name does not "
+                           "say")
+    return KernelClass(name, "tensor_core", prec, "fp32" if prec in ("fp16", "bf16") else None, "attention",
+                       "heuristic", f"fused attention kernel (flash/fmha/SDPA) with {prec or 'unnamed'} operands: "
+                       "Q.K^T and P.V on Tensor Cores")
+
+
+# cuBLAS matrix-vector and skinny kernels: CUDA cores, bound by reading the matrix once
+_GEMV = re.compile(r"gemv|gemmk1|gemmsn|gemvx|dot_kernel|scal_kernel|axpy_kernel")
+
+
+def _gemv(n: str, name: str) -> KernelClass | None:
+    if not _GEMV.search(n):
+        return None
+    return KernelClass(name, "cuda_core", template_precision(n) or "fp32", None, "cublas-gemv", "heuristic",
+                       "cuBLAS matrix-vector/skinny GEMM (gemv, gemmk1, gemmSN): CUDA cores, memory-bound by "
+                       "construction (each weight is read once per vector)")
+
+
+def _cudnn_legacy(n: str, name: str) -> KernelClass | None:
+    """cuDNN's pre-xmma engines: implicit-GEMM, wgrad/dgrad, Winograd and FFT convolutions on CUDA cores."""
+    m = re.search(r"wgrad_alg\d|dgrad_engine|dgrad2d|wgrad2d|implicit_convolve|explicit_convolve|winograd|"
+                  r"fft2d_|fft_|conv2d_grouped_direct|conv_depthwise|depthwise_conv", n)
+    if not m:
+        return None
+    return KernelClass(name, "cuda_core", template_precision(n) or "fp32", None, "cudnn-legacy", "heuristic",
+                       f"cuDNN {m.group(0).rstrip('_')} engine: convolution on CUDA cores (no Tensor Core MMA)")
+
+
 def _type_hint(n: str) -> str | None:
     """The first operand-type token in a name (``..._f16_...``, ``..._fp16_...``), if any."""
     return next((_TYPES[t] for t in re.split(r"[^a-z0-9]+", n) if t in _TYPES), None)
@@ -137,7 +228,7 @@ def _type_hint(n: str) -> str | None:
 def classify(name: str) -> KernelClass:
     """The unit and precision a kernel name shows, with how far to trust it."""
     n = name.strip().lower()
-    for rule in (_cutlass3, _cutlass2, _xmma, _nvjet):
+    for rule in (_attention, _cutlass3, _cutlass2, _xmma, _nvjet, _gemv, _cudnn_legacy):
         k = rule(n, name)
         if k:
             return k
@@ -146,8 +237,7 @@ def classify(name: str) -> KernelClass:
             p = prec or _type_hint(n)
             return KernelClass(name, unit, p, "fp32" if pat.startswith(r"(?:^|[_\W])s(") else None, "named",
                                "heuristic", why)
-    for pat, unit, why in _ELEMENTWISE:
+    for pat, unit, family, why in _ELEMENTWISE:
         if re.search(pat, n):
-            return KernelClass(name, unit, None, None, "pointwise" if unit == "cuda_core" else "memory",
-                               "heuristic", why)
+            return KernelClass(name, unit, template_precision(n), None, family, "heuristic", why)
     return KernelClass(name, "unknown", None, None, "unknown", "unknown", "no known naming pattern")

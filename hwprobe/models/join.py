@@ -94,6 +94,13 @@ class _Index:
         for i, n in enumerate(names):
             self.by.setdefault(_norm(n), i)
         # every layer name standing alone (not inside a longer dotted/slashed name), longest first: one regex
+        from hwprobe.models.torch_ranges import module_path
+
+        self.scopes: dict[str, list[int]] = {}      # record_function ranges named by module path (torch_ranges)
+        for i, n in enumerate(names):
+            mp = module_path(n)
+            if mp:
+                self.scopes.setdefault(mp.lower(), []).append(i)
         alts = "|".join(re.escape(k) for k in sorted(self.by, key=len, reverse=True))
         self.alone = re.compile(rf"(?<![\w./])(?:{alts})(?![\w./])") if alts else None
 
@@ -108,6 +115,8 @@ class _Index:
         hits = sorted({self.by[_norm(p)] for p in _parts(rec) if _norm(p) in self.by})
         if hits:
             return hits
+        if n in self.scopes:
+            return self.scopes[n]
         if n.endswith("..."):
             pre = [i for k, i in self.by.items() if k.startswith(n[:-3])]
             return pre if len(pre) == 1 else []
@@ -146,6 +155,8 @@ def join(a: Analysis, times: list[Times]) -> Joined:
         hit = idx.match(r.name)
         if not hit:
             unmatched.append(r)
+            if not r.kernel and r.time_s:          # a timed layer without a tactic name: kept, unclassified
+                kernels.append((r, classify(r.layer_type or r.name)))
             continue
         key = tuple(hit)
         k = classify(r.kernel) if r.kernel else None

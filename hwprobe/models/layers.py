@@ -33,6 +33,7 @@ class Layer:
     rows: int | None = None         # GEMM M (batch x tokens)
     source_op: str = ""             # what the file called it (ONNX op type, CSV op)
     modelled: bool = True           # False: an op hwprobe does not model; only its bytes count
+    shape_only: bool = False        # host-side shape arithmetic (Shape/Gather/Concat chains): no kernel, no bytes
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 

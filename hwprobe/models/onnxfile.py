@@ -33,12 +33,14 @@ def _prod(dims) -> int:
 class _Graph:
     """Shapes of every tensor after inference, and which tensors are constants (weights)."""
 
-    def __init__(self, graph) -> None:
+    def __init__(self, graph, folded: set[str] | None = None) -> None:
         self.shapes: dict[str, list[int | None]] = {}
         self.consts: set[str] = set()
+        self.folded = folded or set()        # host-evaluated shape tensors: neither weights nor data
         for t in graph.initializer:
             self.shapes[t.name] = list(t.dims)
-            self.consts.add(t.name)
+            if t.name not in self.folded:
+                self.consts.add(t.name)
         for vi in list(graph.value_info) + list(graph.input) + list(graph.output):
             if vi.name in self.consts or not vi.type.HasField("tensor_type"):
                 continue
@@ -78,6 +80,8 @@ def _io(g: _Graph, node, data_inputs: int | None = None) -> tuple[int, int, int,
     w = i = o = 0
     known = True
     for name in ins:
+        if name in g.folded:
+            continue
         e = g.elems(name)
         if e is None:
             known = False
@@ -207,57 +211,149 @@ def _load(path: Path):
         raise InputError(f"cannot read ONNX file {str(path)!r}: {e}") from None
 
 
-def _prepare(model, batch: int) -> None:
-    """Drop large weight payloads (inference needs dims only) and pin a symbolic batch dimension."""
-    g = model.graph
-    for t in g.initializer:
+def _drop_payloads(model) -> None:
+    """Drop large weight payloads: inference needs dims only."""
+    for t in model.graph.initializer:
         if len(t.raw_data) > LARGE:
             t.ClearField("raw_data")
         for f in ("float_data", "int32_data", "int64_data", "double_data"):
             if len(getattr(t, f)) * 4 > LARGE:
                 t.ClearField(f)
+
+
+def _pin_dims(model, batch: int, dims: dict[str, int]) -> list[str]:
+    """Give the graph inputs' free dimensions values: ``dims`` by name, else ``batch`` for a free first
+    dimension. Returns the names still free. A name in ``dims`` that no input has is an error."""
+    g = model.graph
     init = {t.name for t in g.initializer}
+    seen: set[str] = set()
+    free: list[str] = []
     for vi in g.input:
         if vi.name in init or not vi.type.tensor_type.HasField("shape"):
             continue
-        dims = vi.type.tensor_type.shape.dim
-        if dims and not dims[0].HasField("dim_value"):
-            dims[0].dim_value = batch
+        for j, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.HasField("dim_value"):
+                continue
+            name = d.dim_param
+            seen.add(name)
+            if name and name in dims:
+                d.dim_value = dims[name]
+            elif j == 0:
+                d.dim_value = batch
+            elif name not in free:
+                free.append(name or f"{vi.name}[{j}]")
+    unknown = sorted(set(dims) - seen)
+    if unknown:
+        named = sorted(x for x in seen if x)
+        raise InputError(f"--dim {unknown[0]}: no graph input has a free dimension of that name; free dimensions: "
+                         + (", ".join(named) if named else "none"))
+    return free
 
 
-def load_onnx(path: str | Path, batch: int = 1) -> Model:
-    p = Path(path)
-    try:
-        import onnx
-        from onnx import shape_inference
-    except ImportError:
-        raise InputError("reading ONNX needs the onnx package: pip install 'hwprobe[models]'") from None
-    model = _load(p)
-    if not model.graph.node:
-        raise InputError(f"ONNX file {str(p)!r} has no graph nodes (malformed or empty)")
-    _prepare(model, batch)
-    try:
-        inferred = shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-    except Exception as e:  # onnx raises its own InferenceError/ValidationError types
-        raise InputError(f"ONNX shape inference failed on {str(p)!r}: {str(e).splitlines()[0]}") from None
-    g = _Graph(inferred.graph)
-    layers, seen = [], {}
-    for i, node in enumerate(inferred.graph.node):
-        if node.op_type == "Constant":
+def _seed(model, base: Path) -> dict:
+    """Values of the small constants (initializers with data, Constant nodes) shape arithmetic may read; small
+    tensors kept in an external data file are read from it where the file is there."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    from hwprobe.models.onnxfold import MAX_ELEMS
+
+    out = {}
+    for t in model.graph.initializer:
+        if _prod(t.dims) > MAX_ELEMS:
             continue
+        try:
+            if t.data_location == 1:                                  # EXTERNAL
+                info = {e.key: e.value for e in t.external_data}
+                f = base / info.get("location", "")
+                if not f.is_file() or int(info.get("length", LARGE + 1)) > LARGE:
+                    continue
+                with open(f, "rb") as fh:
+                    fh.seek(int(info.get("offset", 0)))
+                    raw = fh.read(int(info["length"]))
+                tc = type(t)()
+                tc.CopyFrom(t)
+                del tc.external_data[:]
+                tc.data_location = 0
+                tc.raw_data = raw
+                t = tc
+            a = numpy_helper.to_array(t)
+        except (ValueError, KeyError, OSError, TypeError):
+            continue
+        if a.size == _prod(t.dims):
+            out[t.name] = np.asarray(a)
+    for node in model.graph.node:
+        v = _attr(node, "value") if node.op_type == "Constant" and node.output else None
+        if v is not None and hasattr(v, "dims") and _prod(v.dims) <= MAX_ELEMS:
+            out[node.output[0]] = numpy_helper.to_array(v)
+    return out
+
+
+def _infer(path: Path):
+    from onnx import shape_inference
+
+    def run(m):
+        try:
+            return shape_inference.infer_shapes(m, check_type=False, strict_mode=False, data_prop=True)
+        except Exception as e:  # onnx raises its own InferenceError/ValidationError types
+            raise InputError(f"ONNX shape inference failed on {str(path)!r}: {str(e).splitlines()[0]}") from None
+
+    return run
+
+
+def _names(model) -> list[str]:
+    out, seen = [], {}
+    for i, node in enumerate(model.graph.node):
         name = node.name or f"{node.op_type}_{i}"
         if name in seen:                         # ONNX allows duplicate node names; a layer table does not
             seen[name] += 1
             name = f"{name}#{seen[name]}"
         else:
             seen[name] = 0
-        layer = _layer(g, node, name)
+        out.append(name)
+    return out
+
+
+def load_onnx(path: str | Path, batch: int = 1, dims: dict[str, int] | None = None) -> Model:
+    """Layers of an ONNX file. ``dims`` gives free input dimensions values by name (``--dim seq=128``); a free
+    first dimension takes ``batch``. Shape arithmetic (Shape/Gather/Concat chains) is evaluated on the host
+    (hwprobe.models.onnxfold) so Reshapes fed by it get their shapes; those nodes become shape-only layers."""
+    p = Path(path)
+    try:
+        import onnx
+    except ImportError:
+        raise InputError("reading ONNX needs the onnx package: pip install 'hwprobe[models]'") from None
+    from hwprobe.models.onnxfold import fold
+
+    model = _load(p)
+    if not model.graph.node:
+        raise InputError(f"ONNX file {str(p)!r} has no graph nodes (malformed or empty)")
+    _drop_payloads(model)
+    free = _pin_dims(model, batch, dims or {})
+    inferred, folded = fold(model, _infer(p), _seed(model, p.parent))
+    nodes = model.graph.node
+    g = _Graph(inferred.graph, {o for i in folded.shape_only for o in nodes[i].output})
+    layers = []
+    for i, (node, name) in enumerate(zip(model.graph.node, _names(model), strict=False)):
+        if node.op_type == "Constant":
+            continue
+        if i in folded.shape_only:
+            layer = Layer(name, "reshape", source_op=node.op_type, shape_only=True,
+                          note="shape arithmetic: evaluated on the host, no kernel, no bytes")
+        else:
+            layer = _layer(g, node, name)
         layer.extra["io"] = _edges(g, node)
         layers.append(layer)
     notes = []
+    if free:
+        notes.append(f"free input dimension(s) without a value: {', '.join(free)} (give --dim NAME=VALUE); "
+                     "layers that depend on them have no shape")
     skipped = sorted({x.source_op for x in layers if not x.modelled})
     if skipped:
         notes.append(f"not modelled (bytes only): {', '.join(skipped)}")
-    if any(onnx.TensorProto.DataType.Name(t.data_type) == "FLOAT16" for t in inferred.graph.initializer):
+    n_shape = sum(x.shape_only for x in layers)
+    if n_shape:
+        notes.append(f"{n_shape} shape-only layer(s) (host-side shape arithmetic): no kernel time, no bytes")
+    if any(onnx.TensorProto.DataType.Name(t.data_type) == "FLOAT16" for t in model.graph.initializer):
         notes.append("the file stores FP16 weights; the analysis uses --precision for every tensor")
     return Model(p.stem, layers, "onnx", batch, notes)

@@ -170,7 +170,7 @@ def _timing(a: Analysis, con) -> None:
         share = f" ({ut / total:.1%} of the time)" if total else (" (nested ranges: no shares)" if j.nested else "")
         con.print(f"  not matched to any layer: {len(j.unmatched)} record(s){share}: {names}"
                   + (" ..." if len(j.unmatched) > 5 else ""))
-    off = [(r, k) for r, k in j.kernels if k.unit == "cuda_core" and k.family != "pointwise"]
+    off = [(r, k) for r, k in j.kernels if k.gemm_on_cuda_cores]
     if off:
         con.print(f"  {len(off)} kernel(s) ran GEMM/conv work on CUDA cores: "
                   + ", ".join(sorted({r.name[:40] for r, _ in off})[:5]))

@@ -149,6 +149,10 @@ def _looks_like_kernel(name: str) -> bool:
     return classify(name).unit != "unknown"
 
 
+# a cell: a memory figure with its unit ("16.12 Mb", "-112.00 Mb", "0 b", "33.50 KB"), else one token
+_CELL = re.compile(r"-?\d+(?:\.\d+)?\s(?:[KMGT]?[Bb])(?![\w])|\S+")
+
+
 def torch_table(lines: list[str], fname: str) -> Times:
     dash = [i for i, x in enumerate(lines) if re.fullmatch(r"\s*-{3,}(\s+-{3,})+\s*", x)]
     if len(dash) < 2:
@@ -173,7 +177,7 @@ def torch_table(lines: list[str], fname: str) -> Times:
             continue
         where = f"{fname} line {i + 1}"
         # the name fills its column (truncated with "..."); values are single tokens ("33.50 KB" included)
-        rest = re.findall(r"-?\d+(?:\.\d+)?\s(?:[KMGT]?B|b)\b|\S+", lines[i][spans[0][1]:])
+        rest = re.findall(_CELL, lines[i][spans[0][1]:])
         cells = [lines[i][: spans[0][1]]] + rest
         if len(cells) != len(header):
             raise InputError(f"{where}: {len(cells)} fields, the header has {len(header)}")
@@ -246,7 +250,7 @@ def chrome_trace(data, fname: str) -> Times:
 
 # ------------------------------------------------------------------------------------------------ Nsight Systems
 def _col(header: list[str], *keys: str) -> int | None:
-    low = [h.strip().lower() for h in header]
+    low = [h.strip().lower().replace("time(%)", "time (%)") for h in header]
     for k in keys:
         for j, h in enumerate(low):
             if h == k or h.startswith(k + " (") or h.replace(" ", "") == k.replace(" ", ""):
@@ -260,19 +264,24 @@ def _scale(h: str) -> float:
 
 
 def nsys_kern_sum(lines: list[str], fname: str) -> Times:
-    start = next(i for i, x in enumerate(lines) if "Name" in x and "Time" in x and "," in x)
+    start = next((i for i, x in enumerate(lines) if "Name" in x and "Time" in x and "," in x), None)
+    if start is None:
+        raise InputError(f"{fname}: no nsys CSV header (Time, ..., Name)")
     rows = list(csv.reader(lines[start:]))
-    header = rows[0]
+    return _kern_rows(rows[0], rows[1:], fname, "Nsight Systems cuda_gpu_kern_sum", start + 2)
+
+
+def _kern_rows(header: list[str], rows: list[list[str]], fname: str, fmt: str, first: int = 1) -> Times:
     name = _col(header, "name")
     total = _col(header, "total time")
-    avg = _col(header, "avg", "average")
+    avg = _col(header, "avg", "average", "avg (ns)")
     inst = _col(header, "instances", "calls", "count")
     pct = _col(header, "time (%)", "time(%)")
     if name is None or (avg is None and total is None):
         raise InputError(f"{fname}: an nsys kernel summary needs Name and Avg/Total Time columns; got "
                          f"{', '.join(header)}")
     recs = []
-    for i, r in enumerate(rows[1:], start=start + 2):
+    for i, r in enumerate(rows, start=first):
         if not r or not any(c.strip() for c in r):
             continue
         if len(r) != len(header):
@@ -283,43 +292,136 @@ def nsys_kern_sum(lines: list[str], fname: str) -> Times:
         per = _num(where, header[avg], r[avg]) * _scale(header[avg]) if avg is not None else (tot / n if n else tot)
         recs.append(Timing(r[name], per, tot, n, _num(where, header[pct], r[pct], True) if pct is not None else None,
                            kernel=r[name], is_kernel=True))
-    return Times("Nsight Systems cuda_gpu_kern_sum", "per kernel instance (Avg)", recs)
+    notes = ["kernel names cut by nsys (\u2026): rerun nsys stats with --format csv for full names"] if any(
+        r.name.endswith(("\u2026", "...")) for r in recs) else []
+    return Times(fmt, "per kernel instance (Avg)", recs, notes)
+
+
+_SECTION = re.compile(r"Executing '(\w+)' stats report|\*\* .*\((\w+)\):|^Generating (.+?)\.\.\.$")
+_DASHES = re.compile(r"^\s*-{3,}(?:\s+-{3,})+\s*$")
+
+
+def _kernel_section(lines: list[str]) -> list[str] | None:
+    """The lines of the kernel summary in an nsys log (``--stats=true`` output or ``nsys stats``): the section
+    named cuda_gpu_kern_sum (gpukernsum in older builds, "CUDA Kernel Statistics" in 2020-21 builds)."""
+    marks = [(i, next(g for g in m.groups() if g)) for i, x in enumerate(lines) if (m := _SECTION.search(x.strip()))]
+    if not marks:
+        return lines
+    for j, (i, name) in enumerate(marks):
+        if re.search(r"kern_?sum|Kernel Statistics|GPU Kernel Summary", name, re.I):
+            end = marks[j + 1][0] if j + 1 < len(marks) else len(lines)
+            return lines[i:end]
+    return None
+
+
+def nsys_text(lines: list[str], fname: str) -> Times:
+    """The fixed-width kernel summary nsys prints (thousands separators; the name, last, may hold spaces and be
+    cut with an ellipsis): columns from the dashed rule under the header."""
+    sec = _kernel_section(lines)
+    if sec is None:
+        raise InputError(f"{fname}: an nsys log without a kernel summary (cuda_gpu_kern_sum): profile with "
+                         "--trace=cuda and --stats=true")
+    rule = next((i for i, x in enumerate(sec) if _DASHES.match(x) and i > 0), None)
+    if rule is None:
+        raise InputError(f"{fname}: the nsys kernel summary has no table (SKIPPED or empty section)")
+    spans = [m.span() for m in re.finditer(r"-+", sec[rule])]
+    header = re.split(r"\s{2,}", sec[rule - 1].strip())
+    if len(header) != len(spans):
+        raise InputError(f"{fname}: nsys header {sec[rule - 1].strip()[:60]!r}: {len(header)} names, "
+                         f"{len(spans)} columns")
+    rows = []
+    for line in sec[rule + 1:]:
+        if not line.strip():
+            break
+        cells = line[: spans[-1][0]].split()
+        if len(cells) != len(spans) - 1:
+            raise InputError(f"{fname}: nsys row {line.strip()[:60]!r}: {len(cells)} values for "
+                             f"{len(spans) - 1} numeric columns")
+        rows.append(cells + [line[spans[-1][0]:].strip()])
+    return _kern_rows([h if "(" in h or not h.lower().startswith(("total", "average", "minimum", "maximum"))
+                       else f"{h} (ns)" for h in header], rows, fname, "Nsight Systems kernel summary (text)")
 
 
 # ------------------------------------------------------------------------------------------------ detection
-def parse(path: str | Path) -> Times:
-    p = Path(path)
-    fname = p.name
+MAX_BYTES = 512 * 2**20          # a times file (decompressed) larger than this is refused, not read
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _read(p: Path) -> str:
+    """The file's text; gzip (``.pt.trace.json.gz``) is decompressed with a cap, so a decompression bomb is
+    refused in one line instead of filling memory."""
+    import gzip
+    import zlib
+
     try:
-        text = p.read_text(encoding="utf-8-sig", errors="replace")
+        with open(p, "rb") as f:
+            head = f.read(2)
+            f.seek(0)
+            if head == GZIP_MAGIC:
+                with gzip.GzipFile(fileobj=f) as g:
+                    raw = g.read(MAX_BYTES + 1)
+            else:
+                raw = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise InputError(f"times file {str(p)!r} does not exist") from None
-    except OSError as e:
-        raise InputError(f"cannot read times file {str(p)!r}: {e.strerror or e}") from None
-    s = text.lstrip()
-    if s.startswith(("[", "{")):
-        try:
-            data = json.loads(s)
-        except json.JSONDecodeError as e:
-            raise InputError(f"times file {fname} is not valid JSON: {e.msg} at line {e.lineno}") from None
-        if isinstance(data, list) and data and isinstance(data[0], dict) and "count" in data[0]:
-            return trt_profile(data, fname)
-        if isinstance(data, dict) and "Layers" in data:
-            return trt_layer_info(data, fname)
-        if (isinstance(data, dict) and "traceEvents" in data) or (
-                isinstance(data, list) and data and isinstance(data[0], dict) and "ph" in data[0]):
-            return chrome_trace(data, fname)
-        raise InputError(f"times file {fname}: JSON of an unknown format (expected a trtexec --exportProfile list "
-                         "starting with {\"count\"}, --exportLayerInfo {\"Layers\"}, or a chrome trace)")
-    lines = text.splitlines()
+    except IsADirectoryError:
+        raise InputError(f"times file {str(p)!r} is a directory") from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise InputError(f"cannot read times file {str(p)!r}: {getattr(e, 'strerror', None) or e}") from None
+    if len(raw) > MAX_BYTES:
+        how = "once decompressed " if head == GZIP_MAGIC else ""
+        raise InputError(f"times file {p.name} is larger than {MAX_BYTES >> 20} MiB {how}(refused: a trace of a "
+                         "few iterations is enough)")
+    return raw.decode("utf-8-sig", errors="replace")
+
+
+def _json(data, fname: str) -> Times:
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "count" in data[0]:
+        return trt_profile(data, fname)
+    if isinstance(data, dict) and "Layers" in data:
+        return trt_layer_info(data, fname)
+    if (isinstance(data, dict) and "traceEvents" in data) or (
+            isinstance(data, list) and data and isinstance(data[0], dict) and "ph" in data[0]):
+        return chrome_trace(data, fname)
+    raise InputError(f"times file {fname}: JSON of an unknown format (expected a trtexec --exportProfile list "
+                     "starting with {\"count\"}, --exportLayerInfo {\"Layers\"}, or a chrome trace)")
+
+
+def _text(lines: list[str], fname: str) -> Times:
     head = "\n".join(lines[:40])
     if "Layer Name" in head and "Time" in head:
         return trt_table(lines, fname)
     if re.search(r"^\s*-{3,}(\s+-{3,})+\s*$", head, re.M) and re.search(r"\bName\b", head) and (
             "Self CPU" in head or "CUDA total" in head or "# of Calls" in head):
         return torch_table(lines, fname)
-    if re.search(r"Total Time \(", head) and "Name" in head and "," in head:
+    if any("Total Time" in x and "Name" in x and "," in x for x in lines[:40]):
         return nsys_kern_sum(lines, fname)
+    body = "\n".join(lines)
+    if re.search(r"stats report|CUDA Kernel Statistics|Total Time", body) and re.search(r"Instances", body):
+        return nsys_text(lines, fname)
     raise InputError(f"times file {fname}: unknown format (trtexec --exportProfile/--exportLayerInfo JSON, the "
-                     "TensorRT layer-profiler table, a PyTorch key_averages table or chrome trace, or an Nsight "
-                     "Systems cuda_gpu_kern_sum CSV)")
+                     "TensorRT layer-profiler table, a PyTorch key_averages table or chrome trace (.json or "
+                     ".json.gz), an Nsight Systems cuda_gpu_kern_sum CSV or table, or an nsys --stats=true log)")
+
+
+def parse(path: str | Path) -> Times:
+    """Times from ``path``, its format told by its content. Every failure is an InputError (one line)."""
+    p = Path(path)
+    fname = p.name
+    text = _read(p)
+    s = text.lstrip()
+    try:
+        if s.startswith(("{", "[")):
+            try:
+                data = json.loads(s)
+            except json.JSONDecodeError as e:
+                if s.startswith("{") or re.match(r"\[\s*[{\[]", s):
+                    raise InputError(f"times file {fname} is not valid JSON: {e.msg} at line {e.lineno}") from None
+                return _text(text.splitlines(), fname)      # "[1/8] [====" : an nsys log, not JSON
+            return _json(data, fname)
+        return _text(text.splitlines(), fname)
+    except InputError:
+        raise
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError, StopIteration, RecursionError) as e:
+        raise InputError(f"times file {fname}: not a well-formed file of the format it looks like "
+                         f"({type(e).__name__}: {str(e)[:80]})") from None
