@@ -60,7 +60,7 @@ def parts_line(r: PhaseResult) -> str:
 def op_table(r: PhaseResult, show_all: bool = False):
     from rich.table import Table
 
-    rows = r.rows if show_all else r.rows[:25]
+    rows = r.rows if show_all else r.rows[:25] + [x for x in r.rows[25:] if x.missing]
     t = Table(title=f"{r.phase}: per op (summed over layers)"
               + ("" if len(rows) == len(r.rows) else f", top {len(rows)} of {len(r.rows)} (--all for every op)"))
     for c in ("op", "kind", "n", "shape (one)", "FLOPs", "bytes", "bound", "time", "share", "roofline"):
