@@ -32,6 +32,8 @@ MODELS = {
                          tied=True),
     "llama-3-8b": dict(hidden=4096, ffn=14336, layers=32, heads=32, kv_heads=8, head_dim=128, vocab=128256,
                        tied=False),
+    # A toy shape for a CPU smoke test of this script (--device cpu --models tiny), never a measurement.
+    "tiny": dict(hidden=256, ffn=512, layers=2, heads=4, kv_heads=2, head_dim=64, vocab=1000, tied=True),
 }
 DEFAULT_PREFILL = "1x512,1x1024,1x2048,1x4096,16x512"
 DEFAULT_DECODE = "1x512,1x1024,1x2048,1x4096,16x512,16x1024,16x2048,16x4096"
@@ -80,7 +82,7 @@ class Llama:
     def __init__(self, cfg: dict, max_batch: int, max_len: int, tp: int = 1, rank: int = 0, device="cuda"):
         import torch
 
-        self.torch, self.cfg, self.tp = torch, cfg, tp
+        self.torch, self.cfg, self.tp, self.device = torch, cfg, tp, device
         d, dt = device, torch.bfloat16
         h, hd = cfg["hidden"], cfg["head_dim"]
         self.H, self.Hkv, self.D = cfg["heads"] // tp, max(1, cfg["kv_heads"] // tp), hd
@@ -144,7 +146,7 @@ class Llama:
         return logits
 
 
-def attention_fn(torch):
+def attention_fn(torch, device: str = "cuda"):
     """SDPA with GQA on the flash backend where this torch has it; the name of what was used."""
     F = torch.nn.functional
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -156,6 +158,8 @@ def attention_fn(torch):
     def any_backend(q, k, v, causal):
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
 
+    if device != "cuda":
+        return any_backend, f"default SDPA backend on {device} (enable_gqa)"
     q = torch.randn(1, 8, 4, 64, device="cuda", dtype=torch.bfloat16)
     kv = torch.randn(1, 2, 4, 64, device="cuda", dtype=torch.bfloat16)
     try:
@@ -168,6 +172,13 @@ def attention_fn(torch):
 def time_replays(fn, reps: int, warmup: int, torch) -> list[float]:
     for _ in range(warmup):
         fn()
+    if not torch.cuda.is_available():
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return times
     torch.cuda.synchronize()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     for a, b in ev:
@@ -182,8 +193,8 @@ def inputs(model: Llama, phase: str, batch: int, length: int):
     """Static inputs: prefill of ``length`` tokens from 0; decode of one token at position length-1."""
     torch = model.torch
     T, start = (length, 0) if phase == "prefill" else (1, length - 1)
-    ids = torch.randint(0, model.cfg["vocab"], (batch, T), device="cuda")
-    pos = torch.arange(start, start + T, device="cuda")
+    ids = torch.randint(0, model.cfg["vocab"], (batch, T), device=model.device)
+    pos = torch.arange(start, start + T, device=model.device)
     return ids, pos, start
 
 
@@ -209,7 +220,8 @@ def run_case(model: Llama, attn, phase, batch, length, runtime, reps, warmup) ->
     else:
         times = time_replays(step, reps, warmup, torch)
     finite = bool(torch.isfinite(out.pop("logits").float()).all().item())
-    torch.cuda.empty_cache()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
     return {"phase": phase, "batch": batch, "prompt" if phase == "prefill" else "context": length,
             "runtime": runtime, "finite": finite, **stats(times)}
 
@@ -241,9 +253,10 @@ def measure_model(name, cfg, args, tp, rank, attn) -> tuple[list[dict], list[dic
     every = pre + dec + eager
     max_b = max(b for _, b, _ in every)
     max_len = max(n for _, _, n in every)
-    model = Llama(cfg, max_b, max_len, tp, rank)
+    model = Llama(cfg, max_b, max_len, tp, rank, args.device)
     rows, kernels = [], []
-    for runtime, group in (("graph", pre + dec), ("eager", eager)):
+    timed = (("graph", pre + dec), ("eager", eager)) if args.device == "cuda" else (("eager", pre + dec + eager),)
+    for runtime, group in timed:
         for phase, b, n in group:
             t0 = time.perf_counter()
             r = run_case(model, attn, phase, b, n, runtime, args.reps, args.warmup)
@@ -252,12 +265,13 @@ def measure_model(name, cfg, args, tp, rank, attn) -> tuple[list[dict], list[dic
             if rank == 0:
                 print(f"{name} {phase} {runtime} b={b} len={n}: median {r['median_s'] * 1e3:.3f} ms "
                       f"(p10 {r['p10_s'] * 1e3:.3f}, p90 {r['p90_s'] * 1e3:.3f}) finite={r['finite']}", flush=True)
-    if args.count_kernels:
+    if args.count_kernels and args.device == "cuda":
         kernels = [dict(count_kernels(model, attn, "prefill", 1, pre[0][2] if pre else 512), model=name),
                    dict(count_kernels(model, attn, "decode", 1, dec[0][2] if dec else 512), model=name)]
     torch = model.torch
     del model
-    torch.cuda.empty_cache()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
     return rows, kernels
 
 
@@ -271,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--tp", type=int, default=1, help="tensor parallel ranks (run under torchrun)")
     ap.add_argument("--no-count-kernels", dest="count_kernels", action="store_false")
+    ap.add_argument("--device", default="cuda", help="cuda; cpu only for a smoke test of this script (eager)")
     ap.add_argument("--out", default="llm_measured.json")
     args = ap.parse_args(argv)
     if args.reps < 20:
@@ -292,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
-    attn, backend = attention_fn(torch)
+    attn, backend = attention_fn(torch, args.device)
     before = clocks()
     t0 = time.perf_counter()
     rows, kernels = [], []
@@ -302,8 +317,9 @@ def main(argv: list[str] | None = None) -> int:
             rows += r
             kernels += k
     if rank == 0:
+        gpu = torch.cuda.get_device_name() if args.device == "cuda" else args.device
         doc = {"tool": "tools/validate_llm.py", "torch": torch.__version__, "cuda": torch.version.cuda,
-               "gpu": torch.cuda.get_device_name(), "tp": args.tp, "dtype": "bf16", "attention_backend": backend,
+               "gpu": gpu, "tp": args.tp, "dtype": "bf16", "attention_backend": backend,
                "nccl_nvls_enable": os.environ.get("NCCL_NVLS_ENABLE"), "clocks_before": before,
                "clocks_after": clocks(), "wall_s": round(time.perf_counter() - t0, 1), "models": {
                    n: MODELS[n] for n in names}, "cases": rows, "kernel_counts": kernels}
