@@ -80,3 +80,13 @@ def test_compare_llm_refuses_a_shape_mismatch_and_bad_files(tmp_path):
     p = tmp_path / "m.json"
     p.write_text(json.dumps({"x": 1}))
     assert c.main([str(p), "--profile", "nothing.json"]) == 2
+
+
+def test_compare_llm_marks_missing_communication():
+    c = _tool("compare_llm")
+    doc = _doc()
+    doc["cases"] = [{"model": "llama-3-8b", "phase": "decode", "batch": 1, "context": 512, "runtime": "graph",
+                     "tp": 2, "median_s": 5e-3, "p10_s": 4.9e-3, "p90_s": 5.1e-3}]
+    rows = c.predict(doc, pricer=FakePricer(links=False))
+    assert rows[0].missing and not rows[0].ok
+    assert "communication missing" in c.table(rows, doc, "fake.json")

@@ -46,7 +46,7 @@ class Row:
 
     @property
     def ok(self) -> bool:
-        return self.error is not None and abs(self.error) <= TARGET[self.phase]
+        return self.error is not None and not self.missing and abs(self.error) <= TARGET[self.phase]
 
 
 def load_measured(path: str) -> dict:
@@ -104,7 +104,9 @@ def table(rows: list[Row], doc: dict, profile: str) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         err = "-" if r.error is None else f"{100 * r.error:+.1f}%"
-        verdict = ("ok" if r.ok else "MISS") if r.error is not None else f"missing: {r.missing}"
+        verdict = "ok" if r.ok else "MISS"
+        if r.missing:
+            verdict += f" (communication missing: {r.missing})"
         lines.append(f"| {r.model} | {r.phase} | {r.batch} | {r.length} | {r.runtime} | {r.tp} | "
                      f"{_ms(r.measured_s)} ({_ms(r.p10_s)}-{_ms(r.p90_s)}) | {_ms(r.predicted_s)} | "
                      f"{_ms(r.roofline_s)} | {err} | {verdict} (±{100 * TARGET[r.phase]:.0f}%) |")

@@ -63,14 +63,17 @@ def op_table(r: PhaseResult, show_all: bool = False):
     rows = r.rows if show_all else r.rows[:25] + [x for x in r.rows[25:] if x.missing]
     t = Table(title=f"{r.phase}: per op (summed over layers)"
               + ("" if len(rows) == len(r.rows) else f", top {len(rows)} of {len(r.rows)} (--all for every op)"))
-    for c in ("op", "kind", "n", "shape (one)", "FLOPs", "bytes", "bound", "time", "share", "roofline"):
+    timed = r.time_s is not None
+    cols = ("op", "kind", "n", "shape (one)", "FLOPs", "bytes")
+    cols += ("bound", "time", "share", "roofline") if timed else ()
+    for c in cols:
         t.add_column(c, justify="left" if c in ("op", "kind", "shape (one)", "bound") else "right")
     for x in rows:
-        share = x.time_s / r.time_s if r.time_s else None
-        timed = r.time_s is not None
-        t.add_row(x.group, x.kind, str(x.count), x.shape, eng(x.flops), eng(x.bytes, "B"), x.bound,
-                  _t(x.time_s) if timed and not x.missing else ("missing" if x.missing else "-"),
-                  _pct(share) if timed else "-", _t(x.roofline_s) if timed else "-")
+        cells = [x.group, x.kind, str(x.count), x.shape, eng(x.flops), eng(x.bytes, "B")]
+        if timed:
+            share = x.time_s / r.time_s if r.time_s else None
+            cells += [x.bound, "missing" if x.missing else _t(x.time_s), _pct(share), _t(x.roofline_s)]
+        t.add_row(*cells)
     return t
 
 
