@@ -356,3 +356,19 @@ def test_cli_with_a_predictor(monkeypatch, capsys):
     for text in ("time to first token", "time per output token", "communication missing", "time by bound",
                  "attn_allreduce"):
         assert text in out, text
+
+
+def test_the_predictors_missing_note_and_latency_bound():
+    """hwprobe.predict.model answers a collective it cannot price with time 0 and a note 'missing: ...', and a
+    kernel held by its floor with bound 'latency' (counted as launch)."""
+
+    class Like(FakePricer):
+        def time(self, op):
+            if op.kind in COMM_KINDS:
+                return OpTime(op, 0.0, bound="comm", covered=False, note="missing: no measured collective curve")
+            t = super().time(op)
+            return dataclasses.replace(t, bound="latency") if t.bound == "launch" else t
+
+    r = analyze("llama-3-8b", opts=LLMOptions(phase="decode", tp=2), pricer=Like()).phases["decode"]
+    assert r.missing and "no measured collective curve" in r.missing[0]
+    assert r.parts["launch"] > 0 and sum(r.parts.values()) == pytest.approx(r.time_s)

@@ -2,8 +2,10 @@
 
 The pricer is anything with ``time(op: KernelOp) -> OpTime`` (hwprobe.predict.model.Predictor). Identical kernels
 (the same shape in every layer) are priced once. A collective the pricer cannot price (no measured links in the
-profile: it raises, or answers a time that is not a finite number) is kept as *missing*: the pass's time then
-leaves communication out and says so, never a silent zero.
+profile: it raises, answers a note starting "missing", a zero time over several ranks, or a time that is not a
+finite number) is kept as *missing*: the pass's time then leaves communication out and says so, never a silent
+zero. Each kernel's time goes to the part its bound names: compute, memory, launch (the predictor's "latency":
+a kernel held by its floor, not by its FLOPs or bytes) or comm.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from hwprobe.models.llm.lower import group
 from hwprobe.predict.ops import COMM_KINDS, KernelOp, OpTime
 
 PARTS = ("compute", "memory", "launch", "comm")
+BOUND_PART = {"compute": "compute", "memory": "memory", "launch": "launch", "latency": "launch", "comm": "comm"}
 
 
 class Pricer(Protocol):
@@ -117,7 +120,8 @@ def _price_one(op: KernelOp, pricer: Pricer) -> Priced:
         t = pricer.time(op)
     except Exception as e:  # noqa: BLE001 - any failure to price a collective is shown, not hidden
         return Priced(op, None, f"{op.kind} x{op.ranks}: {e}")
-    if not math.isfinite(t.time_s) or t.time_s < 0:
+    unpriced = not math.isfinite(t.time_s) or t.time_s < 0 or (t.time_s == 0 and op.ranks > 1)
+    if unpriced or t.note.startswith("missing"):
         return Priced(op, None, f"{op.kind} x{op.ranks}: {t.note or 'no measured link'}")
     return Priced(op, t)
 
@@ -157,7 +161,7 @@ def price(phase: str, batch: int, tokens: int, context: int, ops: list[KernelOp]
             continue
         res.time_s += p.t.time_s
         res.roofline_s += p.t.roofline_s
-        part = p.t.bound if p.t.bound in PARTS else "compute"
+        part = BOUND_PART.get(p.t.bound, "compute")
         res.parts[part] += p.t.time_s
         res.uncovered += 0 if p.t.covered else 1
     return res
