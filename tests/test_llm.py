@@ -372,3 +372,16 @@ def test_the_predictors_missing_note_and_latency_bound():
     r = analyze("llama-3-8b", opts=LLMOptions(phase="decode", tp=2), pricer=Like()).phases["decode"]
     assert r.missing and "no measured collective curve" in r.missing[0]
     assert r.parts["launch"] > 0 and sum(r.parts.values()) == pytest.approx(r.time_s)
+
+
+def test_fused_runtime_folds_pointwise_kernels_into_their_gemm():
+    from hwprobe.models.llm.lower import fuse
+
+    ops = lower(load("llama-3.2-1b"), Case.decode(1, 512))
+    fused = fuse(ops)
+    per_layer = 10 + 2 + 2                                   # rotary (q and k), SiLU and multiply, two residual adds
+    assert len(fused) == len(ops) - 16 * per_layer
+    assert not any(o.name.endswith(("rope_q.add", "act_mul", "mlp_residual")) for o in fused)
+    assert sum(o.kind == "gemm" for o in fused) == sum(o.kind == "gemm" for o in ops)
+    a = analyze("llama-3.2-1b", opts=LLMOptions(phase="decode", runtime="fused"), pricer=FakePricer())
+    assert a.phases["decode"].kernels == len(fused)

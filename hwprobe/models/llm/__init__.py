@@ -16,7 +16,7 @@ from typing import Any
 from hwprobe.errors import InputError
 from hwprobe.models.llm import builtin
 from hwprobe.models.llm.config import LLMConfig, load
-from hwprobe.models.llm.lower import KV, WEIGHTS, Case, Quant, lower
+from hwprobe.models.llm.lower import KV, WEIGHTS, Case, Quant, fuse, lower
 from hwprobe.models.llm.memory import Fit, Params, fit, kv_bytes_per_token, params
 from hwprobe.models.llm.report import PhaseResult, Pricer, phase_dict, price
 
@@ -118,6 +118,8 @@ def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None
                     str(profile) if isinstance(profile, (str, Path)) else "")
     for case in cases(opts):
         ops = lower(cfg, case, q)
+        if opts.runtime == "fused":
+            ops = fuse(ops)
         a.phases[case.phase] = price(case.phase, case.batch, case.tokens, case.context, ops, pricer)
         a.fits[case.phase] = fit(cfg, case, q, device_bytes)
     if not device_bytes:

@@ -293,6 +293,21 @@ def lower(cfg: LLMConfig, case: Case, quant: Quant | None = None) -> list[Kernel
     return e.ops
 
 
+def fuse(ops: list[KernelOp]) -> list[KernelOp]:
+    """The ``fused`` runtime (as hwprobe.predict.lower folds ONNX graphs): an elementwise kernel whose input comes
+    from a GEMM, or from an elementwise kernel already folded, runs in that GEMM's epilogue: rotary after the
+    projections, SiLU and the multiply after gate/up, the residual adds after o_proj/down, the MoE combine, the
+    logit soft-cap. Elementwise kernels after a norm, a gather or a collective stay."""
+    out: list[KernelOp] = []
+    chain = False
+    for op in ops:
+        if op.kind == "elementwise" and chain:
+            continue
+        chain = op.kind == "gemm"
+        out.append(op)
+    return out
+
+
 def group(name: str) -> str:
     """The op's role without its layer index: 'layers.3.q_proj' -> 'q_proj'."""
     if name.startswith("layers."):
