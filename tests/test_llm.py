@@ -385,3 +385,20 @@ def test_fused_runtime_folds_pointwise_kernels_into_their_gemm():
     assert sum(o.kind == "gemm" for o in fused) == sum(o.kind == "gemm" for o in ops)
     a = analyze("llama-3.2-1b", opts=LLMOptions(phase="decode", runtime="fused"), pricer=FakePricer())
     assert a.phases["decode"].kernels == len(fused)
+
+
+def test_flash_split_kv_combine_where_flash_attention_splits():
+    """FlashAttention-2's heuristic, checked against the kernels torch.profiler counted on an H200 (132 SMs,
+    profiles/h200-sxm/2026-11-26-validation/llm_measured.json): decode at batch 1 launches a split-KV kernel and
+    a combine kernel per layer; prefill at 512 tokens and decode at batch 16 one flash kernel."""
+    from hwprobe.models.llm.lower import flash_splits
+
+    assert flash_splits(32, 1, 1024, 64, 132) > 1
+    assert flash_splits(16 * 32, 1, 1024, 64, 132) == 1
+    assert flash_splits(32, 512, 512, 64, 132) == 1
+    cfg = load("llama-3.2-1b")
+    decode = lower(cfg, Case.decode(1, 1024), sms=132)
+    assert sum(o.name.endswith("attention_combine") for o in decode) == 16 and len(decode) == 421 + 16
+    assert len(lower(cfg, Case.prefill(1, 512), sms=132)) == 421
+    assert len(lower(cfg, Case.decode(16, 1024), sms=132)) == 421
+    assert len(lower(cfg, Case.decode(1, 1024))) == 421                # SM count unknown: no split assumed

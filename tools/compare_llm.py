@@ -73,7 +73,8 @@ def check_shapes(doc: dict) -> None:
                 raise InputError(f"{name}: measured {k}={shape[k]} but hwprobe's built-in has {getattr(cfg, attr)}")
 
 
-def predict(doc: dict, profile=None, pricer=None) -> list[Row]:
+def predict(doc: dict, profile=None, pricer=None, sms: int | None = None) -> list[Row]:
+    """``pricer`` (tests) or the profile's predictor per runtime; ``sms`` else the profile's SM count."""
     from hwprobe.models.llm import LLMOptions, analyze
 
     rows, cache = [], {}
@@ -84,8 +85,9 @@ def predict(doc: dict, profile=None, pricer=None) -> list[Row]:
         if pricer is None and c["runtime"] not in cache:
             from hwprobe.models.llm import predictor
 
-            cache[c["runtime"]] = predictor(profile, c["runtime"])[0]
-        a = analyze(c["model"], None, opts, pricer=pricer or cache[c["runtime"]])
+            cache[c["runtime"]], prof = predictor(profile, c["runtime"])
+            sms = sms or prof.device.get("sms")
+        a = analyze(c["model"], None, opts, pricer=pricer or cache[c["runtime"]], sms=sms)
         r = a.phases[phase]
         rows.append(Row(c["model"], phase, c["batch"], length, c["runtime"], c.get("tp", 1), c["median_s"],
                         c["p10_s"], c["p90_s"], r.time_s, r.roofline_s, r.kernels, "; ".join(r.missing)))

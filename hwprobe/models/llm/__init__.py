@@ -101,9 +101,10 @@ def predictor(profile, runtime: str) -> tuple[Pricer, Any]:
 
 
 def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None,
-            pricer: Pricer | None = None) -> LLMAnalysis:
+            pricer: Pricer | None = None, sms: int | None = None) -> LLMAnalysis:
     """Lower and price ``model``. ``pricer`` overrides the profile's predictor (tests use a fake one); with neither,
-    the counts only (FLOPs, bytes, kernels, memory)."""
+    the counts only (FLOPs, bytes, kernels, memory). ``sms`` (else the profile's device) decides FlashAttention's
+    split-KV kernels."""
     opts = opts or LLMOptions()
     opts.check()
     cfg = model if isinstance(model, LLMConfig) else load(str(model))
@@ -114,10 +115,11 @@ def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None
     if prof is not None:
         device = str(prof.device.get("name") or "")
         device_bytes = prof.device.get("mem_bytes")
+        sms = sms or prof.device.get("sms")
     a = LLMAnalysis(cfg, opts, params(cfg), kv_bytes_per_token(cfg, q, opts.tp), {}, {}, device,
                     str(profile) if isinstance(profile, (str, Path)) else "")
     for case in cases(opts):
-        ops = lower(cfg, case, q)
+        ops = lower(cfg, case, q, sms)
         if opts.runtime == "fused":
             ops = fuse(ops)
         a.phases[case.phase] = price(case.phase, case.batch, case.tokens, case.context, ops, pricer)

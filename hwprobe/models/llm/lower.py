@@ -10,8 +10,9 @@ reference implementation is tools/validate_llm.py, which launches exactly these 
   RMSNorms; rotary embedding on q and on k as HF computes it, ``q*cos + rotate_half(q)*sin`` = five elementwise
   kernels each (mul, neg, cat, mul, add); the KV-cache write (one copy each for K and V, at the cache's
   precision); attention as one fused (flash) kernel: batch = sequences x heads, m = new tokens, n = keys, k = head
-  size, causal in prefill, K/V bytes by the KV heads (GQA) at the cache's precision; o_proj; with tensor parallel
-  an all-reduce; Gemma2's post-attention norm; the residual add.
+  size, causal in prefill, K/V bytes by the KV heads (GQA) at the cache's precision (plus FlashAttention-2's
+  split-KV combine kernel where its heuristic splits the keys: decode at small batch, given the SM count);
+  o_proj; with tensor parallel an all-reduce; Gemma2's post-attention norm; the residual add.
 - per layer, MLP half: the post-attention norm (Gemma2: pre- and post-feed-forward norms); gate and up GEMMs, the
   activation (SiLU or tanh-GELU) and the multiply, down GEMM (GPT-2: fc, GELU, proj); with tensor parallel an
   all-reduce; the residual add. Mixture of experts: router GEMM, softmax, top-k, weight renormalisation, token
@@ -100,8 +101,8 @@ A = 2  # bytes of an activation element (FP16/BF16)
 class _Emit:
     """Collects the kernels of one forward pass with the run's sizes at hand."""
 
-    def __init__(self, cfg: LLMConfig, case: Case, q: Quant):
-        self.cfg, self.case, self.q = cfg, case, q
+    def __init__(self, cfg: LLMConfig, case: Case, q: Quant, sms: int | None = None):
+        self.cfg, self.case, self.q, self.sms = cfg, case, q, sms
         self.ops: list[KernelOp] = []
         n = case.tp
         self.t = case.batch * case.tokens                    # token rows in this pass
@@ -152,6 +153,24 @@ def _check(cfg: LLMConfig, case: Case) -> None:
             raise InputError(f"--tp {n} does not divide {cfg.name}'s {', '.join(bad)}")
 
 
+def flash_splits(batch_heads: int, m: int, keys: int, head_dim: int, sms: int) -> int:
+    """How many key splits FlashAttention-2 (PyTorch's flash backend) runs: its num_splits_heuristic over
+    2 x SMs, with 64-row query blocks and 256/128/64-key blocks by head size. More than 1 launches a split-KV
+    kernel and a combine kernel (decode at small batch)."""
+    n_blocks = math.ceil(keys / (256 if head_dim <= 64 else 128 if head_dim <= 128 else 64))
+    work, slots = batch_heads * math.ceil(m / 64), 2 * sms
+    if work >= 0.8 * slots:
+        return 1
+    top = min(128, slots, n_blocks)
+
+    def eligible(s: int) -> bool:
+        return s == 1 or math.ceil(n_blocks / s) != math.ceil(n_blocks / (s - 1))
+
+    eff = {s: (work * s / slots) / math.ceil(work * s / slots) for s in range(1, top + 1) if eligible(s)}
+    best = max(eff.values(), default=0.0)
+    return next((s for s, x in eff.items() if x >= 0.85 * best), 1)
+
+
 def _embed(e: _Emit) -> None:
     cfg, t = e.cfg, e.t
     e.mem("embed", "embedding", 2 * t * cfg.hidden * A + 8 * t)
@@ -196,6 +215,10 @@ def _attention(e: _Emit, i: int) -> None:
     e.ops.append(KernelOp(p + "attention", "attention", precision=e.q.act, batch=case.batch * e.heads,
                           m=case.tokens, n=keys, k=cfg.head_dim, causal=case.phase == "prefill" and not banded,
                           bytes=float(2 * t * qd * A + kv_bytes)))
+    splits = flash_splits(case.batch * e.heads, case.tokens, keys, cfg.head_dim, e.sms) if e.sms else 1
+    if splits > 1:                                  # split-KV partials (FP32 outputs and log-sum-exps) combined
+        rows = case.batch * e.heads * case.tokens
+        e.mem(p + "attention_combine", "reduction", splits * rows * (cfg.head_dim + 1) * 4 + rows * cfg.head_dim * A)
     e.quantize(p + "o_quantize", t * qd)
     e.gemm(p + "o_proj", t, cfg.hidden, qd)
     e.allreduce(p + "attn_allreduce", t * cfg.hidden)
@@ -278,13 +301,14 @@ def _head(e: _Emit) -> None:
         e.mem("logit_softcap", "elementwise", 2 * rows * cfg.vocab * A, 3 * rows * cfg.vocab)
 
 
-def lower(cfg: LLMConfig, case: Case, quant: Quant | None = None) -> list[KernelOp]:
-    """Every kernel of one forward pass (one rank's under tensor parallel), in launch order."""
+def lower(cfg: LLMConfig, case: Case, quant: Quant | None = None, sms: int | None = None) -> list[KernelOp]:
+    """Every kernel of one forward pass (one rank's under tensor parallel), in launch order. ``sms``: the device's
+    SM count, which decides FlashAttention's split-KV (None: no split assumed)."""
     q = quant or Quant()
     if q.weights not in WEIGHTS or q.kv not in KV:
         raise InputError(f"weights must be one of {', '.join(WEIGHTS)} and kv one of {', '.join(KV)}")
     _check(cfg, case)
-    e = _Emit(cfg, case, q)
+    e = _Emit(cfg, case, q, sms)
     _embed(e)
     for i in range(cfg.layers):
         _attention(e, i)
