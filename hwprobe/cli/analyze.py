@@ -7,6 +7,7 @@ import json
 import click
 
 from hwprobe.cli import cli, console
+from hwprobe.cli.analyze_llm import llm_options, refuse_llm_options, run_llm
 
 
 def parse_dims(items) -> dict[str, int]:
@@ -50,12 +51,21 @@ def parse_dims(items) -> dict[str, int]:
               help="How the model runs, for the predicted time: graph (a CUDA graph replay), eager (each kernel "
                    "issued by the host), fused (pointwise ops folded into their producers, as TensorRT does).")
 @click.option("--all", "show_all", is_flag=True, help="Show every layer, not the top 25 of long models.")
+@llm_options
 def analyze_(model, profile_path, spec, precision, batch, convention, path, level, times, dims, as_json, csv_path,
-             plot_path, runtime, show_all) -> None:
+             plot_path, runtime, show_all, **llm) -> None:
     """Operations, bytes, intensity, attainable rate, bound and time per layer of MODEL (an ONNX file, a layer
-    CSV or a built-in name: hwprobe list models), the precision what-if and the top-5 time consumers."""
+    CSV or a built-in name: hwprobe list models), the precision what-if and the top-5 time consumers.
+    MODEL may also be an LLM: a Hugging Face config.json or a built-in LLM name (llama-3-8b, ...): time to
+    first token and per output token from the measured profile (the --phase ... --runtime options)."""
     from hwprobe.errors import InputError
     from hwprobe.models import analyze
+    from hwprobe.models.llm import is_llm
+
+    if is_llm(model):
+        run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_all, llm)
+        return
+    refuse_llm_options(llm)
     from hwprobe.models.render import render, to_dict
 
     a = analyze(model, profile_path, spec=spec, precision=precision, batch=batch, convention=convention,

@@ -40,7 +40,10 @@ def load_model(model: str | Path | Model, batch: int = 1, dims: dict[str, int] |
         return zoo.build(str(model), batch)
     if p.exists():
         raise InputError(f"{str(p)!r}: a model is an .onnx file, a layer .csv or a built-in name")
-    raise InputError(f"{str(model)!r} is neither a file nor a built-in model; built-ins: {', '.join(zoo.ARCHS)}")
+    from hwprobe.models.llm.builtin import CONFIGS
+
+    raise InputError(f"{str(model)!r} is neither a file nor a built-in model; built-ins: {', '.join(zoo.ARCHS)}; "
+                     f"LLMs (or a config.json): {', '.join(CONFIGS)}")
 
 
 def source(profile=None, spec: str | None = None) -> Source | None:

@@ -1,0 +1,78 @@
+"""hwprobe analyze on an LLM (a config.json or a built-in name): the options, and a thin call into
+hwprobe.models.llm. Options that only mean something for one kind of model are refused for the other."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import click
+
+from hwprobe.cli import console
+from hwprobe.errors import InputError
+
+# option name -> (click declaration kwargs); defaults live in hwprobe.models.llm.LLMOptions.
+LLM_OPTIONS = {
+    "phase": dict(type=click.Choice(["prefill", "decode", "both"]), help="LLM: which phase (default both)."),
+    "prompt": dict(type=int, help="LLM: prompt length of the prefill (default 1024)."),
+    "context": dict(type=int, help="LLM: context length of a decode step, keys attended (default 1024)."),
+    "weights": dict(type=click.Choice(["fp16", "bf16", "fp8", "int8", "int4"]),
+                    help="LLM: weight precision (int8/int4 weight-only, fp8 W8A8; default bf16)."),
+    "kv": dict(type=click.Choice(["fp16", "bf16", "fp8", "int8"]), help="LLM: KV-cache precision (default bf16)."),
+    "tp": dict(type=int, help="LLM: tensor-parallel ranks (default 1)."),
+}
+ONNX_ONLY = ("precision", "convention", "path", "level", "times", "plot_path")
+
+
+def llm_options(f):
+    for name, kw in reversed(LLM_OPTIONS.items()):
+        f = click.option(f"--{name}", f"llm_{name}", default=None, **kw)(f)
+    return f
+
+
+def refuse_llm_options(llm: dict) -> None:
+    given = [k.removeprefix("llm_") for k, v in llm.items() if v is not None]
+    if given:
+        raise InputError(f"--{given[0]} applies to an LLM (a config.json or a built-in LLM name), not this model")
+
+
+def _refuse_onnx_options() -> None:
+    ctx = click.get_current_context()
+    for name in ONNX_ONLY:
+        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT):
+            flag = "--plot" if name == "plot_path" else f"--{name}"
+            hint = " (use --weights)" if name == "precision" else ""
+            raise InputError(f"{flag} does not apply to an LLM{hint}")
+
+
+def write_csv(a, path: str) -> None:
+    try:
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["phase", "op", "kind", "count", "shape", "flops", "bytes", "bound", "time_s", "roofline_s"])
+            for r in a.phases.values():
+                for x in r.rows:
+                    w.writerow([r.phase, x.group, x.kind, x.count, x.shape, x.flops, x.bytes, x.bound,
+                                x.time_s if r.time_s is not None else "", x.roofline_s if r.time_s else ""])
+    except OSError as e:
+        raise InputError(f"cannot write {path!r}: {e.strerror or e}") from None
+
+
+def run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_all, llm: dict) -> None:
+    from hwprobe.models.llm import LLMOptions, analyze, to_dict
+    from hwprobe.models.llm.render import render
+
+    _refuse_onnx_options()
+    if spec:
+        raise InputError("an LLM is priced from a measured profile: give --profile, not --spec")
+    given = {k.removeprefix("llm_"): v for k, v in llm.items() if v is not None}
+    opts = LLMOptions(batch=batch, runtime=runtime, **given)
+    a = analyze(model, profile_path, opts)
+    if csv_path:
+        write_csv(a, csv_path)
+    if as_json:
+        click.echo(json.dumps(to_dict(a), indent=2, default=str))
+    else:
+        render(a, console(), show_all)
+        if csv_path:
+            console().print(f"wrote {csv_path}")

@@ -1,0 +1,92 @@
+"""tools/validate_llm.py's case parsing and statistics (no torch needed) and tools/compare_llm.py's table, priced
+with a fake predictor on a made-up measurement file."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_llm import FakePricer
+
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
+
+
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod               # dataclasses look their module up while the file executes
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_validate_llm_imports_without_torch_and_parses_cases():
+    v = _tool("validate_llm")
+    assert v.parse_cases("1x512, 16x4096", "decode") == [("decode", 1, 512), ("decode", 16, 4096)]
+    assert v.parse_cases("prefill:1x1024,decode:16x1024") == [("prefill", 1, 1024), ("decode", 16, 1024)]
+    for bad in ("0x512", "train:1x4"):
+        with pytest.raises(ValueError):
+            v.parse_cases(bad, None if ":" in bad else "decode")
+    s = v.stats([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (s["median_s"], s["p10_s"], s["p90_s"], s["min_s"], s["reps"]) == (3.0, 1.0, 5.0, 1.0, 5)
+
+
+def test_validate_llm_shapes_are_hwprobe_builtins():
+    """The measured models are hwprobe's built-ins field for field (compare_llm refuses a mismatch)."""
+    from hwprobe.models.llm.config import load
+
+    v = _tool("validate_llm")
+    for name, shape in v.MODELS.items():
+        if name == "tiny":
+            continue
+        cfg = load(name)
+        assert {k: getattr(cfg, k) for k in shape} == shape
+
+
+def _doc():
+    return {"gpu": "FAKE", "torch": "0", "attention_backend": "flash", "models": {"llama-3.2-1b": {"hidden": 2048}},
+            "cases": [
+                {"model": "llama-3.2-1b", "phase": "decode", "batch": 1, "context": 1024, "runtime": "graph",
+                 "median_s": 1e-3, "p10_s": 0.9e-3, "p90_s": 1.1e-3},
+                {"model": "llama-3.2-1b", "phase": "prefill", "batch": 1, "prompt": 512, "runtime": "graph",
+                 "median_s": 5e-3, "p10_s": 4.9e-3, "p90_s": 5.1e-3}],
+            "kernel_counts": [{"model": "llama-3.2-1b", "phase": "decode", "kernels": 430}]}
+
+
+def test_compare_llm_table_with_a_fake_predictor():
+    c = _tool("compare_llm")
+    doc = _doc()
+    c.check_shapes(doc)
+    rows = c.predict(doc, pricer=FakePricer())
+    assert [r.phase for r in rows] == ["decode", "prefill"]
+    for r, case in zip(rows, doc["cases"], strict=True):
+        assert r.error == pytest.approx(r.predicted_s / case["median_s"] - 1)
+    md = c.table(rows, doc, "fake.json")
+    assert md.count("| llama-3.2-1b |") == 2 and "430 kernels measured, 421 lowered" in md
+    assert "decode (CUDA graph): 1 cases" in md
+
+
+def test_compare_llm_refuses_a_shape_mismatch_and_bad_files(tmp_path):
+    from hwprobe.errors import InputError
+
+    c = _tool("compare_llm")
+    doc = _doc()
+    doc["models"]["llama-3.2-1b"]["hidden"] = 4096
+    with pytest.raises(InputError, match="measured hidden=4096"):
+        c.check_shapes(doc)
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps({"x": 1}))
+    assert c.main([str(p), "--profile", "nothing.json"]) == 2
+
+
+def test_compare_llm_marks_missing_communication():
+    c = _tool("compare_llm")
+    doc = _doc()
+    doc["cases"] = [{"model": "llama-3-8b", "phase": "decode", "batch": 1, "context": 512, "runtime": "graph",
+                     "tp": 2, "median_s": 5e-3, "p10_s": 4.9e-3, "p90_s": 5.1e-3}]
+    rows = c.predict(doc, pricer=FakePricer(links=False))
+    assert rows[0].missing and not rows[0].ok
+    assert "communication missing" in c.table(rows, doc, "fake.json")
