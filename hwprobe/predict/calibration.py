@@ -155,6 +155,7 @@ class Calibration:
     framework: dict[str, MemCurve] = field(default_factory=dict)   # the framework's own kernels (gpu.torch_kernels)
     sdpa: SdpaTable | None = None
     framework_name: str = ""
+    switch_s: float = 0.0          # a framework kernel's cost beyond its back-to-back time among other kernels
 
     @classmethod
     def of(cls, profile) -> Calibration:
@@ -167,6 +168,8 @@ class Calibration:
                 cal.gemm[metric.rsplit(".", 1)[1]] = GemmTable.from_finding(params)
             elif metric.startswith("predict.memory."):
                 cal.memory[params.get("kind") or metric.rsplit(".", 1)[1]] = MemCurve.from_finding(params)
+            elif metric == "predict.torch.switch_s":
+                cal.switch_s = float(f.get("value") or 0.0)
             elif metric == "predict.torch.sdpa":
                 cal.sdpa = SdpaTable(list(params.get("points") or []))
             elif metric.startswith("predict.torch."):

@@ -70,6 +70,9 @@ def predict_model(model, profile, precision: str, runtime: str = "graph") -> Pre
     low = lower(model, precision, runtime)
     times = price(low.kernels, pred)
     notes = list(low.notes)
+    power = pred.power_adjust(times, precision)
+    if power:
+        notes.append(power)
     if runtime == "eager":
         notes.append(f"eager: each kernel waits at least the measured host issue time ({pred.host_s * 1e6:.1f} us, a "
                      "bare CUDA launch from Python); a framework's own per-op overhead comes on top")

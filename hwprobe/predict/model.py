@@ -15,6 +15,10 @@
   lean kernels' otherwise (and for the fused runtime); a fused attention likewise from the framework's SDPA table.
 - collectives: the profile's measured collective curve at the message size (missing without one).
 
+Every curve was timed on one kernel replayed back to back; in a model each kernel follows a different one, and
+the profile's measured switch cost (gpu.torch_kernels: five kinds alternating against each alone) is added per
+kernel for the framework's runtimes.
+
 The runtime sets the per-kernel floor: ``graph`` (the curves were measured as CUDA graph replays, so their times
 already hold the gap between nodes), ``eager`` (a kernel also waits for the host to issue it: the measured host
 issue time), ``fused`` (as graph; the lowering folds pointwise ops into their producers).
@@ -168,6 +172,8 @@ class Predictor:
 
     def _finish(self, op: KernelOp, t: float, flops: float, nbytes: float, covered: bool, source: str,
                 note: str) -> OpTime:
+        if self.runtime != "fused":
+            t += self.cal.switch_s      # curves were timed on one kernel back to back; a model alternates kernels
         pk = self.peak(op.precision)
         compute_s = flops / pk if pk else 0.0
         memory_s = nbytes / self.dram_bw if self.dram_bw else 0.0
@@ -189,3 +195,33 @@ class Predictor:
         if op.kind in MEMORY_CURVE:
             return self._memory(op)
         return self._comm(op)
+
+    # --- the power-capped clock of a long compute-bound run ---------------------------------------------------------
+    def power_ratio(self, precision: str) -> tuple[float, str]:
+        """Burst over sustained library rate at the power cap (gpu.gemm_power), for ``precision`` or FP16's."""
+        for p in (precision, "fp16", "bf16"):
+            c = self.profile.peak(p, "tensor_core", "library")
+            if c is not None and c.sustained and c.value > c.sustained:
+                return c.value / c.sustained, (f"{p} library {c.value / 1e12:.0f} TFLOP/s in bursts, "
+                                               f"{c.sustained / 1e12:.0f} sustained at the power cap (gpu.gemm_power)")
+        return 1.0, ""
+
+    def power_adjust(self, times: list[OpTime], precision: str) -> str:
+        """Compute-bound kernels were calibrated in short bursts at the boost clock; a run whose time is mostly
+        compute-bound draws the power cap's worth and its clock settles where gpu.gemm_power measured it. Their times
+        grow by 1 + share x (burst/sustained - 1), share = the compute-bound part of the run. Adjusts ``times`` in
+        place (each distinct OpTime once) and says what it did ("" when nothing)."""
+        ratio, why = self.power_ratio(precision)
+        total = sum(t.time_s for t in times)
+        comp = sum(t.time_s for t in times if t.bound == "compute")
+        if ratio <= 1.0 or not total or not comp:
+            return ""
+        share = comp / total
+        f = 1.0 + share * (ratio - 1.0)
+        seen: set[int] = set()
+        for t in times:
+            if t.bound == "compute" and id(t) not in seen:
+                seen.add(id(t))
+                t.time_s *= f
+                t.extra["power_factor"] = f
+        return (f"power cap: compute-bound kernels ({share:.0%} of the run) x{f:.3f}, from {why}")

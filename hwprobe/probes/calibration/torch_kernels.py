@@ -178,6 +178,42 @@ def _sdpa(ctx, torch, quick: bool):
                                  "batch x heads, sequence (queries = keys) and head size, replayed in a CUDA graph"])
 
 
+SWITCH_BYTES = 1 << 18          # the switch-cost kernels move 256 KiB each (L2-resident, latency-bound)
+SWITCH_REPS = 64
+
+
+def _switch_kernels(torch):
+    F = torch.nn.functional
+    n = SWITCH_BYTES // 4
+    x, y, out = (torch.rand(n, device="cuda").half() for _ in range(3))
+    rows = torch.rand(n // HIDDEN, HIDDEN, device="cuda").half()
+    return [lambda: torch.add(x, y, out=out), lambda: torch.clamp_min(x, 0, out=out),
+            lambda: F.layer_norm(rows, (HIDDEN,)), lambda: torch.softmax(rows, dim=-1), lambda: out.copy_(x)]
+
+
+def _switch(ctx, torch):
+    """What a kernel costs beyond its own back-to-back time when its neighbours are other kernels, as in a model:
+    five kinds alternating in one graph against each kind replayed alone (the difference per kernel)."""
+    try:
+        fns = _switch_kernels(torch)
+        alone = [_graph_time(torch, f, SWITCH_REPS)[0] for f in fns]
+
+        def mixed() -> None:
+            for f in fns:
+                f()
+
+        t_mixed = _graph_time(torch, mixed, SWITCH_REPS)[0] / len(fns)
+    except Exception as e:
+        yield ctx.error("predict.torch.switch_s", "torch kernel switch cost", e)
+        return
+    switch = max(0.0, t_mixed - float(np.mean(alone)))
+    yield ctx.derived("predict.torch.switch_s", switch, unit="s", kind="info",
+                      params={"alone_s": alone, "mixed_per_kernel_s": t_mixed, "bytes": SWITCH_BYTES,
+                              "kernels": ["add", "clamp_min", "layer_norm", "softmax", "copy"]},
+                      notes=["per-kernel cost of following a different kernel (alternating add, relu, layer norm, "
+                             "softmax, copy in one CUDA graph) over the same kernels replayed alone"])
+
+
 @probe(name="gpu.torch_kernels", target="gpu", family="calibration",
        summary="Prediction calibration with PyTorch's own kernels (optional: skipped without torch): elementwise, "
                "bias, norm, softmax, reduction, copy and SDPA attention, in CUDA graphs",
@@ -195,5 +231,6 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, max_bytes: int =
     sizes = [s for s in (QUICK_SIZES if ctx.quick else SIZES) if s <= max_bytes]
     with torch.inference_mode():
         yield from _curves(ctx, torch, kinds or KINDS, sizes)
+        yield from _switch(ctx, torch)
         if sdpa:
             yield from _sdpa(ctx, torch, ctx.quick)
