@@ -28,20 +28,28 @@ CNN's BN statistics are set from one training-mode forward of random images (a r
 activations would otherwise grow through 50 layers and overflow FP16); cudnn.benchmark is on (a deployment
 autotunes).
 
-Timing: eager = the forward called back to back 30 times after warm-up, one CUDA-event pair around each
-(steady-state time per forward, host launch cost included where it dominates); cuda_graph = one forward
+Timing: eager = the forward called back to back 30 times after 10 warm-ups, one CUDA-event pair around
+each (steady-state time per forward, host launch cost included where it dominates); cuda_graph = one forward
 captured with torch.cuda.CUDAGraph after warm-up on a side stream, 30 replays, one event pair each. The L2
 is not flushed between forwards (a served model runs forwards back to back). Inputs are random (never
-zeros) and every output is checked finite.
+zeros) and every output is checked finite. host_syncs_per_forward counts the host synchronisations of one
+eager forward (CUDA sync-debug warnings). transformers 5 runs a packed-sequence check with a host sync on
+every forward without an attention mask; it is turned off (one prompt per row, as a serving engine's
+prefill), see unpack_transformers.
+
+Order: every model is built and timed first (about 90 s on an H200, estimated), then the exports run in
+priority order (TorchScript at batch 1, at the larger batches, then dynamo) until --budget-s (200 s from
+the start) has passed; the rest are recorded as skipped.
 
 Export: the model as timed (device, dtype, BN folded) with the TorchScript exporter (dynamo=False, opset
 17, do_constant_folding=True) at each case's batch, the batch a fixed dim; transformer models also with
-the dynamo exporter (opset 18, its own minimum) at batch 1, named <model>-b1-dynamo.onnx. Then every
+the dynamo exporter (opset 18, its own lowest) at batch 1, named <model>-b1-dynamo.onnx. Then every
 tensor payload over 1 KiB (the weights) is removed; dims and data_type stay, and small tensors (shape
 constants, scalars) stay so ONNX shape inference still resolves Reshape/Expand. The file's metadata says
 so. On CUDA the export is FP16 (as timed), on the CPU FP32. Each case and each export runs in its own
-try/except: an error is recorded in the JSON and the run goes on. Exports left after --budget-s seconds
-are skipped (recorded), so timing always finishes.
+try/except: an error is recorded in the JSON and the run goes on. The TorchScript export traces with grad
+mode on, so ViT's nn.MultiheadAttention is exported as its MatMul/Softmax path (the timed forward runs
+PyTorch's fused inference fast path, the same GEMMs and attention).
 
 On --device cpu timings are meaningless (wall-clock, FP32, no CUDA graphs, profiler CPU ops instead of
 kernels); the JSON says so. That mode exists to check model building, export and stripping off the GPU.
@@ -164,6 +172,23 @@ def _llama(kv_heads: int):
         cfg._attn_implementation = "sdpa"
         return LastHidden.wrap(LlamaModel(cfg))
     return build
+
+
+def unpack_transformers() -> str:
+    """Turn off transformers' packed-sequence detection: one prompt per row, as a serving engine runs prefill.
+
+    Without an attention mask and a cache, transformers 5 looks for packed sequences in the position ids on every
+    forward (torch.diff, then `.all()` on the result: a host sync), which blocks CUDA-graph capture, stalls eager
+    forwards and has no TorchScript ONNX export (aten::diff). Returning None is its own answer for unpacked rows.
+    """
+    try:
+        from transformers import masking_utils
+    except ImportError as e:
+        return f"transformers unavailable: {e}"
+    if not hasattr(masking_utils, "find_packed_sequence_indices"):
+        return "no packed-sequence detection in this transformers version: nothing patched"
+    masking_utils.find_packed_sequence_indices = lambda position_ids: None
+    return "transformers.masking_utils.find_packed_sequence_indices -> None (one unpacked prompt per row)"
 
 
 def model_specs() -> list[ModelSpec]:
@@ -299,6 +324,26 @@ def kernel_profile(fn: Callable[[], Any], device: str) -> dict:
     return out
 
 
+def count_syncs(fn: Callable[[], Any]) -> int | str:
+    """Host synchronisations in one forward, from CUDA sync-debug warnings (0 for a graph-capturable forward)."""
+    import warnings
+
+    import torch
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                fn()
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+        torch.cuda.synchronize()
+    except Exception as e:
+        return f"not counted: {_err(e)[:200]}"
+    return sum("synchroniz" in str(w.message) for w in caught)
+
+
 def _finite(out) -> bool:
     import torch
 
@@ -316,6 +361,8 @@ def run_case(model, inputs: tuple, st: Settings) -> dict:
             out = fn()
         _sync(st.device)
         row["eager"] = time_calls(fn, st)
+        if st.device == "cuda":
+            row["host_syncs_per_forward"] = count_syncs(fn)
         out = fn()
         row["output_shape"] = list(out.shape)
         row["output_finite"] = _finite(out)
@@ -362,6 +409,16 @@ def _tensors(graph):
                 yield from _tensors(sub)
 
 
+def _nodes(graph):
+    for node in graph.node:
+        yield node
+        for a in node.attribute:
+            if a.HasField("g"):
+                yield from _nodes(a.g)
+            for sub in a.graphs:
+                yield from _nodes(sub)
+
+
 def _payload(t) -> int:
     if t.data_location == 1:                      # EXTERNAL: the bytes live in a side file we never read
         return STRIP_OVER + 1
@@ -386,6 +443,9 @@ def strip_weights(src: Path, dst: Path) -> dict:
             t.ClearField(f)
         t.data_location = 0
         stripped += 1
+    for node in _nodes(m.graph):                  # the dynamo exporter's per-node stack traces: megabytes, unused
+        node.ClearField("metadata_props")
+        node.ClearField("doc_string")
     meta = m.metadata_props.add()
     meta.key, meta.value = "weights", (f"stripped by tools/validate_models.py: {stripped} tensors over "
                                        f"{STRIP_OVER} B lost their data (dims and data_type kept); random weights")
@@ -398,16 +458,14 @@ def export_one(model, inputs: tuple, name: str, dynamo: bool, work: Path, onnx_d
     """Export with one exporter to a scratch file, strip it into onnx_dir, drop the scratch."""
     import torch
 
-    family = name.split("-b")[0]
     in_names = ["input_ids"] if inputs[0].dtype == torch.long else ["input"]
     out_names = ["last_hidden_state"] if in_names == ["input_ids"] else ["output"]
     scratch = work / f"{name}.full.onnx"
     t = time.perf_counter()
-    rec: dict[str, Any] = {"file": f"onnx/{name}.onnx", "model": family,
-                           "exporter": "dynamo" if dynamo else "torchscript"}
+    rec: dict[str, Any] = {}
     kw: dict[str, Any] = ({"dynamo": True, "opset_version": 18, "external_data": True} if dynamo else
                           {"dynamo": False, "opset_version": 17, "do_constant_folding": True})
-    with torch.inference_mode(False), torch.no_grad():
+    with torch.inference_mode(False):   # grad mode on: nn.MultiheadAttention's fused fast path has no ONNX export
         torch.onnx.export(model, inputs, str(scratch), input_names=in_names, output_names=out_names, **kw)
     rec["export_s"] = round(time.perf_counter() - t, 2)
     rec["bytes_unstripped"] = sum(p.stat().st_size for p in work.glob(f"{name}.full.onnx*"))
@@ -415,27 +473,6 @@ def export_one(model, inputs: tuple, name: str, dynamo: bool, work: Path, onnx_d
     for p in work.glob(f"{name}.full.onnx*"):
         p.unlink()
     return rec
-
-
-def export_model(spec: ModelSpec, model, st: Settings, work: Path, onnx_dir: Path) -> list[dict]:
-    """TorchScript export per batch (fixed dims), dynamo export at batch 1 for transformer models."""
-    batches = spec.batches if st.export_batches == "all" else spec.batches[:1]
-    jobs = [(b, False) for b in batches] + ([(batches[0], True)] if spec.family == "transformer" and st.dynamo
-                                          else [])
-    recs = []
-    for b, dyn in jobs:
-        name = f"{spec.name}-b{b}" + ("-dynamo" if dyn else "")
-        if time.perf_counter() - st.t0 > st.budget_s:
-            recs.append({"file": f"onnx/{name}.onnx", "skipped": f"past --budget-s {st.budget_s:.0f} s"})
-            continue
-        try:
-            inputs = _to_device(spec.inputs(b), st)
-            recs.append(export_one(model, inputs, name, dyn, work, onnx_dir))
-            recs[-1].update({"batch": b, "batch_dim": "fixed", "dtype": str(st.dtype).replace("torch.", "")})
-        except Exception as e:
-            recs.append({"file": f"onnx/{name}.onnx", "batch": b, "error": _err(e)})
-        _log(f"  export {name}: {_brief(recs[-1])}")
-    return recs
 
 
 # ---------------------------------------------------------------- orchestration
@@ -489,7 +526,6 @@ def time_model(spec: ModelSpec, model, st: Settings) -> tuple[list[dict], Any]:
             except Exception as e:
                 row["error"] = _err(e)
             row["wall_s"] = round(time.perf_counter() - t, 2)
-            row["smi_after"] = smi() if st.device == "cuda" else None
             rows.append(row)
             _log(f"  {spec.name:18s} {variant:15s} b{b:<3d} " + _row_brief(row))
     return rows, primary
@@ -570,22 +606,20 @@ def write_outputs(doc: dict, out: Path, onnx_dir: Path) -> tuple[Path, Path]:
     return js, bundle
 
 
-def run_model(spec: ModelSpec, st: Settings, work: Path, onnx_dir: Path) -> tuple[list[dict], list[dict], dict]:
-    """Build, time and export one model; any failure becomes a record and the run goes on."""
+def run_model(spec: ModelSpec, st: Settings) -> tuple[list[dict], dict, Any]:
+    """Build and time one model; any failure becomes a record and the run goes on. Returns the module to export."""
     import torch
 
     info: dict[str, Any] = {"model": spec.name, "family": spec.family, "input": spec.shape_note}
     rows: list[dict] = []
-    exports: list[dict] = []
+    primary = None
     t = time.perf_counter()
     try:
         model = build_model(spec, st)
         info["params"] = sum(p.numel() for p in model.parameters())
         info["build_s"] = round(time.perf_counter() - t, 2)
         rows, primary = time_model(spec, model, st)
-        if st.export and primary is not None:
-            exports = export_model(spec, primary, st, work, onnx_dir)
-        del model, primary
+        del model
     except Exception as e:
         info["error"] = _err(e)
         _log(f"  {spec.name}: ERROR {info['error'][:300]}")
@@ -593,7 +627,42 @@ def run_model(spec: ModelSpec, st: Settings, work: Path, onnx_dir: Path) -> tupl
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
     info["wall_s"] = round(time.perf_counter() - t, 2)
-    return rows, exports, info
+    info["smi_after"] = smi() if st.device == "cuda" else None
+    return rows, info, primary
+
+
+def export_jobs(specs: list[ModelSpec], st: Settings) -> list[tuple[ModelSpec, int, bool]]:
+    """(model, batch, dynamo) in priority order: TorchScript at batch 1, then at the larger batches, then dynamo."""
+    jobs = [(s, s.batches[0], False) for s in specs]
+    if st.export_batches == "all":
+        jobs += [(s, b, False) for s in specs for b in s.batches[1:]]
+    if st.dynamo:
+        jobs += [(s, s.batches[0], True) for s in specs if s.family == "transformer"]
+    return jobs
+
+
+def export_all(specs: list[ModelSpec], modules: dict, st: Settings, work: Path, onnx_dir: Path) -> list[dict]:
+    """Every export job, each in its own try/except; jobs left when --budget-s has passed are recorded as skipped."""
+    recs = []
+    for spec, b, dyn in export_jobs(specs, st):
+        name = f"{spec.name}-b{b}" + ("-dynamo" if dyn else "")
+        rec: dict[str, Any] = {"file": f"onnx/{name}.onnx", "model": spec.name, "batch": b,
+                               "exporter": "dynamo" if dyn else "torchscript"}
+        if spec.name not in modules:
+            continue
+        if time.perf_counter() - st.t0 > st.budget_s:
+            rec["skipped"] = f"past --budget-s {st.budget_s:.0f} s"
+        else:
+            try:
+                rec.update(export_one(modules[spec.name], _to_device(spec.inputs(b), st), name, dyn, work, onnx_dir))
+                rec.update({"batch_dim": "fixed", "dtype": str(st.dtype).replace("torch.", "")})
+            except Exception as e:
+                rec["error"] = _err(e)
+        for p in work.glob("*"):
+            p.unlink()
+        recs.append(rec)
+        _log(f"  export {name}: {_brief(rec)}")
+    return recs
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -655,8 +724,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"validate_models: {e}", file=sys.stderr)
         return 2
     torch.backends.cudnn.benchmark = True
+    patched = unpack_transformers() if any(s.family == "transformer" for s in specs) else "no transformer model"
     doc: dict[str, Any] = {"tool": "tools/validate_models.py", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                           "env": environment(st), "smi_before": smi() if st.device == "cuda" else None,
+                           "env": environment(st) | {"transformers_patch": patched},
+                           "smi_before": smi() if st.device == "cuda" else None,
                            "models": [], "cases": [], "exports": []}
     _log(f"validate_models: {doc['env'].get('gpu', 'CPU')} torch {torch.__version__} {doc['env']['dtype']} "
          f"reps {st.reps} warmup {st.warmup}" + ("  [CPU: timings meaningless]" if st.device == "cpu" else ""))
@@ -664,13 +735,19 @@ def main(argv: list[str] | None = None) -> int:
         work, onnx_dir = Path(tmp) / "scratch", Path(tmp) / "onnx"
         work.mkdir()
         onnx_dir.mkdir()
+        modules = {}
         for spec in specs:
             _log(f"{spec.name}:")
-            rows, exports, info = run_model(spec, st, work, onnx_dir)
+            rows, info, primary = run_model(spec, st)
             doc["cases"] += rows
-            doc["exports"] += exports
             doc["models"].append(info)
+            if primary is not None:
+                modules[spec.name] = primary
         doc["smi_after"] = smi() if st.device == "cuda" else None
+        doc["timing_wall_s"] = round(time.perf_counter() - st.t0, 1)
+        if st.export:
+            _log("exports:")
+            doc["exports"] = export_all(specs, modules, st, work, onnx_dir)
         doc["wall_s"] = round(time.perf_counter() - st.t0, 1)
         js, bundle = write_outputs(doc, out, onnx_dir)
     bad = sum("error" in r for r in doc["cases"] + doc["exports"] + doc["models"])
