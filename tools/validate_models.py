@@ -115,9 +115,11 @@ def _images(batch: int):
 
 
 def _tokens(seq: int, vocab: int):
-    import torch
+    def make(batch: int):
+        import torch
 
-    return lambda batch: (torch.randint(1, vocab, (batch, seq), dtype=torch.long),)
+        return (torch.randint(1, vocab, (batch, seq), dtype=torch.long),)   # token 0 never: no zeros
+    return make
 
 
 class LastHidden:

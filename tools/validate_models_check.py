@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                 batch = int(rest.split("-")[0])
                 rows.append(summarize(f.name, analyze(f, args), times.get((model, batch), {})))
     except (OSError, tarfile.TarError, ValueError, KeyError) as e:
-        print(f"validate_models_check: cannot read {args.bundle!r}: {e}", file=sys.stderr)
+        print(f"validate_models_check: cannot read {args.bundle!r}: {(str(e).splitlines() or [type(e).__name__])[0]}",
+              file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(rows, indent=1))
