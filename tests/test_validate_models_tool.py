@@ -98,10 +98,14 @@ def test_export_jobs_priority_and_selection():
     st = vm.Settings(device="cpu", dtype=None, warmup=0, reps=1, quick=False, export=True, dynamo=True,
                      export_batches="all", budget_s=1.0, t0=0.0)
     jobs = [(s.name, b, d) for s, b, d in vm.export_jobs(specs, st)]
-    assert jobs == [("resnet50", 1, False), ("bert_base", 1, False), ("resnet50", 8, False),
-                    ("resnet50", 64, False), ("bert_base", 32, False), ("bert_base", 1, True)]
-    st.export_batches, st.dynamo = "first", False
-    assert [(s.name, b) for s, b, _ in vm.export_jobs(specs, st)] == [("resnet50", 1), ("bert_base", 1)]
+    assert jobs == [("resnet50", 1, False), ("bert_base", 1, True), ("resnet50", 8, False), ("resnet50", 64, False),
+                    ("bert_base", 32, True), ("bert_base", 1, False), ("bert_base", 32, False)]
+    st.export_batches = "first"
+    assert [(s.name, b, d) for s, b, d in vm.export_jobs(specs, st)] == [
+        ("resnet50", 1, False), ("bert_base", 1, True), ("bert_base", 1, False)]
+    st.dynamo = False
+    assert [(s.name, b, d) for s, b, d in vm.export_jobs(specs, st)] == [
+        ("resnet50", 1, False), ("bert_base", 1, False)]
     with pytest.raises(ValueError, match="unknown model 'resnet5'"):
         vm.select("resnet5")
 

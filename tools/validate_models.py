@@ -592,12 +592,19 @@ def environment(st: Settings) -> dict:
     return env
 
 
-def write_outputs(doc: dict, out: Path, onnx_dir: Path) -> tuple[Path, Path]:
-    """The JSON beside the bundle, and the bundle (JSON + stripped ONNX files) as one tar.gz."""
-    out.mkdir(parents=True, exist_ok=True)
+def save_json(doc: dict, out: Path) -> tuple[Path, bytes]:
+    """validate_models.json, replaced whole (after every model and export: a run killed at its limit keeps it)."""
     js = out / "validate_models.json"
     data = json.dumps(doc, indent=1, default=str).encode()
-    js.write_bytes(data)
+    tmp = js.with_suffix(".json.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(js)
+    return js, data
+
+
+def write_outputs(doc: dict, out: Path, onnx_dir: Path) -> tuple[Path, Path]:
+    """The JSON beside the bundle, and the bundle (JSON + stripped ONNX files) as one tar.gz."""
+    js, data = save_json(doc, out)
     bundle = out / "validate_models.tar.gz"
     with tarfile.open(bundle, "w:gz") as tar:
         info = tarfile.TarInfo("validate_models.json")
@@ -634,18 +641,24 @@ def run_model(spec: ModelSpec, st: Settings) -> tuple[list[dict], dict, Any]:
 
 
 def export_jobs(specs: list[ModelSpec], st: Settings) -> list[tuple[ModelSpec, int, bool]]:
-    """(model, batch, dynamo) in priority order: TorchScript at batch 1, then at the larger batches, then dynamo."""
-    jobs = [(s, s.batches[0], False) for s in specs]
-    if st.export_batches == "all":
-        jobs += [(s, b, False) for s in specs for b in s.batches[1:]]
-    if st.dynamo:
-        jobs += [(s, s.batches[0], True) for s in specs if s.family == "transformer"]
+    """(model, batch, dynamo) in priority order: each model's preferred exporter at batch 1, then at its larger
+    batches, then the other exporter. Preferred: TorchScript for CNNs; dynamo for transformers, whose file carries
+    every shape (the TorchScript graph computes Expand/Reshape targets at run time: hwprobe cannot shape them)."""
+    def preferred(s: ModelSpec) -> bool:
+        return st.dynamo and s.family == "transformer"
+
+    later = (lambda s: s.batches[1:]) if st.export_batches == "all" else (lambda s: ())
+    jobs = [(s, s.batches[0], preferred(s)) for s in specs]
+    jobs += [(s, b, preferred(s)) for s in specs for b in later(s)]
+    other = [s for s in specs if preferred(s)]
+    jobs += [(s, s.batches[0], False) for s in other] + [(s, b, False) for s in other for b in later(s)]
     return jobs
 
 
-def export_all(specs: list[ModelSpec], modules: dict, st: Settings, work: Path, onnx_dir: Path) -> list[dict]:
-    """Every export job, each in its own try/except; jobs left when --budget-s has passed are recorded as skipped."""
-    recs = []
+def export_all(specs: list[ModelSpec], modules: dict, st: Settings, work: Path, onnx_dir: Path,
+               recs: list[dict], saved: Callable[[], None]) -> None:
+    """Every export job into recs, each in its own try/except, saved() after each (the bundle is rewritten: a run
+    killed at its limit keeps what it exported); jobs left when --budget-s has passed are recorded as skipped."""
     for spec, b, dyn in export_jobs(specs, st):
         name = f"{spec.name}-b{b}" + ("-dynamo" if dyn else "")
         rec: dict[str, Any] = {"file": f"onnx/{name}.onnx", "model": spec.name, "batch": b,
@@ -663,8 +676,8 @@ def export_all(specs: list[ModelSpec], modules: dict, st: Settings, work: Path, 
         for p in work.glob("*"):
             p.unlink()
         recs.append(rec)
+        saved()
         _log(f"  export {name}: {_brief(rec)}")
-    return recs
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -745,11 +758,12 @@ def main(argv: list[str] | None = None) -> int:
             doc["models"].append(info)
             if primary is not None:
                 modules[spec.name] = primary
+            save_json(doc, out)
         doc["smi_after"] = smi() if st.device == "cuda" else None
         doc["timing_wall_s"] = round(time.perf_counter() - st.t0, 1)
         if st.export:
             _log("exports:")
-            doc["exports"] = export_all(specs, modules, st, work, onnx_dir)
+            export_all(specs, modules, st, work, onnx_dir, doc["exports"], lambda: write_outputs(doc, out, onnx_dir))
         doc["wall_s"] = round(time.perf_counter() - st.t0, 1)
         js, bundle = write_outputs(doc, out, onnx_dir)
     bad = sum("error" in r for r in doc["cases"] + doc["exports"] + doc["models"])
