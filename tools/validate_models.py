@@ -3,10 +3,12 @@
 torchvision and transformers (the GPU image's), never a dependency of hwprobe. Nothing is downloaded:
 every model has random weights built from its config.
 
-    python3 tools/validate_models.py --out DIR            # the full run, about 3 min on an H200
-    python3 tools/validate_models.py --out DIR --quick    # smoke: batch 1, 5 repeats (about 30-60 s)
+    python3 tools/validate_models.py --out DIR            # timing + exports, under 4 min on an H200 (estimated)
+    python3 tools/validate_models.py --out DIR --no-export          # timing only (~2 min, estimated)
+    python3 tools/validate_models.py --out DIR --quick    # smoke: batch 1, folded only, 5 repeats
     python3 tools/validate_models.py --out DIR --only resnet50,bert_base
-    python3 tools/validate_models.py --out DIR --device cpu --quick   # CPU check of building/export/strip only
+    python3 tools/validate_models.py --out DIR --device cpu --no-timing   # every export, FP32, no GPU needed
+    python3 tools/validate_models.py --out DIR --device cpu --quick --reps 1 --warmup 0   # CPU check of the paths
 
 What it writes under DIR (two files, so the device returns both):
   validate_models.json    every case: median/p10/p90 of 30 eager forwards and 30 CUDA-graph replays (CUDA
@@ -37,19 +39,24 @@ eager forward (CUDA sync-debug warnings). transformers 5 runs a packed-sequence 
 every forward without an attention mask; it is turned off (one prompt per row, as a serving engine's
 prefill), see unpack_transformers.
 
-Order: every model is built and timed first (about 90 s on an H200, estimated), then the exports run in
-priority order (TorchScript at batch 1, at the larger batches, then dynamo) until --budget-s (200 s from
-the start) has passed; the rest are recorded as skipped.
+Order: every model is built and timed first, then the exports run in priority order until --budget-s (200 s
+from the start) has passed; the rest are recorded as skipped. Priority: each model's preferred exporter at
+batch 1, then at its larger batches, then the other exporter. Preferred: TorchScript (dynamo=False, opset 17,
+do_constant_folding=True) for CNNs; the dynamo exporter (opset 18, its lowest) for transformers, because its
+file carries every tensor's static shape, while the TorchScript graph of a transformers model computes its
+Expand/Reshape targets at run time (Shape -> Gather -> Concat) and ONNX shape inference leaves about half of
+its layers unshaped (seen on BERT, GPT-2, Llama, ViT exports with the weights present and stripped alike).
+Files: onnx/<model>-b<batch>.onnx (TorchScript), onnx/<model>-b<batch>-dynamo.onnx; the batch is a fixed dim
+(hwprobe analyze --batch does not rescale these files: use the file of the batch you want).
 
-Export: the model as timed (device, dtype, BN folded) with the TorchScript exporter (dynamo=False, opset
-17, do_constant_folding=True) at each case's batch, the batch a fixed dim; transformer models also with
-the dynamo exporter (opset 18, its own lowest) at batch 1, named <model>-b1-dynamo.onnx. Then every
-tensor payload over 1 KiB (the weights) is removed; dims and data_type stay, and small tensors (shape
-constants, scalars) stay so ONNX shape inference still resolves Reshape/Expand. The file's metadata says
-so. On CUDA the export is FP16 (as timed), on the CPU FP32. Each case and each export runs in its own
-try/except: an error is recorded in the JSON and the run goes on. The TorchScript export traces with grad
-mode on, so ViT's nn.MultiheadAttention is exported as its MatMul/Softmax path (the timed forward runs
-PyTorch's fused inference fast path, the same GEMMs and attention).
+Export: the model as timed (device, dtype, BN folded): FP16 on CUDA, FP32 on the CPU. Then every tensor
+payload over 1 KiB (the weights) is removed; dims and data_type stay, and small tensors (shape constants,
+scalars) stay so ONNX shape inference still resolves Reshape; the dynamo exporter's per-node stack traces
+are dropped too. The file's metadata says so. Each case and each export runs in its own try/except: an
+error is recorded in the JSON and the run goes on. The TorchScript export traces with grad mode on, so
+ViT's nn.MultiheadAttention is exported as its MatMul/Softmax path (the timed forward runs PyTorch's fused
+inference fast path: the same GEMMs and attention). The JSON and the bundle are rewritten after every model
+and every export, so a run stopped at the device's time limit keeps what it had.
 
 On --device cpu timings are meaningless (wall-clock, FP32, no CUDA graphs, profiler CPU ops instead of
 kernels); the JSON says so. That mode exists to check model building, export and stripping off the GPU.
@@ -104,6 +111,7 @@ class Settings:
     export_batches: str
     budget_s: float
     t0: float
+    timing: bool = True
 
 
 # ---------------------------------------------------------------- models
@@ -627,7 +635,10 @@ def run_model(spec: ModelSpec, st: Settings) -> tuple[list[dict], dict, Any]:
         model = build_model(spec, st)
         info["params"] = sum(p.numel() for p in model.parameters())
         info["build_s"] = round(time.perf_counter() - t, 2)
-        rows, primary = time_model(spec, model, st)
+        if st.timing:
+            rows, primary = time_model(spec, model, st)
+        else:                                     # exports only: the module time_model would have exported
+            primary = _prepared(cnn_variants(model, st)[0][1] if spec.family == "cnn" else model, st, False)
         del model
     except Exception as e:
         info["error"] = _err(e)
@@ -691,7 +702,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="default fp16 on cuda, fp32 on cpu")
     ap.add_argument("--reps", type=int, default=None, help="timed calls per runtime (default 30, quick 5)")
     ap.add_argument("--warmup", type=int, default=None, help="untimed calls first (default 10, quick 2)")
-    ap.add_argument("--no-export", action="store_true")
+    ap.add_argument("--no-export", action="store_true", help="time only")
+    ap.add_argument("--no-timing", action="store_true",
+                    help="export only (needs no GPU: --device cpu exports FP32 at no device time)")
     ap.add_argument("--no-dynamo", action="store_true", help="TorchScript exports only")
     ap.add_argument("--export-batches", choices=("all", "first"), default="all",
                     help="TorchScript export at every batch (fixed dims) or the first (batch 1) only")
@@ -712,7 +725,7 @@ def settings(a: argparse.Namespace) -> Settings:
                     reps=a.reps if a.reps is not None else (5 if a.quick else 30), quick=a.quick,
                     export=not a.no_export, dynamo=not a.no_dynamo,
                     export_batches="first" if a.quick else a.export_batches,
-                    budget_s=a.budget_s, t0=time.perf_counter())
+                    budget_s=a.budget_s, t0=time.perf_counter(), timing=not a.no_timing)
 
 
 def select(only: str) -> list[ModelSpec]:
