@@ -76,6 +76,7 @@ import tarfile
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,8 +337,6 @@ def kernel_profile(fn: Callable[[], Any], device: str) -> dict:
 
 def count_syncs(fn: Callable[[], Any]) -> int | str:
     """Host synchronisations in one forward, from CUDA sync-debug warnings (0 for a graph-capturable forward)."""
-    import warnings
-
     import torch
 
     try:
@@ -752,6 +751,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"validate_models: {e}", file=sys.stderr)
         return 2
     torch.backends.cudnn.benchmark = True
+    for cat in (DeprecationWarning, FutureWarning, torch.jit.TracerWarning):   # exporter noise, hundreds of lines
+        warnings.filterwarnings("ignore", category=cat)
     patched = unpack_transformers() if any(s.family == "transformer" for s in specs) else "no transformer model"
     doc: dict[str, Any] = {"tool": "tools/validate_models.py", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                            "env": environment(st) | {"transformers_patch": patched},
