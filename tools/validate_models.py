@@ -395,8 +395,11 @@ def _graph_part(fn: Callable[[], Any], st: Settings) -> dict:
         del g, out
     except Exception as e:  # a model that cannot be captured still has its eager row
         part["cuda_graph"] = {"error": _err(e)}
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    except Exception as e:
+        part["cuda_after_graph"] = {"error": _err(e)}
     return part
 
 
