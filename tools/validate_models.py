@@ -5,7 +5,7 @@ every model has random weights built from its config.
 
     python3 tools/validate_models.py --out DIR            # timing + exports, under 4 min on an H200 (estimated)
     python3 tools/validate_models.py --out DIR --no-export          # timing only (~2 min, estimated)
-    python3 tools/validate_models.py --out DIR --quick    # smoke: batch 1, folded only, 5 repeats
+    python3 tools/validate_models.py --out DIR --quick --no-export  # smoke, ~30 s: batch 1, folded, 5 repeats
     python3 tools/validate_models.py --out DIR --only resnet50,bert_base
     python3 tools/validate_models.py --out DIR --device cpu --no-timing   # every export, FP32, no GPU needed
     python3 tools/validate_models.py --out DIR --device cpu --quick --reps 1 --warmup 0   # CPU check of the paths
@@ -697,7 +697,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="directory for validate_models.json and validate_models.tar.gz")
     ap.add_argument("--quick", action="store_true",
-                    help="smoke: batch 1, BN-folded only, 5 repeats, exports at batch 1 only")
+                    help="smoke: batch 1, BN-folded only, 5 repeats, TorchScript exports at batch 1 only")
     ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--dtype", choices=("fp16", "fp32", "bf16"), default=None,
@@ -725,7 +725,7 @@ def settings(a: argparse.Namespace) -> Settings:
     return Settings(device=a.device, dtype={"fp16": torch.float16, "fp32": torch.float32, "bf16": torch.bfloat16}[dt],
                     warmup=a.warmup if a.warmup is not None else (2 if a.quick else 10),
                     reps=a.reps if a.reps is not None else (5 if a.quick else 30), quick=a.quick,
-                    export=not a.no_export, dynamo=not a.no_dynamo,
+                    export=not a.no_export, dynamo=not (a.no_dynamo or a.quick),
                     export_batches="first" if a.quick else a.export_batches,
                     budget_s=a.budget_s, t0=time.perf_counter(), timing=not a.no_timing)
 
