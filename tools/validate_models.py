@@ -37,7 +37,9 @@ is not flushed between forwards (a served model runs forwards back to back). Inp
 zeros) and every output is checked finite. host_syncs_per_forward counts the host synchronisations of one
 eager forward (CUDA sync-debug warnings). transformers 5 runs a packed-sequence check with a host sync on
 every forward without an attention mask; it is turned off (one prompt per row, as a serving engine's
-prefill), see unpack_transformers.
+prefill), and its masking code no longer takes graph capture for tracing (it built an explicit mask there,
+so the captured graph ran other kernels than the eager forward), see prefill_as_served; graph_kernels_match
+says whether one replay launched as many kernels as one eager forward.
 
 Order: every model is built and timed first, then the exports run in priority order until --budget-s (200 s
 from the start) has passed; the rest are recorded as skipped. Priority: each model's preferred exporter at
@@ -185,21 +187,36 @@ def _llama(kv_heads: int):
     return build
 
 
-def unpack_transformers() -> str:
-    """Turn off transformers' packed-sequence detection: one prompt per row, as a serving engine runs prefill.
+def prefill_as_served() -> str:
+    """Make transformers run one forward the same way eagerly and under CUDA-graph capture, as a serving engine's
+    prefill does (one unpacked prompt per row, no padding, causal or bidirectional attention by SDPA's own flag).
 
-    Without an attention mask and a cache, transformers 5 looks for packed sequences in the position ids on every
-    forward (torch.diff, then `.all()` on the result: a host sync), which blocks CUDA-graph capture, stalls eager
-    forwards and has no TorchScript ONNX export (aten::diff). Returning None is its own answer for unpacked rows.
+    Two things in transformers 5 break that. (1) Without an attention mask and a cache it looks for packed
+    sequences in the position ids on every forward (torch.diff, then `.all()`: a host sync), which has no
+    TorchScript ONNX export (aten::diff); returning None is its own answer for unpacked rows. (2) Its masking
+    code takes CUDA stream capture for tracing (is_tracing) and then builds an explicit mask (mask kernels, and
+    SDPA's masked kernel instead of flash attention), so a captured graph ran other kernels than the eager
+    forward (an H200 run of 5.17: BERT 386 kernels captured vs 163 eager; Llama 207 vs 181). During capture
+    it now answers as outside capture; a data-dependent check that then syncs fails the capture loudly.
     """
     try:
+        import torch
         from transformers import masking_utils
     except ImportError as e:
         return f"transformers unavailable: {e}"
-    if not hasattr(masking_utils, "find_packed_sequence_indices"):
-        return "no packed-sequence detection in this transformers version: nothing patched"
-    masking_utils.find_packed_sequence_indices = lambda position_ids: None
-    return "transformers.masking_utils.find_packed_sequence_indices -> None (one unpacked prompt per row)"
+    done = []
+    if hasattr(masking_utils, "find_packed_sequence_indices"):
+        masking_utils.find_packed_sequence_indices = lambda position_ids: None
+        done.append("find_packed_sequence_indices -> None")
+    traced = getattr(masking_utils, "is_tracing", None)
+    if traced is not None:
+        def is_tracing(tensor=None) -> bool:
+            if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+                return bool(torch.jit.is_tracing() or torch.compiler.is_compiling())
+            return traced(tensor)
+        masking_utils.is_tracing = is_tracing
+        done.append("is_tracing ignores CUDA stream capture")
+    return "transformers.masking_utils: " + ("; ".join(done) or "nothing to patch in this version")
 
 
 def model_specs() -> list[ModelSpec]:
@@ -377,11 +394,11 @@ def run_case(model, inputs: tuple, st: Settings) -> dict:
         row["output_finite"] = _finite(out)
         row["kernels_eager"] = kernel_profile(fn, st.device)
         if st.device == "cuda":
-            row.update(_graph_part(fn, st))
+            row.update(_graph_part(fn, st, row["kernels_eager"]["count"]))
     return row
 
 
-def _graph_part(fn: Callable[[], Any], st: Settings) -> dict:
+def _graph_part(fn: Callable[[], Any], st: Settings, eager_kernels: int) -> dict:
     import torch
 
     part: dict[str, Any] = {}
@@ -392,6 +409,7 @@ def _graph_part(fn: Callable[[], Any], st: Settings) -> dict:
         part["cuda_graph"] = time_calls(g.replay, st)
         part["graph_output_finite"] = _finite(out)
         part["kernels_graph"] = kernel_profile(g.replay, st.device)
+        part["graph_kernels_match"] = part["kernels_graph"]["count"] == eager_kernels
         del g, out
     except Exception as e:  # a model that cannot be captured still has its eager row
         part["cuda_graph"] = {"error": _err(e)}
@@ -548,9 +566,11 @@ def _row_brief(row: dict) -> str:
         return "ERROR " + row["error"][:200]
     e, g = row.get("eager", {}), row.get("cuda_graph", {})
     gs = f"graph {g['median_ms']:.3f} ms" if "median_ms" in g else f"graph {g.get('error', '-')[:120]}"
-    k = row.get("kernels_eager", {})
-    return (f"eager {e.get('median_ms', float('nan')):.3f} ms  {gs}  kernels {k.get('count')} "
-            f"(sum {k.get('sum_us', 0) / 1e3:.3f} ms)  finite {row.get('output_finite')}")
+    k, kg = row.get("kernels_eager", {}), row.get("kernels_graph", {})
+    warn = "  GRAPH RAN OTHER KERNELS" if row.get("graph_kernels_match") is False else ""
+    return (f"eager {e.get('median_ms', float('nan')):.3f} ms  {gs}  kernels {k.get('count')}/{kg.get('count', '-')} "
+            f"(sum {k.get('sum_us', 0) / 1e3:.3f} ms)  syncs {row.get('host_syncs_per_forward', '-')}  "
+            f"finite {row.get('output_finite')}{warn}")
 
 
 def build_model(spec: ModelSpec, st: Settings):
@@ -756,7 +776,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.backends.cudnn.benchmark = True
     for cat in (DeprecationWarning, FutureWarning, torch.jit.TracerWarning):   # exporter noise, hundreds of lines
         warnings.filterwarnings("ignore", category=cat)
-    patched = unpack_transformers() if any(s.family == "transformer" for s in specs) else "no transformer model"
+    patched = prefill_as_served() if any(s.family == "transformer" for s in specs) else "no transformer model"
     doc: dict[str, Any] = {"tool": "tools/validate_models.py", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                            "env": environment(st) | {"transformers_patch": patched},
                            "smi_before": smi() if st.device == "cuda" else None,
