@@ -106,6 +106,9 @@ def test_export_jobs_priority_and_selection():
     st.dynamo = False
     assert [(s.name, b, d) for s, b, d in vm.export_jobs(specs, st)] == [
         ("resnet50", 1, False), ("bert_base", 1, False)]
+    cnn, tr = specs
+    assert [vm.export_name(cnn, 8, False), vm.export_name(tr, 32, True), vm.export_name(tr, 32, False)] == [
+        "resnet50-b8", "bert_base-b32-dynamo", "bert_base-b32-torchscript"]
     with pytest.raises(ValueError, match="unknown model 'resnet5'"):
         vm.select("resnet5")
 

@@ -15,7 +15,8 @@ What it writes under DIR (two files, so the device returns both):
                           events, torch.inference_mode, FP16), the CUDA kernels one forward launches (torch
                           profiler's kineto trace: count, summed GPU time, span, each kernel's name, duration,
                           grid and block), output finiteness, nvidia-smi clocks/power before and after, versions;
-  validate_models.tar.gz  that JSON plus onnx/<model>-b<batch>.onnx for every exported model, weights stripped.
+  validate_models.tar.gz  that JSON plus onnx/<model>-b<batch>[-dynamo|-torchscript].onnx for every export,
+                          weights stripped (see Files below).
 
 Cases (model: batches): resnet50 1,8,64; mobilenet_v2 1,64; resnet18 1,32; vit_b_16 1,32 (torchvision);
 bert_base 1,32 (BertModel(BertConfig()), seq 128, no pooler); gpt2 1 (GPT2Model, seq 512); llama_prefill 1,8
@@ -48,8 +49,10 @@ do_constant_folding=True) for CNNs; the dynamo exporter (opset 18, its lowest) f
 file carries every tensor's static shape, while the TorchScript graph of a transformers model computes its
 Expand/Reshape targets at run time (Shape -> Gather -> Concat) and ONNX shape inference leaves about half of
 its layers unshaped (seen on BERT, GPT-2, Llama, ViT exports with the weights present and stripped alike).
-Files: onnx/<model>-b<batch>.onnx (TorchScript), onnx/<model>-b<batch>-dynamo.onnx; the batch is a fixed dim
-(hwprobe analyze --batch does not rescale these files: use the file of the batch you want).
+Files: onnx/<model>-b<batch>.onnx for CNNs (TorchScript); for transformers onnx/<model>-b<batch>-dynamo.onnx
+and onnx/<model>-b<batch>-torchscript.onnx (no plain name: a reader that takes the plain name first falls back
+to -dynamo, never to the unshaped TorchScript graph). The batch is a fixed dim (hwprobe analyze --batch does
+not rescale these files: use the file of the batch you want).
 
 Export: the model as timed (device, dtype, BN folded): FP16 on CUDA, FP32 on the CPU. Then every tensor
 payload over 1 KiB (the weights) is removed; dims and data_type stay, and small tensors (shape constants,
@@ -688,12 +691,20 @@ def export_jobs(specs: list[ModelSpec], st: Settings) -> list[tuple[ModelSpec, i
     return jobs
 
 
+def export_name(spec: ModelSpec, batch: int, dynamo: bool) -> str:
+    """<model>-b<batch>: the plain name for CNNs (TorchScript); for transformers a suffix always names the exporter
+    (-dynamo, -torchscript), so a reader that takes the plain name first never gets an unshaped TorchScript graph."""
+    if dynamo:
+        return f"{spec.name}-b{batch}-dynamo"
+    return f"{spec.name}-b{batch}" + ("-torchscript" if spec.family == "transformer" else "")
+
+
 def export_all(specs: list[ModelSpec], modules: dict, st: Settings, work: Path, onnx_dir: Path,
                recs: list[dict], saved: Callable[[], None]) -> None:
     """Every export job into recs, each in its own try/except, saved() after each (the bundle is rewritten: a run
     killed at its limit keeps what it exported); jobs left when --budget-s has passed are recorded as skipped."""
     for spec, b, dyn in export_jobs(specs, st):
-        name = f"{spec.name}-b{b}" + ("-dynamo" if dyn else "")
+        name = export_name(spec, b, dyn)
         rec: dict[str, Any] = {"file": f"onnx/{name}.onnx", "model": spec.name, "batch": b,
                                "exporter": "dynamo" if dyn else "torchscript"}
         if spec.name not in modules:
