@@ -154,3 +154,29 @@ def test_check_unreadable_bundle_is_one_line(tmp_path, capsys):
     bad.write_bytes(b"not a tar")
     assert check.main([str(bad)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_capture_builds_the_eager_masks(monkeypatch):
+    """Under CUDA-graph capture transformers built explicit masks (another attention kernel than eager); after
+    prefill_as_served it skips them as it does eagerly. Runs where torch and transformers are installed."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import BertConfig, LlamaConfig, masking_utils
+
+    def masks():
+        cfg = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
+                          num_key_value_heads=4, vocab_size=100)
+        bc = BertConfig(hidden_size=64, num_attention_heads=4)
+        cfg._attn_implementation = bc._attn_implementation = "sdpa"
+        x = torch.randn(2, 16, 64)
+        causal = masking_utils.create_causal_mask(config=cfg, inputs_embeds=x, attention_mask=None,
+                                                  past_key_values=None, position_ids=torch.arange(16)[None])
+        return causal, masking_utils.create_bidirectional_mask(config=bc, inputs_embeds=x, attention_mask=None)
+
+    monkeypatch.setattr(masking_utils, "is_tracing", masking_utils.is_tracing)      # undone after the test
+    monkeypatch.setattr(masking_utils, "find_packed_sequence_indices", masking_utils.find_packed_sequence_indices)
+    assert masks() == (None, None)                                   # eager: flash/is_causal, no mask tensors
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    vm.prefill_as_served()
+    assert masks() == (None, None)
