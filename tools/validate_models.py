@@ -3,8 +3,8 @@
 torchvision and transformers (the GPU image's), never a dependency of hwprobe. Nothing is downloaded:
 every model has random weights built from its config.
 
-    python3 tools/validate_models.py --out DIR            # timing + exports, under 4 min on an H200 (estimated)
-    python3 tools/validate_models.py --out DIR --no-export          # timing only (~2 min, estimated)
+    python3 tools/validate_models.py --out DIR            # timing + exports: ~2-3 min on an H200 (see below)
+    python3 tools/validate_models.py --out DIR --no-export          # timing only
     python3 tools/validate_models.py --out DIR --quick --no-export  # smoke, ~30 s: batch 1, folded, 5 repeats
     python3 tools/validate_models.py --out DIR --only resnet50,bert_base
     python3 tools/validate_models.py --out DIR --device cpu --no-timing   # every export, FP32, no GPU needed
@@ -62,6 +62,10 @@ error is recorded in the JSON and the run goes on. The TorchScript export traces
 ViT's nn.MultiheadAttention is exported as its MatMul/Softmax path (the timed forward runs PyTorch's fused
 inference fast path: the same GEMMs and attention). The JSON and the bundle are rewritten after every model
 and every export, so a run stopped at the device's time limit keeps what it had.
+
+Wall time: the first version of this script (timing as now, fewer exports) ran in 93 s on an H200 and 105 s
+on an H100 (2026-11-26, profiles/*/2026-11-26-validation); this one adds the TorchScript exports that failed
+there (ViT, GPT-2, Llama) and dynamo at the larger batches, each 3-11 s on those machines: about 2.5 min.
 
 On --device cpu timings are meaningless (wall-clock, FP32, no CUDA graphs, profiler CPU ops instead of
 kernels); the JSON says so. That mode exists to check model building, export and stripping off the GPU.
