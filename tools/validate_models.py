@@ -3,17 +3,20 @@
 torchvision and transformers (the GPU image's), never a dependency of hwprobe. Nothing is downloaded:
 every model has random weights built from its config.
 
-    python3 tools/validate_models.py --out DIR            # the full run, about 3 min on an H200
-    python3 tools/validate_models.py --out DIR --quick    # smoke: batch 1, 5 repeats (about 30-60 s)
+    python3 tools/validate_models.py --out DIR            # timing + exports: ~2-3 min on an H200 (see below)
+    python3 tools/validate_models.py --out DIR --no-export          # timing only
+    python3 tools/validate_models.py --out DIR --quick --no-export  # smoke, ~30 s: batch 1, folded, 5 repeats
     python3 tools/validate_models.py --out DIR --only resnet50,bert_base
-    python3 tools/validate_models.py --out DIR --device cpu --quick   # CPU check of building/export/strip only
+    python3 tools/validate_models.py --out DIR --device cpu --no-timing   # every export, FP32, no GPU needed
+    python3 tools/validate_models.py --out DIR --device cpu --quick --reps 1 --warmup 0   # CPU check of the paths
 
 What it writes under DIR (two files, so the device returns both):
   validate_models.json    every case: median/p10/p90 of 30 eager forwards and 30 CUDA-graph replays (CUDA
                           events, torch.inference_mode, FP16), the CUDA kernels one forward launches (torch
                           profiler's kineto trace: count, summed GPU time, span, each kernel's name, duration,
                           grid and block), output finiteness, nvidia-smi clocks/power before and after, versions;
-  validate_models.tar.gz  that JSON plus onnx/<model>-b<batch>.onnx for every exported model, weights stripped.
+  validate_models.tar.gz  that JSON plus onnx/<model>-b<batch>[-dynamo|-torchscript].onnx for every export,
+                          weights stripped (see Files below).
 
 Cases (model: batches): resnet50 1,8,64; mobilenet_v2 1,64; resnet18 1,32; vit_b_16 1,32 (torchvision);
 bert_base 1,32 (BertModel(BertConfig()), seq 128, no pooler); gpt2 1 (GPT2Model, seq 512); llama_prefill 1,8
@@ -28,20 +31,41 @@ CNN's BN statistics are set from one training-mode forward of random images (a r
 activations would otherwise grow through 50 layers and overflow FP16); cudnn.benchmark is on (a deployment
 autotunes).
 
-Timing: eager = the forward called back to back 30 times after warm-up, one CUDA-event pair around each
-(steady-state time per forward, host launch cost included where it dominates); cuda_graph = one forward
+Timing: eager = the forward called back to back 30 times after 10 warm-ups, one CUDA-event pair around
+each (steady-state time per forward, host launch cost included where it dominates); cuda_graph = one forward
 captured with torch.cuda.CUDAGraph after warm-up on a side stream, 30 replays, one event pair each. The L2
 is not flushed between forwards (a served model runs forwards back to back). Inputs are random (never
-zeros) and every output is checked finite.
+zeros) and every output is checked finite. host_syncs_per_forward counts the host synchronisations of one
+eager forward (CUDA sync-debug warnings). transformers 5 runs a packed-sequence check with a host sync on
+every forward without an attention mask; it is turned off (one prompt per row, as a serving engine's
+prefill), and its masking code no longer takes graph capture for tracing (it built an explicit mask there,
+so the captured graph ran other kernels than the eager forward), see prefill_as_served; graph_kernels_match
+says whether one replay launched as many kernels as one eager forward.
 
-Export: the model as timed (device, dtype, BN folded) with the TorchScript exporter (dynamo=False, opset
-17, do_constant_folding=True) at each case's batch, the batch a fixed dim; transformer models also with
-the dynamo exporter (opset 18, its own minimum) at batch 1, named <model>-b1-dynamo.onnx. Then every
-tensor payload over 1 KiB (the weights) is removed; dims and data_type stay, and small tensors (shape
-constants, scalars) stay so ONNX shape inference still resolves Reshape/Expand. The file's metadata says
-so. On CUDA the export is FP16 (as timed), on the CPU FP32. Each case and each export runs in its own
-try/except: an error is recorded in the JSON and the run goes on. Exports left after --budget-s seconds
-are skipped (recorded), so timing always finishes.
+Order: every model is built and timed first, then the exports run in priority order until --budget-s (200 s
+from the start) has passed; the rest are recorded as skipped. Priority: each model's preferred exporter at
+batch 1, then at its larger batches, then the other exporter. Preferred: TorchScript (dynamo=False, opset 17,
+do_constant_folding=True) for CNNs; the dynamo exporter (opset 18, its lowest) for transformers, because its
+file carries every tensor's static shape, while the TorchScript graph of a transformers model computes its
+Expand/Reshape targets at run time (Shape -> Gather -> Concat) and ONNX shape inference leaves about half of
+its layers unshaped (seen on BERT, GPT-2, Llama, ViT exports with the weights present and stripped alike).
+Files: onnx/<model>-b<batch>.onnx for CNNs (TorchScript); for transformers onnx/<model>-b<batch>-dynamo.onnx
+and onnx/<model>-b<batch>-torchscript.onnx (no plain name: a reader that takes the plain name first falls back
+to -dynamo, never to the unshaped TorchScript graph). The batch is a fixed dim (hwprobe analyze --batch does
+not rescale these files: use the file of the batch you want).
+
+Export: the model as timed (device, dtype, BN folded): FP16 on CUDA, FP32 on the CPU. Then every tensor
+payload over 1 KiB (the weights) is removed; dims and data_type stay, and small tensors (shape constants,
+scalars) stay so ONNX shape inference still resolves Reshape; the dynamo exporter's per-node stack traces
+are dropped too. The file's metadata says so. Each case and each export runs in its own try/except: an
+error is recorded in the JSON and the run goes on. The TorchScript export traces with grad mode on, so
+ViT's nn.MultiheadAttention is exported as its MatMul/Softmax path (the timed forward runs PyTorch's fused
+inference fast path: the same GEMMs and attention). The JSON and the bundle are rewritten after every model
+and every export, so a run stopped at the device's time limit keeps what it had.
+
+Wall time: the first version of this script (timing as now, fewer exports) ran in 93 s on an H200 and 105 s
+on an H100 (2026-11-26, profiles/*/2026-11-26-validation); this one adds the TorchScript exports that failed
+there (ViT, GPT-2, Llama) and dynamo at the larger batches, each 3-11 s on those machines: about 2.5 min.
 
 On --device cpu timings are meaningless (wall-clock, FP32, no CUDA graphs, profiler CPU ops instead of
 kernels); the JSON says so. That mode exists to check model building, export and stripping off the GPU.
@@ -61,6 +85,7 @@ import tarfile
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +121,7 @@ class Settings:
     export_batches: str
     budget_s: float
     t0: float
+    timing: bool = True
 
 
 # ---------------------------------------------------------------- models
@@ -107,9 +133,11 @@ def _images(batch: int):
 
 
 def _tokens(seq: int, vocab: int):
-    import torch
+    def make(batch: int):
+        import torch
 
-    return lambda batch: (torch.randint(1, vocab, (batch, seq), dtype=torch.long),)
+        return (torch.randint(1, vocab, (batch, seq), dtype=torch.long),)   # token 0 never: no zeros
+    return make
 
 
 class LastHidden:
@@ -164,6 +192,38 @@ def _llama(kv_heads: int):
         cfg._attn_implementation = "sdpa"
         return LastHidden.wrap(LlamaModel(cfg))
     return build
+
+
+def prefill_as_served() -> str:
+    """Make transformers run one forward the same way eagerly and under CUDA-graph capture, as a serving engine's
+    prefill does (one unpacked prompt per row, no padding, causal or bidirectional attention by SDPA's own flag).
+
+    Two things in transformers 5 break that. (1) Without an attention mask and a cache it looks for packed
+    sequences in the position ids on every forward (torch.diff, then `.all()`: a host sync), which has no
+    TorchScript ONNX export (aten::diff); returning None is its own answer for unpacked rows. (2) Its masking
+    code takes CUDA stream capture for tracing (is_tracing) and then builds an explicit mask (mask kernels, and
+    SDPA's masked kernel instead of flash attention), so a captured graph ran other kernels than the eager
+    forward (an H200 run of 5.17: BERT 386 kernels captured vs 163 eager; Llama 207 vs 181). During capture
+    it now answers as outside capture; a data-dependent check that then syncs fails the capture loudly.
+    """
+    try:
+        import torch
+        from transformers import masking_utils
+    except ImportError as e:
+        return f"transformers unavailable: {e}"
+    done = []
+    if hasattr(masking_utils, "find_packed_sequence_indices"):
+        masking_utils.find_packed_sequence_indices = lambda position_ids: None
+        done.append("find_packed_sequence_indices -> None")
+    traced = getattr(masking_utils, "is_tracing", None)
+    if traced is not None:
+        def is_tracing(tensor=None) -> bool:
+            if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+                return bool(torch.jit.is_tracing() or torch.compiler.is_compiling())
+            return traced(tensor)
+        masking_utils.is_tracing = is_tracing
+        done.append("is_tracing ignores CUDA stream capture")
+    return "transformers.masking_utils: " + ("; ".join(done) or "nothing to patch in this version")
 
 
 def model_specs() -> list[ModelSpec]:
@@ -299,6 +359,24 @@ def kernel_profile(fn: Callable[[], Any], device: str) -> dict:
     return out
 
 
+def count_syncs(fn: Callable[[], Any]) -> int | str:
+    """Host synchronisations in one forward, from CUDA sync-debug warnings (0 for a graph-capturable forward)."""
+    import torch
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                fn()
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+        torch.cuda.synchronize()
+    except Exception as e:
+        return f"not counted: {_err(e)[:200]}"
+    return sum("synchroniz" in str(w.message) for w in caught)
+
+
 def _finite(out) -> bool:
     import torch
 
@@ -316,16 +394,18 @@ def run_case(model, inputs: tuple, st: Settings) -> dict:
             out = fn()
         _sync(st.device)
         row["eager"] = time_calls(fn, st)
+        if st.device == "cuda":
+            row["host_syncs_per_forward"] = count_syncs(fn)
         out = fn()
         row["output_shape"] = list(out.shape)
         row["output_finite"] = _finite(out)
         row["kernels_eager"] = kernel_profile(fn, st.device)
         if st.device == "cuda":
-            row.update(_graph_part(fn, st))
+            row.update(_graph_part(fn, st, row["kernels_eager"]["count"]))
     return row
 
 
-def _graph_part(fn: Callable[[], Any], st: Settings) -> dict:
+def _graph_part(fn: Callable[[], Any], st: Settings, eager_kernels: int) -> dict:
     import torch
 
     part: dict[str, Any] = {}
@@ -336,11 +416,15 @@ def _graph_part(fn: Callable[[], Any], st: Settings) -> dict:
         part["cuda_graph"] = time_calls(g.replay, st)
         part["graph_output_finite"] = _finite(out)
         part["kernels_graph"] = kernel_profile(g.replay, st.device)
+        part["graph_kernels_match"] = part["kernels_graph"]["count"] == eager_kernels
         del g, out
     except Exception as e:  # a model that cannot be captured still has its eager row
         part["cuda_graph"] = {"error": _err(e)}
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    except Exception as e:
+        part["cuda_after_graph"] = {"error": _err(e)}
     return part
 
 
@@ -360,6 +444,16 @@ def _tensors(graph):
                 yield from _tensors(a.g)
             for sub in a.graphs:
                 yield from _tensors(sub)
+
+
+def _nodes(graph):
+    for node in graph.node:
+        yield node
+        for a in node.attribute:
+            if a.HasField("g"):
+                yield from _nodes(a.g)
+            for sub in a.graphs:
+                yield from _nodes(sub)
 
 
 def _payload(t) -> int:
@@ -386,6 +480,9 @@ def strip_weights(src: Path, dst: Path) -> dict:
             t.ClearField(f)
         t.data_location = 0
         stripped += 1
+    for node in _nodes(m.graph):                  # the dynamo exporter's per-node stack traces: megabytes, unused
+        node.ClearField("metadata_props")
+        node.ClearField("doc_string")
     meta = m.metadata_props.add()
     meta.key, meta.value = "weights", (f"stripped by tools/validate_models.py: {stripped} tensors over "
                                        f"{STRIP_OVER} B lost their data (dims and data_type kept); random weights")
@@ -398,16 +495,14 @@ def export_one(model, inputs: tuple, name: str, dynamo: bool, work: Path, onnx_d
     """Export with one exporter to a scratch file, strip it into onnx_dir, drop the scratch."""
     import torch
 
-    family = name.split("-b")[0]
     in_names = ["input_ids"] if inputs[0].dtype == torch.long else ["input"]
     out_names = ["last_hidden_state"] if in_names == ["input_ids"] else ["output"]
     scratch = work / f"{name}.full.onnx"
     t = time.perf_counter()
-    rec: dict[str, Any] = {"file": f"onnx/{name}.onnx", "model": family,
-                           "exporter": "dynamo" if dynamo else "torchscript"}
+    rec: dict[str, Any] = {}
     kw: dict[str, Any] = ({"dynamo": True, "opset_version": 18, "external_data": True} if dynamo else
                           {"dynamo": False, "opset_version": 17, "do_constant_folding": True})
-    with torch.inference_mode(False), torch.no_grad():
+    with torch.inference_mode(False):   # grad mode on: nn.MultiheadAttention's fused fast path has no ONNX export
         torch.onnx.export(model, inputs, str(scratch), input_names=in_names, output_names=out_names, **kw)
     rec["export_s"] = round(time.perf_counter() - t, 2)
     rec["bytes_unstripped"] = sum(p.stat().st_size for p in work.glob(f"{name}.full.onnx*"))
@@ -415,27 +510,6 @@ def export_one(model, inputs: tuple, name: str, dynamo: bool, work: Path, onnx_d
     for p in work.glob(f"{name}.full.onnx*"):
         p.unlink()
     return rec
-
-
-def export_model(spec: ModelSpec, model, st: Settings, work: Path, onnx_dir: Path) -> list[dict]:
-    """TorchScript export per batch (fixed dims), dynamo export at batch 1 for transformer models."""
-    batches = spec.batches if st.export_batches == "all" else spec.batches[:1]
-    jobs = [(b, False) for b in batches] + ([(batches[0], True)] if spec.family == "transformer" and st.dynamo
-                                          else [])
-    recs = []
-    for b, dyn in jobs:
-        name = f"{spec.name}-b{b}" + ("-dynamo" if dyn else "")
-        if time.perf_counter() - st.t0 > st.budget_s:
-            recs.append({"file": f"onnx/{name}.onnx", "skipped": f"past --budget-s {st.budget_s:.0f} s"})
-            continue
-        try:
-            inputs = _to_device(spec.inputs(b), st)
-            recs.append(export_one(model, inputs, name, dyn, work, onnx_dir))
-            recs[-1].update({"batch": b, "batch_dim": "fixed", "dtype": str(st.dtype).replace("torch.", "")})
-        except Exception as e:
-            recs.append({"file": f"onnx/{name}.onnx", "batch": b, "error": _err(e)})
-        _log(f"  export {name}: {_brief(recs[-1])}")
-    return recs
 
 
 # ---------------------------------------------------------------- orchestration
@@ -489,7 +563,6 @@ def time_model(spec: ModelSpec, model, st: Settings) -> tuple[list[dict], Any]:
             except Exception as e:
                 row["error"] = _err(e)
             row["wall_s"] = round(time.perf_counter() - t, 2)
-            row["smi_after"] = smi() if st.device == "cuda" else None
             rows.append(row)
             _log(f"  {spec.name:18s} {variant:15s} b{b:<3d} " + _row_brief(row))
     return rows, primary
@@ -500,9 +573,11 @@ def _row_brief(row: dict) -> str:
         return "ERROR " + row["error"][:200]
     e, g = row.get("eager", {}), row.get("cuda_graph", {})
     gs = f"graph {g['median_ms']:.3f} ms" if "median_ms" in g else f"graph {g.get('error', '-')[:120]}"
-    k = row.get("kernels_eager", {})
-    return (f"eager {e.get('median_ms', float('nan')):.3f} ms  {gs}  kernels {k.get('count')} "
-            f"(sum {k.get('sum_us', 0) / 1e3:.3f} ms)  finite {row.get('output_finite')}")
+    k, kg = row.get("kernels_eager", {}), row.get("kernels_graph", {})
+    warn = "  GRAPH RAN OTHER KERNELS" if row.get("graph_kernels_match") is False else ""
+    return (f"eager {e.get('median_ms', float('nan')):.3f} ms  {gs}  kernels {k.get('count')}/{kg.get('count', '-')} "
+            f"(sum {k.get('sum_us', 0) / 1e3:.3f} ms)  syncs {row.get('host_syncs_per_forward', '-')}  "
+            f"finite {row.get('output_finite')}{warn}")
 
 
 def build_model(spec: ModelSpec, st: Settings):
@@ -554,12 +629,19 @@ def environment(st: Settings) -> dict:
     return env
 
 
-def write_outputs(doc: dict, out: Path, onnx_dir: Path) -> tuple[Path, Path]:
-    """The JSON beside the bundle, and the bundle (JSON + stripped ONNX files) as one tar.gz."""
-    out.mkdir(parents=True, exist_ok=True)
+def save_json(doc: dict, out: Path) -> tuple[Path, bytes]:
+    """validate_models.json, replaced whole (after every model and export: a run killed at its limit keeps it)."""
     js = out / "validate_models.json"
     data = json.dumps(doc, indent=1, default=str).encode()
-    js.write_bytes(data)
+    tmp = js.with_suffix(".json.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(js)
+    return js, data
+
+
+def write_outputs(doc: dict, out: Path, onnx_dir: Path) -> tuple[Path, Path]:
+    """The JSON beside the bundle, and the bundle (JSON + stripped ONNX files) as one tar.gz."""
+    js, data = save_json(doc, out)
     bundle = out / "validate_models.tar.gz"
     with tarfile.open(bundle, "w:gz") as tar:
         info = tarfile.TarInfo("validate_models.json")
@@ -570,22 +652,23 @@ def write_outputs(doc: dict, out: Path, onnx_dir: Path) -> tuple[Path, Path]:
     return js, bundle
 
 
-def run_model(spec: ModelSpec, st: Settings, work: Path, onnx_dir: Path) -> tuple[list[dict], list[dict], dict]:
-    """Build, time and export one model; any failure becomes a record and the run goes on."""
+def run_model(spec: ModelSpec, st: Settings) -> tuple[list[dict], dict, Any]:
+    """Build and time one model; any failure becomes a record and the run goes on. Returns the module to export."""
     import torch
 
     info: dict[str, Any] = {"model": spec.name, "family": spec.family, "input": spec.shape_note}
     rows: list[dict] = []
-    exports: list[dict] = []
+    primary = None
     t = time.perf_counter()
     try:
         model = build_model(spec, st)
         info["params"] = sum(p.numel() for p in model.parameters())
         info["build_s"] = round(time.perf_counter() - t, 2)
-        rows, primary = time_model(spec, model, st)
-        if st.export and primary is not None:
-            exports = export_model(spec, primary, st, work, onnx_dir)
-        del model, primary
+        if st.timing:
+            rows, primary = time_model(spec, model, st)
+        else:                                     # exports only: the module time_model would have exported
+            primary = _prepared(cnn_variants(model, st)[0][1] if spec.family == "cnn" else model, st, False)
+        del model
     except Exception as e:
         info["error"] = _err(e)
         _log(f"  {spec.name}: ERROR {info['error'][:300]}")
@@ -593,21 +676,72 @@ def run_model(spec: ModelSpec, st: Settings, work: Path, onnx_dir: Path) -> tupl
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
     info["wall_s"] = round(time.perf_counter() - t, 2)
-    return rows, exports, info
+    info["smi_after"] = smi() if st.device == "cuda" else None
+    return rows, info, primary
+
+
+def export_jobs(specs: list[ModelSpec], st: Settings) -> list[tuple[ModelSpec, int, bool]]:
+    """(model, batch, dynamo) in priority order: each model's preferred exporter at batch 1, then at its larger
+    batches, then the other exporter. Preferred: TorchScript for CNNs; dynamo for transformers, whose file carries
+    every shape (the TorchScript graph computes Expand/Reshape targets at run time: hwprobe cannot shape them)."""
+    def preferred(s: ModelSpec) -> bool:
+        return st.dynamo and s.family == "transformer"
+
+    later = (lambda s: s.batches[1:]) if st.export_batches == "all" else (lambda s: ())
+    jobs = [(s, s.batches[0], preferred(s)) for s in specs]
+    jobs += [(s, b, preferred(s)) for s in specs for b in later(s)]
+    other = [s for s in specs if preferred(s)]
+    jobs += [(s, s.batches[0], False) for s in other] + [(s, b, False) for s in other for b in later(s)]
+    return jobs
+
+
+def export_name(spec: ModelSpec, batch: int, dynamo: bool) -> str:
+    """<model>-b<batch>: the plain name for CNNs (TorchScript); for transformers a suffix always names the exporter
+    (-dynamo, -torchscript), so a reader that takes the plain name first never gets an unshaped TorchScript graph."""
+    if dynamo:
+        return f"{spec.name}-b{batch}-dynamo"
+    return f"{spec.name}-b{batch}" + ("-torchscript" if spec.family == "transformer" else "")
+
+
+def export_all(specs: list[ModelSpec], modules: dict, st: Settings, work: Path, onnx_dir: Path,
+               recs: list[dict], saved: Callable[[], None]) -> None:
+    """Every export job into recs, each in its own try/except, saved() after each (the bundle is rewritten: a run
+    killed at its limit keeps what it exported); jobs left when --budget-s has passed are recorded as skipped."""
+    for spec, b, dyn in export_jobs(specs, st):
+        name = export_name(spec, b, dyn)
+        rec: dict[str, Any] = {"file": f"onnx/{name}.onnx", "model": spec.name, "batch": b,
+                               "exporter": "dynamo" if dyn else "torchscript"}
+        if spec.name not in modules:
+            continue
+        if time.perf_counter() - st.t0 > st.budget_s:
+            rec["skipped"] = f"past --budget-s {st.budget_s:.0f} s"
+        else:
+            try:
+                rec.update(export_one(modules[spec.name], _to_device(spec.inputs(b), st), name, dyn, work, onnx_dir))
+                rec.update({"batch_dim": "fixed", "dtype": str(st.dtype).replace("torch.", "")})
+            except Exception as e:
+                rec["error"] = _err(e)
+        for p in work.glob("*"):
+            p.unlink()
+        recs.append(rec)
+        saved()
+        _log(f"  export {name}: {_brief(rec)}")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="directory for validate_models.json and validate_models.tar.gz")
     ap.add_argument("--quick", action="store_true",
-                    help="smoke: batch 1, BN-folded only, 5 repeats, exports at batch 1 only")
+                    help="smoke: batch 1, BN-folded only, 5 repeats, TorchScript exports at batch 1 only")
     ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--dtype", choices=("fp16", "fp32", "bf16"), default=None,
                     help="default fp16 on cuda, fp32 on cpu")
     ap.add_argument("--reps", type=int, default=None, help="timed calls per runtime (default 30, quick 5)")
     ap.add_argument("--warmup", type=int, default=None, help="untimed calls first (default 10, quick 2)")
-    ap.add_argument("--no-export", action="store_true")
+    ap.add_argument("--no-export", action="store_true", help="time only")
+    ap.add_argument("--no-timing", action="store_true",
+                    help="export only (needs no GPU: --device cpu exports FP32 at no device time)")
     ap.add_argument("--no-dynamo", action="store_true", help="TorchScript exports only")
     ap.add_argument("--export-batches", choices=("all", "first"), default="all",
                     help="TorchScript export at every batch (fixed dims) or the first (batch 1) only")
@@ -626,9 +760,9 @@ def settings(a: argparse.Namespace) -> Settings:
     return Settings(device=a.device, dtype={"fp16": torch.float16, "fp32": torch.float32, "bf16": torch.bfloat16}[dt],
                     warmup=a.warmup if a.warmup is not None else (2 if a.quick else 10),
                     reps=a.reps if a.reps is not None else (5 if a.quick else 30), quick=a.quick,
-                    export=not a.no_export, dynamo=not a.no_dynamo,
+                    export=not a.no_export, dynamo=not (a.no_dynamo or a.quick),
                     export_batches="first" if a.quick else a.export_batches,
-                    budget_s=a.budget_s, t0=time.perf_counter())
+                    budget_s=a.budget_s, t0=time.perf_counter(), timing=not a.no_timing)
 
 
 def select(only: str) -> list[ModelSpec]:
@@ -655,8 +789,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"validate_models: {e}", file=sys.stderr)
         return 2
     torch.backends.cudnn.benchmark = True
+    for cat in (DeprecationWarning, FutureWarning, torch.jit.TracerWarning):   # exporter noise, hundreds of lines
+        warnings.filterwarnings("ignore", category=cat)
+    patched = prefill_as_served() if any(s.family == "transformer" for s in specs) else "no transformer model"
     doc: dict[str, Any] = {"tool": "tools/validate_models.py", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                           "env": environment(st), "smi_before": smi() if st.device == "cuda" else None,
+                           "env": environment(st) | {"transformers_patch": patched},
+                           "smi_before": smi() if st.device == "cuda" else None,
                            "models": [], "cases": [], "exports": []}
     _log(f"validate_models: {doc['env'].get('gpu', 'CPU')} torch {torch.__version__} {doc['env']['dtype']} "
          f"reps {st.reps} warmup {st.warmup}" + ("  [CPU: timings meaningless]" if st.device == "cpu" else ""))
@@ -664,13 +802,20 @@ def main(argv: list[str] | None = None) -> int:
         work, onnx_dir = Path(tmp) / "scratch", Path(tmp) / "onnx"
         work.mkdir()
         onnx_dir.mkdir()
+        modules = {}
         for spec in specs:
             _log(f"{spec.name}:")
-            rows, exports, info = run_model(spec, st, work, onnx_dir)
+            rows, info, primary = run_model(spec, st)
             doc["cases"] += rows
-            doc["exports"] += exports
             doc["models"].append(info)
+            if primary is not None:
+                modules[spec.name] = primary
+            save_json(doc, out)
         doc["smi_after"] = smi() if st.device == "cuda" else None
+        doc["timing_wall_s"] = round(time.perf_counter() - st.t0, 1)
+        if st.export:
+            _log("exports:")
+            export_all(specs, modules, st, work, onnx_dir, doc["exports"], lambda: write_outputs(doc, out, onnx_dir))
         doc["wall_s"] = round(time.perf_counter() - st.t0, 1)
         js, bundle = write_outputs(doc, out, onnx_dir)
     bad = sum("error" in r for r in doc["cases"] + doc["exports"] + doc["models"])
