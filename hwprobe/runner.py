@@ -27,7 +27,8 @@ class Runner:
                  on_measurement: Callable[[Measurement], None] | None = None,
                  on_probe: Callable[[str, int, int], None] | None = None,
                  log: Callable[[str], None] | None = None, resume: Path | None = None):
-        from hwprobe import caches, specs
+        from hwprobe import caches
+        from hwprobe.specs.live import device_theory
         from hwprobe.timing import sampler_for
 
         caches.configure()
@@ -50,7 +51,7 @@ class Runner:
         if resume is not None:
             self.env["resumed"] = True
         self.writer.write_json(ENVIRONMENT, self.env)
-        self.theory = specs.device_theory(dev)
+        self.theory = device_theory(dev)
         self.sampler = sampler_for(dev)
         self.failed: list[str] = []
         self.probe_seconds: dict[str, float] = {}

@@ -144,9 +144,9 @@ def _unit_evidence(ctx, m: Measurement) -> None:
     theory = getattr(ctx, "theory", None)
     if theory is None:
         try:
-            from hwprobe import specs
+            from hwprobe.specs.live import device_theory
 
-            theory = specs.device_theory(ctx.device)
+            theory = device_theory(ctx.device)
         except Exception:
             theory = None
     t = theory.compute("fp64", "cuda_core", None) if theory is not None else None

@@ -102,8 +102,8 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
        precisions=tuple(PATHS))
 def run(ctx, precisions=("int8", "fp16", "fp8"), size=8192, data=("uniform", "normal", "relu", "zeros"),
         settle_s=0.5, sustain_s=2.0, check_rows=8):
-    from hwprobe import specs
     from hwprobe.probes.compute.cublas import DATA, cublas_env, failure
+    from hwprobe.specs.live import device_theory
 
     bad = [d for d in data if d not in DATA]
     if bad:
@@ -112,7 +112,7 @@ def run(ctx, precisions=("int8", "fp16", "fp8"), size=8192, data=("uniform", "no
     if (dev.cc_major, dev.cc_minor) < (7, 0):
         raise Skip(f"no tensor cores on {dev.arch}")
     env = cublas_env(ctx)
-    theory = ctx.theory if ctx.theory is not None else specs.device_theory(dev)
+    theory = ctx.theory if ctx.theory is not None else device_theory(dev)
     if ctx.quick:
         size, settle_s, sustain_s = min(size, 4096), 0.1, 0.3
     limit = (getattr(dev, "nvml", None) or {}).get("power_limit_w")

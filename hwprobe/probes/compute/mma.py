@@ -736,9 +736,9 @@ def _peak_at(ctx, v: Variant) -> Callable[[float | None], float | None]:
     theory = getattr(ctx, "theory", None)
     if theory is None:
         try:
-            from hwprobe import specs
+            from hwprobe.specs.live import device_theory
 
-            theory = specs.device_theory(ctx.device)
+            theory = device_theory(ctx.device)
         except Exception:
             return lambda clk: None
 
