@@ -1,5 +1,8 @@
 """The measured roofline profile: ceilings per precision/unit/path and per memory level, theory beside each.
 
+Data and file I/O only: filing measurements into a Profile is hwprobe.profile_build's job (it imports this
+module, never the other way round).
+
 The JSON form is versioned (``schema_version``) and described by hwprobe/schema/profile.schema.json.
 Older versions load through MIGRATIONS; newer ones are refused with a clear message.
 """
@@ -182,18 +185,6 @@ class Profile:
     hwprobe_version: str = ""
     schema_version: int = SCHEMA_VERSION
 
-    # --- building --------------------------------------------------------------------------------
-    @classmethod
-    def from_measurements(cls, device: dict[str, Any], ms: list[Measurement], **kw: Any) -> Profile:
-        """File each record by its status: ok ones become ceilings (the best per slot, every repeat of the
-        same metric kept as a run), invalid ones, skips and errors go to their lists."""
-        from hwprobe import __version__
-        from hwprobe.profile_build import build
-
-        prof = cls(device=device, hwprobe_version=__version__, **kw)
-        build(prof, ms)
-        return prof
-
     # --- queries ---------------------------------------------------------------------------------
     # Validated in hwprobe.roofline (case-insensitive names, path="library"|"instruction"|"best", one
     # RooflineError for bad arguments and missing ceilings). Lookups (peak, bandwidth) return None for a ceiling
@@ -331,14 +322,10 @@ def migrate(d: dict[str, Any], where: str = "profile") -> dict[str, Any]:
 
 
 def load_profile(path: Path | str) -> Profile:
-    """Read, migrate and validate a profile.json, or a results directory holding one. A results directory
-    whose run was killed before it wrote profile.json is rebuilt from its measurements.jsonl (marked partial)."""
+    """Read, migrate and validate a profile.json, or a results directory holding one (file I/O only:
+    hwprobe.profile_build.load_profile also rebuilds the profile of a run killed before it wrote one)."""
     p = Path(path)
     if p.is_dir():
-        if not (p / "profile.json").exists() and (p / "measurements.jsonl").exists():
-            from hwprobe.results import rebuild_profile
-
-            return rebuild_profile(p)
         p = p / "profile.json"
     where = f"profile {str(p)!r}"
     try:

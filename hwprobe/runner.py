@@ -16,7 +16,8 @@ from typing import Any
 
 from hwprobe.errors import InputError, ProbeTimeout, ResultsWriteError, Skip
 from hwprobe.measurement import Measurement
-from hwprobe.profile import Profile, validate_dict
+from hwprobe.profile import Profile
+from hwprobe.profile_build import build_profile
 from hwprobe.results import ENVIRONMENT, PROFILE, ResultsWriter, environment, new_run_dir, write_table
 from hwprobe.vocab import Status
 from hwprobe.watchdog import DEFAULT_TIMEOUT_S
@@ -224,21 +225,3 @@ def resume_state(run_dir: Path) -> tuple[list[Measurement], set[str]]:
     old = run_dir / MEASUREMENTS
     old.replace(run_dir / f"{MEASUREMENTS}.before-resume-{int(time.time())}")
     return keep, done
-
-
-def build_profile(device, ms: list[Measurement], env: dict[str, Any], partial: bool, theory=None,
-                  devices: list | None = None) -> Profile:
-    """The profile of a run's records (also what ``report`` rebuilds after a crash)."""
-    dev = device if isinstance(device, dict) else device.to_dict()
-    devs = [d if isinstance(d, dict) else d.to_dict() for d in (devices or [])] or [dev]
-    prof = Profile.from_measurements(dev, ms, environment=env, partial=partial, devices=devs)
-    if theory is not None:
-        for text in theory.disagreements():
-            prof.findings.append({"probe": "specs", "metric": "datasheet_vs_device", "text": text})
-    try:  # a profile that fails its own schema is a bug; keep the data and say so rather than lose it
-        validate_dict(prof.to_dict(), "the new profile")
-    except InputError as e:
-        prof.errors.append({"probe": "profile", "metric": "schema", "error": str(e)})
-    except ImportError as e:   # jsonschema missing (an image installed with --no-deps): never lose the run
-        prof.findings.append({"probe": "profile", "metric": "schema", "text": f"not checked against the schema: {e}"})
-    return prof

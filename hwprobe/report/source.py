@@ -13,7 +13,8 @@ from typing import Any
 
 from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement
-from hwprobe.profile import Profile, load_profile
+from hwprobe.profile import Profile
+from hwprobe.profile_build import load_profile
 from hwprobe.vocab import profile_precision
 
 
