@@ -115,17 +115,15 @@ class ProbeContext:
         ``check`` runs after timing and raises (VerificationError/AssertionError) on a wrong result; the
         measurement is then kept but marked invalid. ``meta`` fills the other Measurement fields.
         """
-        from dataclasses import replace
-
         from hwprobe.timing import policy
 
         warmup = self.warmup if warmup is None else warmup
         repeats = (max(3, self.repeats // 2) if self.quick else self.repeats) if repeats is None else repeats
-        rule = replace(policy.CEILING, min_samples=repeats, max_samples=repeats)
+        rule = policy.rule("ceiling", min_samples=repeats, max_samples=repeats)
         if kind == "compute" and self.energy_window_s > 0:
             # A compute ceiling also gets joules per operation: sample until the window is long enough for the
             # energy counter (it steps every ~0.1 s).
-            rule = replace(policy.ENERGY, min_samples=repeats, min_total_s=self.energy_window_s)
+            rule = policy.rule("energy", min_samples=repeats, min_total_s=self.energy_window_s)
         with self.sampler.window() as win:
             if warmup:
                 self._time(fn, warmup, 0)

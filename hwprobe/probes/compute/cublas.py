@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,9 +20,8 @@ import numpy as np
 from hwprobe.errors import Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes.compute import gemm_common as gc
-from hwprobe.timing import policy, time_cuda_once
+from hwprobe.timing import policy, time_cuda_issue, time_cuda_once
 
-TARGET_S = 0.005        # GPU time of one timed sample
 MAX_REPS = 4096         # GEMMs in one graph at most
 COMPUTE_NAMES = {gc.COMPUTE_16F: "CUBLAS_COMPUTE_16F", gc.COMPUTE_32F: "CUBLAS_COMPUTE_32F",
                  gc.COMPUTE_64F: "CUBLAS_COMPUTE_64F", gc.COMPUTE_32I: "CUBLAS_COMPUTE_32I",
@@ -264,16 +262,12 @@ class Runner:
 
 def _pilot(cp, call: Callable[[int], None], sets: int, count: int) -> tuple[float, float]:
     """(GPU seconds, host issue seconds) per call over ``count`` back-to-back calls."""
-    stream = cp.cuda.get_current_stream()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record(stream)
-    t0 = time.perf_counter()
-    for i in range(count):
-        call(i % sets)
-    host = time.perf_counter() - t0
-    stop.record(stream)
-    stop.synchronize()
-    return cp.cuda.get_elapsed_time(start, stop) * 1e-3 / count, host / count
+    def calls() -> None:
+        for i in range(count):
+            call(i % sets)
+
+    gpu, host = time_cuda_issue(calls, cp=cp)
+    return gpu / count, host / count
 
 
 def _capture(cp, call: Callable[[int], None], sets: int, reps: int, set_stream: Callable[[int], None] | None):
@@ -300,13 +294,14 @@ def _capture(cp, call: Callable[[int], None], sets: int, reps: int, set_stream: 
 
 
 def build_runner(cp, call: Callable[[int], None], sets: int = 1, *, graph: bool = True,
-                 set_stream: Callable[[int], None] | None = None, target_s: float = TARGET_S,
+                 set_stream: Callable[[int], None] | None = None, target_s: float | None = None,
                  max_reps: int = MAX_REPS, graph_unavailable: str = "") -> Runner:
     """Size a sample to ``target_s`` of GPU time and capture it as a CUDA graph (Python loop if that fails).
 
     Calls that each last over a quarter of the target run as a plain loop: launch overhead is noise there.
     ``graph_unavailable`` (a reason) skips the capture attempt where the binding is known to refuse it.
     """
+    target_s = policy.rule("library").sample_s if target_s is None else target_s
     for i in range(2):
         call(i % sets)
     cp.cuda.get_current_stream().synchronize()
@@ -427,7 +422,6 @@ class CublasGemm:
 
 
 NAMED_KERNELS = ("fp64", "int8")      # precisions whose points record the library's kernel names
-SUSTAIN_SAMPLE_S = 0.05  # GPU time of one sample of a sustained measurement (measure_gemm's ``sustain``)
 
 
 def settle_runner(cp, runner: Runner, sustain: tuple[float, float]) -> dict:
@@ -472,7 +466,7 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
         g = (gemm_cls or CublasGemm)(env, v, m, n, k, data=data)
         try:
             runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream,
-                                  target_s=SUSTAIN_SAMPLE_S if sustain else TARGET_S,
+                                  target_s=policy.rule("sustained" if sustain else "library").sample_s,
                                   graph_unavailable=getattr(g, "graph_unavailable", env.graph_unavailable))
             # settle outside the sampler window, so its clock and power are the settled ones
             timing = settle_runner(env.cp, runner, sustain) if sustain else {}

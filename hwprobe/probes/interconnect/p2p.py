@@ -25,6 +25,7 @@ from hwprobe.probes.interconnect.common import GPU_CHOICES, link_params, link_th
 from hwprobe.probes.interconnect.matrix import PairMatrix
 from hwprobe.probes.interconnect.p2plat import latency_records, matrix_records, topology_records
 from hwprobe.probes.interconnect.pairs import Schedule, pair_key
+from hwprobe.timing import policy
 
 PROBE = "gpu.p2p"
 PARTS = ("access", "ce", "sm.read", "sm.write", "latency.chase", "latency.pingpong")
@@ -262,7 +263,7 @@ def _screen_sm(ctx, setup: Setup, method: str) -> tuple[int, int, int]:
     best, rates = SM_VARIANTS[0], {}
     for shape in SM_VARIANTS:
         groups = _groups(setup, method, False, [(a, b)], size, shape=shape)
-        reps = _time(setup, groups, P.SWEEP_SAMPLE_S, 3)
+        reps = _time(setup, groups, policy.rule("sweep").sample_s, policy.rule("sweep").max_samples)
         rates[shape] = size * reps / sorted(groups[0].samples)[1]
         if rates[shape] > rates[best]:
             best = shape
@@ -334,7 +335,8 @@ def _timed_round(ctx, setup, method, bi, pairs, size, sample_s: float, samples: 
 
 
 def _point(ctx, setup, method, bi, pairs, size, sweep) -> Iterator[Measurement]:
-    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, P.SWEEP_SAMPLE_S, P.SWEEP_SAMPLES)
+    sweep = policy.rule("sweep")
+    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, sweep.sample_s, sweep.max_samples)
     for (a, b), g in zip(pairs, groups, strict=True):
         stem, _, key = _names(setup, method, bi, a, b)
         bad = wrong[(a, b)] + (wrong[(b, a)] if bi else 0)
@@ -371,8 +373,9 @@ def _verdict(m: Measurement, wrong: int, size: int, bi: bool) -> None:
 
 
 def _ceiling(ctx, setup, method, bi, pairs, size, results) -> Iterator[Measurement]:
-    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, P.CEILING_SAMPLE_S,
-                                         P.CEILING_SAMPLES)
+    ceiling = policy.rule("ceiling")
+    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, ceiling.sample_s,
+                                               ceiling.max_samples)
     for (a, b), g in zip(pairs, groups, strict=True):
         stem, link, key = _names(setup, method, bi, a, b)
         pl = setup.link(a, b)
@@ -406,7 +409,7 @@ def _concurrency_check(ctx, setup, plan, results) -> Iterator[Measurement]:
     size = plan.sizes[-1]
     _reset(setup, [(a, b)], False, size)
     groups = _groups(setup, "ce", False, [(a, b)], size)
-    reps = _time(setup, groups, P.CEILING_SAMPLE_S, 5)
+    reps = _time(setup, groups, policy.rule("ceiling").sample_s, 5)
     alone = size * reps / sorted(groups[0].samples)[len(groups[0].samples) // 2]
     ratio = together / alone
     m = ctx.derived("p2p.concurrency_check", ratio, unit="x", kind="info",

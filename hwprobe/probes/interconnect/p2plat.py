@@ -12,6 +12,7 @@ from hwprobe.probes.interconnect import p2pplan as P
 from hwprobe.probes.interconnect.common import link_params, timed_record
 from hwprobe.probes.interconnect.matrix import PairMatrix
 from hwprobe.probes.interconnect.pairs import pair_key
+from hwprobe.timing import policy
 
 PROBE = "gpu.p2p"
 SLOT_BYTES = 64              # one chase step per 64-byte line
@@ -103,13 +104,13 @@ def _chase(ctx, setup, a: int, b: int, name: str, ws: int, words, buf, pos: int,
     from hwprobe.probes.interconnect import devops
     from hwprobe.timing import time_cuda
 
-    steps, launches = P.LATENCY_STEPS, 1 + P.LATENCY_SAMPLES
+    steps, launches = P.LATENCY_STEPS, 1 + policy.rule("latency").max_samples
     with cp.cuda.Device(a):
         state = cp.asarray(np.array([words[pos], 0], dtype=np.uint64))
         fn = devops.kernel("p2p_chase")
         args = (np.uint64(buf.data.ptr), np.int32(steps), state)
         with ctx.sampler.window() as win:
-            samples = time_cuda(lambda: fn((1,), (1,), args), warmup=1, repeats=P.LATENCY_SAMPLES)
+            samples = time_cuda(lambda: fn((1,), (1,), args), warmup=1, repeats=policy.rule("latency").max_samples)
         end, ns = (int(x) for x in state.get())
     want = chase_end(words, pos, launches * steps)
     link, ltype = _link(setup, a, b)
@@ -148,7 +149,7 @@ def _pingpong(ctx, setup, a: int, b: int, results) -> Measurement:
     fa, fb = side["a"]["flag"], side["b"]["flag"]
     samples, ok, why = [], True, ""
     with ctx.sampler.window() as win:
-        for r in range(1 + P.LATENCY_SAMPLES):
+        for r in range(1 + policy.rule("latency").max_samples):
             for dev, flag in ((a, fa), (b, fb)):
                 with cp.cuda.Device(dev):
                     flag.fill(0)

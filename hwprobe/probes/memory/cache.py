@@ -22,15 +22,12 @@ from hwprobe.probes.base import probe
 from hwprobe.probes.memory import l2plan
 from hwprobe.probes.memory.common import CACHE_KERNELS, blocks_per_sm, budget_bytes, info, release, time_call
 from hwprobe.probes.memory.plan import log_sizes, refine_between
-from hwprobe.timing import clock_mhz
+from hwprobe.timing import clock_mhz, policy
 
 L1_SWEEP_FACTOR = 8        # the per-SM sweep goes to 8x the L1/shared array
 EXIT_DROP = 0.10           # a level's capacity: where bandwidth first falls 10% below its plateau
-SWEEP_S = 0.002            # one timed call per sweep point
-SCREEN_S = 0.001           # one timed call while screening L2 variants
 L2_SWEEP_TO = 2            # the all-SM sweeps go to 2x L2
 STREAM_BLOCK = 512         # sweep_read<1>'s block in the L2 stream pattern
-CEILING_S = 0.004          # one timed call for a level's ceiling
 PER_SM_BLOCK = 1024
 LOADS_PER_ITER = 4         # sweep_read unrolls 4 loads of 16 B per iteration
 SMEM_BLOCK, SMEM_VECS = 256, 8  # must match mem_cache.cu
@@ -73,7 +70,7 @@ def _l1(ctx, mod, ppo: int, refine: bool) -> Iterator[Measurement]:
     buf = cp.ones(dev.sms * region_vecs * 4, dtype=cp.uint32)   # every word 1: the check counts the loads
     out = cp.zeros(max(dev.sms, 1) * 64, dtype=cp.uint32)
 
-    def per_sm_point(size: int, iters: int | None = None, target: float = SWEEP_S):
+    def per_sm_point(size: int, iters: int | None = None, target: float = policy.rule("sweep").sample_s):
         nvec = size // 16
         grid, block = dev.sms, PER_SM_BLOCK
 
@@ -188,7 +185,7 @@ class L2Runner:
         k = self.mod.get_function("sweep_read<1>")
         grid = sms * min(blocks_per_sm(k, STREAM_BLOCK, fallback=2), 2048 // STREAM_BLOCK)
 
-        def point(size: int, iters: int | None = None, target: float = SWEEP_S):
+        def point(size: int, iters: int | None = None, target: float = policy.rule("sweep").sample_s):
             nvec = size // 16
 
             def make(it: int):
@@ -207,7 +204,7 @@ class L2Runner:
         sms = self.ctx.device.sms
         planned = planned or {}
 
-        def point(size: int, iters: int | None = None, target: float = SWEEP_S, variant=None):
+        def point(size: int, iters: int | None = None, target: float = policy.rule("sweep").sample_s, variant=None):
             v = variant or planned.get(size) or l2plan.choose(ranked, size, sms)
             plan = l2plan.private_plan(size, v, sms)
             make = self._launcher(v, plan, rotate=True)
@@ -219,7 +216,7 @@ class L2Runner:
     def low_mlp(self):
         v, sms = l2plan.LOW_MLP, self.ctx.device.sms
 
-        def point(size: int, iters: int | None = None, target: float = SWEEP_S):
+        def point(size: int, iters: int | None = None, target: float = policy.rule("sweep").sample_s):
             plan = l2plan.shared_plan(size, v, sms, l2plan.LOW_MLP_REGION)
             make = self._launcher(v, plan, rotate=True)
             it = iters or _iters_for(make, target, probe_iters=2, lo=2)
@@ -230,7 +227,7 @@ class L2Runner:
     def peer(self, region: int = l2plan.PEER_REGION):
         v = l2plan.PEER
 
-        def point(size: int, iters: int | None = None, target: float = SWEEP_S):
+        def point(size: int, iters: int | None = None, target: float = policy.rule("sweep").sample_s):
             plan = l2plan.shared_plan(size, v, 1, region)
             make = self._launcher(v, plan, rotate=False)
             probe = 4 * self.ctx.device.sms
@@ -253,14 +250,15 @@ def _screen(run_l2: L2Runner, stream, l2: int) -> list[dict]:
     sizes = [max(int(0.28 * l2), max(v.min_set(sms) for v in l2plan.SCREEN)), l2 // 3]
     private = run_l2.private(list(l2plan.SCREEN))
     recs = []
+    screen = policy.rule("l2_screen")
     for v in ("stream", *l2plan.SCREEN):
         rec: dict = {"variant": v, **({"label": stream.label} if v == "stream" else v.as_dict())}
         try:
             rates = []
             for size in sizes:
-                fn, work, check, _ = stream(size, target=SCREEN_S) if v == "stream" else \
-                    private(size, target=SCREEN_S, variant=v)
-                t = float(np.median(time_cuda(fn, warmup=1, repeats=2)))
+                fn, work, check, _ = stream(size, target=screen.sample_s) if v == "stream" else \
+                    private(size, target=screen.sample_s, variant=v)
+                t = float(np.median(time_cuda(fn, warmup=1, repeats=screen.max_samples)))
                 check()
                 rates.append(work / t)
             rec["gbps"] = [round(r / 1e9, 1) for r in rates]
@@ -362,7 +360,7 @@ def _refine(ctx, scope: str, pts: dict[int, float], point, window: tuple[float, 
 
 
 def _ceiling(ctx, metric: str, point, size: int, level: str, scope: str, notes: list[str], **extra) -> Measurement:
-    fn, work, check, it = point(size, target=CEILING_S)
+    fn, work, check, it = point(size, target=policy.rule("stream").sample_s)
     params = {"working_set_bytes": size, "scope": scope, "iters": it, **extra}
     if getattr(point, "label", None):
         params["variant_label"] = point.label
@@ -536,7 +534,7 @@ def _shared(ctx, mod) -> Iterator[Measurement]:
             args = (cp.uint64(it), out, clk)
             return lambda: k((grid,), (SMEM_BLOCK,), args)
 
-        iters = _iters_for(make, CEILING_S)
+        iters = _iters_for(make, policy.rule("stream").sample_s)
         t = np.arange(SMEM_BLOCK, dtype=np.uint64)
         per_thread = sum(16 * (t + SMEM_BLOCK * j) + 6 for j in range(SMEM_VECS))
         expected = (per_thread * np.uint64(iters)) % np.uint64(1 << 32)

@@ -15,11 +15,8 @@ from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.common import MEM_FRACTION, blocks_per_sm, calibrate, free_bytes, info, release, repeat
 from hwprobe.probes.memory.plan import align_down, bytes_counted, stream_array_bytes, stream_bytes
+from hwprobe.timing import policy
 
-SAMPLE_S = 0.004             # one timed call lasts about this long (launch overhead < 1%)
-SCREEN_S = 0.002             # shorter calls while screening variants
-SCREEN_SAMPLES = 2           # back-to-back timed calls per screened variant (median), after one warm-up call
-SIZE_SAMPLES = 3             # the same for the finalists at each array size (calls of ~SAMPLE_S)
 FINALISTS = 2                # (variant, size) pairs measured in full; the faster one is reported
 
 UNROLLS = (1, 2, 4, 8)
@@ -323,17 +320,19 @@ class DramBench:
         args = (*ptrs, cp.uint64(ntiles), cp.uint64(chunk), *tail)
         return (lambda: k((grid,), (v["block"],), args)), grid
 
-    def timed(self, op: str, v: dict, nbytes: int, target_s: float, samples: int) -> dict:
-        """Clear the output, time back-to-back calls of ~target_s (the way ctx.measure does), check the
-        output; a record with gbps, or error."""
+    def timed(self, op: str, v: dict, nbytes: int, rule: str) -> dict:
+        """Clear the output, time back-to-back calls of the stopping rule's sample length (the way ctx.measure
+        does), as many as it takes, after one warm-up; check the output; a record with gbps, or error."""
         from hwprobe.timing import time_cuda
+
+        r = policy.rule(rule)
 
         rec = {**{k: v.get(k) for k in VARIANT_KEYS}, "array_bytes": nbytes}
         try:
             self.clear(op)
             launch, grid = self.launcher(op, v, nbytes)
-            reps = calibrate(launch, target_s)
-            t = median(time_cuda(repeat(launch, reps), warmup=1, repeats=samples))
+            reps = calibrate(launch, r.sample_s)
+            t = median(time_cuda(repeat(launch, reps), warmup=1, repeats=r.max_samples))
             self.check(op, nbytes, grid)()
             rec.update(launches_per_sample=reps, gbps=round(stream_bytes(op, nbytes) * reps / t / 1e9, 1))
         except Exception as e:  # a variant that fails to launch or to verify is recorded and skipped
@@ -342,7 +341,7 @@ class DramBench:
         return rec
 
     def screen(self, op: str, variants: list[dict], base: int, tried: list[dict]) -> dict | None:
-        recs = [self.timed(op, v, base, SCREEN_S, SCREEN_SAMPLES) for v in variants]
+        recs = [self.timed(op, v, base, "screen") for v in variants]
         tried.extend(recs)
         ok = [(r, v) for r, v in zip(recs, variants, strict=True) if "gbps" in r]
         return max(ok, key=lambda rv: rv[0]["gbps"])[1] if ok else None
@@ -397,14 +396,14 @@ def run(ctx, array_mib: int | None = None, ops: tuple[str, ...] = OPS, search: b
 
 
 def _finish(ctx, bench: DramBench, op: str, tried: list[dict], sizes: list[int], base: int) -> Iterator[Measurement]:
-    """The best few variants re-timed at every array size the way the final measurement is (calls of ~SAMPLE_S,
+    """The best few variants re-timed at every array size the way the final measurement is (calls of a stream sample,
     back to back); the FINALISTS fastest (variant, size) pairs measured in full with exactly the same launches
     per sample; the faster verified one is reported, with every variant tried in its params."""
     top = ranked(tried, TOP_FOR_SIZES)
     if not top:
         yield info(ctx, f"dram.{op}", f"every variant of {op} failed", "; ".join(t["error"] for t in tried))
         return
-    size_tried = [bench.timed(op, v, nbytes, SAMPLE_S, SIZE_SAMPLES) for v in top for nbytes in sizes]
+    size_tried = [bench.timed(op, v, nbytes, "stream_sizes") for v in top for nbytes in sizes]
     measured: list[tuple[Measurement, dict]] = []
     for fin in finalists(size_tried, FINALISTS):
         v, nbytes, reps = {k: fin[k] for k in VARIANT_KEYS}, fin["array_bytes"], fin["launches_per_sample"]
@@ -458,7 +457,7 @@ def _memcpy(ctx, src, dst, nbytes: int, check: Callable[[], None]) -> Iterator[M
         rt.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, rt.memcpyDeviceToDevice, cp.cuda.get_current_stream().ptr)
 
     try:
-        reps = calibrate(launch, SAMPLE_S)
+        reps = calibrate(launch, policy.rule("stream").sample_s)
         yield ctx.measure(
             "dram.memcpy_d2d", repeat(launch, reps), work=stream_bytes("copy", nbytes) * reps, unit="B/s",
             kind="memory", check=check, level="dram", exec_unit="copy_engine",

@@ -19,6 +19,7 @@ from hwprobe.errors import VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.common import info, release
+from hwprobe.timing import policy
 
 DSM_CLUSTERS = (2, 4, 8, 16)
 DSM_BLOCK = 1024
@@ -29,7 +30,6 @@ TMA_TILES = (1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10)
 TMA_INFLIGHT = 128 << 10    # bytes in flight per block (stages x tile), at most TMA_MAX_STAGES stages
 TMA_MAX_STAGES = 16         # must match hopper_mem.cu
 TMA_BLOCK = 256
-TARGET_S = 0.004            # one timed launch
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -176,7 +176,7 @@ def _dsm_bandwidth(ctx, mod, cs: int) -> Iterator[Measurement]:
             return lambda: k((grid,), (DSM_BLOCK,), args, shared_mem=DSM_SMEM)
 
         t = _timed(make(4))
-        iters = max(4, int(TARGET_S / max(t / 4, 1e-9)))
+        iters = max(4, int(policy.rule("stream").sample_s / max(t / 4, 1e-9)))
         want = dsm_expected(cs, iters, vecs, DSM_BLOCK, grid)
 
         def check() -> None:
@@ -243,7 +243,7 @@ def _tma_point(ctx, k, src, nbytes: int, tile: int, grid: int, where: str, final
     metric = f"tma.load.{where}" if final else f"tma.load.{where}.{tile}"
     try:
         plan = tma_plan(tile, nbytes, grid)
-        if where == "l2":       # re-read the L2-sized source: enough tiles per block for ~TARGET_S
+        if where == "l2":       # re-read the L2-sized source: enough tiles per block for a stream sample
             plan = tma_plan(tile, nbytes, grid, per_block=max(plan.per_block, 64))
         k.max_dynamic_shared_size_bytes = plan.smem
         out = cp.zeros(grid, dtype=cp.uint32)
@@ -256,7 +256,8 @@ def _tma_point(ctx, k, src, nbytes: int, tile: int, grid: int, where: str, final
 
         if where == "l2":
             t = _timed(make(plan))
-            plan = tma_plan(tile, nbytes, grid, per_block=max(16, int(plan.per_block * TARGET_S / max(t, 1e-7))))
+            target = policy.rule("stream").sample_s
+            plan = tma_plan(tile, nbytes, grid, per_block=max(16, int(plan.per_block * target / max(t, 1e-7))))
         want = tma_expected(plan)
 
         def check() -> None:

@@ -25,6 +25,7 @@ from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.chase import next_slots, random_cycle
 from hwprobe.probes.memory.common import CACHE_KERNELS, release
+from hwprobe.timing import time_cuda_once
 
 LINE = 128                 # bytes per slot: one L2 line
 FLAG_STRIDE = 32           # words per flag (l2map.cu)
@@ -277,15 +278,12 @@ def _launch(ctx, mod, order, starts_pos, base: int, steps: int, turns: int) -> d
     plain = cp.zeros(turns, dtype=cp.uint64)
     tail = cp.zeros(turns, dtype=cp.uint64)
     clk = cp.zeros(turns * 4, dtype=cp.uint64)
-    ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-    ev0.record()
-    k((turns,), (32,), (starts, np.int32(steps), ticket, flags, smid, lat, plain, tail, clk), shared_mem=smem)
-    ev1.record()
-    ev1.synchronize()
+    launch_s = time_cuda_once(lambda: k((turns,), (32,), (starts, np.int32(steps), ticket, flags, smid, lat, plain,
+                                                           tail, clk), shared_mem=smem), cp=cp)
     n = len(order)
     want = np.uint64(base) + order[(starts_pos + steps) % n].astype(np.uint64) * np.uint64(LINE)
     return {"smid": smid.get(), "lat": lat.get(), "plain": plain.get(), "tail": tail.get(), "want": want,
-            "clk": clk.get(), "launch_s": cp.cuda.get_elapsed_time(ev0, ev1) / 1e3, "smem": smem}
+            "clk": clk.get(), "launch_s": launch_s, "smem": smem}
 
 
 def check_raw(raw: dict, sms: int) -> None:
