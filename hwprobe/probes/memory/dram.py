@@ -61,7 +61,7 @@ def hint_pairs(op: str) -> list[tuple[int, int]]:
 
 
 def all_kernel_names() -> tuple[str, ...]:
-    names = [kernel_name(op, u, lh, sh, w) for op in ("read", "write", "copy", "scale", "triad")
+    names = [kernel_name(op, u, lh, sh, w) for op in OP_IO
              for u in UNROLLS for lh, sh in hint_pairs(op)
              for w in ((0, 1) if op in WARP_OPS and u in BURST_UNROLLS else (0,))]
     names += [tma_kernel_name(op) for op in TMA_OPS]
@@ -180,7 +180,6 @@ def finalists(size_tried: list[dict], n: int) -> list[dict]:
     return sorted(ok, key=lambda t: -t["gbps"])[:n]
 
 
-OPS = ("read", "write", "copy", "scale", "triad", "memcpy_d2d")
 TOP_FOR_SIZES = 3            # best variants re-timed at each array size
 VARIANT_KEYS = ("block", "unroll", "layout", "blocks_per_sm", "grid", "warp", "lh", "sh", "chunk_bytes", "stages")
 RECORD_KEYS = (*VARIANT_KEYS, "array_bytes", "launches_per_sample", "gbps", "error")
@@ -209,6 +208,7 @@ OP_IO = {
     "scale": OpIO((("c", 1.0),), ("b", 0.0), ("c", "b"), (SCALAR,), ("b", SCALAR, 0.0)),
     "triad": OpIO((("b", 1.0), ("c", 1.0)), ("a", 0.0), ("b", "c", "a"), (SCALAR,), ("a", 1.0 + SCALAR, 0.0)),
 }
+OPS = (*OP_IO, "memcpy_d2d")     # a new pattern is its kernel (memory.cu) and its OP_IO entry
 
 
 def first_stage(op: str, sms: int, occupancy: Callable[[int, int], int], search: bool) -> list[dict]:
