@@ -255,7 +255,7 @@ def test_ceiling_is_the_best_verified_variant_and_says_which(n):
     s, bus, alg, t, cv = cur["in_place"][-1]
     assert bus == pytest.approx(s * C.bus_factor("all_gather", n) / t) and alg == pytest.approx(s / t) and cv >= 0
     assert dict(map(tuple, ag.params["curve"]))[s] == pytest.approx(bus)      # the faster variant at each size
-    prof = Profile.from_measurements({"name": "H200", "kind": "gpu"}, ms)
+    prof = from_measurements({"name": "H200", "kind": "gpu"}, ms)
     assert prof.links["nccl.all_gather"].ceilings["busbw"].params["variant"] == "in_place"
     validate_dict(prof.to_dict(), "test profile")
 
@@ -306,7 +306,7 @@ def test_iteration_rule_meets_nccl_tests_defaults(size, samples):
 def test_the_links_table_says_which_variant_each_ceiling_is():
     from hwprobe.report.tables import links_table
 
-    prof = Profile.from_measurements({"name": "H200", "kind": "gpu"}, nccl.records(_two_variants(2), 2, META))
+    prof = from_measurements({"name": "H200", "kind": "gpu"}, nccl.records(_two_variants(2), 2, META))
     rows = {(r["link"], r["what"]): r for r in links_table(prof).rows}
     assert rows[("nccl.all_gather", "busbw")]["variant"] == "in-place"
     assert rows[("nccl.all_reduce", "algbw")]["variant"] == "out-of-place"
