@@ -17,7 +17,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.errors import InputError
+from hwprobe.flags import Code, has
 from hwprobe.measurement import Measurement
 from hwprobe.vocab import Kind
 
@@ -90,8 +92,8 @@ class Ceiling:
         t, c = m.theory, m.clocks
         kernel = m.kind == Kind.COMPUTE and t and t.clock_mhz
         if kernel:
-            source = m.params.get("theory_clock_source") or ("kernel" if m.params.get("kernel_sm_mhz") else "nvml")
-            if "clock_lag" in m.flags:
+            source = m.params.get(K.THEORY_CLOCK_SOURCE) or ("kernel" if m.params.get(K.KERNEL_SM_MHZ) else "nvml")
+            if has(m.flags, Code.CLOCK_LAG):
                 source = "max"
         elif m.kind == Kind.MEMORY and m.level == "dram":
             source = "memory"

@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hwprobe import keys as K
+from hwprobe.device.info import device_kind
 from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement
 from hwprobe.profile import SLOPE_PREFERENCE, SPARSE_SUFFIX, Ceiling, Link, MemoryLevel, Profile, validate_dict
@@ -60,7 +62,7 @@ def rebuild_profile(run_dir: Path) -> Profile:
     except (OSError, ValueError):
         pass
     device = env.get("device") if isinstance(env.get("device"), dict) else {"kind": "unknown"}
-    device.setdefault("kind", "gpu" if "sm" in str(device) else "cpu")
+    device.setdefault("kind", device_kind(device))
     prof = build_profile(device, rec.measurements, env, partial=True)
     note = f"rebuilt from {MEASUREMENTS}: {len(rec.measurements)} records (the run ended before writing {PROFILE})"
     if rec.skipped_lines:
@@ -118,10 +120,10 @@ def _ceiling(best: Measurement, same: list[Measurement]) -> Ceiling:
 
 
 def _compute(prof: Profile, best: Measurement, same: list[Measurement]) -> None:
-    if best.params.get("exec_unit_inferred"):
+    if best.params.get(K.EXEC_UNIT_INFERRED):
         return  # a unit inferred from the rate never fills a measured slot (it stays in measurements.jsonl)
     slot = prof.compute.setdefault(profile_precision(best.precision), {}).setdefault(best.exec_unit, {})
-    key = best.path + (SPARSE_SUFFIX if best.params.get("sparse") else "")
+    key = best.path + (SPARSE_SUFFIX if best.params.get(K.SPARSE) else "")
     if key not in slot or best.value > slot[key].value:
         slot[key] = _ceiling(best, same)
 
@@ -130,18 +132,18 @@ def _memory(prof: Profile, best: Measurement, same: list[Measurement], slopes: d
     lvl = prof.memory.setdefault(best.level, MemoryLevel())
     if best.kind == Kind.MEMORY:
         lvl.variants[best.metric] = best.value
-        if best.params.get("ceiling", True) is not False:  # e.g. pageable host copies are not ceilings
+        if best.params.get(K.CEILING, True) is not False:  # e.g. pageable host copies are not ceilings
             slopes[best.metric] = _ceiling(best, same)
     elif best.kind == Kind.LATENCY:
         lvl.latency_s = best.value
-        lvl.latency_cycles = best.params.get("cycles", lvl.latency_cycles)
+        lvl.latency_cycles = best.params.get(K.CYCLES, lvl.latency_cycles)
     elif best.kind == Kind.CAPACITY:
         lvl.capacities[best.metric] = best.value
-        primary = best.params.get("primary")
+        primary = best.params.get(K.PRIMARY)
         if primary or (primary is None and lvl.capacity_bytes is None):   # secondary estimates stay beside it
             lvl.capacity_bytes = best.value
     elif best.kind == Kind.MAP:
-        lvl.maps[best.metric] = best.params.get("map", best.params)
+        lvl.maps[best.metric] = best.params.get(K.MAP, best.params)
 
 
 def _choose_slope(lvl: MemoryLevel, cands: dict[str, Ceiling]) -> None:
@@ -163,16 +165,16 @@ def _choose_slope(lvl: MemoryLevel, cands: dict[str, Ceiling]) -> None:
 
 def _link(prof: Profile, best: Measurement, same: list[Measurement]) -> None:
     p = best.params
-    link = prof.links.setdefault(best.link, Link(kind=p.get("link_kind", "p2p"),
-                                                 endpoints=list(p.get("endpoints") or []),
-                                                 link_type=p.get("link_type")))
+    link = prof.links.setdefault(best.link, Link(kind=p.get(K.LINK_KIND, "p2p"),
+                                                 endpoints=list(p.get(K.ENDPOINTS) or []),
+                                                 link_type=p.get(K.LINK_TYPE)))
     if best.kind == Kind.LATENCY:
-        link.latency_s[p.get("ceiling_key", best.metric)] = best.value
+        link.latency_s[p.get(K.CEILING_KEY, best.metric)] = best.value
     elif best.kind in (Kind.MEMORY, Kind.COMPUTE):
-        key = p.get("ceiling_key", best.metric)
+        key = p.get(K.CEILING_KEY, best.metric)
         if key not in link.ceilings or best.value > link.ceilings[key].value:
             link.ceilings[key] = _ceiling(best, same)
-    for k in ("size_at_90pct", "ranks", "hosts"):
+    for k in (K.SIZE_AT_90PCT, "ranks", "hosts"):
         if k in p:
             link.params.setdefault(f"{p.get('ceiling_key', best.metric)}.{k}", p[k])
 

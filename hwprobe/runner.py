@@ -14,12 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.errors import InputError, ProbeTimeout, ResultsWriteError, Skip
 from hwprobe.measurement import Measurement
 from hwprobe.profile import Profile
 from hwprobe.profile_build import build_profile
 from hwprobe.results import ENVIRONMENT, PROFILE, ResultsWriter, environment, new_run_dir, write_table
-from hwprobe.vocab import Status
+from hwprobe.vocab import Kind, Status
 from hwprobe.watchdog import DEFAULT_TIMEOUT_S
 
 
@@ -68,9 +69,9 @@ class Runner:
             judge(m, self.theory)
         m.settle()
         if self.plan.rounds > 1:
-            m.params.setdefault("round", round_)
+            m.params.setdefault(K.ROUND, round_)
         if self._settle and m.kind == "compute":
-            m.params.setdefault("start_state", self._settle)
+            m.params.setdefault(K.START_STATE, self._settle)
         from hwprobe.contention import flag_contention
 
         flag_contention(m)
@@ -168,7 +169,7 @@ class Runner:
 
         from hwprobe.measurement import Measurement as M
 
-        rec = M(probe=probe, metric=f"{probe}.error", kind="info", value=0.0, unit="", status=Status.ERROR.value,
+        rec = M(probe=probe, metric=f"{probe}.error", kind=Kind.INFO, value=0.0, unit="", status=Status.ERROR.value,
                 reason=f"watchdog: {probe} did not return within {waited_s:.0f} s (a hung kernel?); the run "
                        "stopped with what was measured")
         self.measurements.append(rec)
@@ -221,7 +222,7 @@ def resume_state(run_dir: Path) -> tuple[list[Measurement], set[str]]:
         raise InputError(f"--resume {str(run_dir)!r}: no readable {ENVIRONMENT} ({e})") from None
     done = set(env.get("completed") or [])
     rec = load_records(run_dir)
-    keep = [m for m in rec.measurements if f"{m.probe}#{m.params.get('round', 1)}" in done]
+    keep = [m for m in rec.measurements if f"{m.probe}#{m.params.get(K.ROUND, 1)}" in done]
     old = run_dir / MEASUREMENTS
     old.replace(run_dir / f"{MEASUREMENTS}.before-resume-{int(time.time())}")
     return keep, done

@@ -80,3 +80,12 @@ class CpuInfo:
         d = asdict(self)
         d["kind"] = "cpu"
         return d
+
+
+def device_kind(record: dict) -> str:
+    """"gpu" or "cpu" for a device record (GpuInfo/CpuInfo.to_dict, or a profile's device): its own kind where it
+    says one, else "gpu" for a record with an SM count or an arch (CPU records have neither). The one rule."""
+    k = record.get("kind")
+    if k in ("gpu", "cpu"):
+        return k
+    return "gpu" if record.get("sms") or record.get("arch") else "cpu"

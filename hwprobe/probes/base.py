@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hwprobe.errors import InputError, Skip, VerificationError
+from hwprobe.flags import Code, Flag
 from hwprobe.measurement import Measurement, Stats
-from hwprobe.vocab import Status
+from hwprobe.vocab import Kind, Status
 
 ProbeFunc = Callable[..., Iterator[Measurement]]
 
@@ -141,7 +142,7 @@ class ProbeContext:
             except (VerificationError, AssertionError) as e:
                 m.verified = False
                 m.valid = False
-                m.flags.append(f"verification_failed: {e}")
+                m.flags.append(Flag(Code.VERIFICATION_FAILED, str(e)))
         if st.cv > 0.05:
             m.notes.append(f"samples vary: cv {st.cv:.1%}")
         return m
@@ -153,7 +154,7 @@ class ProbeContext:
     def skip(self, metric: str, reason: str, **meta: Any) -> Measurement:
         """The record of a point or variant that can't run here (the run goes on); ``reason`` says why."""
         self.log(f"{metric}: skipped: {reason}")
-        return Measurement(probe=self.probe_name, metric=metric, kind="info", value=0.0, unit="",
+        return Measurement(probe=self.probe_name, metric=metric, kind=Kind.INFO, value=0.0, unit="",
                            status=Status.SKIPPED.value, reason=reason, **meta)
 
     def error(self, metric: str, what: str, exc: BaseException, **meta: Any) -> Measurement:
@@ -163,7 +164,7 @@ class ProbeContext:
             return self.skip(metric, f"{what}: {exc}", **meta)
         reason = f"{what}: {type(exc).__name__}: {exc}"
         self.log(f"{metric}: error: {reason}")
-        return Measurement(probe=self.probe_name, metric=metric, kind="info", value=0.0, unit="",
+        return Measurement(probe=self.probe_name, metric=metric, kind=Kind.INFO, value=0.0, unit="",
                            status=Status.ERROR.value, reason=reason, **meta)
 
     def derived(self, metric: str, value: float, *, unit: str, kind: str, **meta: Any) -> Measurement:

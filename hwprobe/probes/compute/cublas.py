@@ -17,10 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.errors import Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.timing import policy, time_cuda_issue, time_cuda_once
+from hwprobe.vocab import Kind
 
 MAX_REPS = 4096         # GEMMs in one graph at most
 COMPUTE_NAMES = {gc.COMPUTE_16F: "CUBLAS_COMPUTE_16F", gc.COMPUTE_32F: "CUBLAS_COMPUTE_32F",
@@ -530,7 +532,7 @@ def candidate_row(m: Measurement) -> dict:
     p = m.params
     return {"metric": m.metric, "n": p.get("n"), "layout": p.get("layout"), "algo": p.get("algo"),
             "api": p.get("api"), "rate": m.value, "valid": m.valid, "sm_mhz": sm_mhz(m),
-            "sentinel_sm_mhz": p.get("sentinel_sm_mhz")}
+            "sentinel_sm_mhz": p.get(K.SENTINEL_SM_MHZ)}
 
 
 def ceiling_of(points: list[Measurement], metric: str, curve_points: list[Measurement] | None = None) -> Measurement:
@@ -546,7 +548,7 @@ def ceiling_of(points: list[Measurement], metric: str, curve_points: list[Measur
     if best.params.get("algo") not in (None, gc.ALGO_NAMES[gc.GEMM_DEFAULT]):
         what += f", {best.params['algo']}"
     return dataclasses.replace(
-        best, metric=metric, kind="compute", samples_s=list(best.samples_s), flags=list(best.flags),
+        best, metric=metric, kind=Kind.COMPUTE, samples_s=list(best.samples_s), flags=list(best.flags),
         params={**best.params, "curve": curve, "candidates": [candidate_row(p) for p in points],
                 "ceiling_of": f"best of {len(points)} points ({what}) at {sm_mhz(best) or '?'} MHz"},
         notes=[*best.notes, "efficiency vs size: " + ", ".join(f"{c['n']}: {c['of_best']:.0%}" for c in curve)],

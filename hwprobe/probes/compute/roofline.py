@@ -26,6 +26,7 @@ from hwprobe.probes.memory.plan import (
     stream_array_bytes,
 )
 from hwprobe.timing import policy
+from hwprobe.vocab import ExecUnit, Kind
 
 BLOCK = 256
 ROOF_U = 4                 # vectors per thread per iteration (mem_roofline.cu)
@@ -135,9 +136,9 @@ def run(ctx, precisions: tuple[str, ...] = tuple(ROOF_PRECISIONS), lo: float = 0
                 reps = calibrate(launch, trace.sample_s, hi=4096)
                 flops = roofline_flops_per_vector(prec, m) * nvec
                 meas = ctx.measure(
-                    metric, repeat(launch, reps), work=flops * reps, unit=unit, kind="sweep",
+                    metric, repeat(launch, reps), work=flops * reps, unit=unit, kind=Kind.SWEEP,
                     check=_check(prec, m, n_elem, out, grid), warmup=1, repeats=trace.max_samples, precision=prec,
-                    exec_unit="cuda_core", path="instruction",
+                    exec_unit=ExecUnit.CUDA_CORE, path="instruction",
                     params={"intensity": intensity, "precision": prec, "flops": flops,
                             "bytes": nvec * VECTOR_BYTES, "fma_chain": m, "launches_per_sample": reps,
                             "grid": grid, "block": BLOCK, "lanes": "half2" if prec == "fp16" else prec},
@@ -202,8 +203,8 @@ def _ridge(ctx, prec: str, xs: list[float], ys: list[float]) -> Iterator[Measure
     notes = [ridge_note(fit.ridge, fit.roof, fit.bandwidth, unit, theory, basis)]
     if fit.n_memory_points == 0:
         notes.append("no clearly bandwidth-bound point: the slope is a lower bound from the lowest intensity")
-    yield ctx.derived(f"roofline.{prec}.ridge", fit.ridge, unit=unit, kind="info", precision=prec,
-                      exec_unit="cuda_core",
+    yield ctx.derived(f"roofline.{prec}.ridge", fit.ridge, unit=unit, kind=Kind.INFO, precision=prec,
+                      exec_unit=ExecUnit.CUDA_CORE,
                       params={"bandwidth_Bps": fit.bandwidth, "roof": fit.roof, "reach_90pct_intensity": fit.reach,
                               "memory_bound_points": fit.n_memory_points, "theoretical_ridge": theory},
                       notes=notes)

@@ -18,6 +18,7 @@ import numpy as np
 
 from hwprobe.errors import InputError, Skip
 from hwprobe.probes.base import probe
+from hwprobe.vocab import ExecUnit, Kind
 
 MAX_RTOL = 1e-4         # the check's tolerance may not be looser than this
 
@@ -242,7 +243,7 @@ def _measure(ctx, kern, prec: str, nthreads: int, bits: int, chains: int, use_fm
         notes.append("no FMA in the target ISA: a multiply and an add per step (still 2 FLOPs)")
     return ctx.measure(
         f"{prec}.cpu.fma", lambda: call(n, a, b), work=2.0 * nthreads * chains * lanes * n, unit="FLOP/s",
-        kind="compute", check=check, warmup=1, precision=prec, exec_unit="cpu", path="instruction",
+        kind=Kind.COMPUTE, check=check, warmup=1, precision=prec, exec_unit=ExecUnit.CPU, path="instruction",
         params={"threads": nthreads, "chains": chains, "lanes": lanes, "vector_bits": bits, "iterations": n,
                 "fma": use_fma, "asm_widest_bits": ev["widest_bits"]},
         notes=notes,

@@ -12,12 +12,14 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.common import budget_bytes, calibrate, info, release, repeat
 from hwprobe.timing import policy
 from hwprobe.timing.groups import fork_join
+from hwprobe.vocab import ExecUnit, Kind
 
 RETRIES = 2             # extra ceiling measurements when one runs below RETRY_BELOW x the sweep's rate
 RETRY_BELOW = 0.9
@@ -93,8 +95,8 @@ def run(ctx, max_mib: int | None = None, pageable: bool = True) -> Iterator[Meas
             for size in sizes:
                 try:
                     fn, work, check = _transfer(direction, size, h_src, h_dst, dev_in, dev_out, sweep.sample_s)
-                    m = ctx.measure(f"host.{direction}.{kind}.{size}", fn, work=work, unit="B/s", kind="sweep",
-                                    check=check, warmup=1, repeats=sweep.max_samples, exec_unit="copy_engine",
+                    m = ctx.measure(f"host.{direction}.{kind}.{size}", fn, work=work, unit="B/s", kind=Kind.SWEEP,
+                                    check=check, warmup=1, repeats=sweep.max_samples, exec_unit=ExecUnit.COPY_ENGINE,
                                     bytes_counted=_counted(direction),
                                     params={"bytes": size, "direction": direction, "host_memory": kind},
                                     notes=list(notes))
@@ -109,10 +111,10 @@ def run(ctx, max_mib: int | None = None, pageable: bool = True) -> Iterator[Meas
                 fn, work, check = _transfer(direction, best[1], h_src, h_dst, dev_in, dev_out,
                                             policy.rule("stream").sample_s)
                 yield retried(functools.partial(
-                    ctx.measure, f"host.{direction}.{kind}", fn, work=work, unit="B/s", kind="memory", check=check,
-                    level=f"host_{direction}", exec_unit="copy_engine", bytes_counted=_counted(direction),
+                    ctx.measure, f"host.{direction}.{kind}", fn, work=work, unit="B/s", kind=Kind.MEMORY, check=check,
+                    level=f"host_{direction}", exec_unit=ExecUnit.COPY_ENGINE, bytes_counted=_counted(direction),
                     params={"bytes": best[1], "direction": direction, "host_memory": kind,
-                            "ceiling": kind == "pinned"},
+                            K.CEILING: kind == "pinned"},
                     notes=notes + ([] if kind == "pinned" else
                                    ["pageable host memory: staged by the driver; not the ceiling"])), best[0])
             except Exception as e:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.curves import effective_capacity, plateau_exit, step_inside
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
@@ -23,6 +24,7 @@ from hwprobe.probes.memory import l2plan
 from hwprobe.probes.memory.common import CACHE_KERNELS, blocks_per_sm, budget_bytes, info, release, time_call
 from hwprobe.probes.memory.plan import log_sizes, refine_between
 from hwprobe.timing import clock_mhz, policy
+from hwprobe.vocab import ExecUnit, Kind
 
 L1_SWEEP_FACTOR = 8        # the per-SM sweep goes to 8x the L1/shared array
 EXIT_DROP = 0.10           # a level's capacity: where bandwidth first falls 10% below its plateau
@@ -311,8 +313,8 @@ def _sweep(ctx, scope: str, sizes: list[int], point, repeats: int = 3) -> Iterat
             params = {"working_set_bytes": size, "scope": scope, "iters": it}
             if getattr(point, "label", None):
                 params["variant"] = point.label
-            m = ctx.measure(f"cache.sweep.{scope}.{size}", fn, work=work, unit="B/s", kind="sweep", check=check,
-                            warmup=1, repeats=repeats, exec_unit="cuda_core", params=params,
+            m = ctx.measure(f"cache.sweep.{scope}.{size}", fn, work=work, unit="B/s", kind=Kind.SWEEP, check=check,
+                            warmup=1, repeats=repeats, exec_unit=ExecUnit.CUDA_CORE, params=params,
                             bytes_counted="bytes requested by 16-byte loads (all SMs)")
             if m.verified is not False:
                 pts[size] = m.value
@@ -364,8 +366,8 @@ def _ceiling(ctx, metric: str, point, size: int, level: str, scope: str, notes: 
     params = {"working_set_bytes": size, "scope": scope, "iters": it, **extra}
     if getattr(point, "label", None):
         params["variant_label"] = point.label
-    return ctx.measure(metric, fn, work=work, unit="B/s", kind="memory", check=check, level=level,
-                       exec_unit="cuda_core", bytes_counted="bytes requested by 16-byte loads (all SMs)",
+    return ctx.measure(metric, fn, work=work, unit="B/s", kind=Kind.MEMORY, check=check, level=level,
+                       exec_unit=ExecUnit.CUDA_CORE, bytes_counted="bytes requested by 16-byte loads (all SMs)",
                        params=params, notes=notes)
 
 
@@ -407,7 +409,7 @@ def _report_l1(ctx, pts: dict[int, float], point, l1_reported: int, carve_note: 
     if ex.size > l1_reported:
         notes.append(f"the curve's exit ({ex.size / 1024:.1f} KiB) lies past the physical {l1_reported / 1024:.0f} KiB "
                      "(the 10% rule fires a step late): reported at the physical size")
-    yield ctx.derived("cache.l1.capacity", size, unit="B", kind="capacity", level="l1",
+    yield ctx.derived("cache.l1.capacity", size, unit="B", kind=Kind.CAPACITY, level="l1",
                       params={"bracket": list(ex.bracket), "reported_bytes": l1_reported, "drop": EXIT_DROP,
                               "plateau_bps": ex.level, "value_after_bps": ex.after, "exit_bytes": ex.size},
                       notes=notes)
@@ -468,8 +470,8 @@ def _report_capacity(ctx, pts: dict[int, float], l2: int) -> Iterator[Measuremen
     """The physical L2 (device-reported) and the effective capacity for data all SMs share (the shared-data
     curve's plateau exit, never above the physical size)."""
     lo, hi = _l2_window(l2)
-    yield ctx.derived("cache.l2.capacity", l2, unit="B", kind="capacity", level="l2",
-                      params={"primary": True, "source": "device-reported (cudaDevAttrL2CacheSize)"},
+    yield ctx.derived("cache.l2.capacity", l2, unit="B", kind=Kind.CAPACITY, level="l2",
+                      params={K.PRIMARY: True, "source": "device-reported (cudaDevAttrL2CacheSize)"},
                       notes=["physical L2 as the device reports it; gpu.latency's single-SM sweep cross-checks it "
                              "(latency.l2.capacity)"])
     sizes = sorted(pts)
@@ -487,10 +489,10 @@ def _report_capacity(ctx, pts: dict[int, float], l2: int) -> Iterator[Measuremen
     if eff.clamped:
         notes.append("the curve left its plateau only past the physical size (a cache that replaces lines "
                      "randomly keeps hitting a little past its size): reported as the physical size")
-    yield ctx.derived("cache.l2.capacity.effective", eff.value, unit="B", kind="capacity", level="l2",
+    yield ctx.derived("cache.l2.capacity.effective", eff.value, unit="B", kind=Kind.CAPACITY, level="l2",
                       params={"bracket": list(eff.exit.bracket), "reported_bytes": l2, "drop": EXIT_DROP,
                               "plateau_bps": eff.exit.level, "value_after_bps": eff.exit.after,
-                              "exit_bytes": eff.exit.size, "clamped": eff.clamped, "primary": False,
+                              "exit_bytes": eff.exit.size, "clamped": eff.clamped, K.PRIMARY: False,
                               "curve": [{"bytes": s, "bps": pts[s]} for s in sizes]},
                       notes=notes)
 
@@ -504,7 +506,7 @@ def _partition_finding(ctx, low: dict[int, float], l2: int) -> Measurement:
         if len(sizes) >= 6 else None
     variant = l2plan.LOW_MLP.as_dict()
     if split is None:
-        return ctx.derived("cache.l2.partitions", 0.0, unit="", kind="info", level="l2",
+        return ctx.derived("cache.l2.partitions", 0.0, unit="", kind=Kind.INFO, level="l2",
                            params={"curve": curve, "variant": variant},
                            notes=["no near/far step in the latency-bound all-SM read curve inside L2"])
     text = (f"near/far L2 step in bandwidth: with {variant['bytes_in_flight_per_sm']} B of loads in flight per SM "
@@ -512,7 +514,7 @@ def _partition_finding(ctx, low: dict[int, float], l2: int) -> Measurement:
             f"{split.lower.level / 1e12:.2f} TB/s, at {split.size / 2**20:.1f} MiB ({split.size / l2:.2f} of L2): "
             "past it the lines come from the far partition at about twice the latency. At full MLP the rate is "
             "bound by L2 throughput, not latency, and the step does not show.")
-    return ctx.derived("cache.l2.partitions", split.size, unit="B", kind="info", level="l2",
+    return ctx.derived("cache.l2.partitions", split.size, unit="B", kind=Kind.INFO, level="l2",
                        params={"curve": curve, "variant": variant, "split_fraction": split.size / l2,
                                "near_bps": split.upper.level, "far_bps": split.lower.level, "ratio": split.ratio},
                        notes=[text])
@@ -547,14 +549,14 @@ def _shared(ctx, mod) -> Iterator[Measurement]:
 
         m = ctx.measure(
             "cache.shared.read", make(iters), work=grid * SMEM_BLOCK * SMEM_VECS * 16 * iters, unit="B/s",
-            kind="memory", check=check, level="shared", exec_unit="cuda_core",
+            kind=Kind.MEMORY, check=check, level="shared", exec_unit=ExecUnit.CUDA_CORE,
             bytes_counted="bytes loaded from shared memory (16 B per thread per LDS.128)",
             params={"blocks_per_sm": per_sm, "block": SMEM_BLOCK, "iters": iters, "access": "ld.shared.v4.u32"},
             notes=["theory: 128 B/clk/SM on Volta and later"],
         )
         cyc, ns = (int(x) for x in clk.get())
         if cyc and ns:      # the last launch's own clock (block 0's clock64 over globaltimer): theory uses it
-            m.params["kernel_sm_mhz"] = round(float(clock_mhz(cyc, ns)), 1)
+            m.params[K.KERNEL_SM_MHZ] = round(float(clock_mhz(cyc, ns)), 1)
         yield m
     except Exception as e:
         yield info(ctx, "cache.shared.read", "shared-memory bandwidth failed", e)

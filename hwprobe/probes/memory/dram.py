@@ -16,6 +16,7 @@ from hwprobe.probes.base import probe
 from hwprobe.probes.memory.common import MEM_FRACTION, blocks_per_sm, calibrate, free_bytes, info, release, repeat
 from hwprobe.probes.memory.plan import align_down, bytes_counted, stream_array_bytes, stream_bytes
 from hwprobe.timing import policy
+from hwprobe.vocab import ExecUnit, Kind
 
 FINALISTS = 2                # (variant, size) pairs measured in full; the faster one is reported
 
@@ -410,8 +411,9 @@ def _finish(ctx, bench: DramBench, op: str, tried: list[dict], sizes: list[int],
         bench.clear(op)
         launch, grid = bench.launcher(op, v, nbytes)
         m = ctx.measure(
-            f"dram.{op}", repeat(launch, reps), work=stream_bytes(op, nbytes) * reps, unit="B/s", kind="memory",
-            check=bench.check(op, nbytes, grid), level="dram", exec_unit="cuda_core", bytes_counted=bytes_counted(op),
+            f"dram.{op}", repeat(launch, reps), work=stream_bytes(op, nbytes) * reps, unit="B/s", kind=Kind.MEMORY,
+            check=bench.check(op, nbytes, grid), level="dram", exec_unit=ExecUnit.CUDA_CORE,
+            bytes_counted=bytes_counted(op),
             params=_params(op, v, nbytes, reps, grid, fin["gbps"]),
         )
         measured.append((m, fin))
@@ -460,7 +462,7 @@ def _memcpy(ctx, src, dst, nbytes: int, check: Callable[[], None]) -> Iterator[M
         reps = calibrate(launch, policy.rule("stream").sample_s)
         yield ctx.measure(
             "dram.memcpy_d2d", repeat(launch, reps), work=stream_bytes("copy", nbytes) * reps, unit="B/s",
-            kind="memory", check=check, level="dram", exec_unit="copy_engine",
+            kind=Kind.MEMORY, check=check, level="dram", exec_unit=ExecUnit.COPY_ENGINE,
             bytes_counted=bytes_counted("memcpy_d2d"),
             params={"op": "memcpy_d2d", "array_bytes": nbytes, "calls_per_sample": reps, "api": "cudaMemcpyAsync"},
             notes=["same-device cudaMemcpy: the driver may use a copy engine or an SM copy kernel"],

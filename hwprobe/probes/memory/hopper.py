@@ -15,11 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.errors import VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.common import info, release
 from hwprobe.timing import policy
+from hwprobe.vocab import ExecUnit, Kind
 
 DSM_CLUSTERS = (2, 4, 8, 16)
 DSM_BLOCK = 1024
@@ -130,10 +132,10 @@ def _dsm_latency(ctx, mod) -> Iterator[Measurement]:
     for (metric, level, what), (p, cyc, ns, start) in zip(names, res, strict=True):
         n = steps
         ok = (int(p) - int(start)) % (1 << 32) == 4 * _ring_end(n)   # the word the ring says, in its own window
-        m = ctx.derived(metric, float(ns) / float(n) * 1e-9, unit="s", kind="latency", level=level,
-                        exec_unit="cuda_core",
-                        params={"cycles": float(cyc) / float(n), "steps": int(n), "ring_bytes": DSM_RING * 4,
-                                "cluster": 2, "path": what, "kernel_sm_mhz": round(float(cyc) / float(ns) * 1e3, 1)},
+        m = ctx.derived(metric, float(ns) / float(n) * 1e-9, unit="s", kind=Kind.LATENCY, level=level,
+                        exec_unit=ExecUnit.CUDA_CORE,
+                        params={K.CYCLES: float(cyc) / float(n), "steps": int(n), "ring_bytes": DSM_RING * 4,
+                                "cluster": 2, "path": what, K.KERNEL_SM_MHZ: round(float(cyc) / float(ns) * 1e3, 1)},
                         notes=[f"one thread, a dependent chain of 4-byte loads through {what}"])
         m.verified = ok
         if not ok:
@@ -184,22 +186,22 @@ def _dsm_bandwidth(ctx, mod, cs: int) -> Iterator[Measurement]:
             if bad:
                 raise VerificationError(f"{bad} threads read wrong sums from their neighbour's shared memory")
 
-        m = ctx.measure(metric, make(iters), work=grid * vecs * 16 * iters, unit="B/s", kind="memory", check=check,
-                        level="dsm", exec_unit="cuda_core", warmup=1, repeats=3 if ctx.quick else 5,
+        m = ctx.measure(metric, make(iters), work=grid * vecs * 16 * iters, unit="B/s", kind=Kind.MEMORY, check=check,
+                        level="dsm", exec_unit=ExecUnit.CUDA_CORE, warmup=1, repeats=3 if ctx.quick else 5,
                         bytes_counted="bytes each CTA reads from its neighbour's shared memory (ld.shared::cluster.v4)",
                         params={"cluster": cs, "grid": grid, "block": DSM_BLOCK, "smem_per_cta": DSM_SMEM,
                                 "iters": iters, "loads_in_flight_per_thread": 4})
         st = stamps.get().reshape(grid, 4).astype(float)
         cyc = st[:, 1] - st[:, 0]
         m.params["bytes_per_clk_per_sm"] = round(float(np.median(vecs * 16 * iters / cyc)), 2)
-        m.params["kernel_sm_mhz"] = round(float(np.median(cyc / (st[:, 3] - st[:, 2]) * 1e3)), 1)
+        m.params[K.KERNEL_SM_MHZ] = round(float(np.median(cyc / (st[:, 3] - st[:, 2]) * 1e3)), 1)
         span = float(st[:, 3].max() - st[:, 2].min())
         together = float(np.median(st[:, 3] - st[:, 2])) / span if span else 1.0
         m.params["concurrent_fraction"] = round(together, 3)
         m.params["sms_used"] = len(set(int(s) for s in smid.get()))
         if together < 0.9:   # the clusters ran in waves (a GPC holds only so many): rate per SM x SMs instead
             m.params["event_rate_bps"] = m.value
-            m.value = m.params["bytes_per_clk_per_sm"] * dev.sms * m.params["kernel_sm_mhz"] * 1e6
+            m.value = m.params["bytes_per_clk_per_sm"] * dev.sms * m.params[K.KERNEL_SM_MHZ] * 1e6
             m.notes.append(f"clusters of {cs} ran in waves (blocks overlapped {together:.0%} of the launch): the "
                            f"figure is the per-SM rate ({m.params['bytes_per_clk_per_sm']} B/clk) x {dev.sms} SMs x "
                            f"the kernel clock; the launch's own rate is {m.params['event_rate_bps'] / 1e12:.2f} TB/s")
@@ -265,8 +267,8 @@ def _tma_point(ctx, k, src, nbytes: int, tile: int, grid: int, where: str, final
             if bad:
                 raise VerificationError(f"{bad} blocks summed the wrong number of words")
 
-        m = ctx.measure(metric, make(plan), work=plan.bytes, unit="B/s", kind="memory" if final else "sweep",
-                        check=check, level=where if final else None, exec_unit="copy_engine", warmup=1,
+        m = ctx.measure(metric, make(plan), work=plan.bytes, unit="B/s", kind=Kind.MEMORY if final else "sweep",
+                        check=check, level=where if final else None, exec_unit=ExecUnit.COPY_ENGINE, warmup=1,
                         repeats=3 if (ctx.quick or not final) else 5,
                         bytes_counted="bytes loaded into shared memory by cp.async.bulk",
                         params={"tile_bytes": tile, "stages": plan.stages, "grid": grid, "block": TMA_BLOCK,
