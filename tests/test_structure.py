@@ -78,3 +78,16 @@ def test_no_module_defines_a_top_level_name_twice():
 def test_probe_modules_live_in_their_family_folder():
     for mod in _probe_modules():
         assert mod.split(".")[2] in PROBE_FAMILIES, mod
+
+
+def test_the_readme_layout_names_every_module_and_folder():
+    """README's Layout block names each top-level module, package and tool (a moved module must move there too)."""
+    text = (ROOT / "README.md").read_text()
+    layout = text[text.index("## Layout"):]
+    layout = layout[:layout.index("```", layout.index("```") + 3)]
+    names = [f.name for f in (ROOT / "hwprobe").glob("*.py") if f.stem not in ("__init__", "__main__")]
+    names += [f"{d.name}/" for d in (ROOT / "hwprobe").iterdir() if d.is_dir() and not d.name.startswith("_")]
+    names += [f"{d.name}/" for d in (ROOT / "hwprobe" / "probes").iterdir() if d.is_dir() and d.name != "__pycache__"]
+    names += [f.name for f in (ROOT / "tools").iterdir() if f.suffix in (".py", ".sh")]
+    missing = [n for n in names if n not in layout]
+    assert not missing, f"README's Layout does not name {missing}"
