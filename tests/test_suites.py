@@ -9,7 +9,7 @@ from hwprobe.errors import InputError
 FULL_BEFORE_INCLUDE = ["gpu.fma", "gpu.mma_sync", "gpu.wgmma", "gpu.gemm", "gpu.gemm_fp8", "gpu.gemm_align",
                        "gpu.sparse", "gpu.gemm_power", "gpu.dram", "gpu.cache", "gpu.latency", "gpu.l2map",
                        "gpu.hopper_mem", "gpu.host", "gpu.roofline", "gpu.launch", "gpu.mem_kernels",
-                       "gpu.gemm_shapes"]
+                       "gpu.gemm_shapes", "gpu.torch_kernels"]
 
 
 def _write(tmp_path, name, text):
