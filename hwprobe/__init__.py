@@ -14,8 +14,8 @@ def run(*args, **kwargs):
 
 
 def load_profile(path):
-    """Load, migrate and validate a profile.json. See hwprobe.profile.load_profile."""
-    from hwprobe.profile import load_profile as _load
+    """Load, migrate and validate a profile.json (a killed run's is rebuilt). See hwprobe.profile_build.load_profile."""
+    from hwprobe.profile_build import load_profile as _load
 
     return _load(path)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hwprobe.flags import Code, Flag, has
 from hwprobe.measurement import Measurement
 
 FLOOR = 0.6              # of theory at the measured clock, for the kinds listed in ``_expects_near_theory``
@@ -47,15 +48,16 @@ def flag_contention(m: Measurement) -> None:
         return
     frac = m.fraction_of_theory
     if frac is not None and _expects_near_theory(m) and frac < FLOOR:
-        m.flags.append(f"contended: {frac:.0%} of theory at the measured clock, where an idle device gives "
-                       f"88-99%: another process is probably using it")
+        m.flags.append(Flag(Code.CONTENDED, f"{frac:.0%} of theory at the measured clock, where an idle device "
+                                             f"gives 88-99%: another process is probably using it"))
         return
     split = bimodal(m.samples_s)
     if split:
-        m.flags.append(f"contended: timed samples split {split[1]}/{len(m.samples_s) - split[1]} with a "
-                       f"{split[0]:.2f}x gap between the groups (time slices shared with another process?)")
+        m.flags.append(Flag(Code.CONTENDED, f"timed samples split {split[1]}/{len(m.samples_s) - split[1]} with a "
+                                             f"{split[0]:.2f}x gap between the groups (time slices shared with "
+                                             "another process?)"))
 
 
 def summarize(ms: list[Measurement]) -> list[str]:
     """The metrics flagged contended in a run (for the environment record and the warning)."""
-    return [m.metric for m in ms if any(f.startswith("contended") for f in m.flags)]
+    return [m.metric for m in ms if has(m.flags, Code.CONTENDED)]

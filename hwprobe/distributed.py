@@ -299,7 +299,7 @@ def write_merged(run_dir, merged, devices: list[dict[str, Any]], world: World):
     from pathlib import Path
 
     from hwprobe import results as R
-    from hwprobe.runner import build_profile
+    from hwprobe.profile_build import build_profile
 
     run_dir = Path(run_dir)
     try:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hwprobe import keys as K
+from hwprobe.flags import Code, Flag, has
 from hwprobe.measurement import Measurement, Theory
 from hwprobe.units import si
 from hwprobe.vocab import Kind
@@ -36,7 +38,7 @@ def _median(vals) -> float:
 def own_clock(m: Measurement) -> tuple[float | None, float | None, str]:
     """(clock, highest clock, source) for the SM clock a compute or on-chip figure ran at."""
     c = m.clocks
-    for key, source in (("kernel_sm_mhz", "kernel"), ("sentinel_sm_mhz", "sentinel")):
+    for key, source in ((K.KERNEL_SM_MHZ, "kernel"), (K.SENTINEL_SM_MHZ, "sentinel")):
         v = m.params.get(key)
         if v:
             vals = v if isinstance(v, list) else [v]
@@ -68,24 +70,24 @@ def judge(m: Measurement, theory) -> None:
     if t is None:
         return
     m.theory = t
-    m.params["theory_clock_source"] = source
+    m.params[K.THEORY_CLOCK_SOURCE] = source
     _compare_clocks(m, clk, source)
     _pct_at_each_clock(m, at, clk, source)
-    if m.value <= ABOVE_THEORY * t.at_clock or m.params.get("ceiling") is False:
+    if m.value <= ABOVE_THEORY * t.at_clock or m.params.get(K.CEILING) is False:
         return      # a comparison figure (ceiling: false) is shown against theory, never invalidated by it
     if source in SAMPLED and top and top > clk:
         t_top = at(top)
         if t_top and m.value <= ABOVE_THEORY * t_top.at_clock:
             m.theory = t_top
-            m.flags.append(f"theory_clock_moved: NVML median {clk:.0f} -> highest sampled {top:.0f} MHz")
+            m.flags.append(Flag(Code.THEORY_CLOCK_MOVED, f"NVML median {clk:.0f} -> highest sampled {top:.0f} MHz"))
             return
     if source in SAMPLED:
         t_max = at(None)
         if t_max and t_max.at_clock and m.value <= ABOVE_THEORY * t_max.at_clock:
             needed = clk * m.value / t.at_clock if clk else None
             m.theory = t_max
-            m.params["theory_clock_source"] = "max"
-            m.flags.append("clock_lag")
+            m.params[K.THEORY_CLOCK_SOURCE] = "max"
+            m.flags.append(Flag(Code.CLOCK_LAG))
             m.notes.append(f"{source} read {clk:.0f} MHz, but this rate needs at least {needed:.0f} MHz: the clock "
                            "reading lags short probes, so theory here uses the max clock")
             return
@@ -95,12 +97,12 @@ def judge(m: Measurement, theory) -> None:
 def _check_bound(m: Measurement, bound: float, basis: str) -> None:
     if m.value > ABOVE_THEORY * bound:
         m.valid = False
-        m.flags.append(f"above_theory: {si(m.value, m.unit)} > 1.03 x {si(bound, m.unit)} ({basis})")
+        m.flags.append(Flag(Code.ABOVE_THEORY, f"{si(m.value, m.unit)} > 1.03 x {si(bound, m.unit)} ({basis})"))
 
 
 def _theory_fn(m: Measurement, theory) -> Callable[[float | None], Theory | None] | None:
     if m.kind == Kind.COMPUTE and m.precision and m.exec_unit and m.unit in ("FLOP/s", "OP/s"):
-        sparse = bool(m.params.get("sparse")) or m.params.get("sparsity") == "2:4"
+        sparse = bool(m.params.get(K.SPARSE)) or m.params.get("sparsity") == "2:4"
         return lambda clk: theory.compute(m.precision, m.exec_unit, clk, sparse=sparse)
     if m.kind == Kind.MEMORY and m.level and m.unit == "B/s":
         level = _LEVEL_ALIASES.get(m.level, m.level)
@@ -112,10 +114,10 @@ def _compare_clocks(m: Measurement, clk: float | None, source: str) -> None:
     """The kernel's (or sentinel's) clock against NVML's median: a disagreement over 3% is flagged with both."""
     nvml = m.clocks.sm_mhz if m.clocks else None
     if source in ("kernel", "sentinel") and clk and nvml:
-        m.params["clocks_mhz"] = {**(m.params.get("clocks_mhz") or {}), source: round(clk, 1), "nvml": nvml}
-        if abs(nvml / clk - 1) > CLOCK_AGREEMENT and not any(f.startswith("clock_disagreement") for f in m.flags):
-            m.flags.append(f"clock_disagreement: {source} {clk:.0f} MHz vs NVML {nvml:.0f} MHz "
-                           f"({nvml / clk - 1:+.1%})")
+        m.params[K.CLOCKS_MHZ] = {**(m.params.get(K.CLOCKS_MHZ) or {}), source: round(clk, 1), "nvml": nvml}
+        if abs(nvml / clk - 1) > CLOCK_AGREEMENT and not has(m.flags, Code.CLOCK_DISAGREEMENT):
+            m.flags.append(Flag(Code.CLOCK_DISAGREEMENT, f"{source} {clk:.0f} MHz vs NVML {nvml:.0f} MHz "
+                                                         f"({nvml / clk - 1:+.1%})"))
 
 
 def _pct_at_each_clock(m: Measurement, at, clk: float | None, source: str) -> None:
@@ -131,4 +133,4 @@ def _pct_at_each_clock(m: Measurement, at, clk: float | None, source: str) -> No
         if t and t.at_clock:
             out[name] = round(m.value / t.at_clock, 4)
     if out:
-        m.params["pct_at"] = out
+        m.params[K.PCT_AT] = out

@@ -1,5 +1,8 @@
 """The measured roofline profile: ceilings per precision/unit/path and per memory level, theory beside each.
 
+Data and file I/O only: filing measurements into a Profile is hwprobe.profile_build's job (it imports this
+module, never the other way round).
+
 The JSON form is versioned (``schema_version``) and described by hwprobe/schema/profile.schema.json.
 Older versions load through MIGRATIONS; newer ones are refused with a clear message.
 """
@@ -14,7 +17,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.errors import InputError
+from hwprobe.flags import Code, has
 from hwprobe.measurement import Measurement
 from hwprobe.vocab import Kind
 
@@ -87,8 +92,8 @@ class Ceiling:
         t, c = m.theory, m.clocks
         kernel = m.kind == Kind.COMPUTE and t and t.clock_mhz
         if kernel:
-            source = m.params.get("theory_clock_source") or ("kernel" if m.params.get("kernel_sm_mhz") else "nvml")
-            if "clock_lag" in m.flags:
+            source = m.params.get(K.THEORY_CLOCK_SOURCE) or ("kernel" if m.params.get(K.KERNEL_SM_MHZ) else "nvml")
+            if has(m.flags, Code.CLOCK_LAG):
                 source = "max"
         elif m.kind == Kind.MEMORY and m.level == "dram":
             source = "memory"
@@ -181,18 +186,6 @@ class Profile:
     created_utc: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     hwprobe_version: str = ""
     schema_version: int = SCHEMA_VERSION
-
-    # --- building --------------------------------------------------------------------------------
-    @classmethod
-    def from_measurements(cls, device: dict[str, Any], ms: list[Measurement], **kw: Any) -> Profile:
-        """File each record by its status: ok ones become ceilings (the best per slot, every repeat of the
-        same metric kept as a run), invalid ones, skips and errors go to their lists."""
-        from hwprobe import __version__
-        from hwprobe.profile_build import build
-
-        prof = cls(device=device, hwprobe_version=__version__, **kw)
-        build(prof, ms)
-        return prof
 
     # --- queries ---------------------------------------------------------------------------------
     # Validated in hwprobe.roofline (case-insensitive names, path="library"|"instruction"|"best", one
@@ -331,14 +324,10 @@ def migrate(d: dict[str, Any], where: str = "profile") -> dict[str, Any]:
 
 
 def load_profile(path: Path | str) -> Profile:
-    """Read, migrate and validate a profile.json, or a results directory holding one. A results directory
-    whose run was killed before it wrote profile.json is rebuilt from its measurements.jsonl (marked partial)."""
+    """Read, migrate and validate a profile.json, or a results directory holding one (file I/O only:
+    hwprobe.profile_build.load_profile also rebuilds the profile of a run killed before it wrote one)."""
     p = Path(path)
     if p.is_dir():
-        if not (p / "profile.json").exists() and (p / "measurements.jsonl").exists():
-            from hwprobe.results import rebuild_profile
-
-            return rebuild_profile(p)
         p = p / "profile.json"
     where = f"profile {str(p)!r}"
     try:

@@ -1,4 +1,7 @@
-"""Filing measurements into a Profile: one function per section, each over plain records.
+"""Profile assembly: filing measurements into a Profile, one function per section, each over plain records;
+a run's profile (``build_profile``), a killed run's rebuilt one, and ``load_profile`` (which rebuilds where the
+run ended before writing profile.json). Nothing below this module imports it: the runner, the distributed
+merge and the readers of profiles call it.
 
 Each record is filed by its typed status (hwprobe.vocab.Status), never by text in its notes or flags:
 ok records become ceilings, capacities, latencies, maps and links; invalid ones, skips and errors go to their
@@ -7,11 +10,74 @@ lists; "info" records that are ok are findings. Repeats of one metric (suite rou
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+from hwprobe import keys as K
+from hwprobe.device.info import device_kind
+from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement
-from hwprobe.profile import SLOPE_PREFERENCE, SPARSE_SUFFIX, Ceiling, Link, MemoryLevel, Profile
+from hwprobe.profile import SLOPE_PREFERENCE, SPARSE_SUFFIX, Ceiling, Link, MemoryLevel, Profile, validate_dict
+from hwprobe.profile import load_profile as read_profile
+from hwprobe.results import ENVIRONMENT, MEASUREMENTS, PROFILE, load_records
 from hwprobe.vocab import Kind, Status, profile_precision
+
+
+def from_measurements(device: dict[str, Any], ms: list[Measurement], **kw: Any) -> Profile:
+    """File each record by its status: ok ones become ceilings (the best per slot, every repeat of the
+    same metric kept as a run), invalid ones, skips and errors go to their lists."""
+    from hwprobe import __version__
+
+    prof = Profile(device=device, hwprobe_version=__version__, **kw)
+    build(prof, ms)
+    return prof
+
+
+def build_profile(device, ms: list[Measurement], env: dict[str, Any], partial: bool, theory=None,
+                  devices: list | None = None) -> Profile:
+    """The profile of a run's records (also what ``report`` rebuilds after a crash)."""
+    dev = device if isinstance(device, dict) else device.to_dict()
+    devs = [d if isinstance(d, dict) else d.to_dict() for d in (devices or [])] or [dev]
+    prof = from_measurements(dev, ms, environment=env, partial=partial, devices=devs)
+    if theory is not None:
+        for text in theory.disagreements():
+            prof.findings.append({"probe": "specs", "metric": "datasheet_vs_device", "text": text})
+    try:  # a profile that fails its own schema is a bug; keep the data and say so rather than lose it
+        validate_dict(prof.to_dict(), "the new profile")
+    except InputError as e:
+        prof.errors.append({"probe": "profile", "metric": "schema", "error": str(e)})
+    except ImportError as e:   # jsonschema missing (an image installed with --no-deps): never lose the run
+        prof.findings.append({"probe": "profile", "metric": "schema", "text": f"not checked against the schema: {e}"})
+    return prof
+
+
+def rebuild_profile(run_dir: Path) -> Profile:
+    """The profile of a run that died before writing one (kill -9, a crash): every complete record of
+    measurements.jsonl, marked partial; a torn last line is skipped and said so in the findings."""
+    rec = load_records(run_dir)
+    env: dict[str, Any] = {}
+    try:
+        env = json.loads((Path(run_dir) / ENVIRONMENT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    device = env.get("device") if isinstance(env.get("device"), dict) else {"kind": "unknown"}
+    device.setdefault("kind", device_kind(device))
+    prof = build_profile(device, rec.measurements, env, partial=True)
+    note = f"rebuilt from {MEASUREMENTS}: {len(rec.measurements)} records (the run ended before writing {PROFILE})"
+    if rec.skipped_lines:
+        note += f"; skipped {len(rec.skipped_lines)} unreadable line(s): {'; '.join(rec.skipped_lines[:3])}"
+    prof.findings.insert(0, {"probe": "report", "metric": "rebuilt", "text": note})
+    return prof
+
+
+def load_profile(path: Path | str) -> Profile:
+    """Read, migrate and validate a profile.json, or a results directory holding one. A results directory
+    whose run was killed before it wrote profile.json is rebuilt from its measurements.jsonl (marked partial)."""
+    p = Path(path)
+    if p.is_dir() and not (p / PROFILE).exists() and (p / MEASUREMENTS).exists():
+        return rebuild_profile(p)
+    return read_profile(p)
 
 
 def build(prof: Profile, ms: list[Measurement]) -> None:
@@ -54,10 +120,10 @@ def _ceiling(best: Measurement, same: list[Measurement]) -> Ceiling:
 
 
 def _compute(prof: Profile, best: Measurement, same: list[Measurement]) -> None:
-    if best.params.get("exec_unit_inferred"):
+    if best.params.get(K.EXEC_UNIT_INFERRED):
         return  # a unit inferred from the rate never fills a measured slot (it stays in measurements.jsonl)
     slot = prof.compute.setdefault(profile_precision(best.precision), {}).setdefault(best.exec_unit, {})
-    key = best.path + (SPARSE_SUFFIX if best.params.get("sparse") else "")
+    key = best.path + (SPARSE_SUFFIX if best.params.get(K.SPARSE) else "")
     if key not in slot or best.value > slot[key].value:
         slot[key] = _ceiling(best, same)
 
@@ -66,18 +132,18 @@ def _memory(prof: Profile, best: Measurement, same: list[Measurement], slopes: d
     lvl = prof.memory.setdefault(best.level, MemoryLevel())
     if best.kind == Kind.MEMORY:
         lvl.variants[best.metric] = best.value
-        if best.params.get("ceiling", True) is not False:  # e.g. pageable host copies are not ceilings
+        if best.params.get(K.CEILING, True) is not False:  # e.g. pageable host copies are not ceilings
             slopes[best.metric] = _ceiling(best, same)
     elif best.kind == Kind.LATENCY:
         lvl.latency_s = best.value
-        lvl.latency_cycles = best.params.get("cycles", lvl.latency_cycles)
+        lvl.latency_cycles = best.params.get(K.CYCLES, lvl.latency_cycles)
     elif best.kind == Kind.CAPACITY:
         lvl.capacities[best.metric] = best.value
-        primary = best.params.get("primary")
+        primary = best.params.get(K.PRIMARY)
         if primary or (primary is None and lvl.capacity_bytes is None):   # secondary estimates stay beside it
             lvl.capacity_bytes = best.value
     elif best.kind == Kind.MAP:
-        lvl.maps[best.metric] = best.params.get("map", best.params)
+        lvl.maps[best.metric] = best.params.get(K.MAP, best.params)
 
 
 def _choose_slope(lvl: MemoryLevel, cands: dict[str, Ceiling]) -> None:
@@ -99,16 +165,16 @@ def _choose_slope(lvl: MemoryLevel, cands: dict[str, Ceiling]) -> None:
 
 def _link(prof: Profile, best: Measurement, same: list[Measurement]) -> None:
     p = best.params
-    link = prof.links.setdefault(best.link, Link(kind=p.get("link_kind", "p2p"),
-                                                 endpoints=list(p.get("endpoints") or []),
-                                                 link_type=p.get("link_type")))
+    link = prof.links.setdefault(best.link, Link(kind=p.get(K.LINK_KIND, "p2p"),
+                                                 endpoints=list(p.get(K.ENDPOINTS) or []),
+                                                 link_type=p.get(K.LINK_TYPE)))
     if best.kind == Kind.LATENCY:
-        link.latency_s[p.get("ceiling_key", best.metric)] = best.value
+        link.latency_s[p.get(K.CEILING_KEY, best.metric)] = best.value
     elif best.kind in (Kind.MEMORY, Kind.COMPUTE):
-        key = p.get("ceiling_key", best.metric)
+        key = p.get(K.CEILING_KEY, best.metric)
         if key not in link.ceilings or best.value > link.ceilings[key].value:
             link.ceilings[key] = _ceiling(best, same)
-    for k in ("size_at_90pct", "ranks", "hosts"):
+    for k in (K.SIZE_AT_90PCT, "ranks", "hosts"):
         if k in p:
             link.params.setdefault(f"{p.get('ceiling_key', best.metric)}.{k}", p[k])
 

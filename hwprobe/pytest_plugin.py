@@ -38,7 +38,7 @@ def pytest_configure(config) -> None:
     config.stash[_PROFILE] = None
     if path:
         from hwprobe.errors import InputError
-        from hwprobe.profile import load_profile
+        from hwprobe.profile_build import load_profile
 
         try:
             config.stash[_PROFILE] = (path, load_profile(path))

@@ -142,27 +142,6 @@ def read_measurements(run_dir: Path) -> list[Measurement]:
     return load_records(run_dir).measurements
 
 
-def rebuild_profile(run_dir: Path):
-    """The profile of a run that died before writing one (kill -9, a crash): every complete record of
-    measurements.jsonl, marked partial; a torn last line is skipped and said so in the findings."""
-    from hwprobe.runner import build_profile
-
-    rec = load_records(run_dir)
-    env: dict[str, Any] = {}
-    try:
-        env = json.loads((Path(run_dir) / ENVIRONMENT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        pass
-    device = env.get("device") if isinstance(env.get("device"), dict) else {"kind": "unknown"}
-    device.setdefault("kind", "gpu" if "sm" in str(device) else "cpu")
-    prof = build_profile(device, rec.measurements, env, partial=True)
-    note = f"rebuilt from {MEASUREMENTS}: {len(rec.measurements)} records (the run ended before writing {PROFILE})"
-    if rec.skipped_lines:
-        note += f"; skipped {len(rec.skipped_lines)} unreadable line(s): {'; '.join(rec.skipped_lines[:3])}"
-    prof.findings.insert(0, {"probe": "report", "metric": "rebuilt", "text": note})
-    return prof
-
-
 def migrate_record(d: dict[str, Any]) -> dict[str, Any]:
     """A version-1 record: status from the text conventions of the time, including the two probes that wrote
     errors otherwise (gpu.fma: flags == ["error"], the text in notes; mma: "error: ..." in notes)."""

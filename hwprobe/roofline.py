@@ -16,12 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from numbers import Real
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from hwprobe.errors import InputError
-
-if TYPE_CHECKING:
-    from hwprobe.profile import Ceiling, Profile
 
 PATHS = ("library", "instruction", "best")
 UNITS = ("cuda_core", "tensor_core", "cpu")
@@ -34,6 +31,33 @@ _PRECISION_ALIASES = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "e4m3": "fp8", "e5m2
                       "double": "fp64", "float64": "fp64", "i8": "int8", "s8": "int8", "i32": "int32"}
 _LEVEL_ALIASES = {"hbm": "dram", "gmem": "dram", "global": "dram", "smem": "shared", "l2cache": "l2"}
 KNOWN_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int32", "int8", "int4", "int1")
+
+
+class Ceiling(Protocol):
+    """What a query reads of one ceiling (hwprobe.profile.Ceiling is one)."""
+
+    value: float
+    metric: str
+    clock_mhz: float | None
+    datasheet: float | None
+    theory_at_max_clock: float | None
+
+
+class Level(Protocol):
+    bandwidth: Ceiling | None
+
+
+class Ceilings(Protocol):
+    """The ceilings the queries take: compute per precision -> unit -> path, and memory levels. A Profile is one;
+    naming the protocol here, not the Profile, keeps this module below the profile (which wraps its queries)."""
+
+    compute: dict[str, dict[str, dict[str, Ceiling]]]
+    memory: dict[str, Level]
+
+
+class Described(Protocol):
+    device: dict[str, Any]
+    environment: dict[str, Any]
 
 
 class RooflineError(InputError, KeyError):
@@ -115,7 +139,7 @@ class Roof:
         return "compute" if check_intensity(intensity) >= self.ridge else "memory"
 
 
-def is_measured(profile: Profile) -> bool:
+def is_measured(profile: Described) -> bool:
     """False for a spec-derived profile (expectations from theory, e.g. profiles/jetson/): say so, never call
     its figures measured."""
     return (profile.environment or {}).get("measured") is not False and profile.device.get("measured") is not False
@@ -128,7 +152,7 @@ def ridge(peak: float, bandwidth: float) -> float:
     return peak / bandwidth
 
 
-def _candidates(profile: Profile, p: str, unit: str | None, path: str) -> list[tuple[str, str, Ceiling]]:
+def _candidates(profile: Ceilings, p: str, unit: str | None, path: str) -> list[tuple[str, str, Ceiling]]:
     out = []
     for u, paths in profile.compute.get(p, {}).items():
         if unit and u != unit:
@@ -140,7 +164,7 @@ def _candidates(profile: Profile, p: str, unit: str | None, path: str) -> list[t
     return out
 
 
-def peak_ceiling(profile: Profile, precision, unit=None, path="best") -> tuple[str, str, Ceiling]:
+def peak_ceiling(profile: Ceilings, precision, unit=None, path="best") -> tuple[str, str, Ceiling]:
     """(unit, path, Ceiling) of the highest dense ceiling matching the arguments; RooflineError if none."""
     p, u, pa = norm_precision(precision), norm_unit(unit), norm_path(path)
     found = _candidates(profile, p, u, pa)
@@ -149,7 +173,7 @@ def peak_ceiling(profile: Profile, precision, unit=None, path="best") -> tuple[s
     return max(found, key=lambda t: t[2].value)
 
 
-def _missing(profile: Profile, p: str, u: str | None, path: str) -> str:
+def _missing(profile: Ceilings, p: str, u: str | None, path: str) -> str:
     have = sorted(profile.compute)
     if p not in profile.compute:
         return f"this profile has no measured {p} ceiling; it has: {', '.join(have) or 'none'}"
@@ -159,12 +183,12 @@ def _missing(profile: Profile, p: str, u: str | None, path: str) -> str:
     return f"this profile has no measured {p} ceiling on {want}; {p} has: {', '.join(slots) or 'none'}"
 
 
-def peak(profile: Profile, precision, unit=None, path="best") -> Ceiling:
+def peak(profile: Ceilings, precision, unit=None, path="best") -> Ceiling:
     """The measured compute ceiling (dense) for a precision, optionally on one unit and path."""
     return peak_ceiling(profile, precision, unit, path)[2]
 
 
-def bandwidth(profile: Profile, level="dram") -> float:
+def bandwidth(profile: Ceilings, level="dram") -> float:
     """The measured bandwidth (B/s) of a memory level."""
     lv = norm_level(level)
     m = profile.memory.get(lv)
@@ -174,25 +198,25 @@ def bandwidth(profile: Profile, level="dram") -> float:
     return m.bandwidth.value
 
 
-def roof(profile: Profile, precision, unit=None, path="best", level="dram") -> Roof:
+def roof(profile: Ceilings, precision, unit=None, path="best", level="dram") -> Roof:
     """The measured roof one kernel meets: the ceiling picked by precision/unit/path and a level's slope."""
     u, k, c = peak_ceiling(profile, precision, unit, path)
     return Roof(norm_precision(precision), u, k, c.value, c.metric, bandwidth(profile, level), norm_level(level),
                 c.clock_mhz)
 
 
-def attainable(profile: Profile, intensity, precision, level="dram", unit=None, path="best") -> float:
+def attainable(profile: Ceilings, intensity, precision, level="dram", unit=None, path="best") -> float:
     """Roofline: min(measured peak, intensity x measured bandwidth), in op/s."""
     x = check_intensity(intensity)
     return roof(profile, precision, unit, path, level).attainable(x)
 
 
-def ridge_point(profile: Profile, precision, level="dram", unit=None, path="best") -> float:
+def ridge_point(profile: Ceilings, precision, level="dram", unit=None, path="best") -> float:
     """Operations per byte at which a kernel stops being memory-bound on the measured roof."""
     return roof(profile, precision, unit, path, level).ridge
 
 
-def datasheet_roof(profile: Profile, precision, unit=None, path="best", level="dram") -> Roof | None:
+def datasheet_roof(profile: Ceilings, precision, unit=None, path="best", level="dram") -> Roof | None:
     """The same slot's datasheet figures stored beside the measurement (theory at max clock where no datasheet
     figure exists); None where the profile carries neither."""
     u, k, c = peak_ceiling(profile, precision, unit, path)

@@ -14,11 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.errors import InputError, ProbeTimeout, ResultsWriteError, Skip
 from hwprobe.measurement import Measurement
-from hwprobe.profile import Profile, validate_dict
+from hwprobe.profile import Profile
+from hwprobe.profile_build import build_profile
 from hwprobe.results import ENVIRONMENT, PROFILE, ResultsWriter, environment, new_run_dir, write_table
-from hwprobe.vocab import Status
+from hwprobe.vocab import Kind, Status
 from hwprobe.watchdog import DEFAULT_TIMEOUT_S
 
 
@@ -27,7 +29,8 @@ class Runner:
                  on_measurement: Callable[[Measurement], None] | None = None,
                  on_probe: Callable[[str, int, int], None] | None = None,
                  log: Callable[[str], None] | None = None, resume: Path | None = None):
-        from hwprobe import caches, specs
+        from hwprobe import caches
+        from hwprobe.specs.live import device_theory
         from hwprobe.timing import sampler_for
 
         caches.configure()
@@ -50,7 +53,7 @@ class Runner:
         if resume is not None:
             self.env["resumed"] = True
         self.writer.write_json(ENVIRONMENT, self.env)
-        self.theory = specs.device_theory(dev)
+        self.theory = device_theory(dev)
         self.sampler = sampler_for(dev)
         self.failed: list[str] = []
         self.probe_seconds: dict[str, float] = {}
@@ -66,9 +69,9 @@ class Runner:
             judge(m, self.theory)
         m.settle()
         if self.plan.rounds > 1:
-            m.params.setdefault("round", round_)
+            m.params.setdefault(K.ROUND, round_)
         if self._settle and m.kind == "compute":
-            m.params.setdefault("start_state", self._settle)
+            m.params.setdefault(K.START_STATE, self._settle)
         from hwprobe.contention import flag_contention
 
         flag_contention(m)
@@ -166,7 +169,7 @@ class Runner:
 
         from hwprobe.measurement import Measurement as M
 
-        rec = M(probe=probe, metric=f"{probe}.error", kind="info", value=0.0, unit="", status=Status.ERROR.value,
+        rec = M(probe=probe, metric=f"{probe}.error", kind=Kind.INFO, value=0.0, unit="", status=Status.ERROR.value,
                 reason=f"watchdog: {probe} did not return within {waited_s:.0f} s (a hung kernel?); the run "
                        "stopped with what was measured")
         self.measurements.append(rec)
@@ -219,25 +222,7 @@ def resume_state(run_dir: Path) -> tuple[list[Measurement], set[str]]:
         raise InputError(f"--resume {str(run_dir)!r}: no readable {ENVIRONMENT} ({e})") from None
     done = set(env.get("completed") or [])
     rec = load_records(run_dir)
-    keep = [m for m in rec.measurements if f"{m.probe}#{m.params.get('round', 1)}" in done]
+    keep = [m for m in rec.measurements if f"{m.probe}#{m.params.get(K.ROUND, 1)}" in done]
     old = run_dir / MEASUREMENTS
     old.replace(run_dir / f"{MEASUREMENTS}.before-resume-{int(time.time())}")
     return keep, done
-
-
-def build_profile(device, ms: list[Measurement], env: dict[str, Any], partial: bool, theory=None,
-                  devices: list | None = None) -> Profile:
-    """The profile of a run's records (also what ``report`` rebuilds after a crash)."""
-    dev = device if isinstance(device, dict) else device.to_dict()
-    devs = [d if isinstance(d, dict) else d.to_dict() for d in (devices or [])] or [dev]
-    prof = Profile.from_measurements(dev, ms, environment=env, partial=partial, devices=devs)
-    if theory is not None:
-        for text in theory.disagreements():
-            prof.findings.append({"probe": "specs", "metric": "datasheet_vs_device", "text": text})
-    try:  # a profile that fails its own schema is a bug; keep the data and say so rather than lose it
-        validate_dict(prof.to_dict(), "the new profile")
-    except InputError as e:
-        prof.errors.append({"probe": "profile", "metric": "schema", "error": str(e)})
-    except ImportError as e:   # jsonschema missing (an image installed with --no-deps): never lose the run
-        prof.findings.append({"probe": "profile", "metric": "schema", "text": f"not checked against the schema: {e}"})
-    return prof

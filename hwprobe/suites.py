@@ -1,4 +1,9 @@
-"""Suites are data (TOML files in suites/): which probes to run, with which parameters."""
+"""Suites are data (TOML files in suites/): which probes to run, with which parameters.
+
+A suite may ``include = ["compute", "memory"]`` other suites (by name, or a .toml path beside it): their probes
+come first, in that order, then its own [[probes]]. The including suite's name, rounds and budget are its own;
+an include cycle, a suite of another target or a probe that comes twice is refused in one line.
+"""
 
 from __future__ import annotations
 
@@ -47,32 +52,61 @@ def available() -> dict[str, Path]:
     return found
 
 
-def load(name_or_path: str) -> Suite:
+def find(name_or_path: str, beside: Path | None = None) -> Path:
+    """A suite file: a path (relative to ``beside``, the including suite's folder, where given) or a name."""
     p = Path(name_or_path)
     if p.suffix == ".toml" or p.exists():
+        if beside is not None and not p.is_absolute() and (beside / p).is_file():
+            p = beside / p
         if not p.is_file():
             raise InputError(f"suite file {name_or_path!r} does not exist")
-        path = p
-    else:
-        known = available()
-        if name_or_path not in known:
-            raise InputError(f"unknown suite {name_or_path!r}; suites: {', '.join(known) or 'none found'}")
-        path = known[name_or_path]
+        return p
+    known = available()
+    if name_or_path not in known:
+        raise InputError(f"unknown suite {name_or_path!r}; suites: {', '.join(known) or 'none found'}")
+    return known[name_or_path]
+
+
+def load(name_or_path: str, _including: tuple[str, ...] = ()) -> Suite:
+    path = find(name_or_path)
     try:
         data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"suite {str(path)!r} is not valid TOML: {e}") from None
-    return parse(data, str(path))
+    return parse(data, str(path), _including)
 
 
-def parse(data: dict[str, Any], path: str = "<suite>") -> Suite:
+def _included(data: dict[str, Any], path: str, target: str, including: tuple[str, ...]) -> list[SuiteEntry]:
+    """The entries of the suites ``data`` includes, in order; ``including`` is the chain of files above it."""
+    names = data.get("include", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise InputError(f"suite {path!r}: 'include' must be a list of suite names, not {names!r}")
+    here = Path(path).resolve() if Path(path).is_file() else None
+    chain = (*including, str(here or path))
+    out: list[SuiteEntry] = []
+    for name in names:
+        try:
+            sub = find(name, here.parent if here else None)
+        except InputError as e:
+            raise InputError(f"suite {path!r}: include: {e}") from None
+        if str(sub.resolve()) in chain:
+            loop = " -> ".join(Path(c).stem for c in (*chain, str(sub.resolve())))
+            raise InputError(f"suite {path!r}: include cycle: {loop}")
+        inc = load(str(sub), chain)
+        if inc.target != target:
+            raise InputError(f"suite {path!r}: included suite {name!r} targets the {inc.target}, this one the {target}")
+        out += inc.entries
+    return out
+
+
+def parse(data: dict[str, Any], path: str = "<suite>", _including: tuple[str, ...] = ()) -> Suite:
     target = data.get("target")
     if target not in ("gpu", "cpu"):
         raise InputError(f"suite {path!r}: 'target' must be \"gpu\" or \"cpu\", not {target!r}")
-    raw = data.get("probes")
-    if not isinstance(raw, list) or not raw:
-        raise InputError(f"suite {path!r}: needs a non-empty [[probes]] list")
-    entries = []
+    entries = _included(data, path, target, _including)
+    raw = data.get("probes", [] if entries else None)
+    if not isinstance(raw, list) or not (raw or entries):
+        raise InputError(f"suite {path!r}: needs a non-empty [[probes]] list (or suites to include)")
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or not isinstance(item.get("probe"), str):
             raise InputError(f"suite {path!r}: [[probes]] entry {i + 1} needs a 'probe' name")
@@ -82,13 +116,16 @@ def parse(data: dict[str, Any], path: str = "<suite>") -> Suite:
             raise InputError(f"suite {path!r}: [[probes]] entry {i + 1}: 'timeout_s' must be a positive number "
                              f"of seconds, not {timeout!r}")
         entries.append(SuiteEntry(item["probe"], params, float(timeout) if timeout else None))
+    twice = sorted({e.probe for e in entries if [x.probe for x in entries].count(e.probe) > 1})
+    if twice and "include" in data:      # a run keys its entries by probe name: one probe, one entry
+        raise InputError(f"suite {path!r}: probe {twice[0]!r} comes twice through its includes and probes")
     rounds = data.get("rounds", 1)
     if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
         raise InputError(f"suite {path!r}: 'rounds' must be a whole number from 1 to 100, not {rounds!r}")
     budget = data.get("budget_s")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0):
         raise InputError(f"suite {path!r}: 'budget_s' must be a positive number of seconds, not {budget!r}")
-    known = {"name", "target", "description", "probes", "rounds", "budget_s"}
+    known = {"name", "target", "description", "include", "probes", "rounds", "budget_s"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise InputError(f"suite {path!r}: unknown key {', '.join(unknown)} (keys: {', '.join(sorted(known))})")

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from hwprobe.profile_build import from_measurements
 from tests.helpers import sample_measurements
 
 
@@ -24,10 +25,8 @@ def one_line_error(r, code=2):
 
 @pytest.fixture
 def profile_file(tmp_path):
-    from hwprobe.profile import Profile
-
     p = tmp_path / "profile.json"
-    Profile.from_measurements({"kind": "gpu", "name": "NVIDIA H200"}, sample_measurements()).save(p)
+    from_measurements({"kind": "gpu", "name": "NVIDIA H200"}, sample_measurements()).save(p)
     return p
 
 

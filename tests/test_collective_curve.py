@@ -12,6 +12,7 @@ from hwprobe.collective import collective_curve, collective_time
 from hwprobe.probes.interconnect import collectives as C
 from hwprobe.probes.interconnect import nccl
 from hwprobe.profile import SCHEMA_VERSION, Profile
+from hwprobe.profile_build import from_measurements
 from hwprobe.roofline import RooflineError
 from tests.test_interconnect_records import META, _fake_results, _two_variants
 
@@ -99,7 +100,7 @@ def test_curve_from_a_profile_built_from_records(n):
     """gpu.nccl's records (fake timings t = 20 us + S x factor / 340 GB/s, median sample 1.001 t) through the
     profile and back from JSON: every measured point's time is the model's."""
     ms = nccl.records(_fake_results(n), n, {**META, "endpoints": META["endpoints"][:n]})
-    prof = Profile.from_dict(Profile.from_measurements({"name": "H200", "kind": "gpu"}, ms).to_dict())
+    prof = Profile.from_dict(from_measurements({"name": "H200", "kind": "gpu"}, ms).to_dict())
     f = C.bus_factor("all_reduce", n)
     pts = prof.collective_curve("all_reduce", n)
     want = {C.layout("all_reduce", n, s).size_bytes for s in C.sizes(8, 4 << 30, 4)}
@@ -116,7 +117,7 @@ def test_curve_from_a_profile_built_from_records(n):
 
 def test_best_curve_from_records_takes_the_faster_variant():
     ms = nccl.records(_two_variants(2), 2, META)
-    prof = Profile.from_measurements({"name": "H200", "kind": "gpu"}, ms)
+    prof = from_measurements({"name": "H200", "kind": "gpu"}, ms)
     assert {p.variant for p in prof.collective_curve("all_gather")} == {"in_place"}       # 5% faster in place
     assert {p.variant for p in prof.collective_curve("all_reduce")} == {"out_of_place"}   # 3% slower in place
     assert {p.variant for p in prof.collective_curve("alltoall")} == {"out_of_place"}     # in place was wrong

@@ -9,7 +9,8 @@ import pytest
 
 from hwprobe import distributed as D
 from hwprobe.errors import InputError
-from hwprobe.profile import Profile, validate_dict
+from hwprobe.profile import validate_dict
+from hwprobe.profile_build import from_measurements
 from tests.helpers import meas
 
 
@@ -152,7 +153,7 @@ def test_gather_and_merge_four_ranks_into_one_profile():
     assert "rank" not in coll.params                      # a world figure names all ranks in its endpoints
     devices = D.merged_devices(outs)
     assert [(d["rank"], d["host"]) for d in devices] == [(0, "h0"), (1, "h0"), (2, "h1"), (3, "h1")]
-    prof = Profile.from_measurements(devices[0], merged, devices=devices)
+    prof = from_measurements(devices[0], merged, devices=devices)
     best = prof.compute["fp32"]["cuda_core"]["instruction"]
     assert best.value == 63e12 and best.params["rank"] == 3           # the best rank's figure, named
     assert len(prof.links["nccl.all_reduce"].endpoints) == 4

@@ -24,6 +24,7 @@ import json, os, sys
 from hwprobe import distributed as D
 from hwprobe.measurement import Measurement
 from hwprobe.profile import Profile, validate_dict
+from hwprobe.profile_build import from_measurements
 
 w = D.detect()
 comm = D.comm_world(w)
@@ -39,7 +40,7 @@ uids = comm.allgather(uid)
 if w.root:
     merged = D.merge(outs)
     devices = D.merged_devices(outs)
-    prof = Profile.from_measurements(devices[0], merged, devices=devices)
+    prof = from_measurements(devices[0], merged, devices=devices)
     try:
         import jsonschema  # noqa: F401  (a dependency, but some GPU images lack it)
         validate_dict(prof.to_dict(), "merged")

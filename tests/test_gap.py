@@ -8,6 +8,7 @@ import math
 from hwprobe.gap import gaps
 from hwprobe.measurement import Measurement
 from hwprobe.profile import Profile
+from hwprobe.profile_build import from_measurements
 from tests.helpers import meas
 
 
@@ -16,7 +17,7 @@ def _profile(extra: list[Measurement] = ()) -> Profile:
                path="instruction", theory=1.9e15),
           meas("int8.tensor_core.cublaslt", 1.3e15, unit="OP/s", precision="int8", exec_unit="tensor_core",
                path="library", theory=1.9e15), *extra]
-    return Profile.from_measurements({"name": "test"}, ms)
+    return from_measurements({"name": "test"}, ms)
 
 
 def test_chain_multiplies_to_the_datasheet_ratio():

@@ -538,15 +538,17 @@ class _SimGpu:
 
 
 def test_build_runner_sizes_samples_and_captures_graphs():
-    from hwprobe.probes.compute.cublas import TARGET_S, build_runner
+    from hwprobe.probes.compute.cublas import build_runner
+    from hwprobe.timing import policy
 
+    target_s = policy.rule("library").sample_s
     sim = _SimGpu(2e-6)
     r = build_runner(sim, sim.call, sets=7, set_stream=sim.streams_set.append)
-    assert r.graph and r.reps == round(TARGET_S / 2e-6) and r.per_call_s == pytest.approx(2e-6)
+    assert r.graph and r.reps == round(target_s / 2e-6) and r.per_call_s == pytest.approx(2e-6)
     assert sim.streams_set == [1234, 0]                          # capture stream, then back to the current one
     t0 = sim.t
     r.fn()
-    assert sim.t - t0 == pytest.approx(TARGET_S)
+    assert sim.t - t0 == pytest.approx(target_s)
 
     big = _SimGpu(0.02)
     r = build_runner(big, big.call)

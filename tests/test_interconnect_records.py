@@ -12,7 +12,8 @@ from hwprobe.measurement import Measurement
 from hwprobe.probes.interconnect import collectives as C
 from hwprobe.probes.interconnect import nccl
 from hwprobe.probes.interconnect.common import link_params, link_theory, pick_gpus, timed_record
-from hwprobe.profile import Profile, validate_dict
+from hwprobe.profile import validate_dict
+from hwprobe.profile_build import from_measurements
 
 
 def _fake_results(n: int, busbw: float = 340e9, lat: float = 20e-6, wrong_at: int | None = None, samples: int = 3):
@@ -71,7 +72,7 @@ def test_collective_records_ceilings_and_profile(n):
                                                            for s, v in curve.items() if s < at90)
     check = next(m for m in ms if m.metric == "nccl.all_reduce.avg.check")
     assert check.kind == "info" and check.verified and "2 ulp" in check.notes[0]
-    prof = Profile.from_measurements({"name": "H200", "kind": "gpu"}, ms)
+    prof = from_measurements({"name": "H200", "kind": "gpu"}, ms)
     link = prof.links["nccl.all_reduce"]
     assert link.kind == "collective" and len(link.endpoints) == n and link.link_type == META["link_type"]
     assert set(link.ceilings) == {"busbw", "algbw"} and link.ceilings["busbw"].theory_at_clock == 450e9
@@ -85,7 +86,7 @@ def test_wrong_elements_make_the_point_invalid_and_never_a_ceiling():
     assert bad and all(not m.valid and m.verified is False for m in bad)
     assert "3 of" in bad[0].flags[0] and "first at 7" in bad[0].flags[0]
     assert all(m.params["bytes"] < 4 << 30 for m in ms if m.kind == "memory")
-    prof = Profile.from_measurements({"name": "H200", "kind": "gpu"}, ms)
+    prof = from_measurements({"name": "H200", "kind": "gpu"}, ms)
     assert any(i["metric"] == bad[0].metric for i in prof.invalid)
 
 
@@ -125,7 +126,7 @@ def test_p2p_records_file_as_one_link_per_pair():
           rec("p2p.sm.write.1-0", "sm.write", 390e9),
           rec("p2p.chase.l2.0-1", "chase.l2.0-1", 1e-3, kind="latency", unit="s"),
           rec("p2p.pingpong.0-1", "pingpong", 1e-3, kind="latency", unit="s")]
-    prof = Profile.from_measurements({"name": "H200", "kind": "gpu"}, ms)
+    prof = from_measurements({"name": "H200", "kind": "gpu"}, ms)
     link = prof.links["p2p.0-1"]
     assert link.kind == "p2p" and link.endpoints == [0, 1] and link.link_type == "NVLink4 x18"
     assert set(link.ceilings) == {"ce.uni", "ce.bi", "sm.read", "sm.write"}
@@ -254,7 +255,7 @@ def test_ceiling_is_the_best_verified_variant_and_says_which(n):
     s, bus, alg, t, cv = cur["in_place"][-1]
     assert bus == pytest.approx(s * C.bus_factor("all_gather", n) / t) and alg == pytest.approx(s / t) and cv >= 0
     assert dict(map(tuple, ag.params["curve"]))[s] == pytest.approx(bus)      # the faster variant at each size
-    prof = Profile.from_measurements({"name": "H200", "kind": "gpu"}, ms)
+    prof = from_measurements({"name": "H200", "kind": "gpu"}, ms)
     assert prof.links["nccl.all_gather"].ceilings["busbw"].params["variant"] == "in_place"
     validate_dict(prof.to_dict(), "test profile")
 
@@ -305,7 +306,7 @@ def test_iteration_rule_meets_nccl_tests_defaults(size, samples):
 def test_the_links_table_says_which_variant_each_ceiling_is():
     from hwprobe.report.tables import links_table
 
-    prof = Profile.from_measurements({"name": "H200", "kind": "gpu"}, nccl.records(_two_variants(2), 2, META))
+    prof = from_measurements({"name": "H200", "kind": "gpu"}, nccl.records(_two_variants(2), 2, META))
     rows = {(r["link"], r["what"]): r for r in links_table(prof).rows}
     assert rows[("nccl.all_gather", "busbw")]["variant"] == "in-place"
     assert rows[("nccl.all_reduce", "algbw")]["variant"] == "out-of-place"

@@ -11,7 +11,7 @@ import pytest
 
 from hwprobe import specs
 from hwprobe.device import GpuInfo, jetson
-from hwprobe.specs import modes
+from hwprobe.specs import jetpack, live, modes
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "jetson"
 G, T = 1e9, 1e12
@@ -148,7 +148,7 @@ def test_debugfs_needs_root(tmp_path, monkeypatch):
     assert emc and all(u.why == "root needed" for u in emc)
     assert emc[0].path == "/sys/kernel/debug/bpmp/debug/clk/emc/rate"
     assert r.emc["cur_mhz"] is None and r.emc["theory_mhz"] == 3199 and "module max" in r.emc["source"]
-    assert any("root needed" in line for line in jetson.summary(r.to_dict()))
+    assert any("root needed" in line for line in jetpack.summary(r.to_dict()))
 
 
 def test_nvpmodel_query_when_the_status_file_is_missing(tmp_path):
@@ -184,14 +184,14 @@ def test_nvpmodel_conf_parser_skips_param_blocks():
                                                       ("5.1.2", "6.2", False), ("6.x", "6.2", None),
                                                       (None, "6.2", None), ("6.2", "6.2", True)])
 def test_jetpack_at_least(have, want, expect):
-    assert jetson.jetpack_at_least(have, want) is expect
+    assert jetpack.jetpack_at_least(have, want) is expect
 
 
 # ------------------------------------------------------------------------------------------------ live theory
 
 def test_live_theory_in_a_lower_power_mode():
     r = jetson.read(tree("agx-orin-15w-jp6")).to_dict()
-    dt = specs.device_theory(orin_gpu(r))
+    dt = live.device_theory(orin_gpu(r))
     assert dt.sku.name == "Jetson AGX Orin 64GB"
     assert dt.sms == 6 and dt.max_clock_mhz == 408
     assert dt.compute("fp16", "tensor_core").at_max_clock == pytest.approx(6 * 1024 * 2 * 408e6)
@@ -205,7 +205,7 @@ def test_live_theory_in_a_lower_power_mode():
 
 def test_live_theory_in_maxn_matches_the_datasheet_entry():
     r = jetson.read(tree("agx-orin-maxn-jp5")).to_dict()
-    dt = specs.device_theory(orin_gpu(r))
+    dt = live.device_theory(orin_gpu(r))
     full = specs.sku_theory(specs.find("AGX Orin 64GB"))
     peak = full.compute("int8", "tensor_core").at_max_clock
     assert dt.compute("int8", "tensor_core").at_max_clock == pytest.approx(peak)
@@ -215,13 +215,13 @@ def test_live_theory_in_maxn_matches_the_datasheet_entry():
 
 def test_live_theory_orin_nano_super_and_xavier():
     nano = jetson.read(tree("orin-nano-super-jp6")).to_dict()
-    dt = specs.device_theory(orin_gpu(nano, sms=8, clock=1020))
+    dt = live.device_theory(orin_gpu(nano, sms=8, clock=1020))
     assert dt.bandwidth.at_max_clock == pytest.approx(102.4 * G, rel=1e-3)
     assert dt.compute("int8", "tensor_core", sparse=True).at_max_clock == pytest.approx(66.8 * T, rel=1e-3)
     xavier = jetson.read(tree("agx-xavier-jp4")).to_dict()
     g = GpuInfo(index=0, name="Xavier", cc_major=7, cc_minor=2, sms=8, l2_bytes=512 << 10, mem_bytes=31 << 30,
                 mem_clock_mhz=1377, bus_width_bits=256, sm_clock_max_mhz=1377, integrated=True, jetson=xavier)
-    dt = specs.device_theory(g)
+    dt = live.device_theory(g)
     assert dt.compute("int8", "tensor_core").at_max_clock == pytest.approx(22.56 * T, rel=1e-3)
     assert dt.bandwidth.at_max_clock == pytest.approx(136.5 * G, rel=1e-3)
 
@@ -261,7 +261,7 @@ def test_discovery_attaches_the_readout_to_integrated_gpus(monkeypatch):
     (info,) = cuda.discover()
     assert info.integrated and info.jetson["nvpmodel"]["name"] == "MODE_15W"
     assert info.to_dict()["jetson"]["tpc"]["live_sms"] == 6            # the environment record carries it
-    assert specs.device_theory(info).sms == 6
+    assert live.device_theory(info).sms == 6
     attrs[18] = 0
     (info,) = cuda.discover()
     assert info.jetson is None

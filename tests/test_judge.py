@@ -5,7 +5,7 @@ import pytest
 from hwprobe.device import GpuInfo
 from hwprobe.judge import judge
 from hwprobe.measurement import ClockSummary, Measurement, Theory
-from hwprobe.specs import device_theory
+from hwprobe.specs.live import device_theory
 
 T = 1e12
 

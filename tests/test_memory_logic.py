@@ -283,7 +283,7 @@ def test_host_sizes_samples_and_patterns():
     q = h.transfer_sizes(64 * MIB, quick=True)
     assert q == [4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB]
     idx = h.sample_index(1024)
-    assert idx[0] == 0 and idx[-1] == 1023 and len(idx) <= h.N_SAMPLES
+    assert idx[0] == 0 and idx[-1] == 1023 and len(idx) <= h.CHECKED_WORDS
     assert h.host_pattern(idx).dtype == np.uint32
     assert not np.array_equal(h.host_pattern(idx), h.device_pattern(idx))
     assert h.SENTINEL not in set(h.host_pattern(np.arange(1 << 16)).tolist())

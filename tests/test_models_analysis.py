@@ -15,6 +15,7 @@ from hwprobe.models.csvfile import load_csv
 from hwprobe.models.layers import Layer, Model
 from hwprobe.models.roofs import Measured
 from hwprobe.profile import load_profile
+from hwprobe.profile_build import from_measurements
 from hwprobe.roofline import RooflineError
 
 H200 = "profiles/h200-sxm/2026-11-21-full/profile.json"
@@ -242,9 +243,8 @@ def test_cpu_profile_puts_every_layer_on_the_cores():
 
     ms = [meas("fp32.cpu.fma", 1.2e12, precision="fp32", exec_unit="cpu", path="instruction", theory=1.5e12),
           meas("dram.triad", 80e9, kind="memory", unit="B/s", level="dram", theory=100e9)]
-    from hwprobe.profile import Profile
 
-    p = Profile.from_measurements({"kind": "cpu", "model": "Xeon"}, ms)
+    p = from_measurements({"kind": "cpu", "model": "Xeon"}, ms)
     a = analyze("resnet18", p)
     assert set(a.layers["unit"]) == {"cpu"}
     w = a.whatif.set_index("precision")

@@ -13,7 +13,7 @@ import pytest
 
 from hwprobe.fleet import nccltests as NT
 from hwprobe.probes.interconnect import nccl
-from hwprobe.profile import Profile
+from hwprobe.profile_build import from_measurements
 from tests.test_interconnect_records import META, _two_variants
 
 DATA = Path(__file__).parent / "data" / "nccl_tests"
@@ -91,7 +91,7 @@ def _session(tmp_path: Path) -> tuple[Path, Path, Path]:
     run = tmp_path / "run"
     run.mkdir()
     ms = nccl.records(_two_variants(2), 2, META)
-    prof = Profile.from_measurements({"name": "H200", "kind": "gpu"}, ms)
+    prof = from_measurements({"name": "H200", "kind": "gpu"}, ms)
     d = prof.to_dict()
     d["links"]["p2p.0-1"] = {"kind": "p2p", "ceilings": {"ce.uni": {"value": 396.7e9}, "ce.bi": {"value": 782.8e9}}}
     (run / "profile.json").write_text(json.dumps(d))

@@ -11,7 +11,7 @@ import pytest
 from hwprobe import api
 from hwprobe.measurement import Measurement
 from hwprobe.probes import ProbeContext, probe
-from hwprobe.profile import Profile
+from hwprobe.profile_build import from_measurements
 from hwprobe.results import load_records, migrate_record
 
 
@@ -38,7 +38,7 @@ def _every_kind(ctx, fail: bool = False):
 def test_each_kind_of_record_goes_to_its_list():
     ms = list(_every_kind(_ctx()))
     assert [m.status for m in ms] == ["ok", "skipped", "error", "ok", "ok"]
-    prof = Profile.from_measurements({"kind": "cpu"}, ms)
+    prof = from_measurements({"kind": "cpu"}, ms)
     assert [m.status for m in ms] == ["ok", "skipped", "error", "invalid", "ok"]   # settled while filed
     assert set(prof.compute) == {"fp32"}
     assert prof.skipped == [{"probe": "test.kinds", "metric": "fp8.cpu.none", "reason": "no FP8 here"}]
@@ -107,5 +107,5 @@ def test_a_legacy_file_without_header_loads_through_the_migration(tmp_path):
     (tmp_path / "measurements.jsonl").write_text(json.dumps(legacy) + "\n")
     rec = load_records(tmp_path)
     assert rec.version == 1 and rec.measurements[0].status == "error"
-    prof = Profile.from_measurements({"kind": "gpu"}, rec.measurements)
+    prof = from_measurements({"kind": "gpu"}, rec.measurements)
     assert prof.errors and not prof.findings               # the old bug: this error was filed as a finding

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hwprobe.profile import Profile
+from hwprobe.profile_build import from_measurements
 from hwprobe.report import plots
 from hwprobe.report.plots import NoData
 from hwprobe.report.source import Run, load_run, load_runs
@@ -119,7 +119,7 @@ def test_bandwidth_marks_effective_and_physical_capacities():
 def test_cpu_roofline_speaks_of_cpu_cores():
     from hwprobe.measurement import Measurement, Theory
 
-    p = Profile.from_measurements({"kind": "cpu", "model": "Test CPU", "cores": 8}, [
+    p = from_measurements({"kind": "cpu", "model": "Test CPU", "cores": 8}, [
         Measurement(probe="cpu.fma", metric="fp64.cpu.fma", kind="compute", value=300e9, unit="FLOP/s",
                     precision="fp64", exec_unit="cpu", path="instruction", theory=Theory(at_clock=320e9)),
         Measurement(probe="cpu.stream", metric="dram.stream.triad", kind="memory", value=40e9, unit="B/s",

@@ -5,6 +5,7 @@ import pytest
 from hwprobe import profile as prof_mod
 from hwprobe.errors import InputError
 from hwprobe.profile import Profile, load_profile
+from hwprobe.profile_build import from_measurements
 from tests.helpers import sample_measurements
 
 DEVICE = {"kind": "gpu", "name": "NVIDIA H200", "sms": 132}
@@ -12,7 +13,7 @@ DEVICE = {"kind": "gpu", "name": "NVIDIA H200", "sms": 132}
 
 @pytest.fixture
 def prof() -> Profile:
-    return Profile.from_measurements(DEVICE, sample_measurements())
+    return from_measurements(DEVICE, sample_measurements())
 
 
 def test_best_valid_measurement_wins_each_slot(prof):
@@ -113,6 +114,6 @@ def test_a_v1_profile_loads_as_v2(prof, tmp_path):
 
 
 def test_partial_flag_survives(tmp_path):
-    p = Profile.from_measurements(DEVICE, sample_measurements()[:2], partial=True)
+    p = from_measurements(DEVICE, sample_measurements()[:2], partial=True)
     p.save(tmp_path / "profile.json")
     assert load_profile(tmp_path / "profile.json").partial is True

@@ -21,7 +21,7 @@ from hwprobe.contention import bimodal, flag_contention
 from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement, Stats, Theory
 from hwprobe.probes import probe
-from hwprobe.profile import load_profile
+from hwprobe.profile_build import load_profile
 from hwprobe.results import MEASUREMENTS
 
 

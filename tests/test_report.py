@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from hwprobe.profile import Profile, load_profile
+from hwprobe.profile_build import from_measurements
 from hwprobe.report import document, gapview, html, markdown, terminal
 from hwprobe.report import text as tx
 from hwprobe.report.source import load_run
@@ -146,7 +147,7 @@ def test_cpu_tables_leave_out_what_a_cpu_does_not_have():
         return Measurement(probe="cpu.x", metric=metric, value=value, samples_s=[0.1], stats=Stats.of([0.1]),
                            clocks=ClockSummary(sm_mhz=3600.0, source="cpufreq"), **kw)
 
-    p = Profile.from_measurements({"kind": "cpu", "model": "Test CPU", "cores": 8}, [
+    p = from_measurements({"kind": "cpu", "model": "Test CPU", "cores": 8}, [
         cpu("fp64.cpu.fma", 300e9, kind="compute", unit="FLOP/s", precision="fp64", exec_unit="cpu",
             path="instruction", theory=Theory(at_clock=320e9, at_max_clock=330e9, clock_mhz=3600.0)),
         cpu("dram.stream.triad", 40e9, kind="memory", unit="B/s", level="dram"),

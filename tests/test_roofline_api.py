@@ -7,6 +7,7 @@ import pytest
 from hwprobe import roofline
 from hwprobe.errors import InputError
 from hwprobe.profile import Profile
+from hwprobe.profile_build import from_measurements
 from hwprobe.roofline import RooflineError
 from tests.helpers import meas
 
@@ -27,7 +28,7 @@ def prof() -> Profile:
              params={"sparse": True}),
         meas("dram.read", BW, kind="memory", unit="B/s", level="dram", theory=4.8e12),
     ]
-    p = Profile.from_measurements(DEVICE, ms)
+    p = from_measurements(DEVICE, ms)
     # whichever slope rule the profile builder uses, this test knows the DRAM bandwidth it asks for
     p.memory["dram"].bandwidth.value = BW
     return p

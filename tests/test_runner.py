@@ -10,6 +10,7 @@ from hwprobe.errors import InputError, Skip
 from hwprobe.judge import judge
 from hwprobe.probes import probe
 from hwprobe.profile import load_profile
+from hwprobe.profile_build import from_measurements
 from hwprobe.results import read_measurements
 
 
@@ -111,8 +112,8 @@ def test_a_swinging_clock_never_yields_a_profile_that_fails_its_schema(tmp_path)
     """NVML's clock can read low while a probe runs fast (it lags); the profile must still validate."""
     from hwprobe.device import GpuInfo
     from hwprobe.measurement import ClockSummary, Measurement
-    from hwprobe.profile import Profile, validate_dict
-    from hwprobe.specs import device_theory
+    from hwprobe.profile import validate_dict
+    from hwprobe.specs.live import device_theory
 
     gpu = GpuInfo(index=0, name="NVIDIA H200", cc_major=9, cc_minor=0, sms=132, l2_bytes=60 << 20,
                   mem_bytes=141 << 30, mem_clock_mhz=3201, bus_width_bits=6016, sm_clock_max_mhz=1980)
@@ -125,4 +126,4 @@ def test_a_swinging_clock_never_yields_a_profile_that_fails_its_schema(tmp_path)
         judge(m, theory)
         ms.append(m)
     assert all(m.valid for m in ms)
-    validate_dict(Profile.from_measurements(gpu.to_dict(), ms).to_dict())
+    validate_dict(from_measurements(gpu.to_dict(), ms).to_dict())

@@ -7,6 +7,7 @@ from hwprobe.device import CpuInfo, GpuInfo
 from hwprobe.errors import InputError
 from hwprobe.judge import judge
 from hwprobe.measurement import ClockSummary, Measurement
+from hwprobe.specs import live
 from hwprobe.specs import theory as th
 
 T = 1e12
@@ -214,7 +215,7 @@ def test_h100_sxm_tensor_datasheet_assumes_1830_mhz():
 # ------------------------------------------------------------------------------------------------ live devices
 
 def test_h200_device_bandwidth_disagrees_with_datasheet():
-    dt = specs.device_theory(h200())
+    dt = live.device_theory(h200())
     assert dt.sku.name == "H200 SXM"
     bw = dt.memory("dram")
     assert bw.at_max_clock == pytest.approx(4.81e12, rel=0.001)
@@ -226,10 +227,10 @@ def test_h200_device_bandwidth_disagrees_with_datasheet():
 
 
 def test_device_configuration_differences_are_flagged():
-    dt = specs.device_theory(h200(bus=6144))
+    dt = live.device_theory(h200(bus=6144))
     assert any("bus width: device reports 6144 bits" in m and "6016" in m for m in dt.disagreements())
     g = gpu("NVIDIA GeForce RTX 3080", (8, 6), 68, 2100, 9501, 320, mem_gib=10)
-    dt = specs.device_theory(g)
+    dt = live.device_theory(g)
     msgs = dt.disagreements()
     assert any("max SM clock: device reports 2100 MHz" in m for m in msgs)
     assert not any(m.startswith("memory clock") for m in msgs)       # 9501 vs 1188 x 16 / 2 = 9504
@@ -237,7 +238,7 @@ def test_device_configuration_differences_are_flagged():
 
 
 def test_device_theory_at_measured_clock():
-    dt = specs.device_theory(h200())
+    dt = live.device_theory(h200())
     t = dt.compute("bf16", "tensor_core", clock_mhz=1755)
     assert t.at_clock == pytest.approx(132 * 2048 * 2 * 1755e6)
     assert t.at_max_clock == pytest.approx(132 * 2048 * 2 * 1980e6)
@@ -252,7 +253,7 @@ def test_device_theory_at_measured_clock():
 
 def test_unmatched_geforce_gets_half_rate_tf32_and_no_datasheet():
     g = gpu("NVIDIA GeForce RTX 3070", (8, 6), 46, 1725, 7001, 256, mem_gib=8)
-    dt = specs.device_theory(g)
+    dt = live.device_theory(g)
     assert dt.sku is None
     assert dt.compute("tf32", "tensor_core").at_max_clock == pytest.approx(46 * 128 * 2 * 1725e6)
     assert dt.compute("fp16", "tensor_core").datasheet is None
@@ -261,7 +262,7 @@ def test_unmatched_geforce_gets_half_rate_tf32_and_no_datasheet():
 
 def test_unknown_arch_has_no_compute_theory_but_has_bandwidth():
     g = gpu("NVIDIA B200", (10, 0), 148, 1965, 4000, 8192)
-    dt = specs.device_theory(g)
+    dt = live.device_theory(g)
     assert dt.compute("fp32", "cuda_core") is None
     assert dt.table() == []
     assert dt.bandwidth.at_max_clock == pytest.approx(4000e6 * 2 * 1024)
@@ -271,7 +272,7 @@ def test_unknown_arch_has_no_compute_theory_but_has_bandwidth():
 def test_jetson_uses_module_memory_not_reported_clock():
     # Tegra reports the GPU clock as the "memory clock"; theory must use the module's LPDDR4x.
     g = gpu("Xavier", (7, 2), 8, 1377, 1377, 256, mem_gib=31, integrated=True)
-    dt = specs.device_theory(g)
+    dt = live.device_theory(g)
     assert dt.sku.name == "Jetson AGX Xavier"
     assert dt.bandwidth.at_max_clock == pytest.approx(136.5 * G, rel=0.001)
     assert dt.memory("host_h2d") is None
@@ -280,7 +281,7 @@ def test_jetson_uses_module_memory_not_reported_clock():
 # ------------------------------------------------------------------------------------------------ attach
 
 def test_attach_marks_value_above_theory_invalid():
-    dt = specs.device_theory(h200())
+    dt = live.device_theory(h200())
     ok = measurement(800 * T, sm_mhz=1755, sm_mhz_max=1800)
     judge(ok, dt)
     assert ok.valid and not ok.flags
@@ -296,7 +297,7 @@ def test_attach_marks_value_above_theory_invalid():
 def test_attach_names_a_lagging_nvml_clock():
     # above theory at every NVML reading (1.03 x 1800 MHz = 1002 T) but possible at the 1980 MHz max clock:
     # NVML's clock lags short probes, so theory moves to the max clock and the measurement says why
-    dt = specs.device_theory(h200())
+    dt = live.device_theory(h200())
     m = measurement(1050 * T, sm_mhz=1755, sm_mhz_max=1800)
     judge(m, dt)
     assert m.valid and m.flags == ["clock_lag"]
@@ -308,7 +309,7 @@ def test_attach_names_a_lagging_nvml_clock():
 
 
 def test_attach_uses_highest_sampled_clock_as_the_bound():
-    dt = specs.device_theory(h200())
+    dt = live.device_theory(h200())
     m = measurement(960 * T, sm_mhz=1700, sm_mhz_max=1980)   # above 1.03 x median-clock theory, below max
     judge(m, dt)
     assert m.valid
@@ -317,7 +318,7 @@ def test_attach_uses_highest_sampled_clock_as_the_bound():
 
 
 def test_attach_memory_cpu_and_sparse():
-    dt = specs.device_theory(h200())
+    dt = live.device_theory(h200())
     m = measurement(4.2e12, kind="memory", precision=None, unit=None, level="dram", op_unit="B/s", mem_mhz=3201)
     judge(m, dt)
     assert m.valid and m.theory.at_clock == pytest.approx(4.814e12, rel=0.001)
@@ -332,7 +333,7 @@ def test_attach_memory_cpu_and_sparse():
     assert other.theory is None and other.valid
     cpu = CpuInfo(model="Test CPU", vendor="x", cores=8, threads=16, flags=["avx2", "fma"], max_mhz=3000,
                   fp64_flops_per_clk=16, fp32_flops_per_clk=32)
-    cdt = specs.device_theory(cpu)
+    cdt = live.device_theory(cpu)
     m = measurement(300e9, precision="fp64", unit="cpu", sm_mhz=2800)
     judge(m, cdt)
     # a CPU's theory is at its max clock (sysfs), never the current reading (a VM reports that wrongly)

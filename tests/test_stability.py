@@ -1,14 +1,15 @@
 """Rounds: every ceiling repeated, apart; its runs, spread, stability and per-clock figure in the profile."""
 
 from hwprobe import api
-from hwprobe.profile import Ceiling, Profile
+from hwprobe.profile import Ceiling
+from hwprobe.profile_build import from_measurements
 from tests.helpers import meas
 
 
 def test_repeated_metric_becomes_runs_and_spread():
     ms = [meas("fp32.cuda_core.ffma", v, precision="fp32", exec_unit="cuda_core", path="instruction",
                theory=70e12) for v in (66.0e12, 66.3e12, 66.1e12)]
-    c = Profile.from_measurements({"kind": "gpu"}, ms).compute["fp32"]["cuda_core"]["instruction"]
+    c = from_measurements({"kind": "gpu"}, ms).compute["fp32"]["cuda_core"]["instruction"]
     assert c.value == 66.3e12 and c.runs == [66.0e12, 66.3e12, 66.1e12]
     assert abs(c.spread - (66.3 / 66.0 - 1)) < 1e-12 and c.stable is True
     assert c.per_clock == 66.3e12 / 1755e6                          # op per clock of the clock behind it

@@ -14,6 +14,24 @@ def test_no_import_cycles():
     assert r.returncode == 0, r.stdout
 
 
+def test_cycle_check_reads_lazy_and_type_checking_imports(tmp_path):
+    """A circle closed by an import inside a function, or under TYPE_CHECKING, is still a circle."""
+    pkg = tmp_path / "hwprobe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from hwprobe.b import x\n")
+    (pkg / "b.py").write_text("x = 1\n\n\ndef f():\n    from hwprobe import a\n    return a\n")
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hwprobe.d import y\n")
+    (pkg / "d.py").write_text("from hwprobe import c\ny = c\n")
+    (pkg / "e.py").write_text("from hwprobe import a\n")            # a one-way tie: no circle
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "import_cycles.py"), str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "hwprobe.a -> hwprobe.b -> hwprobe.a" in r.stdout
+    assert "hwprobe.c -> hwprobe.d -> hwprobe.c" in r.stdout
+    assert r.stdout.strip().endswith("6 modules, 2 cycles")
+
+
 def _probe_modules():
     from hwprobe.probes import MODULES
 
@@ -60,3 +78,16 @@ def test_no_module_defines_a_top_level_name_twice():
 def test_probe_modules_live_in_their_family_folder():
     for mod in _probe_modules():
         assert mod.split(".")[2] in PROBE_FAMILIES, mod
+
+
+def test_the_readme_layout_names_every_module_and_folder():
+    """README's Layout block names each top-level module, package and tool (a moved module must move there too)."""
+    text = (ROOT / "README.md").read_text()
+    layout = text[text.index("## Layout"):]
+    layout = layout[:layout.index("```", layout.index("```") + 3)]
+    names = [f.name for f in (ROOT / "hwprobe").glob("*.py") if f.stem not in ("__init__", "__main__")]
+    names += [f"{d.name}/" for d in (ROOT / "hwprobe").iterdir() if d.is_dir() and not d.name.startswith("_")]
+    names += [f"{d.name}/" for d in (ROOT / "hwprobe" / "probes").iterdir() if d.is_dir() and d.name != "__pycache__"]
+    names += [f.name for f in (ROOT / "tools").iterdir() if f.suffix in (".py", ".sh")]
+    missing = [n for n in names if n not in layout]
+    assert not missing, f"README's Layout does not name {missing}"

@@ -132,7 +132,7 @@ def test_every_arch_names_known_precisions():
 def test_attach_prefers_the_kernels_own_clock():
     from hwprobe.device import GpuInfo
     from hwprobe.measurement import ClockSummary, Measurement
-    from hwprobe.specs import device_theory
+    from hwprobe.specs.live import device_theory
 
     gpu = GpuInfo(index=0, name="NVIDIA H200", cc_major=9, cc_minor=0, sms=132, l2_bytes=60 << 20,
                   mem_bytes=141 << 30, mem_clock_mhz=3201, bus_width_bits=6016, sm_clock_max_mhz=1980)

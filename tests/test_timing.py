@@ -61,3 +61,61 @@ def test_compute_measurements_stretch_to_the_energy_window():
     assert sum(m.samples_s) >= 0.2 and m.stats.n >= 18
     m = ctx.measure("y", slow, work=1.0, unit="B/s", kind="memory", warmup=0, repeats=3)
     assert m.stats.n == 3                            # only compute ceilings pay for energy
+
+
+class _Clock:
+    """A fake CuPy whose GPU clock advances by ``per_launch`` seconds per launch; events read it."""
+
+    def __init__(self, per_launch: float):
+        self.t, self.per_launch, self.log = 0.0, per_launch, []
+        clock = self
+
+        class Event:
+            def __init__(self, *a, **k):
+                self.at = None
+
+            def record(self, stream=None):
+                self.at = clock.t
+                clock.log.append(("record", getattr(stream, "name", None)))
+
+            def synchronize(self):
+                pass
+
+        class Stream:
+            def __init__(self, name):
+                self.name, self.ptr = name, hash(name)
+
+            def wait_event(self, e):
+                clock.log.append(("wait", self.name))
+
+        self.current = Stream("current")
+        cuda = type("cuda", (), {})()
+        cuda.Event = Event
+        cuda.get_current_stream = lambda: self.current
+        cuda.get_elapsed_time = lambda a, b: (b.at - a.at) * 1e3
+        self.cuda, self.Stream = cuda, Stream
+
+    def launch(self):
+        self.t += self.per_launch
+
+
+def test_launches_for_sizes_a_sample_to_the_target():
+    from hwprobe.timing import launches_for, repeat, time_cuda_issue
+
+    g = _Clock(1e-5)
+    assert launches_for(g.launch, 0.004, cp=g) == 400         # 4 ms of 10 us launches
+    assert launches_for(g.launch, 0.004, hi=100, cp=g) == 100
+    gpu, host = time_cuda_issue(repeat(g.launch, 7), cp=g)
+    assert gpu == pytest.approx(7e-5) and host >= 0
+
+
+def test_fork_join_starts_every_stream_after_the_current_and_joins_them():
+    from hwprobe.timing.groups import fork_join
+
+    g = _Clock(0.0)
+    s1, s2 = g.Stream("s1"), g.Stream("s2")
+    ran = []
+    fork_join(g, [s1, s2], [lambda p: ran.append(("h2d", p)), lambda p: ran.append(("d2h", p))])
+    assert ran == [("h2d", s1.ptr), ("d2h", s2.ptr)]
+    assert g.log == [("record", "current"), ("wait", "s1"), ("wait", "s2"), ("record", "s1"), ("record", "s2"),
+                     ("wait", "current"), ("wait", "current")]

@@ -1,12 +1,16 @@
-"""Module-level import cycles inside hwprobe (imports at module top; lazy ones inside functions don't count).
+"""Import cycles inside hwprobe: every import counts, at module top, inside a function or under TYPE_CHECKING
+(a lazy import hides a circle from Python, not from the reader who must change both ends).
 
-    python tools/import_cycles.py      # prints each cycle; exit 1 if any
+The root package's __init__ is a facade (functions that hand names on from a lazy import); its own imports are
+not followed, so ``from hwprobe import __version__`` ties nothing into a circle.
+
+    python tools/import_cycles.py [ROOT]     # prints each cycle; exit 1 if any (ROOT: a checkout, default this one)
 """
 import ast
 import pathlib
 import sys
 
-root = pathlib.Path(__file__).resolve().parents[1]
+root = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[1]
 mods = {}
 for f in (root / "hwprobe").rglob("*.py"):
     rel = f.relative_to(root).with_suffix("")
@@ -15,15 +19,15 @@ for f in (root / "hwprobe").rglob("*.py"):
 graph = {}
 for name, f in mods.items():
     deps = set()
-    for node in ast.parse(f.read_text()).body:
+    for node in ast.walk(ast.parse(f.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("hwprobe"):
-            deps.add(node.module)
-            for a in node.names:
-                if f"{node.module}.{a.name}" in mods:
-                    deps.add(f"{node.module}.{a.name}")
+            subs = {f"{node.module}.{a.name}" for a in node.names} & mods.keys()
+            deps |= subs
+            if len(subs) < len(node.names):      # a name defined in the module itself, not a submodule of it
+                deps.add(node.module)
         elif isinstance(node, ast.Import):
             deps |= {a.name for a in node.names if a.name.startswith("hwprobe")}
-    graph[name] = {d for d in deps if d in mods and d != name}
+    graph[name] = {d for d in deps if d in mods and d != name} if name != "hwprobe" else set()
 cycles, state = [], {}
 
 

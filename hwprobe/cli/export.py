@@ -55,7 +55,7 @@ def export_(results, fmt, out, path, name, sets, provenance) -> None:
     formats with no room for it goes to stderr, or to --provenance FILE."""
     from hwprobe.errors import InputError
     from hwprobe.export import export
-    from hwprobe.profile import load_profile
+    from hwprobe.profile_build import load_profile
 
     e = export(load_profile(results), fmt, path=path, name=name, source=str(results), overrides=_overrides(sets))
     err = console(stderr=True)

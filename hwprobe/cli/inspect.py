@@ -51,8 +51,9 @@ def specs(name, device, as_json) -> None:
         theory = sp.sku_theory(sp.find(name))
     else:
         from hwprobe.device import select
+        from hwprobe.specs.live import device_theory
 
-        theory = sp.device_theory(select(device))
+        theory = device_theory(select(device))
     if as_json:
         click.echo(json.dumps({"device": theory.label, "compute": theory.table(), "memory": theory.memory_table(),
                                "disagreements": theory.disagreements()}, indent=2, default=str))

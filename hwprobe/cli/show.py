@@ -28,7 +28,7 @@ def report_(source, html_out, md_out, wide, as_json) -> None:
     from hwprobe import report
 
     if as_json:
-        from hwprobe.profile import load_profile
+        from hwprobe.profile_build import load_profile
 
         click.echo(json.dumps(load_profile(source).to_dict(), indent=2, default=str))
         return

@@ -15,7 +15,7 @@ import time
 from functools import cache
 from pathlib import Path
 
-from hwprobe.device import CpuInfo
+from hwprobe.device.info import CpuInfo
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 

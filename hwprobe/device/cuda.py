@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hwprobe.device import GpuInfo
+from hwprobe.device.info import GpuInfo
 
 # cudaDeviceAttr values (driver_types.h); stable across CUDA 11-13.
 ATTR = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from functools import cache
 
-from hwprobe.device import GpuInfo
+from hwprobe.device.info import GpuInfo
 
 
 @cache

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hwprobe.errors import InputError
+from hwprobe.flags import Code, has
 
 PROFILE = "profile.json"
 _GLOB_CHARS = set("*?[")
@@ -59,7 +60,7 @@ class RunRecord:
         """Other work shared the GPU while this ran (recorded by the run), for the run or any ceiling."""
         env = self.environment
         return bool(env.get("contended") or (env.get("processes") or {}).get("contended")
-                    or any(f.startswith("contended") for c in self.ceilings.values() for f in c.flags))
+                    or any(has(c.flags, Code.CONTENDED) for c in self.ceilings.values()))
 
     @property
     def jetson(self) -> dict:

@@ -18,6 +18,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from hwprobe.flags import Code, first
+
 # Base opcodes of CUDA-core arithmetic and logic; used to say how many *other* such instructions share
 # the loop with the intended one (moves, branches, loads and NOPs are not counted).
 ARITH_OPCODES = frozenset({
@@ -282,4 +284,4 @@ def invalidate(m) -> None:
     m.valid = False
     if hasattr(m, "status"):
         m.status = "invalid"
-        m.reason = m.reason or next((f for f in m.flags if f.startswith("sass_mismatch")), "sass_mismatch")
+        m.reason = m.reason or first(m.flags, Code.SASS_MISMATCH) or Code.SASS_MISMATCH.value

@@ -58,7 +58,8 @@ def source(profile=None, spec: str | None = None) -> Source | None:
         return roofs.Datasheet(specs.sku_theory(specs.find(spec)))
     if profile is None:
         return None
-    from hwprobe.profile import Profile, load_profile
+    from hwprobe.profile import Profile
+    from hwprobe.profile_build import load_profile
 
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
     return roofs.Measured(prof, "" if isinstance(profile, Profile) else str(profile))

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from hwprobe.errors import InputError
 from hwprobe.models import conventions as conv
 from hwprobe.models.layers import Layer, Model
-from hwprobe.models.roofs import Alignment, Source
+from hwprobe.models.placement import Options, Placement
+from hwprobe.models.roofs import Source
 from hwprobe.roofline import Roof, RooflineError
 
 if TYPE_CHECKING:
@@ -30,32 +31,6 @@ CUDA_CORE_COMPUTE = {"fp64": "fp64", "fp32": "fp32", "tf32": "fp32", "fp16": "fp
 CUDA_CORE_GEMM = dict(CUDA_CORE_COMPUTE, int8="int8")
 WHATIF_CHAIN = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 LEVELS = ("dram", "l2", "auto")
-
-
-@dataclass(frozen=True)
-class Options:
-    precision: str = "fp32"
-    convention: str = "standard"
-    path: str = "auto"            # auto | library | instruction | best
-    level: str = "dram"           # dram | l2 | auto (footprint fits the measured L2: the L2 slope)
-
-
-@dataclass
-class Placement:
-    """One layer at one precision: the roof it meets and what that predicts."""
-
-    precision: str
-    unit: str
-    path: str
-    level: str
-    ops: float
-    bytes: float
-    roof: Roof
-    time_s: float
-    bound: str
-    alignment: Alignment | None = None
-    note: str = ""
-    storage: str = ""             # the precision tensors are stored in (``precision`` is the math's)
 
 
 @dataclass
@@ -201,7 +176,7 @@ def analyze(model: Model, source: Source | None, options: Options | None = None)
                      "(cuBLAS/cuBLASLt), pointwise layers on its *instruction* ceilings (--path to change)")
     from hwprobe.models.whatif import whatif
 
-    wi, placed = whatif(model, source, opts)
+    wi, placed = whatif(model, source, opts, place)
     for p, ps in placed.items():
         df[f"whatif_{p}_s"] = [x.time_s for x in ps]
     return Analysis(model, opts, source.label, df, totals(df), wi, placed, notes, source=source)

@@ -3,18 +3,22 @@ roofs and the smaller bytes, with what limits each step ("memory-bound: INT8 hal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hwprobe.errors import InputError
-from hwprobe.models.layers import Model
+from hwprobe.models.layers import Layer, Model
+from hwprobe.models.placement import Options, Placement
 from hwprobe.roofline import RooflineError
 from hwprobe.units import si
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from hwprobe.models.analysis import Options, Placement
     from hwprobe.models.roofs import Source
+
+# How a layer is placed at a precision (hwprobe.models.analysis.place, passed in: that module calls this one)
+Place = Callable[["Source", Layer, str, Options], Placement]
 
 CHAIN = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 PREVIOUS = {"tf32": ("fp32",), "fp16": ("tf32", "fp32"), "bf16": ("tf32", "fp32"),
@@ -54,11 +58,9 @@ def step_text(prev: Placement, cur: Placement) -> str:
     return text
 
 
-def placements(model: Model, source: Source, opts: Options, precision: str) -> list[Placement] | str:
+def placements(model: Model, source: Source, opts: Options, precision: str, place: Place) -> list[Placement] | str:
     """Every layer placed at ``precision``; a string saying why not where the source lacks a ceiling."""
     from dataclasses import replace
-
-    from hwprobe.models.analysis import place
 
     o = replace(opts, precision=precision)
     try:
@@ -91,12 +93,13 @@ def _total_text(prev_p: str, cur_p: str, prev: list[Placement], cur: list[Placem
     return text
 
 
-def whatif(model: Model, source: Source, opts: Options) -> tuple[pd.DataFrame, dict[str, list[Placement]]]:
+def whatif(model: Model, source: Source, opts: Options,
+           place: Place) -> tuple[pd.DataFrame, dict[str, list[Placement]]]:
     """One row per precision of the chain (total predicted time, speed-ups, what limits the step), and every
     layer's placement per available precision."""
     import pandas as pd
 
-    placed = {p: placements(model, source, opts, p) for p in CHAIN}
+    placed = {p: placements(model, source, opts, p, place) for p in CHAIN}
     ok = {p: v for p, v in placed.items() if not isinstance(v, str)}
     base = sum(x.time_s for x in ok["fp32"]) if "fp32" in ok else None
     rows = []

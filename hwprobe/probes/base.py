@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hwprobe.errors import InputError, Skip, VerificationError
+from hwprobe.flags import Code, Flag
 from hwprobe.measurement import Measurement, Stats
-from hwprobe.vocab import Status
+from hwprobe.vocab import Kind, Status
 
 ProbeFunc = Callable[..., Iterator[Measurement]]
 
@@ -115,17 +116,15 @@ class ProbeContext:
         ``check`` runs after timing and raises (VerificationError/AssertionError) on a wrong result; the
         measurement is then kept but marked invalid. ``meta`` fills the other Measurement fields.
         """
-        from dataclasses import replace
-
         from hwprobe.timing import policy
 
         warmup = self.warmup if warmup is None else warmup
         repeats = (max(3, self.repeats // 2) if self.quick else self.repeats) if repeats is None else repeats
-        rule = replace(policy.CEILING, min_samples=repeats, max_samples=repeats)
+        rule = policy.rule("ceiling", min_samples=repeats, max_samples=repeats)
         if kind == "compute" and self.energy_window_s > 0:
             # A compute ceiling also gets joules per operation: sample until the window is long enough for the
             # energy counter (it steps every ~0.1 s).
-            rule = replace(policy.ENERGY, min_samples=repeats, min_total_s=self.energy_window_s)
+            rule = policy.rule("energy", min_samples=repeats, min_total_s=self.energy_window_s)
         with self.sampler.window() as win:
             if warmup:
                 self._time(fn, warmup, 0)
@@ -143,7 +142,7 @@ class ProbeContext:
             except (VerificationError, AssertionError) as e:
                 m.verified = False
                 m.valid = False
-                m.flags.append(f"verification_failed: {e}")
+                m.flags.append(Flag(Code.VERIFICATION_FAILED, str(e)))
         if st.cv > 0.05:
             m.notes.append(f"samples vary: cv {st.cv:.1%}")
         return m
@@ -155,7 +154,7 @@ class ProbeContext:
     def skip(self, metric: str, reason: str, **meta: Any) -> Measurement:
         """The record of a point or variant that can't run here (the run goes on); ``reason`` says why."""
         self.log(f"{metric}: skipped: {reason}")
-        return Measurement(probe=self.probe_name, metric=metric, kind="info", value=0.0, unit="",
+        return Measurement(probe=self.probe_name, metric=metric, kind=Kind.INFO, value=0.0, unit="",
                            status=Status.SKIPPED.value, reason=reason, **meta)
 
     def error(self, metric: str, what: str, exc: BaseException, **meta: Any) -> Measurement:
@@ -165,7 +164,7 @@ class ProbeContext:
             return self.skip(metric, f"{what}: {exc}", **meta)
         reason = f"{what}: {type(exc).__name__}: {exc}"
         self.log(f"{metric}: error: {reason}")
-        return Measurement(probe=self.probe_name, metric=metric, kind="info", value=0.0, unit="",
+        return Measurement(probe=self.probe_name, metric=metric, kind=Kind.INFO, value=0.0, unit="",
                            status=Status.ERROR.value, reason=reason, **meta)
 
     def derived(self, metric: str, value: float, *, unit: str, kind: str, **meta: Any) -> Measurement:

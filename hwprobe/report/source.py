@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hwprobe.device.info import device_kind
 from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement
-from hwprobe.profile import Profile, load_profile
+from hwprobe.profile import Profile
+from hwprobe.profile_build import load_profile
 from hwprobe.vocab import profile_precision
 
 
@@ -33,11 +35,7 @@ class Run:
     @property
     def kind(self) -> str:
         """"gpu" or "cpu", from the device record (CPU profiles have no SM count)."""
-        d = self.profile.device
-        k = d.get("kind")
-        if k in ("gpu", "cpu"):
-            return k
-        return "gpu" if d.get("sms") or d.get("arch") else "cpu"
+        return device_kind(self.profile.device)
 
     @property
     def device_name(self) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hwprobe import keys as K
+from hwprobe.flags import Code, has
 from hwprobe.profile import Ceiling, Profile
 from hwprobe.report import text as tx
 from hwprobe.units import si
@@ -125,15 +127,15 @@ def _compute_row(prec: str, unit: str, path: str, c: Ceiling) -> dict[str, Any]:
         "sustained": getattr(c, "sustained", None),
         # one clock source per column: the SM MHz column is the clock named in "clock from" (kernel, sentinel,
         # nvml, max); "% @NVML clock" is the same figure against NVML's reading; a disagreement over 3% is shown
-        "clock_from": c.clock_source, "pct_nvml": (c.params.get("pct_at") or {}).get("nvml"),
+        "clock_from": c.clock_source, "pct_nvml": (c.params.get(K.PCT_AT) or {}).get("nvml"),
         "clock_check": _disagreement(c),
     }
 
 
 def _disagreement(c: Ceiling) -> str | None:
-    if not any(f.startswith("clock_disagreement") for f in c.flags):
+    if not has(c.flags, Code.CLOCK_DISAGREEMENT):
         return None
-    clk = c.params.get("clocks_mhz") or {}
+    clk = c.params.get(K.CLOCKS_MHZ) or {}
     own = clk.get("kernel") or clk.get("sentinel")
     return f"{clk['nvml'] / own - 1:+.1%}" if own and clk.get("nvml") else "disagree"
 

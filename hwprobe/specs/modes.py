@@ -7,10 +7,10 @@ reports a 64-bit bus and a wrong memory clock. The live values come from hwprobe
 
 from __future__ import annotations
 
-from hwprobe.device.jetson import jetpack_at_least, summary
 from hwprobe.errors import InputError
 from hwprobe.specs import DeviceTheory, PowerMode, Sku, find, match, sku_theory
 from hwprobe.specs import theory as th
+from hwprobe.specs.jetpack import jetpack_at_least, summary
 from hwprobe.units import si
 
 

@@ -14,7 +14,8 @@ from hwprobe.timing.sampler import ClockSampler, CpuClockSampler, NullSampler
 
 __all__ = [
     "clock_mhz", "sampler_for",
-    "time_host", "time_cuda", "time_cuda_once", "iterations_for", "ClockSampler", "CpuClockSampler", "NullSampler",
+    "time_host", "time_cuda", "time_cuda_once", "time_cuda_issue", "iterations_for", "launches_for", "repeat",
+    "ClockSampler", "CpuClockSampler", "NullSampler",
 ]
 
 
@@ -59,6 +60,42 @@ def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10, c
 def time_cuda_once(fn: Callable[[], object], cp=None) -> float:
     """Seconds of one call of ``fn`` on the current stream (CUDA events, no warm-up): calibration and search."""
     return time_cuda(fn, warmup=0, repeats=1, cp=cp)[0]
+
+
+def time_cuda_issue(fn: Callable[[], object], cp=None) -> tuple[float, float]:
+    """(GPU seconds, host seconds to issue) of one call of ``fn`` on the current stream: CUDA events around it
+    and perf_counter around the issuing, so a launch-bound call shows (the host issues slower than the GPU runs)."""
+    if cp is None:
+        import cupy as cp
+
+    stream = cp.cuda.get_current_stream()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record(stream)
+    t0 = time.perf_counter()
+    fn()
+    host = time.perf_counter() - t0
+    stop.record(stream)
+    stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop) * 1e-3, host
+
+
+def repeat(launch: Callable[[], object], n: int) -> Callable[[], None]:
+    """One sample of ``n`` back-to-back calls of ``launch``."""
+    def fn() -> None:
+        for _ in range(n):
+            launch()
+
+    return fn
+
+
+def launches_for(launch: Callable[[], object], target_s: float, hi: int = 1 << 20, cp=None) -> int:
+    """How many back-to-back ``launch`` calls last about ``target_s`` (a rule's sample_s): warm once, then time
+    one (the policy's calibrate with no growth: one call is long enough to time)."""
+    from hwprobe.timing import policy
+
+    launch()
+    return policy.calibrate(lambda n: time_cuda_once(repeat(launch, n), cp=cp), target_s, start=1, hi=hi,
+                            reach=0.0).count
 
 
 def iterations_for(seconds_per_iteration: float, target_s: float, lo: int = 1, hi: int = 1 << 30) -> int:

@@ -2,13 +2,15 @@
 
 Every probe sizes its samples with ``calibrate`` (grow the work until a timed call is long enough that fixed
 costs hardly bias it, then scale linearly to the target) and takes them with ``sample`` under a named
-``StoppingRule``. The sample lengths live here, named by what they are for, instead of in each probe.
+``StoppingRule``. The sample lengths and counts live here, named by what they are for, instead of in each probe:
+a probe asks for a rule by name (``rule("screen")``), with parameters where it must (``rule("ceiling",
+min_samples=5)``), as nvbench's benchmarks name their stopping criterion.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -40,7 +42,31 @@ SUSTAINED = StoppingRule("sustained", sample_s=0.05, min_samples=3, max_samples=
                          timeout_s=30.0)
 ENERGY = StoppingRule("energy", sample_s=0.005, min_samples=10, max_samples=4000, min_total_s=1.2, timeout_s=30.0)
 QUICK = StoppingRule("quick", sample_s=0.002, min_samples=3, max_samples=5)
-RULES = {r.name: r for r in (CEILING, SCREEN, SWEEP, STREAM, LIBRARY, SUSTAINED, ENERGY, QUICK)}
+# Rules of one probe family each (the lengths and counts those probes kept apart before, unchanged). Where a
+# rule only sizes a call that ctx.measure then times, its counts are the ceiling's and the length is what counts.
+STREAM_SIZES = StoppingRule("stream_sizes", sample_s=0.004, min_samples=3, max_samples=3)  # DRAM finalists per size
+L2_SCREEN = StoppingRule("l2_screen", sample_s=0.001, min_samples=2, max_samples=2)  # cache: L2 variants screened
+TRACE = StoppingRule("trace", sample_s=0.003, min_samples=3, max_samples=3)          # the roofline trace's points
+LATENCY = StoppingRule("latency", sample_s=0.0, min_samples=5, max_samples=5)        # chases: fixed steps, 5 times
+# mma.sync/wgmma: one launch long against launch overhead, short against power-cap throttling
+INSTRUCTION = StoppingRule("instruction", sample_s=0.010, min_samples=10, max_samples=10)
+INSTRUCTION_QUICK = StoppingRule("instruction_quick", sample_s=0.004, min_samples=10, max_samples=10)
+SEARCH = StoppingRule("search", sample_s=0.003, min_samples=1, max_samples=1)   # one launch per configuration tried
+CPU_CEILING = StoppingRule("cpu_ceiling", sample_s=0.2, min_samples=10, max_samples=10)  # one call of all threads
+CPU_QUICK = StoppingRule("cpu_quick", sample_s=0.03, min_samples=10, max_samples=10)
+RULES = {r.name: r for r in (CEILING, SCREEN, SWEEP, STREAM, LIBRARY, SUSTAINED, ENERGY, QUICK, STREAM_SIZES,
+                             L2_SCREEN, TRACE, LATENCY, INSTRUCTION, INSTRUCTION_QUICK, SEARCH, CPU_CEILING,
+                             CPU_QUICK)}
+
+
+def rule(name: str, /, **params: float) -> StoppingRule:
+    """The stopping rule named ``name``, with ``params`` (any StoppingRule field but the name) set for this use."""
+    if name not in RULES:
+        raise ValueError(f"no stopping rule {name!r}; rules: {', '.join(RULES)}")
+    bad = set(params) - {f.name for f in fields(StoppingRule)} - {"name"} or set(params) & {"name"}
+    if bad:
+        raise ValueError(f"stopping rule {name!r} has no parameter {', '.join(sorted(bad))}")
+    return replace(RULES[name], **params) if params else RULES[name]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from hwprobe import keys as K
+
 SPIN_US = 200.0        # long against the global timer's tick (<= 1 us on Hopper), short against everything else
 
 
@@ -82,7 +84,7 @@ def record(params: dict, before: SentinelReading | None, after: SentinelReading 
     got = [r for r in (before, after) if r is not None]
     if not got:
         return
-    params["sentinel_sm_mhz"] = sorted(round(r.mhz, 1) for r in got)
+    params[K.SENTINEL_SM_MHZ] = sorted(round(r.mhz, 1) for r in got)
     params["sentinel_sm_mhz_mean"] = round(statistics.fmean(r.mhz for r in got), 1)
     if before is not None:
         params["sentinel_sm_mhz_before"] = before.to_dict()
@@ -92,7 +94,7 @@ def record(params: dict, before: SentinelReading | None, after: SentinelReading 
 
 def clock_of(params: dict) -> float | None:
     """The sentinel clock a record's params carry (the higher edge, as the judge takes it); None without one."""
-    v = params.get("sentinel_sm_mhz")
+    v = params.get(K.SENTINEL_SM_MHZ)
     if not v:
         return None
     return float(max(v) if isinstance(v, list) else v)

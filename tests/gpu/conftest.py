@@ -7,12 +7,13 @@ import pytest
 
 @pytest.fixture(scope="session")
 def gpu_ctx_factory():
-    from hwprobe import device, probes, specs
+    from hwprobe import device, probes
+    from hwprobe.specs.live import device_theory
     from hwprobe.timing import sampler_for as _sampler
 
     dev = device.select("0")
     sampler = _sampler(dev)
-    theory = specs.device_theory(dev)
+    theory = device_theory(dev)
 
     def make(probe_name: str, quick: bool = True):
         return probes.ProbeContext(target="gpu", device=dev, sampler=sampler, probe_name=probe_name, quick=quick,

@@ -11,6 +11,8 @@ import time
 import numpy as np
 import pytest
 
+from hwprobe.profile_build import from_measurements
+
 pytestmark = pytest.mark.gpu
 
 
@@ -126,7 +128,6 @@ def test_p2p_loopback_self_test(make_ctx):
 def test_p2p_pairs(make_ctx):
     """Two or more GPUs: every pair measured, verified, filed as a link, below its NVML theory."""
     from hwprobe.probes.interconnect import p2p
-    from hwprobe.profile import Profile
 
     if len(make_ctx.gpus) < 2:
         pytest.skip("one GPU: no pair")
@@ -134,7 +135,7 @@ def test_p2p_pairs(make_ctx):
     ms = list(p2p.run(ctx, max_mib=256))
     _show([m for m in ms if m.kind != "sweep"])
     assert not [m for m in ms if m.status in ("error", "invalid")]
-    prof = Profile.from_measurements(make_ctx.device.to_dict(), ms)
+    prof = from_measurements(make_ctx.device.to_dict(), ms)
     n = len(make_ctx.gpus)
     assert len([k for k in prof.links if k.startswith("p2p.")]) == n * (n - 1) // 2
     for link in prof.links.values():

@@ -59,8 +59,8 @@ def test_dram(gpu_ctx_factory):
 
 
 def test_cache(gpu_ctx_factory):
-    from hwprobe import specs
     from hwprobe.probes.memory import cache as gpu_cache
+    from hwprobe.specs import live
 
     dev, ms, took = _run(gpu_ctx_factory, "gpu.cache", gpu_cache.run)
     sweeps = [m for m in ms.values() if m.kind == "sweep"]
@@ -83,7 +83,7 @@ def test_cache(gpu_ctx_factory):
     screened = [r["median_bps"] for r in free.params["screened"] if r.get("median_bps")]
     assert screened and free.params["sweep_median_bps"] <= 1.10 * max(screened)
     assert free.value <= 1.02 * l2.value, (free.value, l2.value)
-    port = specs.device_theory(dev).memory("l2")      # L2 slices x 64 B x L2 clock, where the spec table has them
+    port = live.device_theory(dev).memory("l2")      # L2 slices x 64 B x L2 clock, where the spec table has them
     if port is not None:
         assert l2.value <= 1.01 * port.at_clock and "L2 slices" in port.basis, (l2.value, port)
     if dev.cc_major == 9 and not dev.integrated:  # H100 / H200: >= 85% of the slices' port peak (best seen: 93-94%)

@@ -10,10 +10,11 @@ import time
 import cupy as cp
 import numpy as np
 
-from hwprobe import device, probes, specs
+from hwprobe import device, probes
 from hwprobe.kernels import load
 from hwprobe.probes.memory import hopper, l2map, latency
 from hwprobe.probes.memory.common import CACHE_KERNELS, release
+from hwprobe.specs.live import device_theory
 from hwprobe.timing import sampler_for
 
 OUT = os.environ.get("OUT", "/tmp")
@@ -22,7 +23,7 @@ MIB, GIB = 1 << 20, 1 << 30
 
 dev = device.select("0")
 sampler = sampler_for(dev)
-theory = specs.device_theory(dev)
+theory = device_theory(dev)
 
 
 def ctx_for(name, quick=False):

@@ -11,19 +11,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.errors import Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes.compute import gemm_common as gc
-from hwprobe.timing import policy, time_cuda_once
+from hwprobe.timing import policy, time_cuda_issue, time_cuda_once
+from hwprobe.vocab import Kind
 
-TARGET_S = 0.005        # GPU time of one timed sample
 MAX_REPS = 4096         # GEMMs in one graph at most
 COMPUTE_NAMES = {gc.COMPUTE_16F: "CUBLAS_COMPUTE_16F", gc.COMPUTE_32F: "CUBLAS_COMPUTE_32F",
                  gc.COMPUTE_64F: "CUBLAS_COMPUTE_64F", gc.COMPUTE_32I: "CUBLAS_COMPUTE_32I",
@@ -264,16 +264,12 @@ class Runner:
 
 def _pilot(cp, call: Callable[[int], None], sets: int, count: int) -> tuple[float, float]:
     """(GPU seconds, host issue seconds) per call over ``count`` back-to-back calls."""
-    stream = cp.cuda.get_current_stream()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record(stream)
-    t0 = time.perf_counter()
-    for i in range(count):
-        call(i % sets)
-    host = time.perf_counter() - t0
-    stop.record(stream)
-    stop.synchronize()
-    return cp.cuda.get_elapsed_time(start, stop) * 1e-3 / count, host / count
+    def calls() -> None:
+        for i in range(count):
+            call(i % sets)
+
+    gpu, host = time_cuda_issue(calls, cp=cp)
+    return gpu / count, host / count
 
 
 def _capture(cp, call: Callable[[int], None], sets: int, reps: int, set_stream: Callable[[int], None] | None):
@@ -300,13 +296,14 @@ def _capture(cp, call: Callable[[int], None], sets: int, reps: int, set_stream: 
 
 
 def build_runner(cp, call: Callable[[int], None], sets: int = 1, *, graph: bool = True,
-                 set_stream: Callable[[int], None] | None = None, target_s: float = TARGET_S,
+                 set_stream: Callable[[int], None] | None = None, target_s: float | None = None,
                  max_reps: int = MAX_REPS, graph_unavailable: str = "") -> Runner:
     """Size a sample to ``target_s`` of GPU time and capture it as a CUDA graph (Python loop if that fails).
 
     Calls that each last over a quarter of the target run as a plain loop: launch overhead is noise there.
     ``graph_unavailable`` (a reason) skips the capture attempt where the binding is known to refuse it.
     """
+    target_s = policy.rule("library").sample_s if target_s is None else target_s
     for i in range(2):
         call(i % sets)
     cp.cuda.get_current_stream().synchronize()
@@ -427,7 +424,6 @@ class CublasGemm:
 
 
 NAMED_KERNELS = ("fp64", "int8")      # precisions whose points record the library's kernel names
-SUSTAIN_SAMPLE_S = 0.05  # GPU time of one sample of a sustained measurement (measure_gemm's ``sustain``)
 
 
 def settle_runner(cp, runner: Runner, sustain: tuple[float, float]) -> dict:
@@ -472,7 +468,7 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
         g = (gemm_cls or CublasGemm)(env, v, m, n, k, data=data)
         try:
             runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream,
-                                  target_s=SUSTAIN_SAMPLE_S if sustain else TARGET_S,
+                                  target_s=policy.rule("sustained" if sustain else "library").sample_s,
                                   graph_unavailable=getattr(g, "graph_unavailable", env.graph_unavailable))
             # settle outside the sampler window, so its clock and power are the settled ones
             timing = settle_runner(env.cp, runner, sustain) if sustain else {}
@@ -536,7 +532,7 @@ def candidate_row(m: Measurement) -> dict:
     p = m.params
     return {"metric": m.metric, "n": p.get("n"), "layout": p.get("layout"), "algo": p.get("algo"),
             "api": p.get("api"), "rate": m.value, "valid": m.valid, "sm_mhz": sm_mhz(m),
-            "sentinel_sm_mhz": p.get("sentinel_sm_mhz")}
+            "sentinel_sm_mhz": p.get(K.SENTINEL_SM_MHZ)}
 
 
 def ceiling_of(points: list[Measurement], metric: str, curve_points: list[Measurement] | None = None) -> Measurement:
@@ -552,7 +548,7 @@ def ceiling_of(points: list[Measurement], metric: str, curve_points: list[Measur
     if best.params.get("algo") not in (None, gc.ALGO_NAMES[gc.GEMM_DEFAULT]):
         what += f", {best.params['algo']}"
     return dataclasses.replace(
-        best, metric=metric, kind="compute", samples_s=list(best.samples_s), flags=list(best.flags),
+        best, metric=metric, kind=Kind.COMPUTE, samples_s=list(best.samples_s), flags=list(best.flags),
         params={**best.params, "curve": curve, "candidates": [candidate_row(p) for p in points],
                 "ceiling_of": f"best of {len(points)} points ({what}) at {sm_mhz(best) or '?'} MHz"},
         notes=[*best.notes, "efficiency vs size: " + ", ".join(f"{c['n']}: {c['of_best']:.0%}" for c in curve)],

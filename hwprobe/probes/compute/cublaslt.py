@@ -28,6 +28,7 @@ from hwprobe.probes.compute.cublas import (
     sentinel,
 )
 from hwprobe.timing import time_cuda_once
+from hwprobe.vocab import ExecUnit, Kind
 
 VARIANTS = {  # name -> (A format, B format, precision, ceiling metric)
     "e4m3xe4m3": ("e4m3", "e4m3", "fp8_e4m3", "fp8_e4m3.tensor_core.cublaslt"),
@@ -201,7 +202,7 @@ def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, 
         m, n, k = g.m, g.n, g.k
         meas = ctx.measure(
             metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit="FLOP/s", kind=kind, check=check,
-            precision=precision, exec_unit="tensor_core", path="library",
+            precision=precision, exec_unit=ExecUnit.TENSOR_CORE, path="library",
             params={"m": m, "n": n, "k": k, "layout": "TN", "reps": runner.reps,
                     "api": "nvmath.linalg.advanced.Matmul (cuBLASLt)", "autotune_iterations": AUTOTUNE_ITERATIONS,
                     "operands": g.operands, **g.chosen(), **params},
@@ -380,7 +381,7 @@ def lt_points(ctx, env, prec: str, sizes: list[int], rows: int):
             for key, cls, stem, note in INT8_LT:
                 ctx.log(f"cuBLASLt {key} {n}^3")
                 try:
-                    yield measure_gemm(ctx, env, gc.variant(key), n, n, n, metric=f"{stem}.n{n}", kind="sweep",
+                    yield measure_gemm(ctx, env, gc.variant(key), n, n, n, metric=f"{stem}.n{n}", kind=Kind.SWEEP,
                                        rows=rows, gemm_cls=cls, notes=(note,))
                 except Exception as e:
                     yield failure(ctx, f"{stem}.n{n}", f"cuBLASLt {key} {n}^3", e, precision="int8", path="library")
@@ -394,7 +395,7 @@ def lt_points(ctx, env, prec: str, sizes: list[int], rows: int):
         ctx.log(f"cuBLASLt {prec} {n}^3 (nvmath Matmul, autotuned)")
         try:
             g = typed_matmul(cp, nvmath, torch, prec, n, n, n)
-            yield measure_matmul(ctx, g, metric=f"{metric}.n{n}", kind="sweep", precision=prec, rows=rows,
+            yield measure_matmul(ctx, g, metric=f"{metric}.n{n}", kind=Kind.SWEEP, precision=prec, rows=rows,
                                  params={"dtype": MATMUL_TYPES[prec][0],
                                          "compute_type": "COMPUTE_32F_FAST_TF32" if prec == "tf32" else "default"},
                                  notes=["A row-major, B column-major (TN), result in the input type"])
@@ -411,7 +412,7 @@ def fp8_align_points(ctx, plan, rows: int):
         return
     for align, n, odd in plan:
         try:
-            ma = measure_fp8(ctx, env, n, n, n, "e4m3", "e4m3", metric=f"align.fp8.{n}", kind="sweep",
+            ma = measure_fp8(ctx, env, n, n, n, "e4m3", "e4m3", metric=f"align.fp8.{n}", kind=Kind.SWEEP,
                              precision="fp8_e4m3", rows=rows, autotune=False, extra={"align": align})
         except Exception as e:
             yield failure(ctx, f"align.fp8.{n}", f"FP8 {n}^3", e, precision="fp8_e4m3", path="library"), None
@@ -419,7 +420,7 @@ def fp8_align_points(ctx, plan, rows: int):
         yield ma, None
         row = {"align": align, "n": n, "rate": ma.value, "odd_rate": None}
         try:
-            mo = measure_fp8(ctx, env, odd, odd, odd, "e4m3", "e4m3", metric=f"align.fp8.{odd}", kind="sweep",
+            mo = measure_fp8(ctx, env, odd, odd, odd, "e4m3", "e4m3", metric=f"align.fp8.{odd}", kind=Kind.SWEEP,
                              precision="fp8_e4m3", rows=rows, autotune=False, extra={"align": 1})
             row["odd_rate"] = mo.value
             yield mo, row

@@ -22,10 +22,12 @@ from functools import cache
 import numpy as np
 
 from hwprobe.errors import Skip, VerificationError
+from hwprobe.flags import Code, Flag, has
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import ProbeContext, probe
 from hwprobe.probes.compute import launch_search as S
 from hwprobe.timing import time_cuda_once
+from hwprobe.vocab import ExecUnit, Kind
 
 KERNEL_FILE = "cuda_core.cu"
 BODY = 512                 # instructions per loop trip per thread: loop overhead (3-4 instr) < 1%
@@ -364,7 +366,7 @@ def sass_flags(counts: dict[Op, int] | None, expect: dict[Op, int]) -> list[str]
     """The flag of a loop whose SASS is not the intended instructions (none when SASS was not read)."""
     if counts is None or counts == expect:
         return []
-    return [f"sass_mismatch: SASS per trip found {_fmt(counts)}, expected {_fmt(expect)}"]
+    return [Flag(Code.SASS_MISMATCH, f"SASS per trip found {_fmt(counts)}, expected {_fmt(expect)}")]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -466,7 +468,7 @@ class _Family:
 
 
 def _meta(fam: Family) -> dict:
-    return dict(precision=None if fam.experiment else fam.a.precision, exec_unit="cuda_core", path="instruction")
+    return dict(precision=None if fam.experiment else fam.a.precision, exec_unit=ExecUnit.CUDA_CORE, path="instruction")
 
 
 @probe(name="gpu.fma", target="gpu", family="compute", precisions=PRECISIONS,
@@ -560,17 +562,17 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
     }
     if fam.experiment:
         m = ctx.measure(fam.metric, lambda: fd.launch(cfg, iters, outs), work=warp_instr, unit="warp-instr/s",
-                        kind="sweep", check=check, exec_unit="cuda_core", path="instruction", params=p,
+                        kind=Kind.SWEEP, check=check, exec_unit=ExecUnit.CUDA_CORE, path="instruction", params=p,
                         notes=notes, flags=flags)
         p["flop_per_s"] = {o.instr: m.value * n / sass_per_trip * 32 * (o.ops_per_step / o.sass_per_step)
                            for o, n in (counts or expect).items()}
     else:
         m = ctx.measure(fam.metric, lambda: fd.launch(cfg, iters, outs),
-                        work=work(fam, cfg.chains, threads_total, iters), unit=fam.a.unit, kind="compute",
-                        check=check, precision=fam.a.precision, exec_unit="cuda_core", path="instruction",
+                        work=work(fam, cfg.chains, threads_total, iters), unit=fam.a.unit, kind=Kind.COMPUTE,
+                        check=check, precision=fam.a.precision, exec_unit=ExecUnit.CUDA_CORE, path="instruction",
                         params=p, notes=notes, flags=flags)
     m.notes.extend(verify_notes)
-    if any(f.startswith("sass_mismatch") for f in m.flags):
+    if has(m.flags, Code.SASS_MISMATCH):
         from hwprobe.kernels.sass import invalidate
 
         invalidate(m)
@@ -581,8 +583,8 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
     ctx.log(f"{fam.metric}: {m.value:.4g} {m.unit} (c{cfg.chains} x {cfg.blocks_per_sm} blocks/SM)")
     yield m
     if report_ipc and ipc is not None:
-        yield ctx.derived(fam.metric + ".ipc", ipc, unit="warp-instr/clk/SMSP", kind="sweep", valid=m.valid,
-                          exec_unit="cuda_core", path="instruction",
+        yield ctx.derived(fam.metric + ".ipc", ipc, unit="warp-instr/clk/SMSP", kind=Kind.SWEEP, valid=m.valid,
+                          exec_unit=ExecUnit.CUDA_CORE, path="instruction",
                           params={"sass_per_trip": p["sass_per_trip"], "clock_mhz": _clock(m, dev)[0],
                                   "sub_partitions": sub_partitions(cc), "of": fam.metric},
                           notes=[clock_note] + ([fam.about] if fam.about else []))

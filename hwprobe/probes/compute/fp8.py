@@ -18,6 +18,7 @@ from hwprobe.probes.base import probe
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.probes.compute.cublas import ceiling_of, failure
 from hwprobe.probes.compute.cublaslt import OUT_TYPES, VARIANTS, fp8_env, measure_fp8
+from hwprobe.vocab import Kind
 
 
 @probe(name="gpu.gemm_fp8", target="gpu", family="compute",
@@ -38,7 +39,7 @@ def run_fp8(ctx, variants=("e4m3xe4m3", "e4m3xe5m2", "e5m2xe4m3"), sizes=(4096, 
         metric = f"{base}.n{n}"
         ctx.log(f"FP8 {first} {n}^3")
         try:
-            m = measure_fp8(ctx, env, n, n, n, a_fmt, b_fmt, metric=metric, kind="sweep", precision=prec,
+            m = measure_fp8(ctx, env, n, n, n, a_fmt, b_fmt, metric=metric, kind=Kind.SWEEP, precision=prec,
                             rows=check_rows, fast_accumulation=fast_accumulation, out=out)
         except Exception as e:
             yield failure(ctx, metric, f"FP8 {first} {n}^3", e, precision=prec, path="library")
@@ -55,7 +56,7 @@ def run_fp8(ctx, variants=("e4m3xe4m3", "e4m3xe5m2", "e5m2xe4m3"), sizes=(4096, 
     for (af, bf, pr, _), metric, fast in jobs:
         ctx.log(f"FP8 {af}x{bf} {best_n}^3 fast_accumulation={fast}")
         try:
-            yield measure_fp8(ctx, env, best_n, best_n, best_n, af, bf, metric=metric, kind="compute",
+            yield measure_fp8(ctx, env, best_n, best_n, best_n, af, bf, metric=metric, kind=Kind.COMPUTE,
                               precision=pr, rows=check_rows, fast_accumulation=fast, out=out)
         except Exception as e:
             yield failure(ctx, metric, f"FP8 {af}x{bf} {best_n}^3", e, precision=pr, path="library")

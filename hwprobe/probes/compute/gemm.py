@@ -19,6 +19,7 @@ float64 product of sampled rows, outside the timed region.
 
 from __future__ import annotations
 
+from hwprobe import keys as K
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.compute import gemm_common as gc
@@ -33,6 +34,7 @@ from hwprobe.probes.compute.cublas import (
     measure_gemm,
     random_operand,
 )
+from hwprobe.vocab import ExecUnit, Kind
 
 
 # --- framework comparisons -------------------------------------------------------------------------------
@@ -52,8 +54,9 @@ def _framework_points(ctx, env: CublasEnv, n: int, rows: int, frameworks: tuple[
                            gc.tolerance("fp16.f32acc"), f"cupy.matmul fp16 {n}^3")
 
             m = ctx.measure("fp16.tensor_core.cupy_matmul", runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps,
-                            unit="FLOP/s", kind="compute", check=check, precision="fp16", exec_unit="tensor_core",
-                            path="library", params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "cupy.matmul"},
+                            unit="FLOP/s", kind=Kind.COMPUTE, check=check, precision="fp16",
+                            exec_unit=ExecUnit.TENSOR_CORE, path="library",
+                            params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "cupy.matmul"},
                             notes=["comparison: cupy.matmul in this process (CuPy picks the compute type)",
                                    *runner.notes])
             del a, b, c
@@ -87,7 +90,8 @@ def _framework_points(ctx, env: CublasEnv, n: int, rows: int, frameworks: tuple[
                                    f"torch.matmul {prec} {n}^3")
 
                 m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit="FLOP/s",
-                                kind="compute", check=check, precision=prec, exec_unit="tensor_core", path="library",
+                                kind=Kind.COMPUTE, check=check, precision=prec, exec_unit=ExecUnit.TENSOR_CORE,
+                                path="library",
                                 params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "torch.matmul",
                                         "torch": torch.__version__},
                                 notes=["comparison: torch.matmul in this process", *runner.notes])
@@ -114,8 +118,8 @@ def _cupy_fp64(ctx, env: CublasEnv, n: int, rows: int):
             idx = cp.asarray(gc.sample_rows(n, rows))
             check_rows(cp, a[idx], b, c[idx], gc.tolerance("fp64"), f"cupy.matmul fp64 {n}^3")
 
-        m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit="FLOP/s", kind="sweep",
-                        check=check, precision="fp64", exec_unit="tensor_core", path="library",
+        m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit="FLOP/s", kind=Kind.SWEEP,
+                        check=check, precision="fp64", exec_unit=ExecUnit.TENSOR_CORE, path="library",
                         params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "cupy.matmul",
                                 "operands": "float64 uniform in (-1, 1)"},
                         notes=["comparison: cupy.matmul FP64 in this process, right after gemmEx's top point",
@@ -144,9 +148,9 @@ def _unit_evidence(ctx, m: Measurement) -> None:
     theory = getattr(ctx, "theory", None)
     if theory is None:
         try:
-            from hwprobe import specs
+            from hwprobe.specs.live import device_theory
 
-            theory = specs.device_theory(ctx.device)
+            theory = device_theory(ctx.device)
         except Exception:
             theory = None
     t = theory.compute("fp64", "cuda_core", None) if theory is not None else None
@@ -156,7 +160,7 @@ def _unit_evidence(ctx, m: Measurement) -> None:
         m.params["exec_unit_evidence"] = (f"measured: {m.value / 1e12:.1f} TFLOP/s > 1.03 x the DFMA peak at the "
                                           f"max clock ({dfma / 1e12:.1f}): only DMMA tensor cores reach it")
     else:
-        m.params["exec_unit_inferred"] = True
+        m.params[K.EXEC_UNIT_INFERRED] = True
         m.params["exec_unit_evidence"] = ("inferred from the architecture: the rate does not exceed the DFMA peak"
                                           + (f" ({dfma / 1e12:.1f} TFLOP/s)" if dfma else ""))
 
@@ -209,9 +213,9 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
         unit, unit_note = _unit_for(ctx, v)
         ctx.log(f"cuBLAS {v.key} {v.layout} {gc.ALGO_NAMES[v.algo]} {n}^3")
         try:
-            m = measure_gemm(ctx, env, v, n, n, n, metric=metric, kind="sweep", rows=check_rows, exec_unit=unit,
+            m = measure_gemm(ctx, env, v, n, n, n, metric=metric, kind=Kind.SWEEP, rows=check_rows, exec_unit=unit,
                              notes=(unit_note,) if unit_note else (),
-                             extra={"start_state": start["state"]} if start.get("state") else None)
+                             extra={K.START_STATE: start["state"]} if start.get("state") else None)
         except Exception as e:
             return failure(ctx, metric, f"cuBLAS {v.key} {v.layout} {n}^3", e, precision=v.precision,
                            path="library"), None
@@ -220,7 +224,7 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
                 m.params.get("kernel_tensor_core"), m.params.get("kernel_evidence", ""),
                 gc.int8_layout_exec_unit(m.value, rates.get("int8.tn", {}).get(n)))
             m.notes.append(note)
-            m.params["exec_unit_inferred"] = inferred
+            m.params[K.EXEC_UNIT_INFERRED] = inferred
         if v.precision == "fp64":
             _unit_evidence(ctx, m)
         points.setdefault(v.key, []).append(m)
@@ -284,7 +288,7 @@ def _ceiling(points: list[Measurement], v: gc.GemmVariant, sweep, comparison: Me
     if v.key == "int8.nn":      # the pitfall's layout: a comparison (the INT8 pitfall finding), never a ceiling
         c.kind = "sweep"
         c.notes.append("not a ceiling: the INT8 NN layout is the pitfall's slow path"
-                       + (" (its unit inferred from the rate)" if c.params.get("exec_unit_inferred") else ""))
+                       + (" (its unit inferred from the rate)" if c.params.get(K.EXEC_UNIT_INFERRED) else ""))
     if comparison is not None and comparison.kind != "info" and comparison.value > 0:
         c.params["vs_cupy_matmul"] = {"cupy_matmul": comparison.value, "ratio": c.value / comparison.value,
                                       "cupy_sm_mhz": comparison.clocks.sm_mhz if comparison.clocks else None}
@@ -302,7 +306,7 @@ def _pitfall(ctx, rates: dict[str, dict[int, float]]):
     n = common[-1]
     found, text, details = gc.pitfall_int8_vs_fp16({lay: r[n] for lay, r in int8.items()}, fp16[n], n)
     worst = min(r[n] for r in int8.values())
-    yield ctx.derived("pitfall.int8_vs_fp16", fp16[n] / worst if worst > 0 else 0.0, unit="x", kind="info",
+    yield ctx.derived("pitfall.int8_vs_fp16", fp16[n] / worst if worst > 0 else 0.0, unit="x", kind=Kind.INFO,
                       precision="int8", path="library", params={**details, "found": found}, notes=[text])
 
 
@@ -330,7 +334,7 @@ def run_align(ctx, precisions=("fp16", "bf16", "int8", "tf32", "fp8"), base=4096
                 rows.append(row)
         if rows:
             worst, text = gc.alignment_finding(prec, rows)
-            yield ctx.derived(f"align.{prec}.slowdown", worst or 0.0, unit="x", kind="info", precision=prec,
+            yield ctx.derived(f"align.{prec}.slowdown", worst or 0.0, unit="x", kind=Kind.INFO, precision=prec,
                               path="library", params={"points": rows}, notes=[text])
 
 
@@ -338,7 +342,7 @@ def _align_points(ctx, env: CublasEnv, v: gc.GemmVariant, plan, rows_checked: in
     """Yield (measurement, row) per aligned/odd pair; row is None when the aligned size itself failed."""
     for align, n, odd in plan:
         try:
-            ma = measure_gemm(ctx, env, v, n, n, n, metric=f"align.{v.precision}.{n}", kind="sweep",
+            ma = measure_gemm(ctx, env, v, n, n, n, metric=f"align.{v.precision}.{n}", kind=Kind.SWEEP,
                               rows=rows_checked, exec_unit=v.exec_unit, extra={"align": align})
         except Exception as e:
             yield failure(ctx, f"align.{v.precision}.{n}", f"cuBLAS {v.key} {n}^3", e, precision=v.precision), None
@@ -346,7 +350,7 @@ def _align_points(ctx, env: CublasEnv, v: gc.GemmVariant, plan, rows_checked: in
         yield ma, None
         row = {"align": align, "n": n, "rate": ma.value, "odd_rate": None}
         try:
-            mo = measure_gemm(ctx, env, v, odd, odd, odd, metric=f"align.{v.precision}.{odd}", kind="sweep",
+            mo = measure_gemm(ctx, env, v, odd, odd, odd, metric=f"align.{v.precision}.{odd}", kind=Kind.SWEEP,
                               rows=rows_checked, exec_unit=v.exec_unit, extra={"align": 1})
             row["odd_rate"] = mo.value
             yield mo, row

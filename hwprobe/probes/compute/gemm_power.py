@@ -25,6 +25,7 @@ from hwprobe.probes.base import probe
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.timing.sentinel import clock_of
 from hwprobe.units import si
+from hwprobe.vocab import ExecUnit, Kind
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,8 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
        precisions=tuple(PATHS))
 def run(ctx, precisions=("int8", "fp16", "fp8"), size=8192, data=("uniform", "normal", "relu", "zeros"),
         settle_s=0.5, sustain_s=2.0, check_rows=8):
-    from hwprobe import specs
     from hwprobe.probes.compute.cublas import DATA, cublas_env, failure
+    from hwprobe.specs.live import device_theory
 
     bad = [d for d in data if d not in DATA]
     if bad:
@@ -112,7 +113,7 @@ def run(ctx, precisions=("int8", "fp16", "fp8"), size=8192, data=("uniform", "no
     if (dev.cc_major, dev.cc_minor) < (7, 0):
         raise Skip(f"no tensor cores on {dev.arch}")
     env = cublas_env(ctx)
-    theory = ctx.theory if ctx.theory is not None else specs.device_theory(dev)
+    theory = ctx.theory if ctx.theory is not None else device_theory(dev)
     if ctx.quick:
         size, settle_s, sustain_s = min(size, 4096), 0.1, 0.3
     limit = (getattr(dev, "nvml", None) or {}).get("power_limit_w")
@@ -148,7 +149,7 @@ def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, sett
         metric = path.metric(d)
         ctx.log(f"{path.variant} ({path.api}) {size}^3, {d} operands, sustained {sustain_s:g} s")
         try:
-            m = measure_gemm(ctx, env, v, size, size, size, metric=metric, kind="sweep", rows=check_rows,
+            m = measure_gemm(ctx, env, v, size, size, size, metric=metric, kind=Kind.SWEEP, rows=check_rows,
                              gemm_cls=cls, data=d, sustain=(settle_s, sustain_s),
                              extra={"data_desc": DATA[d], "settle_s": settle_s, "sustain_s": sustain_s},
                              notes=(f"operands: {DATA[d]}", *notes))
@@ -160,8 +161,8 @@ def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, sett
         yield m
     if points:
         ratio, text = summarize(f"{prec} ({path.variant}, {path.api})", size, points, limit)
-        yield ctx.derived(f"{path.stem}.power_data", ratio, unit="x", kind="info", precision=prec,
-                          exec_unit="tensor_core", path="library", notes=[text],
+        yield ctx.derived(f"{path.stem}.power_data", ratio, unit="x", kind=Kind.INFO, precision=prec,
+                          exec_unit=ExecUnit.TENSOR_CORE, path="library", notes=[text],
                           params={"size": size, "power_limit_w": limit, "variant": path.variant,
                                   "points": {p.params["data"]: {"rate": p.value,
                                                                 "sm_mhz": p.clocks.sm_mhz if p.clocks else None,

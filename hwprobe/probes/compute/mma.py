@@ -35,9 +35,6 @@ WGMMA_PRECISIONS = ("fp16", "bf16", "tf32", "fp8", "int8")
 CHAINS = 8          # independent accumulators per warp in mma_sync.cu (-DCHAINS)
 KSTEPS = 4          # wgmma per loop iteration (one commit group) in wgmma.cu: 4 K slices of a 128-byte row
 WGMMA_N = 256
-TARGET_S = 0.010    # one timed launch: long against launch overhead, short against power-cap throttling
-TARGET_S_QUICK = 0.004
-SEARCH_S = 0.003    # one launch while comparing configurations
 SETTLE_S = 0.3      # untimed run before timing wgmma: power and SM clock reach their steady state first
 SETTLE_S_QUICK = 0.1
 VERIFY_ITERS = 3    # loop iterations of the layout check's launch (odd: mma.sync's +B/-B pairs leave A @ B)
@@ -718,7 +715,8 @@ def _search_wgmma(lau: _Launcher, quick: bool):
     """Every (form, blocks/SM), scored by operations per SM clock (in-kernel clock64), so a power-cap
     clock drop during the search cannot pick the wrong one. One calibration serves every configuration."""
     first = lau.make(WGMMA_CONFIGS[0])
-    iters = calibrate(lambda n: _median_time(partial(first, n)), SEARCH_S / 2 if quick else SEARCH_S)
+    search_s = policy.rule("search").sample_s
+    iters = calibrate(lambda n: _median_time(partial(first, n)), search_s / 2 if quick else search_s)
     return search(WGMMA_CONFIGS, lambda cfg: lau.per_clock_rate(cfg, iters))
 
 
@@ -736,9 +734,9 @@ def _peak_at(ctx, v: Variant) -> Callable[[float | None], float | None]:
     theory = getattr(ctx, "theory", None)
     if theory is None:
         try:
-            from hwprobe import specs
+            from hwprobe.specs.live import device_theory
 
-            theory = specs.device_theory(ctx.device)
+            theory = device_theory(ctx.device)
         except Exception:
             return lambda clk: None
 
@@ -751,10 +749,12 @@ def _peak_at(ctx, v: Variant) -> Callable[[float | None], float | None]:
 def _plan(ctx, lau: _Launcher, v: Variant):
     """Search the launch configurations; returns (best, results, errors, iterations per timed launch)."""
     if v.api == "mma_sync":
-        best, results, errors = search(MMA_CONFIGS, lambda cfg: lau.rate(cfg, SEARCH_S / 2 if ctx.quick else SEARCH_S))
+        search_s = policy.rule("search").sample_s / (2 if ctx.quick else 1)
+        best, results, errors = search(MMA_CONFIGS, lambda cfg: lau.rate(cfg, search_s))
     else:
         best, results, errors = _search_wgmma(lau, ctx.quick)
-    iters = iterations_for(results[best][1], TARGET_S_QUICK if ctx.quick else TARGET_S, lo=1, hi=MAX_ITERS)
+    target_s = policy.rule("instruction_quick" if ctx.quick else "instruction").sample_s
+    iters = iterations_for(results[best][1], target_s, lo=1, hi=MAX_ITERS)
     return best, results, errors, odd(iters) if v.api == "mma_sync" else iters
 
 

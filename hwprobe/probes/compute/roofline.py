@@ -25,10 +25,11 @@ from hwprobe.probes.memory.plan import (
     roofline_plan,
     stream_array_bytes,
 )
+from hwprobe.timing import policy
+from hwprobe.vocab import ExecUnit, Kind
 
 BLOCK = 256
 ROOF_U = 4                 # vectors per thread per iteration (mem_roofline.cu)
-SAMPLE_S = 0.003
 MAX_LAUNCH_S = 0.05        # stop a precision's sweep once one launch takes longer (slow FP64 parts)
 PATTERN = 64               # the input repeats every 64 elements
 CONSTS = {"fp32": (0.5, 0.75), "fp64": (0.5, 0.75), "fp16": (0.5, 0.75), "int32": (1664525, 1013904223)}
@@ -103,6 +104,7 @@ def run(ctx, precisions: tuple[str, ...] = tuple(ROOF_PRECISIONS), lo: float = 0
         raise Skip(f"the roofline array ({nbytes / 2**20:.0f} MiB) does not fit in 25% of free memory")
     buf = cp.empty(nbytes, dtype=cp.uint8)
     out = cp.zeros(max(g for _, g in kernels.values()), dtype=cp.float64)
+    trace = policy.rule("trace")
 
     for prec in precisions:
         k, grid = kernels[prec]
@@ -131,12 +133,12 @@ def run(ctx, precisions: tuple[str, ...] = tuple(ROOF_PRECISIONS), lo: float = 0
                     yield info(ctx, metric, "sweep stopped", f"one launch takes {one * 1e3:.0f} ms",
                                precision=prec)
                     break
-                reps = calibrate(launch, SAMPLE_S, hi=4096)
+                reps = calibrate(launch, trace.sample_s, hi=4096)
                 flops = roofline_flops_per_vector(prec, m) * nvec
                 meas = ctx.measure(
-                    metric, repeat(launch, reps), work=flops * reps, unit=unit, kind="sweep",
-                    check=_check(prec, m, n_elem, out, grid), warmup=1, repeats=3, precision=prec,
-                    exec_unit="cuda_core", path="instruction",
+                    metric, repeat(launch, reps), work=flops * reps, unit=unit, kind=Kind.SWEEP,
+                    check=_check(prec, m, n_elem, out, grid), warmup=1, repeats=trace.max_samples, precision=prec,
+                    exec_unit=ExecUnit.CUDA_CORE, path="instruction",
                     params={"intensity": intensity, "precision": prec, "flops": flops,
                             "bytes": nvec * VECTOR_BYTES, "fma_chain": m, "launches_per_sample": reps,
                             "grid": grid, "block": BLOCK, "lanes": "half2" if prec == "fp16" else prec},
@@ -201,8 +203,8 @@ def _ridge(ctx, prec: str, xs: list[float], ys: list[float]) -> Iterator[Measure
     notes = [ridge_note(fit.ridge, fit.roof, fit.bandwidth, unit, theory, basis)]
     if fit.n_memory_points == 0:
         notes.append("no clearly bandwidth-bound point: the slope is a lower bound from the lowest intensity")
-    yield ctx.derived(f"roofline.{prec}.ridge", fit.ridge, unit=unit, kind="info", precision=prec,
-                      exec_unit="cuda_core",
+    yield ctx.derived(f"roofline.{prec}.ridge", fit.ridge, unit=unit, kind=Kind.INFO, precision=prec,
+                      exec_unit=ExecUnit.CUDA_CORE,
                       params={"bandwidth_Bps": fit.bandwidth, "roof": fit.roof, "reach_90pct_intensity": fit.reach,
                               "memory_bound_points": fit.n_memory_points, "theoretical_ridge": theory},
                       notes=notes)

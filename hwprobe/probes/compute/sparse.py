@@ -43,6 +43,7 @@ from hwprobe.probes.compute.cublas import (
 )
 from hwprobe.timing import time_cuda
 from hwprobe.timing.sentinel import clock_of
+from hwprobe.vocab import ExecUnit, Kind
 
 CONVENTION = "effective FLOPs = 2*M*N*K of the dense problem (the pruned half of A is credited as work done)"
 
@@ -222,7 +223,7 @@ def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: tuple[f
         v = v.with_layout("TN") if api == "cublaslt" and v.transa != gc.OP_T else v
         metric = f"sparse.{prec}.dense.{api}.n{n}"
         try:
-            out.append(measure_gemm(ctx, env, v, n, n, n, metric=metric, kind="sweep", rows=rows,
+            out.append(measure_gemm(ctx, env, v, n, n, n, metric=metric, kind=Kind.SWEEP, rows=rows,
                                     gemm_cls=LtGemm if api == "cublaslt" else None, sustain=sustain,
                                     notes=(f"dense baseline ({api}) for the 2:4 sparse speedup, settled alike",)))
         except Exception as e:
@@ -275,7 +276,7 @@ def _sparse_point(ctx, cp, lt, cs, handle, spec, n, rows, l2, version, sustain, 
                   "flop_convention": CONVENTION, "operands": g.operands, "alpha": float(g.alpha),
                   "settle_s": sustain[0], "sustain_s": sustain[1], **timing}
         m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit=spec.unit,
-                        kind="sweep", check=check, precision=spec.precision, exec_unit="tensor_core",
+                        kind=Kind.SWEEP, check=check, precision=spec.precision, exec_unit=ExecUnit.TENSOR_CORE,
                         path="library", params=params, notes=[CONVENTION, *runner.notes], **timing)
         if "rel" in err:
             m.params["rel_error"] = err["rel"]
@@ -352,7 +353,7 @@ def _prep_measurement(ctx, prec, spec, n, prep: dict, row: dict) -> Measurement:
         notes.append(f"pays back after {params['break_even_gemms']:.1f} GEMMs of {n}^3")
     elif row.get("dense"):
         notes.append("never pays back here: the sparse GEMM is not faster than dense")
-    return ctx.derived(f"sparse.{prec}.compress.n{n}", row["prep_s"], unit="s", kind="latency",
+    return ctx.derived(f"sparse.{prec}.compress.n{n}", row["prep_s"], unit="s", kind=Kind.LATENCY,
                        precision=spec.precision, path="library", params=params, notes=notes)
 
 
@@ -360,7 +361,7 @@ def _speedup_summary(ctx, prec, spec, summary: list[dict]) -> Measurement:
     """Sparse ceiling / dense ceiling (best vs best) is the finding; same-size ratios are listed beside it."""
     sp = gc.sparse_speedups(summary)
     if sp["best_vs_best"] is None:
-        return ctx.derived(f"sparse.{prec}.speedup", 0.0, unit="x", kind="info", precision=spec.precision,
+        return ctx.derived(f"sparse.{prec}.speedup", 0.0, unit="x", kind=Kind.INFO, precision=spec.precision,
                            path="library", params={"points": summary},
                            notes=["no dense baseline ran: speedup unknown"])
     curve = ", ".join(f"{n}: {s:.2f}x" for n, s in sorted(sp["per_size"].items()))
@@ -374,6 +375,6 @@ def _speedup_summary(ctx, prec, spec, summary: list[dict]) -> Measurement:
     if sp["suspect"]:
         text += (f"; same-size ratios above 2x at {', '.join(map(str, sp['suspect']))} come from an inefficient "
                  f"dense baseline there, not from the sparse tensor cores")
-    return ctx.derived(f"sparse.{prec}.speedup", sp["best_vs_best"], unit="x", kind="info",
+    return ctx.derived(f"sparse.{prec}.speedup", sp["best_vs_best"], unit="x", kind=Kind.INFO,
                        precision=spec.precision, path="library",
                        params={"points": summary, "promised": 2.0, **sp}, notes=[text])

@@ -18,9 +18,8 @@ import numpy as np
 
 from hwprobe.errors import InputError, Skip
 from hwprobe.probes.base import probe
+from hwprobe.vocab import ExecUnit, Kind
 
-TARGET_S = 0.2          # one timed call (all threads) lasts about this long
-TARGET_S_QUICK = 0.03
 MAX_RTOL = 1e-4         # the check's tolerance may not be looser than this
 
 # Replaced by numba's objects when the kernel is built (numba is imported lazily, not at registry time).
@@ -203,7 +202,7 @@ def run(ctx, precisions=("fp64", "fp32"), threads: int | None = None):
 def _measure(ctx, kern, prec: str, nthreads: int, bits: int, chains: int, use_fma: bool):
     import numba
 
-    from hwprobe.timing import iterations_for
+    from hwprobe.timing import iterations_for, policy
 
     dtype = {"fp64": np.float64, "fp32": np.float32}[prec]
     lanes = bits // (8 * np.dtype(dtype).itemsize)
@@ -222,7 +221,7 @@ def _measure(ctx, kern, prec: str, nthreads: int, bits: int, chains: int, use_fm
         if t > 0.01 or n >= 1 << 40:
             break
         n *= 8
-    n = iterations_for(t / n, TARGET_S_QUICK if ctx.quick else TARGET_S)
+    n = iterations_for(t / n, policy.rule("cpu_quick" if ctx.quick else "cpu_ceiling").sample_s)
     a, b, rtol = chain_constants(n, dtype)
 
     def check():
@@ -244,7 +243,7 @@ def _measure(ctx, kern, prec: str, nthreads: int, bits: int, chains: int, use_fm
         notes.append("no FMA in the target ISA: a multiply and an add per step (still 2 FLOPs)")
     return ctx.measure(
         f"{prec}.cpu.fma", lambda: call(n, a, b), work=2.0 * nthreads * chains * lanes * n, unit="FLOP/s",
-        kind="compute", check=check, warmup=1, precision=prec, exec_unit="cpu", path="instruction",
+        kind=Kind.COMPUTE, check=check, warmup=1, precision=prec, exec_unit=ExecUnit.CPU, path="instruction",
         params={"threads": nthreads, "chains": chains, "lanes": lanes, "vector_bits": bits, "iterations": n,
                 "fma": use_fma, "asm_widest_bits": ev["widest_bits"]},
         notes=notes,

@@ -16,14 +16,15 @@ import numpy as np
 
 from hwprobe.errors import InputError, Skip
 from hwprobe.probes.base import probe
+from hwprobe.probes.memory.plan import STREAM_ARRAYS
 
 SCALAR = 3.0
 QUICK_BYTES = 64 << 20
+OPS = ("copy", "scale", "add", "triad")
 # STREAM's count: 8-byte elements read + written per element; write-allocate reads are not counted.
-BYTES_PER_ELEM = {"copy": 16, "scale": 16, "add": 24, "triad": 24}
+BYTES_PER_ELEM = {op: 8 * STREAM_ARRAYS[op] for op in OPS}
 BYTES_COUNTED = ("STREAM convention: copy and scale read 1 and write 1 array, add and triad read 2 and "
                  "write 1 (8 B per element each); write-allocate (read-for-ownership) traffic not counted")
-OPS = ("copy", "scale", "add", "triad")
 
 prange = range   # replaced by numba.prange when the kernels are built (numba is imported lazily)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.measurement import ClockSummary, Measurement, Stats, Theory
 
 GPU_CHOICES = ("auto", "run", "all")
@@ -64,7 +65,7 @@ def link_theory(bw: float | None, basis: str) -> Theory | None:
 def link_params(link_kind: str, endpoints: list[Any], link_type: str | None, ceiling_key: str,
                 **more: Any) -> dict[str, Any]:
     """The params the profile files a link figure by (hwprobe.profile_build: links[link].ceilings[key])."""
-    return {"link_kind": link_kind, "endpoints": endpoints, "link_type": link_type, "ceiling_key": ceiling_key,
+    return {K.LINK_KIND: link_kind, K.ENDPOINTS: endpoints, K.LINK_TYPE: link_type, K.CEILING_KEY: ceiling_key,
             **more}
 
 

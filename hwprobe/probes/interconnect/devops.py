@@ -1,12 +1,11 @@
-"""GPU helpers the interconnect probes share: p2p.cu's kernels, the fill/check of buffers, peer access, and the
-timing of several transfers on several GPUs at once (each group of transfers timed by its own CUDA events)."""
+"""GPU helpers the interconnect probes share: p2p.cu's kernels, the fill/check of buffers, peer access. The timing
+of several transfers on several GPUs at once lives in hwprobe.timing.groups (re-exported here)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 import numpy as np
+
+from hwprobe.timing.groups import Group, Transfer, time_groups  # noqa: F401 (the probes' names for them)
 
 COPY_UNROLLS = (1, 2, 4, 8)
 KERNEL_NAMES = tuple(f"p2p_copy<{u}>" for u in COPY_UNROLLS)
@@ -90,83 +89,3 @@ def enable_peer_access(a: int, b: int) -> bool:
             if getattr(e, "status", None) != PEER_ACCESS_ALREADY_ENABLED:
                 raise
     return True
-
-
-# --- timing transfers on several GPUs at once ----------------------------------------------------------------------
-
-@dataclass
-class Transfer:
-    """One stream's work: ``launch()`` issues one transfer on the current stream of GPU ``device``."""
-
-    device: int
-    launch: Callable[[], None]
-    nbytes: int
-    stream: object = None
-
-
-@dataclass
-class Group:
-    """Transfers timed together (a pair's one or two directions): from a common start on the first transfer's GPU
-    to the end of the last; its time is the group's sample."""
-
-    transfers: list[Transfer]
-    samples: list[float] = field(default_factory=list)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(t.nbytes for t in self.transfers)
-
-
-def time_groups(groups: list[Group], reps: int, warmup: int, repeats: int) -> None:
-    """Time every group ``repeats`` times (after ``warmup`` untimed rounds), all groups starting together: each
-    sample, every stream waits on one start event, runs ``reps`` transfers, and the first group's stream waits
-    for every group's end before the next sample. Fills ``group.samples`` (seconds per ``reps`` transfers)."""
-    import cupy as cp
-
-    for g in groups:
-        for t in g.transfers:
-            if t.stream is None:
-                with cp.cuda.Device(t.device):
-                    t.stream = cp.cuda.Stream(non_blocking=True)
-    head = groups[0].transfers[0]
-    events = []
-    for r in range(warmup + repeats):
-        with cp.cuda.Device(head.device):
-            go = cp.cuda.Event(disable_timing=True)
-            go.record(head.stream)
-        marks = []
-        for g in groups:
-            lead = g.transfers[0]
-            with cp.cuda.Device(lead.device):
-                start, stop = cp.cuda.Event(), cp.cuda.Event()
-                lead.stream.wait_event(go)
-                start.record(lead.stream)
-            dones = []
-            for t in g.transfers:
-                with cp.cuda.Device(t.device):
-                    if t is not lead:
-                        t.stream.wait_event(start)
-                    with t.stream:
-                        for _ in range(reps):
-                            t.launch()
-                    done = cp.cuda.Event(disable_timing=True)
-                    done.record(t.stream)
-                    dones.append(done)
-            with cp.cuda.Device(lead.device):
-                for d in dones[1:]:
-                    lead.stream.wait_event(d)
-                stop.record(lead.stream)
-            marks.append((start, stop))
-        with cp.cuda.Device(head.device):
-            for _, stop in marks:
-                head.stream.wait_event(stop)
-        if r >= warmup:
-            events.append(marks)
-    for g in groups:
-        for t in g.transfers:
-            t.stream.synchronize()
-    for g in groups:
-        g.samples = []
-    for marks in events:
-        for g, (start, stop) in zip(groups, marks, strict=True):
-            g.samples.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)

@@ -12,18 +12,20 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.common import budget_bytes, calibrate, info, release, repeat
+from hwprobe.timing import policy
+from hwprobe.timing.groups import fork_join
+from hwprobe.vocab import ExecUnit, Kind
 
-SAMPLE_S = 0.004
-SWEEP_S = 0.002
 RETRIES = 2             # extra ceiling measurements when one runs below RETRY_BELOW x the sweep's rate
 RETRY_BELOW = 0.9
 DIRECTIONS = ("h2d", "d2h", "bidir")
 SENTINEL = 0xDEADBEEF
-N_SAMPLES = 64
+CHECKED_WORDS = 64      # words of each copy checked (spread over it), not timing samples
 
 
 def transfer_sizes(max_bytes: int, quick: bool) -> list[int]:
@@ -39,7 +41,7 @@ def transfer_sizes(max_bytes: int, quick: bool) -> list[int]:
 
 def sample_index(nelem: int) -> np.ndarray:
     """Elements checked after a copy of ``nelem`` 32-bit words: spread over the range, ends included."""
-    return np.unique(np.linspace(0, nelem - 1, N_SAMPLES).astype(np.int64))
+    return np.unique(np.linspace(0, nelem - 1, CHECKED_WORDS).astype(np.int64))
 
 
 def host_pattern(idx: np.ndarray) -> np.ndarray:
@@ -64,6 +66,7 @@ def run(ctx, max_mib: int | None = None, pageable: bool = True) -> Iterator[Meas
     if max_bytes < 1 << 20:
         raise Skip("less than 2 MiB of device memory in budget for host copy buffers")
     sizes = transfer_sizes(max_bytes, ctx.quick)
+    sweep = policy.rule("sweep")
     nelem = max_bytes // 4
     notes = []
     if dev.integrated:
@@ -91,9 +94,9 @@ def run(ctx, max_mib: int | None = None, pageable: bool = True) -> Iterator[Meas
             best: tuple[float, int] | None = None
             for size in sizes:
                 try:
-                    fn, work, check = _transfer(direction, size, h_src, h_dst, dev_in, dev_out, SWEEP_S)
-                    m = ctx.measure(f"host.{direction}.{kind}.{size}", fn, work=work, unit="B/s", kind="sweep",
-                                    check=check, warmup=1, repeats=3, exec_unit="copy_engine",
+                    fn, work, check = _transfer(direction, size, h_src, h_dst, dev_in, dev_out, sweep.sample_s)
+                    m = ctx.measure(f"host.{direction}.{kind}.{size}", fn, work=work, unit="B/s", kind=Kind.SWEEP,
+                                    check=check, warmup=1, repeats=sweep.max_samples, exec_unit=ExecUnit.COPY_ENGINE,
                                     bytes_counted=_counted(direction),
                                     params={"bytes": size, "direction": direction, "host_memory": kind},
                                     notes=list(notes))
@@ -105,12 +108,13 @@ def run(ctx, max_mib: int | None = None, pageable: bool = True) -> Iterator[Meas
             if best is None:
                 continue
             try:
-                fn, work, check = _transfer(direction, best[1], h_src, h_dst, dev_in, dev_out, SAMPLE_S)
+                fn, work, check = _transfer(direction, best[1], h_src, h_dst, dev_in, dev_out,
+                                            policy.rule("stream").sample_s)
                 yield retried(functools.partial(
-                    ctx.measure, f"host.{direction}.{kind}", fn, work=work, unit="B/s", kind="memory", check=check,
-                    level=f"host_{direction}", exec_unit="copy_engine", bytes_counted=_counted(direction),
+                    ctx.measure, f"host.{direction}.{kind}", fn, work=work, unit="B/s", kind=Kind.MEMORY, check=check,
+                    level=f"host_{direction}", exec_unit=ExecUnit.COPY_ENGINE, bytes_counted=_counted(direction),
                     params={"bytes": best[1], "direction": direction, "host_memory": kind,
-                            "ceiling": kind == "pinned"},
+                            K.CEILING: kind == "pinned"},
                     notes=notes + ([] if kind == "pinned" else
                                    ["pageable host memory: staged by the driver; not the ceiling"])), best[0])
             except Exception as e:
@@ -162,18 +166,7 @@ def _transfer(direction: str, size: int, h_src, h_dst, dev_in, dev_out,
         s2 = cp.cuda.Stream(non_blocking=True)
 
         def one() -> None:
-            cur = cp.cuda.get_current_stream()
-            start = cp.cuda.Event()
-            start.record(cur)
-            s1.wait_event(start)
-            s2.wait_event(start)
-            h2d(s1.ptr)
-            d2h(s2.ptr)
-            e1, e2 = cp.cuda.Event(), cp.cuda.Event()
-            e1.record(s1)
-            e2.record(s2)
-            cur.wait_event(e1)
-            cur.wait_event(e2)
+            fork_join(cp, [s1, s2], [h2d, d2h])
     elif direction == "h2d":
         def one() -> None:
             h2d(cp.cuda.get_current_stream().ptr)

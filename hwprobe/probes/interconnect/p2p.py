@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.interconnect import p2pplan as P
@@ -25,6 +26,8 @@ from hwprobe.probes.interconnect.common import GPU_CHOICES, link_params, link_th
 from hwprobe.probes.interconnect.matrix import PairMatrix
 from hwprobe.probes.interconnect.p2plat import latency_records, matrix_records, topology_records
 from hwprobe.probes.interconnect.pairs import Schedule, pair_key
+from hwprobe.timing import policy
+from hwprobe.vocab import ExecUnit, Kind
 
 PROBE = "gpu.p2p"
 PARTS = ("access", "ce", "sm.read", "sm.write", "latency.chase", "latency.pingpong")
@@ -262,7 +265,7 @@ def _screen_sm(ctx, setup: Setup, method: str) -> tuple[int, int, int]:
     best, rates = SM_VARIANTS[0], {}
     for shape in SM_VARIANTS:
         groups = _groups(setup, method, False, [(a, b)], size, shape=shape)
-        reps = _time(setup, groups, P.SWEEP_SAMPLE_S, 3)
+        reps = _time(setup, groups, policy.rule("sweep").sample_s, policy.rule("sweep").max_samples)
         rates[shape] = size * reps / sorted(groups[0].samples)[1]
         if rates[shape] > rates[best]:
             best = shape
@@ -334,12 +337,13 @@ def _timed_round(ctx, setup, method, bi, pairs, size, sample_s: float, samples: 
 
 
 def _point(ctx, setup, method, bi, pairs, size, sweep) -> Iterator[Measurement]:
-    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, P.SWEEP_SAMPLE_S, P.SWEEP_SAMPLES)
+    sweep = policy.rule("sweep")
+    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, sweep.sample_s, sweep.max_samples)
     for (a, b), g in zip(pairs, groups, strict=True):
         stem, _, key = _names(setup, method, bi, a, b)
         bad = wrong[(a, b)] + (wrong[(b, a)] if bi else 0)
         m = timed_record(PROBE, f"{stem}.{size}", "sweep", g.samples, work=g.nbytes * reps, unit="B/s",
-                         clocks=clocks, exec_unit="copy_engine" if method == "ce" else "cuda_core",
+                         clocks=clocks, exec_unit=ExecUnit.COPY_ENGINE if method == "ce" else "cuda_core",
                          bytes_counted=_counted(bi), params=_point_params(setup, method, bi, a, b, size, reps, pairs))
         _verdict(m, bad, size, bi)
         if m.verified:
@@ -371,20 +375,21 @@ def _verdict(m: Measurement, wrong: int, size: int, bi: bool) -> None:
 
 
 def _ceiling(ctx, setup, method, bi, pairs, size, results) -> Iterator[Measurement]:
-    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, P.CEILING_SAMPLE_S,
-                                         P.CEILING_SAMPLES)
+    ceiling = policy.rule("ceiling")
+    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, ceiling.sample_s,
+                                               ceiling.max_samples)
     for (a, b), g in zip(pairs, groups, strict=True):
         stem, link, key = _names(setup, method, bi, a, b)
         pl = setup.link(a, b)
         bw = (pl.per_direction_Bps * (2 if bi else 1)) if pl and pl.per_direction_Bps else None
         basis = (pl.basis + (" x 2 directions" if bi else "")) if pl else ""
-        params = {**_point_params(setup, method, bi, a, b, size, reps, pairs), "ceiling_key": key}
+        params = {**_point_params(setup, method, bi, a, b, size, reps, pairs), K.CEILING_KEY: key}
         if link:
             params.update(link_params("p2p", [a, b], pl.link_type if pl else None, key,
                                       link_notes=list(pl.notes) if pl else []))
         m = timed_record(PROBE, stem, "memory", g.samples, work=g.nbytes * reps, unit="B/s", clocks=clocks,
                          theory=link_theory(bw, basis) if link else None, link=link,
-                         exec_unit="copy_engine" if method == "ce" else "cuda_core", bytes_counted=_counted(bi),
+                         exec_unit=ExecUnit.COPY_ENGINE if method == "ce" else "cuda_core", bytes_counted=_counted(bi),
                          params=params)
         _verdict(m, wrong[(a, b)] + (wrong[(b, a)] if bi else 0), size, bi)
         if m.verified:
@@ -406,10 +411,10 @@ def _concurrency_check(ctx, setup, plan, results) -> Iterator[Measurement]:
     size = plan.sizes[-1]
     _reset(setup, [(a, b)], False, size)
     groups = _groups(setup, "ce", False, [(a, b)], size)
-    reps = _time(setup, groups, P.CEILING_SAMPLE_S, 5)
+    reps = _time(setup, groups, policy.rule("ceiling").sample_s, 5)
     alone = size * reps / sorted(groups[0].samples)[len(groups[0].samples) // 2]
     ratio = together / alone
-    m = ctx.derived("p2p.concurrency_check", ratio, unit="x", kind="info",
+    m = ctx.derived("p2p.concurrency_check", ratio, unit="x", kind=Kind.INFO,
                     params={"pair": [a, b], "alone_Bps": alone, "together_Bps": together, "bytes": size,
                             "tolerance": CONCURRENCY_TOLERANCE})
     m.notes.append(f"ce {a}->{b}: {together / 1e9:.1f} GB/s beside the other pairs of its round, {alone / 1e9:.1f} "

@@ -7,11 +7,14 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.measurement import Measurement
 from hwprobe.probes.interconnect import p2pplan as P
 from hwprobe.probes.interconnect.common import link_params, timed_record
 from hwprobe.probes.interconnect.matrix import PairMatrix
 from hwprobe.probes.interconnect.pairs import pair_key
+from hwprobe.timing import policy
+from hwprobe.vocab import Kind
 
 PROBE = "gpu.p2p"
 SLOT_BYTES = 64              # one chase step per 64-byte line
@@ -103,13 +106,13 @@ def _chase(ctx, setup, a: int, b: int, name: str, ws: int, words, buf, pos: int,
     from hwprobe.probes.interconnect import devops
     from hwprobe.timing import time_cuda
 
-    steps, launches = P.LATENCY_STEPS, 1 + P.LATENCY_SAMPLES
+    steps, launches = P.LATENCY_STEPS, 1 + policy.rule("latency").max_samples
     with cp.cuda.Device(a):
         state = cp.asarray(np.array([words[pos], 0], dtype=np.uint64))
         fn = devops.kernel("p2p_chase")
         args = (np.uint64(buf.data.ptr), np.int32(steps), state)
         with ctx.sampler.window() as win:
-            samples = time_cuda(lambda: fn((1,), (1,), args), warmup=1, repeats=P.LATENCY_SAMPLES)
+            samples = time_cuda(lambda: fn((1,), (1,), args), warmup=1, repeats=policy.rule("latency").max_samples)
         end, ns = (int(x) for x in state.get())
     want = chase_end(words, pos, launches * steps)
     link, ltype = _link(setup, a, b)
@@ -148,7 +151,7 @@ def _pingpong(ctx, setup, a: int, b: int, results) -> Measurement:
     fa, fb = side["a"]["flag"], side["b"]["flag"]
     samples, ok, why = [], True, ""
     with ctx.sampler.window() as win:
-        for r in range(1 + P.LATENCY_SAMPLES):
+        for r in range(1 + policy.rule("latency").max_samples):
             for dev, flag in ((a, fa), (b, fb)):
                 with cp.cuda.Device(dev):
                     flag.fill(0)
@@ -198,7 +201,7 @@ def topology_records(ctx, setup) -> Iterator[Measurement]:
         lines.append(f"GPU {a} <-> {b}: {pl.link_type} ({bw}); peer access "
                      f"{'both ways' if setup.access.get(a, b) and setup.access.get(b, a) else 'NOT both ways'}")
     m = ctx.derived(f"p2p{setup.tag}.topology", float(sum(1 for v in setup.access.cells.values() if v)), unit="pairs",
-                    kind="info", params={"access": setup.access.to_dict(), "link_types": types.to_dict(),
+                    kind=Kind.INFO, params={"access": setup.access.to_dict(), "link_types": types.to_dict(),
                                          "pairs": {f"{a}-{b}": p.to_dict() for (a, b), p in setup.pairs.items()},
                                          "loopback": setup.loopback or None})
     m.notes += lines or [f"GPUs {setup.idx}: no pair (loopback self-test)" if setup.loopback else "no NVML topology"]
@@ -212,8 +215,8 @@ def matrix_records(ctx, setup, results: dict[str, PairMatrix], plan: P.Plan) -> 
         if not sm["pairs"]:
             continue
         latency = mat.unit == "s"
-        m = ctx.derived(f"p2p{setup.tag}.matrix.{key}", sm["min"], unit=mat.unit, kind="info",
-                        params={"matrix": mat.to_dict(), "schedule": plan.schedule.to_dict(), "ceiling_key": key})
+        m = ctx.derived(f"p2p{setup.tag}.matrix.{key}", sm["min"], unit=mat.unit, kind=Kind.INFO,
+                        params={"matrix": mat.to_dict(), "schedule": plan.schedule.to_dict(), K.CEILING_KEY: key})
         unit, scale, fmt = ("us", 1e-6, "{:.2f}") if latency else ("GB/s", 1e9, "{:.1f}")
         spread = f"{sm['spread']:.1%}" if sm["spread"] is not None else "-"
         m.notes.append(f"{key} ({unit}, row = {'reader' if key.startswith('chase') else 'source'}): "

@@ -14,15 +14,11 @@ from dataclasses import dataclass, field
 
 from hwprobe.probes.interconnect.collectives import sizes as geometric_sizes
 from hwprobe.probes.interconnect.pairs import Schedule, schedule
+from hwprobe.timing import policy
 
 METHODS = ("ce", "sm.read", "sm.write")
 MIN_BYTES = 4 << 10
-SWEEP_SAMPLE_S = 0.002      # one timed sample of a sweep point lasts about this long
-CEILING_SAMPLE_S = 0.005    # and of a ceiling measurement
-SWEEP_SAMPLES = 3
-CEILING_SAMPLES = 10
-LATENCY_STEPS = 4096        # pointer-chase steps per timed launch
-LATENCY_SAMPLES = 5
+LATENCY_STEPS = 4096        # pointer-chase steps per timed launch (timed as the policy's "latency" rule says)
 PINGPONG_ITERS = 2000       # round trips per ping-pong launch
 # Pointer-chase working sets (buffer bytes, lines in the cycle): every 64-byte line of 1 MiB (it stays in the peer's
 # L2), and 4M random lines of a 512 MiB buffer: 256 MiB of distinct lines, walked on from launch to launch and
@@ -76,20 +72,21 @@ class Plan:
 def estimate_seconds(plan: Plan, *, bw_Bps: float, launch_s: float = 4e-6, per_point_s: float = 0.006,
                      chase_latency_s: float = 1.5e-6, setup_s: float = 6.0) -> float:
     """Wall time of a plan at a link bandwidth of ``bw_Bps``: per round and size a calibration call and
-    (1 warm-up + SWEEP_SAMPLES) samples of at least SWEEP_SAMPLE_S (or one transfer), Python and the check
-    per point; a ceiling of CEILING_SAMPLES samples per round; latency chases per ordered pair and working set,
+    (1 warm-up + the sweep rule's samples) of at least its sample length (or one transfer), Python and the check
+    per point; a ceiling rule's samples per round; latency chases per ordered pair and working set,
     a ping-pong per unordered pair; NVRTC, buffers and peer mappings once (``setup_s``)."""
     total = setup_s
+    sweep, ceiling, latency = policy.rule("sweep"), policy.rule("ceiling"), policy.rule("latency")
     for _method, bi, _pairs in plan.rounds():
         for s in plan.sizes:
             one = launch_s + s / bw_Bps * (1.0 if not bi else 1.05)
-            sample = max(SWEEP_SAMPLE_S, one)
-            total += 2 * one + (1 + SWEEP_SAMPLES) * sample + per_point_s + s / 1.5e12
-        total += (1 + CEILING_SAMPLES) * max(CEILING_SAMPLE_S, plan.sizes[-1] / bw_Bps) + per_point_s
+            sample = max(sweep.sample_s, one)
+            total += 2 * one + (1 + sweep.max_samples) * sample + per_point_s + s / 1.5e12
+        total += (1 + ceiling.max_samples) * max(ceiling.sample_s, plan.sizes[-1] / bw_Bps) + per_point_s
     pairs = len(plan.schedule.ordered_pairs)
     for ws, lines in plan.chase_sets.values():   # one cycle per working set, one buffer per GPU read from
         total += 0.05 * lines / (1 << 20) + len(plan.schedule.devices) * (0.02 + ws / 100e9)
-        total += pairs * ((1 + LATENCY_SAMPLES) * LATENCY_STEPS * chase_latency_s + 0.005)
+        total += pairs * ((1 + latency.max_samples) * LATENCY_STEPS * chase_latency_s + 0.005)
     if plan.pingpong:
-        total += len(plan.schedule.unordered_pairs) * (1 + LATENCY_SAMPLES) * PINGPONG_ITERS * 2 * chase_latency_s
+        total += len(plan.schedule.unordered_pairs) * (1 + latency.max_samples) * PINGPONG_ITERS * 2 * chase_latency_s
     return total

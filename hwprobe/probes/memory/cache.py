@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.curves import effective_capacity, plateau_exit, step_inside
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
@@ -22,15 +23,13 @@ from hwprobe.probes.base import probe
 from hwprobe.probes.memory import l2plan
 from hwprobe.probes.memory.common import CACHE_KERNELS, blocks_per_sm, budget_bytes, info, release, time_call
 from hwprobe.probes.memory.plan import log_sizes, refine_between
-from hwprobe.timing import clock_mhz
+from hwprobe.timing import clock_mhz, policy
+from hwprobe.vocab import ExecUnit, Kind
 
 L1_SWEEP_FACTOR = 8        # the per-SM sweep goes to 8x the L1/shared array
 EXIT_DROP = 0.10           # a level's capacity: where bandwidth first falls 10% below its plateau
-SWEEP_S = 0.002            # one timed call per sweep point
-SCREEN_S = 0.001           # one timed call while screening L2 variants
 L2_SWEEP_TO = 2            # the all-SM sweeps go to 2x L2
 STREAM_BLOCK = 512         # sweep_read<1>'s block in the L2 stream pattern
-CEILING_S = 0.004          # one timed call for a level's ceiling
 PER_SM_BLOCK = 1024
 LOADS_PER_ITER = 4         # sweep_read unrolls 4 loads of 16 B per iteration
 SMEM_BLOCK, SMEM_VECS = 256, 8  # must match mem_cache.cu
@@ -73,7 +72,7 @@ def _l1(ctx, mod, ppo: int, refine: bool) -> Iterator[Measurement]:
     buf = cp.ones(dev.sms * region_vecs * 4, dtype=cp.uint32)   # every word 1: the check counts the loads
     out = cp.zeros(max(dev.sms, 1) * 64, dtype=cp.uint32)
 
-    def per_sm_point(size: int, iters: int | None = None, target: float = SWEEP_S):
+    def per_sm_point(size: int, iters: int | None = None, target: float = policy.rule("sweep").sample_s):
         nvec = size // 16
         grid, block = dev.sms, PER_SM_BLOCK
 
@@ -188,7 +187,7 @@ class L2Runner:
         k = self.mod.get_function("sweep_read<1>")
         grid = sms * min(blocks_per_sm(k, STREAM_BLOCK, fallback=2), 2048 // STREAM_BLOCK)
 
-        def point(size: int, iters: int | None = None, target: float = SWEEP_S):
+        def point(size: int, iters: int | None = None, target: float = policy.rule("sweep").sample_s):
             nvec = size // 16
 
             def make(it: int):
@@ -207,7 +206,7 @@ class L2Runner:
         sms = self.ctx.device.sms
         planned = planned or {}
 
-        def point(size: int, iters: int | None = None, target: float = SWEEP_S, variant=None):
+        def point(size: int, iters: int | None = None, target: float = policy.rule("sweep").sample_s, variant=None):
             v = variant or planned.get(size) or l2plan.choose(ranked, size, sms)
             plan = l2plan.private_plan(size, v, sms)
             make = self._launcher(v, plan, rotate=True)
@@ -219,7 +218,7 @@ class L2Runner:
     def low_mlp(self):
         v, sms = l2plan.LOW_MLP, self.ctx.device.sms
 
-        def point(size: int, iters: int | None = None, target: float = SWEEP_S):
+        def point(size: int, iters: int | None = None, target: float = policy.rule("sweep").sample_s):
             plan = l2plan.shared_plan(size, v, sms, l2plan.LOW_MLP_REGION)
             make = self._launcher(v, plan, rotate=True)
             it = iters or _iters_for(make, target, probe_iters=2, lo=2)
@@ -230,7 +229,7 @@ class L2Runner:
     def peer(self, region: int = l2plan.PEER_REGION):
         v = l2plan.PEER
 
-        def point(size: int, iters: int | None = None, target: float = SWEEP_S):
+        def point(size: int, iters: int | None = None, target: float = policy.rule("sweep").sample_s):
             plan = l2plan.shared_plan(size, v, 1, region)
             make = self._launcher(v, plan, rotate=False)
             probe = 4 * self.ctx.device.sms
@@ -253,14 +252,15 @@ def _screen(run_l2: L2Runner, stream, l2: int) -> list[dict]:
     sizes = [max(int(0.28 * l2), max(v.min_set(sms) for v in l2plan.SCREEN)), l2 // 3]
     private = run_l2.private(list(l2plan.SCREEN))
     recs = []
+    screen = policy.rule("l2_screen")
     for v in ("stream", *l2plan.SCREEN):
         rec: dict = {"variant": v, **({"label": stream.label} if v == "stream" else v.as_dict())}
         try:
             rates = []
             for size in sizes:
-                fn, work, check, _ = stream(size, target=SCREEN_S) if v == "stream" else \
-                    private(size, target=SCREEN_S, variant=v)
-                t = float(np.median(time_cuda(fn, warmup=1, repeats=2)))
+                fn, work, check, _ = stream(size, target=screen.sample_s) if v == "stream" else \
+                    private(size, target=screen.sample_s, variant=v)
+                t = float(np.median(time_cuda(fn, warmup=1, repeats=screen.max_samples)))
                 check()
                 rates.append(work / t)
             rec["gbps"] = [round(r / 1e9, 1) for r in rates]
@@ -313,8 +313,8 @@ def _sweep(ctx, scope: str, sizes: list[int], point, repeats: int = 3) -> Iterat
             params = {"working_set_bytes": size, "scope": scope, "iters": it}
             if getattr(point, "label", None):
                 params["variant"] = point.label
-            m = ctx.measure(f"cache.sweep.{scope}.{size}", fn, work=work, unit="B/s", kind="sweep", check=check,
-                            warmup=1, repeats=repeats, exec_unit="cuda_core", params=params,
+            m = ctx.measure(f"cache.sweep.{scope}.{size}", fn, work=work, unit="B/s", kind=Kind.SWEEP, check=check,
+                            warmup=1, repeats=repeats, exec_unit=ExecUnit.CUDA_CORE, params=params,
                             bytes_counted="bytes requested by 16-byte loads (all SMs)")
             if m.verified is not False:
                 pts[size] = m.value
@@ -362,12 +362,12 @@ def _refine(ctx, scope: str, pts: dict[int, float], point, window: tuple[float, 
 
 
 def _ceiling(ctx, metric: str, point, size: int, level: str, scope: str, notes: list[str], **extra) -> Measurement:
-    fn, work, check, it = point(size, target=CEILING_S)
+    fn, work, check, it = point(size, target=policy.rule("stream").sample_s)
     params = {"working_set_bytes": size, "scope": scope, "iters": it, **extra}
     if getattr(point, "label", None):
         params["variant_label"] = point.label
-    return ctx.measure(metric, fn, work=work, unit="B/s", kind="memory", check=check, level=level,
-                       exec_unit="cuda_core", bytes_counted="bytes requested by 16-byte loads (all SMs)",
+    return ctx.measure(metric, fn, work=work, unit="B/s", kind=Kind.MEMORY, check=check, level=level,
+                       exec_unit=ExecUnit.CUDA_CORE, bytes_counted="bytes requested by 16-byte loads (all SMs)",
                        params=params, notes=notes)
 
 
@@ -409,7 +409,7 @@ def _report_l1(ctx, pts: dict[int, float], point, l1_reported: int, carve_note: 
     if ex.size > l1_reported:
         notes.append(f"the curve's exit ({ex.size / 1024:.1f} KiB) lies past the physical {l1_reported / 1024:.0f} KiB "
                      "(the 10% rule fires a step late): reported at the physical size")
-    yield ctx.derived("cache.l1.capacity", size, unit="B", kind="capacity", level="l1",
+    yield ctx.derived("cache.l1.capacity", size, unit="B", kind=Kind.CAPACITY, level="l1",
                       params={"bracket": list(ex.bracket), "reported_bytes": l1_reported, "drop": EXIT_DROP,
                               "plateau_bps": ex.level, "value_after_bps": ex.after, "exit_bytes": ex.size},
                       notes=notes)
@@ -470,8 +470,8 @@ def _report_capacity(ctx, pts: dict[int, float], l2: int) -> Iterator[Measuremen
     """The physical L2 (device-reported) and the effective capacity for data all SMs share (the shared-data
     curve's plateau exit, never above the physical size)."""
     lo, hi = _l2_window(l2)
-    yield ctx.derived("cache.l2.capacity", l2, unit="B", kind="capacity", level="l2",
-                      params={"primary": True, "source": "device-reported (cudaDevAttrL2CacheSize)"},
+    yield ctx.derived("cache.l2.capacity", l2, unit="B", kind=Kind.CAPACITY, level="l2",
+                      params={K.PRIMARY: True, "source": "device-reported (cudaDevAttrL2CacheSize)"},
                       notes=["physical L2 as the device reports it; gpu.latency's single-SM sweep cross-checks it "
                              "(latency.l2.capacity)"])
     sizes = sorted(pts)
@@ -489,10 +489,10 @@ def _report_capacity(ctx, pts: dict[int, float], l2: int) -> Iterator[Measuremen
     if eff.clamped:
         notes.append("the curve left its plateau only past the physical size (a cache that replaces lines "
                      "randomly keeps hitting a little past its size): reported as the physical size")
-    yield ctx.derived("cache.l2.capacity.effective", eff.value, unit="B", kind="capacity", level="l2",
+    yield ctx.derived("cache.l2.capacity.effective", eff.value, unit="B", kind=Kind.CAPACITY, level="l2",
                       params={"bracket": list(eff.exit.bracket), "reported_bytes": l2, "drop": EXIT_DROP,
                               "plateau_bps": eff.exit.level, "value_after_bps": eff.exit.after,
-                              "exit_bytes": eff.exit.size, "clamped": eff.clamped, "primary": False,
+                              "exit_bytes": eff.exit.size, "clamped": eff.clamped, K.PRIMARY: False,
                               "curve": [{"bytes": s, "bps": pts[s]} for s in sizes]},
                       notes=notes)
 
@@ -506,7 +506,7 @@ def _partition_finding(ctx, low: dict[int, float], l2: int) -> Measurement:
         if len(sizes) >= 6 else None
     variant = l2plan.LOW_MLP.as_dict()
     if split is None:
-        return ctx.derived("cache.l2.partitions", 0.0, unit="", kind="info", level="l2",
+        return ctx.derived("cache.l2.partitions", 0.0, unit="", kind=Kind.INFO, level="l2",
                            params={"curve": curve, "variant": variant},
                            notes=["no near/far step in the latency-bound all-SM read curve inside L2"])
     text = (f"near/far L2 step in bandwidth: with {variant['bytes_in_flight_per_sm']} B of loads in flight per SM "
@@ -514,7 +514,7 @@ def _partition_finding(ctx, low: dict[int, float], l2: int) -> Measurement:
             f"{split.lower.level / 1e12:.2f} TB/s, at {split.size / 2**20:.1f} MiB ({split.size / l2:.2f} of L2): "
             "past it the lines come from the far partition at about twice the latency. At full MLP the rate is "
             "bound by L2 throughput, not latency, and the step does not show.")
-    return ctx.derived("cache.l2.partitions", split.size, unit="B", kind="info", level="l2",
+    return ctx.derived("cache.l2.partitions", split.size, unit="B", kind=Kind.INFO, level="l2",
                        params={"curve": curve, "variant": variant, "split_fraction": split.size / l2,
                                "near_bps": split.upper.level, "far_bps": split.lower.level, "ratio": split.ratio},
                        notes=[text])
@@ -536,7 +536,7 @@ def _shared(ctx, mod) -> Iterator[Measurement]:
             args = (cp.uint64(it), out, clk)
             return lambda: k((grid,), (SMEM_BLOCK,), args)
 
-        iters = _iters_for(make, CEILING_S)
+        iters = _iters_for(make, policy.rule("stream").sample_s)
         t = np.arange(SMEM_BLOCK, dtype=np.uint64)
         per_thread = sum(16 * (t + SMEM_BLOCK * j) + 6 for j in range(SMEM_VECS))
         expected = (per_thread * np.uint64(iters)) % np.uint64(1 << 32)
@@ -549,14 +549,14 @@ def _shared(ctx, mod) -> Iterator[Measurement]:
 
         m = ctx.measure(
             "cache.shared.read", make(iters), work=grid * SMEM_BLOCK * SMEM_VECS * 16 * iters, unit="B/s",
-            kind="memory", check=check, level="shared", exec_unit="cuda_core",
+            kind=Kind.MEMORY, check=check, level="shared", exec_unit=ExecUnit.CUDA_CORE,
             bytes_counted="bytes loaded from shared memory (16 B per thread per LDS.128)",
             params={"blocks_per_sm": per_sm, "block": SMEM_BLOCK, "iters": iters, "access": "ld.shared.v4.u32"},
             notes=["theory: 128 B/clk/SM on Volta and later"],
         )
         cyc, ns = (int(x) for x in clk.get())
         if cyc and ns:      # the last launch's own clock (block 0's clock64 over globaltimer): theory uses it
-            m.params["kernel_sm_mhz"] = round(float(clock_mhz(cyc, ns)), 1)
+            m.params[K.KERNEL_SM_MHZ] = round(float(clock_mhz(cyc, ns)), 1)
         yield m
     except Exception as e:
         yield info(ctx, "cache.shared.read", "shared-memory bandwidth failed", e)

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hwprobe.measurement import Measurement
-from hwprobe.timing import time_cuda_once
+from hwprobe.timing import launches_for, repeat, time_cuda_once
+
+__all__ = ["CACHE_KERNELS", "MEM_FRACTION", "free_bytes", "budget_bytes", "release", "blocks_per_sm", "time_call",
+           "calibrate", "repeat", "info"]
 
 CACHE_KERNELS = ("sweep_read<0>", "sweep_read<1>", "chase<0>", "chase<1>")  # mem_cache.cu
 MEM_FRACTION = 0.25          # at most this share of free device memory per probe
@@ -52,20 +55,8 @@ def time_call(fn: Callable[[], object]) -> float:
 
 
 def calibrate(launch: Callable[[], object], target_s: float, hi: int = 1 << 20) -> int:
-    """How many back-to-back ``launch`` calls last about ``target_s``: warm once, then time one (the timing
-    policy's calibrate with no growth: one call is long enough to time)."""
-    from hwprobe.timing import policy
-
-    launch()
-    return policy.calibrate(lambda n: time_call(repeat(launch, n)), target_s, start=1, hi=hi, reach=0.0).count
-
-
-def repeat(launch: Callable[[], object], n: int) -> Callable[[], None]:
-    def fn() -> None:
-        for _ in range(n):
-            launch()
-
-    return fn
+    """How many back-to-back ``launch`` calls last about ``target_s`` (hwprobe.timing.launches_for)."""
+    return launches_for(launch, target_s, hi)
 
 
 def info(ctx, metric: str, what: str, err: BaseException | str, **meta) -> Measurement:

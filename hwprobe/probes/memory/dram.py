@@ -15,11 +15,9 @@ from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.common import MEM_FRACTION, blocks_per_sm, calibrate, free_bytes, info, release, repeat
 from hwprobe.probes.memory.plan import align_down, bytes_counted, stream_array_bytes, stream_bytes
+from hwprobe.timing import policy
+from hwprobe.vocab import ExecUnit, Kind
 
-SAMPLE_S = 0.004             # one timed call lasts about this long (launch overhead < 1%)
-SCREEN_S = 0.002             # shorter calls while screening variants
-SCREEN_SAMPLES = 2           # back-to-back timed calls per screened variant (median), after one warm-up call
-SIZE_SAMPLES = 3             # the same for the finalists at each array size (calls of ~SAMPLE_S)
 FINALISTS = 2                # (variant, size) pairs measured in full; the faster one is reported
 
 UNROLLS = (1, 2, 4, 8)
@@ -64,7 +62,7 @@ def hint_pairs(op: str) -> list[tuple[int, int]]:
 
 
 def all_kernel_names() -> tuple[str, ...]:
-    names = [kernel_name(op, u, lh, sh, w) for op in ("read", "write", "copy", "scale", "triad")
+    names = [kernel_name(op, u, lh, sh, w) for op in OP_IO
              for u in UNROLLS for lh, sh in hint_pairs(op)
              for w in ((0, 1) if op in WARP_OPS and u in BURST_UNROLLS else (0,))]
     names += [tma_kernel_name(op) for op in TMA_OPS]
@@ -183,7 +181,6 @@ def finalists(size_tried: list[dict], n: int) -> list[dict]:
     return sorted(ok, key=lambda t: -t["gbps"])[:n]
 
 
-OPS = ("read", "write", "copy", "scale", "triad", "memcpy_d2d")
 TOP_FOR_SIZES = 3            # best variants re-timed at each array size
 VARIANT_KEYS = ("block", "unroll", "layout", "blocks_per_sm", "grid", "warp", "lh", "sh", "chunk_bytes", "stages")
 RECORD_KEYS = (*VARIANT_KEYS, "array_bytes", "launches_per_sample", "gbps", "error")
@@ -212,6 +209,7 @@ OP_IO = {
     "scale": OpIO((("c", 1.0),), ("b", 0.0), ("c", "b"), (SCALAR,), ("b", SCALAR, 0.0)),
     "triad": OpIO((("b", 1.0), ("c", 1.0)), ("a", 0.0), ("b", "c", "a"), (SCALAR,), ("a", 1.0 + SCALAR, 0.0)),
 }
+OPS = (*OP_IO, "memcpy_d2d")     # a new pattern is its kernel (memory.cu) and its OP_IO entry
 
 
 def first_stage(op: str, sms: int, occupancy: Callable[[int, int], int], search: bool) -> list[dict]:
@@ -323,17 +321,19 @@ class DramBench:
         args = (*ptrs, cp.uint64(ntiles), cp.uint64(chunk), *tail)
         return (lambda: k((grid,), (v["block"],), args)), grid
 
-    def timed(self, op: str, v: dict, nbytes: int, target_s: float, samples: int) -> dict:
-        """Clear the output, time back-to-back calls of ~target_s (the way ctx.measure does), check the
-        output; a record with gbps, or error."""
+    def timed(self, op: str, v: dict, nbytes: int, rule: str) -> dict:
+        """Clear the output, time back-to-back calls of the stopping rule's sample length (the way ctx.measure
+        does), as many as it takes, after one warm-up; check the output; a record with gbps, or error."""
         from hwprobe.timing import time_cuda
+
+        r = policy.rule(rule)
 
         rec = {**{k: v.get(k) for k in VARIANT_KEYS}, "array_bytes": nbytes}
         try:
             self.clear(op)
             launch, grid = self.launcher(op, v, nbytes)
-            reps = calibrate(launch, target_s)
-            t = median(time_cuda(repeat(launch, reps), warmup=1, repeats=samples))
+            reps = calibrate(launch, r.sample_s)
+            t = median(time_cuda(repeat(launch, reps), warmup=1, repeats=r.max_samples))
             self.check(op, nbytes, grid)()
             rec.update(launches_per_sample=reps, gbps=round(stream_bytes(op, nbytes) * reps / t / 1e9, 1))
         except Exception as e:  # a variant that fails to launch or to verify is recorded and skipped
@@ -342,7 +342,7 @@ class DramBench:
         return rec
 
     def screen(self, op: str, variants: list[dict], base: int, tried: list[dict]) -> dict | None:
-        recs = [self.timed(op, v, base, SCREEN_S, SCREEN_SAMPLES) for v in variants]
+        recs = [self.timed(op, v, base, "screen") for v in variants]
         tried.extend(recs)
         ok = [(r, v) for r, v in zip(recs, variants, strict=True) if "gbps" in r]
         return max(ok, key=lambda rv: rv[0]["gbps"])[1] if ok else None
@@ -397,22 +397,23 @@ def run(ctx, array_mib: int | None = None, ops: tuple[str, ...] = OPS, search: b
 
 
 def _finish(ctx, bench: DramBench, op: str, tried: list[dict], sizes: list[int], base: int) -> Iterator[Measurement]:
-    """The best few variants re-timed at every array size the way the final measurement is (calls of ~SAMPLE_S,
+    """The best few variants re-timed at every array size the way the final measurement is (calls of a stream sample,
     back to back); the FINALISTS fastest (variant, size) pairs measured in full with exactly the same launches
     per sample; the faster verified one is reported, with every variant tried in its params."""
     top = ranked(tried, TOP_FOR_SIZES)
     if not top:
         yield info(ctx, f"dram.{op}", f"every variant of {op} failed", "; ".join(t["error"] for t in tried))
         return
-    size_tried = [bench.timed(op, v, nbytes, SAMPLE_S, SIZE_SAMPLES) for v in top for nbytes in sizes]
+    size_tried = [bench.timed(op, v, nbytes, "stream_sizes") for v in top for nbytes in sizes]
     measured: list[tuple[Measurement, dict]] = []
     for fin in finalists(size_tried, FINALISTS):
         v, nbytes, reps = {k: fin[k] for k in VARIANT_KEYS}, fin["array_bytes"], fin["launches_per_sample"]
         bench.clear(op)
         launch, grid = bench.launcher(op, v, nbytes)
         m = ctx.measure(
-            f"dram.{op}", repeat(launch, reps), work=stream_bytes(op, nbytes) * reps, unit="B/s", kind="memory",
-            check=bench.check(op, nbytes, grid), level="dram", exec_unit="cuda_core", bytes_counted=bytes_counted(op),
+            f"dram.{op}", repeat(launch, reps), work=stream_bytes(op, nbytes) * reps, unit="B/s", kind=Kind.MEMORY,
+            check=bench.check(op, nbytes, grid), level="dram", exec_unit=ExecUnit.CUDA_CORE,
+            bytes_counted=bytes_counted(op),
             params=_params(op, v, nbytes, reps, grid, fin["gbps"]),
         )
         measured.append((m, fin))
@@ -458,10 +459,10 @@ def _memcpy(ctx, src, dst, nbytes: int, check: Callable[[], None]) -> Iterator[M
         rt.memcpyAsync(dst.data.ptr, src.data.ptr, nbytes, rt.memcpyDeviceToDevice, cp.cuda.get_current_stream().ptr)
 
     try:
-        reps = calibrate(launch, SAMPLE_S)
+        reps = calibrate(launch, policy.rule("stream").sample_s)
         yield ctx.measure(
             "dram.memcpy_d2d", repeat(launch, reps), work=stream_bytes("copy", nbytes) * reps, unit="B/s",
-            kind="memory", check=check, level="dram", exec_unit="copy_engine",
+            kind=Kind.MEMORY, check=check, level="dram", exec_unit=ExecUnit.COPY_ENGINE,
             bytes_counted=bytes_counted("memcpy_d2d"),
             params={"op": "memcpy_d2d", "array_bytes": nbytes, "calls_per_sample": reps, "api": "cudaMemcpyAsync"},
             notes=["same-device cudaMemcpy: the driver may use a copy engine or an SM copy kernel"],

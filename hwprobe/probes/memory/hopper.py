@@ -15,10 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.errors import VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.common import info, release
+from hwprobe.timing import policy
+from hwprobe.vocab import ExecUnit, Kind
 
 DSM_CLUSTERS = (2, 4, 8, 16)
 DSM_BLOCK = 1024
@@ -29,7 +32,6 @@ TMA_TILES = (1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10)
 TMA_INFLIGHT = 128 << 10    # bytes in flight per block (stages x tile), at most TMA_MAX_STAGES stages
 TMA_MAX_STAGES = 16         # must match hopper_mem.cu
 TMA_BLOCK = 256
-TARGET_S = 0.004            # one timed launch
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -130,10 +132,10 @@ def _dsm_latency(ctx, mod) -> Iterator[Measurement]:
     for (metric, level, what), (p, cyc, ns, start) in zip(names, res, strict=True):
         n = steps
         ok = (int(p) - int(start)) % (1 << 32) == 4 * _ring_end(n)   # the word the ring says, in its own window
-        m = ctx.derived(metric, float(ns) / float(n) * 1e-9, unit="s", kind="latency", level=level,
-                        exec_unit="cuda_core",
-                        params={"cycles": float(cyc) / float(n), "steps": int(n), "ring_bytes": DSM_RING * 4,
-                                "cluster": 2, "path": what, "kernel_sm_mhz": round(float(cyc) / float(ns) * 1e3, 1)},
+        m = ctx.derived(metric, float(ns) / float(n) * 1e-9, unit="s", kind=Kind.LATENCY, level=level,
+                        exec_unit=ExecUnit.CUDA_CORE,
+                        params={K.CYCLES: float(cyc) / float(n), "steps": int(n), "ring_bytes": DSM_RING * 4,
+                                "cluster": 2, "path": what, K.KERNEL_SM_MHZ: round(float(cyc) / float(ns) * 1e3, 1)},
                         notes=[f"one thread, a dependent chain of 4-byte loads through {what}"])
         m.verified = ok
         if not ok:
@@ -176,7 +178,7 @@ def _dsm_bandwidth(ctx, mod, cs: int) -> Iterator[Measurement]:
             return lambda: k((grid,), (DSM_BLOCK,), args, shared_mem=DSM_SMEM)
 
         t = _timed(make(4))
-        iters = max(4, int(TARGET_S / max(t / 4, 1e-9)))
+        iters = max(4, int(policy.rule("stream").sample_s / max(t / 4, 1e-9)))
         want = dsm_expected(cs, iters, vecs, DSM_BLOCK, grid)
 
         def check() -> None:
@@ -184,22 +186,22 @@ def _dsm_bandwidth(ctx, mod, cs: int) -> Iterator[Measurement]:
             if bad:
                 raise VerificationError(f"{bad} threads read wrong sums from their neighbour's shared memory")
 
-        m = ctx.measure(metric, make(iters), work=grid * vecs * 16 * iters, unit="B/s", kind="memory", check=check,
-                        level="dsm", exec_unit="cuda_core", warmup=1, repeats=3 if ctx.quick else 5,
+        m = ctx.measure(metric, make(iters), work=grid * vecs * 16 * iters, unit="B/s", kind=Kind.MEMORY, check=check,
+                        level="dsm", exec_unit=ExecUnit.CUDA_CORE, warmup=1, repeats=3 if ctx.quick else 5,
                         bytes_counted="bytes each CTA reads from its neighbour's shared memory (ld.shared::cluster.v4)",
                         params={"cluster": cs, "grid": grid, "block": DSM_BLOCK, "smem_per_cta": DSM_SMEM,
                                 "iters": iters, "loads_in_flight_per_thread": 4})
         st = stamps.get().reshape(grid, 4).astype(float)
         cyc = st[:, 1] - st[:, 0]
         m.params["bytes_per_clk_per_sm"] = round(float(np.median(vecs * 16 * iters / cyc)), 2)
-        m.params["kernel_sm_mhz"] = round(float(np.median(cyc / (st[:, 3] - st[:, 2]) * 1e3)), 1)
+        m.params[K.KERNEL_SM_MHZ] = round(float(np.median(cyc / (st[:, 3] - st[:, 2]) * 1e3)), 1)
         span = float(st[:, 3].max() - st[:, 2].min())
         together = float(np.median(st[:, 3] - st[:, 2])) / span if span else 1.0
         m.params["concurrent_fraction"] = round(together, 3)
         m.params["sms_used"] = len(set(int(s) for s in smid.get()))
         if together < 0.9:   # the clusters ran in waves (a GPC holds only so many): rate per SM x SMs instead
             m.params["event_rate_bps"] = m.value
-            m.value = m.params["bytes_per_clk_per_sm"] * dev.sms * m.params["kernel_sm_mhz"] * 1e6
+            m.value = m.params["bytes_per_clk_per_sm"] * dev.sms * m.params[K.KERNEL_SM_MHZ] * 1e6
             m.notes.append(f"clusters of {cs} ran in waves (blocks overlapped {together:.0%} of the launch): the "
                            f"figure is the per-SM rate ({m.params['bytes_per_clk_per_sm']} B/clk) x {dev.sms} SMs x "
                            f"the kernel clock; the launch's own rate is {m.params['event_rate_bps'] / 1e12:.2f} TB/s")
@@ -243,7 +245,7 @@ def _tma_point(ctx, k, src, nbytes: int, tile: int, grid: int, where: str, final
     metric = f"tma.load.{where}" if final else f"tma.load.{where}.{tile}"
     try:
         plan = tma_plan(tile, nbytes, grid)
-        if where == "l2":       # re-read the L2-sized source: enough tiles per block for ~TARGET_S
+        if where == "l2":       # re-read the L2-sized source: enough tiles per block for a stream sample
             plan = tma_plan(tile, nbytes, grid, per_block=max(plan.per_block, 64))
         k.max_dynamic_shared_size_bytes = plan.smem
         out = cp.zeros(grid, dtype=cp.uint32)
@@ -256,7 +258,8 @@ def _tma_point(ctx, k, src, nbytes: int, tile: int, grid: int, where: str, final
 
         if where == "l2":
             t = _timed(make(plan))
-            plan = tma_plan(tile, nbytes, grid, per_block=max(16, int(plan.per_block * TARGET_S / max(t, 1e-7))))
+            target = policy.rule("stream").sample_s
+            plan = tma_plan(tile, nbytes, grid, per_block=max(16, int(plan.per_block * target / max(t, 1e-7))))
         want = tma_expected(plan)
 
         def check() -> None:
@@ -264,8 +267,8 @@ def _tma_point(ctx, k, src, nbytes: int, tile: int, grid: int, where: str, final
             if bad:
                 raise VerificationError(f"{bad} blocks summed the wrong number of words")
 
-        m = ctx.measure(metric, make(plan), work=plan.bytes, unit="B/s", kind="memory" if final else "sweep",
-                        check=check, level=where if final else None, exec_unit="copy_engine", warmup=1,
+        m = ctx.measure(metric, make(plan), work=plan.bytes, unit="B/s", kind=Kind.MEMORY if final else "sweep",
+                        check=check, level=where if final else None, exec_unit=ExecUnit.COPY_ENGINE, warmup=1,
                         repeats=3 if (ctx.quick or not final) else 5,
                         bytes_counted="bytes loaded into shared memory by cp.async.bulk",
                         params={"tile_bytes": tile, "stages": plan.stages, "grid": grid, "block": TMA_BLOCK,

@@ -20,11 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.chase import next_slots, random_cycle
 from hwprobe.probes.memory.common import CACHE_KERNELS, release
+from hwprobe.timing import time_cuda_once
+from hwprobe.vocab import Kind
 
 LINE = 128                 # bytes per slot: one L2 line
 FLAG_STRIDE = 32           # words per flag (l2map.cu)
@@ -277,15 +280,12 @@ def _launch(ctx, mod, order, starts_pos, base: int, steps: int, turns: int) -> d
     plain = cp.zeros(turns, dtype=cp.uint64)
     tail = cp.zeros(turns, dtype=cp.uint64)
     clk = cp.zeros(turns * 4, dtype=cp.uint64)
-    ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-    ev0.record()
-    k((turns,), (32,), (starts, np.int32(steps), ticket, flags, smid, lat, plain, tail, clk), shared_mem=smem)
-    ev1.record()
-    ev1.synchronize()
+    launch_s = time_cuda_once(lambda: k((turns,), (32,), (starts, np.int32(steps), ticket, flags, smid, lat, plain,
+                                                           tail, clk), shared_mem=smem), cp=cp)
     n = len(order)
     want = np.uint64(base) + order[(starts_pos + steps) % n].astype(np.uint64) * np.uint64(LINE)
     return {"smid": smid.get(), "lat": lat.get(), "plain": plain.get(), "tail": tail.get(), "want": want,
-            "clk": clk.get(), "launch_s": cp.cuda.get_elapsed_time(ev0, ev1) / 1e3, "smem": smem}
+            "clk": clk.get(), "launch_s": launch_s, "smem": smem}
 
 
 def check_raw(raw: dict, sms: int) -> None:
@@ -315,10 +315,10 @@ def _report(ctx, raw: dict, steps: int, mode: str, n: int, side: dict | None = N
               f"{n * LINE / 2**20:.0f} MiB set ({mode}); near/far split at {table['threshold_cycles']} cycles "
               f"(Otsu on log cycles, all SMs pooled); per-load timing overhead {table['overhead_cycles']} cycles "
               "removed")
-    params = {"map": table, "steps": steps, "mode": mode, "set_bytes": n * LINE, "launch_s": raw["launch_s"],
+    params = {K.MAP: table, "steps": steps, "mode": mode, "set_bytes": n * LINE, "launch_s": raw["launch_s"],
               "near_spread": near, "far_spread": far}
     value = (near["median"] if near else 0.0) * 1e-9
-    yield ctx.derived("latency.l2.sm_map", value, unit="s", kind="map", level="l2", params=params, notes=[method])
+    yield ctx.derived("latency.l2.sm_map", value, unit="s", kind=Kind.MAP, level="l2", params=params, notes=[method])
     text = (f"L2 hit latency by SM: near {near['min']:.0f}-{near['max']:.0f} ns (median {near['median']:.0f}, "
             f"max/min {near['ratio']:.2f})") if near else "no per-SM latency"
     if far:
@@ -329,5 +329,5 @@ def _report(ctx, raw: dict, steps: int, mode: str, n: int, side: dict | None = N
         halves = [sum(1 for x in side["side"] if x == h) for h in (0, 1)]
         text += (f"; the SMs fall in two halves of {halves[0]} and {halves[1]} (the L2 partition each sits next to: "
                  "after one SM reads a 3/4-L2 set, one half finds none of it near)")
-    yield ctx.derived("latency.l2.sm_spread", near["ratio"] if near else 0.0, unit="", kind="info", level="l2",
+    yield ctx.derived("latency.l2.sm_spread", near["ratio"] if near else 0.0, unit="", kind=Kind.INFO, level="l2",
                       params={"near": near, "far": far}, notes=[text])

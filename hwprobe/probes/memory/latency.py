@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.curves import level_exit, step_inside
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
@@ -30,6 +31,7 @@ from hwprobe.probes.memory.chase import (
 )
 from hwprobe.probes.memory.common import CACHE_KERNELS, budget_bytes, info, release
 from hwprobe.probes.memory.plan import log_sizes
+from hwprobe.vocab import ExecUnit, Kind
 
 STRIDE = 128               # bytes between slots: one L1/L2 line
 PAGE = 2 << 20             # large-page size the TLB-friendly order stays within
@@ -106,7 +108,7 @@ def random_set(dram_set: int, budget: int, quick: bool) -> int:
 
 def random_note(rnd: Measurement, local: Measurement) -> str:
     """What the fully random chase adds over the page-local one, both with L2 flushed: TLB misses, or none."""
-    r, p = rnd.params["cycles"], local.params["cycles"]
+    r, p = rnd.params[K.CYCLES], local.params[K.CYCLES]
     span = f"random over {rnd.params['working_set_bytes'] / 2**30:.1f} GiB"
     if r >= TLB_COST * p:
         return (f"{span}: {r:.0f} cycles against {p:.0f} page-local ({r / p - 1:+.1%}): includes TLB misses "
@@ -132,11 +134,11 @@ def _shared_latency(ctx, mod) -> Measurement:
         return info(ctx, "latency.shared", "shared-memory chase failed", e, level="shared")
     p, cyc, ns, base = runs[-1]
     cycles = sorted(float(r[1]) / steps for r in runs)
-    m = ctx.derived("latency.shared", float(ns) / steps * 1e-9, unit="s", kind="latency", level="shared",
-                    exec_unit="cuda_core",
-                    params={"cycles": cycles[1], "cycles_runs": cycles, "steps": steps, "ring_bytes": SMEM_RING * 4,
+    m = ctx.derived("latency.shared", float(ns) / steps * 1e-9, unit="s", kind=Kind.LATENCY, level="shared",
+                    exec_unit=ExecUnit.CUDA_CORE,
+                    params={K.CYCLES: cycles[1], "cycles_runs": cycles, "steps": steps, "ring_bytes": SMEM_RING * 4,
                             "load": "ld.shared.u32, address = the loaded value",
-                            "kernel_sm_mhz": round(float(cyc) / float(ns) * 1e3, 1)},
+                            K.KERNEL_SM_MHZ: round(float(cyc) / float(ns) * 1e3, 1)},
                     notes=["one thread, a dependent chain of 4-byte shared loads (no address arithmetic between them)"])
     want = 4 * ((steps * SMEM_STRIDE) % SMEM_RING)        # one full lap of warm-up, then `steps` strides
     m.verified = all(int(r[0]) - int(r[3]) == want for r in runs)
@@ -175,7 +177,7 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
             release()
         if m.valid:
             chases[size] = m
-    curve = [{"bytes": s, "ns": m.value * 1e9, "cycles": m.params["cycles"]} for s, m in chases.items()]
+    curve = [{"bytes": s, "ns": m.value * 1e9, "cycles": m.params[K.CYCLES]} for s, m in chases.items()]
     split = far_step(list(chases), [m.value for m in chases.values()], l2)
     text = ", ".join(f"{p['bytes'] / 2**20:.1f} MiB {p['ns']:.0f} ns" for p in curve)
     params = {"curve": curve, "l2_bytes": l2, "far_step_min": FAR_STEP,
@@ -183,7 +185,7 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
     yield l2_capacity_check(ctx, list(chases), [m.value for m in chases.values()], l2,
                             split.lower.lo_size if split else None)
     if split is None:
-        yield ctx.derived("latency.l2.sweep", 0.0, unit="", kind="info", params=params,
+        yield ctx.derived("latency.l2.sweep", 0.0, unit="", kind=Kind.INFO, params=params,
                           notes=[f"no near/far step in the L2 chase latency up to {0.9 * l2 / 2**20:.0f} MiB "
                                  f"(steps of at least {FAR_STEP - 1:.0%} sought): {text}"])
         return
@@ -193,7 +195,7 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
             f"({split.size / l2:.2f} of L2): near partition {1e9 / split.upper.level:.0f} ns, far "
             f"{1e9 / split.lower.level:.0f} ns")
     params["split_bytes"] = split.size
-    yield ctx.derived("latency.l2.sweep", split.size, unit="B", kind="info", params=params, notes=[f"{step};", text])
+    yield ctx.derived("latency.l2.sweep", split.size, unit="B", kind=Kind.INFO, params=params, notes=[f"{step};", text])
     far = chases[far_size]
     far.metric, far.level = "latency.l2_far", "l2_far"
     far.notes.append(step)
@@ -211,9 +213,9 @@ def l2_capacity_check(ctx, sizes, seconds, l2: int, far_from: float | None) -> M
         return info(ctx, "latency.l2.capacity", "the L2 chase latency never leaves its L2 plateau",
                     f"sizes up to {max(sizes, default=0) / 2**20:.0f} MiB", level="l2")
     consistent = abs(ex.size / l2 - 1) <= 0.15
-    m = ctx.derived("latency.l2.capacity", min(ex.size, l2), unit="B", kind="capacity", level="l2",
+    m = ctx.derived("latency.l2.capacity", min(ex.size, l2), unit="B", kind=Kind.CAPACITY, level="l2",
                     params={"exit_bytes": ex.size, "bracket": list(ex.bracket), "reported_bytes": l2,
-                            "consistent": consistent, "primary": False,
+                            "consistent": consistent, K.PRIMARY: False,
                             "plateau_ns": 1e9 / ex.level, "after_ns": 1e9 / ex.after},
                     notes=[f"single-SM chase: latency leaves the L2 plateau ({1e9 / ex.level:.0f} ns) for DRAM between "
                            f"{ex.bracket[0] / 2**20:.1f} and {ex.bracket[1] / 2**20:.1f} MiB, at "
@@ -280,8 +282,8 @@ def _chase(ctx, mod, out, rng, *, metric: str, level: str | None, set_bytes: int
         launch(start, warm_steps, steps, i % (OUT_SLOTS - 1))
 
     warmup, repeats = 1, repeats or (3 if ctx.quick else 5)
-    m = ctx.measure(metric, fn, work=steps, unit="s", kind="latency", warmup=warmup, repeats=repeats, level=level,
-                    exec_unit="cuda_core")
+    m = ctx.measure(metric, fn, work=steps, unit="s", kind=Kind.LATENCY, warmup=warmup, repeats=repeats, level=level,
+                    exec_unit=ExecUnit.CUDA_CORE)
     res = out.get().reshape(OUT_SLOTS, 4)
     timed = list(range(warmup, warmup + repeats))
     bad = [i for i in timed
@@ -319,7 +321,7 @@ def _fill(ctx, m: Measurement, cycles, ns, *, steps: int, warm_steps: int, set_b
         raise VerificationError("no in-kernel time and no SM clock to convert cycles")
     m.value, m.best = sec, best
     m.params = {
-        "cycles": cyc, "cycles_min": float(cycles.min()), "steps": steps, "warm_steps": warm_steps,
+        K.CYCLES: cyc, "cycles_min": float(cycles.min()), "steps": steps, "warm_steps": warm_steps,
         "working_set_bytes": set_bytes, "stride_bytes": STRIDE, "order": order_kind,
         "load": "ld.global.cg (L1 bypassed)" if cg else "ld.global (L1 cached)", "ns_source": src,
         "event_s_per_step": float(np.median(m.samples_s)) / (warm_steps + steps),

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 # ---------------------------------------------------------------------------------------------------------------
 # Byte accounting (BabelStream semantics: no write-allocate traffic counted)
 
-STREAM_ARRAYS = {"read": 1, "write": 1, "copy": 2, "scale": 2, "triad": 3}
+# The one STREAM byte table: arrays one pass touches (the GPU's dram probe and the CPU's STREAM count the same)
+STREAM_ARRAYS = {"read": 1, "write": 1, "copy": 2, "scale": 2, "add": 3, "triad": 3}
 
 
 def stream_bytes(op: str, array_bytes: int) -> int:
     """Bytes one pass of ``op`` moves over arrays of ``array_bytes`` each: read 1x, write 1x, copy/scale 2x,
-    triad 3x. A copy counts its read and its write."""
+    add/triad 3x. A copy counts its read and its write."""
     if op not in STREAM_ARRAYS:
         raise ValueError(f"unknown stream op {op!r}; known: {', '.join(STREAM_ARRAYS)}")
     return STREAM_ARRAYS[op] * int(array_bytes)
@@ -27,6 +28,7 @@ def bytes_counted(op: str) -> str:
         "write": "bytes written (1x array), no write-allocate",
         "copy": "read + write (2x array)",
         "scale": "read + write (2x array)",
+        "add": "2 reads + 1 write (3x array)",
         "triad": "2 reads + 1 write (3x array)",
         "memcpy_d2d": "read + write (2x bytes copied)",
     }[op]

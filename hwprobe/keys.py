@@ -1,0 +1,62 @@
+"""The params keys that cross module boundaries: written by a probe, the runner or the judge, read by the judge,
+the profile, the report, the export or the fleet. Each is named here once with its type, unit and meaning (as
+pyperf's metadata table does); params stay a plain dict and a key is its own string, so the JSON is unchanged.
+
+    m.params[keys.KERNEL_SM_MHZ] = 1980.0         # written and read through the constant, never a bare string
+"""
+
+from __future__ import annotations
+
+
+class Key(str):
+    """A params key: the string itself (``params[KEY]`` and JSON as before) with what its value is."""
+
+    type: type
+    unit: str
+    meaning: str
+
+    def __new__(cls, name: str, type_: type, unit: str, meaning: str) -> Key:
+        k = super().__new__(cls, name)
+        k.type, k.unit, k.meaning = type_, unit, meaning
+        return k
+
+    def __reduce__(self):       # copies and pickles (dataclasses.asdict, multiprocessing) are the plain string
+        return (str, (str(self),))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+# Clocks and theory (probes and the sentinel write the clocks; the judge writes the rest; profile and report read)
+KERNEL_SM_MHZ = Key("kernel_sm_mhz", float, "MHz",
+                    "the SM clock the timed kernel ran at, its clock64 cycles over %globaltimer (scalar or per launch)")
+SENTINEL_SM_MHZ = Key("sentinel_sm_mhz", list, "MHz",
+                      "the SM clock of a sentinel kernel run just before and after a library call, both edges")
+THEORY_CLOCK_SOURCE = Key("theory_clock_source", str, "",
+                          "which clock theory was computed at: kernel, sentinel, nvml, memory, l2_spec or max")
+CLOCKS_MHZ = Key("clocks_mhz", dict, "MHz", "every SM clock reading of the record by source: {source: MHz}")
+PCT_AT = Key("pct_at", dict, "fraction", "the figure over theory at each clock there is: {source: value/theory}")
+# How a record is filed (probes write; hwprobe.profile_build reads)
+CEILING = Key("ceiling", bool, "", "false: a comparison figure, never a level's slope nor invalidated by theory")
+SPARSE = Key("sparse", bool, "", "a 2:4 sparse rate (dense-equivalent operations): filed beside the dense ceiling")
+EXEC_UNIT_INFERRED = Key("exec_unit_inferred", bool, "",
+                         "the unit was inferred from the rate, not seen in the kernel: never fills a measured slot")
+PRIMARY = Key("primary", bool, "", "the capacity estimate that becomes the level's capacity (others stay beside)")
+MAP = Key("map", dict, "", "a map record's table (e.g. L2 latency per SM), stored whole under the level's maps")
+CYCLES = Key("cycles", float, "cycles", "a latency in SM clock cycles, beside the seconds")
+# Links (interconnect probes write; the profile's links read)
+CEILING_KEY = Key("ceiling_key", str, "", "the name a link figure is filed under: links[link].ceilings[key]")
+LINK_KIND = Key("link_kind", str, "", "p2p, collective or host")
+ENDPOINTS = Key("endpoints", list, "", "the link's ends: GPU indices, or host:rank:gpu strings")
+LINK_TYPE = Key("link_type", str, "", "what the link is, e.g. NVLink4 x18, PCIe Gen5 x16")
+SIZE_AT_90PCT = Key("size_at_90pct", int, "B", "the smallest message size reaching 90% of the link's best rate")
+# The run (the runner writes)
+ROUND = Key("round", int, "", "which round of a multi-round suite (1-based) the record is from")
+START_STATE = Key("start_state", dict, "", "the GPU state a compute probe started from (hwprobe.timing.settle)")
+
+KEYS: dict[str, Key] = {k: k for k in (
+    KERNEL_SM_MHZ, SENTINEL_SM_MHZ, THEORY_CLOCK_SOURCE, CLOCKS_MHZ, PCT_AT, CEILING, SPARSE, EXEC_UNIT_INFERRED,
+    PRIMARY, MAP, CYCLES, CEILING_KEY, LINK_KIND, ENDPOINTS, LINK_TYPE, SIZE_AT_90PCT, ROUND, START_STATE)}

@@ -1,0 +1,78 @@
+"""Suites that include other suites: resolved at load, in order, with cycles and mismatches refused in one line."""
+
+import pytest
+
+from hwprobe import suites
+from hwprobe.errors import InputError
+
+# suites/full.toml as it was written out before it included the others (every probe bare, in this order)
+FULL_BEFORE_INCLUDE = ["gpu.fma", "gpu.mma_sync", "gpu.wgmma", "gpu.gemm", "gpu.gemm_fp8", "gpu.gemm_align",
+                       "gpu.sparse", "gpu.gemm_power", "gpu.dram", "gpu.cache", "gpu.latency", "gpu.l2map",
+                       "gpu.hopper_mem", "gpu.host", "gpu.roofline", "gpu.launch", "gpu.mem_kernels",
+                       "gpu.gemm_shapes", "gpu.torch_kernels"]
+
+
+def _write(tmp_path, name, text):
+    f = tmp_path / f"{name}.toml"
+    f.write_text(text)
+    return str(f)
+
+
+def _one_line(e):
+    assert "\n" not in str(e.value)
+    return str(e.value)
+
+
+def test_full_is_the_others_and_runs_what_it_ran_before():
+    full = suites.load("full")
+    assert [e.probe for e in full.entries] == FULL_BEFORE_INCLUDE
+    assert all(e.params == {} and e.timeout_s is None for e in full.entries)
+    assert (full.name, full.target, full.rounds, full.budget_s) == ("full", "gpu", 1, 300.0)
+    parts = [e.probe for name in ("compute", "power", "memory") for e in suites.load(name).entries]
+    assert [e.probe for e in full.entries][:len(parts)] == parts
+    suites.validate(full)
+
+
+def test_included_entries_come_first_with_their_parameters(tmp_path):
+    _write(tmp_path, "a", 'target = "cpu"\nrounds = 5\nbudget_s = 9\n'
+                          '[[probes]]\nprobe = "cpu.fma"\nprecisions = ["fp64"]\ntimeout_s = 7\n')
+    b = _write(tmp_path, "b", 'target = "cpu"\ninclude = ["a.toml"]\n'
+                              '[[probes]]\nprobe = "cpu.stream"\nops = ["copy"]\n')
+    s = suites.load(b)
+    assert [(e.probe, e.params, e.timeout_s) for e in s.entries] == [
+        ("cpu.fma", {"precisions": ("fp64",)}, 7.0), ("cpu.stream", {"ops": ("copy",)}, None)]
+    assert (s.name, s.rounds, s.budget_s) == ("b", 1, None)      # the including suite's own, not a's
+    suites.validate(s)
+
+
+def test_a_suite_of_includes_only(tmp_path):
+    _write(tmp_path, "a", 'target = "cpu"\n[[probes]]\nprobe = "cpu.fma"\n')
+    c = _write(tmp_path, "c", 'target = "cpu"\ninclude = ["a.toml"]\n')
+    assert [e.probe for e in suites.load(c).entries] == ["cpu.fma"]
+
+
+def test_an_include_cycle_is_named(tmp_path):
+    a = _write(tmp_path, "a", 'target = "cpu"\ninclude = ["b.toml"]\n[[probes]]\nprobe = "cpu.fma"\n')
+    _write(tmp_path, "b", 'target = "cpu"\ninclude = ["a.toml"]\n[[probes]]\nprobe = "cpu.stream"\n')
+    with pytest.raises(InputError) as e:
+        suites.load(a)
+    assert "include cycle: a -> b -> a" in _one_line(e)
+    own = _write(tmp_path, "self", 'target = "cpu"\ninclude = ["self.toml"]\n')
+    with pytest.raises(InputError, match="include cycle: self -> self"):
+        suites.load(own)
+
+
+@pytest.mark.parametrize("body, message", [
+    ('include = ["g.toml"]\n', "included suite 'g.toml' targets the gpu, this one the cpu"),
+    ('include = ["a.toml"]\n[[probes]]\nprobe = "cpu.fma"\n', "probe 'cpu.fma' comes twice"),
+    ('include = ["no-such-suite"]\n', "unknown suite 'no-such-suite'; suites: "),
+    ('include = "a"\n', "'include' must be a list of suite names"),
+    ('include = []\n', "needs a non-empty [[probes]] list"),
+])
+def test_bad_includes_are_one_line(tmp_path, body, message):
+    _write(tmp_path, "a", 'target = "cpu"\n[[probes]]\nprobe = "cpu.fma"\n')
+    _write(tmp_path, "g", 'target = "gpu"\n[[probes]]\nprobe = "gpu.fma"\n')
+    bad = _write(tmp_path, "bad", 'target = "cpu"\n' + body)
+    with pytest.raises(InputError) as e:
+        suites.load(bad)
+    assert message in _one_line(e) and "bad.toml" in str(e.value)
