@@ -2,12 +2,14 @@
 
 A prediction of a PyTorch model's time is only as good as its price for PyTorch's kernels, and those are not
 hwprobe's: at small sizes a framework's generic elementwise path (index arithmetic, broadcasting, type
-promotion) takes about twice as long as a lean kernel moving the same bytes, and its attention runs as one fused
+promotion) can take longer than a lean kernel moving the same bytes, and its attention runs as one fused
 scaled-dot-product kernel whose efficiency no GEMM shows. So, when torch imports (never a dependency of
 hwprobe: imported here only, lazily), this probe times PyTorch's kernels the same way the other calibration
-probes time theirs: each kernel replayed back to back in a CUDA graph (torch.cuda.CUDAGraph), per-kernel time
-against bytes moved, on FP16 data; and F.scaled_dot_product_attention over (batch x heads, sequence, head
-size), causal and not. Each point's output is checked against float32 arithmetic.
+probes time theirs, replayed in a CUDA graph (torch.cuda.CUDAGraph), per-kernel time against bytes moved, on
+FP16 data, but as a model runs them: a chain in which each kernel consumes the previous one's output and writes a
+fresh tensor (the graph pool's own addresses), not one kernel rewriting one buffer; and
+F.scaled_dot_product_attention over (batch x heads, sequence, head size), causal and not. Each point's output
+is checked against float32 arithmetic.
 
 Results: ``predict.torch.<kind>`` curve findings (the same form as gpu.mem_kernels') and ``predict.torch.sdpa``
 (a table); hwprobe.predict prefers them, for the framework they describe, over its own kernels' curves.
@@ -66,6 +68,22 @@ def _graph_time(torch, fn, reps: int | None = None) -> tuple[float, int]:
     return float(np.median([timed(g) for _ in range(3)])) / reps, reps
 
 
+def _chain(step, x0, ref_step):
+    """A model-like kernel sequence: each call consumes the previous call's output and allocates its own (fresh
+    addresses from the graph's pool, a true read-after-write dependency), not one kernel rewriting one buffer."""
+    st = {"x": x0}
+
+    def fn() -> None:
+        st["x"] = step(st["x"])
+
+    def check():
+        prev = st["x"].clone()
+        fn()
+        return st["x"].float(), ref_step(prev.float())
+
+    return fn, check
+
+
 def _case(torch, kind: str, nbytes: int):
     """(fn, bytes moved, check, shape) for one kind at about ``nbytes`` moved."""
     F = torch.nn.functional
@@ -75,37 +93,36 @@ def _case(torch, kind: str, nbytes: int):
     if kind in ("elementwise", "unary", "copy"):
         streams = 3 if kind == "elementwise" else 2
         n = max(1024, nbytes // (2 * streams) // 1024 * 1024)
-        x, y, out = rnd(n), rnd(n), torch.empty(n, device="cuda", dtype=half)
-        if kind == "elementwise":
-            return (lambda: torch.add(x, y, out=out)), 6 * n, lambda: (out.float(), x.float() + y.float()), f"{n}"
-        if kind == "unary":
-            return (lambda: torch.clamp_min(x, 0, out=out)), 4 * n, lambda: (out.float(), x.float().clamp_min(0)), (
-                f"{n} (relu as clamp_min)")
-        return (lambda: out.copy_(x)), 4 * n, lambda: (out.float(), x.float()), f"{n}"
+        x, y = rnd(n), rnd(n)
+        step, ref = {"elementwise": (lambda a: a + y, lambda a: a + y.float()),
+                     "unary": (lambda a: torch.relu(a), lambda a: a.clamp_min(0)),
+                     "copy": (lambda a: a.clone(), lambda a: a)}[kind]
+        return _pack(_chain(step, x, ref), 2 * streams * n, f"{n}")
     if kind == "bias":
         rows = max(1, nbytes // (4 * HIDDEN))
-        x, b, out = rnd(rows, HIDDEN), rnd(HIDDEN), torch.empty(rows, HIDDEN, device="cuda", dtype=half)
-        return (lambda: torch.add(x, b, out=out)), 4 * rows * HIDDEN, lambda: (out.float(), x.float() + b.float()), (
-            f"{rows} x {HIDDEN} + {HIDDEN}")
+        b = rnd(HIDDEN)
+        return _pack(_chain(lambda a: a + b, rnd(rows, HIDDEN), lambda a: a + b.float()), 4 * rows * HIDDEN,
+                     f"{rows} x {HIDDEN} + {HIDDEN}")
     if kind in ("norm", "softmax"):
         rows = max(1, nbytes // (4 * HIDDEN))
-        x = rnd(rows, HIDDEN)
         if kind == "norm":
             w, b = rnd(HIDDEN), rnd(HIDDEN)
-            fn = lambda: F.layer_norm(x, (HIDDEN,), w, b)
-            ref = lambda: F.layer_norm(x.float(), (HIDDEN,), w.float(), b.float())
+            step = lambda a: F.layer_norm(a, (HIDDEN,), w, b)
+            ref = lambda a: F.layer_norm(a, (HIDDEN,), w.float(), b.float())
         else:
-            fn = lambda: torch.softmax(x, dim=-1)
-            ref = lambda: torch.softmax(x.float(), dim=-1)
-        holder = {}
-        return (lambda: holder.__setitem__("y", fn())), 4 * rows * HIDDEN, lambda: (holder["y"].float(), ref()), (
-            f"{rows} x {HIDDEN}")
+            step, ref = (lambda a: torch.softmax(a, dim=-1)), (lambda a: torch.softmax(a, dim=-1))
+        return _pack(_chain(step, rnd(rows, HIDDEN), ref), 4 * rows * HIDDEN, f"{rows} x {HIDDEN}")
     rows = max(1, nbytes // (2 * POOL))          # reduction: NHWC global average pooling, [rows/C, 7, 7, C]
     c = 256 if rows >= 256 else rows
     x = rnd(max(1, rows // c), POOL, c)
     holder = {}
     return (lambda: holder.__setitem__("y", x.mean(dim=1))), 2 * x.numel() + 2 * x.shape[0] * c, lambda: (
         holder["y"].float(), x.float().mean(dim=1)), f"{x.shape[0]} x {POOL} x {c}"
+
+
+def _pack(chain, moved: int, shape: str):
+    fn, check = chain
+    return fn, moved, check, shape
 
 
 def _check(got_want, what: str, tol: float = 2e-2) -> None:
