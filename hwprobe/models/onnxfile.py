@@ -285,7 +285,10 @@ def _seed(model, base: Path) -> dict:
     for node in model.graph.node:
         v = _attr(node, "value") if node.op_type == "Constant" and node.output else None
         if v is not None and hasattr(v, "dims") and _prod(v.dims) <= MAX_ELEMS:
-            out[node.output[0]] = numpy_helper.to_array(v)
+            try:                    # a Constant whose payload was stripped (weights removed) has dims, no data
+                out[node.output[0]] = numpy_helper.to_array(v)
+            except (ValueError, TypeError):
+                continue
     return out
 
 
