@@ -139,6 +139,52 @@ class SdpaTable:
         return float(np.exp(acc)) * si * sj * sj, covered
 
 
+@dataclass
+class ConvTable:
+    """A framework's convolutions (cuDNN through PyTorch): seconds over output pixels x C_in x C_out, for 1x1 and
+    3x3 kernels, interpolated log-log on the measured grid (3x3 at C = sqrt(C_in x C_out))."""
+
+    points: list[dict]
+
+    def time(self, m: float, cin: float, cout: float, k: int) -> tuple[float, bool] | None:
+        pts = [p for p in self.points if p["k"] == k]
+        if not pts:
+            return None
+        ms = sorted({p["m"] for p in pts})
+        if k == 1:
+            cis, cos = sorted({p["cin"] for p in pts}), sorted({p["cout"] for p in pts})
+            key = lambda p: (ms.index(p["m"]), cis.index(p["cin"]), cos.index(p["cout"]))
+            axes, xs = (ms, cis, cos), (m, cin, cout)
+        else:
+            cs = sorted({p["cin"] for p in pts})
+            key = lambda p: (ms.index(p["m"]), cs.index(p["cin"]), 0)
+            axes, xs = (ms, cs, [1.0]), (m, (cin * cout) ** 0.5, 1.0)
+        grid = np.full(tuple(len(a) for a in axes), np.nan)
+        for p in pts:
+            grid[key(p)] = np.log(p["time_s"])
+        if len(ms) < 2 or not np.isfinite(grid).any():
+            return None
+        _fill(grid)
+        return _interp(grid, axes, xs)
+
+
+def _interp(log_t: np.ndarray, axes, xs) -> tuple[float, bool]:
+    """Multilinear interpolation of log time in log coordinates over up to three axes (length-1 axes held)."""
+    pos = [_axis_pos(np.asarray(a, float), x) if len(a) > 1 else (0, 0.0, 1.0) for a, x in zip(axes, xs, strict=True)]
+    acc, scale = 0.0, 1.0
+    for (_, _, sc) in pos:
+        scale *= sc
+    corners = [((0, 1 - w), (1, w)) if len(a) > 1 else ((0, 1.0),) for a, (_, w, _) in zip(axes, pos, strict=True)]
+    for c0 in corners[0]:
+        for c1 in corners[1]:
+            for c2 in corners[2]:
+                f = c0[1] * c1[1] * c2[1]
+                if f:
+                    acc += f * log_t[pos[0][0] + c0[0], pos[1][0] + c1[0], pos[2][0] + c2[0]]
+    covered = all(len(a) == 1 or a[0] <= x <= a[-1] for a, x in zip(axes, xs, strict=True))
+    return float(np.exp(acc)) * scale, covered
+
+
 def _fill3(a: np.ndarray) -> None:
     if not np.isfinite(a).all():
         _fill(a)
@@ -154,6 +200,7 @@ class Calibration:
     launch: dict[str, float] = field(default_factory=dict)
     framework: dict[str, MemCurve] = field(default_factory=dict)   # the framework's own kernels (gpu.torch_kernels)
     sdpa: SdpaTable | None = None
+    conv: ConvTable | None = None
     framework_name: str = ""
     switch_s: float = 0.0          # a framework kernel's cost beyond its back-to-back time among other kernels
 
@@ -170,6 +217,8 @@ class Calibration:
                 cal.memory[params.get("kind") or metric.rsplit(".", 1)[1]] = MemCurve.from_finding(params)
             elif metric == "predict.torch.switch_s":
                 cal.switch_s = float(f.get("value") or 0.0)
+            elif metric == "predict.torch.conv":
+                cal.conv = ConvTable(list(params.get("points") or []))
             elif metric == "predict.torch.sdpa":
                 cal.sdpa = SdpaTable(list(params.get("points") or []))
             elif metric.startswith("predict.torch."):

@@ -96,10 +96,11 @@ def _gemm_op(layer: Layer, prec: str, it: float) -> KernelOp:
     rows = layer.rows or max(1, layer.outputs // n_total)
     g = max(layer.groups, 1)
     k = max(1, round(layer.macs / max(rows * n_total, 1)))
-    conv_in = float(layer.inputs) * it if layer.op in ("conv", "convtranspose") and (layer.kernel or (1, 1)) != (
-        1, 1) else 0.0
+    conv = layer.op in ("conv", "convtranspose")
+    conv_in = float(layer.inputs) * it if conv and (layer.kernel or (1, 1)) != (1, 1) else 0.0
+    kh = (layer.kernel or (1, 1))[0] if conv and (layer.kernel or (1, 1))[0] == (layer.kernel or (1, 1))[-1] else 0
     return KernelOp(layer.name, "gemm", prec, m=rows, n=max(1, n_total // g), k=k, batch=g, layers=(layer.name,),
-                    conv_input_bytes=conv_in)
+                    conv_input_bytes=conv_in, conv_kernel=kh if conv else 0)
 
 
 def _memory_kind(layer: Layer) -> str:

@@ -7,6 +7,8 @@
   difference in bytes comes off at the measured DRAM bandwidth (never below its compute or its own bytes);
   weight-only quantization moves fewer weight bytes (K scaled by bits/16 for the byte
   term) but never runs faster than the FP16 math of the full shape.
+- convolution (1x1, 3x3): the framework's own conv table (gpu.torch_kernels: cuDNN, channels-last) where the
+  profile has one and the runtime is the framework's; the implicit-GEMM rule above otherwise.
 - attention (fused, flash-style): the two products at the rate the table gives a GEMM of the P @ V shape (its
   output is small: the scores stay on chip), and never faster than moving Q, K, V and O at the measured
   bandwidth for their size.
@@ -100,7 +102,22 @@ class Predictor:
                 worst, why = p["factor"], f"{dim}={v} not a multiple of 8: x{p['factor']:.2f} (measured)"
         return worst, why
 
+    def _conv(self, op: KernelOp) -> OpTime | None:
+        """A 1x1 or 3x3 convolution from the framework's own conv table (cuDNN), where the profile has one."""
+        if self.cal.conv is None or self.runtime == "fused" or op.batch != 1 or op.conv_kernel not in (1, 3):
+            return None
+        cin = op.k // (op.conv_kernel * op.conv_kernel)
+        got = self.cal.conv.time(op.m, cin, op.n, op.conv_kernel)
+        if got is None:
+            return None
+        it = ITEMSIZE.get(op.precision, 2)
+        nbytes = (op.conv_input_bytes or it * op.m * op.k) + it * (op.n * op.k + op.m * op.n)
+        return self._finish(op, got[0], op.gemm_flops, nbytes, got[1], "framework.conv", "")
+
     def _gemm(self, op: KernelOp) -> OpTime:
+        conv = self._conv(op) if op.conv_kernel else None
+        if conv is not None:
+            return conv
         m = op.m * op.batch
         k_bytes = op.k * (op.weight_bits / 16 if op.weight_bits else 1.0)
         t, covered, note = self.gemm_s(op.precision, m, op.n, op.k)

@@ -37,6 +37,7 @@ class KernelOp:
     weight_bits: int | None = None    # gemm: B stored in 4 or 8 bits (weight-only quantization), math in precision
     ranks: int = 1                    # collectives: the number of ranks
     layers: tuple[str, ...] = ()      # the model layers this kernel covers (several where fused)
+    conv_kernel: int = 0              # gemm from a convolution: its kernel size (kh; 0 = a plain GEMM)
     conv_input_bytes: float = 0.0     # gemm from a convolution: the input tensor's bytes (0: a plain GEMM). An
     #                                   implicit GEMM reads its input once, not the kh x kw times larger im2col matrix
 

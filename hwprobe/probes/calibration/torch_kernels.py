@@ -195,6 +195,56 @@ def _sdpa(ctx, torch, quick: bool):
                                  "batch x heads, sequence (queries = keys) and head size, replayed in a CUDA graph"])
 
 
+CONV_M = (49, 196, 784, 3136, 12544, 50176, 200704)        # output pixels x batch
+CONV1_C = (64, 128, 256, 512, 1024, 2048)                   # 1x1: C_in and C_out each
+CONV3_C = (64, 128, 256, 512)                               # 3x3: C_in = C_out
+CONV_MAX_MACS = 1 << 38
+
+
+def _conv_point(torch, m: int, cin: int, cout: int, k: int) -> float:
+    """One channels-last FP16 convolution (stride 1, 'same' padding) over an output of m pixels, as cuDNN runs it
+    for PyTorch (cudnn.benchmark picks the algorithm, as a deployment does); checked on a few outputs in FP32."""
+    F = torch.nn.functional
+    side = int(round(m ** 0.5))
+    n, hw = (max(1, m // 3136), 56) if side * side != m and m >= 3136 else (1, side)
+    x = torch.randn(n, cin, hw, hw, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+    w = (torch.randn(cout, cin, k, k, device="cuda", dtype=torch.float16) / (cin * k * k) ** 0.5).to(
+        memory_format=torch.channels_last)
+    holder = {}
+    t, _ = _graph_time(torch, lambda: holder.__setitem__("y", F.conv2d(x, w, padding=k // 2)))
+    ref = F.conv2d(x[:1, :, :8, :8].float(), w.float(), padding=k // 2)
+    got = holder["y"][:1, :, :8, :8].float()
+    inner = slice(k // 2, 8 - k // 2)        # away from the crop's border, where the padding differs
+    _check((got[..., inner, inner], ref[..., inner, inner]), f"conv {k}x{k} {cin}->{cout} at {m}")
+    return t
+
+
+def _convs(ctx, torch, quick: bool):
+    torch.backends.cudnn.benchmark = True
+    rows = []
+    ms = CONV_M[::3] if quick else CONV_M
+    shapes = [(1, a, b) for a in CONV1_C for b in CONV1_C] + [(3, c, c) for c in CONV3_C]
+    if quick:
+        shapes = shapes[::7]
+    for k, cin, cout in shapes:
+        for m in ms:
+            if m * cin * cout * k * k > CONV_MAX_MACS:
+                continue
+            try:
+                rows.append({"k": k, "cin": cin, "cout": cout, "m": m,
+                             "time_s": _conv_point(torch, m, cin, cout, k)})
+            except Exception as e:
+                yield ctx.error(f"predict.torch.conv.k{k}c{cin}x{cout}m{m}", "torch conv2d", e)
+            finally:
+                torch.cuda.empty_cache()
+    if rows:
+        yield ctx.derived("predict.torch.conv", len(rows), unit="points", kind="info",
+                          params={"points": rows, "framework": f"torch {torch.__version__}", "dtype": "float16",
+                                  "layout": "channels_last", "cudnn_benchmark": True},
+                          notes=["PyTorch conv2d (cuDNN), channels-last FP16, stride 1: seconds per convolution over "
+                                 "output pixels x C_in x C_out for 1x1 and 3x3 kernels, replayed in a CUDA graph"])
+
+
 SWITCH_BYTES = 1 << 18          # the switch-cost kernels move 256 KiB each (L2-resident, latency-bound)
 SWITCH_REPS = 64
 
@@ -233,9 +283,9 @@ def _switch(ctx, torch):
 
 @probe(name="gpu.torch_kernels", target="gpu", family="calibration",
        summary="Prediction calibration with PyTorch's own kernels (optional: skipped without torch): elementwise, "
-               "bias, norm, softmax, reduction, copy and SDPA attention, in CUDA graphs",
+               "bias, norm, softmax, reduction, copy, cuDNN convolutions and SDPA attention, in CUDA graphs",
        choices={"kinds": KINDS})
-def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, max_bytes: int = 1 << 30):
+def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = True, max_bytes: int = 1 << 30):
     try:
         import torch
     except Exception as e:
@@ -249,5 +299,7 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, max_bytes: int =
     with torch.inference_mode():
         yield from _curves(ctx, torch, kinds or KINDS, sizes)
         yield from _switch(ctx, torch)
+        if convs:
+            yield from _convs(ctx, torch, ctx.quick)
         if sdpa:
             yield from _sdpa(ctx, torch, ctx.quick)
