@@ -35,6 +35,13 @@ STABLE_SPREAD = 0.01      # a ceiling whose repeated runs agree within 1% is "st
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
+def window_power(c) -> float | None:
+    """The power of the figure's own window: the energy counter's mean over it (a window of a second or
+    more). Records written before issue 23 kept NVML's median reading for short windows too, a 1 s moving
+    average of the time before the figure (123 W beside a power-cap throttle): those are dropped here."""
+    return c.power_w if c and c.energy_j else None
+
+
 @dataclass
 class Ceiling:
     """One measured ceiling and the theory beside it (value in ``unit``)."""
@@ -105,7 +112,7 @@ class Ceiling:
             datasheet=t.datasheet if t else None,
             # compute: the SM clock theory used (the kernel's own where it timed one); memory: the SM clock
             clock_mhz=t.clock_mhz if kernel else (c.sm_mhz if c else None), clock_source=source,
-            power_w=c.power_w if c else None, throttle_reasons=list(c.throttle_reasons) if c else [],
+            power_w=window_power(c), throttle_reasons=list(c.throttle_reasons) if c else [],
             energy_per_unit_j=m.energy_per_op_j, basis=t.basis if t else "",
             params=m.params, notes=list(m.notes), flags=list(m.flags),
         )
