@@ -101,3 +101,22 @@ def test_short_window_power_is_not_shown_beside_the_figure():
     # a window the energy counter timed keeps its power: power x median time / work = J/op
     shown = [r for r in rows.values() if r["power"]]
     assert shown and all(r["energy"] for r in shown)
+
+
+# ---------------------------------------------------------------- 4. one definition of the ridge point
+
+
+def test_ridge_table_and_roofline_finding_share_one_definition():
+    from hwprobe.probes.compute.roofline import ridge_note
+    from hwprobe.report import tables as tb
+    from hwprobe.report.source import load_run
+
+    prof = load_run(FULL["h200-sxm"]).profile
+    rows = {(r["precision"], r["unit"]): r for r in tb.ridge_table(prof).rows}
+    fp16 = rows[("fp16", "CUDA")]
+    # H200 by hand: FP16 CUDA-core theory 132 SMs x 256 FMA/clk x 2 x 1980 MHz = 133.8 TFLOP/s; DRAM theory
+    # 3201 MHz x 2 x 6016 bit / 8 = 4.814 TB/s -> 27.8 FLOP/B (the roofline finding's theoretical figure)
+    assert float(fp16["theory"]) == pytest.approx(132 * 256 * 2 * 1980e6 / (3201e6 * 2 * 6016 / 8), rel=2e-3)
+    assert fp16["ridge"].startswith("29.8")                       # 131.5 TFLOP/s measured / 4.41 TB/s measured
+    note = ridge_note(15.7, 66.6e12, 4.24e12, "FLOP/B", 27.8, "basis")
+    assert not note.startswith("measured ridge") and "this kernel's knee 15.7" in note

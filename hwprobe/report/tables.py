@@ -186,12 +186,15 @@ def memory_table(p: Profile, kind: str = "gpu") -> Table:
 def ridge_table(p: Profile) -> Table:
     """Measured peak / measured DRAM bandwidth per precision and unit: the roofline's corners."""
     cols = [Column("precision", "precision"), Column("unit", "cores"), Column("peak", "measured peak", "rate"),
-            Column("ridge", "ridge point"), Column("of", "peak from", wide=True)]
-    t = Table("Ridge points", cols, note="measured peak / measured DRAM bandwidth: below this intensity a kernel "
-              "is bound by DRAM")
+            Column("ridge", "ridge point"), Column("theory", "theoretical ridge", short="theory"),
+            Column("of", "peak from", wide=True)]
+    t = Table("Ridge points", cols, note="measured peak / measured DRAM bandwidth (theoretical: theoretical peak "
+              "/ theoretical DRAM bandwidth, both at max clocks): below this intensity a kernel is bound by DRAM")
     bw = p.bandwidth("dram")
     if not bw:
         return t
+    dram = p.memory.get("dram")
+    bw_theory = dram.bandwidth.theory_at_max_clock if dram and dram.bandwidth else None
     for prec in tx.order(p.compute, tx.PRECISION_ORDER):
         for unit in tx.order(p.compute[prec], ["cuda_core", "tensor_core", "cpu"]):
             pk = p.peak(prec, unit)
@@ -199,6 +202,8 @@ def ridge_table(p: Profile) -> Table:
                 continue
             t.rows.append({"precision": prec, "unit": tx.UNIT_SHORT.get(unit, unit), "_unit": pk.unit,
                            "peak": pk.value, "ridge": f"{pk.value / bw:.3g} {tx.per_byte(prec, pk.unit)}",
+                           "theory": f"{pk.theory_at_max_clock / bw_theory:.3g}"
+                           if pk.theory_at_max_clock and bw_theory else None,
                            "of": tx.instruction_name(pk.metric)})
     return t
 
