@@ -45,6 +45,7 @@ def run_mccalpin(exe: Path) -> dict[str, dict[str, float]]:
 
 
 def run_hwprobe(elements: int) -> dict[str, dict[str, float]]:
+    import hwprobe.probes.cpu.stream  # noqa: F401  (registers cpu.stream)
     from hwprobe.device.cpu import discover
     from hwprobe.probes.base import _REGISTRY, ProbeContext
     from hwprobe.timing.sampler import CpuClockSampler
