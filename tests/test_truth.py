@@ -120,3 +120,64 @@ def test_ridge_table_and_roofline_finding_share_one_definition():
     assert fp16["ridge"].startswith("29.8")                       # 131.5 TFLOP/s measured / 4.41 TB/s measured
     note = ridge_note(15.7, 66.6e12, 4.24e12, "FLOP/B", 27.8, "basis")
     assert not note.startswith("measured ridge") and "this kernel's knee 15.7" in note
+
+
+# ---------------------------------------------------------------- 9. validate: same SKU, rates beside rates
+
+
+def test_validate_against_the_spec_of_the_same_part_blames_no_different_device(capsys):
+    from hwprobe.cli import main
+    from hwprobe.fleet import validate
+    from hwprobe.fleet.records import load_run
+
+    run = load_run(FULL["h200-sxm"])
+    ref = validate.load_reference("H200 SXM", run, expect=0.99)
+    v = validate.validate(run, ref)
+    assert len(v.failed) >= 5                        # 99% of theory fails most ceilings: causes are given
+    for c in v.failed:
+        assert not any("different device" in x for x in c.causes), c.causes
+    with pytest.raises(SystemExit):
+        main(["validate", str(FULL["h200-sxm"]), "--against", "H200 SXM", "--expect", "0.99"])
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "different device" not in out and "NVIDIA H200 vs H200 SXM" not in out
+
+
+def test_validate_rate_column_is_always_a_rate_share(tmp_path, capsys):
+    """FP8 library: 1.47 vs 1.93 PFLOP/s is a 76% rate share; a per-clock pass must not print 101.9% there."""
+    from hwprobe.fleet.records import CeilingRec
+    from hwprobe.fleet.validate import check_one
+
+    m = CeilingRec(key="fp8.tensor_core.library", value=1.47e15, unit="FLOP/s", clock_mhz=1485, per_clock=0.99e6,
+                   throttle=["sw_power_cap"])
+    r = CeilingRec(key="fp8.tensor_core.library", value=1.93e15, unit="FLOP/s", clock_mhz=1837, per_clock=0.9715e6,
+                   throttle=["sw_power_cap"])
+    c = check_one(m.key, m, r, 0.10)
+    assert c.compared == "per clock" and c.status == "pass"
+    assert c.rate_ratio == pytest.approx(1.47 / 1.93)              # 76.2%: what the rate column shows
+    assert c.ratio == pytest.approx(0.99 / 0.9715)                 # 101.9%: shown only as "per clock 101.9%"
+    from hwprobe.fleet.render import _compared
+
+    assert _compared(c) == "per clock 101.9%"
+
+
+# ---------------------------------------------------------------- 12. a CPU run against a GPU reference
+
+
+def test_cpu_run_against_a_gpu_reference_is_refused_in_one_line(tmp_path, capsys):
+    from hwprobe.cli import main
+
+    cpu = {"schema_version": 2, "created_utc": "2026-11-26T00:00:00Z", "partial": False, "hwprobe_version": "0",
+           "device": {"kind": "cpu", "model": "AMD EPYC", "cores": 2}, "environment": {},
+           "compute": {"fp64": {"cpu": {"instruction": {"value": 5e10, "unit": "FLOP/s", "metric": "fp64.cpu.fma",
+                                                       "probe": "cpu.fma"}}}},
+           "memory": {"dram": {"bandwidth": {"value": 3e10, "unit": "B/s", "metric": "dram.stream.triad",
+                                             "probe": "cpu.stream"}}},
+           "links": {}, "findings": [], "errors": []}
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "profile.json").write_text(json.dumps(cpu))
+    for against in (str(FULL["h200-sxm"]), "H200 SXM"):
+        with pytest.raises(SystemExit) as e:
+            main(["validate", str(tmp_path / "cpu"), "--against", against])
+        err = capsys.readouterr().err.strip()
+        assert e.value.code == 2 and len(err.splitlines()) == 1, err
+        assert "CPU run" in err and "GPU" in err and "processes" not in err

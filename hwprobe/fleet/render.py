@@ -31,6 +31,16 @@ def check_line(c: Check) -> str:
             f"({(c.ratio or 0) - 1:+.1%}, tolerance -{c.tolerance:.0%})")
 
 
+def _compared(c: Check) -> str:
+    """What the verdict compared: the rate (its share is the "rate %" column), or the per-clock figure with its
+    own share, so a rate share and a per-clock share never sit in one column (issue 23)."""
+    if c.status not in ("pass", "fail"):
+        return ""
+    if c.compared == "per clock" and c.ratio is not None:
+        return f"per clock {c.ratio:.1%}"
+    return c.compared
+
+
 def render_validation(v: Validation, console) -> None:
     from rich.table import Table
 
@@ -41,16 +51,16 @@ def render_validation(v: Validation, console) -> None:
                   + (f", mode {v.ref.power_mode}" if v.ref.power_mode else "") + f"; {ref_kind}]")
     failed_keys = {c.key for c in v.failed}          # --require-all makes an unmeasured ceiling a failure
     t = Table(title=f"validate (pass: measured >= expected x (1 - tolerance); {v.tolerances.source})")
-    for col, just in (("ceiling", "left"), ("measured", "right"), ("expected", "right"), ("ratio", "right"),
+    for col, just in (("ceiling", "left"), ("measured", "right"), ("expected", "right"), ("rate %", "right"),
                       ("tol", "right"), ("result", "left"), ("compared", "left")):
         t.add_column(col, justify=just)
     for c in v.checks:
         if c.status in ("no reference", "not measured") and not (c.status == "not measured" and c.key in failed_keys):
             continue
         t.add_row(c.key, figure(c.measured, c.unit), figure(c.expected, c.unit),
-                  f"{c.ratio:.1%}" if c.ratio is not None else "-", f"{c.tolerance:.0%}",
+                  f"{c.rate_ratio:.1%}" if c.rate_ratio is not None else "-", f"{c.tolerance:.0%}",
                   f"[{_STYLE[c.status]}]{c.status.upper() if c.status in ('pass', 'fail') else c.status}[/]",
-                  c.compared if c.status in ("pass", "fail") else "")
+                  _compared(c))
     console.print(t)
     groups: dict[tuple[str, ...], list[Check]] = {}      # failures that share their causes are told once
     for c in v.failed:
