@@ -181,3 +181,52 @@ def test_cpu_run_against_a_gpu_reference_is_refused_in_one_line(tmp_path, capsys
         err = capsys.readouterr().err.strip()
         assert e.value.code == 2 and len(err.splitlines()) == 1, err
         assert "CPU run" in err and "GPU" in err and "processes" not in err
+
+
+# ---------------------------------------------------------------- 10. compare --reference across parts
+
+
+def _scaled_record(d: dict, factor: float, label: str):
+    import copy
+
+    from hwprobe.fleet.records import record_of
+
+    d = copy.deepcopy(d)
+    for units in d["compute"].values():
+        for paths in units.values():
+            for c in paths.values():
+                c["value"] *= factor
+    for lvl in d["memory"].values():
+        if lvl.get("bandwidth"):
+            lvl["bandwidth"]["value"] *= factor
+    return record_of(d, f"/fleet/{label}", label)
+
+
+def test_compare_reference_of_another_part_says_so_and_outliers_show_the_table_figure(capsys):
+    from rich.console import Console
+
+    from hwprobe.fleet import compare
+    from hwprobe.fleet.records import load_run
+    from hwprobe.fleet.render import render_fleet
+
+    h100 = json.loads((FULL["h100-sxm"] / "profile.json").read_text())
+    runs = [_scaled_record(h100, f, f"h100-{i}") for i, f in enumerate((1.0, 1.0, 0.995, 1.003, 0.7))]
+    ref = load_run(FULL["h200-sxm"])
+    fleet = compare.compare([*runs, ref], reference=ref)
+    assert any("the devices differ" in n and "NVIDIA H200" in n for n in fleet.notes), fleet.notes
+    low = [o for o in fleet.outliers if o.run == "h100-4"]
+    assert low
+    for o in low:
+        i = list(fleet.table["run"]).index(o.run)
+        assert o.normalized == pytest.approx(fleet.normalized[o.key].iat[i])      # the table's own cell
+        if o.rule == "reference":
+            assert not any("nothing the two runs recorded differs" in c for c in o.causes)
+            assert any("different device" in c for c in o.causes), o.causes
+    dram = next(o for o in low if o.key == "dram.bandwidth")
+    # by hand: 0.7 x the H100's DRAM ceiling over the H200's
+    want = 0.7 * h100["memory"]["dram"]["bandwidth"]["value"] / ref.ceilings["dram.bandwidth"].value
+    assert dram.normalized == pytest.approx(want, rel=1e-9)
+    console = Console(width=400, record=True)
+    render_fleet(fleet, console)
+    text = console.export_text()
+    assert f"{want:.1%}" in text and "70.0% of its group median" in text

@@ -138,6 +138,15 @@ def _cell(norm: float | None, flagged: bool) -> str:
     return f"[bold red]{text}[/]" if flagged else text
 
 
+def _outlier_figure(o) -> str:
+    """The outlier's figure as the table shows it (value / the table's basis), and the group-median share that
+    flagged it where that differs: one number never stands for another (issue 23: 107.3% beside a 74.9% cell)."""
+    text = f"{short(o.key)} {si(o.value, o.unit)} = {o.normalized:.1%}"
+    if o.vs_median is not None and abs(o.vs_median - o.normalized) > 5e-4:
+        return text + f" ({o.vs_median:.1%} of its group median)"
+    return text
+
+
 def render_fleet(fleet, console, show_all: bool = False) -> None:
     """The fleet table (normalized), the groups' medians and the outliers with their likely causes."""
     from rich.table import Table
@@ -173,9 +182,9 @@ def render_fleet(fleet, console, show_all: bool = False) -> None:
     for o in fleet.outliers:                    # worst first (compare sorts them)
         by_run.setdefault(o.run, []).append(o)
     for run, outs in by_run.items():
-        what = "; ".join(f"{short(o.key)} {si(o.value, o.unit)} = {o.normalized:.1%}" for o in outs)
-        basis = "its group median" if outs[0].rule == "median/MAD" else "the reference"
-        console.print(f"[bold red]OUTLIER[/] {run} ({outs[0].direction}, vs {basis}): {what}")
+        basis = "the reference" if fleet.basis.startswith("reference") else "its group median"
+        console.print(f"[bold red]OUTLIER[/] {run} ({outs[0].direction}, vs {basis}): "
+                      + "; ".join(map(_outlier_figure, outs)))
         seen: list[str] = []
         for c in (c for o in outs for c in o.causes):
             head = c.split(":")[0].split(" vs ")[0]
