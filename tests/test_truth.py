@@ -230,3 +230,22 @@ def test_compare_reference_of_another_part_says_so_and_outliers_show_the_table_f
     render_fleet(fleet, console)
     text = console.export_text()
     assert f"{want:.1%}" in text and "70.0% of its group median" in text
+
+
+# ---------------------------------------------------------------- 12. a rebuilt profile keeps the run's time
+
+
+def test_rebuilt_profile_keeps_the_runs_creation_time(tmp_path):
+    import shutil
+
+    from hwprobe.profile import load_profile
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("measurements.jsonl", "environment.json"):
+        shutil.copy(FULL["h100-sxm"] / name, run / name)
+    prof = load_profile(run)                     # no profile.json: rebuilt from the records
+    assert prof.partial
+    assert prof.created_utc == "2026-11-25T00:29:27Z"       # environment.json's started_utc, typed from the file
+    (run / "environment.json").unlink()
+    assert load_profile(run).created_utc == ""   # unknown, never today's date
