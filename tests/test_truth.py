@@ -249,3 +249,26 @@ def test_rebuilt_profile_keeps_the_runs_creation_time(tmp_path):
     assert prof.created_utc == "2026-11-25T00:29:27Z"       # environment.json's started_utc, typed from the file
     (run / "environment.json").unlink()
     assert load_profile(run).created_utc == ""   # unknown, never today's date
+
+
+# ---------------------------------------------------------------- 20. causes from what real runs recorded
+
+
+def test_causes_come_from_what_the_committed_runs_recorded():
+    """Not a generator planting the fields the cause finder reads: two committed H200 runs with a second process
+    on the GPU (the 'shared' experiments: pid 776 loading the SMs, pid 707 holding 129 GB), against the full run
+    of the same card, and the H100 against the H200."""
+    from hwprobe.fleet import causes
+    from hwprobe.fleet.records import load_run
+
+    ref = load_run(FULL["h200-sxm"])
+    smhog = load_run(ROOT / "profiles" / "h200-sxm" / "2026-11-25-shared-smhog")
+    memhog = load_run(ROOT / "profiles" / "h200-sxm" / "2026-11-25-shared-memhog")
+    assert causes.explain(smhog, ref, "dram.bandwidth")[0] == \
+        "other processes used the GPU during this run: python3 (776)"
+    assert causes.explain(memhog, ref, "dram.bandwidth")[0] == \
+        "other processes used the GPU during this run: python3 (707)"
+    h100 = load_run(FULL["h100-sxm"])
+    got = causes.explain(h100, ref, "dram.bandwidth")
+    assert got[0].startswith("different device: NVIDIA H100 80GB HBM3 (H100 SXM) vs NVIDIA H200 (H200 SXM)")
+    assert any(c.startswith("different memory size: 79 GiB vs 140 GiB") for c in got), got
