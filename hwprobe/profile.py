@@ -193,6 +193,7 @@ class Profile:
     created_utc: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     hwprobe_version: str = ""
     schema_version: int = SCHEMA_VERSION
+    superseded: str = ""          # why a committed run is no longer to be taken (its SUPERSEDED file), or ""
 
     # --- queries ---------------------------------------------------------------------------------
     # Validated in hwprobe.roofline (case-insensitive names, path="library"|"instruction"|"best", one
@@ -255,6 +256,7 @@ class Profile:
             "links": {k: link.to_dict() for k, link in self.links.items()},
             "findings": self.findings, "skipped": self.skipped, "errors": self.errors, "invalid": self.invalid,
             "environment": self.environment, "devices": self.devices,
+            **({"superseded": self.superseded} if self.superseded else {}),
         }
 
     @classmethod
@@ -269,7 +271,7 @@ class Profile:
             findings=d.get("findings", []), skipped=d.get("skipped", []), errors=d.get("errors", []),
             invalid=d.get("invalid", []), environment=d.get("environment", {}), partial=d.get("partial", False),
             created_utc=d.get("created_utc", ""), hwprobe_version=d.get("hwprobe_version", ""),
-            schema_version=d["schema_version"],
+            schema_version=d["schema_version"], superseded=str(d.get("superseded") or ""),
         )
 
     def save(self, path: Path | str) -> None:
@@ -356,6 +358,20 @@ def load_profile(path: Path | str) -> Profile:
     d = migrate(d, where)
     validate_dict(d, where)
     try:
-        return Profile.from_dict(d)
+        prof = Profile.from_dict(d)
     except (KeyError, TypeError, ValueError, AttributeError) as e:   # valid by schema but not buildable: a bug
         raise InputError(f"{where} cannot be read: {type(e).__name__}: {e}") from None
+    prof.superseded = superseded_note(p.parent)
+    return prof
+
+
+SUPERSEDED = "SUPERSEDED"
+
+
+def superseded_note(run_dir: Path | str) -> str:
+    """The text of a run directory's SUPERSEDED file: a committed run judged under rules since corrected (or
+    measured with a fault since fixed) says so there, and every reader (report, compare, validate) shows it."""
+    try:
+        return " ".join((Path(run_dir) / SUPERSEDED).read_text(encoding="utf-8").split())
+    except (OSError, UnicodeDecodeError):
+        return ""

@@ -18,7 +18,16 @@ from hwprobe import keys as K
 from hwprobe.device.info import device_kind
 from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement
-from hwprobe.profile import SLOPE_PREFERENCE, SPARSE_SUFFIX, Ceiling, Link, MemoryLevel, Profile, validate_dict
+from hwprobe.profile import (
+    SLOPE_PREFERENCE,
+    SPARSE_SUFFIX,
+    Ceiling,
+    Link,
+    MemoryLevel,
+    Profile,
+    superseded_note,
+    validate_dict,
+)
 from hwprobe.profile import load_profile as read_profile
 from hwprobe.results import ENVIRONMENT, MEASUREMENTS, PROFILE, load_records
 from hwprobe.vocab import Kind, Status, profile_precision
@@ -71,6 +80,7 @@ def rebuild_profile(run_dir: Path) -> Profile:
     if rec.skipped_lines:
         note += f"; skipped {len(rec.skipped_lines)} unreadable line(s): {'; '.join(rec.skipped_lines[:3])}"
     prof.findings.insert(0, {"probe": "report", "metric": "rebuilt", "text": note})
+    prof.superseded = superseded_note(run_dir)
     return prof
 
 

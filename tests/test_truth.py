@@ -272,3 +272,48 @@ def test_causes_come_from_what_the_committed_runs_recorded():
     got = causes.explain(h100, ref, "dram.bandwidth")
     assert got[0].startswith("different device: NVIDIA H100 80GB HBM3 (H100 SXM) vs NVIDIA H200 (H200 SXM)")
     assert any(c.startswith("different memory size: 79 GiB vs 140 GiB") for c in got), got
+
+
+# ---------------------------------------------------------------- 8. runs judged under old rules say so
+
+
+def test_superseded_runs_say_so_in_report_compare_and_validate(capsys):
+    from rich.console import Console
+
+    from hwprobe.cli import main
+    from hwprobe.fleet import compare
+    from hwprobe.fleet.records import load_run
+    from hwprobe.profile import load_profile
+    from hwprobe.report.terminal import render
+
+    old = ROOT / "profiles" / "h200-sxm" / "2026-11-21-full"
+    prof = load_profile(old)
+    assert prof.superseded.startswith("Superseded by 2026-11-25-full") and "nine-valued" in prof.superseded
+    assert prof.to_dict()["superseded"] == prof.superseded
+    assert not load_profile(FULL["h200-sxm"]).superseded                  # the current run is not
+    con = Console(width=200, record=True)
+    render(prof, console=con)
+    assert "SUPERSEDED: Superseded by 2026-11-25-full" in con.export_text()
+    rec = load_run(old)
+    fleet = compare.compare([rec, load_run(FULL["h200-sxm"])])
+    assert any(n.startswith("SUPERSEDED: ") and "nine-valued" in n for n in fleet.notes)
+    with pytest.raises(SystemExit):
+        main(["validate", str(old), "--against", str(FULL["h200-sxm"])])
+    assert "SUPERSEDED run" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("gpu,sku", [("h100-sxm", "H100 SXM"), ("h200-sxm", "H200 SXM")])
+def test_l2_runs_theory_is_what_todays_judge_gives(gpu, sku):
+    """The SUPERSEDED note of the L2 runs says their L2 figure and theory value stand and only the labels are old:
+    re-judge the recorded L2 measurement with today's code and compare."""
+    from hwprobe import specs
+    from hwprobe.judge import judge
+    from hwprobe.results import read_measurements
+
+    run = ROOT / "profiles" / gpu / "2026-11-25-l2-full"
+    m = next(x for x in read_measurements(run) if x.metric == "cache.l2.read")
+    recorded = m.theory.at_clock
+    m.theory, m.flags = None, [f for f in m.flags if not f.startswith("above_")]
+    judge(m, specs.sku_theory(specs.find(sku)))
+    assert m.theory.at_clock == pytest.approx(recorded) and m.valid
+    assert m.params["theory_clock_source"] == "l2_spec" and m.theory.basis.startswith("inferred: ")

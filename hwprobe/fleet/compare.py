@@ -150,6 +150,7 @@ def compare(runs: list[RunRecord], reference: RunRecord | None = None, group_by:
     outliers = _outliers(runs, table, keys, units, values, gap, normalized, robust_z, flagged, reference, min_gap)
     if reference is not None:
         notes += _other_devices(runs, reference)
+    notes += [f"SUPERSEDED: {r.label}: {r.superseded}" for r in runs if r.superseded]
     fleet = Fleet(runs, table, normalized, keys, units, basis, group_by, outliers, notes)
     _explain(fleet, groups, median, reference)
     return fleet

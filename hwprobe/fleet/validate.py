@@ -191,6 +191,9 @@ def validate(run: RunRecord, ref: RunRecord, tolerances: Tolerances | None = Non
                          f"(the run has {', '.join(sorted(run.ceilings)[:6]) or 'none'})")
     if run.partial:
         v.notes.append("the run is partial (interrupted): only what finished is checked")
+    for what, rec in (("run", run), ("reference", ref)):
+        if rec.superseded:
+            v.notes.append(f"SUPERSEDED {what} {rec.path}: {rec.superseded}")
     if run.contended:
         what = "CPU" if run.device.get("kind") == "cpu" else "GPU"
         v.notes.append(f"the run was recorded while other work used the {what}: its figures are skewed low")
