@@ -317,3 +317,25 @@ def test_l2_runs_theory_is_what_todays_judge_gives(gpu, sku):
     judge(m, specs.sku_theory(specs.find(sku)))
     assert m.theory.at_clock == pytest.approx(recorded) and m.valid
     assert m.params["theory_clock_source"] == "l2_spec" and m.theory.basis.startswith("inferred: ")
+
+
+# ---------------------------------------------------------------- 6. power-capped library ceilings: both states
+
+
+def test_power_capped_precisions_settle_and_state_where_they_started():
+    from hwprobe.measurement import ClockSummary, Measurement
+    from hwprobe.probes.compute import gemm
+
+    def point(prec, metric, value, mhz, temp, throttle, start=None):
+        return Measurement(probe="gpu.gemm", metric=metric, kind="sweep", value=value, unit="FLOP/s",
+                           precision=prec, params={"start_state": start} if start else {},
+                           clocks=ClockSummary(sm_mhz=mhz, temp_c=temp, throttle_reasons=throttle))
+
+    # the committed H100 FP64 top point: 55.6 TFLOP/s at 1695 MHz under sw_power_cap; FP32 was not capped
+    sweeps = {"fp64": [point("fp64", "fp64.tensor_core.cublas.n8192", 55.62e12, 1695, 51, ["sw_power_cap"])],
+              "fp32": [point("fp32", "fp32.cuda_core.cublas.n8192", 51.6e12, 1980, 45, [])]}
+    assert gemm.power_capped(sweeps) == {"fp64"}
+    hot = point("fp64", "x", 1, 1695, 54, ["sw_power_cap"], {"temp_c": 52.0, "settled": False})
+    assert gemm.start_note(hot) == "started at 52 C (not settled: the GPU was still warm), reached 54 C"
+    cool = point("fp64", "x", 1, 1875, 50, ["sw_power_cap"], {"temp_c": 37.0, "settled": True})
+    assert gemm.start_note(cool) == "started at 37 C (settled), reached 50 C"
