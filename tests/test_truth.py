@@ -339,3 +339,19 @@ def test_power_capped_precisions_settle_and_state_where_they_started():
     assert gemm.start_note(hot) == "started at 52 C (not settled: the GPU was still warm), reached 54 C"
     cool = point("fp64", "x", 1, 1875, 50, ["sw_power_cap"], {"temp_c": 37.0, "settled": True})
     assert gemm.start_note(cool) == "started at 37 C (settled), reached 50 C"
+
+
+def test_report_shows_no_clock_gap_for_the_retired_event_clock_flag():
+    """The committed H100 FP64 mma.sync record (264 CTAs) was flagged by the event clock alone: kernel and NVML
+    both read 1980 MHz, so the report's clock check shows nothing for it."""
+    from hwprobe.profile import Ceiling
+    from hwprobe.report import tables as tb
+
+    rec = next(r for r in _records(FULL["h100-sxm"]) if r["probe"] == "gpu.mma_sync" and r["params"].get("grid") == 264
+               and r["precision"] == "fp64")
+    assert any("cycles/event time" in f for f in rec["flags"])
+    c = Ceiling(value=rec["value"], unit=rec["unit"], metric=rec["metric"], probe=rec["probe"], params=rec["params"],
+                flags=rec["flags"])
+    assert tb._disagreement(c) is None
+    c.params = {**rec["params"], "clocks_mhz": {"kernel": 1800.0, "nvml": 1980.0}}
+    assert tb._disagreement(c) == "+10.0%"

@@ -11,7 +11,7 @@ from typing import Any
 
 from hwprobe import keys as K
 from hwprobe.flags import Code, has
-from hwprobe.judge import ABOVE_THEORY
+from hwprobe.judge import ABOVE_THEORY, CLOCK_AGREEMENT
 from hwprobe.profile import Ceiling, Profile
 from hwprobe.report import text as tx
 from hwprobe.units import si
@@ -147,11 +147,16 @@ def _pct_nvml(c: Ceiling) -> float | str | None:
 
 
 def _disagreement(c: Ceiling) -> str | None:
+    """NVML's clock against the kernel's (or sentinel's) where they differ by more than 3%. Records written
+    before issue 23 also flagged a "cycles/event time" clock, which is no clock when the grid runs more than one
+    wave: a flag whose two clocks agree shows nothing here."""
     if not has(c.flags, Code.CLOCK_DISAGREEMENT):
         return None
     clk = c.params.get(K.CLOCKS_MHZ) or {}
     own = clk.get("kernel") or clk.get("sentinel")
-    return f"{clk['nvml'] / own - 1:+.1%}" if own and clk.get("nvml") else "disagree"
+    if not (own and clk.get("nvml")):
+        return "disagree"
+    return f"{clk['nvml'] / own - 1:+.1%}" if abs(clk["nvml"] / own - 1) > CLOCK_AGREEMENT else None
 
 
 MEMORY_COLUMNS = [
