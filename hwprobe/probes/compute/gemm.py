@@ -261,17 +261,20 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
         if prec in fw_after and frameworks:
             yield from _framework_points(ctx, env, top, check_rows, tuple(frameworks))
 
-    capped = power_capped(sweeps)
-    for n in sorted(plan, reverse=True)[1:]:     # phase 2: the efficiency curve below the top size
+    yield from _phase2(ctx, plan, order, power_capped(sweeps), start, run_point)
+    yield from _ceilings(order, points, sweeps, lt, comparisons)
+    yield from _pitfall(ctx, rates)
+
+
+def _phase2(ctx, plan, order, capped: set[str], start: dict, run_point):
+    """The efficiency curve below the top size. A power-capped precision's smaller sizes may give its ceiling:
+    the GPU cools first, and each point records the state it really started from (issue 23: an FP64 ceiling
+    taken from a hot GPU carried the precision's first, cool, start state)."""
+    for n in sorted(plan, reverse=True)[1:]:
         for prec in order:
-            # a power-capped precision's smaller sizes may give its ceiling: let the GPU cool first, and record
-            # the state each point really started from (issue 23: an FP64 ceiling from a hot GPU)
             start["state"] = _settle(ctx) if prec in capped else None
             for v in gc.GEMM_VARIANTS[prec]:
                 yield run_point(v, n, f"{v.metric}.n{n}", sweep=True)[0]
-
-    yield from _ceilings(order, points, sweeps, lt, comparisons)
-    yield from _pitfall(ctx, rates)
 
 
 def power_capped(sweeps: dict[str, list[Measurement]]) -> set[str]:
