@@ -3,7 +3,8 @@
 Theory itself (peaks at any clock) lives in hwprobe.specs; this step picks the clock a figure ran at, attaches
 the theory there, and marks the record: ``clock_disagreement`` where the kernel's own clock and NVML's differ,
 ``theory_clock_moved``/``clock_lag`` wherever theory had to move off the clock first chosen (every move is
-flagged), and invalid when even the most generous defensible clock cannot explain the rate (3% tolerance).
+flagged), and invalid when even the most generous defensible clock cannot explain the rate (3% tolerance);
+the L2, whose theory rests on an inferred per-slice rate, is flagged ``above_inferred_theory`` instead.
 
 Clock sources, in order of trust (``params["theory_clock_source"]`` names the one used):
 - "kernel": clock64 cycles over %globaltimer of the timed kernel itself (``params["kernel_sm_mhz"]``);
@@ -75,6 +76,10 @@ def judge(m: Measurement, theory) -> None:
     _pct_at_each_clock(m, at, clk, source)
     if m.value <= ABOVE_THEORY * t.at_clock or m.params.get(K.CEILING) is False:
         return      # a comparison figure (ceiling: false) is shown against theory, never invalidated by it
+    if source == "l2_spec":     # an inferred theory (64 B/clk per slice, read on one lent card): flagged only
+        m.flags.append(f"above_inferred_theory: {si(m.value, m.unit)} > 1.03 x {si(t.at_clock, m.unit)} "
+                       f"({t.basis}): the inference, not the figure, is in doubt")
+        return
     if source in SAMPLED and top and top > clk:
         t_top = at(top)
         if t_top and m.value <= ABOVE_THEORY * t_top.at_clock:

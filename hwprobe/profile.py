@@ -35,6 +35,13 @@ STABLE_SPREAD = 0.01      # a ceiling whose repeated runs agree within 1% is "st
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
+def window_power(c) -> float | None:
+    """The power of the figure's own window: the energy counter's mean over it (a window of a second or
+    more). Records written before issue 23 kept NVML's median reading for short windows too, a 1 s moving
+    average of the time before the figure (123 W beside a power-cap throttle): those are dropped here."""
+    return c.power_w if c and c.energy_j else None
+
+
 @dataclass
 class Ceiling:
     """One measured ceiling and the theory beside it (value in ``unit``)."""
@@ -105,7 +112,7 @@ class Ceiling:
             datasheet=t.datasheet if t else None,
             # compute: the SM clock theory used (the kernel's own where it timed one); memory: the SM clock
             clock_mhz=t.clock_mhz if kernel else (c.sm_mhz if c else None), clock_source=source,
-            power_w=c.power_w if c else None, throttle_reasons=list(c.throttle_reasons) if c else [],
+            power_w=window_power(c), throttle_reasons=list(c.throttle_reasons) if c else [],
             energy_per_unit_j=m.energy_per_op_j, basis=t.basis if t else "",
             params=m.params, notes=list(m.notes), flags=list(m.flags),
         )
@@ -186,6 +193,7 @@ class Profile:
     created_utc: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     hwprobe_version: str = ""
     schema_version: int = SCHEMA_VERSION
+    superseded: str = ""          # why a committed run is no longer to be taken (its SUPERSEDED file), or ""
 
     # --- queries ---------------------------------------------------------------------------------
     # Validated in hwprobe.roofline (case-insensitive names, path="library"|"instruction"|"best", one
@@ -248,6 +256,7 @@ class Profile:
             "links": {k: link.to_dict() for k, link in self.links.items()},
             "findings": self.findings, "skipped": self.skipped, "errors": self.errors, "invalid": self.invalid,
             "environment": self.environment, "devices": self.devices,
+            **({"superseded": self.superseded} if self.superseded else {}),
         }
 
     @classmethod
@@ -262,7 +271,7 @@ class Profile:
             findings=d.get("findings", []), skipped=d.get("skipped", []), errors=d.get("errors", []),
             invalid=d.get("invalid", []), environment=d.get("environment", {}), partial=d.get("partial", False),
             created_utc=d.get("created_utc", ""), hwprobe_version=d.get("hwprobe_version", ""),
-            schema_version=d["schema_version"],
+            schema_version=d["schema_version"], superseded=str(d.get("superseded") or ""),
         )
 
     def save(self, path: Path | str) -> None:
@@ -349,6 +358,20 @@ def load_profile(path: Path | str) -> Profile:
     d = migrate(d, where)
     validate_dict(d, where)
     try:
-        return Profile.from_dict(d)
+        prof = Profile.from_dict(d)
     except (KeyError, TypeError, ValueError, AttributeError) as e:   # valid by schema but not buildable: a bug
         raise InputError(f"{where} cannot be read: {type(e).__name__}: {e}") from None
+    prof.superseded = superseded_note(p.parent)
+    return prof
+
+
+SUPERSEDED = "SUPERSEDED"
+
+
+def superseded_note(run_dir: Path | str) -> str:
+    """The text of a run directory's SUPERSEDED file: a committed run judged under rules since corrected (or
+    measured with a fault since fixed) says so there, and every reader (report, compare, validate) shows it."""
+    try:
+        return " ".join((Path(run_dir) / SUPERSEDED).read_text(encoding="utf-8").split())
+    except (OSError, UnicodeDecodeError):
+        return ""

@@ -18,7 +18,16 @@ from hwprobe import keys as K
 from hwprobe.device.info import device_kind
 from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement
-from hwprobe.profile import SLOPE_PREFERENCE, SPARSE_SUFFIX, Ceiling, Link, MemoryLevel, Profile, validate_dict
+from hwprobe.profile import (
+    SLOPE_PREFERENCE,
+    SPARSE_SUFFIX,
+    Ceiling,
+    Link,
+    MemoryLevel,
+    Profile,
+    superseded_note,
+    validate_dict,
+)
 from hwprobe.profile import load_profile as read_profile
 from hwprobe.results import ENVIRONMENT, MEASUREMENTS, PROFILE, load_records
 from hwprobe.vocab import Kind, Status, profile_precision
@@ -64,10 +73,14 @@ def rebuild_profile(run_dir: Path) -> Profile:
     device = env.get("device") if isinstance(env.get("device"), dict) else {"kind": "unknown"}
     device.setdefault("kind", device_kind(device))
     prof = build_profile(device, rec.measurements, env, partial=True)
-    note = f"rebuilt from {MEASUREMENTS}: {len(rec.measurements)} records (the run ended before writing {PROFILE})"
+    # the run's own time, never the rebuild's: environment.json's start (the records carry no time of their own)
+    prof.created_utc = str(env.get("started_utc") or "")
+    note = (f"rebuilt from {MEASUREMENTS}: {len(rec.measurements)} records (the run ended before writing {PROFILE}); "
+            f"created_utc is the run's start{'' if prof.created_utc else ' (unknown: no environment.json)'}")
     if rec.skipped_lines:
         note += f"; skipped {len(rec.skipped_lines)} unreadable line(s): {'; '.join(rec.skipped_lines[:3])}"
     prof.findings.insert(0, {"probe": "report", "metric": "rebuilt", "text": note})
+    prof.superseded = superseded_note(run_dir)
     return prof
 
 

@@ -1,5 +1,7 @@
-"""Jetson readout from recorded sysfs trees (tests/fixtures/jetson/, sources in each tree's README.md),
-and the live theory built from it."""
+"""Jetson readout from built sysfs trees (tests/fixtures/jetson/make_fixtures.py: the paths jetson-stats reads,
+the nvgpu driver's formats and NVIDIA's nvpmodel configs; not recorded on a board, sources in each tree's
+README.md), and the live theory built from it. test_nvpmodel_modes.py checks the trees' mode values against
+NVIDIA's configs."""
 
 from __future__ import annotations
 

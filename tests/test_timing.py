@@ -36,9 +36,10 @@ def test_throttle_reasons_decode_and_idle_is_dropped():
     s = w.summarize("nvml")
     assert s.sm_mhz == 1755 and s.sm_mhz_min == 1600 and s.power_w_max == 700
     assert s.throttle_reasons == ["sw_power_cap"]
-    assert s.energy_j is None and s.power_w == 690   # no window times: sampled median, no energy
+    # no window times: no energy, and NVML's lagging 1 s average (690 W) is not this window's power
+    assert s.energy_j is None and s.power_w is None
     w.t_start, w.t_end = 10.0, 10.04                 # 40 ms: the counter steps every ~0.1 s, not trusted
-    assert w.summarize("nvml").energy_j is None
+    assert w.summarize("nvml").energy_j is None and w.summarize("nvml").power_w is None
     w.t_start, w.t_end = 10.0, 50.0                  # 20 J in 40 s: 0.5 W mean from the energy counter
     s = w.summarize("nvml")
     assert s.energy_j == pytest.approx(20.0) and s.power_w == pytest.approx(0.5)

@@ -194,7 +194,7 @@ def test_require_all_fails_on_unmeasured_ceilings():
 def test_a_different_device_is_named_as_the_cause(capsys):
     code, out, _ = cli(capsys, "validate", H100, "--against", H200)
     assert code == 1
-    assert "different device: NVIDIA H100 80GB HBM3 vs NVIDIA H200 in the reference" in out
+    assert "different device: NVIDIA H100 80GB HBM3 (H100 SXM) vs NVIDIA H200 (H200 SXM) in the reference" in out
     assert "FAIL dram.bandwidth: fail: measured 3.3 TB/s vs expected 4.7 TB/s" in out
 
 

@@ -7,7 +7,7 @@ memory.py, power.py, temperature.py, nvpmodel.py, jetson_variables.py) and the n
 ``17000000.ga10b`` on JetPack 5 and ``bus@0/17000000.gpu`` on JetPack 6), so the GPU is found through
 ``/sys/class/devfreq/*/device/of_node/name`` or nvgpu's ``gpu.0`` link, never one fixed path.
 
-Every path hangs off one ``root`` ("/" on a board, a recorded tree in tests). hwprobe only reads: it never
+Every path hangs off one ``root`` ("/" on a board, a built tree in tests). hwprobe only reads: it never
 changes the power mode or the clocks. What could not be read is listed with the reason (missing, or root
 needed: debugfs under /sys/kernel/debug is root-only).
 """

@@ -23,11 +23,29 @@ def _differs(a, b) -> bool:
     return a not in (None, "") and b not in (None, "") and a != b
 
 
+def sku_name(rec: RunRecord) -> str | None:
+    """The datasheet entry a run's device is (a spec-derived reference is its entry): "NVIDIA H200" with 132
+    SMs and 141 GB and the entry "H200 SXM" name one part, so their names differing is no cause."""
+    from hwprobe import specs
+
+    d = rec.device
+    if not rec.measured:
+        return d.get("name")
+    if rec.jetson.get("module"):
+        return rec.jetson["module"]
+    sku = specs.match(str(d.get("name") or ""), sms=d.get("sms"), mem_bytes=d.get("mem_bytes"),
+                      clock_mhz=d.get("sm_clock_max_mhz"))
+    return sku.name if sku else None
+
+
 def device_causes(run: RunRecord, ref: RunRecord) -> list[str]:
     out = []
     a, b = run.device, ref.device
     name_a, name_b = run.jetson.get("module") or a.get("name"), ref.jetson.get("module") or b.get("name")
-    if _differs(name_a, name_b):
+    sku_a, sku_b = sku_name(run), sku_name(ref)
+    if sku_a and sku_b and sku_a != sku_b:
+        out.append(f"different device: {name_a} ({sku_a}) vs {name_b} ({sku_b}) in the reference")
+    elif _differs(name_a, name_b) and not (sku_a and sku_a == sku_b):
         out.append(f"different device: {name_a} vs {name_b} in the reference")
     elif _differs(a.get("sms"), b.get("sms")) and not (run.jetson and ref.jetson):   # Jetson: live SMs, see mode
         out.append(f"different SKU: {a.get('sms')} SMs vs {b.get('sms')}")

@@ -34,15 +34,16 @@ class Outlier:
     key: str
     value: float
     unit: str
-    normalized: float                 # value / group median (or / reference)
+    normalized: float                 # value / the table's basis (group median, or the reference): as shown
     z: float | None                   # robust z (None under the reference rule)
     rule: str                         # "median/MAD" | "reference"
     typical: str = ""                 # the run its causes are explained against
     causes: list[str] = field(default_factory=list)
+    vs_median: float | None = None    # value / its group median (the median/MAD rule's own figure)
 
     @property
     def direction(self) -> str:
-        return "low" if self.normalized < 1 else "high"
+        return "low" if (self.vs_median if self.vs_median is not None else self.normalized) < 1 else "high"
 
 
 @dataclass
@@ -147,9 +148,23 @@ def compare(runs: list[RunRecord], reference: RunRecord | None = None, group_by:
         normalized = values / median
         basis = f"the median of each {group_by} group" if group_by != "none" else "the fleet median"
     outliers = _outliers(runs, table, keys, units, values, gap, normalized, robust_z, flagged, reference, min_gap)
+    if reference is not None:
+        notes += _other_devices(runs, reference)
+    notes += [f"SUPERSEDED: {r.label}: {r.superseded}" for r in runs if r.superseded]
     fleet = Fleet(runs, table, normalized, keys, units, basis, group_by, outliers, notes)
-    _explain(fleet, groups, median)
+    _explain(fleet, groups, median, reference)
     return fleet
+
+
+def _other_devices(runs: list[RunRecord], reference: RunRecord) -> list[str]:
+    """A note naming the runs whose device is not the reference's part (their shares compare two parts)."""
+    ref_sku = causes.sku_name(reference) or reference.device_name
+    other = sorted({r.device_name for r in runs if r is not reference
+                    and (causes.sku_name(r) or r.device_name) != ref_sku})
+    if not other:
+        return []
+    return [f"the devices differ: the reference {reference.label} is {reference.device_name}, not "
+            f"{', '.join(other)}: its shares compare different parts, not units of one part"]
 
 
 def _outliers(runs, table, keys, units, values, gap, normalized, robust_z, flagged, reference,
@@ -162,21 +177,31 @@ def _outliers(runs, table, keys, units, values, gap, normalized, robust_z, flagg
     for i, j in zip(*np.nonzero(flagged.to_numpy()), strict=True):
         k = keys[j]
         out.append(Outlier(table["run"].iat[i], runs[i].path, k, float(values.iat[i, j]), units[k],
-                           1 + float(gap.iat[i, j]), float(robust_z.iat[i, j]), "median/MAD"))
+                           float(normalized.iat[i, j]), float(robust_z.iat[i, j]), "median/MAD",
+                           vs_median=1 + float(gap.iat[i, j])))
     if reference is not None:
         taken = {(o.run, o.key) for o in out}
         for i, j in zip(*np.nonzero((normalized < 1 - min_gap).to_numpy()), strict=True):
             if (table["run"].iat[i], keys[j]) not in taken and runs[i] is not reference:
                 out.append(Outlier(table["run"].iat[i], runs[i].path, keys[j], float(values.iat[i, j]),
                                    units[keys[j]], float(normalized.iat[i, j]), None, "reference"))
-    return sorted(out, key=lambda o: (o.normalized if o.direction == "low" else 2 - o.normalized, o.run))
+    def worst(o: Outlier) -> float:
+        x = o.vs_median if o.vs_median is not None else o.normalized
+        return x if o.direction == "low" else 2 - x
+    return sorted(out, key=lambda o: (worst(o), o.run))
 
 
-def _explain(fleet: Fleet, groups, median) -> None:
-    """Each outlier's causes, against the run of its group closest to the group median on that ceiling."""
+def _explain(fleet: Fleet, groups, median, reference: RunRecord | None = None) -> None:
+    """Each outlier's causes: a run below the reference against the reference itself, any other against the run
+    of its group closest to the group median on that ceiling."""
     by_label = {r.label: r for r in fleet.runs}
     flagged = {(o.run, o.key) for o in fleet.outliers}
     for o in fleet.outliers:
+        if o.rule == "reference" and reference is not None:
+            o.typical = reference.label
+            o.causes = [c.replace("in the reference", f"in {reference.label}") for c in
+                        causes.explain(by_label[o.run], reference, o.key)]
+            continue
         i = fleet.table.index[fleet.table["run"] == o.run][0]
         same = fleet.table.index[(groups == groups.iat[i]) & fleet.table[o.key].notna()]
         candidates = [j for j in same if (fleet.table["run"].iat[j], o.key) not in flagged] or list(same)

@@ -54,6 +54,7 @@ class RunRecord:
     version: str = ""
     partial: bool = False
     measured: bool = True                     # False: a spec-derived expectation, not a measurement
+    superseded: str = ""                      # the run directory's SUPERSEDED note (profile.superseded_note)
 
     @property
     def contended(self) -> bool:
@@ -141,7 +142,11 @@ def load_run(path: str | Path, label: str | None = None, strict: bool = False) -
         validate_dict(d, where)
     elif not isinstance(d.get("device"), dict) or not isinstance(d.get("compute", {}), dict):
         raise InputError(f"{where} has no device/compute sections: not an hwprobe profile")
-    return record_of(d, str(p.parent if p.name == PROFILE else p), label)
+    from hwprobe.profile import superseded_note
+
+    rec = record_of(d, str(p.parent if p.name == PROFILE else p), label)
+    rec.superseded = superseded_note(p.parent)
+    return rec
 
 
 def expand(inputs: list[str]) -> list[Path]:

@@ -31,6 +31,16 @@ def check_line(c: Check) -> str:
             f"({(c.ratio or 0) - 1:+.1%}, tolerance -{c.tolerance:.0%})")
 
 
+def _compared(c: Check) -> str:
+    """What the verdict compared: the rate (its share is the "rate %" column), or the per-clock figure with its
+    own share, so a rate share and a per-clock share never sit in one column (issue 23)."""
+    if c.status not in ("pass", "fail"):
+        return ""
+    if c.compared == "per clock" and c.ratio is not None:
+        return f"per clock {c.ratio:.1%}"
+    return c.compared
+
+
 def render_validation(v: Validation, console) -> None:
     from rich.table import Table
 
@@ -41,16 +51,16 @@ def render_validation(v: Validation, console) -> None:
                   + (f", mode {v.ref.power_mode}" if v.ref.power_mode else "") + f"; {ref_kind}]")
     failed_keys = {c.key for c in v.failed}          # --require-all makes an unmeasured ceiling a failure
     t = Table(title=f"validate (pass: measured >= expected x (1 - tolerance); {v.tolerances.source})")
-    for col, just in (("ceiling", "left"), ("measured", "right"), ("expected", "right"), ("ratio", "right"),
+    for col, just in (("ceiling", "left"), ("measured", "right"), ("expected", "right"), ("rate %", "right"),
                       ("tol", "right"), ("result", "left"), ("compared", "left")):
         t.add_column(col, justify=just)
     for c in v.checks:
         if c.status in ("no reference", "not measured") and not (c.status == "not measured" and c.key in failed_keys):
             continue
         t.add_row(c.key, figure(c.measured, c.unit), figure(c.expected, c.unit),
-                  f"{c.ratio:.1%}" if c.ratio is not None else "-", f"{c.tolerance:.0%}",
+                  f"{c.rate_ratio:.1%}" if c.rate_ratio is not None else "-", f"{c.tolerance:.0%}",
                   f"[{_STYLE[c.status]}]{c.status.upper() if c.status in ('pass', 'fail') else c.status}[/]",
-                  c.compared if c.status in ("pass", "fail") else "")
+                  _compared(c))
     console.print(t)
     groups: dict[tuple[str, ...], list[Check]] = {}      # failures that share their causes are told once
     for c in v.failed:
@@ -128,6 +138,15 @@ def _cell(norm: float | None, flagged: bool) -> str:
     return f"[bold red]{text}[/]" if flagged else text
 
 
+def _outlier_figure(o) -> str:
+    """The outlier's figure as the table shows it (value / the table's basis), and the group-median share that
+    flagged it where that differs: one number never stands for another (issue 23: 107.3% beside a 74.9% cell)."""
+    text = f"{short(o.key)} {si(o.value, o.unit)} = {o.normalized:.1%}"
+    if o.vs_median is not None and abs(o.vs_median - o.normalized) > 5e-4:
+        return text + f" ({o.vs_median:.1%} of its group median)"
+    return text
+
+
 def render_fleet(fleet, console, show_all: bool = False) -> None:
     """The fleet table (normalized), the groups' medians and the outliers with their likely causes."""
     from rich.table import Table
@@ -163,9 +182,9 @@ def render_fleet(fleet, console, show_all: bool = False) -> None:
     for o in fleet.outliers:                    # worst first (compare sorts them)
         by_run.setdefault(o.run, []).append(o)
     for run, outs in by_run.items():
-        what = "; ".join(f"{short(o.key)} {si(o.value, o.unit)} = {o.normalized:.1%}" for o in outs)
-        basis = "its group median" if outs[0].rule == "median/MAD" else "the reference"
-        console.print(f"[bold red]OUTLIER[/] {run} ({outs[0].direction}, vs {basis}): {what}")
+        basis = "the reference" if fleet.basis.startswith("reference") else "its group median"
+        console.print(f"[bold red]OUTLIER[/] {run} ({outs[0].direction}, vs {basis}): "
+                      + "; ".join(map(_outlier_figure, outs)))
         seen: list[str] = []
         for c in (c for o in outs for c in o.causes):
             head = c.split(":")[0].split(" vs ")[0]

@@ -84,7 +84,8 @@ class Check:
     unit: str
     tolerance: float
     compared: str = "rate"         # "rate" or "per clock"
-    ratio: float | None = None     # measured / expected on the compared figure
+    ratio: float | None = None     # measured / expected on the compared figure (rate or per clock)
+    rate_ratio: float | None = None  # measured / expected rate, whatever was compared
     causes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -116,6 +117,7 @@ def check_one(key: str, m: CeilingRec, r: CeilingRec, tol: float) -> Check:
             chk.notes.append("power-limited with different clocks, but no per-clock figure (no clock recorded): "
                              "compared the rate")
     chk.ratio = a / b if b else None
+    chk.rate_ratio = m.value / r.value if r.value else None
     if a < b * (1 - tol):
         chk.status = "fail"
     elif a > b * (1 + tol):
@@ -163,6 +165,11 @@ def validate(run: RunRecord, ref: RunRecord, tolerances: Tolerances | None = Non
              require_all: bool = False) -> Validation:
     """Check every ceiling the reference has; the run's extra ceilings are listed without a verdict."""
     tol = tolerances or Tolerances()
+    kind_a, kind_b = run.device.get("kind") or "gpu", ref.device.get("kind") or "gpu"
+    if kind_a != kind_b:
+        raise InputError(f"run {run.path!r} is a {kind_a.upper()} run ({run.device_name}) and reference "
+                         f"{ref.path!r} a {kind_b.upper()} ({ref.device_name}): validate compares a device with "
+                         "one of its own kind")
     if ref.contended:
         raise InputError(f"reference {ref.path!r} was recorded while other work used the GPU (contended): "
                          "pick an uncontended reference")
@@ -184,8 +191,12 @@ def validate(run: RunRecord, ref: RunRecord, tolerances: Tolerances | None = Non
                          f"(the run has {', '.join(sorted(run.ceilings)[:6]) or 'none'})")
     if run.partial:
         v.notes.append("the run is partial (interrupted): only what finished is checked")
+    for what, rec in (("run", run), ("reference", ref)):
+        if rec.superseded:
+            v.notes.append(f"SUPERSEDED {what} {rec.path}: {rec.superseded}")
     if run.contended:
-        v.notes.append("the run was recorded while other work used the GPU: its figures are skewed low")
+        what = "CPU" if run.device.get("kind") == "cpu" else "GPU"
+        v.notes.append(f"the run was recorded while other work used the {what}: its figures are skewed low")
     if not ref.measured:
         v.notes.append(f"the reference is spec-derived, not measured: {ref.environment.get('theory')}; "
                        f"{ref.environment.get('mode_choice')}")

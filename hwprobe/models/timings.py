@@ -1,7 +1,8 @@
 """Per-layer (or per-kernel) times from the files profilers write, told apart by their content:
 
 - TensorRT ``trtexec --exportProfile`` JSON: ``[{"count": N}, {"name", "timeMs", "averageMs", "medianMs"?,
-  "percentage"}, ...]`` (older builds have no medianMs); the time used is averageMs, per inference;
+  "percentage"}, ...]``; the time used is medianMs per inference where every record has it, else averageMs
+  (older builds write no medianMs, and the analysis says so);
 - TensorRT ``--exportLayerInfo`` JSON ``{"Layers": [...], "Bindings": [...]}``: each layer's type, tensor shapes
   and tactic (kernel) name, with ``--profilingVerbosity=detailed``; no times, it annotates the others;
 - the TensorRT layer-profiler table the seeds print (004): ``name  type  time-ms  pct%``;

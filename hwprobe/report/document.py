@@ -164,6 +164,7 @@ def subtitle(run: Run, code: Callable[[str], str], strong: Callable[[str], str])
             f"measured {env.get('started_utc') or p.created_utc}" if measured else "",
             f"hwprobe {p.hwprobe_version}" if p.hwprobe_version else "",
             strong("PARTIAL: interrupted") if p.partial else "",
-            strong("SPEC-DERIVED, NOT MEASURED") if not measured else ""]
+            strong("SPEC-DERIVED, NOT MEASURED") if not measured else "",
+            strong(f"SUPERSEDED: {p.superseded}") if getattr(p, "superseded", "") else ""]
     return " · ".join(b for b in bits if b)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from hwprobe import keys as K
 from hwprobe.flags import Code, has
+from hwprobe.judge import ABOVE_THEORY, CLOCK_AGREEMENT
 from hwprobe.profile import Ceiling, Profile
 from hwprobe.report import text as tx
 from hwprobe.units import si
@@ -51,7 +52,7 @@ def fmt(col: Column, row: dict[str, Any]) -> str:
     if k == "rate":
         return si(v, row.get("_unit") or "")
     if k == "pct":
-        return f"{100 * v:.1f}%"
+        return v if isinstance(v, str) else f"{100 * v:.1f}%"
     if k in ("mhz", "watt", "cycles", "int"):
         return f"{v:.0f}"
     if k == "energy":
@@ -121,23 +122,41 @@ def _compute_row(prec: str, unit: str, path: str, c: Ceiling) -> dict[str, Any]:
         "_unit": c.unit, "_metric": c.metric, "_unit_key": unit, "_path_key": path,
         "measured": c.value, "theory_clock": c.theory_at_clock, "pct_clock": c.ratio_at_clock,
         "theory_max": c.theory_at_max_clock, "pct_max": c.ratio_at_max_clock, "datasheet": c.datasheet,
-        "pct_sheet": c.ratio_datasheet, "clock": c.clock_mhz, "power": c.power_w, "energy": c.energy_per_unit_j,
+        "pct_sheet": c.ratio_datasheet, "clock": c.clock_mhz, "energy": c.energy_per_unit_j,
+        # the window's own power only: the energy counter's mean (a J/op beside it says it was read); a short
+        # window's NVML reading is the second before the figure (profiles written before issue 23 kept it)
+        "power": c.power_w if c.energy_per_unit_j else None,
         "throttle": tx.throttle(c.throttle_reasons) if c.throttle_reasons else None,
         "spread": getattr(c, "spread", None), "runs": len(getattr(c, "runs", []) or []) or None,
         "sustained": getattr(c, "sustained", None),
         # one clock source per column: the SM MHz column is the clock named in "clock from" (kernel, sentinel,
         # nvml, max); "% @NVML clock" is the same figure against NVML's reading; a disagreement over 3% is shown
-        "clock_from": c.clock_source, "pct_nvml": (c.params.get(K.PCT_AT) or {}).get("nvml"),
+        "clock_from": c.clock_source, "pct_nvml": _pct_nvml(c),
         "clock_check": _disagreement(c),
     }
 
 
+def _pct_nvml(c: Ceiling) -> float | str | None:
+    """The figure's share of theory at NVML's clock, or why there is none: above 1.03x theory at that clock
+    the figure ran faster than NVML's lagging reading says (a sentinel or the kernel timed the clock that ran),
+    so the share is no valid ratio and is never printed as one."""
+    pct = (c.params.get(K.PCT_AT) or {}).get("nvml")
+    if pct is None or pct <= ABOVE_THEORY:
+        return pct
+    return "NVML lags"
+
+
 def _disagreement(c: Ceiling) -> str | None:
+    """NVML's clock against the kernel's (or sentinel's) where they differ by more than 3%. Records written
+    before issue 23 also flagged a "cycles/event time" clock, which is no clock when the grid runs more than one
+    wave: a flag whose two clocks agree shows nothing here."""
     if not has(c.flags, Code.CLOCK_DISAGREEMENT):
         return None
     clk = c.params.get(K.CLOCKS_MHZ) or {}
     own = clk.get("kernel") or clk.get("sentinel")
-    return f"{clk['nvml'] / own - 1:+.1%}" if own and clk.get("nvml") else "disagree"
+    if not (own and clk.get("nvml")):
+        return "disagree"
+    return f"{clk['nvml'] / own - 1:+.1%}" if abs(clk["nvml"] / own - 1) > CLOCK_AGREEMENT else None
 
 
 MEMORY_COLUMNS = [
@@ -172,12 +191,15 @@ def memory_table(p: Profile, kind: str = "gpu") -> Table:
 def ridge_table(p: Profile) -> Table:
     """Measured peak / measured DRAM bandwidth per precision and unit: the roofline's corners."""
     cols = [Column("precision", "precision"), Column("unit", "cores"), Column("peak", "measured peak", "rate"),
-            Column("ridge", "ridge point"), Column("of", "peak from", wide=True)]
-    t = Table("Ridge points", cols, note="measured peak / measured DRAM bandwidth: below this intensity a kernel "
-              "is bound by DRAM")
+            Column("ridge", "ridge point"), Column("theory", "theoretical ridge", short="theory"),
+            Column("of", "peak from", wide=True)]
+    t = Table("Ridge points", cols, note="measured peak / measured DRAM bandwidth (theoretical: theoretical peak "
+              "/ theoretical DRAM bandwidth, both at max clocks): below this intensity a kernel is bound by DRAM")
     bw = p.bandwidth("dram")
     if not bw:
         return t
+    dram = p.memory.get("dram")
+    bw_theory = dram.bandwidth.theory_at_max_clock if dram and dram.bandwidth else None
     for prec in tx.order(p.compute, tx.PRECISION_ORDER):
         for unit in tx.order(p.compute[prec], ["cuda_core", "tensor_core", "cpu"]):
             pk = p.peak(prec, unit)
@@ -185,6 +207,8 @@ def ridge_table(p: Profile) -> Table:
                 continue
             t.rows.append({"precision": prec, "unit": tx.UNIT_SHORT.get(unit, unit), "_unit": pk.unit,
                            "peak": pk.value, "ridge": f"{pk.value / bw:.3g} {tx.per_byte(prec, pk.unit)}",
+                           "theory": f"{pk.theory_at_max_clock / bw_theory:.3g}"
+                           if pk.theory_at_max_clock and bw_theory else None,
                            "of": tx.instruction_name(pk.metric)})
     return t
 

@@ -78,6 +78,8 @@ def render(p: Profile, console=None, wide: bool | None = None, kind: str | None 
               f"{p.created_utc}{'  [red]PARTIAL (interrupted)[/red]' if p.partial else ''}", highlight=False)
     if not tx.is_measured(p):
         con.print(f"[bold red]{tx.NOT_MEASURED}[/bold red]", highlight=False)
+    if p.superseded:
+        con.print(f"[bold red]SUPERSEDED[/bold red]: {p.superseded}", highlight=False)
     left_out: list[str] = []
     for t in (tb.compute_table(p, kind), tb.memory_table(p, kind), tb.links_table(p), tb.ridge_table(p)):
         if t.rows:

@@ -302,8 +302,9 @@ class DeviceTheory:
         if not (per and sku and sku.l2_slices and sku.l2_clock_mhz) or self.kind != "gpu":
             return None
         bw = sku.l2_slices * per * sku.l2_clock_mhz * 1e6
-        basis = (f"{sku.l2_slices} L2 slices x {per:g} B/clk to the crossbar x {sku.l2_clock_mhz:g} MHz L2 clock"
-                 f" ({sku.l2_source})")
+        basis = (f"inferred: {sku.l2_slices} L2 slices x {per:g} B/clk to the crossbar (inferred from port-busy "
+                 f"counters; Nsight Compute's per-slice peak reads 96 B/clk) x {sku.l2_clock_mhz:g} MHz L2 clock "
+                 f"({sku.l2_source})")
         return Theory(at_clock=bw, at_max_clock=bw, clock_mhz=sku.l2_clock_mhz, max_clock_mhz=sku.l2_clock_mhz,
                       basis=basis)
 

@@ -54,13 +54,15 @@ class _Window:
         def med(x):
             return float(np.median(x)) if x else None
 
-        energy = None
-        power = med(self.power)
+        energy = power = None
         span = self.t_end - self.t_start
         if self.energy_mj_start is not None and self.energy_mj_end is not None and span >= MIN_ENERGY_WINDOW_S:
-            # NVML's power reading is a ~1 s moving average that lags a short probe; the energy counter
-            # gives the window's true mean power, but it advances in steps (~0.1 s seen on an H200), so
-            # only a window of a second or more is read from it (shorter ones read 0 J or twice the cap).
+            # NVML's power reading is a ~1 s moving average that lags a short probe (a 50 ms library GEMM
+            # read 123 W beside a power-cap throttle: the second before it), so it never stands for the
+            # window. The energy counter gives the window's true mean power, but it advances in steps
+            # (~0.1 s seen on an H200), so only a window of a second or more is read from it (shorter ones
+            # read 0 J or twice the cap); a shorter window has no power figure (power_w_max keeps NVML's
+            # highest reading, lag and all).
             energy = (self.energy_mj_end - self.energy_mj_start) * 1e-3
             if energy > 0:
                 power = energy / span

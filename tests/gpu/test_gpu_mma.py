@@ -57,11 +57,9 @@ def _check_points(dev, out, api):
             assert m.value < 1.03 * peak, f"{m.metric}: {m.value:.3e} above theory {peak:.3e}"
         kernel = float(np.median(m.params["kernel_sm_mhz"]))
         assert 500 <= kernel <= 1.01 * (dev.sm_clock_max_mhz or 1e9), f"{m.metric}: kernel clock {kernel}"
-        event = float(np.median(m.params["event_sm_mhz"]))
-        if api == "wgmma":      # one CTA wave: the median CTA runs the whole launch (mma.sync may take two waves)
-            assert abs(event / kernel - 1) <= 0.03, f"{m.metric}: kernel {kernel:.0f} vs event {event:.0f} MHz"
-        else:                   # a second wave shows as an event clock below the kernel clock, never above
-            assert event <= 1.03 * kernel, f"{m.metric}: kernel {kernel:.0f} vs event {event:.0f} MHz"
+        # the two wall clocks agree (a second wave is lost efficiency, never a clock: issue 23)
+        assert not any(f.startswith("timer_disagreement") for f in m.flags), m.flags
+        assert not any(f.startswith("clock_disagreement") and "event" in f for f in m.flags), m.flags
         assert m.params["span_s"] <= 1.001 * m.params["event_s"]          # the span lies inside the event time
         assert 0.3 <= m.params["pct_at_clock"]["kernel"] <= 1.03, m.params["pct_at_clock"]
 

@@ -261,13 +261,37 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
         if prec in fw_after and frameworks:
             yield from _framework_points(ctx, env, top, check_rows, tuple(frameworks))
 
-    for n in sorted(plan, reverse=True)[1:]:     # phase 2: the efficiency curve below the top size
+    yield from _phase2(ctx, plan, order, power_capped(sweeps), start, run_point)
+    yield from _ceilings(order, points, sweeps, lt, comparisons)
+    yield from _pitfall(ctx, rates)
+
+
+def _phase2(ctx, plan, order, capped: set[str], start: dict, run_point):
+    """The efficiency curve below the top size. A power-capped precision's smaller sizes may give its ceiling:
+    the GPU cools first, and each point records the state it really started from (issue 23: an FP64 ceiling
+    taken from a hot GPU carried the precision's first, cool, start state)."""
+    for n in sorted(plan, reverse=True)[1:]:
         for prec in order:
+            start["state"] = _settle(ctx) if prec in capped else None
             for v in gc.GEMM_VARIANTS[prec]:
                 yield run_point(v, n, f"{v.metric}.n{n}", sweep=True)[0]
 
-    yield from _ceilings(order, points, sweeps, lt, comparisons)
-    yield from _pitfall(ctx, rates)
+
+def power_capped(sweeps: dict[str, list[Measurement]]) -> set[str]:
+    """Precisions whose top-size points ran against the power cap (sw_power_cap among their throttle reasons)."""
+    return {m.precision for pts in sweeps.values() for m in pts
+            if m.clocks and "sw_power_cap" in (m.clocks.throttle_reasons or [])}
+
+
+def start_note(m: Measurement) -> str | None:
+    """Where a ceiling's point started from and where it ended: a power-capped figure depends on both."""
+    st = m.params.get("start_state") or {}
+    end = m.clocks.temp_c if m.clocks else None
+    if not st and end is None:
+        return None
+    how = "settled" if st.get("settled") else "not settled: the GPU was still warm"
+    head = f"started at {st['temp_c']:.0f} C ({how})" if st.get("temp_c") is not None else "start state not read"
+    return head + (f", reached {end:.0f} C" if end is not None else "")
 
 
 def _ceilings(order, points: dict, sweeps: dict, lt: dict, comparisons: dict):
@@ -285,6 +309,11 @@ def _ceiling(points: list[Measurement], v: gc.GemmVariant, sweep, comparison: Me
     """The best point of a variant as its ceiling; INT8 NN, whose unit is inferred from its rate, stays a sweep
     record (never the profile's int8/cuda_core slot); FP64 says how it compares with cupy.matmul."""
     c = ceiling_of(points, v.metric, curve_points=sweep)
+    if c.clocks and "sw_power_cap" in (c.clocks.throttle_reasons or []) and (note := start_note(c)):
+        again = [p for p in points if ".again." in p.metric and p.valid]
+        c.notes.append(f"power-capped ceiling: {note}" + (
+            f"; the same point run again right after (a warmer GPU): {again[0].value / 1e12:.1f} TFLOP/s at "
+            f"{again[0].clocks.sm_mhz:.0f} MHz" if again and again[0].clocks and again[0].clocks.sm_mhz else ""))
     if v.key == "int8.nn":      # the pitfall's layout: a comparison (the INT8 pitfall finding), never a ceiling
         c.kind = "sweep"
         c.notes.append("not a ceiling: the INT8 NN layout is the pitfall's slow path"

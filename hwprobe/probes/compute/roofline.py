@@ -185,10 +185,17 @@ def theoretical_ridge(theory, prec: str) -> tuple[float | None, str]:
 
 
 def ridge_note(ridge: float, roof: float, slope: float, unit: str, theory: float | None, basis: str) -> str:
-    """One sentence with the measured ridge first, then how it was formed, then the theoretical one."""
+    """One sentence: this kernel's knee first (its own roof over its own slope), then the theoretical ridge.
+
+    A ridge point has one definition in hwprobe: a peak over the DRAM bandwidth, both measured (the report's
+    ridge table: the profile's best ceiling over its DRAM ceiling) or both theoretical (here and in ``specs``).
+    This kernel's roof is its own (dependent FMA chains; FP16's reaches about half the HFMA2 peak), so its
+    knee is named as the kernel's, never as the device's measured ridge (issue 23: 15.7 beside 29.8)."""
     rate = f"T{unit[:-2]}/s"
-    theo = f"theoretical {theory:.1f} {unit} ({basis})" if theory else f"theoretical ridge unknown ({basis})"
-    return (f"measured ridge {ridge:.1f} {unit} (roof {roof / 1e12:.1f} {rate} / slope {slope / 1e12:.2f} TB/s); "
+    theo = (f"theoretical ridge (theoretical peak / theoretical DRAM bandwidth) {theory:.1f} {unit} ({basis})"
+            if theory else f"theoretical ridge unknown ({basis})")
+    return (f"this kernel's knee {ridge:.1f} {unit} (its roof {roof / 1e12:.1f} {rate} / its slope "
+            f"{slope / 1e12:.2f} TB/s; the measured ridge, best ceiling / DRAM ceiling, is in the ridge table); "
             f"{theo}")
 
 

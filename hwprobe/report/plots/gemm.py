@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from hwprobe.judge import ABOVE_THEORY, own_clock
 from hwprobe.report import text as tx
 from hwprobe.report.plots import absent
 from hwprobe.report.plots import style as st
@@ -59,12 +60,19 @@ def _align_eff(run: Run) -> dict[str, list[tuple[int, float, bool]]]:
 
 
 def _theory(run: Run, m) -> float | None:
-    """Theory at the clock sampled during the point (the record's own where the runner attached one)."""
+    """Theory at the clock the point ran at: the record's own where the runner attached one, else at the
+    clock its sentinel timed (NVML's lagging reading only where there is none), moved to the max clock as the
+    judge does when the figure is above 1.03x theory at a sampled clock. None (no point drawn) when even the
+    max clock cannot explain it: a share above 1.03x theory is no valid share (issue 23)."""
     if m.theory and m.theory.at_clock:
         return m.theory.at_clock
     if not (m.precision and m.exec_unit):
         return None
-    return run.theory_rate(m.precision, m.exec_unit, m.clocks.sm_mhz if m.clocks else None)
+    clk, _, source = own_clock(m)
+    theory = run.theory_rate(m.precision, m.exec_unit, clk)
+    if theory and m.value > ABOVE_THEORY * theory and source == "nvml":
+        theory = run.theory_rate(m.precision, m.exec_unit, None)
+    return theory if theory and m.value <= ABOVE_THEORY * theory else None
 
 
 def _label(base: str) -> str:

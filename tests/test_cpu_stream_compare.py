@@ -1,0 +1,47 @@
+"""tools/cpu_stream_compare.py: the compiled reference's output, stream.c's table, and bad arguments."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("cpu_stream_compare", ROOT / "tools" / "cpu_stream_compare.py")
+tool = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tool)
+
+# McCalpin's stream.c (5.10) output, as it printed here on 2026-11-26 (gcc -O3 -fopenmp, 2 threads, a busy VM)
+STREAM_C_TABLE = """-------------------------------------------------------------
+Function    Best Rate MB/s  Avg time     Min time     Max time
+Copy:            2305.3     0.158580     0.116444     0.218344
+Scale:           4192.8     0.143545     0.064023     0.178253
+Add:             2686.7     0.209059     0.149867     0.286129
+Triad:           2516.4     0.219996     0.160012     0.311932
+-------------------------------------------------------------
+"""
+
+
+def test_stream_c_table_is_read_in_gb_per_s(monkeypatch):
+    class Done:
+        stdout = STREAM_C_TABLE
+
+    monkeypatch.setattr(tool.subprocess, "run", lambda *a, **k: Done())
+    got = tool.run_mccalpin(Path("stream"))
+    want = {"copy": 2.3053, "scale": 4.1928, "add": 2.6867, "triad": 2.5164}
+    assert {op: pytest.approx(v) for op, v in want.items()} == {op: r["best"] for op, r in got.items()}
+
+
+@pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc")
+def test_reference_kernels_build_run_and_check_themselves(tmp_path):
+    exe = tool.build(ROOT / "tools" / "stream_ref" / "stream_ref.c", tmp_path / "stream_ref")
+    got = tool.run_ref(exe, 1 << 20, 4)
+    assert set(got) == {"copy", "scale", "add", "triad"}
+    assert all(0 < r["median"] <= r["best"] for r in got.values())
+
+
+def test_bad_arguments_exit_2(capsys):
+    assert tool.main(["--elements", "0"]) == 2
+    assert "cpu_stream_compare:" in capsys.readouterr().err
