@@ -10,6 +10,7 @@ Older versions load through MIGRATIONS; newer ones are refused with a clear mess
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -269,7 +270,7 @@ class Profile:
         """Write atomically (a temporary file renamed over the target): a reader never sees half a profile."""
         from hwprobe.results import atomic_write
 
-        atomic_write(Path(path), json.dumps(self.to_dict(), indent=2, default=str) + "\n")
+        atomic_write(Path(path), json.dumps(finite(self.to_dict()), indent=2, default=str, allow_nan=False) + "\n")
 
 
 def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
@@ -286,6 +287,17 @@ def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
 
 
 MIGRATIONS[1] = _v1_to_v2
+
+
+def finite(o: Any) -> Any:
+    """``o`` with every NaN or infinite float replaced by None (null): what JSON can hold, and load accepts."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [finite(v) for v in o]
+    return o
 
 
 def schema() -> dict[str, Any]:
@@ -323,6 +335,15 @@ def migrate(d: dict[str, Any], where: str = "profile") -> dict[str, Any]:
     return d
 
 
+def loads_finite(text: str, where: str = "profile") -> Any:
+    """json.loads, but NaN and Infinity (which Python's parser accepts, and JSON does not have) are refused in one
+    line: a ceiling of NaN would pass the schema as a number and print as "nan%"."""
+    def refuse(token: str) -> None:
+        raise InputError(f"{where} holds {token}, which is not a JSON number: a damaged or hand-edited profile")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 def load_profile(path: Path | str) -> Profile:
     """Read, migrate and validate a profile.json, or a results directory holding one (file I/O only:
     hwprobe.profile_build.load_profile also rebuilds the profile of a run killed before it wrote one)."""
@@ -337,7 +358,7 @@ def load_profile(path: Path | str) -> Profile:
     except OSError as e:
         raise InputError(f"cannot read {where}: {e.strerror or e}") from None
     try:
-        d = json.loads(raw.decode("utf-8"))
+        d = loads_finite(raw.decode("utf-8"), where)
     except UnicodeDecodeError:
         raise InputError(f"{where} is not text (binary or damaged): not an hwprobe profile") from None
     except json.JSONDecodeError as e:

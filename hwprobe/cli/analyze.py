@@ -23,6 +23,9 @@ def parse_dims(items) -> dict[str, int]:
     return out
 
 
+MAX_BATCH = 1_000_000    # past this no layer's tensors fit any device's memory: a typo, not a batch
+
+
 @cli.command("analyze")
 @click.argument("model")
 @click.option("--profile", "profile_path", default=None, type=click.Path(),
@@ -30,7 +33,8 @@ def parse_dims(items) -> dict[str, int]:
 @click.option("--spec", default=None, help="Datasheet entry instead of a profile (hwprobe specs lists them).")
 @click.option("--precision", "-p", default="fp32", show_default=True,
               help="fp32, tf32, fp16, bf16, fp8, int8 (storage and math; TF32 stores FP32).")
-@click.option("--batch", "-b", default=1, show_default=True, type=int, help="Batch size.")
+@click.option("--batch", "-b", default=1, show_default=True, type=click.IntRange(1, MAX_BATCH),
+              help=f"Batch size (1 to {MAX_BATCH:,}).")
 @click.option("--convention", default="standard", show_default=True, type=click.Choice(["standard", "seed"]),
               help="standard: multiply-add = 2 ops, bytes = weights + inputs + outputs; seed: 002's tables.")
 @click.option("--path", "path", default="auto", show_default=True,
@@ -58,12 +62,16 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     CSV or a built-in name: hwprobe list models), the precision what-if and the top-5 time consumers.
     MODEL may also be an LLM: a Hugging Face config.json or a built-in LLM name (llama-3-8b, ...): time to
     first token and per output token from the measured profile (the --phase ... --runtime options)."""
+    from hwprobe.cli.outputs import PLOT_SUFFIXES, output_file
     from hwprobe.errors import InputError
     from hwprobe.models import analyze
     from hwprobe.models.llm import is_llm
 
+    csv_path = output_file(csv_path, "--csv") if csv_path else None           # before any work
+    plot_path = output_file(plot_path, "--plot", PLOT_SUFFIXES) if plot_path else None
     if is_llm(model):
-        run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_all, llm)
+        run_llm(model, profile_path, spec, batch, runtime, as_json, str(csv_path) if csv_path else None, show_all,
+                llm)
         return
     refuse_llm_options(llm)
     from hwprobe.models.render import render, to_dict

@@ -30,12 +30,15 @@ def compare(results, reference, group_by, min_gap, z, ceilings, show_all, as_jso
     import sys
     from pathlib import Path
 
+    from hwprobe.cli.outputs import PLOT_SUFFIXES, output_file
     from hwprobe.errors import InputError
     from hwprobe.fleet import compare as cmp
     from hwprobe.fleet import render
     from hwprobe.fleet.records import load_many, load_run
     from hwprobe.fleet.validate import parse_fraction
 
+    csv_path = output_file(csv_path, "--csv") if csv_path else None           # before any work
+    plot_path = output_file(plot_path, "--plot", PLOT_SUFFIXES) if plot_path else None
     runs = load_many(list(results))
     ref = None
     if reference:
@@ -49,11 +52,17 @@ def compare(results, reference, group_by, min_gap, z, ceilings, show_all, as_jso
     fleet = cmp.compare(runs, ref, group_by=group_by, min_gap=parse_fraction(min_gap, "--min-gap"), z=z,
                         patterns=patterns)
     if csv_path:
-        fleet.to_csv(csv_path)
+        try:
+            fleet.to_csv(csv_path)
+        except OSError as e:
+            raise InputError(f"--csv: cannot write {str(csv_path)!r}: {e.strerror or e}") from None
     if plot_path:
         from hwprobe.fleet.plot import strip_plot
 
-        strip_plot(fleet, plot_path)
+        try:
+            strip_plot(fleet, plot_path)
+        except OSError as e:
+            raise InputError(f"--plot: cannot write {str(plot_path)!r}: {e.strerror or e}") from None
     if as_json:
         click.echo(json.dumps(fleet.to_dict(), indent=2, default=str))
     else:
