@@ -104,8 +104,11 @@ class Ceiling:
             value=m.value, unit=m.unit, metric=m.metric, probe=m.probe,
             theory_at_clock=t.at_clock if t else None, theory_at_max_clock=t.at_max_clock if t else None,
             datasheet=t.datasheet if t else None,
-            # compute: the SM clock theory used (the kernel's own where it timed one); memory: the SM clock
-            clock_mhz=t.clock_mhz if kernel else (c.sm_mhz if c else None), clock_source=source,
+            # compute: the SM clock theory used (the kernel's own where it timed one); DRAM: the memory clock its
+            # theory used; other memory levels: the SM clock
+            clock_mhz=(t.clock_mhz if kernel else _memory_clock(t, c) if source == "memory"
+                       else (c.sm_mhz if c else None)),
+            clock_source=source,
             power_w=c.power_w if c else None, throttle_reasons=list(c.throttle_reasons) if c else [],
             energy_per_unit_j=m.energy_per_op_j, basis=t.basis if t else "",
             params=m.params, notes=list(m.notes), flags=list(m.flags),
@@ -121,7 +124,28 @@ class Ceiling:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Ceiling:
         keep = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        if keep.get("clock_source") == "memory":       # profiles written before the DRAM clock was the memory's
+            keep["clock_mhz"] = _legacy_memory_clock(keep) or keep.get("clock_mhz")
         return cls(**keep)
+
+
+def _memory_clock(t, c) -> float | None:
+    """A DRAM ceiling's clock: the memory clock its theory used, else NVML's memory clock."""
+    return (t.clock_mhz if t and t.clock_mhz else None) or (c.mem_mhz if c else None)
+
+
+def _legacy_memory_clock(d: dict[str, Any]) -> float | None:
+    """The memory clock behind a stored DRAM ceiling, from its theory: the basis names the reported clock
+    ("3201 MHz x 2 x 6016-bit / 8"), and theory @clock / theory @max is the measured clock's share of it (how
+    specs.memory scales it). Profiles before 2026-11-26 stored the SM clock here under the source "memory"."""
+    import re
+
+    m = re.match(r"\s*([\d.]+) MHz x ([\d.]+) x", d.get("basis") or "")
+    at, top = d.get("theory_at_clock"), d.get("theory_at_max_clock")
+    if not (m and at and top):
+        return None
+    reported = float(m.group(1)) * float(m.group(2)) / 2
+    return round(reported * at / top, 1)
 
 
 @dataclass

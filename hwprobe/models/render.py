@@ -128,10 +128,11 @@ def render(a: Analysis, con, show_all: bool = False) -> None:
     if a.timing is not None:
         _timing(a, con)
         if not a.timing.groups and a.timing.kernels:
-            con.print("[bold]top kernels[/bold] (no kernel name matches a layer: kernel-level view)")
+            con.print("[bold]top kernels[/bold] (no kernel name matches a layer: kernel-level view; each "
+                      "kernel's total time over all its instances)")
             for t, share, k, tip in kernel_consumers(a.timing):
-                con.print(f"  [{share:.0%}] {k.name[:70]} - {_t(t)}: {k.unit} {k.precision or ''} ({k.confidence})"
-                          f" -> {tip}")
+                con.print(f"  [{share:.0%}] {k.name[:70]} - {_t(t)} total: {k.unit} {k.precision or ''} "
+                          f"({k.confidence}) -> {tip}")
     if "time_s" in a.layers:
         what = "measured" if a.timing is not None and any(g.measured_s for g in a.timing.groups) else "predicted"
         con.print(f"[bold]top 5 time consumers[/bold] ({what})")
