@@ -1,6 +1,7 @@
 """hwprobe analyze / classify / list models from the command line: outputs, and bad input as one line, exit 2."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -10,7 +11,10 @@ H200 = "profiles/h200-sxm/2026-11-21-full/profile.json"
 
 
 def hw(*args):
-    return subprocess.run([sys.executable, "-m", "hwprobe", *args], capture_output=True, text=True, timeout=120)
+    # piped output honours COLUMNS; pytest's children inherit COLUMNS=80 from somewhere: the tables here are read whole
+    env = {**os.environ, "COLUMNS": ""}
+    return subprocess.run([sys.executable, "-m", "hwprobe", *args], capture_output=True, text=True, timeout=120,
+                          env=env)
 
 
 def one_line_error(r):

@@ -55,9 +55,10 @@ MAX_BATCH = 1_000_000    # past this no layer's tensors fit any device's memory:
               help="How the model runs, for the predicted time: graph (a CUDA graph replay), eager (each kernel "
                    "issued by the host), fused (pointwise ops folded into their producers, as TensorRT does).")
 @click.option("--all", "show_all", is_flag=True, help="Show every layer, not the top 25 of long models.")
+@click.option("--wide", "-w", is_flag=True, help="Every table column, whatever the terminal's width.")
 @llm_options
 def analyze_(model, profile_path, spec, precision, batch, convention, path, level, times, dims, as_json, csv_path,
-             plot_path, runtime, show_all, **llm) -> None:
+             plot_path, runtime, show_all, wide, **llm) -> None:
     """Operations, bytes, intensity, attainable rate, bound and time per layer of MODEL (an ONNX file, a layer
     CSV or a built-in name: hwprobe list models), the precision what-if and the top-5 time consumers.
     MODEL may also be an LLM: a Hugging Face config.json or a built-in LLM name (llama-3-8b, ...): time to
@@ -90,7 +91,7 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     if as_json:
         click.echo(json.dumps(to_dict(a), indent=2, default=str))
     else:
-        render(a, console(), show_all)
+        render(a, console(), show_all, wide)
         for p in (csv_path, plot_path):
             if p:
                 console().print(f"wrote {p}")

@@ -20,11 +20,12 @@ from hwprobe.cli import cli, console
 @click.option("--ceilings", default=None, metavar="PATTERNS",
               help="Comma-separated ceiling patterns, e.g. 'fp16.*,dram.bandwidth' (default: those most runs have).")
 @click.option("--all", "show_all", is_flag=True, help="Print every run, however many.")
+@click.option("--wide", "-w", is_flag=True, help="Every table column, whatever the terminal's width.")
 @click.option("--json", "as_json", is_flag=True, help="Print the fleet as JSON.")
 @click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="Write the table as CSV.")
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="Draw the fleet as a strip plot per ceiling (PNG).")
-def compare(results, reference, group_by, min_gap, z, ceilings, show_all, as_json, csv_path, plot_path) -> None:
+def compare(results, reference, group_by, min_gap, z, ceilings, show_all, wide, as_json, csv_path, plot_path) -> None:
     """Compare RESULTS (run directories, profile.json files, globs; a directory without a profile.json is
     searched below). Exit 0 when no run is an outlier, 1 when some are, 2 for bad input."""
     import sys
@@ -66,7 +67,7 @@ def compare(results, reference, group_by, min_gap, z, ceilings, show_all, as_jso
     if as_json:
         click.echo(json.dumps(fleet.to_dict(), indent=2, default=str))
     else:
-        render.render_fleet(fleet, console(), show_all=show_all)
+        render.render_fleet(fleet, console(), show_all=show_all, wide=wide)
         for p in (csv_path, plot_path):
             if p:
                 click.echo(f"wrote {p}")

@@ -21,8 +21,9 @@ from hwprobe.cli import cli, console
                    "(default = \"10%\", [ceilings] \"fp16.*\" = \"15%\").")
 @click.option("--require-all", is_flag=True, help="A reference ceiling the run did not measure fails.")
 @click.option("--junit", "junit", default=None, type=click.Path(dir_okay=False), help="Write JUnit XML here.")
+@click.option("--wide", "-w", is_flag=True, help="Every table column, whatever the terminal's width.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def validate(results, ref, expect, tolerance, require_all, junit, as_json) -> None:
+def validate(results, ref, expect, tolerance, require_all, junit, wide, as_json) -> None:
     """Check RESULTS (a run directory or profile.json) against a reference, ceiling by ceiling.
 
     Exit 0 when every ceiling passes, 1 when any fails, 2 for bad input."""
@@ -42,7 +43,7 @@ def validate(results, ref, expect, tolerance, require_all, junit, as_json) -> No
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
     else:
-        render.render_validation(result, console())
+        render.render_validation(result, console(), wide)
     sys.exit(result.exit_code)
 
 
