@@ -36,7 +36,8 @@ MAX_BATCH = 1_000_000    # past this no layer's tensors fit any device's memory:
 @click.option("--batch", "-b", default=1, show_default=True, type=click.IntRange(1, MAX_BATCH),
               help=f"Batch size (1 to {MAX_BATCH:,}).")
 @click.option("--convention", default="standard", show_default=True, type=click.Choice(["standard", "seed"]),
-              help="standard: multiply-add = 2 ops, bytes = weights + inputs + outputs; seed: 002's tables.")
+              help="standard: multiply-add = 2 ops, bytes = weights + inputs + outputs; seed: as the source "
+                   "notes' (TensorRT notes) model tables count.")
 @click.option("--path", "path", default="auto", show_default=True,
               type=click.Choice(["auto", "library", "instruction", "best"]),
               help="Which measured ceilings: auto = library for conv/GEMM, instruction for pointwise layers.")

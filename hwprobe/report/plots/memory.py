@@ -41,7 +41,8 @@ def bandwidth(runs: list[Run]):
     if not panels:
         raise absent(runs, "bandwidth sweep", "the memory suite's gpu.cache and gpu.host", sweep=True)
     plt = st.pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.4 + (1.0 if len(runs) > 1 else 0)),
+                             squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=False):
         {"per_sm": _per_sm, "device": _device, "host": _host}[panel](ax, runs)
     name = " vs ".join(r.label for r in runs) if len(runs) > 1 else runs[0].device_name
@@ -117,7 +118,7 @@ def _device(ax, runs: list[Run]) -> None:
                         xycoords=("data", "axes fraction"), rotation=90, ha="right", va="top", fontsize=7.5,
                         color="#b15928")
     if multi:
-        ax.legend(loc="lower left", fontsize=7)
+        st.legend_below(ax)
 
 
 def _overlay(ax, runs: list[Run], prefix: str, level: str, name: str) -> None:
@@ -134,7 +135,7 @@ def _overlay(ax, runs: list[Run], prefix: str, level: str, name: str) -> None:
         ax.plot(xs, ys, "-" + s["marker"], color=s["color"] if multi else "#1f78b4", ms=3.5, lw=1.2,
                 label=f"{run.label}: {words}{extra}" if multi else None)
     if multi and level == "l1":
-        ax.legend(loc="lower left", fontsize=7)
+        st.legend_below(ax)
 
 
 def _split(run: Run) -> float | None:
@@ -165,7 +166,7 @@ def _host(ax, runs: list[Run]) -> None:
                 ax.annotate(f"PCIe theory {si(t, 'B/s')} ({'both ways' if lvl == 'host_bidir' else 'one way'})",
                             (0.01, t), xycoords=("axes fraction", "data"), va="bottom", fontsize=7.5, color="#666666")
     ax.set_ylim(top=ax.get_ylim()[1] * 2.5)
-    ax.legend(loc="lower right", fontsize=7.5)
+    st.legend_below(ax) if multi else ax.legend(loc="lower right", fontsize=7.5)
 
 
 def latency(runs: list[Run]):
