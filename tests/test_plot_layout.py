@@ -155,3 +155,20 @@ def test_fleet_outlier_names_do_not_overprint(tmp_path):
     leg = ax.get_legend().get_window_extent(r)
     assert leg.x0 >= ax.bbox.x1 - 1                        # the legend sits beside the axes
     real_close(fig)
+
+
+@pytest.mark.parametrize("key", ["overlay", "h200-full", "h100-full"])
+def test_latency_labels_do_not_overprint(key):
+    """Two runs' labels at one level's diamond were drawn on top of each other (L2 142 / 144 ns, DRAM 332 / 348)."""
+    fig = plots.figure("latency", _runs(key))
+    try:
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        texts = [t for t in ax.texts if t.get_text().strip() and t.get_visible()]
+        boxes = [(t.get_text()[:30], t.get_window_extent(r)) for t in texts]
+        for i, (n1, b1) in enumerate(boxes):
+            for n2, b2 in boxes[i + 1:]:
+                assert not _overlap(b1, b2), f"{key}: {n1!r} overprints {n2!r}"
+    finally:
+        plots.close(fig)
