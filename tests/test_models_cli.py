@@ -1,7 +1,6 @@
 """hwprobe analyze / classify / list models from the command line: outputs, and bad input as one line, exit 2."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -11,10 +10,7 @@ H200 = "profiles/h200-sxm/2026-11-21-full/profile.json"
 
 
 def hw(*args):
-    # piped output honours COLUMNS; pytest's children inherit COLUMNS=80 from somewhere: the tables here are read whole
-    env = {**os.environ, "COLUMNS": ""}
-    return subprocess.run([sys.executable, "-m", "hwprobe", *args], capture_output=True, text=True, timeout=120,
-                          env=env)
+    return subprocess.run([sys.executable, "-m", "hwprobe", *args], capture_output=True, text=True, timeout=120)
 
 
 def one_line_error(r):
