@@ -108,13 +108,14 @@ def test_absurd_batch_sizes_are_refused_with_the_range(capsys, batch):
 
 def test_a_profile_with_nan_is_saved_as_valid_json(tmp_path):
     """What hwprobe writes, hwprobe reads: a NaN field is saved as null, never as the bare token NaN."""
-    from hwprobe.profile import Profile
+    from hwprobe.profile_build import from_measurements
     from tests.helpers import sample_measurements
 
     ms = sample_measurements()
     ms[0].stats.cv = float("nan")
+    ms[0].clocks.power_w = float("inf")
     p = tmp_path / "profile.json"
-    Profile.from_measurements({"kind": "gpu", "name": "NVIDIA H200"}, ms).save(p)
+    from_measurements({"kind": "gpu", "name": "NVIDIA H200"}, ms).save(p)
     found = []
     json.loads(p.read_text(), parse_constant=found.append)
     assert found == []

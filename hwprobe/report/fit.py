@@ -37,8 +37,6 @@ def fit(con, table, optional: Sequence[str]) -> list[str]:
 def print_table(con, table, optional: Sequence[str] = (), wide: bool = False, hint: str = "--wide") -> list[str]:
     """Print ``table``: with ``wide`` at its natural width (past the edge if need be), else with optional columns
     dropped to fit, and a line naming them. Returns the headers dropped."""
-    from hwprobe.report.terminal import show
-
     if wide:
         show(con, table)
         return []
@@ -47,3 +45,26 @@ def print_table(con, table, optional: Sequence[str] = (), wide: bool = False, hi
     if dropped:
         con.print(f"[dim]more columns ({', '.join(dropped)}): {hint}[/dim]", highlight=False)
     return dropped
+
+
+def show(con, table) -> None:
+    """Print a table at its natural width: --wide on a narrow terminal runs past the edge rather than
+    squeezing (and cutting) cells."""
+    from rich.measure import Measurement
+
+    span = Measurement.get(con, con.options.update(width=10_000), table)
+    natural = span.maximum
+    if natural <= con.width or (span.minimum <= con.width and _wraps(table)):   # wrapping columns may wrap
+        con.print(table)
+        return
+    width = con.width
+    try:
+        con.width = natural
+        con.print(table, crop=False)
+    finally:
+        con.width = width
+
+
+def _wraps(table) -> bool:
+    """A column that wraps its text (a formula, a basis) takes the squeeze; the others keep their width."""
+    return any(not c.no_wrap for c in table.columns)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from hwprobe.profile import Profile
 from hwprobe.report import tables as tb
 from hwprobe.report import text as tx
+from hwprobe.report.fit import fit, show
 
 WIDE_AT = 120
 
@@ -44,34 +45,9 @@ def rich_table(t: tb.Table, wide: bool, digits: int = 3):
     return out
 
 
-def show(con, table) -> None:
-    """Print a table at its natural width: --wide on a narrow terminal runs past the edge rather than
-    squeezing (and cutting) cells."""
-    from rich.measure import Measurement
-
-    span = Measurement.get(con, con.options.update(width=10_000), table)
-    natural = span.maximum
-    if natural <= con.width or (span.minimum <= con.width and _wraps(table)):   # wrapping columns may wrap
-        con.print(table)
-        return
-    width = con.width
-    try:
-        con.width = natural
-        con.print(table, crop=False)
-    finally:
-        con.width = width
-
-
-def _wraps(table) -> bool:
-    """A column that wraps its text (a formula, a basis) takes the squeeze; the others keep their width."""
-    return any(not c.no_wrap for c in table.columns)
-
-
 def print_fitted(con, t: tb.Table, wide: bool, digits: int = 3) -> list[str]:
     """Print ``t`` with every column (``wide``: at its natural width), else with its wide columns left out from
     the right until it fits the console; returns the headers left out."""
-    from hwprobe.report.fit import fit
-
     table = rich_table(t, True, digits)
     if wide:
         show(con, table)
