@@ -5,6 +5,16 @@ class InputError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
 
 
+# What a library says when it does not offer a case (an odd size for INT8, an FP8 size off a multiple of 16, a
+# layout): a skip, not a failure. Records an older hwprobe filed as errors are reported as skips by the same rule.
+LIBRARY_REFUSALS = ("NOT_SUPPORTED", "not supported", "No algorithm", "no algorithm", "ARCH_MISMATCH",
+                    "must be divisible by")
+
+
+def is_library_refusal(text: str) -> bool:
+    return any(s in text for s in LIBRARY_REFUSALS)
+
+
 class Skip(Exception):
     """A probe (or one of its points) can't run here; the message is the reason. The run goes on."""
 

@@ -69,6 +69,8 @@ def rows(profile) -> list[dict[str, Any]]:
                             "theory_at_max_clock": c.theory_at_max_clock, "datasheet": c.datasheet})
     for level, m in profile.memory.items():
         b = m.bandwidth
+        if b is None or b.value is None:     # a latency-only level (the far L2 partition) holds no ceiling
+            continue
         out.append({**common, "kind": "memory", "level": level, "value": b.value if b else None,
                     "value_unit": "B/s", "metric": b.metric if b else None, "probe": b.probe if b else None,
                     "clock_mhz": b.clock_mhz if b else None, "clock_source": getattr(b, "clock_source", None),

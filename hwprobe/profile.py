@@ -10,6 +10,7 @@ Older versions load through MIGRATIONS; newer ones are refused with a clear mess
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -110,8 +111,11 @@ class Ceiling:
             value=m.value, unit=m.unit, metric=m.metric, probe=m.probe,
             theory_at_clock=t.at_clock if t else None, theory_at_max_clock=t.at_max_clock if t else None,
             datasheet=t.datasheet if t else None,
-            # compute: the SM clock theory used (the kernel's own where it timed one); memory: the SM clock
-            clock_mhz=t.clock_mhz if kernel else (c.sm_mhz if c else None), clock_source=source,
+            # compute: the SM clock theory used (the kernel's own where it timed one); DRAM: the memory clock its
+            # theory used; other memory levels: the SM clock
+            clock_mhz=(t.clock_mhz if kernel else _memory_clock(t, c) if source == "memory"
+                       else (c.sm_mhz if c else None)),
+            clock_source=source,
             power_w=window_power(c), throttle_reasons=list(c.throttle_reasons) if c else [],
             energy_per_unit_j=m.energy_per_op_j, basis=t.basis if t else "",
             params=m.params, notes=list(m.notes), flags=list(m.flags),
@@ -127,7 +131,28 @@ class Ceiling:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Ceiling:
         keep = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        if keep.get("clock_source") == "memory":       # profiles written before the DRAM clock was the memory's
+            keep["clock_mhz"] = _legacy_memory_clock(keep) or keep.get("clock_mhz")
         return cls(**keep)
+
+
+def _memory_clock(t, c) -> float | None:
+    """A DRAM ceiling's clock: the memory clock its theory used, else NVML's memory clock."""
+    return (t.clock_mhz if t and t.clock_mhz else None) or (c.mem_mhz if c else None)
+
+
+def _legacy_memory_clock(d: dict[str, Any]) -> float | None:
+    """The memory clock behind a stored DRAM ceiling, from its theory: the basis names the reported clock
+    ("3201 MHz x 2 x 6016-bit / 8"), and theory @clock / theory @max is the measured clock's share of it (how
+    specs.memory scales it). Profiles before 2026-11-26 stored the SM clock here under the source "memory"."""
+    import re
+
+    m = re.match(r"\s*([\d.]+) MHz x ([\d.]+) x", d.get("basis") or "")
+    at, top = d.get("theory_at_clock"), d.get("theory_at_max_clock")
+    if not (m and at and top):
+        return None
+    reported = float(m.group(1)) * float(m.group(2)) / 2
+    return round(reported * at / top, 1)
 
 
 @dataclass
@@ -278,7 +303,7 @@ class Profile:
         """Write atomically (a temporary file renamed over the target): a reader never sees half a profile."""
         from hwprobe.results import atomic_write
 
-        atomic_write(Path(path), json.dumps(self.to_dict(), indent=2, default=str) + "\n")
+        atomic_write(Path(path), json.dumps(finite(self.to_dict()), indent=2, default=str, allow_nan=False) + "\n")
 
 
 def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
@@ -295,6 +320,17 @@ def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
 
 
 MIGRATIONS[1] = _v1_to_v2
+
+
+def finite(o: Any) -> Any:
+    """``o`` with every NaN or infinite float replaced by None (null): what JSON can hold, and load accepts."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [finite(v) for v in o]
+    return o
 
 
 def schema() -> dict[str, Any]:
@@ -332,6 +368,15 @@ def migrate(d: dict[str, Any], where: str = "profile") -> dict[str, Any]:
     return d
 
 
+def loads_finite(text: str, where: str = "profile") -> Any:
+    """json.loads, but NaN and Infinity (which Python's parser accepts, and JSON does not have) are refused in one
+    line: a ceiling of NaN would pass the schema as a number and print as "nan%"."""
+    def refuse(token: str) -> None:
+        raise InputError(f"{where} holds {token}, which is not a JSON number: a damaged or hand-edited profile")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 def load_profile(path: Path | str) -> Profile:
     """Read, migrate and validate a profile.json, or a results directory holding one (file I/O only:
     hwprobe.profile_build.load_profile also rebuilds the profile of a run killed before it wrote one)."""
@@ -346,7 +391,7 @@ def load_profile(path: Path | str) -> Profile:
     except OSError as e:
         raise InputError(f"cannot read {where}: {e.strerror or e}") from None
     try:
-        d = json.loads(raw.decode("utf-8"))
+        d = loads_finite(raw.decode("utf-8"), where)
     except UnicodeDecodeError:
         raise InputError(f"{where} is not text (binary or damaged): not an hwprobe profile") from None
     except json.JSONDecodeError as e:

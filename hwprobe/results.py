@@ -56,28 +56,56 @@ def new_run_dir(root: Path | str | None, device_label: str) -> Path:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, fsync it, and rename it over ``path``."""
+    """Write ``text`` to a temporary file beside ``path``, fsync it, and rename it over ``path``. A failed write
+    (a full disk) leaves ``path`` as it was and no temporary file behind, and raises one OSError."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
+    data = text.encode("utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except OSError:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
     tmp.replace(path)
 
 
 class ResultsWriter:
+    """measurements.jsonl, one record per line, each written whole and fsynced before the next. A write that
+    fails (the disk filled up) is rolled back to the last complete record, so the file holds every record that
+    fit and no torn line; closing never raises (nothing is buffered)."""
+
     def __init__(self, path: Path):
         self.path = path
         f = path / MEASUREMENTS
         fresh = not f.exists() or f.stat().st_size == 0
-        self._fh = open(f, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
-        if fresh:
-            self._line({"format": RECORDS_FORMAT, "version": RECORDS_VERSION})
+        try:
+            self._fd: int | None = os.open(f, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            if fresh:
+                self._line({"format": RECORDS_FORMAT, "version": RECORDS_VERSION})
+        except OSError as e:
+            raise InputError(f"cannot write results to {str(path)!r}: {e.strerror or e}") from None
 
     def _line(self, d: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(d, default=_jsonable) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        if self._fd is None:
+            raise OSError(f"{MEASUREMENTS} is closed")
+        data = (json.dumps(d, default=_jsonable) + "\n").encode("utf-8")
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+            os.fsync(self._fd)
+        except OSError:
+            try:
+                os.ftruncate(self._fd, start)       # no torn line: the file ends with the last whole record
+            except OSError:
+                pass
+            raise
 
     def append(self, m: Measurement) -> None:
         self._line(m.to_dict())
@@ -88,7 +116,12 @@ class ResultsWriter:
         return p
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                os.close(fd)
+            except OSError:     # nothing is buffered: every record was written and fsynced, or rolled back
+                pass
 
 
 def write_table(run_dir: Path, measurements: list[Measurement]) -> Path:

@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_inherited_columns():
+    """pytest imports readline, and GNU readline exports COLUMNS=80 into the process's environment (not into
+    os.environ); every hwprobe started by a test would inherit it and, piped, print at 80 columns. A width the
+    user set is kept; tests that want one pass COLUMNS themselves."""
+    if "COLUMNS" not in os.environ:
+        os.unsetenv("COLUMNS")
+    yield
 
 
 @functools.cache

@@ -32,7 +32,7 @@ def test_analyze_text_sections():
 def test_analyze_seed_convention_prints_the_seed_table_row():
     r = hw("analyze", "vgg16", "--convention", "seed")
     assert r.returncode == 0, r.stderr
-    assert "002's whole-model table, vgg16" in r.stdout and "reproduced within its rounding" in r.stdout
+    assert "the source notes' whole-model table, vgg16" in r.stdout and "reproduced within its rounding" in r.stdout
     assert "a multiply-add = 1 operation" in r.stdout
 
 

@@ -93,7 +93,7 @@ def test_a_profile_alone_draws_what_it_holds(tmp_path):
 
 
 def test_a_compute_only_run_draws_its_roofline_on_dram_theory():
-    fig = plots.figure("roofline", [load_run(ROOT / "profiles" / "h200-sxm" / "2026-11-24-issue9")])
+    fig = plots.figure("roofline", [load_run(ROOT / "profiles" / "h200-sxm" / "2026-11-24-compute-clocks")])
     assert [ax.get_title(loc="left") for ax in fig.axes] == ["Tensor Cores"]
     assert any("DRAM 4.81 TB/s theory (not measured in this run)" in t for t in _texts(fig.axes[0]))
     plots.close(fig)

@@ -159,11 +159,13 @@ def test_cpu_tables_leave_out_what_a_cpu_does_not_have():
         assert absent not in tables, absent
 
 
-ISSUE9 = ROOT / "profiles" / "h200-sxm" / "2026-11-24-issue9"      # the SM clock below NVML's, split out
+# the SM clock below NVML's, split out
+COMPUTE_CLOCKS = ROOT / "profiles" / "h200-sxm" / "2026-11-24-compute-clocks"
 
 
 def test_gap_chain_multiplies_out_to_the_measured_ceiling():
-    split = [c for c in gapview.chains(load_run(ISSUE9).profile) if any(s.category == "sm_clock" for s in c.steps)]
+    split = [c for c in gapview.chains(load_run(COMPUTE_CLOCKS).profile)
+             if any(s.category == "sm_clock" for s in c.steps)]
     assert split, "the issue-9 profile books the SM clock below the set clock as its own step"
     for ch in gapview.chains(load_profile(H200)) + split:
         value = ch.start.value

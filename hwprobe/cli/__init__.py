@@ -27,8 +27,20 @@ def console(stderr: bool = False):
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    # Piped output (logs, CI) gets a wide fixed width so tables are not squeezed to 80 columns.
-    return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else 180)
+    return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else piped_width())
+
+
+def piped_width() -> int:
+    """Width for output that goes to a file or a pipe: $COLUMNS where set (COLUMNS=80 hwprobe report ... | less),
+    else a wide fixed width, so logs and CI keep every column."""
+    try:
+        cols = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        cols = 0
+    return cols if cols >= 40 else PIPED_WIDTH
+
+
+PIPED_WIDTH = 180
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -23,6 +23,9 @@ def parse_dims(items) -> dict[str, int]:
     return out
 
 
+MAX_BATCH = 1_000_000    # past this no layer's tensors fit any device's memory: a typo, not a batch
+
+
 @cli.command("analyze")
 @click.argument("model")
 @click.option("--profile", "profile_path", default=None, type=click.Path(),
@@ -30,9 +33,11 @@ def parse_dims(items) -> dict[str, int]:
 @click.option("--spec", default=None, help="Datasheet entry instead of a profile (hwprobe specs lists them).")
 @click.option("--precision", "-p", default="fp32", show_default=True,
               help="fp32, tf32, fp16, bf16, fp8, int8 (storage and math; TF32 stores FP32).")
-@click.option("--batch", "-b", default=1, show_default=True, type=int, help="Batch size.")
+@click.option("--batch", "-b", default=1, show_default=True, type=click.IntRange(1, MAX_BATCH),
+              help=f"Batch size (1 to {MAX_BATCH:,}).")
 @click.option("--convention", default="standard", show_default=True, type=click.Choice(["standard", "seed"]),
-              help="standard: multiply-add = 2 ops, bytes = weights + inputs + outputs; seed: 002's tables.")
+              help="standard: multiply-add = 2 ops, bytes = weights + inputs + outputs; seed: as the source "
+                   "notes' (TensorRT notes) model tables count.")
 @click.option("--path", "path", default="auto", show_default=True,
               type=click.Choice(["auto", "library", "instruction", "best"]),
               help="Which measured ceilings: auto = library for conv/GEMM, instruction for pointwise layers.")
@@ -51,19 +56,24 @@ def parse_dims(items) -> dict[str, int]:
               help="How the model runs, for the predicted time: graph (a CUDA graph replay), eager (each kernel "
                    "issued by the host), fused (pointwise ops folded into their producers, as TensorRT does).")
 @click.option("--all", "show_all", is_flag=True, help="Show every layer, not the top 25 of long models.")
+@click.option("--wide", "-w", is_flag=True, help="Every table column, whatever the terminal's width.")
 @llm_options
 def analyze_(model, profile_path, spec, precision, batch, convention, path, level, times, dims, as_json, csv_path,
-             plot_path, runtime, show_all, **llm) -> None:
+             plot_path, runtime, show_all, wide, **llm) -> None:
     """Operations, bytes, intensity, attainable rate, bound and time per layer of MODEL (an ONNX file, a layer
     CSV or a built-in name: hwprobe list models), the precision what-if and the top-5 time consumers.
     MODEL may also be an LLM: a Hugging Face config.json or a built-in LLM name (llama-3-8b, ...): time to
     first token and per output token from the measured profile (the --phase ... --runtime options)."""
+    from hwprobe.cli.outputs import PLOT_SUFFIXES, output_file
     from hwprobe.errors import InputError
     from hwprobe.models import analyze
     from hwprobe.models.llm import is_llm
 
+    csv_path = output_file(csv_path, "--csv") if csv_path else None           # before any work
+    plot_path = output_file(plot_path, "--plot", PLOT_SUFFIXES) if plot_path else None
     if is_llm(model):
-        run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_all, llm)
+        run_llm(model, profile_path, spec, batch, runtime, as_json, str(csv_path) if csv_path else None, show_all,
+                llm)
         return
     refuse_llm_options(llm)
     from hwprobe.models.render import render, to_dict
@@ -82,7 +92,7 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     if as_json:
         click.echo(json.dumps(to_dict(a), indent=2, default=str))
     else:
-        render(a, console(), show_all)
+        render(a, console(), show_all, wide)
         for p in (csv_path, plot_path):
             if p:
                 console().print(f"wrote {p}")

@@ -14,9 +14,9 @@ from hwprobe.cli import cli, console
 @click.argument("names", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True)
 def classify_(names, as_json) -> None:
-    """Map kernel NAMEs (cuBLAS, cuDNN, TensorRT, CUTLASS, the seeds' h884/i8816/scudnn...) to a unit and a
-    precision, with how far the name can be trusted: documented, heuristic or unknown. '-' reads names from
-    stdin, one per line."""
+    """Map kernel NAMEs (cuBLAS, cuDNN, TensorRT, CUTLASS, the h884/i8816/scudnn names the source notes list...)
+    to a unit and a precision, with how far the name can be trusted: documented, heuristic or unknown. '-' reads
+    names from stdin, one per line."""
     from hwprobe.models.classify import classify
 
     if names == ("-",):

@@ -20,22 +20,26 @@ from hwprobe.cli import cli, console
 @click.option("--ceilings", default=None, metavar="PATTERNS",
               help="Comma-separated ceiling patterns, e.g. 'fp16.*,dram.bandwidth' (default: those most runs have).")
 @click.option("--all", "show_all", is_flag=True, help="Print every run, however many.")
+@click.option("--wide", "-w", is_flag=True, help="Every table column, whatever the terminal's width.")
 @click.option("--json", "as_json", is_flag=True, help="Print the fleet as JSON.")
 @click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="Write the table as CSV.")
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="Draw the fleet as a strip plot per ceiling (PNG).")
-def compare(results, reference, group_by, min_gap, z, ceilings, show_all, as_json, csv_path, plot_path) -> None:
+def compare(results, reference, group_by, min_gap, z, ceilings, show_all, wide, as_json, csv_path, plot_path) -> None:
     """Compare RESULTS (run directories, profile.json files, globs; a directory without a profile.json is
     searched below). Exit 0 when no run is an outlier, 1 when some are, 2 for bad input."""
     import sys
     from pathlib import Path
 
+    from hwprobe.cli.outputs import PLOT_SUFFIXES, output_file
     from hwprobe.errors import InputError
     from hwprobe.fleet import compare as cmp
     from hwprobe.fleet import render
     from hwprobe.fleet.records import load_many, load_run
     from hwprobe.fleet.validate import parse_fraction
 
+    csv_path = output_file(csv_path, "--csv") if csv_path else None           # before any work
+    plot_path = output_file(plot_path, "--plot", PLOT_SUFFIXES) if plot_path else None
     runs = load_many(list(results))
     ref = None
     if reference:
@@ -49,15 +53,21 @@ def compare(results, reference, group_by, min_gap, z, ceilings, show_all, as_jso
     fleet = cmp.compare(runs, ref, group_by=group_by, min_gap=parse_fraction(min_gap, "--min-gap"), z=z,
                         patterns=patterns)
     if csv_path:
-        fleet.to_csv(csv_path)
+        try:
+            fleet.to_csv(csv_path)
+        except OSError as e:
+            raise InputError(f"--csv: cannot write {str(csv_path)!r}: {e.strerror or e}") from None
     if plot_path:
         from hwprobe.fleet.plot import strip_plot
 
-        strip_plot(fleet, plot_path)
+        try:
+            strip_plot(fleet, plot_path)
+        except OSError as e:
+            raise InputError(f"--plot: cannot write {str(plot_path)!r}: {e.strerror or e}") from None
     if as_json:
         click.echo(json.dumps(fleet.to_dict(), indent=2, default=str))
     else:
-        render.render_fleet(fleet, console(), show_all=show_all)
+        render.render_fleet(fleet, console(), show_all=show_all, wide=wide)
         for p in (csv_path, plot_path):
             if p:
                 click.echo(f"wrote {p}")

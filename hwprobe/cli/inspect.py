@@ -43,7 +43,8 @@ def list_(what) -> None:
 @click.argument("name", required=False)
 @click.option("--device", "-d", default=None, help="Device to describe when no NAME is given.")
 @click.option("--json", "as_json", is_flag=True)
-def specs(name, device, as_json) -> None:
+@click.option("--wide", "-w", is_flag=True, help="Every column and whole lines, whatever the terminal's width.")
+def specs(name, device, as_json, wide) -> None:
     """Theoretical peaks, bandwidth and ridge points: for a named SKU, or for the detected device."""
     from hwprobe import specs as sp
 
@@ -60,6 +61,6 @@ def specs(name, device, as_json) -> None:
     else:
         from hwprobe.report.specs import render
 
-        render(theory, console())
+        render(theory, console(), wide=wide)
 
 

@@ -27,6 +27,9 @@ def report_(source, html_out, md_out, wide, as_json) -> None:
 
     from hwprobe import report
 
+    if as_json and (html_out or md_out):
+        raise InputError("--json prints the profile on stdout; it does not combine with --html or --md "
+                         "(run the command twice)")
     if as_json:
         from hwprobe.profile_build import load_profile
 
@@ -39,6 +42,10 @@ def report_(source, html_out, md_out, wide, as_json) -> None:
         run = load_run(source)
         render(run.profile, console(), wide=wide, kind=run.kind)
         return
+    from hwprobe.cli.outputs import output_file
+
+    html_out = output_file(html_out, "--html") if html_out else None
+    md_out = output_file(md_out, "--md") if md_out else None
     err = console(stderr=True)
     t0 = time.perf_counter()
     try:
@@ -97,6 +104,9 @@ def _destination(out, runs, kinds):
         if len(kinds) != 1:
             raise InputError(f"-o {out} names one file: give one --kind, or a folder for several")
         return Path(out).parent, (lambda _kind: Path(out).stem)
+    if out and Path(out).suffix and not Path(out).is_dir():
+        raise InputError(f"-o {out}: a plot file ends in .png or .svg; a folder is named without a suffix "
+                         "(or made first)")
     if out:
         return Path(out), None
     if len(runs) == 1:

@@ -21,25 +21,37 @@ from hwprobe.cli import cli, console
                    "(default = \"10%\", [ceilings] \"fp16.*\" = \"15%\").")
 @click.option("--require-all", is_flag=True, help="A reference ceiling the run did not measure fails.")
 @click.option("--junit", "junit", default=None, type=click.Path(dir_okay=False), help="Write JUnit XML here.")
+@click.option("--wide", "-w", is_flag=True, help="Every table column, whatever the terminal's width.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def validate(results, ref, expect, tolerance, require_all, junit, as_json) -> None:
+def validate(results, ref, expect, tolerance, require_all, junit, wide, as_json) -> None:
     """Check RESULTS (a run directory or profile.json) against a reference, ceiling by ceiling.
 
     Exit 0 when every ceiling passes, 1 when any fails, 2 for bad input."""
     import sys
-    from pathlib import Path
 
+    from hwprobe.cli.outputs import output_file, write_text
     from hwprobe.fleet import render
     from hwprobe.fleet import validate as val
     from hwprobe.fleet.records import load_run
 
+    junit_path = output_file(junit, "--junit") if junit else None   # before anything prints
     run = load_run(results, strict=True)
-    reference = val.load_reference(ref, run, val.parse_fraction(expect, "--expect") if expect else None)
+    reference = val.load_reference(ref, run, _expect(expect, val.parse_fraction) if expect is not None else None)
     result = val.validate(run, reference, val.parse_tolerance(tolerance), require_all=require_all)
-    if junit:
-        Path(junit).write_text(render.junit_xml(result))
+    if junit_path:
+        write_text(junit_path, render.junit_xml(result), "--junit")
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
     else:
-        render.render_validation(result, console())
+        render.render_validation(result, console(), wide)
     sys.exit(result.exit_code)
+
+
+def _expect(text: str, parse_fraction) -> float:
+    """--expect: a fraction of theory above 0 (0 would expect nothing and divide by it)."""
+    from hwprobe.errors import InputError
+
+    v = parse_fraction(text, "--expect")
+    if v <= 0:
+        raise InputError(f"--expect {text!r} must be above 0: the fraction of theory a ceiling should reach (e.g. 0.9)")
+    return v

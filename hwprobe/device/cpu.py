@@ -307,6 +307,34 @@ def measure_mhz(seconds: float = 0.03) -> float | None:
     return 2 * n / best / 1e6
 
 
+def boot_mhz(model: str, cache_file: Path | None = None) -> float | None:
+    """The measured single-core clock (``measure_mhz``), measured once per boot and kept in hwprobe's cache:
+    each call of ``hwprobe specs`` on a machine without cpufreq then shows the same max clock, not a new
+    timing's jitter (2871, 2915, 2940 MHz on three calls)."""
+    import json
+
+    boot = (_read("/proc/sys/kernel/random/boot_id") or "").strip() or None
+    if cache_file is None:
+        from hwprobe.caches import cache_root
+
+        root = cache_root()
+        cache_file = root / "cpu-clock.json" if root else None
+    if boot and cache_file is not None:
+        try:
+            d = json.loads(cache_file.read_text())
+            if d.get("boot_id") == boot and d.get("model") == model and float(d["mhz"]) > 0:
+                return float(d["mhz"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    mhz = measure_mhz()
+    if mhz and boot and cache_file is not None:
+        try:
+            cache_file.write_text(json.dumps({"boot_id": boot, "model": model, "mhz": round(mhz, 1)}))
+        except OSError:
+            pass
+    return round(mhz, 1) if mhz else None
+
+
 def _timed(kern, n: int) -> float:
     t0 = time.perf_counter()
     kern(n, 1)
@@ -405,7 +433,7 @@ def discover(measure_clock: bool = True) -> CpuInfo:
     if max_khz:
         max_mhz = max(max_khz) / 1000.0
     else:
-        measured = measure_mhz() if measure_clock else None
+        measured = boot_mhz(model) if measure_clock else None
         max_mhz = max((x for x in (nominal, measured) if x), default=None)
         base_mhz = base_mhz or max_mhz
     fp64, fp32, simd = flops_per_clk(

@@ -40,7 +40,6 @@ def strip_plot(fleet, out: Path | str, title: str | None = None) -> Path:
         where.update({(runs[i], k): (x + jitter[i], y[i]) for i in out_idx})
         ax.scatter(x + jitter[out_idx], y[out_idx], s=46, facecolors="none", edgecolors="red", linewidths=1.4,
                    label="outlier" if x == 0 and out_idx else None, zorder=3)
-    _label_outliers(ax, fleet, where)
     ax.axhline(1.0, color="0.35", lw=0.9, ls="--", zorder=0)
     ax.set_xticks(range(len(keys)))
     one_basis = fleet.basis.startswith("reference") or len(names) == 1
@@ -52,11 +51,12 @@ def strip_plot(fleet, out: Path | str, title: str | None = None) -> Path:
     n_out = len({o.run for o in fleet.outliers})
     shown = f"{len(keys)} of {len(fleet.keys)} ceilings" if len(keys) < len(fleet.keys) else f"{len(keys)} ceilings"
     ax.set_title(title or f"{len(fleet.runs)} runs, {shown}, {n_out} run(s) with outliers", fontsize=11)
-    if len(names) > 1 or fleet.outliers:
-        ax.legend(fontsize=7, loc="best", framealpha=0.85)
+    if len(names) > 1 or fleet.outliers:        # beside the axes: inside, it would sit on dots or names
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
     what = ("with the reference value (100%)" if fleet.basis.startswith("reference") else
             "with the median (100%)" if one_basis else "100% = each group's own median (hwprobe compare prints them)")
     ax.set_xlabel(f"ceiling, {what}; {LEGEND}", fontsize=7)
+    _label_outliers(ax, fleet, where)
     out = Path(out)
     fig.savefig(out, dpi=130)
     plt.close(fig)
@@ -76,11 +76,49 @@ def _basis_value(fleet, key: str) -> str:
 
 
 def _label_outliers(ax, fleet, where: dict) -> None:
-    """Name the outliers furthest from the median beside their dots (the rest are in the table and --json)."""
-    shown = 0
+    """Name the outliers furthest from the median beside their dots, each where it covers no other name and no
+    other outlier's dot (right, left, above or below it); a name with no free place is left to the table, and the
+    axis label says how many."""
+    fig = ax.figure
+    fig.canvas.draw()                       # the final layout: positions in pixels hold from here on
+    fig.set_layout_engine("none")
+    r = fig.canvas.get_renderer()
+    pad = 4.0
+    taken = [_dot_box(ax, xy, pad) for xy in where.values()]
+    shown, left = 0, 0
     for o in sorted(fleet.outliers, key=lambda o: abs(o.normalized - 1), reverse=True):
-        if (o.run, o.key) not in where or shown >= MAX_LABELS:
+        if (o.run, o.key) not in where:
             continue
-        ax.annotate(o.run, where[(o.run, o.key)], xytext=(7, -3), textcoords="offset points", fontsize=7,
-                    color="darkred")
+        box = None if shown >= MAX_LABELS else _place(ax, r, o.run, where[(o.run, o.key)], taken)
+        if box is None:
+            left += 1
+            continue
+        taken.append(box)
         shown += 1
+    if left:
+        ax.set_xlabel(f"{ax.get_xlabel()}; {left} more outlier name(s) in the table (hwprobe compare, --json)")
+
+
+_OFFSETS = ((7, 0, "left"), (-7, 0, "right"), (0, 8, "center"), (0, -8, "center"), (7, 9, "left"),
+            (7, -9, "left"), (-7, 9, "right"), (-7, -9, "right"))
+
+
+def _place(ax, renderer, text: str, xy: tuple[float, float], taken: list):
+    """Annotate ``text`` at the first offset whose box is inside the axes and clear of ``taken``; None if none."""
+    for dx, dy, ha in _OFFSETS:
+        va = "center" if dy == 0 else ("bottom" if dy > 0 else "top")
+        ann = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", fontsize=7, color="darkred",
+                          ha=ha, va=va)
+        box = ann.get_window_extent(renderer)
+        inside = ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
+        if inside and not any(box.overlaps(t) for t in taken):
+            return box
+        ann.remove()
+    return None
+
+
+def _dot_box(ax, xy: tuple[float, float], pad: float):
+    from matplotlib.transforms import Bbox
+
+    x, y = ax.transData.transform(xy)
+    return Bbox([[x - pad, y - pad], [x + pad, y + pad]])

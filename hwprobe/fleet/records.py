@@ -123,12 +123,12 @@ def _profile_path(p: Path) -> Path:
 
 def load_run(path: str | Path, label: str | None = None, strict: bool = False) -> RunRecord:
     """Read one run (a results directory or a profile.json). ``strict`` checks the JSON Schema too."""
-    from hwprobe.profile import migrate, validate_dict
+    from hwprobe.profile import loads_finite, migrate, validate_dict
 
     p = _profile_path(Path(path))
     where = f"profile {str(p)!r}"
     try:
-        d = json.loads(p.read_text(encoding="utf-8"))
+        d = loads_finite(p.read_text(encoding="utf-8"), where)
     except FileNotFoundError:
         raise InputError(f"{where} does not exist") from None
     except OSError as e:

@@ -41,8 +41,17 @@ def _compared(c: Check) -> str:
     return c.compared
 
 
-def render_validation(v: Validation, console) -> None:
+def _table(title: str, caption: str | None = None):
+    """A table in the report's light style (no side borders): more columns fit 80."""
+    from rich import box
     from rich.table import Table
+
+    return Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+                 padding=(0, 1, 0, 0), title_justify="left")
+
+
+def render_validation(v: Validation, console, wide: bool = False) -> None:
+    from hwprobe.report.fit import print_table
 
     ref_kind = "measured reference" if v.ref.measured else "spec-derived expectation (not measured)"
     console.print(f"run:       {v.run.path}  [{v.run.device_name}"
@@ -50,7 +59,7 @@ def render_validation(v: Validation, console) -> None:
     console.print(f"reference: {v.ref.path}  [{v.ref.device_name}"
                   + (f", mode {v.ref.power_mode}" if v.ref.power_mode else "") + f"; {ref_kind}]")
     failed_keys = {c.key for c in v.failed}          # --require-all makes an unmeasured ceiling a failure
-    t = Table(title=f"validate (pass: measured >= expected x (1 - tolerance); {v.tolerances.source})")
+    t = _table(f"validate (pass: measured >= expected x (1 - tolerance); {v.tolerances.source})")
     for col, just in (("ceiling", "left"), ("measured", "right"), ("expected", "right"), ("rate %", "right"),
                       ("tol", "right"), ("result", "left"), ("compared", "left")):
         t.add_column(col, justify=just)
@@ -61,7 +70,7 @@ def render_validation(v: Validation, console) -> None:
                   f"{c.rate_ratio:.1%}" if c.rate_ratio is not None else "-", f"{c.tolerance:.0%}",
                   f"[{_STYLE[c.status]}]{c.status.upper() if c.status in ('pass', 'fail') else c.status}[/]",
                   _compared(c))
-    console.print(t)
+    print_table(console, t, ("compared", "tol", "expected"), wide)
     groups: dict[tuple[str, ...], list[Check]] = {}      # failures that share their causes are told once
     for c in v.failed:
         groups.setdefault(tuple(c.causes), []).append(c)
@@ -147,9 +156,10 @@ def _outlier_figure(o) -> str:
     return text
 
 
-def render_fleet(fleet, console, show_all: bool = False) -> None:
-    """The fleet table (normalized), the groups' medians and the outliers with their likely causes."""
-    from rich.table import Table
+def render_fleet(fleet, console, show_all: bool = False, wide: bool = False) -> None:
+    """The fleet table (normalized), the groups' medians and the outliers with their likely causes; at a narrow
+    width the rightmost ceiling columns are left out (and named)."""
+    from hwprobe.report.fit import print_table
 
     keys = fleet.keys[:MAX_COLS]
     flagged = {(o.run, o.key) for o in fleet.outliers}
@@ -157,7 +167,7 @@ def render_fleet(fleet, console, show_all: bool = False) -> None:
     if len(fleet.keys) > MAX_COLS:
         console.print(f"showing {MAX_COLS} of {len(fleet.keys)} ceilings (--ceilings PATTERN picks, --csv has all)")
     if show_all or len(fleet.runs) <= MAX_ROWS:
-        t = Table(title=f"fleet (fraction of {fleet.basis}; red: outlier)", caption=LEGEND)
+        t = _table(f"fleet (fraction of {fleet.basis}; red: outlier)", caption=LEGEND)
         t.add_column("run", no_wrap=True)
         t.add_column("device", no_wrap=True)
         for k in keys:
@@ -165,8 +175,8 @@ def render_fleet(fleet, console, show_all: bool = False) -> None:
         for raw, norm in zip(fleet.table.to_dict("records"), fleet.normalized.to_dict("records"), strict=True):
             dev = raw["device"] + (f" / {raw['mode']}" if raw["mode"] else "")
             t.add_row(raw["run"], dev, *(_cell(norm[k], (raw["run"], k) in flagged) for k in keys))
-        console.print(t)
-    g = Table(title="medians per group")
+        print_table(console, t, ["device"] + [short(k) for k in reversed(keys)], wide)
+    g = _table("medians per group")
     g.add_column("group", no_wrap=True)
     g.add_column("runs", justify="right")
     for k in keys:
@@ -175,7 +185,7 @@ def render_fleet(fleet, console, show_all: bool = False) -> None:
 
     for name, part in fleet.table.groupby(group_column(fleet.table, fleet.group_by)):
         g.add_row(str(name), str(len(part)), *(si(part[k].median(), fleet.units[k]) for k in keys))
-    console.print(g)
+    print_table(console, g, [short(k) for k in reversed(keys)] + ["runs"], wide)
     if not fleet.outliers:
         console.print("[green]no outliers[/] (robust z and gap rule)")
     by_run: dict[str, list] = {}

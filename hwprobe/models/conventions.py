@@ -42,7 +42,8 @@ STANDARD = Convention("standard", 2, True, False,
                       "operations: a multiply-add = 2, other arithmetic = 1 per element; "
                       "bytes: weights + inputs + outputs at the storage precision")
 SEED = Convention("seed", 1, False, True,
-                  "seeds' tables (002): a multiply-add = 1 operation; bytes: (weights + outputs) x bytes per "
+                  "as the source notes' model tables count: a multiply-add = 1 operation; bytes: (weights + "
+                  "outputs) x bytes per "
                   "element (x4 for FP32), inputs not counted; a reshape: its output bytes, no work; activations "
                   "in place (no bytes)")
 CONVENTIONS = {c.name: c for c in (STANDARD, SEED)}

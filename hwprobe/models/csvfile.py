@@ -1,8 +1,10 @@
-"""Layers from a CSV with the seeds' table columns: ``name,op,m,k,cin,cout,groups`` plus ``n`` for GEMMs.
+"""Layers from a CSV with the source notes' table columns: ``name,op,m,k,cin,cout,groups`` plus ``n`` for GEMMs.
 
 Per op (sizes per image; the batch multiplies activations):
-- conv (dwconv: groups = cin), convtranspose: ``m`` output size (``56`` or ``56x28``), ``k`` kernel, ``cin``,
-  ``cout``, ``groups``; optional ``stride`` (1) and ``min`` (input size; default m x stride, i.e. same padding)
+- conv (dwconv: groups = cin), convtranspose: ``m`` the output's side (``56`` for 56x56 pixels, or ``56x28``
+  for height x width; never the pixel count 3136: a single square number from 1024 up is refused as one),
+  ``k`` the kernel's side (3 for 3x3), ``cin``, ``cout``, ``groups``; optional ``stride`` (1) and ``min`` (input
+  size; default m x stride, i.e. same padding)
 - fc: ``cin``, ``cout``; ``m`` rows per image (blank or ``-``: 1)
 - gemm / matmul: ``m``, ``k``, ``n`` (M x K times K x N); gemm's K x N operand is a weight, matmul's is not
 - bn, act (relu, sigmoid, ...), add, concat, softmax, layernorm: ``m`` and ``cout`` (channels)
@@ -21,6 +23,9 @@ from hwprobe.errors import InputError
 from hwprobe.models.layers import Layer, Model
 
 REQUIRED = ("name", "op", "m", "k", "cin", "cout", "groups")
+# A single spatial size this large that is a square (3136 = 56 x 56) is a pixel count given as a side: squared
+# again it would price 3136^2 pixels, 3136x the work. An output really that wide is written 3136x3136.
+PIXEL_COUNT_FROM = 1024
 OP_ALIASES = {
     "conv": "conv", "conv2d": "conv", "dwconv": "dwconv", "depthwise": "dwconv", "groupconv": "conv",
     "convtranspose": "convtranspose", "deconv": "convtranspose",
@@ -80,6 +85,10 @@ class _Row:
             if v < 0:
                 raise self.fail(field, f"{raw} is negative")
             vals.append(v)
+        side = math.isqrt(vals[0])
+        if len(vals) == 1 and vals[0] >= PIXEL_COUNT_FROM and side * side == vals[0]:
+            raise self.fail(field, f"{raw} looks like a pixel count ({side} x {side}): {field} is one side of the "
+                                   f"output, {side} for {side}x{side} (write {raw}x{raw} if one side really is {raw})")
         return (vals[0], vals[-1])
 
     @property

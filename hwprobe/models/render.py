@@ -49,7 +49,10 @@ def layer_table(a: Analysis, show_all: bool = False):
     joined = "measured_s" in df and df["measured_s"].notna().any()
     rows = df if show_all or len(df) <= MAX_ROWS else df.sort_values("time_s" if roofs else "ops",
                                                                      ascending=False).head(25).sort_index()
-    t = Table(title=None if rows is df else f"top {len(rows)} of {len(df)} layers by time (--all for every layer)")
+    from rich import box
+
+    t = Table(title=None if rows is df else f"top {len(rows)} of {len(df)} layers by time (--all for every layer)",
+              box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
     cols = ["#", "layer", "op", "ops", "bytes", "op/B"]
     if roofs:
         cols += ["ceiling", "attainable", "bound", "time", "datasheet"]
@@ -104,12 +107,18 @@ def whatif_table(a: Analysis):
     return t
 
 
-def render(a: Analysis, con, show_all: bool = False) -> None:
+# Left out first at a narrow width (the layer table), until it fits: --wide shows them all.
+NARROW_DROP = ("datasheet", "ceiling", "bytes", "kernel unit", "flags", "op/B", "attainable", "of roof")
+
+
+def render(a: Analysis, con, show_all: bool = False, wide: bool = False) -> None:
     from hwprobe.models.advice import kernel_consumers, top_consumers
 
     for line in header(a):
         con.print(line)
-    con.print(layer_table(a, show_all))
+    from hwprobe.report.fit import print_table
+
+    print_table(con, layer_table(a, show_all), NARROW_DROP, wide)
     for line in totals_lines(a):
         con.print(line)
     if a.prediction is not None:
@@ -118,7 +127,7 @@ def render(a: Analysis, con, show_all: bool = False) -> None:
         for line in prediction_lines(a.prediction):
             con.print(line)
     if not a.whatif.empty:
-        con.print(whatif_table(a))
+        print_table(con, whatif_table(a), wide=wide)
     bad = a.layers[a.layers["align"].astype(bool)] if "align" in a.layers else a.layers.iloc[0:0]
     if len(bad):
         con.print("[bold]Tensor Core alignment[/bold] (channels per group / GEMM K,N; priced with the profile's "
@@ -128,10 +137,11 @@ def render(a: Analysis, con, show_all: bool = False) -> None:
     if a.timing is not None:
         _timing(a, con)
         if not a.timing.groups and a.timing.kernels:
-            con.print("[bold]top kernels[/bold] (no kernel name matches a layer: kernel-level view)")
+            con.print("[bold]top kernels[/bold] (no kernel name matches a layer: kernel-level view; each "
+                      "kernel's total time over all its instances)")
             for t, share, k, tip in kernel_consumers(a.timing):
-                con.print(f"  [{share:.0%}] {k.name[:70]} - {_t(t)}: {k.unit} {k.precision or ''} ({k.confidence})"
-                          f" -> {tip}")
+                con.print(f"  [{share:.0%}] {k.name[:70]} - {_t(t)} total: {k.unit} {k.precision or ''} "
+                          f"({k.confidence}) -> {tip}")
     if "time_s" in a.layers:
         what = "measured" if a.timing is not None and any(g.measured_s for g in a.timing.groups) else "predicted"
         con.print(f"[bold]top 5 time consumers[/bold] ({what})")

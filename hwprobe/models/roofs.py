@@ -34,7 +34,8 @@ class Alignment:
         dims = ", ".join(f"{k}={v}" for k, v in self.dims.items())
         if self.advice_only:
             gain = f"measured {self.factor:.2f}x faster there" if self.factor else "gain not measured"
-            return f"{dims} meet the rule but not 003's advice to align INT8 to {self.rule} ({gain}; {self.basis})"
+            return (f"{dims} meet the rule but not the source notes' advice to align INT8 to {self.rule} ({gain}; "
+                    f"{self.basis})")
         price = f"{self.factor:.2f}x slower" if self.factor else "slowdown not measured"
         return f"{dims} not a multiple of {self.rule}: {price} ({self.basis})"
 
@@ -104,7 +105,7 @@ class Measured(Source):
             off = {k: v for k, v in dims.items() if v % advice}
             if off:
                 f, basis = self._point_ratio(precision, _pow2(min(off.values())), advice)
-                return Alignment(off, advice, f, basis or "003's advice for INT8", advice_only=True)
+                return Alignment(off, advice, f, basis or "the source notes' advice for INT8", advice_only=True)
         if not bad:
             return None
         a = _pow2(min(bad.values()))

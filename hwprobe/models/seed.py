@@ -26,9 +26,9 @@ SEED_002_MODELS = {
 }
 # Rows the seed's own numbers contradict, or that describe another network than the paper's.
 KNOWN = {
-    "resnet50": "002's output column (193 MB) exceeds its own ResNet-101 row (155 MB), yet ResNet-101 holds every "
-                "ResNet-50 layer; hwprobe counts 103 MB, and 155 MB for ResNet-101 as 002 does",
-    "googlenet": "002's GoogLeNet (51 MB of weights = 13 M parameters) is torchvision's variant with BN and two "
+    "resnet50": "the notes' output column (193 MB) exceeds its own ResNet-101 row (155 MB), yet ResNet-101 holds every "
+                "ResNet-50 layer; hwprobe counts 103 MB, and 155 MB for ResNet-101 as the notes do",
+    "googlenet": "the notes' GoogLeNet (51 MB of weights = 13 M parameters) is torchvision's variant with BN and two "
                  "auxiliary classifiers, not the paper's 7 M-parameter network built here",
 }
 
@@ -76,8 +76,9 @@ def seed_line(a: Analysis) -> str | None:
     h, s = r["hwprobe"], r["seed"]
     lo, hi = r["intensity_range"]
     verdict = "reproduced within its rounding" if r["reproduced"] else f"NOT reproduced: {r['why_not']}"
-    return (f"002's whole-model table, {r['model']}: kernel {s['kernel_mb']} / output {s['output_mb']} / all "
-            f"{s['all_mb']} MB, {s['gflops']} GFLOPs, intensity {s['intensity']:.4g}; hwprobe {h['kernel_mb']:.1f} / "
+    return (f"the source notes' whole-model table, {r['model']}: kernel {s['kernel_mb']} / output "
+            f"{s['output_mb']} / all {s['all_mb']} MB, {s['gflops']} GFLOPs, intensity {s['intensity']:.4g}; "
+            f"hwprobe {h['kernel_mb']:.1f} / "
             f"{h['output_mb']:.1f} / {h['all_mb']:.1f} MB (MiB of FP32: weights with BN statistics; outputs of all "
             f"but in-place activations), {h['gflops']:.3f} G ops (multiply-add = 1), intensity {h['intensity']:.4g} "
-            f"(GFLOPs/MB x 1000 as 002 divides; its rounding allows {lo:.3g}-{hi:.3g}): {verdict}")
+            f"(GFLOPs/MB x 1000 as the notes divide; its rounding allows {lo:.3g}-{hi:.3g}): {verdict}")

@@ -19,9 +19,10 @@ h1{font-size:24px;margin:6px 0 2px}h2{font-size:19px;margin:34px 0 8px;padding-t
 h3{font-size:15px;margin:18px 0 6px}.sub{color:#555;margin:0 0 10px}
 nav{position:sticky;top:0;background:#fff;border-bottom:1px solid #ddd;padding:6px 0;z-index:2;font-size:13px}
 nav a{margin-right:14px;color:#0b57d0;text-decoration:none}nav a:hover{text-decoration:underline}
-table{border-collapse:collapse;margin:6px 0 4px;font-size:12.5px;font-variant-numeric:tabular-nums}
-th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
-th{background:#f3f4f6;font-weight:600}td.num,th.num{text-align:right;white-space:nowrap}th{white-space:nowrap}
+table{border-collapse:collapse;margin:6px 0 4px;font-size:12px;font-variant-numeric:tabular-nums}
+th,td{padding:3px 5px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
+th{background:#f3f4f6;font-weight:600;vertical-align:bottom}td.num,th.num{text-align:right}td.num{white-space:nowrap}
+td.wrap{min-width:9em}
 tbody tr:nth-child(even){background:#fbfbfc}.scroll{overflow-x:auto}
 table.kv td:first-child{color:#555;padding-right:18px}table.kv td{white-space:normal}
 .note{color:#666;font-size:12.5px;margin:0 0 14px}.muted{color:#777}
@@ -99,12 +100,28 @@ def _item(it: tx.Item) -> str:
 
 
 def table(t: tb.Table) -> str:
-    """Every column that has a value on some row; rates carry their units."""
+    """Every column that has a value on some row. The rates of a row share one unit column (as in the terminal)
+    and headers wrap, so the compute table's 20 columns fit a 1400-pixel window."""
     e = html.escape
     cols = t.visible(True)
-    head = "".join(f'<th class="{"num" if c.kind != "text" else ""}">{e(c.header)}</th>' for c in cols)
-    body = "".join("<tr>" + "".join(f'<td class="{"num" if c.kind != "text" else ""}">{e(tb.fmt(c, r))}</td>'
-                                    for c in cols) + "</tr>" for r in t.rows)
+    rates = [c for c in cols if c.kind == "rate"]
+    first = next((i for i, c in enumerate(cols) if c.kind == "rate"), None)
+    head = ""
+    for i, c in enumerate(cols):
+        if i == first:
+            head += "<th>unit</th>"
+        head += f'<th class="{"num" if c.kind != "text" else ""}">{e(c.header)}</th>'
+    body = ""
+    for r in t.rows:
+        unit, nums = tb.scaled([r.get(c.key) for c in rates], r.get("_unit") or "")
+        by_key = dict(zip([c.key for c in rates], nums, strict=False))
+        cells = ""
+        for i, c in enumerate(cols):
+            if i == first:
+                cells += f"<td>{e(unit)}</td>"
+            text = by_key[c.key] if c.kind == "rate" else tb.fmt(c, r)
+            cells += f'<td class="{"num" if c.kind != "text" else ("wrap" if c.wide else "")}">{e(text)}</td>'
+        body += f"<tr>{cells}</tr>"
     note = f'<p class="note">{e(t.note)}</p>' if t.note else ""
     return (f'<h3>{e(t.title)}</h3><div class="scroll"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>{note}")

@@ -37,15 +37,16 @@ def memory_table(dt) -> tb.Table:
     return t
 
 
-def lines(dt) -> list[str]:
-    """The text after the tables: disagreements, the entry's notes, a Jetson module's modes."""
+def lines(dt, width: int | None = None) -> list[str]:
+    """The text after the tables: disagreements, the entry's notes, a Jetson module's modes (the mode table's
+    figure columns cut to ``width``, when given)."""
     out = [f"! {tx.plain(d)}" for d in dt.disagreements()]
     if dt.sku:
         out += [f"note: {tx.plain(n)}" for n in dt.sku.notes]
         if getattr(dt.sku, "power_modes", None):
             from hwprobe.specs.modes import render_module  # Jetson: published vs theory, power modes
 
-            out += [x.strip("\n") for x in render_module(dt.sku)]
+            out += [x.strip("\n") for x in render_module(dt.sku, width)]
     return out
 
 
@@ -53,17 +54,21 @@ def render(dt, console, wide: bool | None = None) -> None:
     """Print the datasheet model of ``dt`` (a DeviceTheory) to a rich console."""
     from rich.text import Text
 
-    from hwprobe.report.terminal import WIDE_AT, rich_table, show
+    from hwprobe.report.terminal import print_fitted
 
-    wide = bool(wide) or console.width >= WIDE_AT
+    asked = bool(wide)
     console.print(Text(dt.label, style="bold"))
     if dt.sku and dt.sku.source:
         console.print(Text(f"source: {tx.plain(dt.sku.source)}"), highlight=False)
+    left_out: list[str] = []
     for t in (compute_table(dt), memory_table(dt)):
         if t.rows:
-            show(console, rich_table(t, wide, digits=4))
-    for line in lines(dt):
-        console.print(Text(line), highlight=False, soft_wrap=True)   # a mode table wider than the terminal
+            left_out += print_fitted(console, t, asked, digits=4)
+    if left_out:
+        console.print(f"[dim]more columns ({', '.join(dict.fromkeys(left_out))}): --wide[/dim]", highlight=False)
+    for line in lines(dt, None if asked else console.width):
+        # prose wraps at the console's width; the mode table is cut to fit it (--wide: every line whole)
+        console.print(Text(line), highlight=False, soft_wrap=asked)
 
 
 def render_text(dt, width: int = 160) -> str:

@@ -165,7 +165,8 @@ MEMORY_COLUMNS = [
     Column("datasheet", "datasheet", "rate", True, "data-\nsheet"), Column("pct_sheet", "% datasheet", "pct", True,
                                                                           "%\nsheet"),
     Column("capacity", "capacity", "bytes"), Column("latency", "latency", "time"),
-    Column("cycles", "cycles", "cycles", True), Column("clock", "SM MHz", "mhz", True, "SM\nMHz"),
+    Column("cycles", "cycles", "cycles", True), Column("level_clock", "clock MHz", "mhz", True, "clock\nMHz"),
+    Column("level_clock_from", "clock of", wide=True, extra=True),
     Column("throttle", "throttle", wide=True), Column("metric", "slope from", wide=True),
 ]
 
@@ -173,7 +174,8 @@ MEMORY_COLUMNS = [
 def memory_table(p: Profile, kind: str = "gpu") -> Table:
     cols = _columns(MEMORY_COLUMNS, kind)
     t = Table("Memory ceilings", cols, note="bytes as each probe counts them (a copy counts read + write); "
-              "latency is one dependent load (pointer chase)")
+              "latency is one dependent load (pointer chase); clock: DRAM's is the memory clock, the others' the "
+              "SM clock")
     for name in tx.order(p.memory, tx.LEVEL_ORDER):
         lvl, c = p.memory[name], p.memory[name].bandwidth
         t.rows.append({
@@ -181,11 +183,19 @@ def memory_table(p: Profile, kind: str = "gpu") -> Table:
             "bandwidth": c.value if c else None, "theory_clock": c.theory_at_clock if c else None,
             "pct_clock": c.ratio_at_clock if c else None, "datasheet": c.datasheet if c else None,
             "pct_sheet": c.ratio_datasheet if c else None, "capacity": lvl.capacity_bytes, "latency": lvl.latency_s,
-            "cycles": lvl.latency_cycles, "clock": c.clock_mhz if c else None,
+            "cycles": lvl.latency_cycles, "level_clock": c.clock_mhz if c else None,
+            "level_clock_from": _clock_of(c, kind),
             "throttle": tx.throttle(c.throttle_reasons) if c and c.throttle_reasons else None,
             "metric": c.metric if c else None,
         })
     return t
+
+
+def _clock_of(c: Ceiling | None, kind: str) -> str | None:
+    """Which clock a memory level's clock column holds: DRAM's is the memory clock, the others the SM's."""
+    if c is None or not c.clock_mhz:
+        return None
+    return "memory" if c.clock_source == "memory" else ("SM" if kind == "gpu" else "core")
 
 
 def ridge_table(p: Profile) -> Table:

@@ -1,7 +1,8 @@
 """The profile in a terminal (rich): tables that fit the width, then the gap, findings, skips and invalid results.
 
-Under 120 columns the compact tables (measured, theory at the clock, %, clock) are shown unless ``wide``;
-rates of a row share one unit column, so the wide tables fit 120 columns.
+Each table shows every column that fits the console: the wide ones (datasheet, power, throttle...) are left out
+from the right until it fits, and one line names them; ``wide`` shows them all. Rates of a row share one unit
+column.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from hwprobe.profile import Profile
 from hwprobe.report import tables as tb
 from hwprobe.report import text as tx
+from hwprobe.report.fit import fit, show
 
 WIDE_AT = 120
 
@@ -43,27 +45,18 @@ def rich_table(t: tb.Table, wide: bool, digits: int = 3):
     return out
 
 
-def show(con, table) -> None:
-    """Print a table at its natural width: --wide on a narrow terminal runs past the edge rather than
-    squeezing (and cutting) cells."""
-    from rich.measure import Measurement
-
-    natural = Measurement.get(con, con.options.update(width=10_000), table).maximum
-    if natural <= con.width:
-        con.print(table)
-        return
-    width = con.width
-    try:
-        con.width = natural
-        con.print(table, crop=False)
-    finally:
-        con.width = width
-
-
-def hidden(t: tb.Table) -> list[str]:
-    """Headers the compact view leaves out."""
-    shown = {c.key for c in t.visible(False, terminal=True)}
-    return [c.header for c in t.visible(True, terminal=True) if c.key not in shown]
+def print_fitted(con, t: tb.Table, wide: bool, digits: int = 3) -> list[str]:
+    """Print ``t`` with every column (``wide``: at its natural width), else with its wide columns left out from
+    the right until it fits the console; returns the headers left out."""
+    table = rich_table(t, True, digits)
+    if wide:
+        show(con, table)
+        return []
+    optional = [c.short or c.header for c in reversed(t.visible(True, terminal=True)) if c.wide]
+    dropped = fit(con, table, optional)
+    show(con, table)
+    full = {(c.short or c.header).replace("\n", " "): c.header for c in t.columns}
+    return [full.get(h, h) for h in dropped]
 
 
 def render(p: Profile, console=None, wide: bool | None = None, kind: str | None = None) -> None:
@@ -72,7 +65,7 @@ def render(p: Profile, console=None, wide: bool | None = None, kind: str | None 
 
     con = console or Console()
     kind = kind or ("gpu" if p.device.get("sms") or p.device.get("kind") == "gpu" else "cpu")
-    wide = bool(wide) or con.width >= WIDE_AT
+    asked = bool(wide)
     name = p.device.get("name") or p.device.get("model") or "?"
     con.print(f"[bold]{name}[/bold]  hwprobe {p.hwprobe_version}, profile schema {p.schema_version}, "
               f"{p.created_utc}{'  [red]PARTIAL (interrupted)[/red]' if p.partial else ''}", highlight=False)
@@ -83,11 +76,9 @@ def render(p: Profile, console=None, wide: bool | None = None, kind: str | None 
     left_out: list[str] = []
     for t in (tb.compute_table(p, kind), tb.memory_table(p, kind), tb.links_table(p), tb.ridge_table(p)):
         if t.rows:
-            show(con, rich_table(t, wide))
-            left_out += [] if wide else hidden(t)
+            left_out += print_fitted(con, t, asked)
     if left_out:
-        con.print(f"[dim]more columns ({', '.join(dict.fromkeys(left_out))}): --wide, or a terminal of "
-                  f"{WIDE_AT}+ columns[/dim]", highlight=False)
+        con.print(f"[dim]more columns ({', '.join(dict.fromkeys(left_out))}): --wide[/dim]", highlight=False)
     from hwprobe.report.gapview import chains, line
 
     section(con, "Gap to the datasheet (x max clock x clock under load [x SM clock below set] x path efficiency = "

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from hwprobe.errors import is_library_refusal
 from hwprobe.profile import SPARSE_SUFFIX, Profile
 from hwprobe.units import si
 
@@ -23,7 +24,8 @@ THROTTLE = {"sw_power_cap": "power cap", "hw_slowdown": "hw slowdown", "hw_therm
             "sync_boost": "sync boost", "applications_clocks_setting": "app clocks", "display_clock_setting": "display"}
 LEVEL_NAMES = {"shared": "shared", "l1": "L1", "l2": "L2", "l2_near": "L2 near", "l2_far": "L2 far",
                "dram": "DRAM", "host_h2d": "host to device", "host_d2h": "device to host",
-               "host_bidir": "host, both ways"}
+               "host_bidir": "host, both ways",
+               "dsm": "SM to SM (cluster)"}
 
 
 def order(keys, ranking: list[str]) -> list:
@@ -123,7 +125,9 @@ def skip_items(p: Profile) -> list[Item]:
     """Skips grouped by probe and reason: one reason for several measurements is one line, and reasons that
     differ only in a size are one line that names the other sizes."""
     groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for s in p.skipped:
+    refused = [{"probe": e.get("probe"), "metric": e.get("metric"), "reason": e.get("error")} for e in p.errors
+               if is_library_refusal(str(e.get("error", "")))]       # filed as errors by an older hwprobe
+    for s in [*p.skipped, *refused]:
         reason = plain(str(s.get("reason", "")))
         key = (str(s.get("probe", "")), re.sub(r"\d+", "#", reason))
         groups.setdefault(key, []).append((reason, str(s.get("metric") or "")))
@@ -151,7 +155,8 @@ def invalid_items(p: Profile) -> list[Item]:
 
 
 def error_items(p: Profile) -> list[Item]:
-    return [Item(plain(str(e.get("error", ""))), str(e.get("probe", ""))) for e in p.errors]
+    return [Item(plain(str(e.get("error", ""))), str(e.get("probe", ""))) for e in p.errors
+            if not is_library_refusal(str(e.get("error", "")))]
 
 
 def item_line(it: Item) -> str:

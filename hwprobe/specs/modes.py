@@ -129,8 +129,9 @@ def _pct(x: float | None) -> str:
     return f"{x:+.1%}" if x is not None else "-"
 
 
-def render_module(sku: Sku) -> list[str]:
-    """Lines for ``hwprobe specs`` on a Jetson: published vs theory, the headline figure, the power modes."""
+def render_module(sku: Sku, width: int | None = None) -> list[str]:
+    """Lines for ``hwprobe specs`` on a Jetson: published vs theory, the headline figure, the power modes (with
+    ``width``, only the figure columns that fit it, and a line naming the rest)."""
     lines = ["published figures vs theory (theory / published - 1):"]
     for r in datasheet_rows(sku):
         clk = f" at {r['clock_mhz']:g} MHz" if r["clock_mhz"] else ""
@@ -143,17 +144,35 @@ def render_module(sku: Sku) -> list[str]:
         lines.append(f"  headline {_si(sku.marketing_tops, 'OP/s')} ({sku.marketing_tops_basis}){_gpu_alone(sku)}")
     rows = mode_rows(sku)
     if rows:
-        keys = [k for k in (f"{p}.{u}" for p, u in FIGURES) if any(k in r["peaks"] for r in rows)]
-        unit = {k: th.op_unit(k.split(".")[0]) for k in keys}
-        lines.append("power modes (nvpmodel; theory in each mode):")
-        lines.append(f"  {'id':>3} {'name':<18} {'SMs':>4} {'GPU MHz':>8} {'EMC MHz':>8} "
-                     + " ".join(f"{k:>18}" for k in keys) + f" {'DRAM':>11}")
-        for r in rows:
-            jp = f"  (JetPack {r['min_jetpack']}+)" if r["min_jetpack"] else ""
-            lines.append(f"  {r['id']:>3} {r['name']:<18} {r['sms']:>4} {r['gpu_mhz']:>8g} {r['emc_mhz']:>8g} "
-                         + " ".join(f"{_si(r['peaks'].get(k), unit[k]):>18}" for k in keys)
-                         + f" {_si(r['dram'], 'B/s'):>11}{jp}")
+        lines += _mode_table(rows, width)
     return lines
+
+
+def _mode_table(rows: list[dict], width: int | None) -> list[str]:
+    """The power modes, one line each; at a narrow ``width`` the figure columns that fit, Tensor Cores first."""
+    keys = [k for k in (f"{p}.{u}" for p, u in FIGURES) if any(k in r["peaks"] for r in rows)]
+    unit = {k: th.op_unit(k.split(".")[0]) for k in keys}
+    name_w = max([4] + [len(str(r["name"])) for r in rows])
+    jp_w = max([0] + [len(f"  (JetPack {r['min_jetpack']}+)") for r in rows if r["min_jetpack"]])
+    col_w = max([len(k) for k in keys] + [len(_si(r["peaks"].get(k), unit[k])) for r in rows for k in keys]) + 1
+    fixed = 2 + 3 + 1 + name_w + 1 + 4 + 1 + 8 + 1 + 8 + 12 + jp_w
+    shown, left = keys, []
+    if width and fixed + col_w * len(keys) > width:
+        order = sorted(keys, key=lambda k: (not k.endswith("tensor_core"), not k.startswith("fp16"), keys.index(k)))
+        n = max(1, (width - fixed) // col_w)
+        shown = [k for k in keys if k in order[:n]]
+        left = [k for k in keys if k not in shown]
+    out = ["power modes (nvpmodel; theory in each mode):",
+           f"  {'id':>3} {'name':<{name_w}} {'SMs':>4} {'GPU MHz':>8} {'EMC MHz':>8}"
+           + "".join(f"{k:>{col_w}}" for k in shown) + f" {'DRAM':>11}"]
+    for r in rows:
+        jp = f"  (JetPack {r['min_jetpack']}+)" if r["min_jetpack"] else ""
+        out.append(f"  {r['id']:>3} {r['name']:<{name_w}} {r['sms']:>4} {r['gpu_mhz']:>8g} {r['emc_mhz']:>8g}"
+                   + "".join(f"{_si(r['peaks'].get(k), unit[k]):>{col_w}}" for k in shown)
+                   + f" {_si(r['dram'], 'B/s'):>11}{jp}")
+    if left:
+        out.append(f"  more columns ({', '.join(left)}): --wide")
+    return out
 
 
 def _gpu_alone(sku: Sku) -> str:

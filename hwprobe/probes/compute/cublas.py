@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from hwprobe import keys as K
-from hwprobe.errors import Skip
+from hwprobe.errors import LIBRARY_REFUSALS, Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.timing import policy, time_cuda_issue, time_cuda_once
@@ -510,9 +510,7 @@ def finish_record(meas: Measurement, err: dict, precision_result, clocks: list, 
     return meas
 
 
-# What a library says when it does not offer a case (an odd size for INT8, a layout): a skip, not a failure.
-UNSUPPORTED = ("NOT_SUPPORTED", "not supported", "No algorithm", "no algorithm", "ARCH_MISMATCH",
-               "must be divisible by")
+UNSUPPORTED = LIBRARY_REFUSALS     # a library that does not offer a case: a skip (hwprobe.errors)
 
 
 def failure(ctx, metric: str, what: str, e: Exception, **meta) -> Measurement:

@@ -34,17 +34,14 @@ def gap(runs: list[Run]):
     for ax in list(axes.flat)[len(items):]:
         ax.set_visible(False)
     name = " vs ".join(r.label for r in runs) if len(runs) > 1 else runs[0].device_name
-    fig.suptitle(f"{name}: from the datasheet to the measured ceiling", fontsize=12, fontweight="bold", x=0.01,
-                 ha="left", y=1 - 0.15 / height, va="top")
     sm = any(s.category == "sm_clock" for _, _, ch in items for s in ch.steps)
-    fig.text(0.01, 1 - 0.5 / height, textwrap.fill(
-        "each panel in % of its first bar: x the max clock over the datasheet's clock, x the clock under load "
-        "(power cap)" + (", x the SM clock below that set clock (the kernel's cycles over globaltimer vs NVML)"
-                         if sm else "") +
-        ", x the best kernel's efficiency at that clock = measured; then the other path, and the library "
-        "GEMM sustained on random operands at the power cap (hatched)", int(17 * 5.0 * cols)),
-        fontsize=8, color="#333333", va="top")
-    st.grid(fig, rows, cols, top=1.25, bottom=0.8, hgap=1.05, wgap=0.55)
+    top = st.header(fig, f"{name}: from the datasheet to the measured ceiling",
+                    "each panel in % of its first bar: x the max clock over the datasheet's clock, x the clock under "
+                    "load (power cap)" + (", x the SM clock below that set clock (the kernel's cycles over globaltimer "
+                                          "vs NVML)" if sm else "") +
+                    ", x the best kernel's efficiency at that clock = measured; then the other path, and the library "
+                    "GEMM sustained on random operands at the power cap (hatched)")
+    st.grid(fig, rows, cols, top=top + 0.3, bottom=0.8, hgap=1.05, wgap=0.55)
     return fig
 
 

@@ -88,7 +88,7 @@ def gemm(runs: list[Run]):
     plt = st.pyplot()
     cols = min(4, len(precs))
     rows = math.ceil(len(precs) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.9 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(max(7.0, 4.6 * cols), 4.9 * rows + 0.4), squeeze=False)
     multi = len(runs) > 1
     for ax, prec in zip(axes.flat, precs, strict=False):
         common = _common_path([d.get(prec, {}) for d in data]) if multi else None
@@ -109,12 +109,11 @@ def gemm(runs: list[Run]):
         ax.set_visible(False)
     axes[0][0].set_ylabel("share of theory at the measured clock")
     name = " vs ".join(r.label for r in runs) if multi else runs[0].device_name
-    fig.suptitle(f"{name}: library GEMM efficiency against size", fontsize=12, fontweight="bold", x=0.01,
-                 ha="left")
-    fig.text(0.01, 0.945, "each line one library path (cuBLAS, cuBLASLt, layout, accumulator), as a share of theory "
-             "at the SM clock sampled during it (NVML's samples lag short windows, so a few points pass 100%); "
-             "squares: an aligned size (filled) above the odd size one past it (open)", fontsize=8, color="#333333")
-    st.grid(fig, rows, cols, top=1.1, bottom=1.35, hgap=1.75, wgap=0.5)
+    top = st.header(fig, f"{name}: library GEMM efficiency against size",
+                    "each line one library path (cuBLAS, cuBLASLt, layout, accumulator), as a share of theory at the "
+                    "SM clock sampled during it (NVML's samples lag short windows, so a few points pass 100%); "
+                    "squares: an aligned size (filled) above the odd size one past it (open)")
+    st.grid(fig, rows, cols, top=top + 0.35, bottom=1.35, hgap=1.75, wgap=0.5)
     return fig
 
 

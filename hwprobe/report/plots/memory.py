@@ -41,7 +41,8 @@ def bandwidth(runs: list[Run]):
     if not panels:
         raise absent(runs, "bandwidth sweep", "the memory suite's gpu.cache and gpu.host", sweep=True)
     plt = st.pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 5.4 + (1.0 if len(runs) > 1 else 0)),
+                             squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=False):
         {"per_sm": _per_sm, "device": _device, "host": _host}[panel](ax, runs)
     name = " vs ".join(r.label for r in runs) if len(runs) > 1 else runs[0].device_name
@@ -117,7 +118,7 @@ def _device(ax, runs: list[Run]) -> None:
                         xycoords=("data", "axes fraction"), rotation=90, ha="right", va="top", fontsize=7.5,
                         color="#b15928")
     if multi:
-        ax.legend(loc="lower left", fontsize=7)
+        st.legend_below(ax)
 
 
 def _overlay(ax, runs: list[Run], prefix: str, level: str, name: str) -> None:
@@ -134,7 +135,7 @@ def _overlay(ax, runs: list[Run], prefix: str, level: str, name: str) -> None:
         ax.plot(xs, ys, "-" + s["marker"], color=s["color"] if multi else "#1f78b4", ms=3.5, lw=1.2,
                 label=f"{run.label}: {words}{extra}" if multi else None)
     if multi and level == "l1":
-        ax.legend(loc="lower left", fontsize=7)
+        st.legend_below(ax)
 
 
 def _split(run: Run) -> float | None:
@@ -165,7 +166,7 @@ def _host(ax, runs: list[Run]) -> None:
                 ax.annotate(f"PCIe theory {si(t, 'B/s')} ({'both ways' if lvl == 'host_bidir' else 'one way'})",
                             (0.01, t), xycoords=("axes fraction", "data"), va="bottom", fontsize=7.5, color="#666666")
     ax.set_ylim(top=ax.get_ylim()[1] * 2.5)
-    ax.legend(loc="lower right", fontsize=7.5)
+    st.legend_below(ax) if multi else ax.legend(loc="lower right", fontsize=7.5)
 
 
 def latency(runs: list[Run]):
@@ -173,8 +174,8 @@ def latency(runs: list[Run]):
     if not have:
         raise absent(runs, "load latency", "the memory suite's gpu.latency")
     plt = st.pyplot()
-    fig, ax = plt.subplots(figsize=(10, 5.2))
     multi = len(runs) > 1
+    fig, ax = plt.subplots(figsize=(10, 5.2 + (0.8 if multi else 0)))
     ax.set_xscale("log", base=2)
     st.bytes_axis(ax.xaxis)
     ax.set_xlabel("working set (one SM chasing pointers through it)")
@@ -190,9 +191,12 @@ def latency(runs: list[Run]):
         for level, (ws, secs) in _levels(run).items():
             ax.plot([ws], [secs * 1e9], "D", color=st.LEVEL_STYLES.get(level, ("#b15928", ""))[0] if not multi
                     else color, ms=6, mfc="white", mew=1.5, zorder=5)
-            ax.annotate(f"{tx.LEVEL_NAMES.get(level, level)} {secs * 1e9:.0f} ns", (ws, secs * 1e9),
-                        textcoords="offset points", xytext=(6, -10), fontsize=7.5)
-        _step(ax, run, multi, color)
+            if not multi:
+                ax.annotate(f"{tx.LEVEL_NAMES.get(level, level)} {secs * 1e9:.0f} ns", (ws, secs * 1e9),
+                            textcoords="offset points", xytext=(6, -10), fontsize=7.5)
+        _step(ax, run, multi, color, i)
+    if multi:
+        _level_labels(ax, have)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.12)
     _cycles_axis(ax, have[0])
     name = " vs ".join(r.label for r in runs) if multi else runs[0].device_name
@@ -202,9 +206,23 @@ def latency(runs: list[Run]):
                 "latency of each level at the working set it was measured with)", transform=ax.transAxes,
                 ha="center", fontsize=9, color="#666666")
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", fontsize=7.5)
+        st.legend_below(ax, fontsize=7.5) if multi else ax.legend(loc="upper left", fontsize=7.5)
     fig.tight_layout()
     return fig
+
+
+def _level_labels(ax, runs: list[Run]) -> None:
+    """An overlay: one label per level naming every run's latency (two labels at one diamond overprint)."""
+    by_level: dict[str, list[tuple[float, float, str]]] = {}
+    for run in runs:
+        for level, (ws, secs) in _levels(run).items():
+            by_level.setdefault(level, []).append((ws, secs * 1e9, run.label.split(" (")[0]))
+    for level, pts in by_level.items():
+        ws, ns, _ = min(pts, key=lambda p: p[1])
+        words = ", ".join(f"{who} {v:.0f}" for _, v, who in pts)
+        ax.annotate(f"{tx.LEVEL_NAMES.get(level, level)}: {words} ns", (ws, ns), textcoords="offset points",
+                    xytext=(6, -10), fontsize=7.5, ha="right" if level == "dram" else "left",
+                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85})
 
 
 def _latency_curve(run: Run) -> list[dict]:
@@ -230,8 +248,8 @@ def _default_ws(run: Run, level: str) -> float | None:
     return {"l1": 16384, "l2": (d.get("l2_bytes") or 0) / 4 or None, "dram": 512 << 20}.get(level)
 
 
-def _step(ax, run: Run, multi: bool, color: str) -> None:
-    """The near/far step and L2's size, marked."""
+def _step(ax, run: Run, multi: bool, color: str, i: int = 0) -> None:
+    """The near/far step and L2's size, marked (the ``i``-th run's words below the others')."""
     split = _split(run)
     l2 = run.profile.device.get("l2_bytes")
     if l2:
@@ -245,7 +263,7 @@ def _step(ax, run: Run, multi: bool, color: str) -> None:
         what = f"near/far step at {si(split, 'B')}" + (f" ({split / l2:.2f} of L2)" if l2 else "")
         if near and far and near.latency_s and far.latency_s:
             what += f": near {near.latency_s * 1e9:.0f} ns, far {far.latency_s * 1e9:.0f} ns"
-        ax.annotate(what + " ", (split, 0.93), xycoords=("data", "axes fraction"), ha="right", va="center",
+        ax.annotate(what + " ", (split, 0.93 - 0.06 * i), xycoords=("data", "axes fraction"), ha="right", va="center",
                     fontsize=8, color=color if multi else "#b15928")
 
 

@@ -260,7 +260,7 @@ def _fp16_note(ax, unit: str, runs: list[Run]) -> None:
         return
     pipe = run.measurement("experiment.cuda_core.hfma2_fma_pipe")
     pipe_rate = ((pipe.params.get("flop_per_s") or {}).get("hfma") if pipe else None) or None
-    src = (f"gpu.fma's FMA-pipe-only HFMA2 runs {si(pipe_rate, 'FLOP/s')}" if pipe_rate else
+    src = (f"HFMA2 on the FMA pipe alone runs {si(pipe_rate, 'FLOP/s')} (gpu.fma)" if pipe_rate else
            f"the sweep tops out at {si(top, 'FLOP/s')}")
     ax.annotate(f"FP16 sweep levels off at {si(top, 'FLOP/s')}, half the {si(roof.value, 'FLOP/s')} HFMA2 roof:\n"
                 f"its half2 FMA chains issue as plain HFMA2 on the FMA pipe only;\n"

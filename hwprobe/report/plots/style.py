@@ -173,3 +173,27 @@ def note(fig, text: str, y: float = 0.005) -> None:
 
 def run_style(i: int) -> dict[str, Any]:
     return {"color": RUN_COLORS[i % len(RUN_COLORS)], "marker": RUN_MARKERS[i % len(RUN_MARKERS)]}
+
+
+def header(fig, title: str, subtitle: str = "", title_pt: float = 12, sub_pt: float = 8) -> float:
+    """A figure's title and subtitle, each wrapped to the figure's width and stacked from its top edge (in inches,
+    so neither runs off a narrow figure nor over the other). Returns the inches they take: the grid's top."""
+    import textwrap
+
+    w, h = fig.get_size_inches()
+    chars = lambda pt: max(20, int((w - 0.2) * 72 / (pt * 0.6)))   # a generous average glyph width
+    t_lines = textwrap.fill(title, chars(title_pt))
+    y = 0.12
+    fig.suptitle(t_lines, fontsize=title_pt, fontweight="bold", x=0.1 / w, ha="left", y=1 - y / h, va="top")
+    y += (t_lines.count("\n") + 1) * title_pt * 1.3 / 72 + 0.06
+    if subtitle:
+        s_lines = textwrap.fill(subtitle, chars(sub_pt))
+        fig.text(0.1 / w, 1 - y / h, s_lines, fontsize=sub_pt, color="#333333", va="top", ha="left")
+        y += (s_lines.count("\n") + 1) * sub_pt * 1.3 / 72
+    return y + 0.1
+
+
+def legend_below(ax, ncol: int = 1, fontsize: float = 7) -> None:
+    """The legend under the axes, outside the data: an overlay's curves run everywhere a legend could sit inside
+    (tight_layout makes room for it)."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=fontsize, ncol=ncol, frameon=False)

@@ -1,0 +1,39 @@
+"""Output paths checked before any work is done: a bad suffix or a folder that cannot be made is one line and
+exit 2 up front, never a traceback after the table has printed (and the file lost)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hwprobe.errors import InputError
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def output_file(path: str | Path, option: str, suffixes: tuple[str, ...] | None = None) -> Path:
+    """``path`` as a file to write: its suffix one of ``suffixes`` (when given), not a folder, and its folder made
+    if missing (as pytest does for --junitxml). Raises InputError otherwise."""
+    p = Path(path)
+    if suffixes and p.suffix.lower() not in suffixes:
+        raise InputError(f"{option} {str(p)!r}: the file name must end in {_either(suffixes)}")
+    if p.is_dir():
+        raise InputError(f"{option} {str(p)!r} is a folder: give a file name")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{option} {str(p)!r}: cannot make its folder: {e.strerror or e}") from None
+    if not p.parent.is_dir():
+        raise InputError(f"{option} {str(p)!r}: {str(p.parent)!r} is not a folder")
+    return p
+
+
+def write_text(path: Path, text: str, option: str) -> None:
+    """Write ``text``; a disk or permission failure is one line."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{option}: cannot write {str(path)!r}: {e.strerror or e}") from None
+
+
+def _either(words: tuple[str, ...]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"

@@ -1,0 +1,50 @@
+"""The HTML report fits a 1400-pixel window (issue 23, item 16): no table scrolls sideways in headless Chromium
+(where it is installed), and, everywhere, a row's rates share one unit column instead of repeating it per cell."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hwprobe.report import html
+from hwprobe.report.source import load_run
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ["h200-sxm/2026-11-25-full", "h100-sxm/2026-11-25-full"]
+PROBE = ("<script>window.onload=function(){var o=[];document.querySelectorAll('.scroll').forEach(function(d){"
+         "if(d.scrollWidth>d.clientWidth+1)o.push(d.previousElementSibling?d.previousElementSibling.textContent:'?')"
+         "});document.body.setAttribute('data-overflow',o.join('|')||'none')}</script>")
+
+
+def _browser() -> str | None:
+    return next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_no_table_scrolls_sideways_at_1400_px(tmp_path, run):
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no headless Chromium here (apt-get install chromium)")
+    page = tmp_path / "r.html"
+    page.write_text(html.render(load_run(ROOT / "profiles" / run)).replace("</body>", PROBE + "</body>"))
+    r = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,2000",
+                        "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    found = re.search(r'data-overflow="([^"]*)"', r.stdout)
+    assert found, r.stderr[-500:]
+    assert found.group(1) == "none", f"tables wider than 1400 px: {found.group(1)}"
+
+
+def test_compute_rates_carry_their_unit_once_per_row():
+    text = html.render(load_run(ROOT / "profiles" / RUNS[0]))
+    table = text.split("<h3>Compute ceilings</h3>")[1].split("</table>")[0]
+    head = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+    assert head[:5] == ["precision", "cores", "path", "unit", "measured"]
+    rows = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1])
+    for row in rows:
+        cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+        assert re.fullmatch(r"[TPG]?(FLOP|OP)/s", cells[3]), cells
+        assert sum("FLOP/s" in c or "OP/s" in c for c in cells) == 1, cells

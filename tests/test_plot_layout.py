@@ -1,0 +1,174 @@
+"""Plots a reader can read (issue 23, item 16): every figure-level text (title, subtitle, notes) inside the figure
+and clear of the others and of the axes; outlier labels on the fleet plot do not overprint; an overlay's legend
+covers no data point. Checked with matplotlib's own renderer on the committed profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hwprobe.report import plots
+from hwprobe.report.source import load_run
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = {
+    "h200-full": ["h200-sxm/2026-11-25-full"],
+    "h100-full": ["h100-sxm/2026-11-25-full"],
+    "h200-default": ["h200-sxm/2026-11-25-default"],
+    "overlay": ["h200-sxm/2026-11-25-full", "h100-sxm/2026-11-25-full"],
+    "overlay-default": ["h200-sxm/2026-11-25-default", "h100-sxm/2026-11-21-default"],
+}
+
+
+def _runs(key):
+    return [load_run(ROOT / "profiles" / p) for p in RUNS[key]]
+
+
+def _boxes(fig):
+    """Figure-level texts with their pixel boxes (empty texts skipped)."""
+    r = fig.canvas.get_renderer()
+    texts = [t for t in fig.texts if t.get_text().strip() and t.get_visible()]
+    if fig._suptitle is not None and fig._suptitle.get_text() and fig._suptitle not in texts:
+        texts.append(fig._suptitle)
+    return r, [(t.get_text()[:40], t.get_window_extent(r)) for t in texts]
+
+
+def _overlap(a, b, slack=1.0) -> bool:
+    return a.x0 < b.x1 - slack and b.x0 < a.x1 - slack and a.y0 < b.y1 - slack and b.y0 < a.y1 - slack
+
+
+@pytest.mark.parametrize("key", sorted(RUNS))
+@pytest.mark.parametrize("kind", plots.KINDS)
+def test_figure_texts_fit_and_do_not_overlap(key, kind):
+    runs = _runs(key)
+    try:
+        fig = plots.figure(kind, runs)
+    except plots.NoData:
+        pytest.skip(f"{kind}: no data in {key}")
+    try:
+        fig.canvas.draw()
+        r, boxes = _boxes(fig)
+        page = fig.bbox
+        for name, b in boxes:
+            assert b.x0 >= page.x0 - 1 and b.x1 <= page.x1 + 1 and b.y0 >= page.y0 - 1 and b.y1 <= page.y1 + 1, \
+                f"{kind}/{key}: {name!r} runs off the figure ({b} vs {page})"
+        for i, (n1, b1) in enumerate(boxes):
+            for n2, b2 in boxes[i + 1:]:
+                assert not _overlap(b1, b2), f"{kind}/{key}: {n1!r} overprints {n2!r}"
+        for ax in fig.axes:
+            if not ax.get_visible():
+                continue
+            head = ax.title.get_window_extent(r) if ax.title.get_text() else ax.bbox
+            area = ax.bbox.union([ax.bbox, head])
+            for name, b in boxes:
+                assert not _overlap(b, area, slack=2.0), f"{kind}/{key}: {name!r} overprints a panel"
+    finally:
+        plots.close(fig)
+
+
+def _points_on(line, ax, per_segment: int = 12):
+    """Display points along a data line (its vertices and points between them)."""
+    import numpy as np
+
+    xy = np.asarray(line.get_xydata(), dtype=float)
+    xy = xy[np.isfinite(xy).all(axis=1)]
+    if len(xy) == 0:
+        return xy
+    if line.get_linestyle() not in ("None", "none", "") and len(xy) > 1:
+        t = np.linspace(0, 1, per_segment, endpoint=False)
+        if ax.get_xscale() == "log" or ax.get_yscale() == "log":
+            pts = ax.transData.transform(xy)          # interpolate on screen, where the segment is drawn
+            seg = [pts[i] + (pts[i + 1] - pts[i]) * s for i in range(len(pts) - 1) for s in t]
+            return np.vstack([pts, np.asarray(seg)])
+        seg = [xy[i] + (xy[i + 1] - xy[i]) * s for i in range(len(xy) - 1) for s in t]
+        xy = np.vstack([xy, np.asarray(seg)])
+    return ax.transData.transform(xy)
+
+
+@pytest.mark.parametrize("key", ["overlay", "h200-full", "overlay-default"])
+@pytest.mark.parametrize("kind", plots.KINDS)
+def test_no_legend_hides_a_curve(key, kind):
+    runs = _runs(key)
+    try:
+        fig = plots.figure(kind, runs)
+    except plots.NoData:
+        pytest.skip(f"{kind}: no data in {key}")
+    try:
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            leg = ax.get_legend()
+            if leg is None or not ax.get_visible():
+                continue
+            box = leg.get_window_extent(r)
+            for line in ax.get_lines():
+                if line.get_transform() != ax.transData or not line.get_visible():
+                    continue                              # axhline/axvline span the axes: reference lines
+                pts = _points_on(line, ax)
+                inside = [(x, y) for x, y in pts if box.x0 < x < box.x1 and box.y0 < y < box.y1
+                          and ax.bbox.x0 <= x <= ax.bbox.x1 and ax.bbox.y0 <= y <= ax.bbox.y1]
+                assert not inside, f"{kind}/{key}: the legend of {ax.get_title()!r} hides {line.get_label()!r}"
+    finally:
+        plots.close(fig)
+
+
+def test_fleet_outlier_names_do_not_overprint(tmp_path):
+    """A synthetic fleet (the committed H200 profile, units with planted faults) with 26 outliers, several in the
+    same column at the same height: every name drawn is clear of the others and of every outlier's dot."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hwprobe.fleet import compare
+    from hwprobe.fleet.plot import strip_plot
+    from hwprobe.fleet.records import record_of
+    from hwprobe.fleet.synthetic import make_fleet
+
+    base = json.loads((ROOT / "profiles" / "h200-sxm" / "2026-11-21-full" / "profile.json").read_text())
+    units = make_fleet(base, 30, {3: "power_cap", 5: "power_cap", 6: "thermal", 11: "thermal", 17: "driver",
+                                  22: "memory"}, seed=1)
+    fleet = compare.compare([record_of(d, d["environment"]["host"], d["environment"]["host"]) for d in units])
+    assert len(fleet.outliers) >= 10
+    captured = {}
+    real_close = plt.close
+    plt.close = lambda fig=None: captured.setdefault("fig", fig)      # keep the figure to measure it
+    try:
+        strip_plot(fleet, tmp_path / "fleet.png")
+    finally:
+        plt.close = real_close
+    fig = captured["fig"]
+    r = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    names = [t for t in ax.texts if t.get_text().startswith("node-")]
+    assert len(names) >= 8
+    boxes = [t.get_window_extent(r) for t in names]
+    for i, a in enumerate(boxes):
+        assert all(not _overlap(a, b) for b in boxes[i + 1:]), names[i].get_text()
+    dots = [c for c in ax.collections if c.get_edgecolor().size and tuple(c.get_edgecolor()[0][:3]) == (1, 0, 0)]
+    pts = [p for c in dots for p in ax.transData.transform(c.get_offsets())]
+    for t, b in zip(names, boxes, strict=True):
+        assert not any(b.x0 + 1 < x < b.x1 - 1 and b.y0 + 1 < y < b.y1 - 1 for x, y in pts), t.get_text()
+    leg = ax.get_legend().get_window_extent(r)
+    assert leg.x0 >= ax.bbox.x1 - 1                        # the legend sits beside the axes
+    real_close(fig)
+
+
+@pytest.mark.parametrize("key", ["overlay", "h200-full", "h100-full"])
+def test_latency_labels_do_not_overprint(key):
+    """Two runs' labels at one level's diamond were drawn on top of each other (L2 142 / 144 ns, DRAM 332 / 348)."""
+    fig = plots.figure("latency", _runs(key))
+    try:
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        texts = [t for t in ax.texts if t.get_text().strip() and t.get_visible()]
+        boxes = [(t.get_text()[:30], t.get_window_extent(r)) for t in texts]
+        for i, (n1, b1) in enumerate(boxes):
+            for n2, b2 in boxes[i + 1:]:
+                assert not _overlap(b1, b2), f"{key}: {n1!r} overprints {n2!r}"
+    finally:
+        plots.close(fig)

@@ -1,0 +1,81 @@
+"""Width (issue 23, item 15): piped output honours $COLUMNS; at 80 columns every line fits, no cell is cut
+("…"), and a table that leaves columns out says which and how to see them (--wide)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hwprobe.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = str(ROOT / "profiles" / "h200-sxm" / "2026-11-25-full")
+H100 = str(ROOT / "profiles" / "h100-sxm" / "2026-11-25-full")
+H200_OLD = str(ROOT / "profiles" / "h200-sxm" / "2026-11-21-full")
+NSYS = str(ROOT / "tests" / "data" / "times" / "nsys_cuda_gpu_kern_sum.csv")
+
+COMMANDS = {
+    "report": ["report", H200],
+    "analyze": ["analyze", "resnet50", "--profile", H200],
+    "analyze-times": ["analyze", "resnet50", "--profile", H200, "--precision", "fp16", "--times", NSYS],
+    "analyze-csv": ["analyze", str(ROOT / "tests" / "data" / "tiny_layers.csv"), "--spec", "H100 SXM"],
+    "validate-spec": ["validate", H200, "--against", "H200 SXM"],
+    "validate-run": ["validate", H200, "--against", H200_OLD],
+    "compare": ["compare", H200, H100, H200_OLD],
+    "classify": ["classify", "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute",
+                 "h884gemm", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>"],
+    "list-probes": ["list", "probes"],
+    "list-suites": ["list", "suites"],
+    "list-models": ["list", "models"],
+    "specs-h200": ["specs", "H200 SXM"],
+    "specs-orin": ["specs", "AGX Orin 64GB"],
+    "specs-cpu": ["specs", "--device", "cpu"],
+}
+
+
+def run(argv, columns: str | None):
+    env = {"COLUMNS": columns} if columns else {"COLUMNS": ""}
+    r = CliRunner().invoke(cli, argv, env=env)
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    return r.output
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_fits_80_columns_without_cut_cells(name):
+    out = run(COMMANDS[name], "80")
+    longest = max(out.splitlines(), key=len)
+    assert len(longest) <= 80, f"{name}: {len(longest)} columns: {longest!r}"
+    assert "…" not in out, name
+
+
+def test_columns_left_out_at_80_are_named_with_the_way_to_see_them():
+    for argv in (COMMANDS["analyze"], COMMANDS["compare"], COMMANDS["report"]):
+        narrow = run(argv, "80")
+        assert "more columns (" in narrow and "--wide" in narrow, argv
+        wide = run(argv + ["--wide"], "80")
+        assert "more columns (" not in wide
+        assert max(len(x) for x in wide.splitlines()) > 80          # --wide really is wider
+
+
+def test_the_analyze_layer_table_keeps_whole_layer_names_at_80():
+    out = run(COMMANDS["analyze"], "80")
+    for name in ("conv1.conv", "layer1.0.2.conv", "layer2.0.downsample.conv"):
+        assert name in out
+    assert "bound" in out and "time" in out
+
+
+def test_piped_output_honours_columns_and_stays_wide_without_it():
+    at_120 = run(COMMANDS["report"], "120")
+    assert max(len(x) for x in at_120.splitlines()) <= 120
+    unset = run(COMMANDS["report"], None)
+    assert max(len(x) for x in unset.splitlines()) > 120            # logs keep every column
+
+
+def test_jetson_mode_table_names_the_columns_it_leaves_out():
+    out = run(COMMANDS["specs-orin"], "80")
+    assert "power modes" in out and "MODE_15W" in out
+    assert "more columns (" in out and "--wide" in out
+    wide = run(COMMANDS["specs-orin"] + ["--wide"], "80")
+    assert "int8.tensor_core" in wide.split("power modes")[1]
