@@ -84,8 +84,9 @@ def totals_lines(a: Analysis) -> list[str]:
            f"({c.name} convention)" if s.get("intensity") else f"total: {eng(s['ops'])}op, {eng(s['bytes'], 'B')}"]
     if "time_s" in s:
         ds = f"; datasheet {_t(s['datasheet_time_s'])}" if s.get("datasheet_time_s") else ""
-        out.append(f"predicted {_t(s['time_s'])} per batch ({eng(s['attainable'], 'op/s')} attained on the "
-                   f"measured roofs){ds}; {_pct(s['memory_bound_time_share'])} of the time memory-bound")
+        out.append(f"roofline bound {_t(s['time_s'])} per batch ({eng(s['attainable'], 'op/s')} on the measured "
+                   f"roofs, every layer at its roof: a floor, not a prediction){ds}; "
+                   f"{_pct(s['memory_bound_time_share'])} of the bound memory-bound")
     if s.get("not_modelled"):
         out.append(f"{s['not_modelled']} layer(s) not modelled: bytes only")
     return out
@@ -143,7 +144,8 @@ def render(a: Analysis, con, show_all: bool = False, wide: bool = False) -> None
                 con.print(f"  [{share:.0%}] {k.name[:70]} - {_t(t)} total: {k.unit} {k.precision or ''} "
                           f"({k.confidence}) -> {tip}")
     if "time_s" in a.layers:
-        what = "measured" if a.timing is not None and any(g.measured_s for g in a.timing.groups) else "predicted"
+        what = ("measured" if a.timing is not None and any(g.measured_s for g in a.timing.groups)
+                else "roofline bound")
         con.print(f"[bold]top 5 time consumers[/bold] ({what})")
         for i, c in enumerate(top_consumers(a, a.timing), 1):
             rate = f", {_pct(c.of_attainable)} of attainable" if c.of_attainable is not None else ""
