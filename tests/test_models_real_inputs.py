@@ -32,8 +32,12 @@ def test_nsys_stats_logs_new_and_old_formats():
 
 def test_gzipped_chrome_trace_and_bomb(tmp_path):
     t = parse(REAL / "alexnet.pt.trace.json.gz")
-    names = [r.name for r in t.records]
-    assert any(n.startswith("sm80_xmma_fprop_implicit_gemm") for n in names) and len(t.records) > 10
+    names = [r.name for r in t.kernel_records]
+    assert any(n.startswith("sm80_xmma_fprop_implicit_gemm") for n in names) and len(t.kernel_records) > 10
+    # the trace has CPU record_function ranges only: each kernel goes to the range that launched it
+    fwd = [r for r in t.records if "|measure|forward" in r.name]
+    assert fwd and any(k.startswith("sm80_xmma_fprop_implicit_gemm") for k in fwd[0].kernels)
+    assert sum(r.total_s for r in t.records) == pytest.approx(sum(r.total_s for r in t.kernel_records))
     bomb = tmp_path / "bomb.pt.trace.json.gz"
     with gzip.open(bomb, "wb", compresslevel=9) as f:
         for _ in range(600):

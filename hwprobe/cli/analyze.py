@@ -27,7 +27,7 @@ MAX_BATCH = 1_000_000    # past this no layer's tensors fit any device's memory:
 
 
 @cli.command("analyze")
-@click.argument("model")
+@click.argument("model", required=False)
 @click.option("--profile", "profile_path", default=None, type=click.Path(),
               help="Results directory or profile.json whose measured ceilings to use.")
 @click.option("--spec", default=None, help="Datasheet entry instead of a profile (hwprobe specs lists them).")
@@ -63,12 +63,15 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     """Operations, bytes, intensity, attainable rate, bound and time per layer of MODEL (an ONNX file, a layer
     CSV or a built-in name: hwprobe list models), the precision what-if and the top-5 time consumers.
     MODEL may also be an LLM: a Hugging Face config.json or a built-in LLM name (llama-3-8b, ...): time to
-    first token and per output token from the measured profile (the --phase ... --runtime options)."""
+    first token and per output token from the measured profile (the --phase ... --runtime options).
+    Without MODEL, --times files alone: the kernels against the roofs that apply to them (a times-only view)."""
     from hwprobe.cli.outputs import PLOT_SUFFIXES, output_file
     from hwprobe.errors import InputError
     from hwprobe.models import analyze
     from hwprobe.models.llm import is_llm
 
+    if model is None:
+        return _times_only(times, profile_path, as_json, show_all)
     csv_path = output_file(csv_path, "--csv") if csv_path else None           # before any work
     plot_path = output_file(plot_path, "--plot", PLOT_SUFFIXES) if plot_path else None
     if is_llm(model):
@@ -96,3 +99,22 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
         for p in (csv_path, plot_path):
             if p:
                 console().print(f"wrote {p}")
+
+
+def _times_only(times, profile_path, as_json: bool, show_all: bool) -> None:
+    from hwprobe.errors import InputError
+    from hwprobe.models.kernelview import kernel_view, render_kernel_view
+    from hwprobe.models.timings import parse
+
+    if not times:
+        raise InputError("analyze needs a MODEL, or --times FILE for the kernel view without a model")
+    prof = None
+    if profile_path:
+        from hwprobe.profile_build import load_profile
+
+        prof = load_profile(profile_path)
+    v = kernel_view([parse(t) for t in times], prof)
+    if as_json:
+        click.echo(json.dumps(v.to_dict(), indent=2, default=str))
+    else:
+        render_kernel_view(v, console(), show_all)

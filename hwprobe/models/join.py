@@ -124,7 +124,7 @@ class _Index:
         return list(alone) if len(alone) == 1 else []
 
 
-def _merge_info(times: list[Times]) -> list[Timing]:
+def merge_info(times: list[Times]) -> list[Timing]:
     """Timed records, with --exportLayerInfo's type and tactic attached by name."""
     info = {_norm(r.name): r for t in times if t.format.endswith("exportLayerInfo") for r in t.records}
     timed = [r for t in times if not t.format.endswith("exportLayerInfo") for r in t.records]
@@ -146,7 +146,7 @@ def join(a: Analysis, times: list[Times]) -> Joined:
     idx = _Index(list(df["name"]))
     groups: dict[tuple[int, ...], Group] = {}
     unmatched, reformats, kernels = [], [], []
-    for r in _merge_info(times):
+    for r in merge_info(times):
         if r.kernel:
             kernels.append((r, classify(r.kernel)))
         if r.name.lower().startswith("reformatting copynode"):

@@ -44,6 +44,7 @@ class Times:
     records: list[Timing]
     notes: list[str] = field(default_factory=list)
     nested: bool = False              # rows overlap (a module's range holds its ops): times don't add up
+    kernel_records: list[Timing] = field(default_factory=list)   # every kernel, merged by name (chrome traces)
 
 
 def _num(where: str, field_name: str, raw, allow_empty: bool = False) -> float | None:
@@ -218,8 +219,52 @@ def _annotate(ranges: list[dict], kernels: list[dict]) -> tuple[dict[int, list[t
     return out, covered
 
 
+def _cpu_ranges(xs: list[dict], kernels: list[dict], loose: list[int]) -> dict[int, int]:
+    """Kernels no GPU range holds, attributed to the innermost CPU ``record_function`` range (user_annotation) that
+    enclosed their launch: the kernel's correlation id names its cudaLaunchKernel event on a CPU thread. Returns
+    kernel index -> index into ``xs`` of that range."""
+    cat = lambda e: str(e.get("cat", "")).lower()  # noqa: E731
+    launches = {}
+    for e in xs:
+        corr = (e.get("args") or {}).get("correlation")
+        if cat(e) == "cuda_runtime" and corr is not None:
+            launches[corr] = (e.get("pid"), e.get("tid"), float(e["ts"]))
+    ranges: dict = {}
+    for i, e in enumerate(xs):
+        if cat(e) == "user_annotation":
+            ranges.setdefault((e.get("pid"), e.get("tid")), []).append((float(e["ts"]), float(e["dur"]), i))
+    out: dict[int, int] = {}
+    for ki in loose:
+        launch = launches.get((kernels[ki].get("args") or {}).get("correlation"))
+        if launch is None:
+            continue
+        inside = [(dur, i) for ts, dur, i in ranges.get(launch[:2], []) if ts <= launch[2] <= ts + dur]
+        if inside:
+            out[ki] = min(inside)[1]               # the innermost: the shortest range holding the launch
+    return out
+
+
+def _cpu_range_records(xs: list[dict], kernels: list[dict], owner: dict[int, int], fname: str) -> list[Timing]:
+    """One record per CPU range name: the GPU time of the kernels its launches made (summed), per occurrence."""
+    agg: dict[str, Timing] = {}
+    seen: dict[str, set] = {}
+    for ki, ri in owner.items():
+        name = str(xs[ri]["name"])
+        t = agg.setdefault(name, Timing(name, 0.0, 0.0, 0))
+        t.total_s += _num(f"{fname} kernel {kernels[ki]['name']!r}", "dur", kernels[ki]["dur"]) * 1e-6
+        seen.setdefault(name, set()).add(ri)
+        if kernels[ki]["name"] not in t.kernels:
+            t.kernels.append(str(kernels[ki]["name"]))
+    for name, t in agg.items():
+        t.count = len(seen[name])
+        t.time_s = t.total_s / t.count
+        t.kernel = t.kernels[0] if t.kernels else None
+    return list(agg.values())
+
+
 def chrome_trace(data, fname: str) -> Times:
-    """GPU annotation ranges (record_function) with the kernels inside them; kernels outside any range apart."""
+    """GPU annotation ranges (record_function) with the kernels inside them; kernels no GPU range holds go to the
+    CPU range that launched them (by correlation id); the rest apart."""
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise InputError(f"{fname}: traceEvents is not a list")
@@ -228,8 +273,9 @@ def chrome_trace(data, fname: str) -> Times:
     kernels = [e for e in xs if cat(e) in ("kernel", "gpu_memcpy", "gpu_memset")]
     ranges = [e for e in xs if cat(e) == "gpu_user_annotation"]
     inside, covered = _annotate(ranges, kernels)
+    by_cpu = _cpu_ranges(xs, kernels, [i for i in range(len(kernels)) if i not in covered])
     agg: dict[tuple[str, bool], Timing] = {}
-    loose = [k for i, k in enumerate(kernels) if i not in covered]
+    loose = [k for i, k in enumerate(kernels) if i not in covered and i not in by_cpu]
     for i, e in enumerate(ranges + loose):
         is_k = i >= len(ranges)
         key = (str(e["name"]), is_k)
@@ -241,12 +287,28 @@ def chrome_trace(data, fname: str) -> Times:
                 if kname not in t.kernels:
                     t.kernels.append(kname)
             t.kernel = t.kernels[0] if t.kernels else None
-    if not agg:
+    cpu = _cpu_range_records(xs, kernels, by_cpu, fname)
+    if not agg and not cpu:
         raise InputError(f"{fname}: chrome trace without GPU kernel or gpu_user_annotation events")
     for t in agg.values():
         t.time_s = t.total_s / t.count
-    notes = [] if ranges else ["no gpu_user_annotation ranges (record_function): kernels only"]
-    return Times("PyTorch chrome trace", "per call (mean GPU range or kernel duration)", list(agg.values()), notes)
+    notes = [] if ranges or cpu else ["no record_function ranges (GPU or CPU): kernels only"]
+    if cpu:
+        notes.append(f"{len(by_cpu)} kernels attributed to the CPU record_function range that launched them "
+                     "(correlation ids); a range's time is its kernels' GPU time")
+    return Times("PyTorch chrome trace", "per call (mean GPU range or kernel duration)", list(agg.values()) + cpu,
+                 notes, kernel_records=_kernel_records(kernels, fname))
+
+
+def _kernel_records(kernels: list[dict], fname: str) -> list[Timing]:
+    agg: dict[str, Timing] = {}
+    for k in kernels:
+        t = agg.setdefault(str(k["name"]), Timing(str(k["name"]), 0.0, 0.0, 0, is_kernel=True, kernel=str(k["name"])))
+        t.total_s += _num(f"{fname} kernel {k['name']!r}", "dur", k["dur"]) * 1e-6
+        t.count += 1
+    for t in agg.values():
+        t.time_s = t.total_s / t.count
+    return list(agg.values())
 
 
 # ------------------------------------------------------------------------------------------------ Nsight Systems
