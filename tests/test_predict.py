@@ -162,3 +162,18 @@ def test_a_profile_without_calibration_gets_no_prediction_but_says_why():
     a = analyze("resnet18", ROOT / "profiles/h200-sxm/2026-11-25-full", precision="fp16")
     assert a.prediction is None
     assert any("no predicted time" in n for n in a.notes)
+
+
+def test_analyze_on_a_predict_suite_profile_prints_the_prediction():
+    """The 'predict' suite's profile has no CUDA-core probes: pointwise layers get a stand-in ceiling (said so),
+    and the calibrated prediction is printed beside the roofline bound (exit 0, not a missing-ceiling error)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("onnx")
+    r = subprocess.run([sys.executable, "-m", "hwprobe", "analyze", str(VALID / "onnx" / "resnet18-b1.onnx"),
+                        "--profile", str(PREDICT), "-p", "fp16"], capture_output=True, text=True, timeout=120,
+                       env={**__import__("os").environ, "COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    assert "predicted time (replayed as a CUDA graph)" in r.stdout and "68 kernels" in r.stdout
+    assert "roofline bound" in r.stdout

@@ -99,6 +99,14 @@ def _roof(source: Source, layer: Layer, prec: str, unit: str, opts: Options, lev
             return r, note
     if unit == "tensor_core":     # e.g. a profile without this Tensor Core precision: say so, don't guess
         raise RooflineError(f"{err} (layer {layer.name!r} needs {prec} on Tensor Cores)")
+    if unit == "cuda_core" and layer.op not in ("conv", "convtranspose", "gemm", "matmul"):
+        for q in precs:         # a profile without CUDA-core probes (the 'predict' suite): pointwise work is
+            try:                # memory-bound at any plausible rate, so the precision's best ceiling stands in, said so
+                r = source.roof(q, None, "best", level)
+            except RooflineError:
+                continue
+            return r, (f"no {prec} CUDA-core ceiling in this profile: the {r.peak_metric} {r.unit} ceiling stands "
+                       "in (an upper bound; the layer's bytes set its time)")
     raise err
 
 

@@ -22,8 +22,10 @@ def prediction_lines(p: Prediction, top: int = 5) -> list[str]:
                f"{err['max_abs_pct']:.0f}% over {err['cases']} cases ({err['where']})" if err else
                "no validation of this runtime committed: error unknown")
     lines = [f"[bold]predicted time[/bold] ({RUNTIME_WORDS.get(p.runtime, p.runtime)}): {_t(total)} over "
-             f"{len(p.kernels)} kernels; roofline bound {_t(p.roofline_s)} "
-             f"({total / p.roofline_s:.1f}x the bound)" if p.roofline_s else "",
+             f"{len(p.kernels)} kernels, {total / p.roofline_s:.1f}x what those kernels take at their roofs "
+             f"({_t(p.roofline_s)})" if p.roofline_s else
+             f"[bold]predicted time[/bold] ({RUNTIME_WORDS.get(p.runtime, p.runtime)}): {_t(total)} over "
+             f"{len(p.kernels)} kernels",
              f"  parts: {share}   ({err_txt})"]
     for n in p.notes:
         lines.append(f"  note: {n}")
