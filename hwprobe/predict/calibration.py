@@ -203,6 +203,7 @@ class Calibration:
     conv: ConvTable | None = None
     framework_name: str = ""
     switch_s: float = 0.0          # a framework kernel's cost beyond its back-to-back time among other kernels
+    eager_op_s: float = 0.0        # the framework's host time per eagerly issued op (0: not measured)
 
     @classmethod
     def of(cls, profile) -> Calibration:
@@ -215,6 +216,8 @@ class Calibration:
                 cal.gemm[metric.rsplit(".", 1)[1]] = GemmTable.from_finding(params)
             elif metric.startswith("predict.memory."):
                 cal.memory[params.get("kind") or metric.rsplit(".", 1)[1]] = MemCurve.from_finding(params)
+            elif metric == "predict.torch.eager_op_s":
+                cal.eager_op_s = float(f.get("value") or 0.0)
             elif metric == "predict.torch.switch_s":
                 cal.switch_s = float(f.get("value") or 0.0)
             elif metric == "predict.torch.conv":

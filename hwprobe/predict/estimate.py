@@ -73,9 +73,13 @@ def predict_model(model, profile, precision: str, runtime: str = "graph") -> Pre
     power = pred.power_adjust(times, precision)
     if power:
         notes.append(power)
-    if runtime == "eager":
+    if runtime == "eager" and pred.host_source == "framework":
+        notes.append(f"eager: each kernel waits at least the framework's measured host time per op "
+                     f"({pred.host_s * 1e6:.1f} us, gpu.torch_kernels)")
+    elif runtime == "eager":
         notes.append(f"eager: each kernel waits at least the measured host issue time ({pred.host_s * 1e6:.1f} us, a "
-                     "bare CUDA launch from Python); a framework's own per-op overhead comes on top")
+                     "bare CUDA launch from Python); a framework's own per-op overhead comes on top (not measured "
+                     "in this profile: run the calibration where the framework is installed)")
     unc = [t for t in times if not t.covered]
     if unc:
         share = sum(t.time_s for t in unc) / max(sum(t.time_s for t in times), 1e-30)

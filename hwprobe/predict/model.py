@@ -54,7 +54,9 @@ class Predictor:
         self.cal = Calibration.of(profile)
         self.cal.require()
         self.node_s = self.cal.launch.get("graph_node_s", 0.0)
-        self.host_s = self.cal.launch.get("host_issue_s", 0.0)
+        # eager: the framework's own host time per op where the profile measured it, else a bare CUDA launch's
+        self.host_s = self.cal.eager_op_s or self.cal.launch.get("host_issue_s", 0.0)
+        self.host_source = "framework" if self.cal.eager_op_s else "cuda_launch"
         self.dram_bw = profile.bandwidth("dram") or 0.0
 
     # --- ceilings for the plain roofline bound beside each kernel ----------------------------------------------

@@ -78,6 +78,9 @@ def test_torch_kernels(gpu_ctx_factory):
         if name in ("predict.torch.sdpa", "predict.torch.conv"):
             assert c["points"] and all(p["time_s"] > 0 for p in c["points"])
             continue
+        if name == "predict.torch.eager_op_s":
+            assert 1e-7 < min(c["per_op_s"].values()) < 1e-3
+            continue
         if name == "predict.torch.switch_s":
             assert len(c["alone_s"]) == 5 and c["mixed_per_kernel_s"] > 0
             continue

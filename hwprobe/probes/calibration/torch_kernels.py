@@ -245,6 +245,47 @@ def _convs(ctx, torch, quick: bool):
                                  "output pixels x C_in x C_out for 1x1 and 3x3 kernels, replayed in a CUDA graph"])
 
 
+EAGER_OPS = 2000          # ops per host-overhead sample
+
+
+def _eager_ops(torch):
+    """Small ops of the kinds a model calls eagerly: the GPU finishes each long before the host issues the next."""
+    F = torch.nn.functional
+    x = torch.randn(1, 64, 16, 16, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+    w = torch.randn(64, 64, 3, 3, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+    a, lw = torch.randn(64, 256, device="cuda", dtype=torch.float16), torch.randn(256, 256, device="cuda").half()
+    return {"relu": lambda: F.relu(x), "add": lambda: x + x, "layer_norm": lambda: F.layer_norm(a, (256,)),
+            "linear": lambda: F.linear(a, lw), "conv2d": lambda: F.conv2d(x, w, padding=1)}
+
+
+def _eager(ctx, torch):
+    """The framework's host time per op when it runs eagerly (no CUDA graph): what an eager model pays per kernel
+    once its kernels are faster than the host can issue them."""
+    import time
+
+    per = {}
+    try:
+        for name, fn in _eager_ops(torch).items():
+            for _ in range(50):
+                fn()
+            torch.cuda.synchronize()
+            samples = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                for _ in range(EAGER_OPS):
+                    fn()
+                torch.cuda.synchronize()
+                samples.append((time.perf_counter() - t0) / EAGER_OPS)
+            per[name] = float(np.median(samples))
+    except Exception as e:
+        yield ctx.error("predict.torch.eager_op_s", "torch eager host time", e)
+        return
+    yield ctx.derived("predict.torch.eager_op_s", float(np.median(list(per.values()))), unit="s", kind="info",
+                      params={"per_op_s": per, "ops_per_sample": EAGER_OPS},
+                      notes=["host time per eagerly issued PyTorch op (small relu, add, layer norm, linear, conv2d in "
+                             "Python loops; the GPU finishes each before the next is issued): the median over kinds"])
+
+
 SWITCH_BYTES = 1 << 18          # the switch-cost kernels move 256 KiB each (L2-resident, latency-bound)
 SWITCH_REPS = 64
 
@@ -299,6 +340,7 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = Tr
     with torch.inference_mode():
         yield from _curves(ctx, torch, kinds or KINDS, sizes)
         yield from _switch(ctx, torch)
+        yield from _eager(ctx, torch)
         if convs:
             yield from _convs(ctx, torch, ctx.quick)
         if sdpa:
