@@ -238,7 +238,7 @@ def test_compare_reference_of_another_part_says_so_and_outliers_show_the_table_f
 def test_rebuilt_profile_keeps_the_runs_creation_time(tmp_path):
     import shutil
 
-    from hwprobe.profile import load_profile
+    from hwprobe.profile_build import load_profile
 
     run = tmp_path / "run"
     run.mkdir()
