@@ -134,8 +134,12 @@ class _Ceiling:
 
 class _Profile:
     def __init__(self):
+        ax = [64, 1024, 16384]
+        grid = [[[1e-6 + 2 * m * n * k / 5e14 for k in ax] for n in ax] for m in ax]     # 500 TFLOP/s at size
         self.findings = [{"metric": "predict.memory.elementwise",
-                          "params": {"kind": "elementwise", "bytes": [1e3, 1e9], "time_s": [1e-6, 1e-3]}}]
+                          "params": {"kind": "elementwise", "bytes": [1e3, 1e9], "time_s": [1e-6, 1e-3]}},
+                         {"metric": "predict.gemm.fp16",
+                          "params": {"precision": "fp16", "m": ax, "n": ax, "k": ax, "time_s": grid}}]
 
     def peak(self, precision, unit=None, path="best"):
         return _Ceiling(800e12, 600e12)
@@ -177,3 +181,19 @@ def test_analyze_on_a_predict_suite_profile_prints_the_prediction():
     assert r.returncode == 0, r.stderr
     assert "predicted time (replayed as a CUDA graph)" in r.stdout and "68 kernels" in r.stdout
     assert "roofline bound" in r.stdout
+
+
+def test_llm_pricing_applies_the_power_cap_through_the_predictor():
+    """hwprobe.models.llm's pricing calls the predictor's power_adjust once per pass: a pass whose kernels are all
+    compute-bound gets the full burst/sustained ratio, each distinct OpTime scaled once."""
+    from hwprobe.models.llm.report import _price
+    from hwprobe.predict.model import Predictor
+
+    pred = Predictor(_Profile(), "graph")
+    ops = [KernelOp("a", "gemm", "bf16", m=8192, n=8192, k=8192), KernelOp("b", "gemm", "bf16", m=8192, n=8192,
+                                                                          k=8192)]
+    priced = _price(ops, pred)
+    t0 = pred.time(ops[0])
+    assert t0.bound == "compute"
+    assert priced[0].t.time_s == pytest.approx(t0.time_s * 800 / 600, rel=1e-6)
+    assert priced[0].t is priced[1].t                      # identical kernels share one price, scaled once
