@@ -4,6 +4,7 @@ covers no data point. Checked with matplotlib's own renderer on the committed pr
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -38,16 +39,24 @@ def _overlap(a, b, slack=1.0) -> bool:
     return a.x0 < b.x1 - slack and b.x0 < a.x1 - slack and a.y0 < b.y1 - slack and b.y0 < a.y1 - slack
 
 
-@pytest.mark.parametrize("key", sorted(RUNS))
-@pytest.mark.parametrize("kind", plots.KINDS)
-def test_figure_texts_fit_and_do_not_overlap(key, kind):
-    runs = _runs(key)
+@contextlib.contextmanager
+def _drawn(kind: str, key: str):
+    """The figure of ``kind`` for the runs ``key``, drawn (skipped where those runs have no data for it)."""
     try:
-        fig = plots.figure(kind, runs)
+        fig = plots.figure(kind, _runs(key))
     except plots.NoData:
         pytest.skip(f"{kind}: no data in {key}")
     try:
         fig.canvas.draw()
+        yield fig
+    finally:
+        plots.close(fig)
+
+
+@pytest.mark.parametrize("key", sorted(RUNS))
+@pytest.mark.parametrize("kind", plots.KINDS)
+def test_figure_texts_fit_and_do_not_overlap(key, kind):
+    with _drawn(kind, key) as fig:
         r, boxes = _boxes(fig)
         page = fig.bbox
         for name, b in boxes:
@@ -63,8 +72,6 @@ def test_figure_texts_fit_and_do_not_overlap(key, kind):
             area = ax.bbox.union([ax.bbox, head])
             for name, b in boxes:
                 assert not _overlap(b, area, slack=2.0), f"{kind}/{key}: {name!r} overprints a panel"
-    finally:
-        plots.close(fig)
 
 
 def _points_on(line, ax, per_segment: int = 12):
@@ -89,13 +96,7 @@ def _points_on(line, ax, per_segment: int = 12):
 @pytest.mark.parametrize("key", ["overlay", "h200-full", "overlay-default"])
 @pytest.mark.parametrize("kind", plots.KINDS)
 def test_no_legend_hides_a_curve(key, kind):
-    runs = _runs(key)
-    try:
-        fig = plots.figure(kind, runs)
-    except plots.NoData:
-        pytest.skip(f"{kind}: no data in {key}")
-    try:
-        fig.canvas.draw()
+    with _drawn(kind, key) as fig:
         r = fig.canvas.get_renderer()
         for ax in fig.axes:
             leg = ax.get_legend()
@@ -109,8 +110,6 @@ def test_no_legend_hides_a_curve(key, kind):
                 inside = [(x, y) for x, y in pts if box.x0 < x < box.x1 and box.y0 < y < box.y1
                           and ax.bbox.x0 <= x <= ax.bbox.x1 and ax.bbox.y0 <= y <= ax.bbox.y1]
                 assert not inside, f"{kind}/{key}: the legend of {ax.get_title()!r} hides {line.get_label()!r}"
-    finally:
-        plots.close(fig)
 
 
 def test_fleet_outlier_names_do_not_overprint(tmp_path):
