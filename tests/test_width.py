@@ -79,3 +79,21 @@ def test_jetson_mode_table_names_the_columns_it_leaves_out():
     assert "more columns (" in out and "--wide" in out
     wide = run(COMMANDS["specs-orin"] + ["--wide"], "80")
     assert "int8.tensor_core" in wide.split("power modes")[1]
+
+
+def test_piped_tables_are_as_wide_in_bytes_as_in_columns():
+    """Piped output rules its tables with '-', not box-drawing characters (3 bytes each): a width check that counts
+    bytes (awk length, cut -c) sees the same 80 columns a terminal shows."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for args in (["report", str(root / "profiles/h200-sxm/2026-11-26-full")],
+                 ["analyze", "llama-3-8b", "--profile", str(root / "profiles/h200-sxm/2026-11-26-predict")]):
+        r = subprocess.run([sys.executable, "-m", "hwprobe", *args], capture_output=True, timeout=120,
+                           env={**os.environ, "COLUMNS": "80"})
+        assert r.returncode == 0, r.stderr
+        wide = [line for line in r.stdout.splitlines() if len(line) > 80]
+        assert not wide, (args[0], wide[:3])

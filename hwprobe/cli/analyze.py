@@ -76,7 +76,7 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     plot_path = output_file(plot_path, "--plot", PLOT_SUFFIXES) if plot_path else None
     if is_llm(model):
         run_llm(model, profile_path, spec, batch, runtime, as_json, str(csv_path) if csv_path else None, show_all,
-                llm)
+                llm, wide)
         return
     refuse_llm_options(llm)
     from hwprobe.models.render import render, to_dict

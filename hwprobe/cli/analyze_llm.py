@@ -58,7 +58,8 @@ def write_csv(a, path: str) -> None:
         raise InputError(f"cannot write {path!r}: {e.strerror or e}") from None
 
 
-def run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_all, llm: dict) -> None:
+def run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_all, llm: dict,
+            wide: bool = False) -> None:
     from hwprobe.models.llm import LLMOptions, analyze, to_dict
     from hwprobe.models.llm.render import render
 
@@ -73,6 +74,6 @@ def run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_a
     if as_json:
         click.echo(json.dumps(to_dict(a), indent=2, default=str))
     else:
-        render(a, console(), show_all)
+        render(a, console(), show_all, wide)
         if csv_path:
             console().print(f"wrote {csv_path}")

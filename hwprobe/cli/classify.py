@@ -25,9 +25,9 @@ def classify_(names, as_json) -> None:
     if as_json:
         click.echo(json.dumps([k.to_dict() for k in out], indent=2))
         return
-    from rich.table import Table
+    from hwprobe.report.fit import light_table
 
-    t = Table()
+    t = light_table()
     for c in ("kernel", "unit", "precision", "accumulator", "confidence", "why"):
         t.add_column(c, overflow="fold")
     for k in out:

@@ -42,12 +42,9 @@ def _compared(c: Check) -> str:
 
 
 def _table(title: str, caption: str | None = None):
-    """A table in the report's light style (no side borders): more columns fit 80."""
-    from rich import box
-    from rich.table import Table
+    from hwprobe.report.fit import light_table
 
-    return Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-                 padding=(0, 1, 0, 0), title_justify="left")
+    return light_table(title, caption)
 
 
 def render_validation(v: Validation, console, wide: bool = False) -> None:

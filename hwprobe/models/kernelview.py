@@ -92,15 +92,14 @@ def kernel_view(times: list[Times], profile=None) -> KernelView:
 
 
 def render_kernel_view(v: KernelView, con, show_all: bool = False, n: int = 25) -> None:
-    from rich.table import Table
-
+    from hwprobe.report.fit import light_table
     from hwprobe.units import si
 
     con.print(f"[bold]kernels[/bold] from {', '.join(v.sources)}: {len(v.rows)} distinct, {si(v.total_s, 's')} "
               "in total; time by unit: " + ", ".join(f"{u.replace('_', ' ')} {s:.0%}" for u, s in v.by_unit.items()
                                                      if s > 0))
-    t = Table(title="where the time goes (no model: unit and precision from each kernel's name, roof from the "
-                    "profile)", title_justify="left")
+    t = light_table("where the time goes (no model: unit and precision from each kernel's name, roof from the "
+                    "profile)")
     for col, just in (("share", "right"), ("time", "right"), ("calls", "right"), ("kernel", "left"),
                       ("unit", "left"), ("prec", "left"), ("roof", "left")):
         t.add_column(col, justify=just, overflow="fold" if col == "kernel" else "ellipsis")

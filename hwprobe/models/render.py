@@ -42,17 +42,15 @@ def header(a: Analysis) -> list[str]:
 
 
 def layer_table(a: Analysis, show_all: bool = False):
-    from rich.table import Table
+    from hwprobe.report.fit import light_table
 
     df = a.layers
     roofs = "time_s" in df
     joined = "measured_s" in df and df["measured_s"].notna().any()
     rows = df if show_all or len(df) <= MAX_ROWS else df.sort_values("time_s" if roofs else "ops",
                                                                      ascending=False).head(25).sort_index()
-    from rich import box
-
-    t = Table(title=None if rows is df else f"top {len(rows)} of {len(df)} layers by time (--all for every layer)",
-              box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    t = light_table(None if rows is df else f"top {len(rows)} of {len(df)} layers by time (--all for every layer)",
+                    title_justify="center")
     cols = ["#", "layer", "op", "ops", "bytes", "op/B"]
     if roofs:
         cols += ["ceiling", "attainable", "bound", "time", "datasheet"]
@@ -93,9 +91,9 @@ def totals_lines(a: Analysis) -> list[str]:
 
 
 def whatif_table(a: Analysis):
-    from rich.table import Table
+    from hwprobe.report.fit import light_table
 
-    t = Table(title="precision what-if (measured roofs, storage bytes per precision)")
+    t = light_table("precision what-if (measured roofs, storage bytes per precision)")
     for c in ("precision", "time", "vs fp32", "step", "what limits the step"):
         t.add_column(c, justify="left" if c in ("precision", "what limits the step", "step") else "right")
     for _, r in a.whatif.iterrows():

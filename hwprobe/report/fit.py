@@ -68,3 +68,24 @@ def show(con, table) -> None:
 def _wraps(table) -> bool:
     """A column that wraps its text (a formula, a basis) takes the squeeze; the others keep their width."""
     return any(not c.no_wrap for c in table.columns)
+
+
+def light_table(title: str | None = None, caption: str | None = None, **kw):
+    """A table in the report's light style: no side borders, one rule under the header (more columns fit 80).
+    On a terminal the rule is a box-drawing line; piped or written to a file it is plain '-', so a line's width
+    in bytes is its width in columns (logs, grep, `cut -c`, byte-counting width checks)."""
+    import sys
+
+    from rich import box
+    from rich.table import Table
+
+    rule = box.SIMPLE_HEAD if sys.stdout.isatty() else _ascii_head()
+    kw.setdefault("title_justify", "left")
+    return Table(title=title, caption=caption, box=rule, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0),
+                 **kw)
+
+
+def _ascii_head():
+    from rich.box import Box
+
+    return Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)   # rich's SIMPLE_HEAD, in ASCII

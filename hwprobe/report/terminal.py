@@ -17,14 +17,11 @@ WIDE_AT = 120
 
 def rich_table(t: tb.Table, wide: bool, digits: int = 3):
     """A rich Table: text columns, then one unit column for the row's rates, then numbers."""
-    from rich import box
-    from rich.table import Table
+    from hwprobe.report.fit import light_table
 
     cols = t.visible(wide, terminal=True)
     rates = [c for c in cols if c.kind == "rate"]
-    out = Table(title=t.title, title_justify="left",
-                box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title_style="bold",
-                padding=(0, 1, 0, 0))
+    out = light_table(t.title, title_style="bold")
     first_rate = next((i for i, c in enumerate(cols) if c.kind == "rate"), None)
     headers = []
     for i, c in enumerate(cols):

@@ -58,16 +58,16 @@ def parts_line(r: PhaseResult) -> str:
 
 
 def op_table(r: PhaseResult, show_all: bool = False):
-    from rich.table import Table
+    from hwprobe.report.fit import light_table
 
     rows = r.rows if show_all else r.rows[:25] + [x for x in r.rows[25:] if x.missing]
-    t = Table(title=f"{r.phase}: per op (summed over layers)"
-              + ("" if len(rows) == len(r.rows) else f", top {len(rows)} of {len(r.rows)} (--all for every op)"))
+    t = light_table(f"{r.phase}: per op (summed over layers)"
+                    + ("" if len(rows) == len(r.rows) else f", top {len(rows)} of {len(r.rows)} (--all for every op)"))
     timed = r.time_s is not None
     cols = ("op", "kind", "n", "shape (one)", "FLOPs", "bytes")
     cols += ("bound", "time", "share", "roofline") if timed else ()
     for c in cols:
-        t.add_column(c, justify="left" if c in ("op", "kind", "shape (one)", "bound") else "right")
+        t.add_column(c, justify="left" if c in ("op", "kind", "shape (one)", "bound") else "right", no_wrap=True)
     for x in rows:
         cells = [x.group, x.kind, str(x.count), x.shape, eng(x.flops), eng(x.bytes, "B")]
         if timed:
@@ -77,11 +77,14 @@ def op_table(r: PhaseResult, show_all: bool = False):
     return t
 
 
-def render(a: LLMAnalysis, console, show_all: bool = False) -> None:
+def render(a: LLMAnalysis, console, show_all: bool = False, wide: bool = False) -> None:
     for line in header(a):
         console.print(line)
     for line in summary(a):
         console.print(line)
     for r in a.phases.values():
         console.print(parts_line(r))
-        console.print(op_table(r, show_all))
+        from hwprobe.report.fit import print_table
+
+        # at a narrow width the least needed columns go (and are named), never every cell cut short
+        print_table(console, op_table(r, show_all), ("roofline", "bytes", "FLOPs", "n", "shape (one)", "kind"), wide)
