@@ -103,13 +103,14 @@ def _predict(a: Analysis, model: Model, src, runtime: str) -> None:
         a.notes.append("no predicted time: a prediction needs a measured profile with the 'predict' suite's "
                        "calibration (the datasheet gives only the roofline bound)")
         return
-    if Calibration.of(src.profile).empty:
+    cal = Calibration.of(src.profile)
+    if cal.empty:
         a.notes.append("no predicted time: this profile has no calibration curves (run `hwprobe run --suite "
                        "predict`); the times shown are the roofline bound")
         return
     from hwprobe.predict.estimate import predict_model
 
-    a.prediction = predict_model(model, src.profile, a.options.precision, runtime)
+    a.prediction = predict_model(model, src.profile, a.options.precision, runtime, cal)
 
 
 __all__ = ["Layer", "Model", "analyze", "load_model", "source"]

@@ -56,14 +56,7 @@ class GemmTable:
 
     def time(self, m: float, n: float, k: float) -> float:
         """Seconds for one (m x k) @ (k x n) GEMM, trilinear in log space over the grid."""
-        (i, wi, si), (j, wj, sj), (q, wq, sq) = (_axis_pos(self.m, m), _axis_pos(self.n, n), _axis_pos(self.k, k))
-        acc = 0.0
-        for di, fi in ((0, 1 - wi), (1, wi)):
-            for dj, fj in ((0, 1 - wj), (1, wj)):
-                for dq, fq in ((0, 1 - wq), (1, wq)):
-                    if fi and fj and fq:
-                        acc += fi * fj * fq * self.log_t[i + di, j + dj, q + dq]
-        return float(np.exp(acc)) * si * sj * sq
+        return _interp(self.log_t, (self.m, self.n, self.k), (m, n, k))[0]
 
 
 def _fill(log_t: np.ndarray) -> None:
@@ -117,26 +110,22 @@ class SdpaTable:
     interpolated log-log; beyond the measured batch it scales linearly, beyond the sequence quadratically."""
 
     points: list[dict]
+    _grids: dict = field(default_factory=dict, repr=False, compare=False)
 
     def time(self, bh: float, seq: float, dim: int, causal: bool) -> tuple[float, bool] | None:
         dims = sorted({p["dim"] for p in self.points})
         if not dims:
             return None
         d = min(dims, key=lambda x: abs(np.log(x / max(dim, 1))))
-        pts = [p for p in self.points if p["dim"] == d and bool(p["causal"]) == bool(causal)]
-        bhs, seqs = sorted({p["bh"] for p in pts}), sorted({p["seq"] for p in pts})
-        if len(bhs) < 2 or len(seqs) < 2:
+        key = (d, bool(causal))
+        if key not in self._grids:
+            self._grids[key] = _grid([p for p in self.points if p["dim"] == d and bool(p["causal"]) == key[1]],
+                                     ("bh", "seq"))
+        if self._grids[key] is None or len(self._grids[key][0][1]) < 2:
             return None
-        grid = np.full((len(bhs), len(seqs)), np.nan)
-        for p in pts:
-            grid[bhs.index(p["bh"]), seqs.index(p["seq"])] = np.log(p["time_s"])
-        log_t = grid[..., None]
-        _fill3(log_t)
-        (i, wi, si), (j, wj, sj) = _axis_pos(np.asarray(bhs, float), bh), _axis_pos(np.asarray(seqs, float), seq)
-        acc = sum(fi * fj * log_t[i + di, j + dj, 0] for di, fi in ((0, 1 - wi), (1, wi))
-                  for dj, fj in ((0, 1 - wj), (1, wj)) if fi and fj)
-        covered = bhs[0] <= bh <= bhs[-1] and seqs[0] <= seq <= seqs[-1] and d == dim
-        return float(np.exp(acc)) * si * sj * sj, covered
+        axes, log_t = self._grids[key]
+        t, covered = _interp(log_t, axes, (bh, seq, 1.0))
+        return t * max(1.0, seq / axes[1][-1]), covered and d == dim     # attention grows as seq^2 past the grid
 
 
 @dataclass
@@ -145,27 +134,29 @@ class ConvTable:
     3x3 kernels, interpolated log-log on the measured grid (3x3 at C = sqrt(C_in x C_out))."""
 
     points: list[dict]
+    _grids: dict = field(default_factory=dict, repr=False, compare=False)
 
     def time(self, m: float, cin: float, cout: float, k: int) -> tuple[float, bool] | None:
-        pts = [p for p in self.points if p["k"] == k]
-        if not pts:
+        if k not in self._grids:
+            self._grids[k] = _grid([p for p in self.points if p["k"] == k],
+                                   ("m", "cin", "cout") if k == 1 else ("m", "cin"))
+        if self._grids[k] is None:
             return None
-        ms = sorted({p["m"] for p in pts})
-        if k == 1:
-            cis, cos = sorted({p["cin"] for p in pts}), sorted({p["cout"] for p in pts})
-            key = lambda p: (ms.index(p["m"]), cis.index(p["cin"]), cos.index(p["cout"]))
-            axes, xs = (ms, cis, cos), (m, cin, cout)
-        else:
-            cs = sorted({p["cin"] for p in pts})
-            key = lambda p: (ms.index(p["m"]), cs.index(p["cin"]), 0)
-            axes, xs = (ms, cs, [1.0]), (m, (cin * cout) ** 0.5, 1.0)
-        grid = np.full(tuple(len(a) for a in axes), np.nan)
-        for p in pts:
-            grid[key(p)] = np.log(p["time_s"])
-        if len(ms) < 2 or not np.isfinite(grid).any():
-            return None
-        _fill(grid)
-        return _interp(grid, axes, xs)
+        axes, log_t = self._grids[k]
+        return _interp(log_t, axes, (m, cin, cout) if k == 1 else (m, (cin * cout) ** 0.5, 1.0))
+
+
+def _grid(points: list[dict], keys: tuple[str, ...]) -> tuple[list[list[float]], np.ndarray] | None:
+    """Measured points as a log-time grid over ``keys`` (up to three; a missing axis is held at one value), the
+    holes filled from their neighbours; None with fewer than two values on the first axis."""
+    axes = [sorted({p[k] for p in points}) for k in keys] + [[1.0]] * (3 - len(keys))
+    if len(axes[0]) < 2:
+        return None
+    grid = np.full(tuple(len(a) for a in axes), np.nan)
+    for p in points:
+        grid[tuple(axes[i].index(p[k]) for i, k in enumerate(keys)) + (0,) * (3 - len(keys))] = np.log(p["time_s"])
+    _fill(grid)
+    return axes, grid
 
 
 def _interp(log_t: np.ndarray, axes, xs) -> tuple[float, bool]:
@@ -183,11 +174,6 @@ def _interp(log_t: np.ndarray, axes, xs) -> tuple[float, bool]:
                     acc += f * log_t[pos[0][0] + c0[0], pos[1][0] + c1[0], pos[2][0] + c2[0]]
     covered = all(len(a) == 1 or a[0] <= x <= a[-1] for a, x in zip(axes, xs, strict=True))
     return float(np.exp(acc)) * scale, covered
-
-
-def _fill3(a: np.ndarray) -> None:
-    if not np.isfinite(a).all():
-        _fill(a)
 
 
 @dataclass

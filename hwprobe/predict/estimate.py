@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cache
 from importlib import resources
 from typing import Any
 
 from hwprobe.predict.model import Predictor
-from hwprobe.predict.ops import KernelOp, OpTime
+from hwprobe.predict.ops import OpTime
 
 PARTS = ("compute", "memory", "latency", "comm")
 
@@ -21,7 +22,6 @@ class Prediction:
     runtime: str
     kernels: list[OpTime]
     notes: list[str] = field(default_factory=list)
-    layer_kernel: dict[str, int] = field(default_factory=dict)
 
     @property
     def time_s(self) -> float:
@@ -58,17 +58,13 @@ class Prediction:
         }
 
 
-def price(ops: list[KernelOp], predictor: Predictor) -> list[OpTime]:
-    return [predictor.time(op) for op in ops]
-
-
-def predict_model(model, profile, precision: str, runtime: str = "graph") -> Prediction:
+def predict_model(model, profile, precision: str, runtime: str = "graph", cal=None) -> Prediction:
     """Lower ``model`` (a hwprobe.models.Model) and price every kernel on ``profile``'s calibration."""
     from hwprobe.predict.lower import lower
 
-    pred = Predictor(profile, runtime)
+    pred = Predictor(profile, runtime, cal)
     low = lower(model, precision, runtime)
-    times = price(low.kernels, pred)
+    times = [pred.time(op) for op in low.kernels]
     notes = list(low.notes)
     power = pred.power_adjust(times, precision)
     if power:
@@ -85,13 +81,19 @@ def predict_model(model, profile, precision: str, runtime: str = "graph") -> Pre
         share = sum(t.time_s for t in unc) / max(sum(t.time_s for t in times), 1e-30)
         notes.append(f"{len(unc)} kernels ({share:.0%} of the time) lie outside the calibrated shapes (priced by "
                      "extrapolation): " + ", ".join(sorted({t.op.name for t in unc})[:5]))
-    return Prediction(runtime, times, notes, low.layer_kernel)
+    return Prediction(runtime, times, notes)
 
 
 def expected_error(runtime: str) -> dict[str, Any] | None:
     """The median and worst error measured for ``runtime`` in the committed validation (None if never run)."""
+    return _validation().get(runtime)
+
+
+@cache
+def _validation() -> dict[str, Any]:
+    """hwprobe/predict/validation.json's runtimes, read once per process."""
     try:
         data = json.loads(resources.files("hwprobe.predict").joinpath("validation.json").read_text())
     except (FileNotFoundError, ValueError):
-        return None
-    return (data.get("runtimes") or {}).get(runtime)
+        return {}
+    return dict(data.get("runtimes") or {})

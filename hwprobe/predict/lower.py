@@ -35,7 +35,6 @@ SCALE_OPS = ("Mul", "Div")
 class Lowered:
     kernels: list[KernelOp]
     notes: list[str] = field(default_factory=list)
-    layer_kernel: dict[str, int] = field(default_factory=dict)   # layer name -> kernel index (where it ran)
 
 
 def _dims(layer: Layer, name: str) -> list[int] | None:
@@ -273,7 +272,6 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
             return
         out.kernels.append(op)
         for s in span:
-            out.layer_kernel[g.layers[s].name] = len(out.kernels) - 1
             owner[s] = span[0]
         done.update(span)
 
@@ -299,7 +297,6 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
             if host is not None:
                 counts["fused"] += 1
                 owner[i] = host
-                out.layer_kernel[layer.name] = out.layer_kernel.get(model.layers[host].name, -1)
                 done.add(i)
                 continue
         if (layer.source_op == "Transpose" and _transpose_is_view(g, i)) or _is_select(g, i):
@@ -337,10 +334,8 @@ def lower(model: Model, precision: str, runtime: str = "graph") -> Lowered:
         if op is None:
             continue
         if runtime == "fused" and prev_gemm and layer.op in POINTWISE_OPS:
-            out.layer_kernel[layer.name] = len(out.kernels) - 1
             continue
         out.kernels.append(op)
-        out.layer_kernel[layer.name] = len(out.kernels) - 1
         prev_gemm = op.kind == "gemm"
     out.notes.append(f"{len(out.kernels)} kernels from {len(model.layers)} layers (one kernel per layer"
                      + (", pointwise layers after a GEMM folded into it)" if runtime == "fused" else ")"))

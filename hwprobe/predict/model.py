@@ -47,22 +47,26 @@ class Predictor:
     """Kernel times for one profile and runtime. ``time(op)`` never raises for a kernel it can price roughly: it
     says so (``covered`` False, ``note``) instead."""
 
-    def __init__(self, profile, runtime: str = "graph") -> None:
+    def __init__(self, profile, runtime: str = "graph", cal: Calibration | None = None) -> None:
         if runtime not in RUNTIMES:
             raise InputError(f"unknown runtime {runtime!r}; runtimes: {', '.join(RUNTIMES)}")
         self.profile, self.runtime = profile, runtime
-        self.cal = Calibration.of(profile)
+        self.cal = cal or Calibration.of(profile)
         self.cal.require()
         self.node_s = self.cal.launch.get("graph_node_s", 0.0)
         # eager: the framework's own host time per op where the profile measured it, else a bare CUDA launch's
         self.host_s = self.cal.eager_op_s or self.cal.launch.get("host_issue_s", 0.0)
         self.host_source = "framework" if self.cal.eager_op_s else "cuda_launch"
         self.dram_bw = profile.bandwidth("dram") or 0.0
+        self._peaks: dict[str, float] = {}
 
     # --- ceilings for the plain roofline bound beside each kernel ----------------------------------------------
     def peak(self, precision: str) -> float:
-        c = self.profile.peak(precision, "tensor_core", "library") or self.profile.peak(precision)
-        return c.value if c else 0.0
+        """The library ceiling for ``precision`` (else its best), looked up once per precision: every kernel asks."""
+        if precision not in self._peaks:
+            c = self.profile.peak(precision, "tensor_core", "library") or self.profile.peak(precision)
+            self._peaks[precision] = c.value if c else 0.0
+        return self._peaks[precision]
 
     def roofline_s(self, flops: float, nbytes: float, precision: str) -> float:
         pk = self.peak(precision)

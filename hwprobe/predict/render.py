@@ -4,13 +4,10 @@ predictions, and the kernels that take the most time."""
 from __future__ import annotations
 
 from hwprobe.predict.estimate import Prediction
+from hwprobe.units import si
 
 RUNTIME_WORDS = {"graph": "replayed as a CUDA graph", "eager": "launched op by op from the host (eager)",
                  "fused": "with pointwise ops folded into their producers (TensorRT-style)"}
-
-
-def _t(s: float) -> str:
-    return f"{s * 1e3:.3f} ms" if s >= 1e-4 else f"{s * 1e6:.1f} us"
 
 
 def prediction_lines(p: Prediction, top: int = 5) -> list[str]:
@@ -21,11 +18,11 @@ def prediction_lines(p: Prediction, top: int = 5) -> list[str]:
     err_txt = (f"measured error of such predictions: median {err['median_abs_pct']:.0f}%, worst "
                f"{err['max_abs_pct']:.0f}% over {err['cases']} cases ({err['where']})" if err else
                "no validation of this runtime committed: error unknown")
-    lines = [f"[bold]predicted time[/bold] ({RUNTIME_WORDS.get(p.runtime, p.runtime)}): {_t(total)} over "
-             f"{len(p.kernels)} kernels, {total / p.roofline_s:.1f}x what those kernels take at their roofs "
-             f"({_t(p.roofline_s)})" if p.roofline_s else
-             f"[bold]predicted time[/bold] ({RUNTIME_WORDS.get(p.runtime, p.runtime)}): {_t(total)} over "
-             f"{len(p.kernels)} kernels",
+    head = (f"[bold]predicted time[/bold] ({RUNTIME_WORDS.get(p.runtime, p.runtime)}): {si(total, 's')} over "
+            f"{len(p.kernels)} kernels")
+    if p.roofline_s:
+        head += f", {total / p.roofline_s:.1f}x what those kernels take at their roofs ({si(p.roofline_s, 's')})"
+    lines = [head,
              f"  parts: {share}   ({err_txt})"]
     for n in p.notes:
         lines.append(f"  note: {n}")
@@ -35,6 +32,7 @@ def prediction_lines(p: Prediction, top: int = 5) -> list[str]:
         for k in worst:
             shape = (f"{k.op.batch}x " if k.op.batch > 1 else "") + (f"{k.op.m}x{k.op.n}x{k.op.k}" if k.op.m else
                                                                        f"{k.op.bytes / 1e6:.2f} MB")
-            lines.append(f"    [{k.time_s / total:.1%}] {k.op.name[:40]} {k.op.kind} {shape}: {_t(k.time_s)} "
-                         f"({k.bound}; bound {_t(k.roofline_s)})" + ("" if k.covered else " [outside calibration]"))
+            lines.append(f"    [{k.time_s / total:.1%}] {k.op.name[:40]} {k.op.kind} {shape}: {si(k.time_s, 's')} "
+                         f"({k.bound}; bound {si(k.roofline_s, 's')})"
+                         + ("" if k.covered else " [outside calibration]"))
     return [x for x in lines if x]

@@ -54,9 +54,11 @@ INSTRUCTION_QUICK = StoppingRule("instruction_quick", sample_s=0.004, min_sample
 SEARCH = StoppingRule("search", sample_s=0.003, min_samples=1, max_samples=1)   # one launch per configuration tried
 CPU_CEILING = StoppingRule("cpu_ceiling", sample_s=0.2, min_samples=10, max_samples=10)  # one call of all threads
 CPU_QUICK = StoppingRule("cpu_quick", sample_s=0.03, min_samples=10, max_samples=10)
+# a prediction calibration point: one CUDA-graph replay of back-to-back kernels lasting ~1 ms, three replays
+GRAPH_POINT = StoppingRule("graph_point", sample_s=0.001, min_samples=3, max_samples=3)
 RULES = {r.name: r for r in (CEILING, SCREEN, SWEEP, STREAM, LIBRARY, SUSTAINED, ENERGY, QUICK, STREAM_SIZES,
                              L2_SCREEN, TRACE, LATENCY, INSTRUCTION, INSTRUCTION_QUICK, SEARCH, CPU_CEILING,
-                             CPU_QUICK)}
+                             CPU_QUICK, GRAPH_POINT)}
 
 
 def rule(name: str, /, **params: float) -> StoppingRule:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-GRAPH_TARGET_S = 0.001      # GPU time of one replay of a point's graph
-MAX_REPS = 512              # launches captured in one graph at most
+MAX_REPS = 512              # launches captured in one graph at most (a replay's length: timing policy 'graph_point')
 MIN_REPS = 16               # ... and at least (so the per-node gap is averaged)
 KERNELS = ("empty_kernel", "ew_add", "ew_relu", "row_norm", "row_softmax", "row_mean", "transpose2d", "bias_add")
 
@@ -48,13 +47,24 @@ def graph_of(cp, launch: Callable[[], None], reps: int):
     return graph
 
 
-def reps_for(cp, launch: Callable[[], None], target_s: float = GRAPH_TARGET_S) -> int:
-    """Launches per graph so one replay lasts about ``target_s``: sized from a pilot graph of MIN_REPS."""
+def point_rule():
+    """The timing policy's rule for a calibration point (replay length, replays)."""
+    from hwprobe.timing import policy
+
+    return policy.rule("graph_point")
+
+
+def reps_for_time(per_call_s: float) -> int:
+    """Launches per graph so one replay lasts the rule's sample length, within MIN_REPS..MAX_REPS."""
+    return int(min(MAX_REPS, max(MIN_REPS, math.ceil(point_rule().sample_s / max(per_call_s, 1e-9)))))
+
+
+def reps_for(cp, launch: Callable[[], None]) -> int:
+    """Launches per graph, sized from a pilot graph of MIN_REPS."""
     from hwprobe.timing import time_cuda
 
     g = graph_of(cp, launch, MIN_REPS)
-    t = min(time_cuda(g.launch, warmup=1, repeats=2, cp=cp)) / MIN_REPS
-    return int(min(MAX_REPS, max(MIN_REPS, math.ceil(target_s / max(t, 1e-9)))))
+    return reps_for_time(min(time_cuda(g.launch, warmup=1, repeats=2, cp=cp)) / MIN_REPS)
 
 
 def geometric(lo: int, hi: int, step: int = 2) -> list[int]:

@@ -42,11 +42,12 @@ def _point(ctx, env, v, m: int, n: int, k: int, metric: str):
     env.cp.get_default_memory_pool().free_all_blocks()
     with cublas_mode(env, v.math):
         g = CublasGemm(env, v, n, m, k)          # cuBLAS column-major: m = N (features), n = M (rows)
-        runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream, target_s=common.GRAPH_TARGET_S,
+        rule = common.point_rule()
+        runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream, target_s=rule.sample_s,
                               max_reps=common.MAX_REPS, graph_unavailable=env.graph_unavailable)
         return ctx.measure(metric, runner.fn, work=gemm_flops(m, n, k) * runner.reps, unit=v.unit, kind="sweep",
-                           check=lambda: g.check(CHECK_ROWS), warmup=1, repeats=3, precision=v.precision,
-                           exec_unit=v.exec_unit, path="library",
+                           check=lambda: g.check(CHECK_ROWS), warmup=1, repeats=rule.min_samples,
+                           precision=v.precision, exec_unit=v.exec_unit, path="library",
                            params={"rows_m": m, "features_n": n, "k": k, **g.params(runner)},
                            notes=list(runner.notes))
 

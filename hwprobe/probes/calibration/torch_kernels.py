@@ -61,11 +61,10 @@ def _graph_time(torch, fn, reps: int | None = None) -> tuple[float, int]:
     if reps is None:
         g = capture(common.MIN_REPS)
         g.replay()
-        t = timed(g) / common.MIN_REPS
-        reps = int(min(common.MAX_REPS, max(common.MIN_REPS, np.ceil(common.GRAPH_TARGET_S / max(t, 1e-9)))))
+        reps = common.reps_for_time(timed(g) / common.MIN_REPS)
     g = capture(reps)
     g.replay()
-    return float(np.median([timed(g) for _ in range(3)])) / reps, reps
+    return float(np.median([timed(g) for _ in range(common.point_rule().min_samples)])) / reps, reps
 
 
 def _chain(step, x0, ref_step):
@@ -161,33 +160,35 @@ def _curves(ctx, torch, kinds, sizes):
                                      "CUDA graph"])
 
 
-def _sdpa_point(torch, bh: int, s: int, d: int, causal: bool) -> float:
+def _sdpa_point(torch, bh: int, seq: int, dim: int, causal: bool) -> float:
     F = torch.nn.functional
-    q, k, v = (torch.randn(1, bh, s, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    q, k, v = (torch.randn(1, bh, seq, dim, device="cuda", dtype=torch.float16) for _ in range(3))
     holder = {}
     t, _ = _graph_time(torch, lambda: holder.__setitem__(
         "o", F.scaled_dot_product_attention(q, k, v, is_causal=causal)))
     ref = F.scaled_dot_product_attention(q[:, :2].float(), k[:, :2].float(), v[:, :2].float(), is_causal=causal)
-    _check((holder["o"][:, :2].float(), ref), f"sdpa {bh}x{s}x{d}")
+    _check((holder["o"][:, :2].float(), ref), f"sdpa {bh}x{seq}x{dim}")
     return t
 
 
+def _sweep(ctx, torch, cases: list[dict], measure, metric: str, what: str, rows: list[dict]):
+    """Time every case (``measure(**case)``) into ``rows``; a case that fails is an error record, the rest go on."""
+    for case in cases:
+        try:
+            rows.append({**case, "time_s": measure(**case)})
+        except Exception as e:
+            yield ctx.error(metric + "." + "".join(f"{k}{v}" for k, v in case.items()), what, e)
+        finally:
+            torch.cuda.empty_cache()
+
+
 def _sdpa(ctx, torch, quick: bool):
-    rows = []
     bhs, seqs = (SDPA_BH[:2], SDPA_SEQ[::2]) if quick else (SDPA_BH, SDPA_SEQ)
-    for causal in (False, True):
-        for d in SDPA_DIM:
-            for bh in bhs:
-                for s in seqs:
-                    if bh * s * d > SDPA_MAX_ELEMS:
-                        continue
-                    try:
-                        t = _sdpa_point(torch, bh, s, d, causal)
-                        rows.append({"bh": bh, "seq": s, "dim": d, "causal": causal, "time_s": t})
-                    except Exception as e:
-                        yield ctx.error(f"predict.torch.sdpa.bh{bh}s{s}d{d}", "torch SDPA", e)
-                    finally:
-                        torch.cuda.empty_cache()
+    cases = [{"bh": bh, "seq": s, "dim": d, "causal": causal} for causal in (False, True) for d in SDPA_DIM
+             for bh in bhs for s in seqs if bh * s * d <= SDPA_MAX_ELEMS]
+    rows: list[dict] = []
+    yield from _sweep(ctx, torch, cases, lambda **c: _sdpa_point(torch, **c), "predict.torch.sdpa", "torch SDPA",
+                      rows)
     if rows:
         yield ctx.derived("predict.torch.sdpa", len(rows), unit="points", kind="info",
                           params={"points": rows, "framework": f"torch {torch.__version__}", "dtype": "float16"},
@@ -221,22 +222,15 @@ def _conv_point(torch, m: int, cin: int, cout: int, k: int) -> float:
 
 def _convs(ctx, torch, quick: bool):
     torch.backends.cudnn.benchmark = True
-    rows = []
     ms = CONV_M[::3] if quick else CONV_M
     shapes = [(1, a, b) for a in CONV1_C for b in CONV1_C] + [(3, c, c) for c in CONV3_C]
     if quick:
         shapes = shapes[::7]
-    for k, cin, cout in shapes:
-        for m in ms:
-            if m * cin * cout * k * k > CONV_MAX_MACS:
-                continue
-            try:
-                rows.append({"k": k, "cin": cin, "cout": cout, "m": m,
-                             "time_s": _conv_point(torch, m, cin, cout, k)})
-            except Exception as e:
-                yield ctx.error(f"predict.torch.conv.k{k}c{cin}x{cout}m{m}", "torch conv2d", e)
-            finally:
-                torch.cuda.empty_cache()
+    cases = [{"k": k, "cin": cin, "cout": cout, "m": m} for k, cin, cout in shapes for m in ms
+             if m * cin * cout * k * k <= CONV_MAX_MACS]
+    rows: list[dict] = []
+    yield from _sweep(ctx, torch, cases, lambda **c: _conv_point(torch, **c), "predict.torch.conv", "torch conv2d",
+                      rows)
     if rows:
         yield ctx.derived("predict.torch.conv", len(rows), unit="points", kind="info",
                           params={"points": rows, "framework": f"torch {torch.__version__}", "dtype": "float16",
