@@ -91,7 +91,7 @@ def test_piped_tables_are_as_wide_in_bytes_as_in_columns():
 
     root = Path(__file__).resolve().parents[1]
     for args in (["report", str(root / "profiles/h200-sxm/2026-11-26-full")],
-                 ["analyze", "llama-3-8b", "--profile", str(root / "profiles/h200-sxm/2026-11-26-predict")]):
+                 ["analyze", "llama-3-8b", "--profile", str(root / "profiles/h200-sxm/2026-11-26-predict-cold")]):
         r = subprocess.run([sys.executable, "-m", "hwprobe", *args], capture_output=True, timeout=120,
                            env={**os.environ, "COLUMNS": "80"})
         assert r.returncode == 0, r.stderr

@@ -5,8 +5,9 @@ LLM lowering and the calibrated predictor (hwprobe.predict.model.Predictor) over
     .venv/bin/python tools/compare_llm.py llm_measured.json --profile profiles/h200-sxm/<run>/profile.json \\
         [--out docs/llm_validation.md]
 
-Error = predicted / measured - 1 (median of the CUDA-graph replays). The issue's targets: decode within 15%,
-prefill within 20%. Exit 1 when a case misses its target, 2 on bad input.
+Error = predicted / measured - 1 (median of the CUDA-graph replays). The issue's targets, on the CUDA-graph cases:
+decode within 15%, prefill within 20%; eager rows are shown for reference. Exit 1 when a CUDA-graph case misses
+its target, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ class Row:
     @property
     def error(self) -> float | None:
         return None if self.predicted_s is None else self.predicted_s / self.measured_s - 1.0
+
+    @property
+    def target(self) -> bool:
+        """The issue's targets apply to the CUDA-graph replays; eager rows are shown beside them, for reference."""
+        return self.runtime == "graph"
 
     @property
     def ok(self) -> bool:
@@ -106,12 +112,14 @@ def table(rows: list[Row], doc: dict, profile: str) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         err = "-" if r.error is None else f"{100 * r.error:+.1f}%"
-        verdict = "ok" if r.ok else "MISS"
+        verdict = ("ok" if r.ok else "MISS") + f" (±{100 * TARGET[r.phase]:.0f}%)"
+        if not r.target:
+            verdict = "no target (eager: host-bound, for reference)"
         if r.missing:
             verdict += f" (communication missing: {r.missing})"
         lines.append(f"| {r.model} | {r.phase} | {r.batch} | {r.length} | {r.runtime} | {r.tp} | "
                      f"{_ms(r.measured_s)} ({_ms(r.p10_s)}-{_ms(r.p90_s)}) | {_ms(r.predicted_s)} | "
-                     f"{_ms(r.roofline_s)} | {err} | {verdict} (±{100 * TARGET[r.phase]:.0f}%) |")
+                     f"{_ms(r.roofline_s)} | {err} | {verdict} |")
     lines += ["", summary(rows), "", kernel_lines(rows, doc)]
     return "\n".join(lines) + "\n"
 
@@ -124,6 +132,9 @@ def summary(rows: list[Row]) -> str:
             med = errs[len(errs) // 2] if len(errs) % 2 else (errs[len(errs) // 2 - 1] + errs[len(errs) // 2]) / 2
             out.append(f"{phase} (CUDA graph): {len(errs)} cases, median |error| {100 * med:.1f}%, "
                        f"max {100 * errs[-1]:.1f}% (target {100 * TARGET[phase]:.0f}%)")
+    eager = [abs(r.error) for r in rows if r.runtime == "eager" and r.error is not None]
+    if eager:
+        out.append(f"eager (no target): {len(eager)} cases, max |error| {100 * max(eager):.1f}%")
     return "\n".join(f"- {x}" for x in out)
 
 
@@ -157,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out}")
     else:
         print(md, end="")
-    return 0 if all(r.ok for r in rows) else 1
+    return 0 if all(r.ok for r in rows if r.target) else 1
 
 
 if __name__ == "__main__":

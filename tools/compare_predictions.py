@@ -20,6 +20,14 @@ from pathlib import Path
 RUNTIME = {"cuda_graph": "graph", "eager": "eager"}
 
 
+def read_json(path: Path) -> dict:
+    """A JSON file, gzipped or not (committed validation runs keep validate_models.json gzipped)."""
+    import gzip
+
+    raw = Path(path).read_bytes()
+    return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+
+
 def onnx_for(onnx_dir: Path, model: str, batch: int) -> Path | None:
     for name in (f"{model}-b{batch}.onnx", f"{model}-b{batch}-dynamo.onnx"):
         if (onnx_dir / name).exists():
@@ -43,7 +51,7 @@ def compare(measured: dict, onnx_dir: Path, profile, variants: set[str]) -> list
             meas = (c.get(key) or {}).get("median_ms")
             if not meas:
                 continue
-            p = predict_model(model, profile, "fp16", rt)
+            p = predict_model(model, profile, "fp16", rt, layout="nhwc" if c["variant"].endswith("_nhwc") else "nchw")
             kg = c.get("kernels_graph") or {}
             rows.append({"model": c["model"], "variant": c["variant"], "batch": c["batch"], "runtime": rt,
                          "onnx": path.name, "measured_ms": meas, "predicted_ms": p.time_s * 1e3,
@@ -91,7 +99,7 @@ def main() -> None:
     a = ap.parse_args()
     from hwprobe.profile import load_profile
 
-    rows = compare(json.loads(Path(a.measured).read_text()), Path(a.onnx), load_profile(a.profile),
+    rows = compare(read_json(Path(a.measured)), Path(a.onnx), load_profile(a.profile),
                    set(a.variants.split(",")))
     Path(a.out).write_text(markdown(rows, a.title))
     if a.json:

@@ -325,9 +325,10 @@ def capture_graph(fn: Callable[[], Any]):
     return g, out
 
 
-def _kernel_row(e: dict) -> list:
+def _kernel_row(e: dict, t0: float) -> list:
     a = e.get("args", {})
-    return [e.get("name", "")[:160], round(float(e.get("dur", 0.0)), 3), a.get("grid"), a.get("block")]
+    return [e.get("name", "")[:160], round(float(e.get("dur", 0.0)), 3), a.get("grid"), a.get("block"),
+            round(float(e["ts"]) - t0, 3)]
 
 
 def kernel_profile(fn: Callable[[], Any], device: str) -> dict:
@@ -352,8 +353,8 @@ def kernel_profile(fn: Callable[[], Any], device: str) -> dict:
         out["span_us"] = round(max(e["ts"] + e.get("dur", 0) for e in gpu) - min(e["ts"] for e in gpu), 3)
         out["memcpy_count"] = sum(e.get("cat") == "gpu_memcpy" for e in gpu)
         out["memset_count"] = sum(e.get("cat") == "gpu_memset" for e in gpu)
-    out["columns"] = ["name", "duration_us", "grid", "block"]
-    out["kernels"] = [_kernel_row(e) for e in kern[:TOP_KERNELS]]
+    out["columns"] = ["name", "duration_us", "grid", "block", "start_us"]     # start: from the first kernel's
+    out["kernels"] = [_kernel_row(e, float(kern[0]["ts"])) for e in kern[:TOP_KERNELS]]
     if device != "cuda":
         out["note"] = "CPU mode: nested CPU ops, not kernels; only checks the trace path"
     return out

@@ -55,11 +55,14 @@ MAX_BATCH = 1_000_000    # past this no layer's tensors fit any device's memory:
 @click.option("--runtime", default="graph", show_default=True, type=click.Choice(["graph", "eager", "fused"]),
               help="How the model runs, for the predicted time: graph (a CUDA graph replay), eager (each kernel "
                    "issued by the host), fused (pointwise ops folded into their producers, as TensorRT does).")
+@click.option("--layout", default="nhwc", show_default=True, type=click.Choice(["nhwc", "nchw"]),
+              help="The memory layout a convolutional model runs in, for the predicted time: nhwc (converted to "
+                   "channels-last) or nchw (PyTorch's default; cuDNN transforms around first-layer kernels).")
 @click.option("--all", "show_all", is_flag=True, help="Show every layer, not the top 25 of long models.")
 @click.option("--wide", "-w", is_flag=True, help="Every table column, whatever the terminal's width.")
 @llm_options
 def analyze_(model, profile_path, spec, precision, batch, convention, path, level, times, dims, as_json, csv_path,
-             plot_path, runtime, show_all, wide, **llm) -> None:
+             plot_path, runtime, layout, show_all, wide, **llm) -> None:
     """Operations, bytes, intensity, attainable rate, bound and time per layer of MODEL (an ONNX file, a layer
     CSV or a built-in name: hwprobe list models), the precision what-if and the top-5 time consumers.
     MODEL may also be an LLM: a Hugging Face config.json or a built-in LLM name (llama-3-8b, ...): time to
@@ -82,7 +85,7 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     from hwprobe.models.render import render, to_dict
 
     a = analyze(model, profile_path, spec=spec, precision=precision, batch=batch, convention=convention,
-                path=path, level=level, times=list(times), runtime=runtime, dims=parse_dims(dims))
+                path=path, level=level, times=list(times), runtime=runtime, dims=parse_dims(dims), layout=layout)
     if csv_path:
         try:
             a.layers.to_csv(csv_path, index=False)

@@ -67,7 +67,7 @@ def source(profile=None, spec: str | None = None) -> Source | None:
 
 def analyze(model, profile=None, *, spec: str | None = None, precision: str = "fp32", batch: int = 1,
             convention: str = "standard", path: str = "auto", level: str = "dram", times=(),
-            runtime: str = "graph", dims: dict[str, int] | None = None) -> Analysis:
+            runtime: str = "graph", dims: dict[str, int] | None = None, layout: str = "nhwc") -> Analysis:
     """Analyze ``model`` on ``profile``'s measured ceilings (or ``spec``'s datasheet); join ``times`` files."""
     from hwprobe import roofline
     from hwprobe.models.analysis import Options
@@ -78,7 +78,7 @@ def analyze(model, profile=None, *, spec: str | None = None, precision: str = "f
     m = load_model(model, batch, dims)
     src = source(profile, spec)
     a = run(m, src, opts)
-    _predict(a, m, src, runtime)
+    _predict(a, m, src, runtime, layout)
     if isinstance(times, (str, Path)):
         times = [times]
     if times:
@@ -91,7 +91,7 @@ def analyze(model, profile=None, *, spec: str | None = None, precision: str = "f
     return a
 
 
-def _predict(a: Analysis, model: Model, src, runtime: str) -> None:
+def _predict(a: Analysis, model: Model, src, runtime: str, layout: str = "nhwc") -> None:
     """The calibrated prediction beside the roofline bound, where the profile holds the calibration curves."""
     from hwprobe.models.roofs import Measured
     from hwprobe.predict.calibration import Calibration
@@ -110,7 +110,7 @@ def _predict(a: Analysis, model: Model, src, runtime: str) -> None:
         return
     from hwprobe.predict.estimate import predict_model
 
-    a.prediction = predict_model(model, src.profile, a.options.precision, runtime, cal)
+    a.prediction = predict_model(model, src.profile, a.options.precision, runtime, cal, layout)
 
 
 __all__ = ["Layer", "Model", "analyze", "load_model", "source"]

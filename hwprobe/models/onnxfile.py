@@ -30,21 +30,32 @@ def _prod(dims) -> int:
     return math.prod(dims) if dims else 1
 
 
+# ONNX TensorProto element types -> bytes per element (FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, BOOL,
+# FLOAT16, DOUBLE, UINT32, UINT64, BFLOAT16, FLOAT8 E4M3FN/E4M3FNUZ/E5M2/E5M2FNUZ, UINT4, INT4)
+ITEMSIZE = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2, 17: 1, 18: 1, 19: 1,
+            20: 1, 21: 0.5, 22: 0.5}
+
+
 class _Graph:
     """Shapes of every tensor after inference, and which tensors are constants (weights)."""
 
     def __init__(self, graph, folded: set[str] | None = None) -> None:
         self.shapes: dict[str, list[int | None]] = {}
+        self.itemsize: dict[str, float] = {}  # bytes per element where the file says (value_info, initializers)
         self.consts: set[str] = set()
         self.folded = folded or set()        # host-evaluated shape tensors: neither weights nor data
         for t in graph.initializer:
             self.shapes[t.name] = list(t.dims)
+            if t.data_type in ITEMSIZE:
+                self.itemsize[t.name] = ITEMSIZE[t.data_type]
             if t.name not in self.folded:
                 self.consts.add(t.name)
         for vi in list(graph.value_info) + list(graph.input) + list(graph.output):
             if vi.name in self.consts or not vi.type.HasField("tensor_type"):
                 continue
             tt = vi.type.tensor_type
+            if tt.elem_type in ITEMSIZE:
+                self.itemsize[vi.name] = ITEMSIZE[tt.elem_type]
             if tt.HasField("shape"):
                 self.shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
         for node in graph.node:
@@ -194,7 +205,8 @@ def _edges(g: _Graph, node) -> dict:
     producers and consumers (hwprobe.predict.lower)."""
     names = [x for x in node.input] + [x for x in node.output]
     return {"in": list(node.input), "out": list(node.output), "const": [x in g.consts for x in node.input],
-            "dims": {x: g.dims(x) for x in names if x}}
+            "dims": {x: g.dims(x) for x in names if x},
+            "itemsize": {x: g.itemsize[x] for x in names if x in g.itemsize}}
 
 
 def _load(path: Path):

@@ -47,7 +47,7 @@ class GemmTable:
         if t.ndim != 3 or not np.isfinite(t).any():
             raise InputError(f"GEMM calibration for {params.get('precision')} holds no measured point")
         log_t = np.log(t)
-        _fill(log_t)
+        _fill(log_t, [params["m"], params["n"], params["k"]])
         return cls(params["precision"], np.asarray(params["m"], float), np.asarray(params["n"], float),
                    np.asarray(params["k"], float), log_t, params.get("sm_mhz_median"))
 
@@ -59,22 +59,31 @@ class GemmTable:
         return _interp(self.log_t, (self.m, self.n, self.k), (m, n, k))[0]
 
 
-def _fill(log_t: np.ndarray) -> None:
-    """Missing points take the mean of their measured neighbours along each axis, repeatedly."""
+def _fill(log_t: np.ndarray, axes: list | None = None) -> None:
+    """Missing points (a failed point, or one past a sweep's size cap) from their measured neighbours, repeatedly:
+    along each axis, the log-log line through the two nearest measured points on one side, continued (time keeps
+    the power of the size it had there: a corner past the cap is extrapolated, not averaged down to its smaller
+    neighbours); where no axis has two, the mean of the nearest neighbours."""
+    logs = [np.log(np.asarray(a, float)) for a in axes] if axes else [np.arange(n, dtype=float) for n in log_t.shape]
     for _ in range(sum(log_t.shape)):
         bad = ~np.isfinite(log_t)
         if not bad.any():
             return
         for idx in zip(*np.nonzero(bad), strict=True):
-            vals = []
-            for ax in range(3):
+            lines, near = [], []
+            for ax in range(log_t.ndim):
                 for d in (-1, 1):
-                    nb = list(idx)
-                    nb[ax] += d
-                    if 0 <= nb[ax] < log_t.shape[ax] and np.isfinite(log_t[tuple(nb)]):
-                        vals.append(log_t[tuple(nb)])
-            if vals:
-                log_t[idx] = float(np.mean(vals))
+                    a, b = list(idx), list(idx)
+                    a[ax] += d
+                    b[ax] += 2 * d
+                    if not 0 <= a[ax] < log_t.shape[ax] or not np.isfinite(log_t[tuple(a)]):
+                        continue
+                    near.append(log_t[tuple(a)])
+                    if 0 <= b[ax] < log_t.shape[ax] and np.isfinite(log_t[tuple(b)]):
+                        xa, xb, x = logs[ax][a[ax]], logs[ax][b[ax]], logs[ax][idx[ax]]
+                        lines.append(log_t[tuple(a)] + (log_t[tuple(a)] - log_t[tuple(b)]) / (xa - xb) * (x - xa))
+            if lines or near:
+                log_t[idx] = float(np.mean(lines or near))
 
 
 @dataclass
@@ -128,22 +137,43 @@ class SdpaTable:
         return t * max(1.0, seq / axes[1][-1]), covered and d == dim     # attention grows as seq^2 past the grid
 
 
+STEM_CIN = 8     # C_in below this is a first-layer (stem) convolution on an image's channels
+
+
 @dataclass
 class ConvTable:
     """A framework's convolutions (cuDNN through PyTorch): seconds over output pixels x C_in x C_out, for 1x1 and
-    3x3 kernels, interpolated log-log on the measured grid (3x3 at C = sqrt(C_in x C_out))."""
+    3x3 kernels at stride 1, interpolated log-log on the measured grid (3x3 at C = sqrt(C_in x C_out)); and the
+    stem convolutions (C_in = 3) by kernel and stride, over output pixels (the nearest measured C_out, scaled)."""
 
     points: list[dict]
     _grids: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def time(self, m: float, cin: float, cout: float, k: int) -> tuple[float, bool] | None:
+    def time(self, m: float, cin: float, cout: float, k: int, stride: int = 1,
+             layout: str = "nhwc") -> tuple[float, bool] | None:
+        if cin < STEM_CIN:
+            return self._stem(m, cin, cout, k, stride, layout)
+        if k not in (1, 3):
+            return None
         if k not in self._grids:
-            self._grids[k] = _grid([p for p in self.points if p["k"] == k],
-                                   ("m", "cin", "cout") if k == 1 else ("m", "cin"))
+            self._grids[k] = _grid([p for p in self.points if p["k"] == k and p.get("stride", 1) == 1
+                                    and p["cin"] >= STEM_CIN], ("m", "cin", "cout") if k == 1 else ("m", "cin"))
         if self._grids[k] is None:
             return None
         axes, log_t = self._grids[k]
         return _interp(log_t, axes, (m, cin, cout) if k == 1 else (m, (cin * cout) ** 0.5, 1.0))
+
+    def _stem(self, m: float, cin: float, cout: float, k: int, stride: int,
+              layout: str) -> tuple[float, bool] | None:
+        pts = [p for p in self.points if p["k"] == k and p.get("stride", 1) == stride and p["cin"] == cin
+               and p.get("layout", "nhwc") == layout]
+        if not pts:
+            return None
+        c = min({p["cout"] for p in pts}, key=lambda x: abs(np.log(x / max(cout, 1))))
+        row = sorted((p["m"], p["time_s"]) for p in pts if p["cout"] == c)
+        ms, ts = np.log([r[0] for r in row]), np.log([r[1] for r in row])
+        t = float(np.exp(np.interp(np.log(m), ms, ts))) * max(1.0, m / row[-1][0])
+        return t * cout / c, c == cout and row[0][0] <= m <= row[-1][0]
 
 
 def _grid(points: list[dict], keys: tuple[str, ...]) -> tuple[list[list[float]], np.ndarray] | None:
@@ -155,7 +185,7 @@ def _grid(points: list[dict], keys: tuple[str, ...]) -> tuple[list[list[float]],
     grid = np.full(tuple(len(a) for a in axes), np.nan)
     for p in points:
         grid[tuple(axes[i].index(p[k]) for i, k in enumerate(keys)) + (0,) * (3 - len(keys))] = np.log(p["time_s"])
-    _fill(grid)
+    _fill(grid, axes)
     return axes, grid
 
 
@@ -190,6 +220,9 @@ class Calibration:
     framework_name: str = ""
     switch_s: float = 0.0          # a framework kernel's cost beyond its back-to-back time among other kernels
     eager_op_s: float = 0.0        # the framework's host time per eagerly issued op (0: not measured)
+    switch_library_s: float = 0.0  # ... per kernel where library (cuBLAS/cuDNN) and framework kernels alternate
+    framework_replay_s: float = 0.0  # the framework's fixed cost of one CUDA-graph replay (0: not measured)
+    framework_gemm: dict[str, GemmTable] = field(default_factory=dict)   # the framework's linear layers
 
     @classmethod
     def of(cls, profile) -> Calibration:
@@ -206,6 +239,13 @@ class Calibration:
                 cal.eager_op_s = float(f.get("value") or 0.0)
             elif metric == "predict.torch.switch_s":
                 cal.switch_s = float(f.get("value") or 0.0)
+            elif metric == "predict.torch.graph_replay_s":
+                cal.framework_replay_s = float(f.get("value") or 0.0)
+            elif metric == "predict.torch.switch_library_s":
+                cal.switch_library_s = float(f.get("value") or 0.0)
+            elif metric.startswith("predict.torch.linear."):
+                cal.framework_gemm[params.get("precision") or metric.rsplit(".", 1)[1]] = GemmTable.from_finding(
+                    params)
             elif metric == "predict.torch.conv":
                 cal.conv = ConvTable(list(params.get("points") or []))
             elif metric == "predict.torch.sdpa":

@@ -22,10 +22,11 @@ class Prediction:
     runtime: str
     kernels: list[OpTime]
     notes: list[str] = field(default_factory=list)
+    overhead: dict[str, float] = field(default_factory=dict)   # per pass, not per kernel (Predictor.run_overhead)
 
     @property
     def time_s(self) -> float:
-        return sum(k.time_s for k in self.kernels)
+        return sum(k.time_s for k in self.kernels) + sum(self.overhead.values())
 
     @property
     def roofline_s(self) -> float:
@@ -36,6 +37,7 @@ class Prediction:
         out = dict.fromkeys(PARTS, 0.0)
         for k in self.kernels:
             out[k.bound if k.bound in out else "latency"] += k.time_s
+        out["latency"] += sum(self.overhead.values())
         return out
 
     @property
@@ -49,6 +51,7 @@ class Prediction:
         return {
             "runtime": self.runtime, "time_s": self.time_s, "roofline_s": self.roofline_s, "parts_s": self.parts(),
             "kernels": len(self.kernels), "uncovered": len(self.uncovered), "notes": self.notes,
+            "overhead_s": dict(self.overhead),
             "expected_error": self.expected_error(),
             "per_kernel": [{"name": k.op.name, "kind": k.op.kind, "precision": k.op.precision, "m": k.op.m,
                             "n": k.op.n, "k": k.op.k, "batch": k.op.batch, "bytes": k.op.bytes,
@@ -58,17 +61,27 @@ class Prediction:
         }
 
 
-def predict_model(model, profile, precision: str, runtime: str = "graph", cal=None) -> Prediction:
-    """Lower ``model`` (a hwprobe.models.Model) and price every kernel on ``profile``'s calibration."""
+def predict_model(model, profile, precision: str, runtime: str = "graph", cal=None,
+                  layout: str = "nhwc") -> Prediction:
+    """Lower ``model`` (a hwprobe.models.Model) and price every kernel on ``profile``'s calibration (``layout``: the
+    memory layout the framework runs a convolutional model in)."""
     from hwprobe.predict.lower import lower
 
-    pred = Predictor(profile, runtime, cal)
+    pred = Predictor(profile, runtime, cal, layout)
     low = lower(model, precision, runtime)
     times = [pred.time(op) for op in low.kernels]
     notes = list(low.notes)
     power = pred.power_adjust(times, precision)
     if power:
         notes.append(power)
+    overhead = pred.run_overhead(low.kernels)
+    if "replay" in overhead:
+        notes.append(f"graph replay: {overhead['replay'] * 1e6:.1f} us once per forward (the framework's measured "
+                     "fixed cost of one replay)")
+    if "switches" in overhead:
+        notes.append(f"library/framework switches: {overhead['switches'] * 1e6:.1f} us "
+                     f"({overhead['switches'] / pred.cal.switch_library_s:.0f} changes between cuBLAS/cuDNN and "
+                     f"framework kernels at {pred.cal.switch_library_s * 1e9:.0f} ns each, measured)")
     if runtime == "eager" and pred.host_source == "framework":
         notes.append(f"eager: each kernel waits at least the framework's measured host time per op "
                      f"({pred.host_s * 1e6:.1f} us, gpu.torch_kernels)")
@@ -81,7 +94,7 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
         share = sum(t.time_s for t in unc) / max(sum(t.time_s for t in times), 1e-30)
         notes.append(f"{len(unc)} kernels ({share:.0%} of the time) lie outside the calibrated shapes (priced by "
                      "extrapolation): " + ", ".join(sorted({t.op.name for t in unc})[:5]))
-    return Prediction(runtime, times, notes)
+    return Prediction(runtime, times, notes, overhead)
 
 
 def expected_error(runtime: str) -> dict[str, Any] | None:

@@ -6,8 +6,10 @@ decomposed ops that a framework runs as one kernel (an erf GELU is five ONNX nod
 folds into its epilogue, and attention as MatMul -> Softmax -> MatMul where PyTorch runs one fused
 scaled-dot-product kernel. The lowering follows the graph's edges (``Layer.extra['io']``, from the ONNX
 reader) and applies these rules, as PyTorch runs a model in eager mode and when its forward is replayed as a
-CUDA graph. The ``fused`` runtime also folds pointwise ops into the GEMM or convolution that produces their
-input, as TensorRT does.
+CUDA graph: the scales on Q and K and a GELU's divide run inside their fused kernels; a binary op on operands of
+different sizes runs PyTorch's broadcast kernel; a Gather from a weight table reads the rows it gathers; memory
+kernels move their tensors' own element types (an FP32 island in an FP16 model). The ``fused`` runtime also folds
+pointwise ops into the GEMM or convolution that produces their input, as TensorRT does.
 
 Layers without edges (built-in architectures, layer CSV) lower one kernel per layer by their op.
 """
@@ -15,11 +17,11 @@ Layers without edges (built-in architectures, layer CSV) lower one kernel per la
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hwprobe.models.layers import Layer, Model
 from hwprobe.predict.model import ITEMSIZE
-from hwprobe.predict.ops import KernelOp
+from hwprobe.predict.ops import MEMORY_KINDS, KernelOp
 
 VIEWS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Split", "Slice", "Shape", "Size",
          "Constant", "ConstantOfShape", "Expand", "Range"}
@@ -98,21 +100,27 @@ def _gemm_op(layer: Layer, prec: str, it: float) -> KernelOp:
     conv = layer.op in ("conv", "convtranspose")
     conv_in = float(layer.inputs) * it if conv and (layer.kernel or (1, 1)) != (1, 1) else 0.0
     kh = (layer.kernel or (1, 1))[0] if conv and (layer.kernel or (1, 1))[0] == (layer.kernel or (1, 1))[-1] else 0
+    # stride from the pixel counts: input pixels per output pixel = stride^2 (batch and padding aside)
+    stride = max(1, round(math.sqrt(layer.inputs / (layer.cin * rows)))) if conv and layer.cin and layer.inputs else 1
     return KernelOp(layer.name, "gemm", prec, m=rows, n=max(1, n_total // g), k=k, batch=g, layers=(layer.name,),
-                    conv_input_bytes=conv_in, conv_kernel=kh if conv else 0)
+                    conv_input_bytes=conv_in, conv_kernel=kh if conv else 0, conv_stride=stride)
 
 
 def _memory_kind(layer: Layer) -> str:
     src = layer.source_op
     if src in NORM_OPS:
         return NORM_OPS[src]
+    if src in ("MaxPool", "AveragePool", "LpPool"):
+        return "pool"               # a windowed pooling (a CNN stem's 3x3/2): its own kernel, not a reduction
     if src in REDUCE_OPS or layer.op == "pool":
         return "reduction"
     if layer.op == "softmax":
         return "softmax"
     if layer.op == "layernorm":
         return "norm"
-    if layer.op in ("concat", "reshape") or src in ("Gather", "GatherElements", "ScatterND", "Pad", "Tile"):
+    if src == "Concat" or layer.op == "concat":
+        return "cat"
+    if layer.op == "reshape" or src in ("Gather", "GatherElements", "ScatterND", "Pad", "Tile"):
         return "copy"
     if src == "Transpose":
         return "transpose"
@@ -140,8 +148,8 @@ def kernel_of(layer: Layer, prec: str) -> KernelOp | None:
 # --- graph rules ------------------------------------------------------------------------------------------------
 def _is_scalar_scale(g: _Graph, i: int) -> bool:
     """A Mul/Div of an activation by a constant (the attention scale; one of a decomposed GELU's constants)."""
-    io = g.io[i]
-    return g.src(i) in SCALE_OPS and any(c for c in io["const"]) and len(g.data_inputs(i)) == 1
+    ins = [x for x in g.io[i]["in"] if x]
+    return g.src(i) in SCALE_OPS and any(x in g.const for x in ins) and len(g.data_inputs(i)) == 1
 
 
 def _attention(g: _Graph, i: int) -> tuple[list[int], int] | None:
@@ -243,6 +251,37 @@ def _transpose_is_view(g: _Graph, i: int) -> bool:
     return all(g.src(u) not in ("Reshape", "Flatten") for u in g.users(i))
 
 
+BINARY_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Where")
+
+
+def _tensor_bytes(g: _Graph, i: int, name: str, it: float) -> float | None:
+    io = g.io[i]
+    d = io.get("dims", {}).get(name)
+    return None if d is None else float(math.prod(d)) * io.get("itemsize", {}).get(name, it)
+
+
+def _memory_op(g: _Graph, i: int, op: KernelOp, it: float) -> KernelOp:
+    """A memory-bound kernel's bytes from its tensors' own element types (an FP32 island in an FP16 model moves
+    twice the bytes), and the kernel PyTorch runs for it: a Gather from a weight table reads the rows it gathers
+    (an embedding), not the table; a binary op whose operands differ in size (x * weight, q * cos) broadcasts,
+    which PyTorch runs on its slower non-vectorized path, priced as the 'bias' kernel (a broadcast add)."""
+    io = g.io[i]
+    names = [x for x in io["in"] if x] + [x for x in io["out"] if x]
+    sizes = {x: _tensor_bytes(g, i, x, it) for x in names}
+    if any(v is None for v in sizes.values()):
+        return op
+    src, ins = g.src(i), [x for x in io["in"] if x]
+    kind = op.kind
+    if src == "Gather" and ins and ins[0] in g.const:
+        out = sum(sizes[x] for x in io["out"] if x)
+        return replace(op, kind="embedding", bytes=2 * out + sum(sizes[x] for x in ins[1:]))
+    if src in BINARY_OPS and kind == "elementwise" and len(ins) >= 2:
+        elems = [math.prod(io["dims"][x]) for x in ins]
+        if min(elems) > 1 and max(elems) != min(elems):
+            kind = "bias"
+    return replace(op, kind=kind, bytes=sum(sizes.values()))
+
+
 def _fuse_pointwise(g: _Graph, owner: dict[int, int], i: int) -> int | None:
     """The fused runtime: a pointwise layer whose data input comes from a GEMM/conv (or from a layer already
     folded into one) with no other user is folded into that kernel's epilogue."""
@@ -275,15 +314,26 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
             owner[s] = span[0]
         done.update(span)
 
+    # Scales on Q and K before an attention, the Div before a GELU's Erf: they come before the node that owns them
+    # in graph order, so they are claimed first (the fused kernel applies them).
+    claimed: set[int] = set()
+    for i in range(len(model.layers)):
+        att = _attention(g, i) if i not in done else None
+        if att and _attention_op(g, att[0][0], att[1], prec, it) is not None:
+            claimed.update(_scales_before(g, i))
+        gelu = _gelu_erf(g, i)
+        if gelu and i not in done:
+            claimed.update(gelu[:gelu.index(i)])
+
     for i, layer in enumerate(model.layers):
-        if i in done:
+        if i in done or i in claimed:
             continue
         att = _attention(g, i)
         if att:
             op = _attention_op(g, att[0][0], att[1], prec, it)
             if op is not None:
                 counts["attention"] += 1
-                emit(op, att[0] + [s for s in _scales_before(g, i) if s not in done])
+                emit(op, att[0] + _scales_before(g, i))
                 continue
         gelu = _gelu_erf(g, i)
         if gelu:
@@ -308,7 +358,10 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
         if bias is not None:
             counts["bias"] += 1
             span.append(bias)
-        emit(kernel_of(layer, prec), span)
+        op = kernel_of(layer, prec)
+        if op is not None and op.kind in MEMORY_KINDS and op.kind != "conv_dw":
+            op = _memory_op(g, i, op, it)
+        emit(op, span)
         done.update(span)
         if runtime != "fused" and layer.op in ("conv", "convtranspose") and len([x for x in g.io[i]["in"] if x]) > 2:
             counts["conv_bias"] += 1     # aten's cuDNN convolution adds the bias in a kernel of its own

@@ -29,17 +29,21 @@ issue time), ``fused`` (as graph; the lowering folds pointwise ops into their pr
 from __future__ import annotations
 
 from hwprobe.errors import InputError
-from hwprobe.predict.calibration import Calibration, GemmTable
-from hwprobe.predict.ops import RUNTIMES, KernelOp, OpTime
+from hwprobe.predict.calibration import STEM_CIN, Calibration, GemmTable
+from hwprobe.predict.ops import COMM_KINDS, RUNTIMES, KernelOp, OpTime
 
 ITEMSIZE = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
-                "conv_dw": "unary", "embedding": "unary"}
+                "cat": "unary", "conv_dw": "unary", "embedding": "unary"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
-                   "reduction": "reduction", "pool": "reduction", "transpose": "copy", "copy": "copy",
+                   "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy"}
+# A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
+# want) or NCHW (PyTorch's default: cuDNN transforms around a first-layer kernel). The conv table's 1x1/3x3 points
+# are channels-last; the stems are measured in both.
+LAYOUTS = ("nhwc", "nchw")
 GEMM_FALLBACK = {"bf16": "fp16", "fp16": "bf16", "fp8": "fp16", "int8": "fp16", "tf32": "fp16", "fp32": "tf32"}
 
 
@@ -47,10 +51,12 @@ class Predictor:
     """Kernel times for one profile and runtime. ``time(op)`` never raises for a kernel it can price roughly: it
     says so (``covered`` False, ``note``) instead."""
 
-    def __init__(self, profile, runtime: str = "graph", cal: Calibration | None = None) -> None:
+    def __init__(self, profile, runtime: str = "graph", cal: Calibration | None = None, layout: str = "nhwc") -> None:
         if runtime not in RUNTIMES:
             raise InputError(f"unknown runtime {runtime!r}; runtimes: {', '.join(RUNTIMES)}")
-        self.profile, self.runtime = profile, runtime
+        if layout not in LAYOUTS:
+            raise InputError(f"unknown layout {layout!r}; layouts: {', '.join(LAYOUTS)}")
+        self.profile, self.runtime, self.layout = profile, runtime, layout
         self.cal = cal or Calibration.of(profile)
         self.cal.require()
         self.node_s = self.cal.launch.get("graph_node_s", 0.0)
@@ -74,6 +80,8 @@ class Predictor:
 
     # --- pricing ----------------------------------------------------------------------------------------------
     def table(self, precision: str) -> tuple[GemmTable, str]:
+        if self.runtime != "fused" and precision in self.cal.framework_gemm:
+            return self.cal.framework_gemm[precision], ""       # the framework's own linear layers (cuBLASLt)
         if precision in self.cal.gemm:
             return self.cal.gemm[precision], ""
         alt = GEMM_FALLBACK.get(precision)
@@ -109,16 +117,21 @@ class Predictor:
         return worst, why
 
     def _conv(self, op: KernelOp) -> OpTime | None:
-        """A 1x1 or 3x3 convolution from the framework's own conv table (cuDNN), where the profile has one."""
-        if self.cal.conv is None or self.runtime == "fused" or op.batch != 1 or op.conv_kernel not in (1, 3):
+        """A convolution from the framework's own conv table (cuDNN), where the profile has one: 1x1 and 3x3 over
+        channels, and the first-layer (stem) convolutions of an RGB input by their kernel and stride."""
+        if self.cal.conv is None or self.runtime == "fused" or op.batch != 1 or not op.conv_kernel:
             return None
         cin = op.k // (op.conv_kernel * op.conv_kernel)
-        got = self.cal.conv.time(op.m, cin, op.n, op.conv_kernel)
+        got = self.cal.conv.time(op.m, cin, op.n, op.conv_kernel, op.conv_stride, self.layout)
         if got is None:
             return None
         it = ITEMSIZE.get(op.precision, 2)
         nbytes = (op.conv_input_bytes or it * op.m * op.k) + it * (op.n * op.k + op.m * op.n)
-        return self._finish(op, got[0], op.gemm_flops, nbytes, got[1], "framework.conv", "")
+        covered, note = got[1], ""
+        if self.layout == "nchw" and cin >= STEM_CIN:
+            covered, note = False, ("NCHW: priced from the channels-last conv table; cuDNN's layout transforms "
+                                    "around it are not calibrated")
+        return self._finish(op, got[0], op.gemm_flops, nbytes, covered, "framework.conv", note)
 
     def _gemm(self, op: KernelOp) -> OpTime:
         conv = self._conv(op) if op.conv_kernel else None
@@ -127,6 +140,10 @@ class Predictor:
         m = op.m * op.batch
         k_bytes = op.k * (op.weight_bits / 16 if op.weight_bits else 1.0)
         t, covered, note = self.gemm_s(op.precision, m, op.n, op.k)
+        source = "framework.linear" if self.runtime != "fused" and op.precision in self.cal.framework_gemm else "gemm"
+        pk = self.peak(op.precision)
+        if pk and op.gemm_flops / pk > t:      # never faster than the measured library ceiling (an extrapolation)
+            t, covered = op.gemm_flops / pk, False
         if op.weight_bits:          # fewer weight bytes, FP16 math: never faster than the math of the full shape
             tq, _, _ = self.gemm_s(op.precision, m, op.n, k_bytes)
             math_s = op.gemm_flops / self.peak(op.precision) if self.peak(op.precision) else 0.0
@@ -145,7 +162,7 @@ class Predictor:
             f, why = self.align_factor(op.precision, m, op.n, op.k)
         a_bytes = op.conv_input_bytes or it * m * op.k
         nbytes = op.bytes or a_bytes + it * (op.batch * op.n * k_bytes + m * op.n)
-        return self._finish(op, t * f, op.gemm_flops, nbytes, covered, "gemm",
+        return self._finish(op, t * f, op.gemm_flops, nbytes, covered, source,
                             "; ".join(x for x in (note, why) if x))
 
     def _attention(self, op: KernelOp) -> OpTime:
@@ -162,8 +179,14 @@ class Predictor:
         return self._finish(op, max(op.gemm_flops / rate, mem_s), op.gemm_flops, nbytes, covered, "attention",
                             note)
 
+    def _framework_curve(self, kind: str) -> str:
+        name = FRAMEWORK_CURVE.get(kind, "copy")
+        if name in self.cal.framework:
+            return name
+        return {"pool": "reduction", "cat": "copy"}.get(kind, name)       # profiles measured before these curves
+
     def _mem_time(self, kind: str, nbytes: float) -> tuple[float, bool, str]:
-        fw = self.cal.framework.get(FRAMEWORK_CURVE.get(kind, "copy")) if self.runtime != "fused" else None
+        fw = self.cal.framework.get(self._framework_curve(kind)) if self.runtime != "fused" else None
         if fw is not None:
             return fw.time(nbytes), fw.covers(nbytes), ""
         name = MEMORY_CURVE.get(kind, "unary")
@@ -176,8 +199,8 @@ class Predictor:
 
     def _memory(self, op: KernelOp) -> OpTime:
         t, covered, note = self._mem_time(op.kind, op.bytes)
-        fw = self.runtime != "fused" and FRAMEWORK_CURVE.get(op.kind, "copy") in self.cal.framework
-        src = (f"framework.{FRAMEWORK_CURVE.get(op.kind, 'copy')}" if fw
+        fw = self.runtime != "fused" and self._framework_curve(op.kind) in self.cal.framework
+        src = (f"framework.{self._framework_curve(op.kind)}" if fw
                else f"memory.{MEMORY_CURVE.get(op.kind, 'unary')}")
         return self._finish(op, t, op.flops, op.bytes, covered, src, note)
 
@@ -218,6 +241,22 @@ class Predictor:
         if op.kind in MEMORY_CURVE:
             return self._memory(op)
         return self._comm(op)
+
+    # --- what a run of kernels costs beyond their own times ------------------------------------------------------
+    def run_overhead(self, ops: list[KernelOp]) -> dict[str, float]:
+        """Seconds a pass pays once or per change of kernel side, not per kernel shape: ``replay``, the framework's
+        fixed cost of one CUDA-graph replay (graph runtime; gpu.torch_kernels measured it), and ``switches``, the
+        measured cost of each change between a library kernel (cuBLAS, cuDNN) and a framework kernel in the
+        sequence (both from the profile; absent where it lacks them)."""
+        out: dict[str, float] = {}
+        if self.runtime == "graph" and self.cal.framework_replay_s:
+            out["replay"] = self.cal.framework_replay_s
+        if self.runtime != "fused" and self.cal.switch_library_s:
+            sides = [op.kind in ("gemm", "attention") for op in ops if op.kind not in COMM_KINDS]
+            n = sum(a != b for a, b in zip(sides, sides[1:], strict=False))
+            if n:
+                out["switches"] = n * self.cal.switch_library_s
+        return out
 
     # --- the power-capped clock of a long compute-bound run ---------------------------------------------------------
     def power_ratio(self, precision: str) -> tuple[float, str]:

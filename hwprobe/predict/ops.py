@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 # a fused (flash) attention over ``batch`` = sequences x heads, ``m`` queries, ``n`` keys, head size ``k``;
 # the memory kinds move ``bytes`` (read + written) with little arithmetic; allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
-MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "pool", "conv_dw",
+MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
                 "embedding")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
@@ -40,6 +40,7 @@ class KernelOp:
     conv_kernel: int = 0              # gemm from a convolution: its kernel size (kh; 0 = a plain GEMM)
     conv_input_bytes: float = 0.0     # gemm from a convolution: the input tensor's bytes (0: a plain GEMM). An
     #                                   implicit GEMM reads its input once, not the kh x kw times larger im2col matrix
+    conv_stride: int = 1              # gemm from a convolution: its stride
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

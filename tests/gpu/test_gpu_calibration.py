@@ -77,11 +77,23 @@ def test_torch_kernels(gpu_ctx_factory):
     for name, c in curves.items():
         if name in ("predict.torch.sdpa", "predict.torch.conv"):
             assert c["points"] and all(p["time_s"] > 0 for p in c["points"])
+            if name == "predict.torch.conv":       # the stem convolutions (C_in = 3, strided) are in the table
+                assert any(p.get("stride", 1) > 1 and p["cin"] == 3 for p in c["points"])
             continue
         if name == "predict.torch.eager_op_s":
             assert 1e-7 < min(c["per_op_s"].values()) < 1e-3
             continue
         if name == "predict.torch.switch_s":
             assert len(c["alone_s"]) == 5 and c["mixed_per_kernel_s"] > 0
+            continue
+        if name == "predict.torch.switch_library_s":
+            assert set(c["pairs"]) == {"linear+add", "conv+bias"}
+            assert all(0 < p["framework_s"] < p["library_s"] for p in c["pairs"].values())
+            continue
+        if name.startswith("predict.torch.linear."):
+            assert any(x is not None for plane in c["time_s"] for row in plane for x in row)
+            continue
+        if name == "predict.torch.graph_replay_s":
+            assert len(c["replay_s"]) == len(c["nodes"]) and c["per_node_s"] > 0
             continue
         assert c["bytes"] == sorted(c["bytes"]) and c["time_s"][-1] > c["time_s"][0], name

@@ -185,10 +185,13 @@ def _embed(e: _Emit) -> None:
 
 
 def _rope(e: _Emit, p: str, which: str, heads: int) -> None:
-    """HF's q*cos + rotate_half(q)*sin: mul, neg (of the second half), cat, mul, add."""
+    """HF's q*cos + rotate_half(q)*sin: mul, neg (of the second half), cat, mul, add. The two multiplies broadcast
+    cos/sin over the heads (PyTorch's non-vectorized broadcast kernel: the 'bias' kind); the concatenation is a
+    strided copy of its own ('cat')."""
     x = e.t * heads * e.cfg.head_dim
-    for step, nbytes in (("mul_cos", 2 * x), ("neg", x), ("cat", 2 * x), ("mul_sin", 2 * x), ("add", 3 * x)):
-        e.mem(f"{p}rope_{which}.{step}", "elementwise", nbytes * A, x)
+    for step, kind, nbytes in (("mul_cos", "bias", 2 * x), ("neg", "elementwise", x), ("cat", "cat", 2 * x),
+                               ("mul_sin", "bias", 2 * x), ("add", "elementwise", 3 * x)):
+        e.mem(f"{p}rope_{which}.{step}", kind, nbytes * A, x)
 
 
 def _attention(e: _Emit, i: int) -> None:
@@ -325,7 +328,7 @@ def fuse(ops: list[KernelOp]) -> list[KernelOp]:
     out: list[KernelOp] = []
     chain = False
     for op in ops:
-        if op.kind == "elementwise" and chain:
+        if op.kind in ("elementwise", "bias", "cat") and chain:       # rotary's broadcast multiplies and cat too
             continue
         chain = op.kind == "gemm"
         out.append(op)

@@ -167,6 +167,11 @@ def price(phase: str, batch: int, tokens: int, context: int, ops: list[KernelOp]
         part = BOUND_PART.get(p.t.bound, "compute")
         res.parts[part] += p.t.time_s
         res.uncovered += 0 if p.t.covered else 1
+    overhead = getattr(pricer, "run_overhead", None)
+    if overhead is not None:    # once per pass: the graph replay, the library/framework switches (hwprobe.predict)
+        extra = sum(overhead(ops).values())
+        res.time_s += extra
+        res.parts["launch"] += extra
     return res
 
 

@@ -6,8 +6,13 @@
   and the GPU's time between kernels (the larger bounds an eager runtime whose host does nothing else);
 - round trip: one launch and a synchronize, the latency of a small kernel seen from the host.
 
-Results: findings ``predict.launch.graph_node_s``, ``predict.launch.host_issue_s``, ``predict.launch.stream_s``
-and ``predict.launch.round_trip_s`` (seconds), each from the median of repeated samples.
+- graph replay: graphs of 1 to 256 empty kernels, each replay timed alone (events around the launch): the fixed
+  cost of one replay (host graph launch and start) beside the per-node slope; a model timed one replay at a time
+  pays it once.
+
+Results: findings ``predict.launch.graph_node_s``, ``predict.launch.host_issue_s``, ``predict.launch.stream_s``,
+``predict.launch.round_trip_s`` and ``predict.launch.graph_replay_s`` (seconds), each from the median of repeated
+samples.
 """
 
 from __future__ import annotations
@@ -27,6 +32,33 @@ def _graph_node_s(cp, k) -> list[float]:
 
     g = common.graph_of(cp, lambda: k((1,), (32,), ()), NODES)
     return [t / NODES for t in time_cuda(g.launch, warmup=2, repeats=ROUNDS, cp=cp)]
+
+
+REPLAY_NODES = (1, 16, 64, 256)
+
+
+def _graph_replay_s(cp, k) -> tuple[float, float, list[float]]:
+    """(fixed seconds per replay, seconds per node, median replay time per size): graphs of 1..256 empty kernels,
+    each replay timed alone between two events and synchronized, as a model's replay is timed (the host's graph
+    launch is inside the window); a least-squares line through the medians."""
+    import numpy as np
+
+    stream = cp.cuda.get_current_stream()
+    med = []
+    for n in REPLAY_NODES:
+        g = common.graph_of(cp, lambda: k((1,), (32,), ()), n)
+        samples = []
+        for i in range(3 * ROUNDS + 3):
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record(stream)
+            g.launch(stream)
+            stop.record(stream)
+            stop.synchronize()
+            if i >= 3:
+                samples.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
+        med.append(statistics.median(samples))
+    slope, intercept = np.polyfit(np.asarray(REPLAY_NODES, float), np.asarray(med), 1)
+    return max(0.0, float(intercept)), float(slope), med
 
 
 def _stream_s(cp, k) -> tuple[list[float], list[float]]:
@@ -77,11 +109,17 @@ def run(ctx):
         node = _graph_node_s(cp, k)
         host, gpu = _stream_s(cp, k)
         trip = _round_trip_s(cp, k)
+        replay, per_node, replay_med = _graph_replay_s(cp, k)
     except Exception as e:
         yield ctx.error("predict.launch", "empty-kernel launches", e)
         return
     yield _finding(ctx, "graph_node_s", node, f"an empty kernel replayed back to back in a CUDA graph of {NODES}: "
                    "seconds per node")
+    yield ctx.derived("predict.launch.graph_replay_s", replay, unit="s", kind="info",
+                      params={"nodes": list(REPLAY_NODES), "replay_s": replay_med, "per_node_s": per_node,
+                              "median_s": replay},
+                      notes=["fixed cost of one CUDA-graph replay timed alone (events around the launch, then a "
+                             "synchronize): the intercept of replay time against node count, 1-256 empty kernels"])
     yield _finding(ctx, "host_issue_s", host, f"host time to issue one launch (CuPy RawKernel, {NODES} in a loop)")
     yield _finding(ctx, "stream_s", gpu, f"GPU time per kernel of {NODES} empty kernels launched one by one into a "
                    "stream (bounded by the host's issue rate)")

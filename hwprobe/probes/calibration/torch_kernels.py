@@ -22,49 +22,86 @@ import numpy as np
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common
 
-KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "copy")
+KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "pool", "cat", "copy")
 SIZES = common.geometric(1 << 13, 1 << 30, 2)
 QUICK_SIZES = common.geometric(1 << 13, 1 << 26, 8)
 HIDDEN = 1024             # norm/softmax rows; bias channels
 POOL = 49                 # reduction: mean over a 7 x 7 map per channel (global average pooling)
+POOL_C, POOL_HW = 64, 112  # pool: a CNN stem's 3x3 stride-2 max pooling, channels-last, 64 channels at 112 x 112
 SDPA_BH = (12, 96, 384, 1536)
 SDPA_SEQ = (128, 256, 512, 1024, 2048, 4096)
 SDPA_DIM = (64, 128)
 SDPA_MAX_ELEMS = 1 << 29  # batch x heads x seq x dim of Q at most (memory and time)
 
 
-def _graph_time(torch, fn, reps: int | None = None) -> tuple[float, int]:
-    """Seconds per call of ``fn`` replayed ``reps`` times back to back in a CUDA graph (median of 3 replays)."""
+_FLUSH: dict = {}
+
+
+def _l2_bytes(torch) -> int:
+    return int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0)) or 50 << 20
+
+
+def _flush(torch) -> None:
+    """Write 3 x L2 of other data, as the rest of a model's forward does between two uses of one layer: every timed
+    replay starts with L2 full of someone else's (dirty) lines and no parameter of the chain in it."""
+    if "buf" not in _FLUSH:
+        _FLUSH["buf"] = torch.empty(3 * _l2_bytes(torch), dtype=torch.uint8, device="cuda")
+    _FLUSH["buf"].fill_(1)
+
+
+def _params(torch, make, nbytes: int):
+    """A callable giving a different copy of a layer's parameters (weights, bias, norm scale) on each call, as each
+    layer of a model reads its own: enough copies that one pass over them moves 3 x L2 (so none is L2-resident
+    when it comes round again), at most one per launch of a replay."""
+    import itertools
+
+    copies = int(min(common.MAX_REPS, max(1, -(-3 * _l2_bytes(torch) // max(int(nbytes), 1)))))
+    it = itertools.cycle([make() for _ in range(copies)])
+    return lambda: next(it)
+
+
+def _warm(torch, fn, calls: int = 2) -> None:
+    """Run ``fn`` on a side stream first (allocations and library handles settle before a capture)."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        for _ in range(2):
+        for _ in range(calls):
             fn()
     torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
 
-    def capture(n: int):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(n):
-                fn()
-        return g
 
-    def timed(g) -> float:
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        return a.elapsed_time(b) * 1e-3
+def _capture(torch, fn, n: int):
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(n):
+            fn()
+    return g
 
-    if reps is None:
-        g = capture(common.MIN_REPS)
-        g.replay()
-        reps = common.reps_for_time(timed(g) / common.MIN_REPS)
-    g = capture(reps)
+
+def _replay_s(torch, g, flush: bool = True) -> float:
+    """Seconds of one replay of ``g`` timed alone between two events (after an L2 flush, outside the window)."""
+    if flush:
+        _flush(torch)
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
     g.replay()
-    return float(np.median([timed(g) for _ in range(common.point_rule().min_samples)])) / reps, reps
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) * 1e-3
+
+
+def _graph_time(torch, fn, reps: int | None = None) -> tuple[float, int]:
+    """Seconds per call of ``fn`` replayed ``reps`` times back to back in a CUDA graph (median of the rule's
+    replays), each replay after a flush of L2 (_flush) and timed alone, as a model's replay is."""
+    _warm(torch, fn)
+    if reps is None:
+        g = _capture(torch, fn, common.MIN_REPS)
+        g.replay()
+        reps = common.reps_for_time(_replay_s(torch, g) / common.MIN_REPS)
+    g = _capture(torch, fn, reps)
+    g.replay()
+    return float(np.median([_replay_s(torch, g) for _ in range(common.point_rule().min_samples)])) / reps, reps
 
 
 def _chain(step, x0, ref_step):
@@ -97,20 +134,45 @@ def _case(torch, kind: str, nbytes: int):
                      "unary": (lambda a: torch.relu(a), lambda a: a.clamp_min(0)),
                      "copy": (lambda a: a.clone(), lambda a: a)}[kind]
         return _pack(_chain(step, x, ref), 2 * streams * n, f"{n}")
-    if kind == "bias":
+    if kind == "cat":             # concatenation along the last dim (RoPE's rotate_half: cat(-x2, x1) on 128 lanes)
+        rows = max(1, nbytes // (4 * 128))
+        return _pack(_chain(lambda a: torch.cat((a[..., 64:], a[..., :64]), dim=-1), rnd(rows, 128),
+                            lambda a: torch.cat((a[..., 64:], a[..., :64]), dim=-1)), 4 * rows * 128,
+                     f"{rows} x (64 + 64)")
+    if kind == "bias":            # each launch adds its own bias vector (a layer's), read cold
         rows = max(1, nbytes // (4 * HIDDEN))
-        b = rnd(HIDDEN)
-        return _pack(_chain(lambda a: a + b, rnd(rows, HIDDEN), lambda a: a + b.float()), 4 * rows * HIDDEN,
+        bias = _params(torch, lambda: rnd(HIDDEN), 2 * HIDDEN)
+        last = {}
+
+        def step(a):
+            last["b"] = bias()
+            return a + last["b"]
+
+        return _pack(_chain(step, rnd(rows, HIDDEN), lambda a: a + last["b"].float()), 4 * rows * HIDDEN,
                      f"{rows} x {HIDDEN} + {HIDDEN}")
     if kind in ("norm", "softmax"):
         rows = max(1, nbytes // (4 * HIDDEN))
-        if kind == "norm":
-            w, b = rnd(HIDDEN), rnd(HIDDEN)
-            step = lambda a: F.layer_norm(a, (HIDDEN,), w, b)
-            ref = lambda a: F.layer_norm(a, (HIDDEN,), w.float(), b.float())
+        if kind == "norm":        # each launch with its own scale and shift (a layer's), read cold
+            wb = _params(torch, lambda: (rnd(HIDDEN), rnd(HIDDEN)), 4 * HIDDEN)
+            last = {}
+
+            def step(a):
+                last["wb"] = wb()
+                return F.layer_norm(a, (HIDDEN,), *last["wb"])
+
+            ref = lambda a: F.layer_norm(a, (HIDDEN,), last["wb"][0].float(), last["wb"][1].float())
         else:
             step, ref = (lambda a: torch.softmax(a, dim=-1)), (lambda a: torch.softmax(a, dim=-1))
         return _pack(_chain(step, rnd(rows, HIDDEN), ref), 4 * rows * HIDDEN, f"{rows} x {HIDDEN}")
+    if kind == "pool":                           # max pooling 3x3 stride 2 (a CNN stem's), channels-last
+        per_px = 2 * POOL_C * 1.25                   # input bytes per pixel, plus a quarter for the output
+        n = max(1, int(nbytes // (per_px * POOL_HW * POOL_HW)))
+        hw = POOL_HW if n > 1 else max(8, int((nbytes / per_px) ** 0.5) // 2 * 2)
+        x = rnd(n, POOL_C, hw, hw).to(memory_format=torch.channels_last)
+        holder = {}
+        out_px = n * POOL_C * ((hw + 1) // 2) ** 2
+        return ((lambda: holder.__setitem__("y", F.max_pool2d(x, 3, 2, 1))), 2 * (x.numel() + out_px),
+                lambda: (holder["y"].float(), F.max_pool2d(x.float(), 3, 2, 1)), f"{n} x {POOL_C} x {hw} x {hw}")
     rows = max(1, nbytes // (2 * POOL))          # reduction: NHWC global average pooling, [rows/C, 7, 7, C]
     c = 256 if rows >= 256 else rows
     x = rnd(max(1, rows // c), POOL, c)
@@ -209,14 +271,54 @@ def _conv_point(torch, m: int, cin: int, cout: int, k: int) -> float:
     side = int(round(m ** 0.5))
     n, hw = (max(1, m // 3136), 56) if side * side != m and m >= 3136 else (1, side)
     x = torch.randn(n, cin, hw, hw, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
-    w = (torch.randn(cout, cin, k, k, device="cuda", dtype=torch.float16) / (cin * k * k) ** 0.5).to(
-        memory_format=torch.channels_last)
+    weights = _params(torch, lambda: (torch.randn(cout, cin, k, k, device="cuda", dtype=torch.float16)
+                                      / (cin * k * k) ** 0.5).to(memory_format=torch.channels_last),
+                      2 * cout * cin * k * k)
     holder = {}
-    t, _ = _graph_time(torch, lambda: holder.__setitem__("y", F.conv2d(x, w, padding=k // 2)))
+
+    def call() -> None:
+        holder["w"] = weights()
+        holder["y"] = F.conv2d(x, holder["w"], padding=k // 2)
+
+    t, _ = _graph_time(torch, call)
+    w = holder["w"]
     ref = F.conv2d(x[:1, :, :8, :8].float(), w.float(), padding=k // 2)
     got = holder["y"][:1, :, :8, :8].float()
     inner = slice(k // 2, 8 - k // 2)        # away from the crop's border, where the padding differs
     _check((got[..., inner, inner], ref[..., inner, inner]), f"conv {k}x{k} {cin}->{cout} at {m}")
+    return t
+
+
+# First-layer convolutions on an RGB image (C_in = 3): cuDNN runs kernels of their own for these (channel padding,
+# non-Tensor-Core paths), which no 1x1/3x3 point shows. (kernel, stride, C_out) of the common stems: ResNet's
+# 7x7/2, ViT's 16x16/16 patches, MobileNet/EfficientNet's 3x3/2, ConvNeXt/Swin's 4x4/4.
+STEMS = ((7, 2, 64), (16, 16, 768), (3, 2, 32), (4, 4, 96), (4, 4, 128))
+STEM_BATCH = (1, 8, 32, 64, 128)
+STEM_HW = 224
+
+
+def _stem_point(torch, k: int, stride: int, cin: int, cout: int, m: int, layout: str) -> float:
+    """A stem convolution over ``m`` output pixels (whole 224 x 224 images), FP16 in ``layout`` (nhwc: the model
+    converted to channels-last; nchw: as a model runs by default, cuDNN transforming around its kernel), checked in
+    FP32."""
+    F = torch.nn.functional
+    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    pad = k // 2 if k > stride else 0
+    side = (STEM_HW + 2 * pad - k) // stride + 1
+    n = max(1, m // (side * side))
+    x = torch.randn(n, cin, STEM_HW, STEM_HW, device="cuda", dtype=torch.float16).to(memory_format=fmt)
+    weights = _params(torch, lambda: (torch.randn(cout, cin, k, k, device="cuda", dtype=torch.float16)
+                                      / (cin * k * k) ** 0.5).to(memory_format=fmt),
+                      2 * cout * cin * k * k)
+    holder = {}
+
+    def call() -> None:
+        holder["w"] = weights()
+        holder["y"] = F.conv2d(x, holder["w"], stride=stride, padding=pad)
+
+    t, _ = _graph_time(torch, call)
+    ref = F.conv2d(x[:1].float(), holder["w"].float(), stride=stride, padding=pad)
+    _check((holder["y"][:1].float(), ref), f"conv {k}x{k}/{stride} {cin}->{cout} at {m}")
     return t
 
 
@@ -231,12 +333,62 @@ def _convs(ctx, torch, quick: bool):
     rows: list[dict] = []
     yield from _sweep(ctx, torch, cases, lambda **c: _conv_point(torch, **c), "predict.torch.conv", "torch conv2d",
                       rows)
+    stems = [{"k": k, "stride": s, "cin": 3, "cout": cout, "layout": layout,
+              "m": b * ((STEM_HW + 2 * (k // 2 if k > s else 0) - k) // s + 1) ** 2}
+             for k, s, cout in (STEMS[:1] if quick else STEMS) for b in (STEM_BATCH[::2] if quick else STEM_BATCH)
+             for layout in ("nhwc", "nchw")]
+    yield from _sweep(ctx, torch, stems, lambda **c: _stem_point(torch, **c), "predict.torch.conv.stem",
+                      "torch stem conv2d", rows)
     if rows:
         yield ctx.derived("predict.torch.conv", len(rows), unit="points", kind="info",
                           params={"points": rows, "framework": f"torch {torch.__version__}", "dtype": "float16",
                                   "layout": "channels_last", "cudnn_benchmark": True},
-                          notes=["PyTorch conv2d (cuDNN), channels-last FP16, stride 1: seconds per convolution over "
-                                 "output pixels x C_in x C_out for 1x1 and 3x3 kernels, replayed in a CUDA graph"])
+                          notes=["PyTorch conv2d (cuDNN), channels-last FP16: seconds per convolution over output "
+                                 "pixels x C_in x C_out for 1x1 and 3x3 kernels at stride 1, and for the first-layer "
+                                 "(stem) convolutions of C_in = 3 (points with 'stride'), replayed in a CUDA graph"])
+
+
+LINEAR_M = (1, 16, 128, 1024, 8192, 32768)                 # rows (tokens x batch)
+LINEAR_NK = (768, 2048, 4096, 8192, 16384)                   # output and input features
+LINEAR_MAX_MACS = 1 << 41
+
+
+def _linear_point(torch, m: int, n: int, k: int, dtype) -> float:
+    """One F.linear (cuBLASLt through PyTorch, its own heuristics) of m rows x k -> n, each launch on its own
+    weight copy (cold, as a model's layers); checked on a few rows in FP32."""
+    F = torch.nn.functional
+    x = torch.randn(m, k, device="cuda", dtype=dtype)
+    weights = _params(torch, lambda: torch.randn(n, k, device="cuda", dtype=dtype) / k ** 0.5, 2 * n * k)
+    holder = {}
+
+    def call() -> None:
+        holder["w"] = weights()
+        holder["y"] = F.linear(x, holder["w"])
+
+    t, _ = _graph_time(torch, call)
+    _check((holder["y"][:4].float(), x[:4].float() @ holder["w"].float().T), f"linear {m}x{k}->{n}")
+    return t
+
+
+def _linears(ctx, torch, quick: bool):
+    """PyTorch's own GEMM for a linear layer over rows x N x K, FP16 and BF16: the framework's library calls and
+    heuristics (cuBLASLt, its epilogues) where gpu.gemm_shapes times cublasGemmEx's default algorithm."""
+    ms, nks = (LINEAR_M[::2], LINEAR_NK[::2]) if quick else (LINEAR_M, LINEAR_NK)
+    for prec, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
+        cases = [{"m": m, "n": n, "k": k} for m in ms for n in nks for k in nks if m * n * k <= LINEAR_MAX_MACS]
+        rows: list[dict] = []
+        yield from _sweep(ctx, torch, cases, lambda dtype=dtype, **c: _linear_point(torch, dtype=dtype, **c),
+                          f"predict.torch.linear.{prec}", f"torch linear {prec}", rows)
+        if not rows:
+            continue
+        t = {(r["m"], r["n"], r["k"]): r["time_s"] for r in rows}
+        grid = [[[t.get((m, n, k)) for k in nks] for n in nks] for m in ms]
+        yield ctx.derived(f"predict.torch.linear.{prec}", len(rows), unit="points", kind="info",
+                          params={"precision": prec, "m": list(ms), "n": list(nks), "k": list(nks), "time_s": grid,
+                                  "framework": f"torch {torch.__version__}", "api": "torch.nn.functional.linear",
+                                  "runtime": "cuda_graph"},
+                          notes=[f"PyTorch linear layers ({prec}): seconds per GEMM over rows x N x K, each launch on "
+                                 "its own (cold) weights, replayed in a CUDA graph"])
 
 
 EAGER_OPS = 2000          # ops per host-overhead sample
@@ -280,6 +432,37 @@ def _eager(ctx, torch):
                              "Python loops; the GPU finishes each before the next is issued): the median over kinds"])
 
 
+REPLAY_NODES = (1, 16, 64, 256)
+
+
+def _replay(ctx, torch):
+    """The framework's fixed cost of one CUDA-graph replay timed alone (torch.cuda.CUDAGraph.replay between two
+    events, as a model's forward is timed): graphs of 1 to 256 small chained adds, the intercept of replay time
+    against kernel count. A model's graph pays it once per forward."""
+    med = []
+    try:
+        for n in REPLAY_NODES:
+            x, y = (torch.rand(4096, device="cuda").half() for _ in range(2))
+            st = {"x": x}
+
+            def fn(n=n, st=st, y=y) -> None:
+                for _ in range(n):
+                    st["x"] = st["x"] + y
+
+            _warm(torch, fn, 1)
+            g = _capture(torch, fn, 1)
+            samples = [_replay_s(torch, g, flush=False) for _ in range(24)][3:]
+            med.append(float(np.median(samples)))
+    except Exception as e:
+        yield ctx.error("predict.torch.graph_replay_s", "torch graph replay cost", e)
+        return
+    slope, intercept = np.polyfit(np.asarray(REPLAY_NODES, float), np.asarray(med), 1)
+    yield ctx.derived("predict.torch.graph_replay_s", max(0.0, float(intercept)), unit="s", kind="info",
+                      params={"nodes": list(REPLAY_NODES), "replay_s": med, "per_node_s": float(slope)},
+                      notes=["fixed cost of one torch CUDA-graph replay timed alone (events around replay()): the "
+                             "intercept of replay time against kernel count, 1-256 small adds"])
+
+
 SWITCH_BYTES = 1 << 18          # the switch-cost kernels move 256 KiB each (L2-resident, latency-bound)
 SWITCH_REPS = 64
 
@@ -314,13 +497,63 @@ def _switch(ctx, torch):
                               "kernels": ["add", "clamp_min", "layer_norm", "softmax", "copy"]},
                       notes=["per-kernel cost of following a different kernel (alternating add, relu, layer norm, "
                              "softmax, copy in one CUDA graph) over the same kernels replayed alone"])
+    yield from _switch_library(ctx, torch)
+
+
+def _library_pairs(torch) -> dict:
+    """(library kernel, framework kernel, first input) pairs as models alternate them: a cuBLAS linear and the
+    residual add after it (BERT-base's 128 x 768 x 768), a cuDNN 3x3 convolution and its bias add (ResNet's
+    64 channels at 56 x 56, channels-last)."""
+    F = torch.nn.functional
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    rnd = lambda *shape: (torch.rand(*shape, device="cuda", generator=gen) - 0.5).half()
+    w, y = rnd(768, 768) / 14.0, rnd(128, 768)
+    cw = (rnd(64, 64, 3, 3) / 12.0).to(memory_format=torch.channels_last)
+    cb = rnd(1, 64, 1, 1)
+    return {"linear+add": (lambda a: F.linear(a, w), lambda a: a + y, rnd(128, 768)),
+            "conv+bias": (lambda a: F.conv2d(a, cw, padding=1), lambda a: a + cb,
+                          rnd(1, 64, 56, 56).to(memory_format=torch.channels_last))}
+
+
+def _switch_library(ctx, torch):
+    """What a kernel costs beyond its back-to-back time when it alternates with a kernel of the other side: a
+    library kernel (cuBLAS, cuDNN: large shared-memory tiles) after a framework kernel and back, as every linear
+    or convolution and its bias, activation or residual add do in a model."""
+    per: dict[str, dict] = {}
+    try:
+        for name, (lib, fw, x0) in _library_pairs(torch).items():
+            st = {"x": x0}
+
+            def chain(*steps, st=st):
+                def fn() -> None:
+                    for f in steps:
+                        st["x"] = f(st["x"])
+                return fn
+
+            t_lib = _graph_time(torch, chain(lib), SWITCH_REPS)[0]
+            t_fw = _graph_time(torch, chain(fw), SWITCH_REPS)[0]
+            t_pair = _graph_time(torch, chain(lib, fw), SWITCH_REPS)[0] / 2
+            if not bool(torch.isfinite(st["x"]).all()):
+                raise AssertionError(f"{name}: the chain's output is not finite")
+            per[name] = {"library_s": t_lib, "framework_s": t_fw, "alternating_per_kernel_s": t_pair,
+                         "switch_s": max(0.0, t_pair - (t_lib + t_fw) / 2)}
+    except Exception as e:
+        yield ctx.error("predict.torch.switch_library_s", "torch library/framework switch cost", e)
+        return
+    yield ctx.derived("predict.torch.switch_library_s", float(np.median([p["switch_s"] for p in per.values()])),
+                      unit="s", kind="info", params={"pairs": per},
+                      notes=["per-kernel cost of alternating a library kernel (cuBLAS linear, cuDNN convolution) "
+                             "with a framework kernel (add, bias add) in one CUDA graph, over each replayed alone: "
+                             "the median over pairs"])
 
 
 @probe(name="gpu.torch_kernels", target="gpu", family="calibration",
        summary="Prediction calibration with PyTorch's own kernels (optional: skipped without torch): elementwise, "
-               "bias, norm, softmax, reduction, copy, cuDNN convolutions and SDPA attention, in CUDA graphs",
+               "bias, norm, softmax, reduction, pooling, copy, linear layers, cuDNN convolutions and SDPA "
+               "attention, in CUDA graphs",
        choices={"kinds": KINDS})
-def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = True, max_bytes: int = 1 << 30):
+def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = True, linears: bool = True,
+        max_bytes: int = 1 << 30):
     try:
         import torch
     except Exception as e:
@@ -334,8 +567,11 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = Tr
     with torch.inference_mode():
         yield from _curves(ctx, torch, kinds or KINDS, sizes)
         yield from _switch(ctx, torch)
+        yield from _replay(ctx, torch)
         yield from _eager(ctx, torch)
         if convs:
             yield from _convs(ctx, torch, ctx.quick)
+        if linears:
+            yield from _linears(ctx, torch, ctx.quick)
         if sdpa:
             yield from _sdpa(ctx, torch, ctx.quick)
