@@ -27,7 +27,8 @@ def test_committed_profile_is_below_the_whitepaper(path):
     prof = load_profile(path)
     assert not prof.partial and prof.device["kind"] == "gpu"
     part = "H200" if "H200" in prof.device["name"] else "H100"
-    assert 0.5 * DATASHEET_DRAM[part] < prof.memory["dram"].bandwidth.value <= DATASHEET_DRAM[part]
+    if "dram" in prof.memory or prof.environment.get("suite") in ("full", "memory", "predict", "default"):
+        assert 0.5 * DATASHEET_DRAM[part] < prof.memory["dram"].bandwidth.value <= DATASHEET_DRAM[part]
     seen = 0
     for prec, units in prof.compute.items():
         for unit, paths in units.items():
