@@ -44,6 +44,7 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 # want) or NCHW (PyTorch's default: cuDNN transforms around a first-layer kernel). The conv table's 1x1/3x3 points
 # are channels-last; the stems are measured in both.
 LAYOUTS = ("nhwc", "nchw")
+LIBRARY_KINDS = ("gemm", "attention", "conv_dw")    # kernels cuBLAS/cuDNN run (the rest: the framework's own)
 GEMM_FALLBACK = {"bf16": "fp16", "fp16": "bf16", "fp8": "fp16", "int8": "fp16", "tf32": "fp16", "fp32": "tf32"}
 
 
@@ -252,7 +253,7 @@ class Predictor:
         if self.runtime == "graph" and self.cal.framework_replay_s:
             out["replay"] = self.cal.framework_replay_s
         if self.runtime != "fused" and self.cal.switch_library_s:
-            sides = [op.kind in ("gemm", "attention") for op in ops if op.kind not in COMM_KINDS]
+            sides = [op.kind in LIBRARY_KINDS for op in ops if op.kind not in COMM_KINDS]
             n = sum(a != b for a, b in zip(sides, sides[1:], strict=False))
             if n:
                 out["switches"] = n * self.cal.switch_library_s
