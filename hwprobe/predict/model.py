@@ -16,10 +16,15 @@
   (gpu.torch_kernels) where the profile has them and the runtime is the framework's (eager, graph), hwprobe's
   lean kernels' otherwise (and for the fused runtime); a fused attention likewise from the framework's SDPA table.
 - collectives: the profile's measured collective curve at the message size (missing without one).
+- linear layers (framework runtimes): the framework's own linear-layer table (gpu.torch_kernels: cuBLASLt through
+  PyTorch, its heuristics and epilogues) where the profile has one, cuBLAS gemmEx's otherwise; never faster than
+  the library ceiling.
+- stems (C_in = 3): the conv table's first-layer points by kernel, stride and layout (``layout``: nhwc or nchw).
 
-Every curve was timed on one kernel replayed back to back; in a model each kernel follows a different one, and
-the profile's measured switch cost (gpu.torch_kernels: five kinds alternating against each alone) is added per
-kernel for the framework's runtimes.
+The framework's curves were timed as a model meets its kernels: each launch on its own parameters, after L2 was
+filled with other data. Per pass (``run_overhead``): the framework's fixed cost of one CUDA-graph replay, and the
+measured cost of each change between a library kernel and a framework kernel in the sequence; the switch between
+two framework kernels (five kinds alternating against each alone) is added per kernel.
 
 The runtime sets the per-kernel floor: ``graph`` (the curves were measured as CUDA graph replays, so their times
 already hold the gap between nodes), ``eager`` (a kernel also waits for the host to issue it: the measured host
