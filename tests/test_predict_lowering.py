@@ -125,8 +125,8 @@ def test_the_committed_calibration_holds_the_new_curves():
 
 
 def test_run_overhead_counts_each_change_between_library_and_framework_kernels():
-    from hwprobe.profile_build import load_profile
     from hwprobe.predict.model import Predictor
+    from hwprobe.profile_build import load_profile
 
     prof = load_profile(PREDICT)
     g = KernelOp("g", "gemm", m=64, n=768, k=768)
