@@ -71,12 +71,11 @@ def rows(profile) -> list[dict[str, Any]]:
         b = m.bandwidth
         if b is None or b.value is None:     # a latency-only level (the far L2 partition) holds no ceiling
             continue
-        out.append({**common, "kind": "memory", "level": level, "value": b.value if b else None,
-                    "value_unit": "B/s", "metric": b.metric if b else None, "probe": b.probe if b else None,
-                    "clock_mhz": b.clock_mhz if b else None, "clock_source": getattr(b, "clock_source", None),
-                    "theory_at_clock": b.theory_at_clock if b else None,
-                    "theory_at_max_clock": b.theory_at_max_clock if b else None,
-                    "datasheet": b.datasheet if b else None, "latency_s": m.latency_s,
+        out.append({**common, "kind": "memory", "level": level, "value": b.value,
+                    "value_unit": "B/s", "metric": b.metric, "probe": b.probe,
+                    "clock_mhz": b.clock_mhz, "clock_source": getattr(b, "clock_source", None),
+                    "theory_at_clock": b.theory_at_clock, "theory_at_max_clock": b.theory_at_max_clock,
+                    "datasheet": b.datasheet, "latency_s": m.latency_s,
                     "capacity_bytes": m.capacity_bytes, "sparsity": None})
     return [{k: r.get(k) for k in COLUMNS} for r in out]
 

@@ -57,6 +57,4 @@ SIZE_AT_90PCT = Key("size_at_90pct", int, "B", "the smallest message size reachi
 ROUND = Key("round", int, "", "which round of a multi-round suite (1-based) the record is from")
 START_STATE = Key("start_state", dict, "", "the GPU state a compute probe started from (hwprobe.timing.settle)")
 
-KEYS: dict[str, Key] = {k: k for k in (
-    KERNEL_SM_MHZ, SENTINEL_SM_MHZ, THEORY_CLOCK_SOURCE, CLOCKS_MHZ, PCT_AT, CEILING, SPARSE, EXEC_UNIT_INFERRED,
-    PRIMARY, MAP, CYCLES, CEILING_KEY, LINK_KIND, ENDPOINTS, LINK_TYPE, SIZE_AT_90PCT, ROUND, START_STATE)}
+KEYS: dict[str, Key] = {k: k for k in list(globals().values()) if isinstance(k, Key)}   # every key declared above

@@ -55,6 +55,14 @@ def new_run_dir(root: Path | str | None, device_label: str) -> Path:
     return path
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """Every byte of ``data`` to ``fd``, then fsync: on disk before the caller goes on."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, fsync it, and rename it over ``path``. A failed write
     (a full disk) leaves ``path`` as it was and no temporary file behind, and raises one OSError."""
@@ -62,10 +70,7 @@ def atomic_write(path: Path, text: str) -> None:
     data = text.encode("utf-8")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
+        _write_all(fd, data)
     except OSError:
         os.close(fd)
         tmp.unlink(missing_ok=True)
@@ -96,10 +101,7 @@ class ResultsWriter:
         data = (json.dumps(d, default=_jsonable) + "\n").encode("utf-8")
         start = os.lseek(self._fd, 0, os.SEEK_END)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._fd, view):]
-            os.fsync(self._fd)
+            _write_all(self._fd, data)
         except OSError:
             try:
                 os.ftruncate(self._fd, start)       # no torn line: the file ends with the last whole record

@@ -207,15 +207,10 @@ def run_case(model: Llama, attn, phase, batch, length, runtime, reps, warmup) ->
         out["logits"] = model.forward(ids, pos, start, attn)
 
     if runtime == "graph":
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                step()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            step()
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from validate_models import capture_graph  # three warm-up steps on a side stream, then one captured
+
+        g, _ = capture_graph(step)
         times = time_replays(g.replay, reps, warmup, torch)
     else:
         times = time_replays(step, reps, warmup, torch)

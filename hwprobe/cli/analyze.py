@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from hwprobe.cli import cli, console
 from hwprobe.cli.analyze_llm import llm_options, refuse_llm_options, run_llm
+from hwprobe.cli.outputs import show
 
 
 def parse_dims(items) -> dict[str, int]:
@@ -68,8 +67,7 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     MODEL may also be an LLM: a Hugging Face config.json or a built-in LLM name (llama-3-8b, ...): time to
     first token and per output token from the measured profile (the --phase ... --runtime options).
     Without MODEL, --times files alone: the kernels against the roofs that apply to them (a times-only view)."""
-    from hwprobe.cli.outputs import PLOT_SUFFIXES, output_file
-    from hwprobe.errors import InputError
+    from hwprobe.cli.outputs import PLOT_SUFFIXES, output_file, write_text
     from hwprobe.models import analyze
     from hwprobe.models.llm import is_llm
 
@@ -87,21 +85,12 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     a = analyze(model, profile_path, spec=spec, precision=precision, batch=batch, convention=convention,
                 path=path, level=level, times=list(times), runtime=runtime, dims=parse_dims(dims), layout=layout)
     if csv_path:
-        try:
-            a.layers.to_csv(csv_path, index=False)
-        except OSError as e:
-            raise InputError(f"cannot write {csv_path!r}: {e.strerror or e}") from None
+        write_text(csv_path, a.layers.to_csv(index=False), "--csv")
     if plot_path:
         from hwprobe.models.plot import plot_layers
 
         plot_layers(a, plot_path)
-    if as_json:
-        click.echo(json.dumps(to_dict(a), indent=2, default=str))
-    else:
-        render(a, console(), show_all, wide)
-        for p in (csv_path, plot_path):
-            if p:
-                console().print(f"wrote {p}")
+    show(as_json, lambda: to_dict(a), lambda: render(a, console(), show_all, wide), (csv_path, plot_path))
 
 
 def _times_only(times, profile_path, as_json: bool, show_all: bool) -> None:
@@ -117,7 +106,4 @@ def _times_only(times, profile_path, as_json: bool, show_all: bool) -> None:
 
         prof = load_profile(profile_path)
     v = kernel_view([parse(t) for t in times], prof)
-    if as_json:
-        click.echo(json.dumps(v.to_dict(), indent=2, default=str))
-    else:
-        render_kernel_view(v, console(), show_all)
+    show(as_json, v.to_dict, lambda: render_kernel_view(v, console(), show_all))

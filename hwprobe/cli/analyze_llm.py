@@ -4,11 +4,13 @@ hwprobe.models.llm. Options that only mean something for one kind of model are r
 from __future__ import annotations
 
 import csv
-import json
+import io
+from pathlib import Path
 
 import click
 
 from hwprobe.cli import console
+from hwprobe.cli.outputs import show, write_text
 from hwprobe.errors import InputError
 
 # option name -> (click declaration kwargs); defaults live in hwprobe.models.llm.LLMOptions.
@@ -46,16 +48,14 @@ def _refuse_onnx_options() -> None:
 
 
 def write_csv(a, path: str) -> None:
-    try:
-        with open(path, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["phase", "op", "kind", "count", "shape", "flops", "bytes", "bound", "time_s", "roofline_s"])
-            for r in a.phases.values():
-                for x in r.rows:
-                    w.writerow([r.phase, x.group, x.kind, x.count, x.shape, x.flops, x.bytes, x.bound,
-                                x.time_s if r.time_s is not None else "", x.roofline_s if r.time_s else ""])
-    except OSError as e:
-        raise InputError(f"cannot write {path!r}: {e.strerror or e}") from None
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["phase", "op", "kind", "count", "shape", "flops", "bytes", "bound", "time_s", "roofline_s"])
+    for r in a.phases.values():
+        for x in r.rows:
+            w.writerow([r.phase, x.group, x.kind, x.count, x.shape, x.flops, x.bytes, x.bound,
+                        x.time_s if r.time_s is not None else "", x.roofline_s if r.time_s else ""])
+    write_text(Path(path), buf.getvalue(), "--csv")
 
 
 def run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_all, llm: dict,
@@ -71,9 +71,4 @@ def run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_a
     a = analyze(model, profile_path, opts)
     if csv_path:
         write_csv(a, csv_path)
-    if as_json:
-        click.echo(json.dumps(to_dict(a), indent=2, default=str))
-    else:
-        render(a, console(), show_all, wide)
-        if csv_path:
-            console().print(f"wrote {csv_path}")
+    show(as_json, lambda: to_dict(a), lambda: render(a, console(), show_all, wide), (csv_path,))

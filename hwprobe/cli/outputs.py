@@ -35,5 +35,23 @@ def write_text(path: Path, text: str, option: str) -> None:
         raise InputError(f"{option}: cannot write {str(path)!r}: {e.strerror or e}") from None
 
 
+def show(as_json: bool, doc, draw, written=()) -> None:
+    """An analysis as JSON on stdout (``doc()``), or drawn on the terminal (``draw()``) followed by one line per
+    file written: the one ending of every analyze path."""
+    import json
+
+    import click
+
+    from hwprobe.cli import console
+
+    if as_json:
+        click.echo(json.dumps(doc(), indent=2, default=str))
+        return
+    draw()
+    for p in written:
+        if p:
+            console().print(f"wrote {p}")
+
+
 def _either(words: tuple[str, ...]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"

@@ -45,7 +45,7 @@ class GpuInfo:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["arch"] = self.arch
-        d["kind"] = "gpu"
+        d["kind"] = self.kind
         return d
 
 
@@ -78,7 +78,7 @@ class CpuInfo:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["kind"] = "cpu"
+        d["kind"] = self.kind
         return d
 
 

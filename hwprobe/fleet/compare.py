@@ -198,15 +198,13 @@ def _explain(fleet: Fleet, groups, median, reference: RunRecord | None = None) -
     flagged = {(o.run, o.key) for o in fleet.outliers}
     for o in fleet.outliers:
         if o.rule == "reference" and reference is not None:
-            o.typical = reference.label
-            o.causes = [c.replace("in the reference", f"in {reference.label}") for c in
-                        causes.explain(by_label[o.run], reference, o.key)]
-            continue
-        i = fleet.table.index[fleet.table["run"] == o.run][0]
-        same = fleet.table.index[(groups == groups.iat[i]) & fleet.table[o.key].notna()]
-        candidates = [j for j in same if (fleet.table["run"].iat[j], o.key) not in flagged] or list(same)
-        j = min(candidates, key=lambda j: abs(fleet.table[o.key].iat[j] - median[o.key].iat[i]))
-        typical = by_label[fleet.table["run"].iat[j]]
+            typical = reference
+        else:
+            i = fleet.table.index[fleet.table["run"] == o.run][0]
+            same = fleet.table.index[(groups == groups.iat[i]) & fleet.table[o.key].notna()]
+            candidates = [j for j in same if (fleet.table["run"].iat[j], o.key) not in flagged] or list(same)
+            j = min(candidates, key=lambda j: abs(fleet.table[o.key].iat[j] - median[o.key].iat[i]))
+            typical = by_label[fleet.table["run"].iat[j]]
         o.typical = typical.label
         if typical.label == o.run:
             o.causes = ["no typical run to compare with in its group"]

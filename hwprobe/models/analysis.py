@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from hwprobe.errors import InputError
 from hwprobe.models import conventions as conv
-from hwprobe.models.layers import Layer, Model
+from hwprobe.models.layers import GEMM_OPS, Layer, Model
 from hwprobe.models.placement import Options, Placement
 from hwprobe.models.roofs import Source
 from hwprobe.roofline import Roof, RooflineError
@@ -99,7 +99,7 @@ def _roof(source: Source, layer: Layer, prec: str, unit: str, opts: Options, lev
             return r, note
     if unit == "tensor_core":     # e.g. a profile without this Tensor Core precision: say so, don't guess
         raise RooflineError(f"{err} (layer {layer.name!r} needs {prec} on Tensor Cores)")
-    if unit == "cuda_core" and layer.op not in ("conv", "convtranspose", "gemm", "matmul"):
+    if unit == "cuda_core" and layer.op not in GEMM_OPS:
         for q in precs:         # a profile without CUDA-core probes (the 'predict' suite): pointwise work is
             try:                # memory-bound at any plausible rate, so the precision's best ceiling stands in, said so
                 r = source.roof(q, None, "best", level)

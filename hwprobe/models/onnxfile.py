@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hwprobe.errors import InputError
 from hwprobe.models.layers import Layer, Model
+from hwprobe.models.onnxfold import _attr  # one attribute reader for the reader and the folder
 
 ACTIVATIONS = {"Relu", "LeakyRelu", "PRelu", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish", "Elu", "Selu",
                "Celu", "Gelu", "Softplus", "Softsign", "Mish", "ThresholdedRelu", "Erf", "Exp", "Log", "Sqrt",
@@ -74,13 +75,6 @@ class _Graph:
         return _prod(d) if d is not None else None
 
 
-def _attr(node, name: str, default=None):
-    from onnx import helper
-
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 def _io(g: _Graph, node, data_inputs: int | None = None) -> tuple[int, int, int, bool]:

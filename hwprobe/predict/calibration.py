@@ -38,7 +38,6 @@ class GemmTable:
     n: np.ndarray
     k: np.ndarray
     log_t: np.ndarray                  # log seconds, NaN where a point failed (filled from neighbours)
-    sm_mhz: float | None = None
 
     @classmethod
     def from_finding(cls, params: dict) -> GemmTable:
@@ -49,7 +48,7 @@ class GemmTable:
         log_t = np.log(t)
         _fill(log_t, [params["m"], params["n"], params["k"]])
         return cls(params["precision"], np.asarray(params["m"], float), np.asarray(params["n"], float),
-                   np.asarray(params["k"], float), log_t, params.get("sm_mhz_median"))
+                   np.asarray(params["k"], float), log_t)
 
     def covers(self, m: float, n: float, k: float) -> bool:
         return all(a[0] <= x <= a[-1] for a, x in ((self.m, m), (self.n, n), (self.k, k)))
@@ -59,12 +58,12 @@ class GemmTable:
         return _interp(self.log_t, (self.m, self.n, self.k), (m, n, k))[0]
 
 
-def _fill(log_t: np.ndarray, axes: list | None = None) -> None:
+def _fill(log_t: np.ndarray, axes: list) -> None:
     """Missing points (a failed point, or one past a sweep's size cap) from their measured neighbours, repeatedly:
     along each axis, the log-log line through the two nearest measured points on one side, continued (time keeps
     the power of the size it had there: a corner past the cap is extrapolated, not averaged down to its smaller
     neighbours); where no axis has two, the mean of the nearest neighbours."""
-    logs = [np.log(np.asarray(a, float)) for a in axes] if axes else [np.arange(n, dtype=float) for n in log_t.shape]
+    logs = [np.log(np.asarray(a, float)) for a in axes]
     for _ in range(sum(log_t.shape)):
         bad = ~np.isfinite(log_t)
         if not bad.any():
@@ -107,10 +106,6 @@ class MemCurve:
         if nbytes >= self.bytes[-1]:
             return float(self.time_s[-1] * nbytes / self.bytes[-1])
         return float(np.exp(np.interp(np.log(nbytes), np.log(self.bytes), np.log(self.time_s))))
-
-    @property
-    def floor_s(self) -> float:
-        return float(self.time_s[0])
 
 
 @dataclass
@@ -217,7 +212,6 @@ class Calibration:
     framework: dict[str, MemCurve] = field(default_factory=dict)   # the framework's own kernels (gpu.torch_kernels)
     sdpa: SdpaTable | None = None
     conv: ConvTable | None = None
-    framework_name: str = ""
     switch_s: float = 0.0          # a framework kernel's cost beyond its back-to-back time among other kernels
     eager_op_s: float = 0.0        # the framework's host time per eagerly issued op (0: not measured)
     switch_library_s: float = 0.0  # ... per kernel where library (cuBLAS/cuDNN) and framework kernels alternate
@@ -252,7 +246,6 @@ class Calibration:
                 cal.sdpa = SdpaTable(list(params.get("points") or []))
             elif metric.startswith("predict.torch."):
                 cal.framework[params.get("kind") or metric.rsplit(".", 1)[1]] = MemCurve.from_finding(params)
-                cal.framework_name = params.get("framework", "torch")
             elif metric.startswith("predict.launch."):
                 cal.launch[metric.rsplit(".", 1)[1]] = float(f.get("value") or params.get("median_s") or 0.0)
         return cal

@@ -89,12 +89,13 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
         notes.append(f"eager: each kernel waits at least the measured host issue time ({pred.host_s * 1e6:.1f} us, a "
                      "bare CUDA launch from Python); a framework's own per-op overhead comes on top (not measured "
                      "in this profile: run the calibration where the framework is installed)")
-    unc = [t for t in times if not t.covered]
+    p = Prediction(runtime, times, notes, overhead)
+    unc = p.uncovered
     if unc:
         share = sum(t.time_s for t in unc) / max(sum(t.time_s for t in times), 1e-30)
         notes.append(f"{len(unc)} kernels ({share:.0%} of the time) lie outside the calibrated shapes (priced by "
                      "extrapolation): " + ", ".join(sorted({t.op.name for t in unc})[:5]))
-    return Prediction(runtime, times, notes, overhead)
+    return p
 
 
 def expected_error(runtime: str) -> dict[str, Any] | None:

@@ -306,36 +306,41 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
     counts = {"attention": 0, "gelu": 0, "bias": 0, "fused": 0, "views": 0, "host": len(g.host), "conv_bias": 0}
 
     def emit(op: KernelOp | None, span: list[int]) -> None:
+        done.update(span)
         if op is None:
             counts["views"] += 1
             return
         out.kernels.append(op)
         for s in span:
             owner[s] = span[0]
-        done.update(span)
 
-    # Scales on Q and K before an attention, the Div before a GELU's Erf: they come before the node that owns them
-    # in graph order, so they are claimed first (the fused kernel applies them).
+    # The fused patterns, found once. Scales on Q and K before an attention, the Div before a GELU's Erf come
+    # before the node that owns them in graph order, so they are claimed first (the fused kernel applies them).
+    attention: dict[int, tuple[KernelOp, list[int]]] = {}     # first MatMul -> (kernel, the nodes it runs)
+    gelus: dict[int, list[int]] = {}                           # Erf -> the nodes of its GELU
     claimed: set[int] = set()
     for i in range(len(model.layers)):
-        att = _attention(g, i) if i not in done else None
-        if att and _attention_op(g, att[0][0], att[1], prec, it) is not None:
-            claimed.update(_scales_before(g, i))
+        if i in done:
+            continue
+        att = _attention(g, i)
+        op = _attention_op(g, att[0][0], att[1], prec, it) if att else None
+        if op is not None:
+            scales = _scales_before(g, i)
+            attention[i] = (op, att[0] + scales)
+            claimed.update(scales)
         gelu = _gelu_erf(g, i)
-        if gelu and i not in done:
+        if gelu:
+            gelus[i] = gelu
             claimed.update(gelu[:gelu.index(i)])
 
     for i, layer in enumerate(model.layers):
         if i in done or i in claimed:
             continue
-        att = _attention(g, i)
-        if att:
-            op = _attention_op(g, att[0][0], att[1], prec, it)
-            if op is not None:
-                counts["attention"] += 1
-                emit(op, att[0] + _scales_before(g, i))
-                continue
-        gelu = _gelu_erf(g, i)
+        if i in attention:
+            counts["attention"] += 1
+            emit(*attention[i])
+            continue
+        gelu = gelus.get(i)
         if gelu:
             counts["gelu"] += 1
             x = model.layers[gelu[0]]
@@ -351,7 +356,6 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
                 continue
         if (layer.source_op == "Transpose" and _transpose_is_view(g, i)) or _is_select(g, i):
             emit(None, [i])
-            done.add(i)
             continue
         span = [i]
         bias = _bias_add(g, i)
@@ -362,7 +366,6 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
         if op is not None and op.kind in MEMORY_KINDS and op.kind != "conv_dw":
             op = _memory_op(g, i, op, it)
         emit(op, span)
-        done.update(span)
         if runtime != "fused" and layer.op in ("conv", "convtranspose") and len([x for x in g.io[i]["in"] if x]) > 2:
             counts["conv_bias"] += 1     # aten's cuDNN convolution adds the bias in a kernel of its own
             out.kernels.append(KernelOp(layer.name + ".bias", "bias", prec, bytes=2.0 * layer.outputs * it,

@@ -34,10 +34,10 @@ issue time), ``fused`` (as graph; the lowering folds pointwise ops into their pr
 from __future__ import annotations
 
 from hwprobe.errors import InputError
+from hwprobe.models.conventions import ELEMENT_BYTES as ITEMSIZE
 from hwprobe.predict.calibration import STEM_CIN, Calibration, GemmTable
 from hwprobe.predict.ops import COMM_KINDS, RUNTIMES, KernelOp, OpTime
 
-ITEMSIZE = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary"}
@@ -79,10 +79,6 @@ class Predictor:
             c = self.profile.peak(precision, "tensor_core", "library") or self.profile.peak(precision)
             self._peaks[precision] = c.value if c else 0.0
         return self._peaks[precision]
-
-    def roofline_s(self, flops: float, nbytes: float, precision: str) -> float:
-        pk = self.peak(precision)
-        return max(flops / pk if pk else 0.0, nbytes / self.dram_bw if self.dram_bw else 0.0)
 
     # --- pricing ----------------------------------------------------------------------------------------------
     def table(self, precision: str) -> tuple[GemmTable, str]:
@@ -148,19 +144,18 @@ class Predictor:
         t, covered, note = self.gemm_s(op.precision, m, op.n, op.k)
         source = "framework.linear" if self.runtime != "fused" and op.precision in self.cal.framework_gemm else "gemm"
         pk = self.peak(op.precision)
-        if pk and op.gemm_flops / pk > t:      # never faster than the measured library ceiling (an extrapolation)
-            t, covered = op.gemm_flops / pk, False
+        ceil_s = op.gemm_flops / pk if pk else 0.0     # the math at the measured library ceiling
+        if ceil_s > t:                  # never faster than that (an extrapolation)
+            t, covered = ceil_s, False
         if op.weight_bits:          # fewer weight bytes, FP16 math: never faster than the math of the full shape
             tq, _, _ = self.gemm_s(op.precision, m, op.n, k_bytes)
-            math_s = op.gemm_flops / self.peak(op.precision) if self.peak(op.precision) else 0.0
-            t = max(tq, math_s)
+            t = max(tq, ceil_s)
             note = "; ".join(x for x in (note, f"weights in {op.weight_bits} bits: inferred from the FP16 table "
                                                "(no quantized-GEMM calibration)") if x)
         it = ITEMSIZE.get(op.precision, 2)
         if op.conv_input_bytes:     # the table's GEMM read the im2col matrix; the convolution reads its input once
             extra = max(0.0, it * m * op.k - op.conv_input_bytes)
-            floor = max(op.gemm_flops / self.peak(op.precision) if self.peak(op.precision) else 0.0,
-                        (op.conv_input_bytes + it * (op.batch * op.n * op.k + m * op.n)) / self.dram_bw
+            floor = max(ceil_s, (op.conv_input_bytes + it * (op.batch * op.n * op.k + m * op.n)) / self.dram_bw
                         if self.dram_bw else 0.0)
             t = max(t - extra / self.dram_bw if self.dram_bw else t, floor)
             f, why = 1.0, ""        # cuDNN's channel padding and first-layer kernels: no GEMM alignment price
@@ -191,23 +186,22 @@ class Predictor:
             return name
         return {"pool": "reduction", "cat": "copy"}.get(kind, name)       # profiles measured before these curves
 
-    def _mem_time(self, kind: str, nbytes: float) -> tuple[float, bool, str]:
-        fw = self.cal.framework.get(self._framework_curve(kind)) if self.runtime != "fused" else None
+    def _mem_time(self, kind: str, nbytes: float) -> tuple[float, bool, str, str]:
+        """(seconds, covered, note, source: the curve that priced it)."""
+        fw_name = self._framework_curve(kind)
+        fw = self.cal.framework.get(fw_name) if self.runtime != "fused" else None
         if fw is not None:
-            return fw.time(nbytes), fw.covers(nbytes), ""
+            return fw.time(nbytes), fw.covers(nbytes), "", f"framework.{fw_name}"
         name = MEMORY_CURVE.get(kind, "unary")
         curve = self.cal.memory.get(name) or self.cal.memory.get("unary") or next(iter(self.cal.memory.values()),
                                                                                    None)
         if curve is None:
             raise InputError("the profile has no memory-kernel calibration (run the 'predict' suite)")
         note = "" if curve.kind == name else f"no {name} curve: the {curve.kind} curve"
-        return curve.time(nbytes), curve.covers(nbytes), note
+        return curve.time(nbytes), curve.covers(nbytes), note, f"memory.{name}"
 
     def _memory(self, op: KernelOp) -> OpTime:
-        t, covered, note = self._mem_time(op.kind, op.bytes)
-        fw = self.runtime != "fused" and self._framework_curve(op.kind) in self.cal.framework
-        src = (f"framework.{self._framework_curve(op.kind)}" if fw
-               else f"memory.{MEMORY_CURVE.get(op.kind, 'unary')}")
+        t, covered, note, src = self._mem_time(op.kind, op.bytes)
         return self._finish(op, t, op.flops, op.bytes, covered, src, note)
 
     def _comm(self, op: KernelOp) -> OpTime:

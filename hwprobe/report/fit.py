@@ -12,12 +12,6 @@ def natural_width(con, table) -> int:
     return Measurement.get(con, con.options.update(width=10_000), table).maximum
 
 
-def minimum_width(con, table) -> int:
-    from rich.measure import Measurement
-
-    return Measurement.get(con, con.options.update(width=10_000), table).minimum
-
-
 def fit(con, table, optional: Sequence[str]) -> list[str]:
     """Drop the ``optional`` columns (by header, in order) until ``table`` fits ``con.width`` without cutting a
     cell; returns the headers dropped."""

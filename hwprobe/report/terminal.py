@@ -12,8 +12,6 @@ from hwprobe.report import tables as tb
 from hwprobe.report import text as tx
 from hwprobe.report.fit import fit, show
 
-WIDE_AT = 120
-
 
 def rich_table(t: tb.Table, wide: bool, digits: int = 3):
     """A rich Table: text columns, then one unit column for the row's rates, then numbers."""

@@ -12,10 +12,10 @@ process (gpu.torch_kernels' _graph_time and _case), with the SM clock read by NV
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-from pathlib import Path
+
+from kernel_gaps import graph_of, save, setup
 
 REPS = 256
 
@@ -32,12 +32,7 @@ def clock():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    import torch
-
-    torch.backends.cudnn.benchmark = True
+    out, torch = setup()
     F = torch.nn.functional
     h = torch.float16
     gen = torch.Generator(device="cuda").manual_seed(3)
@@ -61,16 +56,7 @@ def main():
     res = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "reps": REPS, "kinds": {}}
 
     def graph(fn):
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            fn()
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn()
-        return g
+        return graph_of(torch, fn)
 
     def timed(g, cold: bool, n: int = 15) -> float:
         out = []
@@ -119,8 +105,7 @@ def main():
         except Exception as e:  # noqa: BLE001
             res["calibration_error"] = f"{type(e).__name__}: {e}"
             print(res["calibration_error"])
-    Path(a.out).mkdir(parents=True, exist_ok=True)
-    (Path(a.out) / "kernel_cold.json").write_text(json.dumps(res, indent=1))
+    save(out, "kernel_cold.json", res)
 
 
 if __name__ == "__main__":

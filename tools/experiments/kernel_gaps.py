@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
@@ -70,17 +71,27 @@ def build(torch):
 
 
 def graph_of(torch, fn):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    gr = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(gr):
-        fn()
-    return gr
+    """``fn`` captured as one CUDA graph after warm-up calls (tools/validate_models.capture_graph)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from validate_models import capture_graph
+
+    return capture_graph(fn)[0]
+
+
+def setup():
+    """(output folder, torch) for a torch experiment: --out parsed, cuDNN's autotuner on, as the models run."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    out = Path(ap.parse_args().out)
+    import torch
+
+    torch.backends.cudnn.benchmark = True
+    return out, torch
+
+
+def save(out: Path, name: str, res: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / name).write_text(json.dumps(res, indent=1))
 
 
 def timed(torch, gr, n=7):
@@ -167,12 +178,7 @@ def replay_sizes(torch, ops, x0, c0):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    import torch
-
-    torch.backends.cudnn.benchmark = True
+    out, torch = setup()
     ops, chains, x0, c0 = build(torch)
     res = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "reps": REPS, "chains": {}}
     with torch.inference_mode():
@@ -186,8 +192,7 @@ def main():
             print(name, json.dumps({k: r.get(k) for k in ("per_kernel_us", "duration_us", "gap_us", "error")}),
                   flush=True)
         res["replay"] = replay_sizes(torch, ops, x0, c0)
-    Path(a.out).mkdir(parents=True, exist_ok=True)
-    (Path(a.out) / "kernel_gaps.json").write_text(json.dumps(res, indent=1))
+    save(out, "kernel_gaps.json", res)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ from hwprobe.models.llm.config import LLMConfig, load
 from hwprobe.models.llm.lower import KV, WEIGHTS, Case, Quant, fuse, lower
 from hwprobe.models.llm.memory import Fit, Params, fit, kv_bytes_per_token, params
 from hwprobe.models.llm.report import PhaseResult, Pricer, phase_dict, price
+from hwprobe.predict.ops import RUNTIMES
 
-RUNTIMES = ("graph", "eager", "fused")
 LIMIT = 1 << 20
 
 
@@ -90,13 +90,10 @@ def cases(opts: LLMOptions) -> list[Case]:
 
 def predictor(profile, runtime: str) -> tuple[Pricer, Any]:
     """The calibrated predictor over a profile (path or Profile) and the loaded Profile."""
+    from hwprobe.predict.model import Predictor
     from hwprobe.profile import Profile, load_profile
 
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
-    try:
-        from hwprobe.predict.model import Predictor
-    except ImportError as e:
-        raise InputError(f"the calibrated predictor (hwprobe.predict.model) is not available: {e}") from None
     return Predictor(prof, runtime=runtime), prof
 
 

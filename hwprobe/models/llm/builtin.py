@@ -54,8 +54,8 @@ CONFIGS: dict[str, dict] = {
                       "max_position_embeddings": 40960, "tie_word_embeddings": False},
 }
 
-ALIASES = {"llama3-8b": "llama-3-8b", "meta-llama-3-8b": "llama-3-8b", "llama-3.2-1B": "llama-3.2-1b",
-           "gpt-2": "gpt2", "mixtral": "mixtral-8x7b", "qwen2.5-7b-instruct": "qwen2.5-7b"}
+ALIASES = {"llama3-8b": "llama-3-8b", "meta-llama-3-8b": "llama-3-8b", "gpt-2": "gpt2", "mixtral": "mixtral-8x7b",
+           "qwen2.5-7b-instruct": "qwen2.5-7b"}
 
 
 def find(name: str) -> str | None:
@@ -63,4 +63,4 @@ def find(name: str) -> str | None:
     key = str(name).strip().lower().replace("_", "-")
     if key in CONFIGS:
         return key
-    return ALIASES.get(key) or {k.lower(): v for k, v in ALIASES.items()}.get(key)
+    return ALIASES.get(key)

@@ -67,6 +67,19 @@ def reps_for(cp, launch: Callable[[], None]) -> int:
     return reps_for_time(min(time_cuda(g.launch, warmup=1, repeats=2, cp=cp)) / MIN_REPS)
 
 
+REPLAY_NODES = (1, 16, 64, 256)   # graph sizes whose replay times give the fixed cost of one replay
+REPLAY_SAMPLES, REPLAY_WARM = 24, 3  # replays timed per size, the first ones dropped
+
+
+def replay_fit(medians: list[float]) -> tuple[float, float]:
+    """(fixed seconds per replay, seconds per node): the least-squares line of replay time against REPLAY_NODES
+    (the intercept held at 0 or above)."""
+    import numpy as np
+
+    slope, intercept = np.polyfit(np.asarray(REPLAY_NODES, float), np.asarray(medians), 1)
+    return max(0.0, float(intercept)), float(slope)
+
+
 def geometric(lo: int, hi: int, step: int = 2) -> list[int]:
     """lo, lo*step, ... up to hi (inclusive)."""
     out, x = [], lo
@@ -74,3 +87,7 @@ def geometric(lo: int, hi: int, step: int = 2) -> list[int]:
         out.append(x)
         x *= step
     return out
+
+
+SIZES = geometric(1 << 13, 1 << 30, 2)          # bytes moved per memory-bound kernel: 8 KiB .. 1 GiB
+QUICK_SIZES = geometric(1 << 13, 1 << 26, 8)

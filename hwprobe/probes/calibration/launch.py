@@ -18,7 +18,6 @@ samples.
 from __future__ import annotations
 
 import statistics
-import time
 
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common
@@ -34,60 +33,38 @@ def _graph_node_s(cp, k) -> list[float]:
     return [t / NODES for t in time_cuda(g.launch, warmup=2, repeats=ROUNDS, cp=cp)]
 
 
-REPLAY_NODES = (1, 16, 64, 256)
-
-
 def _graph_replay_s(cp, k) -> tuple[float, float, list[float]]:
     """(fixed seconds per replay, seconds per node, median replay time per size): graphs of 1..256 empty kernels,
     each replay timed alone between two events and synchronized, as a model's replay is timed (the host's graph
     launch is inside the window); a least-squares line through the medians."""
-    import numpy as np
+    from hwprobe.timing import time_cuda_once
 
     stream = cp.cuda.get_current_stream()
     med = []
-    for n in REPLAY_NODES:
+    for n in common.REPLAY_NODES:
         g = common.graph_of(cp, lambda: k((1,), (32,), ()), n)
-        samples = []
-        for i in range(3 * ROUNDS + 3):
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
-            start.record(stream)
-            g.launch(stream)
-            stop.record(stream)
-            stop.synchronize()
-            if i >= 3:
-                samples.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
-        med.append(statistics.median(samples))
-    slope, intercept = np.polyfit(np.asarray(REPLAY_NODES, float), np.asarray(med), 1)
-    return max(0.0, float(intercept)), float(slope), med
+        samples = [time_cuda_once(lambda g=g: g.launch(stream), cp) for _ in range(common.REPLAY_SAMPLES)]
+        med.append(statistics.median(samples[common.REPLAY_WARM:]))
+    return (*common.replay_fit(med), med)
 
 
 def _stream_s(cp, k) -> tuple[list[float], list[float]]:
     """(host issue seconds per launch, GPU seconds per launch) over NODES launches into one stream."""
-    stream = cp.cuda.get_current_stream()
-    host, gpu = [], []
-    for _ in range(ROUNDS + 1):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        t0 = time.perf_counter()
+    from hwprobe.timing import time_cuda_issue
+
+    def launches() -> None:
         for _ in range(NODES):
             k((1,), (32,), ())
-        host.append((time.perf_counter() - t0) / NODES)
-        stop.record(stream)
-        stop.synchronize()
-        gpu.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3 / NODES)
-    return host[1:], gpu[1:]           # the first round warms the launch path
+
+    rounds = [time_cuda_issue(launches, cp) for _ in range(ROUNDS + 1)][1:]   # the first warms the launch path
+    return [h / NODES for _, h in rounds], [g / NODES for g, _ in rounds]
 
 
 def _round_trip_s(cp, k) -> list[float]:
+    from hwprobe.timing import time_host
+
     stream = cp.cuda.get_current_stream()
-    out = []
-    for i in range(20 * ROUNDS + 5):
-        t0 = time.perf_counter()
-        k((1,), (32,), ())
-        stream.synchronize()
-        if i >= 5:
-            out.append(time.perf_counter() - t0)
-    return out
+    return time_host(lambda: (k((1,), (32,), ()), stream.synchronize()), warmup=5, repeats=20 * ROUNDS)
 
 
 def _finding(ctx, name: str, samples: list[float], text: str):
@@ -116,7 +93,7 @@ def run(ctx):
     yield _finding(ctx, "graph_node_s", node, f"an empty kernel replayed back to back in a CUDA graph of {NODES}: "
                    "seconds per node")
     yield ctx.derived("predict.launch.graph_replay_s", replay, unit="s", kind="info",
-                      params={"nodes": list(REPLAY_NODES), "replay_s": replay_med, "per_node_s": per_node,
+                      params={"nodes": list(common.REPLAY_NODES), "replay_s": replay_med, "per_node_s": per_node,
                               "median_s": replay},
                       notes=["fixed cost of one CUDA-graph replay timed alone (events around the launch, then a "
                              "synchronize): the intercept of replay time against node count, 1-256 empty kernels"])

@@ -26,8 +26,7 @@ KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "transp
 BIAS_CHANNELS = 256                  # bias: channels of the broadcast vector
 ROW_COLS = 1024                      # row kernels: a hidden size of 1024 halves per row
 POOL_COLS = 196                      # row_mean: a 14 x 14 map per channel
-SIZES = common.geometric(1 << 13, 1 << 30, 2)          # bytes moved per kernel: 8 KiB .. 1 GiB
-QUICK_SIZES = common.geometric(1 << 13, 1 << 26, 8)
+SIZES, QUICK_SIZES = common.SIZES, common.QUICK_SIZES     # bytes moved per kernel: 8 KiB .. 1 GiB
 
 
 @dataclass

@@ -23,8 +23,7 @@ from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common
 
 KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "pool", "cat", "copy")
-SIZES = common.geometric(1 << 13, 1 << 30, 2)
-QUICK_SIZES = common.geometric(1 << 13, 1 << 26, 8)
+SIZES, QUICK_SIZES = common.SIZES, common.QUICK_SIZES
 HIDDEN = 1024             # norm/softmax rows; bias channels
 POOL = 49                 # reduction: mean over a 7 x 7 map per channel (global average pooling)
 POOL_C, POOL_HW = 64, 112  # pool: a CNN stem's 3x3 stride-2 max pooling, channels-last, 64 channels at 112 x 112
@@ -55,7 +54,9 @@ def _params(torch, make, nbytes: int):
     when it comes round again), at most one per launch of a replay."""
     import itertools
 
-    copies = int(min(common.MAX_REPS, max(1, -(-3 * _l2_bytes(torch) // max(int(nbytes), 1)))))
+    from hwprobe.probes.compute.gemm_common import rotation_sets
+
+    copies = rotation_sets(max(int(nbytes), 1), _l2_bytes(torch), 3.0, cap=common.MAX_REPS)
     it = itertools.cycle([make() for _ in range(copies)])
     return lambda: next(it)
 
@@ -432,16 +433,13 @@ def _eager(ctx, torch):
                              "Python loops; the GPU finishes each before the next is issued): the median over kinds"])
 
 
-REPLAY_NODES = (1, 16, 64, 256)
-
-
 def _replay(ctx, torch):
     """The framework's fixed cost of one CUDA-graph replay timed alone (torch.cuda.CUDAGraph.replay between two
     events, as a model's forward is timed): graphs of 1 to 256 small chained adds, the intercept of replay time
     against kernel count. A model's graph pays it once per forward."""
     med = []
     try:
-        for n in REPLAY_NODES:
+        for n in common.REPLAY_NODES:
             x, y = (torch.rand(4096, device="cuda").half() for _ in range(2))
             st = {"x": x}
 
@@ -451,14 +449,14 @@ def _replay(ctx, torch):
 
             _warm(torch, fn, 1)
             g = _capture(torch, fn, 1)
-            samples = [_replay_s(torch, g, flush=False) for _ in range(24)][3:]
+            samples = [_replay_s(torch, g, flush=False) for _ in range(common.REPLAY_SAMPLES)][common.REPLAY_WARM:]
             med.append(float(np.median(samples)))
     except Exception as e:
         yield ctx.error("predict.torch.graph_replay_s", "torch graph replay cost", e)
         return
-    slope, intercept = np.polyfit(np.asarray(REPLAY_NODES, float), np.asarray(med), 1)
-    yield ctx.derived("predict.torch.graph_replay_s", max(0.0, float(intercept)), unit="s", kind="info",
-                      params={"nodes": list(REPLAY_NODES), "replay_s": med, "per_node_s": float(slope)},
+    intercept, slope = common.replay_fit(med)
+    yield ctx.derived("predict.torch.graph_replay_s", intercept, unit="s", kind="info",
+                      params={"nodes": list(common.REPLAY_NODES), "replay_s": med, "per_node_s": slope},
                       notes=["fixed cost of one torch CUDA-graph replay timed alone (events around replay()): the "
                              "intercept of replay time against kernel count, 1-256 small adds"])
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from hwprobe import keys as K
-from hwprobe.errors import LIBRARY_REFUSALS, Skip
+from hwprobe.errors import Skip, is_library_refusal
 from hwprobe.measurement import Measurement
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.timing import policy, time_cuda_issue, time_cuda_once
@@ -510,13 +510,10 @@ def finish_record(meas: Measurement, err: dict, precision_result, clocks: list, 
     return meas
 
 
-UNSUPPORTED = LIBRARY_REFUSALS     # a library that does not offer a case: a skip (hwprobe.errors)
-
-
 def failure(ctx, metric: str, what: str, e: Exception, **meta) -> Measurement:
     """The record of a point that could not run: a skip where the library does not offer the case (or a
     ``Skip``), an error (exit code 1) for anything else."""
-    if not isinstance(e, Skip) and any(s in str(e) for s in UNSUPPORTED):
+    if not isinstance(e, Skip) and is_library_refusal(str(e)):
         return ctx.skip(metric, f"{what}: {type(e).__name__}: {e}", **meta)
     return ctx.error(metric, what, e, **meta)
 

@@ -133,13 +133,14 @@ def _avg_check(r: dict, n: int, common: dict, suffix: str) -> Measurement:
     return m
 
 
-def curves(ok: list[tuple[dict, Measurement]], f: float) -> dict[str, list[list[float]]]:
-    """Per variant, the verified points in size order: [bytes, busbw, algbw, time_s, cv] (median time)."""
+def curves(ok: list[tuple[dict, Measurement]]) -> dict[str, list[list[float]]]:
+    """Per variant, the verified points in size order: [bytes, busbw, algbw, time_s, cv] (median time), as each
+    sweep record computed them (_sweep_record)."""
     out: dict[str, list[list[float]]] = {}
-    for r, m in sorted(ok, key=lambda rm: rm[0]["size"]):
-        t = statistics.median(r["samples"])
-        out.setdefault(r.get("variant", "out_of_place"), []).append(
-            [r["size"], r["size"] * f / t, r["size"] / t, t, m.stats.cv if m.stats else 0.0])
+    for _, m in sorted(ok, key=lambda rm: rm[0]["size"]):
+        p = m.params
+        out.setdefault(p["variant"], []).append([p["bytes"], p["busbw"], p["algbw"], p["time_s"],
+                                                 m.stats.cv if m.stats else 0.0])
     return out
 
 
@@ -159,13 +160,13 @@ def _ceilings(op: str, pts: list[tuple[dict, Measurement]], n: int, meta: dict, 
     if not ok or n < 2:
         return []
     f = C.bus_factor(op, n)
-    per_variant = curves(ok, f)
+    per_variant = curves(ok)
     curve = best_curve(per_variant)
     best_r, best_m = max(ok, key=lambda rm: rm[1].value)
     variant = best_r.get("variant", "out_of_place")
     tops = {v: max(p, key=lambda x: x[1]) for v, p in per_variant.items()}
     by_variant = {v: {"busbw": top[1], "bytes": top[0]} for v, top in tops.items()}
-    at90 = C.size_at_fraction([(s, bw) for s, bw in curve], 0.9)
+    at90 = C.size_at_fraction(curve, 0.9)
     common = {k: v for k, v in meta.items() if k not in ("endpoints", "theory_Bps", "theory_basis", "link_type")}
     out = []
     for key, factor in (("busbw", f), ("algbw", 1.0)):

@@ -194,13 +194,14 @@ def run_ranks(engine, ranks: list[LocalRank], plan: CollPlan, barrier: Callable[
             with cp.cuda.Device(lr.device):
                 lr.stream = cp.cuda.Stream(non_blocking=True)
     out = []
+    api = alltoall_api(engine, plan)            # one engine, one plan: the same answer for every op and rank
     for op in plan.ops:
         lays = list({lay.size_bytes: lay for lay in (layout(op, plan.n, s) for s in plan.sizes) if lay}.values())
         if not lays:
             continue
         big_send, big_recv = max(x.send_elems for x in lays), max(in_place_elems(x) for x in lays)
         for lr in ranks:
-            lr.extra["alltoall_api"] = alltoall_api(engine, plan)
+            lr.extra["alltoall_api"] = api
             with cp.cuda.Device(lr.device):
                 lr.send = cp.empty(big_send, dtype=cp.float32)
                 lr.recv = cp.empty(big_recv, dtype=cp.float32)
