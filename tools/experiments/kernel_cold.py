@@ -13,9 +13,8 @@ process (gpu.torch_kernels' _graph_time and _case), with the SM clock read by NV
 from __future__ import annotations
 
 import json
-import statistics
 
-from kernel_gaps import graph_of, save, setup
+from kernel_gaps import graph_of, save, setup, timed
 
 REPS = 256
 
@@ -58,19 +57,6 @@ def main():
     def graph(fn):
         return graph_of(torch, fn)
 
-    def timed(g, cold: bool, n: int = 15) -> float:
-        out = []
-        for _ in range(n):
-            if cold:
-                flush.fill_(1)
-            a0, b0 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a0.record()
-            g.replay()
-            b0.record()
-            b0.synchronize()
-            out.append(a0.elapsed_time(b0) * 1e-3)
-        return statistics.median(out)
-
     with torch.inference_mode():
         for name, (make, step, x0) in kinds.items():
             row = {}
@@ -84,7 +70,7 @@ def main():
 
                 g = graph(fn)
                 c0 = clock()
-                t = timed(g, cold=mode == "cold")
+                t = timed(torch, g, 15, before=(lambda: flush.fill_(1)) if mode == "cold" else None)
                 row[mode] = {"per_kernel_us": t / REPS * 1e6, "sm_mhz": [c0, clock()]}
                 assert torch.isfinite(st["x"]).all().item(), f"{name} {mode}: output not finite"
                 del g

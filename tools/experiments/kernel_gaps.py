@@ -94,9 +94,12 @@ def save(out: Path, name: str, res: dict) -> None:
     (out / name).write_text(json.dumps(res, indent=1))
 
 
-def timed(torch, gr, n=7):
+def timed(torch, gr, n=7, before=None):
+    """Median seconds of ``n`` replays of ``gr``, each timed alone (``before()`` runs first, outside the window)."""
     out = []
     for _ in range(n):
+        if before is not None:
+            before()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         gr.replay()
