@@ -222,25 +222,36 @@ def _annotate(ranges: list[dict], kernels: list[dict]) -> tuple[dict[int, list[t
 def _cpu_ranges(xs: list[dict], kernels: list[dict], loose: list[int]) -> dict[int, int]:
     """Kernels no GPU range holds, attributed to the innermost CPU ``record_function`` range (user_annotation) that
     enclosed their launch: the kernel's correlation id names its cudaLaunchKernel event on a CPU thread. Returns
-    kernel index -> index into ``xs`` of that range."""
+    kernel index -> index into ``xs`` of that range. One sweep per thread over its ranges and launches in time
+    order, the open ranges on a stack (record_function ranges nest on a thread: the top one holding the launch
+    is the innermost)."""
     cat = lambda e: str(e.get("cat", "")).lower()  # noqa: E731
     launches = {}
     for e in xs:
         corr = (e.get("args") or {}).get("correlation")
         if cat(e) == "cuda_runtime" and corr is not None:
             launches[corr] = (e.get("pid"), e.get("tid"), float(e["ts"]))
-    ranges: dict = {}
+    events: dict = {}               # thread -> [(time, 0 = range opens / 1 = a launch, ...)]
     for i, e in enumerate(xs):
         if cat(e) == "user_annotation":
-            ranges.setdefault((e.get("pid"), e.get("tid")), []).append((float(e["ts"]), float(e["dur"]), i))
-    out: dict[int, int] = {}
+            ts, dur = float(e["ts"]), float(e["dur"])
+            events.setdefault((e.get("pid"), e.get("tid")), []).append((ts, 0, -dur, -i, ts + dur))
     for ki in loose:
         launch = launches.get((kernels[ki].get("args") or {}).get("correlation"))
-        if launch is None:
-            continue
-        inside = [(dur, i) for ts, dur, i in ranges.get(launch[:2], []) if ts <= launch[2] <= ts + dur]
-        if inside:
-            out[ki] = min(inside)[1]               # the innermost: the shortest range holding the launch
+        if launch is not None and launch[:2] in events:
+            events[launch[:2]].append((launch[2], 1, 0.0, ki, 0.0))
+    out: dict[int, int] = {}
+    for evs in events.values():
+        evs.sort()                  # at one time: ranges open first, the longer (then the lower index) below
+        stack: list[tuple[float, int]] = []          # (end, range index)
+        for t, what, _, idx, end in evs:
+            if what == 0:
+                stack.append((end, -idx))
+                continue
+            while stack and stack[-1][0] < t:
+                stack.pop()
+            if stack:
+                out[idx] = stack[-1][1]
     return out
 
 
