@@ -103,25 +103,15 @@ def table(t: tb.Table) -> str:
     """Every column that has a value on some row. The rates of a row share one unit column (as in the terminal)
     and headers wrap, so the compute table's 20 columns fit a 1400-pixel window."""
     e = html.escape
-    cols = t.visible(True)
-    rates = [c for c in cols if c.kind == "rate"]
-    first = next((i for i, c in enumerate(cols) if c.kind == "rate"), None)
-    head = ""
-    for i, c in enumerate(cols):
-        if i == first:
-            head += "<th>unit</th>"
-        head += f'<th class="{"num" if c.kind != "text" else ""}">{e(c.header)}</th>'
+    order, rows = tb.unit_layout(t.visible(True), t.rows)
+    head = "".join("<th>unit</th>" if c is None else
+                   f'<th class="{"num" if c.kind != "text" else ""}">{e(c.header)}</th>' for c in order)
     body = ""
-    for r in t.rows:
-        unit, nums = tb.scaled([r.get(c.key) for c in rates], r.get("_unit") or "")
-        by_key = dict(zip([c.key for c in rates], nums, strict=False))
-        cells = ""
-        for i, c in enumerate(cols):
-            if i == first:
-                cells += f"<td>{e(unit)}</td>"
-            text = by_key[c.key] if c.kind == "rate" else tb.fmt(c, r)
-            cells += f'<td class="{"num" if c.kind != "text" else ("wrap" if c.wide else "")}">{e(text)}</td>'
-        body += f"<tr>{cells}</tr>"
+    for cells in rows:
+        body += "<tr>" + "".join(
+            f"<td>{e(text)}</td>" if c is None else
+            f'<td class="{"num" if c.kind != "text" else ("wrap" if c.wide else "")}">{e(text)}</td>'
+            for c, text in zip(order, cells, strict=True)) + "</tr>"
     note = f'<p class="note">{e(t.note)}</p>' if t.note else ""
     return (f'<h3>{e(t.title)}</h3><div class="scroll"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>{note}")

@@ -239,3 +239,16 @@ def links_table(p: Profile) -> Table:
                            "value": c.value, "theory": c.theory_at_clock, "pct": c.ratio_at_clock, "latency": lat})
     return t
 
+
+def unit_layout(cols: list[Column], rows: list[dict[str, Any]], digits: int = 3):
+    """(columns, cells): ``cols`` with one unit column (None) before the first rate, and each row's cell text:
+    the row's rates scaled to one shared unit, the other cells formatted. Both renderers lay tables out this way."""
+    rates = [c for c in cols if c.kind == "rate"]
+    first = next((i for i, c in enumerate(cols) if c.kind == "rate"), None)
+    order: list[Column | None] = list(cols) if first is None else [*cols[:first], None, *cols[first:]]
+    cells = []
+    for r in rows:
+        unit, nums = scaled([r.get(c.key) for c in rates], r.get("_unit") or "", digits)
+        by_key = dict(zip([c.key for c in rates], nums, strict=False))
+        cells.append([unit if c is None else by_key[c.key] if c.kind == "rate" else fmt(c, r) for c in order])
+    return order, cells

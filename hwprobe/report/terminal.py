@@ -17,25 +17,15 @@ def rich_table(t: tb.Table, wide: bool, digits: int = 3):
     """A rich Table: text columns, then one unit column for the row's rates, then numbers."""
     from hwprobe.report.fit import light_table
 
-    cols = t.visible(wide, terminal=True)
-    rates = [c for c in cols if c.kind == "rate"]
+    order, rows = tb.unit_layout(t.visible(wide, terminal=True), t.rows, digits)
     out = light_table(t.title, title_style="bold")
-    first_rate = next((i for i, c in enumerate(cols) if c.kind == "rate"), None)
-    headers = []
-    for i, c in enumerate(cols):
-        if i == first_rate:
-            headers.append(("unit", "left", False))
-        headers.append((c.short or c.header, "left" if c.kind == "text" else "right", c.wrap))
-    for h, justify, wrap in headers:
-        out.add_column(h, justify=justify, no_wrap=not wrap, overflow="fold")
-    for row in t.rows:
-        unit, nums = tb.scaled([row.get(c.key) for c in rates], row.get("_unit") or "", digits)
-        by_key = dict(zip([c.key for c in rates], nums, strict=False))
-        cells = []
-        for i, c in enumerate(cols):
-            if i == first_rate:
-                cells.append(unit)
-            cells.append(by_key[c.key] if c.kind == "rate" else tb.fmt(c, row))
+    for c in order:
+        if c is None:
+            out.add_column("unit", justify="left", no_wrap=True, overflow="fold")
+        else:
+            out.add_column(c.short or c.header, justify="left" if c.kind == "text" else "right", no_wrap=not c.wrap,
+                           overflow="fold")
+    for cells in rows:
         out.add_row(*cells)
     return out
 
