@@ -101,7 +101,11 @@ def collective_curve(profile, op: str = "all_reduce", ranks: int | None = None,
     """The measured points of ``op`` over ``ranks`` ranks (None: the only rank count measured, else the largest),
     in size order. ``variant``: "best" (the faster of out of place and in place at each size), "out_of_place" or
     "in_place". Raises RooflineError when the profile has no such curve."""
-    o = _norm_op(op)
+    return _pick(profile, _norm_op(op), ranks, variant)[1]
+
+
+def _pick(profile, o: str, ranks: int | None, variant: str) -> tuple[int, list[CurvePoint]]:
+    """(the rank count chosen, its points) for collective_curve and collective_time."""
     if variant not in VARIANT_CHOICES:
         raise RooflineError(f"variant must be one of {', '.join(VARIANT_CHOICES)}, not {variant!r}")
     cands = [(name, c) for name, c in _links(profile, o) if ranks is None or c.params.get("ranks") == ranks]
@@ -110,6 +114,7 @@ def collective_curve(profile, op: str = "all_reduce", ranks: int | None = None,
         raise RooflineError(f"no measured {o} curve" + (f" over {ranks} ranks" if ranks else "")
                             + (f" (measured over {', '.join(map(str, have))} ranks)" if have else
                                " in this profile (run --suite multigpu on two or more GPUs)"))
+    top = ranks
     if ranks is None:
         top = max(c.params.get("ranks") or 0 for _, c in cands)
         cands = [(n, c) for n, c in cands if (c.params.get("ranks") or 0) == top]
@@ -119,7 +124,7 @@ def collective_curve(profile, op: str = "all_reduce", ranks: int | None = None,
     if not pts:
         raise RooflineError(f"no verified {variant.replace('_', '-')} points for {o} in this profile "
                             f"(it has: {', '.join(by_variant) or 'none'})")
-    return pts
+    return int(top), pts
 
 
 def collective_time(profile, op: str, nbytes: float, ranks: int | None = None,
@@ -130,8 +135,8 @@ def collective_time(profile, op: str, nbytes: float, ranks: int | None = None,
     size's algorithm bandwidth carried on. ``in_range`` and ``how`` say which."""
     if not isinstance(nbytes, (int, float)) or not math.isfinite(nbytes) or nbytes <= 0:
         raise RooflineError(f"nbytes must be a positive number of bytes, not {nbytes!r}")
-    pts = collective_curve(profile, op, ranks, variant)
-    o, n = _norm_op(op), _ranks_of(profile, op, ranks)
+    o = _norm_op(op)
+    n, pts = _pick(profile, o, ranks, variant)
     lo, hi = pts[0], pts[-1]
     if nbytes < lo.bytes:
         return CollectiveTime(o, n, nbytes, lo.time_s, False,
@@ -151,8 +156,3 @@ def collective_time(profile, op: str, nbytes: float, ranks: int | None = None,
                                   f"log-log between the measured {a.bytes} B and {b.bytes} B")
     raise AssertionError("unreachable: nbytes lies between two measured sizes")
 
-
-def _ranks_of(profile, op: str, ranks: int | None) -> int:
-    if ranks is not None:
-        return ranks
-    return max(int(c.params.get("ranks") or 0) for _, c in _links(profile, _norm_op(op)))
