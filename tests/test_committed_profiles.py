@@ -6,7 +6,9 @@ import pytest
 
 from hwprobe.profile import load_profile
 
-PROFILES = sorted(Path(__file__).resolve().parent.parent.joinpath("profiles").glob("*/*/profile.json"))
+ROOT = Path(__file__).resolve().parent.parent.joinpath("profiles")
+# a run folder per measured profile, and the runs of a lease folder (issue 23's L2 comparison with gpu-benches)
+PROFILES = sorted([*ROOT.glob("*/*/profile.json"), *ROOT.glob("h*-sxm/*/lease*/*/profile.json")])
 
 
 # NVIDIA's H100 whitepaper (SXM5, 132 SMs), dense TFLOP/s or TOP/s: CUDA-core figures at 1980 MHz, the tensor
@@ -22,7 +24,7 @@ WHITEPAPER_1980 = {
 DATASHEET_DRAM = {"H100": 3.35e12, "H200": 4.8e12}      # SXM datasheets, TB/s
 
 
-@pytest.mark.parametrize("path", PROFILES, ids=[f"{p.parent.parent.name}/{p.parent.name}" for p in PROFILES])
+@pytest.mark.parametrize("path", PROFILES, ids=[str(p.parent.relative_to(ROOT)) for p in PROFILES])
 def test_committed_profile_is_below_the_whitepaper(path):
     prof = load_profile(path)
     assert not prof.partial and prof.device["kind"] == "gpu"
@@ -56,7 +58,7 @@ def _v2(path):
 V2 = [p for p in PROFILES if _v2(p)]
 
 
-@pytest.mark.parametrize("path", PROFILES, ids=[f"{p.parent.parent.name}/{p.parent.name}" for p in PROFILES])
+@pytest.mark.parametrize("path", PROFILES, ids=[str(p.parent.relative_to(ROOT)) for p in PROFILES])
 def test_committed_memory_ceilings_sit_under_their_theory(path):
     prof = load_profile(path)
     for level, lvl in prof.memory.items():
@@ -69,7 +71,7 @@ def test_committed_memory_ceilings_sit_under_their_theory(path):
                 assert cap <= prof.device["l2_bytes"], name
 
 
-@pytest.mark.parametrize("path", V2, ids=[f"{p.parent.parent.name}/{p.parent.name}" for p in V2])
+@pytest.mark.parametrize("path", V2, ids=[str(p.parent.relative_to(ROOT)) for p in V2])
 def test_tensor_instruction_ceilings_carry_their_clocks_and_flag_disagreement(path):
     """The wgmma/mma.sync ceilings name three clocks; where the kernel's and NVML's differ by more than 3% the
     ceiling says so (a wrong clock accounting would hide it, as the H200's ~9% offset once was)."""

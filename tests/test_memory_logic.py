@@ -415,6 +415,31 @@ def test_l2_sweep_plan_reads_the_sizes_it_reports():
     assert l2plan.choose([big, small], 33 * MIB, 132) is big
 
 
+GPUBENCH_RUN = "profiles/h100-sxm/2026-11-26-l2-gpubenches/lease1/gpubench-1.txt"   # gpu-benches' own output
+
+
+def _gpubench_sets(path) -> list[int]:
+    """The 'data set' column (kB) of gpu-benches gpu-l2-cache's printout, in bytes."""
+    rows = [line.split() for line in open(path)]
+    return [int(r[2]) * 1024 for r in rows if len(r) > 4 and r[1] == r[3] == "kB"]
+
+
+def test_peer_sets_are_the_benchmarks_own_sets():
+    """The sets of the peer method are the ones gpu-benches printed on an H100 (its run is the oracle), so the
+    median of the 2-20 MiB window falls on the same set (8 MiB of 25)."""
+    from hwprobe.probes.memory import l2plan
+
+    printed = [s for s in _gpubench_sets(GPUBENCH_RUN) if 2 * MIB <= s <= 20 * MIB]
+    assert len(printed) == 25 and printed[0] == 2 * MIB and printed[12] == 8 * MIB
+    assert l2plan.peer_sizes(2 * MIB, 20 * MIB) == printed
+    assert l2plan.peer_sizes(1 * MIB, 3 * MIB) == [MIB * 3 // 2, 2 * MIB, MIB * 5 // 2, 3 * MIB]
+    assert l2plan.peer_window(60 * MIB) == l2plan.peer_window(40 * MIB) == (2 * MIB, 20 * MIB)
+    assert l2plan.peer_window(6 * MIB) == pytest.approx((6 * MIB / 30, 2 * MIB))
+    # the same pattern with the benchmark's kind of load: plain loads, which may hit L1 (it counts those hits)
+    assert l2plan.PEER_PLAIN.load == 2 and "may hit L1" in l2plan.LOADS[2]
+    assert (l2plan.PEER_PLAIN.block, l2plan.PEER_PLAIN.unroll) == (l2plan.PEER.block, l2plan.PEER.unroll)
+
+
 def test_l2_kernel_names_exist_in_the_source():
     from hwprobe.probes.memory import l2plan
 

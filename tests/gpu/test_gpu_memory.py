@@ -80,6 +80,11 @@ def test_cache(gpu_ctx_factory):
         _assert_measured(m)
         assert m.params["ceiling"] is False and m.level == "l2"
     assert free.notes[1].startswith("pattern:") and "ld.global.cg" in free.notes[1]
+    # the peer method is the benchmark's way: plain loads over its own sets (25 in 2-20 MiB on a >= 40 MiB L2)
+    from hwprobe.probes.memory import l2plan
+    bench = [m for m in sweeps if m.params["scope"] == "peer_method"]
+    assert "may hit L1" in peer.params["variant_label"]
+    assert len(bench) == len(l2plan.peer_sizes(*l2plan.peer_window(dev.l2_bytes))) >= 3
     screened = [r["median_bps"] for r in free.params["screened"] if r.get("median_bps")]
     assert screened and free.params["sweep_median_bps"] <= 1.10 * max(screened)
     assert free.value <= 1.02 * l2.value, (free.value, l2.value)

@@ -11,7 +11,9 @@ reports more than the L2 served. A grid can own a set only when set >= grid x ro
 with fewer bytes in flight (``choose``).
 
 The peer method (``PEER``): a flat grid in which block b reads region b mod n of 512 KiB, as the established
-cache benchmark does; co-running blocks share lines, so it is reported beside the ceiling, never as it.
+cache benchmark (gpu-benches' gpu-l2-cache) does; co-running blocks share lines, so it is reported beside the
+ceiling, never as it. ``PEER_PLAIN`` is the same with the benchmark's own kind of load (plain, so L1 hits count
+too), over the benchmark's own sets (``peer_sizes``): the figure a user compares with it.
 """
 
 from __future__ import annotations
@@ -70,7 +72,27 @@ CAPACITY = L2Variant(64, 4, 0, 8)
 LOW_MLP = L2Variant(64, 4, 0, 1)          # 4 KiB in flight per SM: latency-bound, shows the near/far step
 LOW_MLP_REGION = 256 << 10                # its regions (shared by several SMs: the step needs data all SMs read)
 PEER = L2Variant(1024, 8, 0, 0)           # flat grid, 512 KiB regions (4 rows), b mod n
+PEER_PLAIN = L2Variant(1024, 8, 2, 0)     # the same with plain loads (may hit L1), as the benchmark loads
 PEER_REGION = 512 << 10
+MIB = 1 << 20
+
+
+def peer_sizes(lo: float, hi: float, region: int = PEER_REGION) -> list[int]:
+    """The established benchmark's sets inside [lo, hi]: k regions for k = 3, 4, ... stepping by max(1, k/10)
+    (truncated, as its C++ loop does: 3..20, 22, 24, ..., 30, 33, 36, 39): 25 sets in 2-20 MiB, dense at small
+    sets, so its median over that window is the 8 MiB point."""
+    out, k = [], 3
+    while k * region <= hi:
+        if k * region >= lo:
+            out.append(k * region)
+        k = int(k + max(1.0, k * 0.1))
+    return out
+
+
+def peer_window(l2: int) -> tuple[float, float]:
+    """The window the benchmark's figure is quoted over (2-20 MiB) where 20 MiB is at most half the L2; on a
+    smaller L2, L2/30 to L2/3 (the probe's own window)."""
+    return (2 * MIB, 20 * MIB) if 20 * MIB <= l2 / 2 else (l2 / 30, l2 / 3)
 
 
 def choose(ranked: list[L2Variant], size: int, sms: int, tol: float = 0.12) -> L2Variant | None:
