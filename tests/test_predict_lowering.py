@@ -113,6 +113,31 @@ def test_stem_convolutions_come_from_their_own_points_by_layout():
     assert tab.time(1000, 128, 128, 3)[0] == pytest.approx(1e-5)                       # stems kept out of the 3x3 grid
 
 
+def test_nchw_convolutions_come_from_their_own_points_or_say_they_do_not():
+    """The 1x1/3x3 grid of a layout holds only that layout's points (nchw 1.4x slower here); a profile that has
+    only channels-last points prices NCHW from them, marked outside the calibration, as before."""
+    from hwprobe.predict.model import Predictor
+    from hwprobe.profile_build import load_profile
+
+    law = lambda m, c: 1e-6 + 1e-13 * m * c * c
+    grid = [{"k": 1, "m": m, "cin": a, "cout": b, "time_s": law(m, a)} for m in (784, 3136, 12544)
+            for a in (64, 256) for b in (64, 256)]
+    nchw = [{**p, "layout": "nchw", "time_s": 1.4 * p["time_s"]} for p in grid]
+    both = ConvTable(grid + nchw)
+    assert both.layouts() == {"nhwc", "nchw"} and ConvTable(grid).layouts() == {"nhwc"}
+    t_nhwc, cov = both.time(3136, 64, 256, 1)
+    assert cov and t_nhwc == pytest.approx(law(3136, 64))
+    assert both.time(3136, 64, 256, 1, layout="nchw")[0] == pytest.approx(1.4 * t_nhwc)
+    op = KernelOp("c", "gemm", m=3136, n=256, k=64, conv_kernel=1, conv_stride=1)
+    pred = Predictor(load_profile(PREDICT), "graph", layout="nchw")
+    pred.cal.conv = both
+    got = pred._conv(op)
+    assert got.time_s >= 1.4 * t_nhwc * 0.999 and got.covered and not got.note
+    pred.cal.conv = ConvTable(grid)                       # an older profile: channels-last points only
+    got = pred._conv(op)
+    assert not got.covered and "no NCHW points" in got.note
+
+
 def test_the_committed_calibration_holds_the_new_curves():
     from hwprobe.profile_build import load_profile
 

@@ -139,7 +139,8 @@ STEM_CIN = 8     # C_in below this is a first-layer (stem) convolution on an ima
 class ConvTable:
     """A framework's convolutions (cuDNN through PyTorch): seconds over output pixels x C_in x C_out, for 1x1 and
     3x3 kernels at stride 1, interpolated log-log on the measured grid (3x3 at C = sqrt(C_in x C_out)); and the
-    stem convolutions (C_in = 3) by kernel and stride, over output pixels (the nearest measured C_out, scaled)."""
+    stem convolutions (C_in = 3) by kernel and stride, over output pixels (the nearest measured C_out, scaled).
+    Each point names its layout (nhwc or nchw; none: nhwc), and a layout is priced only from its own points."""
 
     points: list[dict]
     _grids: dict = field(default_factory=dict, repr=False, compare=False)
@@ -150,13 +151,19 @@ class ConvTable:
             return self._stem(m, cin, cout, k, stride, layout)
         if k not in (1, 3):
             return None
-        if k not in self._grids:
-            self._grids[k] = _grid([p for p in self.points if p["k"] == k and p.get("stride", 1) == 1
-                                    and p["cin"] >= STEM_CIN], ("m", "cin", "cout") if k == 1 else ("m", "cin"))
-        if self._grids[k] is None:
+        key = (k, layout)
+        if key not in self._grids:
+            self._grids[key] = _grid([p for p in self.points if p["k"] == k and p.get("stride", 1) == 1
+                                      and p["cin"] >= STEM_CIN and p.get("layout", "nhwc") == layout],
+                                     ("m", "cin", "cout") if k == 1 else ("m", "cin"))
+        if self._grids[key] is None:
             return None
-        axes, log_t = self._grids[k]
+        axes, log_t = self._grids[key]
         return _interp(log_t, axes, (m, cin, cout) if k == 1 else (m, (cin * cout) ** 0.5, 1.0))
+
+    def layouts(self) -> set[str]:
+        """The layouts the 1x1/3x3 table was measured in (points without one are channels-last: older profiles)."""
+        return {p.get("layout", "nhwc") for p in self.points if p["cin"] >= STEM_CIN}
 
     def _stem(self, m: float, cin: float, cout: float, k: int, stride: int,
               layout: str) -> tuple[float, bool] | None:

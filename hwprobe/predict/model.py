@@ -19,7 +19,8 @@
 - linear layers (framework runtimes): the framework's own linear-layer table (gpu.torch_kernels: cuBLASLt through
   PyTorch, its heuristics and epilogues) where the profile has one, cuBLAS gemmEx's otherwise; never faster than
   the library ceiling.
-- stems (C_in = 3): the conv table's first-layer points by kernel, stride and layout (``layout``: nhwc or nchw).
+- convolutions: the conv table's points in the model's layout (``layout``: nhwc or nchw): 1x1/3x3 over pixels and
+  channels, and the first-layer (stem, C_in = 3) points by kernel and stride.
 
 The framework's curves were timed as a model meets its kernels: each launch on its own parameters, after L2 was
 filled with other data. Per pass (``run_overhead``): the framework's fixed cost of one CUDA-graph replay, and the
@@ -46,8 +47,8 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy"}
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
-# want) or NCHW (PyTorch's default: cuDNN transforms around a first-layer kernel). The conv table's 1x1/3x3 points
-# are channels-last; the stems are measured in both.
+# want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
+# before 2026-11-26's eighth session: 1x1/3x3 channels-last only, stems in both).
 LAYOUTS = ("nhwc", "nchw")
 LIBRARY_KINDS = ("gemm", "attention", "conv_dw")    # kernels cuBLAS/cuDNN run (the rest: the framework's own)
 GEMM_FALLBACK = {"bf16": "fp16", "fp16": "bf16", "fp8": "fp16", "int8": "fp16", "tf32": "fp16", "fp32": "tf32"}
@@ -124,15 +125,16 @@ class Predictor:
         if self.cal.conv is None or self.runtime == "fused" or op.batch != 1 or not op.conv_kernel:
             return None
         cin = op.k // (op.conv_kernel * op.conv_kernel)
-        got = self.cal.conv.time(op.m, cin, op.n, op.conv_kernel, op.conv_stride, self.layout)
+        layout, note = self.layout, ""
+        if cin >= STEM_CIN and layout not in self.cal.conv.layouts():     # a profile from before the NCHW points
+            layout, note = "nhwc", ("NCHW: priced from the channels-last conv table (this profile has no NCHW "
+                                    "points); cuDNN's layout transforms around it are not calibrated")
+        got = self.cal.conv.time(op.m, cin, op.n, op.conv_kernel, op.conv_stride, layout)
         if got is None:
             return None
         it = ITEMSIZE.get(op.precision, 2)
         nbytes = (op.conv_input_bytes or it * op.m * op.k) + it * (op.n * op.k + op.m * op.n)
-        covered, note = got[1], ""
-        if self.layout == "nchw" and cin >= STEM_CIN:
-            covered, note = False, ("NCHW: priced from the channels-last conv table; cuDNN's layout transforms "
-                                    "around it are not calibrated")
+        covered = got[1] and not note
         return self._finish(op, got[0], op.gemm_flops, nbytes, covered, "framework.conv", note)
 
     def _gemm(self, op: KernelOp) -> OpTime:

@@ -265,15 +265,17 @@ CONV3_C = (64, 128, 256, 512)                               # 3x3: C_in = C_out
 CONV_MAX_MACS = 1 << 38
 
 
-def _conv_point(torch, m: int, cin: int, cout: int, k: int) -> float:
-    """One channels-last FP16 convolution (stride 1, 'same' padding) over an output of m pixels, as cuDNN runs it
-    for PyTorch (cudnn.benchmark picks the algorithm, as a deployment does); checked on a few outputs in FP32."""
+def _conv_point(torch, m: int, cin: int, cout: int, k: int, layout: str = "nhwc") -> float:
+    """One FP16 convolution (stride 1, 'same' padding) over an output of m pixels, as cuDNN runs it for PyTorch
+    (cudnn.benchmark picks the algorithm, as a deployment does), in ``layout`` (nhwc: channels-last; nchw:
+    PyTorch's default, cuDNN's layout transforms around its kernel included); checked on a few outputs in FP32."""
     F = torch.nn.functional
+    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
     side = int(round(m ** 0.5))
     n, hw = (max(1, m // 3136), 56) if side * side != m and m >= 3136 else (1, side)
-    x = torch.randn(n, cin, hw, hw, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+    x = torch.randn(n, cin, hw, hw, device="cuda", dtype=torch.float16).to(memory_format=fmt)
     weights = _params(torch, lambda: (torch.randn(cout, cin, k, k, device="cuda", dtype=torch.float16)
-                                      / (cin * k * k) ** 0.5).to(memory_format=torch.channels_last),
+                                      / (cin * k * k) ** 0.5).to(memory_format=fmt),
                       2 * cout * cin * k * k)
     holder = {}
 
@@ -329,8 +331,8 @@ def _convs(ctx, torch, quick: bool):
     shapes = [(1, a, b) for a in CONV1_C for b in CONV1_C] + [(3, c, c) for c in CONV3_C]
     if quick:
         shapes = shapes[::7]
-    cases = [{"k": k, "cin": cin, "cout": cout, "m": m} for k, cin, cout in shapes for m in ms
-             if m * cin * cout * k * k <= CONV_MAX_MACS]
+    cases = [{"k": k, "cin": cin, "cout": cout, "m": m, "layout": layout} for layout in ("nhwc", "nchw")
+             for k, cin, cout in shapes for m in ms if m * cin * cout * k * k <= CONV_MAX_MACS]
     rows: list[dict] = []
     yield from _sweep(ctx, torch, cases, lambda **c: _conv_point(torch, **c), "predict.torch.conv", "torch conv2d",
                       rows)
@@ -343,10 +345,12 @@ def _convs(ctx, torch, quick: bool):
     if rows:
         yield ctx.derived("predict.torch.conv", len(rows), unit="points", kind="info",
                           params={"points": rows, "framework": f"torch {torch.__version__}", "dtype": "float16",
-                                  "layout": "channels_last", "cudnn_benchmark": True},
-                          notes=["PyTorch conv2d (cuDNN), channels-last FP16: seconds per convolution over output "
-                                 "pixels x C_in x C_out for 1x1 and 3x3 kernels at stride 1, and for the first-layer "
-                                 "(stem) convolutions of C_in = 3 (points with 'stride'), replayed in a CUDA graph"])
+                                  "layouts": ["nhwc", "nchw"], "cudnn_benchmark": True},
+                          notes=["PyTorch conv2d (cuDNN), FP16, channels-last (nhwc) and PyTorch's default layout "
+                                 "(nchw, cuDNN's transforms around its kernel included): seconds per convolution over "
+                                 "output pixels x C_in x C_out for 1x1 and 3x3 kernels at stride 1, and for the "
+                                 "first-layer (stem) convolutions of C_in = 3 (points with 'stride'), replayed in a "
+                                 "CUDA graph; each point names its layout"])
 
 
 LINEAR_M = (1, 16, 128, 1024, 8192, 32768)                 # rows (tokens x batch)
