@@ -138,6 +138,38 @@ def test_nchw_convolutions_come_from_their_own_points_or_say_they_do_not():
     assert not got.covered and "no NCHW points" in got.note
 
 
+def test_batched_nchw_and_depthwise_points_price_their_own_convolutions():
+    """NCHW convolutions of several images come from the batched points (cuDNN transforms around them), one-image
+    ones from the one-image points; depthwise ones from the depthwise points of their stride and layout."""
+    law = lambda m, c: 1e-6 + 1e-13 * m * c * c
+    one = [{"k": 1, "m": m, "cin": a, "cout": b, "layout": "nchw", "images": 1, "time_s": law(m, a)}
+           for m in (784, 3136, 12544) for a in (64, 256) for b in (64, 256)]
+    many = [{**p, "images": 16, "time_s": 2.0 * p["time_s"]} for p in one]
+    dw = [{"k": 3, "dw": True, "cin": c, "cout": c, "stride": s, "m": m, "layout": lay, "images": 4,
+           "time_s": (1 + (s == 2)) * (1 + 3 * (lay == "nchw")) * 1e-9 * m * c}
+          for s in (1, 2) for lay in ("nhwc", "nchw") for c in (32, 384) for m in (196, 3136)]
+    tab = ConvTable(one + many + dw)
+    t1 = tab.time(3136, 64, 256, 1, layout="nchw", images=1)[0]
+    assert t1 == pytest.approx(law(3136, 64))
+    assert tab.time(3136, 64, 256, 1, layout="nchw", images=64)[0] == pytest.approx(2 * t1)
+    assert tab.layouts() == {"nchw"}                                        # depthwise points are not the grid's
+    assert tab.dw_time(3136, 384, 3, 1)[0] == pytest.approx(1e-9 * 3136 * 384)
+    assert tab.dw_time(3136, 384, 3, 2, "nchw")[0] == pytest.approx(8e-9 * 3136 * 384)
+    assert tab.dw_time(3136, 384, 5, 1) is None                             # no 5x5 measured
+
+
+def test_depthwise_kernels_carry_their_shape():
+    """MobileNetV2's depthwise layers lower with output pixels, channels, kernel, stride and image count (the
+    shape the depthwise points are looked up by); the dense convolutions carry their image count too."""
+    ops = _lowered("mobilenet_v2-b64", 64).kernels
+    dw = [k for k in ops if k.kind == "conv_dw"]
+    assert len(dw) == 17 and {k.conv_kernel for k in dw} == {3} and {k.conv_stride for k in dw} == {1, 2}
+    assert all(k.conv_images == 64 and k.m % 64 == 0 and k.n >= 32 for k in dw)
+    first = dw[0]
+    assert (first.m, first.n) == (64 * 112 * 112, 32)                      # 32 channels at 112 x 112 per image
+    assert {k.conv_images for k in ops if k.conv_kernel and k.kind == "gemm"} == {64}
+
+
 def test_the_committed_calibration_holds_the_new_curves():
     from hwprobe.profile_build import load_profile
 

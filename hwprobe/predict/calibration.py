@@ -140,30 +140,54 @@ class ConvTable:
     """A framework's convolutions (cuDNN through PyTorch): seconds over output pixels x C_in x C_out, for 1x1 and
     3x3 kernels at stride 1, interpolated log-log on the measured grid (3x3 at C = sqrt(C_in x C_out)); and the
     stem convolutions (C_in = 3) by kernel and stride, over output pixels (the nearest measured C_out, scaled).
-    Each point names its layout (nhwc or nchw; none: nhwc), and a layout is priced only from its own points."""
+    Each point names its layout (nhwc or nchw; none: nhwc), and a layout is priced only from its own points; NCHW
+    points of several images (``images``) price convolutions of batched models. Depthwise points (``dw``) over
+    output pixels x channels, by kernel, stride and layout."""
 
     points: list[dict]
     _grids: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def time(self, m: float, cin: float, cout: float, k: int, stride: int = 1,
-             layout: str = "nhwc") -> tuple[float, bool] | None:
+    def time(self, m: float, cin: float, cout: float, k: int, stride: int = 1, layout: str = "nhwc",
+             images: int = 1) -> tuple[float, bool] | None:
         if cin < STEM_CIN:
             return self._stem(m, cin, cout, k, stride, layout)
         if k not in (1, 3):
             return None
-        key = (k, layout)
+        if (k, layout) not in self._grids:
+            self._grids[(k, layout)] = self._dense(k, layout)
+        single, batched = self._grids[(k, layout)]
+        grid = batched if images > 1 and batched is not None else single
+        if grid is None:
+            return None
+        axes, log_t = grid
+        return _interp(log_t, axes, (m, cin, cout) if k == 1 else (m, (cin * cout) ** 0.5, 1.0))
+
+    def _dense(self, k: int, layout: str) -> tuple:
+        """The 1x1/3x3 grids of one layout: one image per point, and (NCHW) several, kept apart because cuDNN
+        transforms NCHW data around a convolution of several images and not around a one-image 1x1 (a GEMM)."""
+        dense = [p for p in self.points if p["k"] == k and p.get("stride", 1) == 1 and p["cin"] >= STEM_CIN
+                 and not p.get("dw") and p.get("layout", "nhwc") == layout]
+        batched = [p for p in dense if p.get("images", 1) > 1] if layout == "nchw" else []
+        keys = ("m", "cin", "cout") if k == 1 else ("m", "cin")
+        return (_grid([p for p in dense if p not in batched], keys), _grid(batched, keys) if batched else None)
+
+    def dw_time(self, m: float, channels: float, k: int, stride: int,
+                layout: str = "nhwc") -> tuple[float, bool] | None:
+        """A depthwise convolution from the depthwise points (output pixels x channels) of its kernel, stride and
+        layout; None where none was measured."""
+        key = ("dw", k, stride, layout)
         if key not in self._grids:
-            self._grids[key] = _grid([p for p in self.points if p["k"] == k and p.get("stride", 1) == 1
-                                      and p["cin"] >= STEM_CIN and p.get("layout", "nhwc") == layout],
-                                     ("m", "cin", "cout") if k == 1 else ("m", "cin"))
+            self._grids[key] = _grid([p for p in self.points if p.get("dw") and p["k"] == k
+                                      and p.get("stride", 1) == stride and p.get("layout", "nhwc") == layout],
+                                     ("m", "cin"))
         if self._grids[key] is None:
             return None
         axes, log_t = self._grids[key]
-        return _interp(log_t, axes, (m, cin, cout) if k == 1 else (m, (cin * cout) ** 0.5, 1.0))
+        return _interp(log_t, axes, (m, channels, 1.0))
 
     def layouts(self) -> set[str]:
         """The layouts the 1x1/3x3 table was measured in (points without one are channels-last: older profiles)."""
-        return {p.get("layout", "nhwc") for p in self.points if p["cin"] >= STEM_CIN}
+        return {p.get("layout", "nhwc") for p in self.points if p["cin"] >= STEM_CIN and not p.get("dw")}
 
     def _stem(self, m: float, cin: float, cout: float, k: int, stride: int,
               layout: str) -> tuple[float, bool] | None:

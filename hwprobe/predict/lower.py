@@ -91,6 +91,16 @@ def _bytes(layer: Layer, it: float) -> float:
     return float(layer.inputs + layer.outputs + layer.weights) * it
 
 
+def _conv_shape(layer: Layer, rows: int) -> tuple[int, int, int]:
+    """(square kernel size or 0, stride, images) of a convolution with ``rows`` output pixels."""
+    kernel = layer.kernel or (1, 1)
+    kh = kernel[0] if kernel[0] == kernel[-1] else 0
+    # stride from the pixel counts: input pixels per output pixel = stride^2 (batch and padding aside)
+    stride = max(1, round(math.sqrt(layer.inputs / (layer.cin * rows)))) if layer.cin and layer.inputs else 1
+    images = rows // (layer.out_hw[0] * layer.out_hw[1]) if layer.out_hw and all(layer.out_hw) else 0
+    return kh, stride, images
+
+
 def _gemm_op(layer: Layer, prec: str, it: float) -> KernelOp:
     """Convolutions as implicit GEMMs (rows = output pixels, K = C_in/groups x kh x kw), FC and MatMul as GEMMs."""
     n_total = layer.cout or 1
@@ -99,11 +109,9 @@ def _gemm_op(layer: Layer, prec: str, it: float) -> KernelOp:
     k = max(1, round(layer.macs / max(rows * n_total, 1)))
     conv = layer.op in ("conv", "convtranspose")
     conv_in = float(layer.inputs) * it if conv and (layer.kernel or (1, 1)) != (1, 1) else 0.0
-    kh = (layer.kernel or (1, 1))[0] if conv and (layer.kernel or (1, 1))[0] == (layer.kernel or (1, 1))[-1] else 0
-    # stride from the pixel counts: input pixels per output pixel = stride^2 (batch and padding aside)
-    stride = max(1, round(math.sqrt(layer.inputs / (layer.cin * rows)))) if conv and layer.cin and layer.inputs else 1
+    kh, stride, images = _conv_shape(layer, rows) if conv else (0, 1, 0)
     return KernelOp(layer.name, "gemm", prec, m=rows, n=max(1, n_total // g), k=k, batch=g, layers=(layer.name,),
-                    conv_input_bytes=conv_in, conv_kernel=kh if conv else 0, conv_stride=stride)
+                    conv_input_bytes=conv_in, conv_kernel=kh, conv_stride=stride, conv_images=images)
 
 
 def _memory_kind(layer: Layer) -> str:
@@ -133,8 +141,11 @@ def kernel_of(layer: Layer, prec: str) -> KernelOp | None:
     if getattr(layer, "shape_only", False):
         return None
     if layer.op in ("conv", "convtranspose") and layer.depthwise:
-        return KernelOp(layer.name, "conv_dw", prec, bytes=_bytes(layer, it), flops=2.0 * layer.macs,
-                        layers=(layer.name,))
+        rows = layer.rows or max(1, layer.outputs // max(layer.cout or 1, 1))
+        kh, stride, images = _conv_shape(layer, rows)
+        return KernelOp(layer.name, "conv_dw", prec, m=rows, n=layer.cout or 0, bytes=_bytes(layer, it),
+                        flops=2.0 * layer.macs, layers=(layer.name,), conv_kernel=kh, conv_stride=stride,
+                        conv_images=images)
     if layer.op in ("conv", "convtranspose", "gemm", "matmul") and layer.macs > 0:
         return _gemm_op(layer, prec, it)
     if layer.op == "reshape" or layer.source_op in VIEWS:

@@ -129,7 +129,7 @@ class Predictor:
         if cin >= STEM_CIN and layout not in self.cal.conv.layouts():     # a profile from before the NCHW points
             layout, note = "nhwc", ("NCHW: priced from the channels-last conv table (this profile has no NCHW "
                                     "points); cuDNN's layout transforms around it are not calibrated")
-        got = self.cal.conv.time(op.m, cin, op.n, op.conv_kernel, op.conv_stride, layout)
+        got = self.cal.conv.time(op.m, cin, op.n, op.conv_kernel, op.conv_stride, layout, op.conv_images or 1)
         if got is None:
             return None
         it = ITEMSIZE.get(op.precision, 2)
@@ -202,7 +202,17 @@ class Predictor:
         note = "" if curve.kind == name else f"no {name} curve: the {curve.kind} curve"
         return curve.time(nbytes), curve.covers(nbytes), note, f"memory.{name}"
 
+    def _conv_dw(self, op: KernelOp) -> OpTime | None:
+        """A depthwise convolution from the conv table's depthwise points (its kernel, stride and layout), where
+        the profile has them (older profiles: the copy curve at its bytes)."""
+        if self.cal.conv is None or self.runtime == "fused" or not (op.conv_kernel and op.m and op.n):
+            return None
+        got = self.cal.conv.dw_time(op.m, op.n, op.conv_kernel, op.conv_stride, self.layout)
+        return None if got is None else self._finish(op, got[0], op.flops, op.bytes, got[1], "framework.conv_dw", "")
+
     def _memory(self, op: KernelOp) -> OpTime:
+        if op.kind == "conv_dw" and (dw := self._conv_dw(op)) is not None:
+            return dw
         t, covered, note, src = self._mem_time(op.kind, op.bytes)
         return self._finish(op, t, op.flops, op.bytes, covered, src, note)
 

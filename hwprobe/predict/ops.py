@@ -41,6 +41,7 @@ class KernelOp:
     conv_input_bytes: float = 0.0     # gemm from a convolution: the input tensor's bytes (0: a plain GEMM). An
     #                                   implicit GEMM reads its input once, not the kh x kw times larger im2col matrix
     conv_stride: int = 1              # gemm from a convolution: its stride
+    conv_images: int = 0              # a convolution: images in the batch (0: not known)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

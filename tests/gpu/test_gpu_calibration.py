@@ -78,7 +78,12 @@ def test_torch_kernels(gpu_ctx_factory):
         if name in ("predict.torch.sdpa", "predict.torch.conv"):
             assert c["points"] and all(p["time_s"] > 0 for p in c["points"])
             if name == "predict.torch.conv":       # the stem convolutions (C_in = 3, strided) are in the table
-                assert any(p.get("stride", 1) > 1 and p["cin"] == 3 for p in c["points"])
+                pts = c["points"]
+                assert any(p.get("stride", 1) > 1 and p["cin"] == 3 for p in pts)
+                # both layouts, NCHW also batched, and depthwise points at both strides
+                assert {p["layout"] for p in pts} == {"nhwc", "nchw"}
+                assert any(p["layout"] == "nchw" and p.get("images", 1) > 1 and not p.get("dw") for p in pts)
+                assert {p["stride"] for p in pts if p.get("dw")} == {1, 2}
             continue
         if name == "predict.torch.eager_op_s":
             assert 1e-7 < min(c["per_op_s"].values()) < 1e-3

@@ -265,14 +265,20 @@ CONV3_C = (64, 128, 256, 512)                               # 3x3: C_in = C_out
 CONV_MAX_MACS = 1 << 38
 
 
-def _conv_point(torch, m: int, cin: int, cout: int, k: int, layout: str = "nhwc") -> float:
-    """One FP16 convolution (stride 1, 'same' padding) over an output of m pixels, as cuDNN runs it for PyTorch
-    (cudnn.benchmark picks the algorithm, as a deployment does), in ``layout`` (nhwc: channels-last; nchw:
-    PyTorch's default, cuDNN's layout transforms around its kernel included); checked on a few outputs in FP32."""
+def batched_images(m: int) -> int:
+    """Images of a batched point of m output pixels: up to 64 images of at least 7 x 7 (a late CNN stage at batch
+    64): 196 -> 4 x 7^2, 3136 -> 64 x 7^2, 200704 -> 64 x 56^2."""
+    return max(1, min(64, m // 49))
+
+
+def _conv_point(torch, m: int, cin: int, cout: int, k: int, layout: str = "nhwc", images: int = 1) -> float:
+    """One FP16 convolution (stride 1, 'same' padding) over an output of m pixels in ``images`` images, as cuDNN
+    runs it for PyTorch (cudnn.benchmark picks the algorithm, as a deployment does), in ``layout`` (nhwc:
+    channels-last; nchw: PyTorch's default, cuDNN's layout transforms included: for one image a 1x1 convolution
+    is a plain GEMM, for several cuDNN transforms around it); checked on a few outputs in FP32."""
     F = torch.nn.functional
     fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
-    side = int(round(m ** 0.5))
-    n, hw = (max(1, m // 3136), 56) if side * side != m and m >= 3136 else (1, side)
+    n, hw = images, int(round((m // images) ** 0.5))
     x = torch.randn(n, cin, hw, hw, device="cuda", dtype=torch.float16).to(memory_format=fmt)
     weights = _params(torch, lambda: (torch.randn(cout, cin, k, k, device="cuda", dtype=torch.float16)
                                       / (cin * k * k) ** 0.5).to(memory_format=fmt),
@@ -289,6 +295,32 @@ def _conv_point(torch, m: int, cin: int, cout: int, k: int, layout: str = "nhwc"
     got = holder["y"][:1, :, :8, :8].float()
     inner = slice(k // 2, 8 - k // 2)        # away from the crop's border, where the padding differs
     _check((got[..., inner, inner], ref[..., inner, inner]), f"conv {k}x{k} {cin}->{cout} at {m}")
+    return t
+
+
+DW_C = (32, 144, 384, 960)          # depthwise: channels (MobileNetV2 / EfficientNet widths)
+
+
+def _dw_point(torch, m: int, cin: int, cout: int, k: int, stride: int, layout: str, images: int, dw: bool) -> float:
+    """A depthwise FP16 convolution (groups = channels, 'same' padding) over m output pixels in ``images`` images,
+    stride 1 or 2, in ``layout``; checked on one image's corner in FP32."""
+    F = torch.nn.functional
+    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    hw = int(round((m // images) ** 0.5)) * stride
+    x = torch.randn(images, cin, hw, hw, device="cuda", dtype=torch.float16).to(memory_format=fmt)
+    weights = _params(torch, lambda: (torch.randn(cin, 1, k, k, device="cuda", dtype=torch.float16)
+                                      / k).to(memory_format=fmt), 2 * cin * k * k)
+    holder = {}
+
+    def call() -> None:
+        holder["w"] = weights()
+        holder["y"] = F.conv2d(x, holder["w"], stride=stride, padding=k // 2, groups=cin)
+
+    t, _ = _graph_time(torch, call)
+    crop = x[:1, :, :8 * stride, :8 * stride].float()
+    ref = F.conv2d(crop, holder["w"].float(), stride=stride, padding=k // 2, groups=cin)
+    inner = slice(1, 8 - 1)                  # away from the crop's border, where the padding differs
+    _check((holder["y"][:1, :, inner, inner].float(), ref[..., inner, inner]), f"depthwise {k}x{k}/{stride} {cin}")
     return t
 
 
@@ -331,11 +363,19 @@ def _convs(ctx, torch, quick: bool):
     shapes = [(1, a, b) for a in CONV1_C for b in CONV1_C] + [(3, c, c) for c in CONV3_C]
     if quick:
         shapes = shapes[::7]
-    cases = [{"k": k, "cin": cin, "cout": cout, "m": m, "layout": layout} for layout in ("nhwc", "nchw")
-             for k, cin, cout in shapes for m in ms if m * cin * cout * k * k <= CONV_MAX_MACS]
+    # one image per point in both layouts; NCHW also batched (its transforms depend on the image count)
+    cases = [{"k": k, "cin": cin, "cout": cout, "m": m, "layout": layout, "images": images}
+             for layout, batched in (("nhwc", False), ("nchw", False), ("nchw", True))
+             for k, cin, cout in shapes for m in ms if m * cin * cout * k * k <= CONV_MAX_MACS
+             for images in [batched_images(m) if batched else 1] if not batched or images > 1]
     rows: list[dict] = []
     yield from _sweep(ctx, torch, cases, lambda **c: _conv_point(torch, **c), "predict.torch.conv", "torch conv2d",
                       rows)
+    dws = [{"k": 3, "dw": True, "cin": c, "cout": c, "stride": s, "m": m, "layout": layout,
+            "images": batched_images(m)}
+           for layout in ("nhwc", "nchw") for s in (1, 2) for c in (DW_C[::2] if quick else DW_C) for m in ms]
+    yield from _sweep(ctx, torch, dws, lambda **c: _dw_point(torch, **c), "predict.torch.conv.dw",
+                      "torch depthwise conv2d", rows)
     stems = [{"k": k, "stride": s, "cin": 3, "cout": cout, "layout": layout,
               "m": b * ((STEM_HW + 2 * (k // 2 if k > s else 0) - k) // s + 1) ** 2}
              for k, s, cout in (STEMS[:1] if quick else STEMS) for b in (STEM_BATCH[::2] if quick else STEM_BATCH)
@@ -348,9 +388,10 @@ def _convs(ctx, torch, quick: bool):
                                   "layouts": ["nhwc", "nchw"], "cudnn_benchmark": True},
                           notes=["PyTorch conv2d (cuDNN), FP16, channels-last (nhwc) and PyTorch's default layout "
                                  "(nchw, cuDNN's transforms around its kernel included): seconds per convolution over "
-                                 "output pixels x C_in x C_out for 1x1 and 3x3 kernels at stride 1, and for the "
+                                 "output pixels x C_in x C_out for 1x1 and 3x3 kernels at stride 1 (NCHW also over "
+                                 "several images), 3x3 depthwise ones at stride 1 and 2 (points with 'dw'), and the "
                                  "first-layer (stem) convolutions of C_in = 3 (points with 'stride'), replayed in a "
-                                 "CUDA graph; each point names its layout"])
+                                 "CUDA graph; each point names its layout and image count"])
 
 
 LINEAR_M = (1, 16, 128, 1024, 8192, 32768)                 # rows (tokens x batch)
