@@ -128,6 +128,29 @@ def test_prediction_against_the_measured_h200_run():
     assert p.expected_error()["cases"] >= 10
 
 
+def test_nchw_prediction_against_the_measured_h200_run():
+    """ResNet-50 and MobileNetV2 at batch 64 in PyTorch's default NCHW layout, timed on the H200 (the conv lease):
+    priced from that lease's NCHW and depthwise points, within 10%; priced from the channels-last table of a profile
+    without them (the cold lease), 19-30% low and flagged outside the calibration."""
+    pytest.importorskip("onnx")
+    from hwprobe.models import load_model
+    from hwprobe.predict.estimate import predict_model
+    from hwprobe.profile_build import load_profile
+
+    conv = ROOT / "profiles/h200-sxm/2026-11-26-validation-conv"
+    cases = json.loads(gzip.decompress((conv / "validate_models.json.gz").read_bytes()))["cases"]
+    for name in ("resnet50", "mobilenet_v2"):
+        case = next(c for c in cases if (c["model"], c["variant"], c["batch"]) == (name, "bn_folded", 64))
+        measured = case["cuda_graph"]["median_ms"] * 1e-3
+        model = load_model(VALID / "onnx" / f"{name}-b64.onnx", 64)
+        p = predict_model(model, load_profile(ROOT / "profiles/h200-sxm/2026-11-26-predict-conv"), "fp16", "graph",
+                          layout="nchw")
+        assert abs(p.time_s / measured - 1) < 0.10, (name, p.time_s, measured)
+        assert p.expected_error()["where"].endswith("validation-conv")          # the NCHW validation, not the nhwc one
+        old = predict_model(model, load_profile(PREDICT), "fp16", "graph", layout="nchw")
+        assert old.time_s < 0.85 * measured and any("no NCHW points" in k.note for k in old.kernels)
+
+
 class _Ceiling:
     def __init__(self, value, sustained):
         self.value, self.sustained = value, sustained

@@ -153,9 +153,10 @@ def test_batched_nchw_and_depthwise_points_price_their_own_convolutions():
     assert t1 == pytest.approx(law(3136, 64))
     assert tab.time(3136, 64, 256, 1, layout="nchw", images=64)[0] == pytest.approx(2 * t1)
     assert tab.layouts() == {"nchw"}                                        # depthwise points are not the grid's
-    assert tab.dw_time(3136, 384, 3, 1)[0] == pytest.approx(1e-9 * 3136 * 384)
-    assert tab.dw_time(3136, 384, 3, 2, "nchw")[0] == pytest.approx(8e-9 * 3136 * 384)
-    assert tab.dw_time(3136, 384, 5, 1) is None                             # no 5x5 measured
+    assert tab.dw_time(3136, 384, 3, 1, images=64)[0] == pytest.approx(1e-9 * 3136 * 384)
+    assert tab.dw_time(3136, 384, 3, 2, "nchw", images=64)[0] == pytest.approx(8e-9 * 3136 * 384)
+    assert tab.dw_time(3136, 384, 5, 1, images=64) is None                  # no 5x5 measured
+    assert tab.dw_time(3136, 384, 3, 1, images=1) is None                   # no one-image points: not these
 
 
 def test_depthwise_kernels_carry_their_shape():

@@ -76,12 +76,13 @@ def markdown(rows: list[dict], title: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def summary(rows: list[dict], where: str) -> dict:
-    out = {}
+def summary(rows: list[dict], where: str, suffix: str = "", old: dict | None = None) -> dict:
+    """The error per runtime (key: runtime + ``suffix``, e.g. graph_nchw), merged into ``old``'s runtimes."""
+    out = dict((old or {}).get("runtimes") or {})
     for rt in sorted({r["runtime"] for r in rows}):
         errs = [abs(r["error_pct"]) for r in rows if r["runtime"] == rt]
-        out[rt] = {"cases": len(errs), "median_abs_pct": statistics.median(errs), "max_abs_pct": max(errs),
-                   "where": where}
+        out[rt + suffix] = {"cases": len(errs), "median_abs_pct": statistics.median(errs), "max_abs_pct": max(errs),
+                            "where": where}
     return {"runtimes": out}
 
 
@@ -95,6 +96,8 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("--summary", default=None, help="write the error summary hwprobe shows beside predictions")
     ap.add_argument("--where", default="")
+    ap.add_argument("--summary-suffix", default="", help="appended to each runtime's key (e.g. _nchw); the summary "
+                    "file's other keys are kept")
     ap.add_argument("--title", default="Predicted vs measured model time")
     a = ap.parse_args()
     from hwprobe.profile import load_profile
@@ -105,7 +108,8 @@ def main() -> None:
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     if a.summary:
-        Path(a.summary).write_text(json.dumps(summary(rows, a.where), indent=1) + "\n")
+        old = read_json(Path(a.summary)) if a.summary_suffix and Path(a.summary).exists() else None
+        Path(a.summary).write_text(json.dumps(summary(rows, a.where, a.summary_suffix, old), indent=1) + "\n")
     print(markdown(rows, a.title))
 
 

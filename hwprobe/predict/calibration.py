@@ -171,15 +171,16 @@ class ConvTable:
         keys = ("m", "cin", "cout") if k == 1 else ("m", "cin")
         return (_grid([p for p in dense if p not in batched], keys), _grid(batched, keys) if batched else None)
 
-    def dw_time(self, m: float, channels: float, k: int, stride: int,
-                layout: str = "nhwc") -> tuple[float, bool] | None:
-        """A depthwise convolution from the depthwise points (output pixels x channels) of its kernel, stride and
-        layout; None where none was measured."""
-        key = ("dw", k, stride, layout)
+    def dw_time(self, m: float, channels: float, k: int, stride: int, layout: str = "nhwc",
+                images: int = 1) -> tuple[float, bool] | None:
+        """A depthwise convolution from the depthwise points (output pixels x channels) of its kernel, stride,
+        layout and image regime (one image, or several: the points hold several images per pixel count where
+        they can, so a one-image layer is priced only from one-image points); None where none was measured."""
+        key = ("dw", k, stride, layout, images > 1)
         if key not in self._grids:
             self._grids[key] = _grid([p for p in self.points if p.get("dw") and p["k"] == k
-                                      and p.get("stride", 1) == stride and p.get("layout", "nhwc") == layout],
-                                     ("m", "cin"))
+                                      and p.get("stride", 1) == stride and p.get("layout", "nhwc") == layout
+                                      and (images > 1 or p.get("images", 1) == 1)], ("m", "cin"))
         if self._grids[key] is None:
             return None
         axes, log_t = self._grids[key]

@@ -23,6 +23,7 @@ class Prediction:
     kernels: list[OpTime]
     notes: list[str] = field(default_factory=list)
     overhead: dict[str, float] = field(default_factory=dict)   # per pass, not per kernel (Predictor.run_overhead)
+    layout: str = "nhwc"          # the layout a convolutional model was priced in (its validation differs)
 
     @property
     def time_s(self) -> float:
@@ -45,7 +46,7 @@ class Prediction:
         return [k for k in self.kernels if not k.covered]
 
     def expected_error(self) -> dict[str, Any] | None:
-        return expected_error(self.runtime)
+        return expected_error(self.runtime, self.layout)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,7 +90,7 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
         notes.append(f"eager: each kernel waits at least the measured host issue time ({pred.host_s * 1e6:.1f} us, a "
                      "bare CUDA launch from Python); a framework's own per-op overhead comes on top (not measured "
                      "in this profile: run the calibration where the framework is installed)")
-    p = Prediction(runtime, times, notes, overhead)
+    p = Prediction(runtime, times, notes, overhead, layout)
     unc = p.uncovered
     if unc:
         share = sum(t.time_s for t in unc) / max(sum(t.time_s for t in times), 1e-30)
@@ -98,9 +99,10 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
     return p
 
 
-def expected_error(runtime: str) -> dict[str, Any] | None:
-    """The median and worst error measured for ``runtime`` in the committed validation (None if never run)."""
-    return _validation().get(runtime)
+def expected_error(runtime: str, layout: str = "nhwc") -> dict[str, Any] | None:
+    """The median and worst error measured for ``runtime`` in the committed validation (None if never run); CNNs
+    run in NCHW were validated on their own (key ``<runtime>_nchw``)."""
+    return _validation().get(runtime if layout == "nhwc" else f"{runtime}_{layout}")
 
 
 @cache

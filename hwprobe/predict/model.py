@@ -203,11 +203,11 @@ class Predictor:
         return curve.time(nbytes), curve.covers(nbytes), note, f"memory.{name}"
 
     def _conv_dw(self, op: KernelOp) -> OpTime | None:
-        """A depthwise convolution from the conv table's depthwise points (its kernel, stride and layout), where
-        the profile has them (older profiles: the copy curve at its bytes)."""
+        """A depthwise convolution from the conv table's depthwise points (its kernel, stride, layout and image
+        regime), where the profile has them (else, and in older profiles: the copy curve at its bytes)."""
         if self.cal.conv is None or self.runtime == "fused" or not (op.conv_kernel and op.m and op.n):
             return None
-        got = self.cal.conv.dw_time(op.m, op.n, op.conv_kernel, op.conv_stride, self.layout)
+        got = self.cal.conv.dw_time(op.m, op.n, op.conv_kernel, op.conv_stride, self.layout, op.conv_images or 1)
         return None if got is None else self._finish(op, got[0], op.flops, op.bytes, got[1], "framework.conv_dw", "")
 
     def _memory(self, op: KernelOp) -> OpTime:
