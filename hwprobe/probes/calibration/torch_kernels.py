@@ -271,57 +271,54 @@ def batched_images(m: int) -> int:
     return max(1, min(64, m // 49))
 
 
-def _conv_point(torch, m: int, cin: int, cout: int, k: int, layout: str = "nhwc", images: int = 1) -> float:
-    """One FP16 convolution (stride 1, 'same' padding) over an output of m pixels in ``images`` images, as cuDNN
-    runs it for PyTorch (cudnn.benchmark picks the algorithm, as a deployment does), in ``layout`` (nhwc:
-    channels-last; nchw: PyTorch's default, cuDNN's layout transforms included: for one image a 1x1 convolution
-    is a plain GEMM, for several cuDNN transforms around it); checked on a few outputs in FP32."""
+def _conv_time(torch, x_shape: tuple, w_shape: tuple, layout: str, what: str, crop: int = 8, **conv) -> float:
+    """F.conv2d(x, w, **conv) in FP16 as cuDNN runs it for PyTorch, timed in a CUDA graph, each launch on its own
+    weight copy (cold), in ``layout`` (nhwc: channels-last; nchw: PyTorch's default, cuDNN's layout transforms
+    included); the first image checked in FP32: its ``crop`` x ``crop`` corner away from the crop's border (where
+    the padding differs), or all of it (crop 0)."""
     F = torch.nn.functional
     fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
-    n, hw = images, int(round((m // images) ** 0.5))
-    x = torch.randn(n, cin, hw, hw, device="cuda", dtype=torch.float16).to(memory_format=fmt)
-    weights = _params(torch, lambda: (torch.randn(cout, cin, k, k, device="cuda", dtype=torch.float16)
-                                      / (cin * k * k) ** 0.5).to(memory_format=fmt),
-                      2 * cout * cin * k * k)
+    x = torch.randn(*x_shape, device="cuda", dtype=torch.float16).to(memory_format=fmt)
+    fan_in = w_shape[1] * w_shape[2] * w_shape[3]
+    weights = _params(torch, lambda: (torch.randn(*w_shape, device="cuda", dtype=torch.float16)
+                                      / fan_in ** 0.5).to(memory_format=fmt), 2 * w_shape[0] * fan_in)
     holder = {}
 
     def call() -> None:
         holder["w"] = weights()
-        holder["y"] = F.conv2d(x, holder["w"], padding=k // 2)
+        holder["y"] = F.conv2d(x, holder["w"], **conv)
 
     t, _ = _graph_time(torch, call)
-    w = holder["w"]
-    ref = F.conv2d(x[:1, :, :8, :8].float(), w.float(), padding=k // 2)
-    got = holder["y"][:1, :, :8, :8].float()
-    inner = slice(k // 2, 8 - k // 2)        # away from the crop's border, where the padding differs
-    _check((got[..., inner, inner], ref[..., inner, inner]), f"conv {k}x{k} {cin}->{cout} at {m}")
+    w = holder["w"].float()
+    if crop:
+        s, border = conv.get("stride", 1), w_shape[2] // 2
+        inner = slice(border, crop - border)
+        ref = F.conv2d(x[:1, :, :crop * s, :crop * s].float(), w, **conv)[..., inner, inner]
+        got = holder["y"][:1, :, inner, inner].float()
+    else:
+        ref, got = F.conv2d(x[:1].float(), w, **conv), holder["y"][:1].float()
+    _check((got, ref), what)
     return t
+
+
+def _conv_point(torch, m: int, cin: int, cout: int, k: int, layout: str = "nhwc", images: int = 1) -> float:
+    """One convolution (stride 1, 'same' padding) over an output of m pixels in ``images`` images (cudnn.benchmark
+    picks the algorithm, as a deployment does). In NCHW, a one-image 1x1 convolution is a plain GEMM; around one
+    of several images cuDNN transforms the layout."""
+    hw = int(round((m // images) ** 0.5))
+    return _conv_time(torch, (images, cin, hw, hw), (cout, cin, k, k), layout, f"conv {k}x{k} {cin}->{cout} at {m}",
+                      padding=k // 2)
 
 
 DW_C = (32, 144, 384, 960)          # depthwise: channels (MobileNetV2 / EfficientNet widths)
 
 
 def _dw_point(torch, m: int, cin: int, cout: int, k: int, stride: int, layout: str, images: int, dw: bool) -> float:
-    """A depthwise FP16 convolution (groups = channels, 'same' padding) over m output pixels in ``images`` images,
-    stride 1 or 2, in ``layout``; checked on one image's corner in FP32."""
-    F = torch.nn.functional
-    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    """A depthwise convolution (groups = channels, 'same' padding) over m output pixels in ``images`` images, stride
+    1 or 2."""
     hw = int(round((m // images) ** 0.5)) * stride
-    x = torch.randn(images, cin, hw, hw, device="cuda", dtype=torch.float16).to(memory_format=fmt)
-    weights = _params(torch, lambda: (torch.randn(cin, 1, k, k, device="cuda", dtype=torch.float16)
-                                      / k).to(memory_format=fmt), 2 * cin * k * k)
-    holder = {}
-
-    def call() -> None:
-        holder["w"] = weights()
-        holder["y"] = F.conv2d(x, holder["w"], stride=stride, padding=k // 2, groups=cin)
-
-    t, _ = _graph_time(torch, call)
-    crop = x[:1, :, :8 * stride, :8 * stride].float()
-    ref = F.conv2d(crop, holder["w"].float(), stride=stride, padding=k // 2, groups=cin)
-    inner = slice(1, 8 - 1)                  # away from the crop's border, where the padding differs
-    _check((holder["y"][:1, :, inner, inner].float(), ref[..., inner, inner]), f"depthwise {k}x{k}/{stride} {cin}")
-    return t
+    return _conv_time(torch, (images, cin, hw, hw), (cin, 1, k, k), layout, f"depthwise {k}x{k}/{stride} {cin}",
+                      stride=stride, padding=k // 2, groups=cin)
 
 
 # First-layer convolutions on an RGB image (C_in = 3): cuDNN runs kernels of their own for these (channel padding,
@@ -333,28 +330,12 @@ STEM_HW = 224
 
 
 def _stem_point(torch, k: int, stride: int, cin: int, cout: int, m: int, layout: str) -> float:
-    """A stem convolution over ``m`` output pixels (whole 224 x 224 images), FP16 in ``layout`` (nhwc: the model
-    converted to channels-last; nchw: as a model runs by default, cuDNN transforming around its kernel), checked in
-    FP32."""
-    F = torch.nn.functional
-    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    """A stem convolution over ``m`` output pixels (whole 224 x 224 images; nchw: as a model runs by default, cuDNN
+    transforming around its kernel), the first image checked whole."""
     pad = k // 2 if k > stride else 0
     side = (STEM_HW + 2 * pad - k) // stride + 1
-    n = max(1, m // (side * side))
-    x = torch.randn(n, cin, STEM_HW, STEM_HW, device="cuda", dtype=torch.float16).to(memory_format=fmt)
-    weights = _params(torch, lambda: (torch.randn(cout, cin, k, k, device="cuda", dtype=torch.float16)
-                                      / (cin * k * k) ** 0.5).to(memory_format=fmt),
-                      2 * cout * cin * k * k)
-    holder = {}
-
-    def call() -> None:
-        holder["w"] = weights()
-        holder["y"] = F.conv2d(x, holder["w"], stride=stride, padding=pad)
-
-    t, _ = _graph_time(torch, call)
-    ref = F.conv2d(x[:1].float(), holder["w"].float(), stride=stride, padding=pad)
-    _check((holder["y"][:1].float(), ref), f"conv {k}x{k}/{stride} {cin}->{cout} at {m}")
-    return t
+    return _conv_time(torch, (max(1, m // (side * side)), cin, STEM_HW, STEM_HW), (cout, cin, k, k), layout,
+                      f"conv {k}x{k}/{stride} {cin}->{cout} at {m}", crop=0, stride=stride, padding=pad)
 
 
 def _convs(ctx, torch, quick: bool):
