@@ -1,0 +1,48 @@
+"""tools/compare_predictions.py: the committed tables are what the current predictor gives for the committed
+profiles (recomputed here for two CNNs of the H100 conv lease), and its summary for NCHW merges beside the
+channels-last one instead of replacing it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LEASE = ROOT / "profiles" / "h100-sxm"
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("cmp", ROOT / "tools" / "compare_predictions.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_committed_nchw_rows_are_what_the_predictor_gives_now():
+    pytest.importorskip("onnx")
+    from hwprobe.profile import load_profile
+
+    mod = _tool()
+    measured = mod.read_json(LEASE / "2026-11-26-validation-conv" / "validate_models.json.gz")
+    measured["cases"] = [c for c in measured["cases"] if c["model"] == "resnet18"]
+    rows = mod.compare(measured, ROOT / "profiles/h200-sxm/2026-11-26-validation-cold/onnx",
+                       load_profile(LEASE / "2026-11-26-predict-conv"), {"bn_folded"})
+    committed = {(r["model"], r["batch"], r["runtime"]): r for r in
+                 json.loads((LEASE / "2026-11-26-validation-conv" / "predictions-nchw.json").read_text())}
+    assert len(rows) == 4
+    for r in rows:
+        c = committed[(r["model"], r["batch"], r["runtime"])]
+        assert r["measured_ms"] == c["measured_ms"] and r["predicted_ms"] == pytest.approx(c["predicted_ms"])
+
+
+def test_summary_with_a_suffix_keeps_the_other_runtimes():
+    mod = _tool()
+    rows = [{"runtime": "graph", "error_pct": e} for e in (-3.0, 5.0, 9.0)]
+    old = {"runtimes": {"graph": {"cases": 16, "median_abs_pct": 3.9}}}
+    out = mod.summary(rows, "here", "_nchw", old)["runtimes"]
+    assert out["graph"] == old["runtimes"]["graph"]
+    assert out["graph_nchw"] == {"cases": 3, "median_abs_pct": 5.0, "max_abs_pct": 9.0, "where": "here"}
+    assert set(mod.summary(rows, "here")["runtimes"]) == {"graph"}
