@@ -11,8 +11,11 @@ Clock sources, in order of trust (``params["theory_clock_source"]`` names the on
 - "sentinel": a clock64/globaltimer kernel run just before and after a library's timed window
   (``params["sentinel_sm_mhz"]``);
 - "nvml": NVML's median SM clock over the window (it lags by ~100 ms);
-- "max": the device's max clock: a CPU's always (cpufreq's max, never the current reading, which a VM
-  reports wrongly), a GPU's only when a rate timed without its own clock needs it (``clock_lag``).
+- "max": the device's max clock: a CPU's (cpufreq's max, never the current reading, which a VM reports wrongly),
+  a GPU's only when a rate timed without its own clock needs it (``clock_lag``);
+- "measured": a CPU core's clock timed on a dependent add chain just before and after the window
+  (``params["cpu_mhz_around"]``), where it is above the max recorded (a VM's host boosting past the clock
+  measured at boot); the move is flagged.
 """
 
 from __future__ import annotations
@@ -60,6 +63,12 @@ def judge(m: Measurement, theory) -> None:
         return
     if getattr(theory, "kind", "gpu") == "cpu":
         clk, top, source = None, None, "max"               # a CPU's theory is at its max clock (sysfs)
+        around = max(m.params.get(K.CPU_MHZ_AROUND) or [0.0])
+        top_mhz = getattr(theory, "max_clock_mhz", None)
+        if top_mhz and around > top_mhz:        # the cores ran faster than the max recorded (a VM's boost)
+            clk, source = around, "measured"
+            m.flags.append(Flag(Code.THEORY_CLOCK_MOVED, f"max {top_mhz:.0f} -> measured around the window "
+                                                         f"{around:.0f} MHz"))
     elif m.kind == Kind.MEMORY and _LEVEL_ALIASES.get(m.level, m.level) == "dram":
         clk = m.clocks.mem_mhz if m.clocks else None      # DRAM theory follows the memory clock
         top, source = clk, "memory"

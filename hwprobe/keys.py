@@ -35,8 +35,11 @@ KERNEL_SM_MHZ = Key("kernel_sm_mhz", float, "MHz",
                     "the SM clock the timed kernel ran at, its clock64 cycles over %globaltimer (scalar or per launch)")
 SENTINEL_SM_MHZ = Key("sentinel_sm_mhz", list, "MHz",
                       "the SM clock of a sentinel kernel run just before and after a library call, both edges")
+CPU_MHZ_AROUND = Key("cpu_mhz_around", list, "MHz",
+                     "a CPU core's clock timed on a dependent add chain just before and after the timed window")
 THEORY_CLOCK_SOURCE = Key("theory_clock_source", str, "",
-                          "which clock theory was computed at: kernel, sentinel, nvml, memory, l2_spec or max")
+                          "which clock theory was computed at: kernel, sentinel, nvml, memory, l2_spec, max or "
+                          "measured (a CPU's clock timed around the window, where it ran above the max recorded)")
 CLOCKS_MHZ = Key("clocks_mhz", dict, "MHz", "every SM clock reading of the record by source: {source: MHz}")
 PCT_AT = Key("pct_at", dict, "fraction", "the figure over theory at each clock there is: {source: value/theory}")
 # How a record is filed (probes write; hwprobe.profile_build reads)

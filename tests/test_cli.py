@@ -128,7 +128,10 @@ def test_ctrl_c_mid_run_keeps_a_partial_profile(tmp_path):
     assert "Traceback" not in err
     prof = load_profile(next(out.glob("*/profile.json")))
     assert prof.partial is True
-    assert "fp64" in prof.compute and prof.environment["finished"] is False
+    assert prof.environment["finished"] is False
+    # the FMA figure that finished is kept: a ceiling, or an invalid record where this VM's host boosted past
+    # the clock it recorded (judged as such, never dropped)
+    assert "fp64" in prof.compute or any(r.get("metric") == "fp64.cpu.fma" for r in prof.invalid), prof.invalid
 
 
 def test_device_selection_default_list_and_all(monkeypatch):

@@ -77,3 +77,27 @@ def test_l2_is_judged_against_the_slices_port_peak():
     beside = _l2(11.6e12, ceiling=False)
     judge(beside, _h200())
     assert beside.valid and not beside.flags and beside.theory is not None
+
+
+def _cpu_fma(value, around=None):
+    from hwprobe.device.info import CpuInfo
+
+    th = device_theory(CpuInfo(model="AMD EPYC", vendor="AuthenticAMD", cores=2, threads=2, flags=["avx2", "fma"],
+                               max_mhz=2896.0, fp64_flops_per_clk=16, fp32_flops_per_clk=32, simd="avx2"))
+    m = Measurement(probe="cpu.fma", metric="fp64.cpu.fma", kind="compute", value=value, unit="FLOP/s",
+                    precision="fp64", exec_unit="cpu", path="instruction",
+                    params={"cpu_mhz_around": around} if around else {})
+    judge(m, th)
+    return m
+
+
+def test_a_cpu_that_ran_above_its_recorded_max_is_judged_at_the_clock_measured_around_the_window():
+    """A VM measured 2896 MHz at boot; its host boosted to ~3030 MHz during the FMA run (96.9 GFLOP/s on 2 cores x
+    16 FLOP/clk, seen in CI): without the clock timed around the window that correct figure was invalid."""
+    assert not _cpu_fma(96.9e9).valid                                      # the max clock alone: above theory
+    m = _cpu_fma(96.9e9, [3010.0, 3031.5])
+    assert m.valid and m.params["theory_clock_source"] == "measured" and m.theory.clock_mhz == 3031.5
+    assert m.flags == ["theory_clock_moved: max 2896 -> measured around the window 3032 MHz"]
+    slow = _cpu_fma(90e9, [2700.0, 2750.0])                                 # slower than the max: theory stays there
+    assert slow.params["theory_clock_source"] == "max" and slow.theory.clock_mhz == 2896 and slow.flags == []
+    assert not _cpu_fma(120e9, [3010.0, 3031.5]).valid                     # still bounded at the measured clock

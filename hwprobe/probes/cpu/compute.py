@@ -241,13 +241,21 @@ def _measure(ctx, kern, prec: str, nthreads: int, bits: int, chains: int, use_fm
         notes.append(f"LLVM split the {bits}-bit vectors into {ev['widest_bits']}-bit instructions")
     if not use_fma:
         notes.append("no FMA in the target ISA: a multiply and an add per step (still 2 FLOPs)")
-    return ctx.measure(
+    from hwprobe import keys as K
+    from hwprobe.device.cpu import measure_mhz
+
+    around = [measure_mhz()]            # the core clock right before and right after the timed window
+    m = ctx.measure(
         f"{prec}.cpu.fma", lambda: call(n, a, b), work=2.0 * nthreads * chains * lanes * n, unit="FLOP/s",
         kind=Kind.COMPUTE, check=check, warmup=1, precision=prec, exec_unit=ExecUnit.CPU, path="instruction",
         params={"threads": nthreads, "chains": chains, "lanes": lanes, "vector_bits": bits, "iterations": n,
                 "fma": use_fma, "asm_widest_bits": ev["widest_bits"]},
         notes=notes,
     )
+    around.append(measure_mhz())
+    if all(around):
+        m.params[K.CPU_MHZ_AROUND] = [round(x, 1) for x in around]
+    return m
 
 
 def _time_once(fn, *args) -> float:
