@@ -1,8 +1,25 @@
-"""Builders for synthetic measurements used by the CPU tests."""
+"""Builders for synthetic measurements used by the CPU tests, and the loader of the tools/ scripts they test."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+
 from hwprobe.measurement import ClockSummary, Measurement, Stats, Theory
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+def load_tool(name: str):
+    """A script under tools/ (``name``: its path there, without .py) loaded as a fresh module, registered under its
+    file name first (dataclasses look their module up while the file executes)."""
+    path = TOOLS / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def meas(metric: str, value: float, *, kind: str = "compute", unit: str = "FLOP/s", precision=None,

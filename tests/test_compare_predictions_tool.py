@@ -4,28 +4,22 @@ channels-last one instead of replacing it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
 LEASE = ROOT / "profiles" / "h100-sxm"
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("cmp", ROOT / "tools" / "compare_predictions.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_committed_nchw_rows_are_what_the_predictor_gives_now():
     pytest.importorskip("onnx")
     from hwprobe.profile import load_profile
 
-    mod = _tool()
+    mod = load_tool("compare_predictions")
     measured = mod.read_json(LEASE / "2026-11-26-validation-conv" / "validate_models.json.gz")
     measured["cases"] = [c for c in measured["cases"] if c["model"] == "resnet18"]
     rows = mod.compare(measured, ROOT / "profiles/h200-sxm/2026-11-26-validation-cold/onnx",
@@ -39,7 +33,7 @@ def test_committed_nchw_rows_are_what_the_predictor_gives_now():
 
 
 def test_summary_with_a_suffix_keeps_the_other_runtimes():
-    mod = _tool()
+    mod = load_tool("compare_predictions")
     rows = [{"runtime": "graph", "error_pct": e} for e in (-3.0, 5.0, 9.0)]
     old = {"runtimes": {"graph": {"cases": 16, "median_abs_pct": 3.9}}}
     out = mod.summary(rows, "here", "_nchw", old)["runtimes"]

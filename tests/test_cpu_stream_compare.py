@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import load_tool
+
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("cpu_stream_compare", ROOT / "tools" / "cpu_stream_compare.py")
-tool = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tool)
+tool = load_tool("cpu_stream_compare")
 
 # McCalpin's stream.c (5.10) output, as it printed here on 2026-11-26 (gcc -O3 -fopenmp, 2 threads, a busy VM)
 STREAM_C_TABLE = """-------------------------------------------------------------

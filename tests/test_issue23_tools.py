@@ -3,8 +3,9 @@ carries the retired event-clock flags and NVML's lagging power beside short wind
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from tests.helpers import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,9 +20,7 @@ def test_suite_loads_and_validates():
 
 
 def test_summary_fails_the_old_records(capsys):
-    spec = importlib.util.spec_from_file_location("summ", ROOT / "tools" / "issue23" / "summarize.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_tool("issue23/summarize")
     assert mod.main(ROOT / "profiles" / "h100-sxm" / "2026-11-25-full") == 1
     out = capsys.readouterr().out
     assert "FAIL 1 fp64.tensor_core.mma_sync" in out          # 264 CTAs: the event clock's false flag
@@ -29,17 +28,10 @@ def test_summary_fails_the_old_records(capsys):
     assert "info 6 fp64.tensor_core.cublas.n8192" in out
 
 
-def _l2_table():
-    spec = importlib.util.spec_from_file_location("l2t", ROOT / "tools" / "issue23" / "l2_gpubenches_table.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_l2_table_fails_the_old_peer_method_and_passes_the_new(capsys):
     """gpu-benches' own printout in the same lease is the oracle: the first H100 lease (peer method on
     ld.global.cg and log-spaced sets) is 1% under it; the leases after the change are within 0.5%."""
-    mod = _l2_table()
+    mod = load_tool("issue23/l2_gpubenches_table")
     h100 = ROOT / "profiles" / "h100-sxm" / "2026-11-26-l2-gpubenches"
     assert mod.main(str(h100 / "lease1")) == 1
     assert "worst 0.990" in capsys.readouterr().out

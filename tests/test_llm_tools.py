@@ -3,28 +3,16 @@ with a fake predictor on a made-up measurement file."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.helpers import load_tool
 from tests.test_llm import FakePricer
-
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
-
-
-def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod               # dataclasses look their module up while the file executes
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_validate_llm_imports_without_torch_and_parses_cases():
-    v = _tool("validate_llm")
+    v = load_tool("validate_llm")
     assert v.parse_cases("1x512, 16x4096", "decode") == [("decode", 1, 512), ("decode", 16, 4096)]
     assert v.parse_cases("prefill:1x1024,decode:16x1024") == [("prefill", 1, 1024), ("decode", 16, 1024)]
     for bad in ("0x512", "train:1x4"):
@@ -38,7 +26,7 @@ def test_validate_llm_shapes_are_hwprobe_builtins():
     """The measured models are hwprobe's built-ins field for field (compare_llm refuses a mismatch)."""
     from hwprobe.models.llm.config import load
 
-    v = _tool("validate_llm")
+    v = load_tool("validate_llm")
     for name, shape in v.MODELS.items():
         if name == "tiny":
             continue
@@ -57,7 +45,7 @@ def _doc():
 
 
 def test_compare_llm_table_with_a_fake_predictor():
-    c = _tool("compare_llm")
+    c = load_tool("compare_llm")
     doc = _doc()
     c.check_shapes(doc)
     rows = c.predict(doc, pricer=FakePricer())
@@ -72,7 +60,7 @@ def test_compare_llm_table_with_a_fake_predictor():
 def test_compare_llm_refuses_a_shape_mismatch_and_bad_files(tmp_path):
     from hwprobe.errors import InputError
 
-    c = _tool("compare_llm")
+    c = load_tool("compare_llm")
     doc = _doc()
     doc["models"]["llama-3.2-1b"]["hidden"] = 4096
     with pytest.raises(InputError, match="measured hidden=4096"):
@@ -83,7 +71,7 @@ def test_compare_llm_refuses_a_shape_mismatch_and_bad_files(tmp_path):
 
 
 def test_compare_llm_marks_missing_communication():
-    c = _tool("compare_llm")
+    c = load_tool("compare_llm")
     doc = _doc()
     doc["cases"] = [{"model": "llama-3-8b", "phase": "decode", "batch": 1, "context": 512, "runtime": "graph",
                      "tp": 2, "median_s": 5e-3, "p10_s": 4.9e-3, "p90_s": 5.1e-3}]

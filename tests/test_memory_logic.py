@@ -419,9 +419,12 @@ GPUBENCH_RUN = "profiles/h100-sxm/2026-11-26-l2-gpubenches/lease1/gpubench-1.txt
 
 
 def _gpubench_sets(path) -> list[int]:
-    """The 'data set' column (kB) of gpu-benches gpu-l2-cache's printout, in bytes."""
-    rows = [line.split() for line in open(path)]
-    return [int(r[2]) * 1024 for r in rows if len(r) > 4 and r[1] == r[3] == "kB"]
+    """The 'data set' column of gpu-benches gpu-l2-cache's printout, in bytes (read by the tool that tabulates it)."""
+    from pathlib import Path
+
+    from tests.helpers import load_tool
+
+    return sorted(load_tool("issue23/l2_gpubenches_table").bench_curve(Path(path)))
 
 
 def test_peer_sets_are_the_benchmarks_own_sets():

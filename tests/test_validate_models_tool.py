@@ -2,15 +2,14 @@
 analyzes to the same layers as the full one), small shape tensors stay, external data is dropped; the export order
 and model selection; and tools/validate_models_check.py reading a bundle back through hwprobe analyze."""
 
-import importlib.util
 import io
 import json
-import sys
 import tarfile
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.helpers import load_tool
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as T  # noqa: E402
@@ -19,19 +18,8 @@ from onnx import numpy_helper as nh  # noqa: E402
 
 from hwprobe.models import load_model  # noqa: E402
 
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
-
-
-def _tool(name):
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod                 # dataclasses resolve their module by name
-    spec.loader.exec_module(mod)
-    return mod
-
-
-vm = _tool("validate_models")
-check = _tool("validate_models_check")
+vm = load_tool("validate_models")
+check = load_tool("validate_models_check")
 
 
 def exported_like():

@@ -21,11 +21,7 @@ status() { echo "$1: exit $2${3:+ ($3)}" | tee -a "$OUT/status.txt"; }
 : > "$OUT/status.txt"
 
 log "install"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-python3 -m pip install -q --no-deps --no-build-isolation -e . > "$W/install.log" 2>&1; status "pip install -e ." $?
+source tools/device_install.sh; device_install "$W/install.log"; status "pip install -e ." $?
 nvidia-smi > "$W/nvidia-smi.txt" 2>&1; nvidia-smi topo -m > "$W/topo.txt" 2>&1
 python3 -c "import cupy, hwprobe; print('cupy', cupy.__version__, 'hwprobe', hwprobe.__version__)" 2>&1 | tee -a "$W/session.log"
 

@@ -16,11 +16,7 @@ status() { echo "$1: exit $2" | tee -a "$OUT/status.txt"; }
 want() { [[ ",$STEPS," == *",$1,"* ]]; }
 : > "$OUT/status.txt"
 log "install"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-python3 -m pip install -q --no-deps --no-build-isolation -e . > "$OUT/install.log" 2>&1; status install $?
+source tools/device_install.sh; device_install "$OUT/install.log"; status install $?
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv >> "$OUT/session.log"
 if want gaps; then
   log "kernel gaps"; python3 tools/experiments/kernel_gaps.py --out "$OUT/gaps" > "$OUT/gaps.log" 2>&1; status gaps $?

@@ -6,11 +6,7 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/hwprobe-out}; mkdir -p "$OUT/work"
 log() { echo "== $(date +%T) $*"; }
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site
-fi
-python3 -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/work/install.log" 2>&1 || cat "$OUT/work/install.log"
+source tools/device_install.sh; device_install "$OUT/work/install.log" || cat "$OUT/work/install.log"
 for step in "$@"; do
   case "$step" in
     env)

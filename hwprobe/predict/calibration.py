@@ -145,7 +145,7 @@ class ConvTable:
     output pixels x channels, by kernel, stride and layout."""
 
     points: list[dict]
-    _grids: dict = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)   # built grids, the layout set
 
     def time(self, m: float, cin: float, cout: float, k: int, stride: int = 1, layout: str = "nhwc",
              images: int = 1) -> tuple[float, bool] | None:
@@ -153,9 +153,9 @@ class ConvTable:
             return self._stem(m, cin, cout, k, stride, layout)
         if k not in (1, 3):
             return None
-        if (k, layout) not in self._grids:
-            self._grids[(k, layout)] = self._dense(k, layout)
-        single, batched = self._grids[(k, layout)]
+        if (k, layout) not in self._cache:
+            self._cache[(k, layout)] = self._dense(k, layout)
+        single, batched = self._cache[(k, layout)]
         grid = batched if images > 1 and batched is not None else single
         if grid is None:
             return None
@@ -165,11 +165,14 @@ class ConvTable:
     def _dense(self, k: int, layout: str) -> tuple:
         """The 1x1/3x3 grids of one layout: one image per point, and (NCHW) several, kept apart because cuDNN
         transforms NCHW data around a convolution of several images and not around a one-image 1x1 (a GEMM)."""
-        dense = [p for p in self.points if p["k"] == k and p.get("stride", 1) == 1 and p["cin"] >= STEM_CIN
-                 and not p.get("dw") and p.get("layout", "nhwc") == layout]
-        batched = [p for p in dense if p.get("images", 1) > 1] if layout == "nchw" else []
+        single: list[dict] = []
+        batched: list[dict] = []
+        for p in self.points:
+            if p["k"] == k and p.get("stride", 1) == 1 and p["cin"] >= STEM_CIN and not p.get("dw") \
+                    and p.get("layout", "nhwc") == layout:
+                (batched if layout == "nchw" and p.get("images", 1) > 1 else single).append(p)
         keys = ("m", "cin", "cout") if k == 1 else ("m", "cin")
-        return (_grid([p for p in dense if p not in batched], keys), _grid(batched, keys) if batched else None)
+        return _grid(single, keys), _grid(batched, keys) if batched else None
 
     def dw_time(self, m: float, channels: float, k: int, stride: int, layout: str = "nhwc",
                 images: int = 1) -> tuple[float, bool] | None:
@@ -177,18 +180,22 @@ class ConvTable:
         layout and image regime (one image, or several: the points hold several images per pixel count where
         they can, so a one-image layer is priced only from one-image points); None where none was measured."""
         key = ("dw", k, stride, layout, images > 1)
-        if key not in self._grids:
-            self._grids[key] = _grid([p for p in self.points if p.get("dw") and p["k"] == k
+        if key not in self._cache:
+            self._cache[key] = _grid([p for p in self.points if p.get("dw") and p["k"] == k
                                       and p.get("stride", 1) == stride and p.get("layout", "nhwc") == layout
                                       and (images > 1 or p.get("images", 1) == 1)], ("m", "cin"))
-        if self._grids[key] is None:
+        if self._cache[key] is None:
             return None
-        axes, log_t = self._grids[key]
+        axes, log_t = self._cache[key]
         return _interp(log_t, axes, (m, channels, 1.0))
 
-    def layouts(self) -> set[str]:
-        """The layouts the 1x1/3x3 table was measured in (points without one are channels-last: older profiles)."""
-        return {p.get("layout", "nhwc") for p in self.points if p["cin"] >= STEM_CIN and not p.get("dw")}
+    def layouts(self) -> frozenset[str]:
+        """The layouts the 1x1/3x3 table was measured in (points without one are channels-last: older profiles);
+        read once, every convolution asks."""
+        if "layouts" not in self._cache:
+            self._cache["layouts"] = frozenset(p.get("layout", "nhwc") for p in self.points
+                                               if p["cin"] >= STEM_CIN and not p.get("dw"))
+        return self._cache["layouts"]
 
     def _stem(self, m: float, cin: float, cout: float, k: int, stride: int,
               layout: str) -> tuple[float, bool] | None:

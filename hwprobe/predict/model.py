@@ -119,17 +119,22 @@ class Predictor:
                 worst, why = p["factor"], f"{dim}={v} not a multiple of 8: x{p['factor']:.2f} (measured)"
         return worst, why
 
+    def _conv_table(self):
+        """The framework's conv table where the runtime is the framework's (not fused) and the profile has one."""
+        return None if self.runtime == "fused" else self.cal.conv
+
     def _conv(self, op: KernelOp) -> OpTime | None:
         """A convolution from the framework's own conv table (cuDNN), where the profile has one: 1x1 and 3x3 over
         channels, and the first-layer (stem) convolutions of an RGB input by their kernel and stride."""
-        if self.cal.conv is None or self.runtime == "fused" or op.batch != 1 or not op.conv_kernel:
+        table = self._conv_table()
+        if table is None or op.batch != 1 or not op.conv_kernel:
             return None
         cin = op.k // (op.conv_kernel * op.conv_kernel)
         layout, note = self.layout, ""
-        if cin >= STEM_CIN and layout not in self.cal.conv.layouts():     # a profile from before the NCHW points
+        if cin >= STEM_CIN and layout not in table.layouts():     # a profile from before the NCHW points
             layout, note = "nhwc", ("NCHW: priced from the channels-last conv table (this profile has no NCHW "
                                     "points); cuDNN's layout transforms around it are not calibrated")
-        got = self.cal.conv.time(op.m, cin, op.n, op.conv_kernel, op.conv_stride, layout, op.conv_images or 1)
+        got = table.time(op.m, cin, op.n, op.conv_kernel, op.conv_stride, layout, op.conv_images or 1)
         if got is None:
             return None
         it = ITEMSIZE.get(op.precision, 2)
@@ -205,9 +210,10 @@ class Predictor:
     def _conv_dw(self, op: KernelOp) -> OpTime | None:
         """A depthwise convolution from the conv table's depthwise points (its kernel, stride, layout and image
         regime), where the profile has them (else, and in older profiles: the copy curve at its bytes)."""
-        if self.cal.conv is None or self.runtime == "fused" or not (op.conv_kernel and op.m and op.n):
+        table = self._conv_table()
+        if table is None or not (op.conv_kernel and op.m and op.n):
             return None
-        got = self.cal.conv.dw_time(op.m, op.n, op.conv_kernel, op.conv_stride, self.layout, op.conv_images or 1)
+        got = table.dw_time(op.m, op.n, op.conv_kernel, op.conv_stride, self.layout, op.conv_images or 1)
         return None if got is None else self._finish(op, got[0], op.flops, op.bytes, got[1], "framework.conv_dw", "")
 
     def _memory(self, op: KernelOp) -> OpTime:

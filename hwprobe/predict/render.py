@@ -4,6 +4,7 @@ predictions, and the kernels that take the most time."""
 from __future__ import annotations
 
 from hwprobe.predict.estimate import Prediction
+from hwprobe.predict.ops import GEMM_KINDS
 from hwprobe.units import si
 
 RUNTIME_WORDS = {"graph": "replayed as a CUDA graph", "eager": "launched op by op from the host (eager)",
@@ -30,8 +31,8 @@ def prediction_lines(p: Prediction, top: int = 5) -> list[str]:
     if worst and total:
         lines.append("  kernels taking the most time:")
         for k in worst:
-            shape = (f"{k.op.batch}x " if k.op.batch > 1 else "") + (f"{k.op.m}x{k.op.n}x{k.op.k}" if k.op.m else
-                                                                       f"{k.op.bytes / 1e6:.2f} MB")
+            shape = (f"{k.op.batch}x " if k.op.batch > 1 else "") + (
+                f"{k.op.m}x{k.op.n}x{k.op.k}" if k.op.kind in GEMM_KINDS else f"{k.op.bytes / 1e6:.2f} MB")
             lines.append(f"    [{k.time_s / total:.1%}] {k.op.name[:40]} {k.op.kind} {shape}: {si(k.time_s, 's')} "
                          f"({k.bound}; bound {si(k.roofline_s, 's')})"
                          + ("" if k.covered else " [outside calibration]"))

@@ -17,11 +17,7 @@ log() { echo "== $(date +%T) (+$(( $(date +%s) - T0 )) s) $*" | tee -a "$OUT/ses
 smi() { nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
   --format=csv,noheader >> "$W/clocks.csv"; }
 log "install"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-python3 -m pip install -q --no-deps --no-build-isolation -e . > "$W/install.log" 2>&1
+source tools/device_install.sh; device_install "$W/install.log"
 nvidia-smi -q > "$W/nvidia-smi-q.txt" 2>&1
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.max.sm,clocks.mem,power.limit --format=csv >> "$OUT/session.log"
 # gpu-benches prints one line per set (blockRun x 512 KiB); stop it once past 21 MiB (it would go on to 5 GB)

@@ -313,7 +313,7 @@ def _conv_point(torch, m: int, cin: int, cout: int, k: int, layout: str = "nhwc"
 DW_C = (32, 144, 384, 960)          # depthwise: channels (MobileNetV2 / EfficientNet widths)
 
 
-def _dw_point(torch, m: int, cin: int, cout: int, k: int, stride: int, layout: str, images: int, dw: bool) -> float:
+def _dw_point(torch, m: int, cin: int, k: int, stride: int, layout: str, images: int) -> float:
     """A depthwise convolution (groups = channels, 'same' padding) over m output pixels in ``images`` images, stride
     1 or 2."""
     hw = int(round((m // images) ** 0.5)) * stride
@@ -329,11 +329,17 @@ STEM_BATCH = (1, 8, 32, 64, 128)
 STEM_HW = 224
 
 
+def _stem_geometry(k: int, stride: int) -> tuple[int, int]:
+    """(padding, output side) of a stem convolution on a STEM_HW x STEM_HW image ('same' where the kernel overlaps
+    its neighbours, none for patch embeddings)."""
+    pad = k // 2 if k > stride else 0
+    return pad, (STEM_HW + 2 * pad - k) // stride + 1
+
+
 def _stem_point(torch, k: int, stride: int, cin: int, cout: int, m: int, layout: str) -> float:
     """A stem convolution over ``m`` output pixels (whole 224 x 224 images; nchw: as a model runs by default, cuDNN
     transforming around its kernel), the first image checked whole."""
-    pad = k // 2 if k > stride else 0
-    side = (STEM_HW + 2 * pad - k) // stride + 1
+    pad, side = _stem_geometry(k, stride)
     return _conv_time(torch, (max(1, m // (side * side)), cin, STEM_HW, STEM_HW), (cout, cin, k, k), layout,
                       f"conv {k}x{k}/{stride} {cin}->{cout} at {m}", crop=0, stride=stride, padding=pad)
 
@@ -355,10 +361,9 @@ def _convs(ctx, torch, quick: bool):
     dws = [{"k": 3, "dw": True, "cin": c, "cout": c, "stride": s, "m": m, "layout": layout,
             "images": batched_images(m)}
            for layout in ("nhwc", "nchw") for s in (1, 2) for c in (DW_C[::2] if quick else DW_C) for m in ms]
-    yield from _sweep(ctx, torch, dws, lambda **c: _dw_point(torch, **c), "predict.torch.conv.dw",
+    yield from _sweep(ctx, torch, dws, lambda dw, cout, **c: _dw_point(torch, **c), "predict.torch.conv.dw",
                       "torch depthwise conv2d", rows)
-    stems = [{"k": k, "stride": s, "cin": 3, "cout": cout, "layout": layout,
-              "m": b * ((STEM_HW + 2 * (k // 2 if k > s else 0) - k) // s + 1) ** 2}
+    stems = [{"k": k, "stride": s, "cin": 3, "cout": cout, "layout": layout, "m": b * _stem_geometry(k, s)[1] ** 2}
              for k, s, cout in (STEMS[:1] if quick else STEMS) for b in (STEM_BATCH[::2] if quick else STEM_BATCH)
              for layout in ("nhwc", "nchw")]
     yield from _sweep(ctx, torch, stems, lambda **c: _stem_point(torch, **c), "predict.torch.conv.stem",

@@ -16,6 +16,7 @@ from functools import cache
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.errors import InputError, Skip
 from hwprobe.probes.base import probe
 from hwprobe.vocab import ExecUnit, Kind
@@ -241,7 +242,6 @@ def _measure(ctx, kern, prec: str, nthreads: int, bits: int, chains: int, use_fm
         notes.append(f"LLVM split the {bits}-bit vectors into {ev['widest_bits']}-bit instructions")
     if not use_fma:
         notes.append("no FMA in the target ISA: a multiply and an add per step (still 2 FLOPs)")
-    from hwprobe import keys as K
     from hwprobe.device.cpu import measure_mhz
 
     around = [measure_mhz()]            # the core clock right before and right after the timed window

@@ -100,7 +100,7 @@ def _l2(ctx, mod, ppo: int, refine: bool, screen: bool) -> Iterator[Measurement]
 
     dev = ctx.device
     l2 = dev.l2_bytes
-    lo, hi = _l2_window(l2)
+    lo, hi = l2plan.l2_window(l2)
     big = cp.ones((L2_SWEEP_TO * l2 + (4 << 20)) // 4, dtype=cp.uint32)
     out = cp.zeros(1 << 22, dtype=cp.uint32)
     run_l2 = L2Runner(ctx, mod, big, out)
@@ -115,7 +115,6 @@ def _l2(ctx, mod, ppo: int, refine: bool, screen: bool) -> Iterator[Measurement]
         planned = l2plan.sweep_plan([best], log_sizes(l2 // 32, L2_SWEEP_TO * l2, ppo, align=1 << 16), dev.sms)
         point, sizes = run_l2.private([best], planned), list(planned)
     pts = yield from _sweep(ctx, "device", sizes, point)
-    lo, hi = _l2_window(l2)
     if best != "stream" and sum(lo <= s <= hi for s in pts) < 3:
         # the winning private-rows plan left too few sizes inside the window (a quick sweep of a 50 MiB L2):
         # the stream kernel runs at any size, so it takes the ceiling here, and says so
@@ -124,7 +123,7 @@ def _l2(ctx, mod, ppo: int, refine: bool, screen: bool) -> Iterator[Measurement]
         pts = yield from _sweep(ctx, "device", log_sizes(max(l2 // 32, stream.min_size), L2_SWEEP_TO * l2, ppo,
                                                          align=1 << 16), point)
     if refine and best == "stream":
-        pts = yield from _refine(ctx, "device", pts, point, _l2_window(l2))
+        pts = yield from _refine(ctx, "device", pts, point, (lo, hi))
     yield from _report_merge_free(ctx, pts, point, l2, screened)
     cap_plan = l2plan.sweep_plan([l2plan.CAPACITY], log_sizes(l2 // 16, L2_SWEEP_TO * l2, 2 * ppo, align=1 << 16),
                                  dev.sms)
@@ -135,8 +134,9 @@ def _l2(ctx, mod, ppo: int, refine: bool, screen: bool) -> Iterator[Measurement]
     # small L2); sizes in whole regions, so a point's size is the set it really reads
     region = l2plan.PEER_REGION if hi >= 16 * l2plan.PEER_REGION else l2plan.PEER.row_bytes
     peer_sizes = sorted({max(region, s // region * region) for s in (*log_sizes(int(lo), int(hi), 2), int(hi))})
-    flat = yield from _sweep(ctx, "flat_grid", peer_sizes, run_l2.peer(region), repeats=2)
-    yield from _report_l2(ctx, flat, run_l2.peer(region), l2)
+    flat_point = run_l2.peer(region)
+    flat = yield from _sweep(ctx, "flat_grid", peer_sizes, flat_point, repeats=2)
+    yield from _report_l2(ctx, flat, flat_point, l2)
     # the benchmark's own figure: its plain loads over its own sets (25 in 2-20 MiB), so the median is its median
     window = l2plan.peer_window(l2)
     plain = run_l2.peer(region, l2plan.PEER_PLAIN)
@@ -342,11 +342,6 @@ def _l1_window(pts: dict[int, float], l1: int) -> tuple[float, float]:
     return (min(pts) if pts else 0.0), l1 / 2
 
 
-def _l2_window(l2: int) -> tuple[float, float]:
-    """Sizes surely inside L2 and well above L1 x SMs: L2/30 to L2/3 (2-20 MiB on a 60 MiB L2)."""
-    return l2 / 30, l2 / 3
-
-
 def _exit(pts: dict[int, float], window: tuple[float, float]):
     sizes = sorted(pts)
     if len(sizes) < 4:
@@ -423,7 +418,7 @@ def _report_merge_free(ctx, pts: dict[int, float], point, l2: int, screened: lis
     """cache.l2.read.merge_free: the median of the 2-20 MiB points of the fastest pattern in which no line is ever
     requested twice at once, re-measured at the size whose value it is. A floor under what the L2 serves: every
     byte counted is a byte an L2 slice sent."""
-    lo, hi = _l2_window(l2)
+    lo, hi = l2plan.l2_window(l2)
     mid, inside = _median_point(pts, lo, hi)
     if mid is None or len(inside) < 3:       # a median of three points inside the window at least
         yield info(ctx, "cache.l2.read.merge_free", "too few device sweep points inside 2-20 MiB",
@@ -445,7 +440,7 @@ def _report_merge_free(ctx, pts: dict[int, float], point, l2: int, screened: lis
 
 def _report_l2(ctx, flat: dict[int, float], point, l2: int) -> Iterator[Measurement]:
     """cache.l2.read: the flat-grid pattern (ld.global.cg) at the largest set of the 2-20 MiB window."""
-    lo, hi = _l2_window(l2)
+    lo, hi = l2plan.l2_window(l2)
     inside = sorted(s for s in flat if lo <= s <= hi)
     if len(inside) < 3:
         yield info(ctx, "cache.l2.read", "too few flat-grid sweep points inside 2-20 MiB", f"{len(inside)} points")
@@ -483,7 +478,7 @@ def _report_peer(ctx, pts: dict[int, float], point, window: tuple[float, float])
 def _report_capacity(ctx, pts: dict[int, float], l2: int) -> Iterator[Measurement]:
     """The physical L2 (device-reported) and the effective capacity for data all SMs share (the shared-data
     curve's plateau exit, never above the physical size)."""
-    lo, hi = _l2_window(l2)
+    lo, hi = l2plan.l2_window(l2)
     yield ctx.derived("cache.l2.capacity", l2, unit="B", kind=Kind.CAPACITY, level="l2",
                       params={K.PRIMARY: True, "source": "device-reported (cudaDevAttrL2CacheSize)"},
                       notes=["physical L2 as the device reports it; gpu.latency's single-SM sweep cross-checks it "

@@ -89,10 +89,15 @@ def peer_sizes(lo: float, hi: float, region: int = PEER_REGION) -> list[int]:
     return out
 
 
+def l2_window(l2: int) -> tuple[float, float]:
+    """Sizes surely inside L2 and well above L1 x SMs: L2/30 to L2/3 (2-20 MiB on a 60 MiB L2)."""
+    return l2 / 30, l2 / 3
+
+
 def peer_window(l2: int) -> tuple[float, float]:
     """The window the benchmark's figure is quoted over (2-20 MiB) where 20 MiB is at most half the L2; on a
-    smaller L2, L2/30 to L2/3 (the probe's own window)."""
-    return (2 * MIB, 20 * MIB) if 20 * MIB <= l2 / 2 else (l2 / 30, l2 / 3)
+    smaller L2, the probe's own window (``l2_window``)."""
+    return (2 * MIB, 20 * MIB) if 20 * MIB <= l2 / 2 else l2_window(l2)
 
 
 def choose(ranked: list[L2Variant], size: int, sms: int, tol: float = 0.12) -> L2Variant | None:
