@@ -9,6 +9,9 @@ nox.options.sessions = ["tests", "lint"]
 def tests(session: nox.Session) -> None:
     """The CPU test suite (GPU tests skip themselves with a reason)."""
     session.install("-e", ".[test]")
+    # a real consumer of the llm-analysis export, without its stale pins (see .ci/run)
+    session.install("--no-deps", "llm-analysis>=0.2")
+    session.install("fire>=0.5,<0.6")
     session.run("pytest", "-m", "not gpu", *session.posargs)
 
 
@@ -23,4 +26,4 @@ def gpu(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff")
-    session.run("ruff", "check", "hwprobe", "tests", "noxfile.py")
+    session.run("ruff", "check", "hwprobe", "tests", "tools", "noxfile.py", "setup.py")

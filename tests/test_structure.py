@@ -75,6 +75,40 @@ def test_no_module_defines_a_top_level_name_twice():
     assert not twice, twice
 
 
+def _rebound_parameters(tree: ast.AST) -> list[tuple[int, str, str]]:
+    """(line, function, parameter) where a function's own top-level statement rebinds a parameter to a value not
+    computed from it: the caller's argument is then dead, and later uses read another type."""
+    hits = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = fn.args
+        params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+        for st in fn.body:
+            if not isinstance(st, ast.Assign):
+                continue
+            read = {x.id for x in ast.walk(st.value) if isinstance(x, ast.Name)}
+            names = [n for t in st.targets for n in ([t] if isinstance(t, ast.Name) else getattr(t, "elts", []))]
+            hits += [(st.lineno, fn.name, n.id) for n in names
+                     if isinstance(n, ast.Name) and n.id in params and n.id not in read]
+    return hits
+
+
+def test_no_function_throws_away_a_parameter():
+    """The P2P sweep point once rebound its ``sweep`` dict to a stopping rule on its first line; every P2P
+    bandwidth record then failed on a GPU ('StoppingRule' object is not subscriptable) and no CPU test saw it."""
+    found = [f"{f.relative_to(ROOT)}:{line} {fn}: {p}" for f in sorted((ROOT / "hwprobe").rglob("*.py"))
+             for line, fn, p in _rebound_parameters(ast.parse(f.read_text()))]
+    assert not found, found
+
+
+def test_rebound_parameter_check_finds_the_p2p_bug():
+    src = "def _point(ctx, sweep):\n    sweep = rule('sweep')\n    sweep[1].append(2)\n"
+    ok = "def f(x=None):\n    if x is None:\n        x = 1\n    y = x\n    x = x + 1\n"
+    assert _rebound_parameters(ast.parse(src)) == [(2, "_point", "sweep")]
+    assert _rebound_parameters(ast.parse(ok)) == []
+
+
 def test_probe_modules_live_in_their_family_folder():
     for mod in _probe_modules():
         assert mod.split(".")[2] in PROBE_FAMILIES, mod

@@ -39,8 +39,8 @@ def _reference(folder: Path) -> list[NT.Row]:
     return rows
 
 
-def p2p_table(profile: dict, ref: dict | None, need: float = 0.98) -> str:
-    """hwprobe's best ce.uni / ce.bi over its pairs against memcpyPeer's best one-way / both-ways figure."""
+def _p2p_pairs(profile: dict, ref: dict | None) -> dict[str, tuple[float | None, float | None]]:
+    """(hwprobe's best ce.uni / ce.bi over its pairs, memcpyPeer's best one-way / both-ways figure) by key."""
     best: dict[str, float] = {}
     for link in (profile.get("links") or {}).values():
         if link.get("kind") != "p2p":
@@ -51,10 +51,20 @@ def p2p_table(profile: dict, ref: dict | None, need: float = 0.98) -> str:
                 best[key] = max(best.get(key, 0.0), float(c["value"]))
     uni = list(((ref or {}).get("uni_Bps") or {}).values())
     want = {"ce.uni": max(uni) if uni else None, "ce.bi": (ref or {}).get("bi_Bps")}
+    return {k: (best.get(k), want[k]) for k in ("ce.uni", "ce.bi")}
+
+
+def p2p_ratios(profile: dict, ref: dict | None) -> dict[str, float | None]:
+    """hwprobe's copy-engine ceiling over cudaMemcpyPeerAsync's, one way and both ways (None where one is missing)."""
+    return {k: (hw / rf if hw and rf else None) for k, (hw, rf) in _p2p_pairs(profile, ref).items()}
+
+
+def p2p_table(profile: dict, ref: dict | None, need: float = 0.98) -> str:
+    """hwprobe's best ce.uni / ce.bi over its pairs against memcpyPeer's best one-way / both-ways figure."""
+    pairs, ratios = _p2p_pairs(profile, ref), p2p_ratios(profile, ref)
     out = [f"| P2P | hwprobe GB/s | cudaMemcpyPeerAsync GB/s | ratio | >= {need:.0%} |", "|---|---|---|---|---|"]
     for key, label in (("ce.uni", "one way"), ("ce.bi", "both ways")):
-        hw, rf = best.get(key), want[key]
-        ratio = hw / rf if hw and rf else None
+        (hw, rf), ratio = pairs[key], ratios[key]
         cells = [f"{label} ({key})", _gb(hw), _gb(rf), f"{ratio:.3f}" if ratio else "-",
                  "-" if ratio is None else ("yes" if ratio >= need else "**no**")]
         out.append("| " + " | ".join(cells) + " |")

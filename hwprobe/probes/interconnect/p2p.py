@@ -337,8 +337,8 @@ def _timed_round(ctx, setup, method, bi, pairs, size, sample_s: float, samples: 
 
 
 def _point(ctx, setup, method, bi, pairs, size, sweep) -> Iterator[Measurement]:
-    sweep = policy.rule("sweep")
-    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, sweep.sample_s, sweep.max_samples)
+    rule = policy.rule("sweep")
+    groups, reps, wrong, clocks = _timed_round(ctx, setup, method, bi, pairs, size, rule.sample_s, rule.max_samples)
     for (a, b), g in zip(pairs, groups, strict=True):
         stem, _, key = _names(setup, method, bi, a, b)
         bad = wrong[(a, b)] + (wrong[(b, a)] if bi else 0)

@@ -253,22 +253,21 @@ def _chase(ctx, mod, out, rng, *, metric: str, level: str | None, set_bytes: int
     in L2 (DRAM points). ``visit``: chase a sample of this many slots of the set instead of all of them."""
     import cupy as cp
 
-    order_kind = order
     n = set_bytes // STRIDE
-    order = visit_order(order_kind, n, rng, visit)
-    k_slots = len(order)
+    visits = visit_order(order, n, rng, visit)
+    k_slots = len(visits)
     buf = cp.empty(n * STRIDE // 8, dtype=cp.uint64) if visit else cp.zeros(n * STRIDE // 8, dtype=cp.uint64)
     base = int(buf.data.ptr)
-    ptrs = np.uint64(base) + np.roll(order, -1).astype(np.uint64) * np.uint64(STRIDE)
-    buf.reshape(n, STRIDE // 8)[cp.asarray(order), 0] = cp.asarray(ptrs)
+    ptrs = np.uint64(base) + np.roll(visits, -1).astype(np.uint64) * np.uint64(STRIDE)
+    buf.reshape(n, STRIDE // 8)[cp.asarray(visits), 0] = cp.asarray(ptrs)
     if flush:
         flush_l2(ctx.device.l2_bytes)
     warm_steps = k_slots if warm is None else warm   # L1: one pass in the same kernel (L1 starts cold)
     k = mod.get_function(f"chase<{cg}>")
-    calls: list[int] = []                           # start position (in `order`) of each call
+    calls: list[int] = []                           # start position (in `visits`) of each call
 
     def launch(start_pos: int, w: int, s: int, slot: int) -> None:
-        p = np.uint64(base + int(order[start_pos % k_slots]) * STRIDE)
+        p = np.uint64(base + int(visits[start_pos % k_slots]) * STRIDE)
         k((1,), (32,), (p, np.int64(w), np.int64(s), out, np.int32(slot)))
 
     if prewarm:  # L2 keeps lines across launches: one full pass fills it
@@ -287,12 +286,12 @@ def _chase(ctx, mod, out, rng, *, metric: str, level: str | None, set_bytes: int
     res = out.get().reshape(OUT_SLOTS, 4)
     timed = list(range(warmup, warmup + repeats))
     bad = [i for i in timed
-           if int(res[i % (OUT_SLOTS - 1), 0]) != base + slot_after(order, calls[i] + warm_steps + steps) * STRIDE]
+           if int(res[i % (OUT_SLOTS - 1), 0]) != base + slot_after(visits, calls[i] + warm_steps + steps) * STRIDE]
     cycles = np.array([res[i % (OUT_SLOTS - 1), 1] / steps for i in timed], dtype=float)
     ns = np.array([res[i % (OUT_SLOTS - 1), 2] / steps for i in timed], dtype=float)
-    _fill(ctx, m, cycles, ns, steps=steps, warm_steps=warm_steps, set_bytes=set_bytes, order_kind=order_kind, cg=cg)
+    _fill(ctx, m, cycles, ns, steps=steps, warm_steps=warm_steps, set_bytes=set_bytes, order_kind=order, cg=cg)
     m.params.update(visited_slots=k_slots, l2_flushed=flush)
-    if order_kind == "page_local":
+    if order == "page_local":
         m.notes.append("TLB-friendly: 2 MiB pages in random order, lines within a page in random order")
     if flush:
         m.notes.append("L2 flushed after the set was written (2x L2 of other data), so no step hits a line the "

@@ -1,0 +1,94 @@
+"""The GPU gate's verdicts (tools/gpu_gate.py), on the CPU: its JUnit reading, its profile checks on the
+committed 2-GPU runs (local and MPI-merged), the P2P ratio against cudaMemcpyPeerAsync, and its table."""
+
+import json
+import shutil
+
+import pytest
+
+from tests.helpers import TOOLS, load_tool
+
+gate = load_tool("gpu_gate")
+MULTI = TOOLS.parent / "profiles" / "h200x2" / "2026-11-26-multigpu"
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1"
+skipped="2" tests="5"><testcase classname="tests.gpu.test_gpu_interconnect" name="test_p2p_loopback_self_test">
+<failure message="TypeError">'StoppingRule' object is not subscriptable</failure></testcase>
+<testcase classname="tests.gpu.test_gpu_fma" name="test_fp32"/></testsuite></testsuites>"""
+
+
+def test_junit_counts_and_failures(tmp_path):
+    f = tmp_path / "j.xml"
+    f.write_text(JUNIT)
+    assert gate.junit_counts(f) == {"tests": 5, "failures": 1, "errors": 0, "skipped": 2}
+    assert gate.failed_tests(f) == ["test_gpu_interconnect::test_p2p_loopback_self_test"]
+
+
+def _copy_run(src, dst):
+    dst.mkdir(parents=True)
+    for name in ("profile.json", "measurements.jsonl"):
+        shutil.copy(src / name, dst / name)
+
+
+def test_profile_check_on_the_committed_mpi_run(tmp_path):
+    _copy_run(MULTI / "results-mpi", tmp_path / "run")
+    ok, text = gate.profile_check(tmp_path, ranks=2, links=True)
+    assert ok, text
+    assert "2 ranks merged" in text and "0 errors" in text
+    ok1, text1 = gate.profile_check(tmp_path, ranks=4)
+    assert not ok1 and "2 ranks merged" in text1
+
+
+def test_profile_check_refuses_two_profiles_errors_and_partial_runs(tmp_path):
+    _copy_run(MULTI / "results-mpi", tmp_path / "a")
+    _copy_run(MULTI / "results-mpi", tmp_path / "b")
+    ok, text = gate.profile_check(tmp_path)
+    assert not ok and "found 2" in text
+    shutil.rmtree(tmp_path / "b")
+    p = json.loads((tmp_path / "a" / "profile.json").read_text())
+    p["errors"] = [{"metric": "p2p.ce.uni.0-1", "error": "TypeError: 'StoppingRule' object is not subscriptable"}]
+    (tmp_path / "a" / "profile.json").write_text(json.dumps(p))
+    ok, text = gate.profile_check(tmp_path)
+    assert not ok and "1 errors" in text and "StoppingRule" in text
+    p["errors"], p["partial"] = [], True
+    (tmp_path / "a" / "profile.json").write_text(json.dumps(p))
+    assert not gate.profile_check(tmp_path)[0]
+
+
+def test_p2p_ratio_of_the_committed_lease():
+    mg = load_tool("multigpu_compare")
+    prof = json.loads((MULTI / "results-local" / "profile.json").read_text())
+    ref = json.loads((MULTI / "p2p_ref.json").read_text())
+    r = mg.p2p_ratios(prof, ref)
+    assert set(r) == {"ce.uni", "ce.bi"}
+    assert all(0.9 < v < 1.1 for v in r.values()), r
+    assert mg.p2p_ratios(prof, None) == {"ce.uni": None, "ce.bi": None}
+
+
+def test_table_fails_on_any_failed_step_and_not_on_steps_that_do_not_apply():
+    rows = [gate.Row("tests", "pytest -m gpu", 0, 90.0, True, "37 passed"),
+            gate.Row("mpi", "-", None, 0.0, None, "not applicable: 1 GPU")]
+    t = gate.table(rows, "# head")
+    assert t.rstrip().endswith("gate: PASS") and "| mpi | `-` | - | 0 | n/a |" in t
+    rows.append(gate.Row("multigpu", "hwprobe run", 1, 20.0, False, "3 errors"))
+    assert gate.table(rows, "# head").rstrip().endswith("gate: FAIL")
+
+
+def test_gate_without_a_gpu_marks_multi_gpu_steps_not_applicable(tmp_path, monkeypatch):
+    monkeypatch.setattr(gate, "gpu_count", lambda: 1)
+    assert gate.main(["--out", str(tmp_path), "--steps", "multigpu,p2p,mpi"]) == 0
+    text = (tmp_path / "gate.md").read_text()
+    assert text.count("not applicable: 1 GPU") == 3 and "gate: PASS" in text
+
+
+def test_gate_refuses_unknown_steps(tmp_path, capsys):
+    assert gate.main(["--out", str(tmp_path), "--steps", "tests,nope"]) == 2
+    assert "unknown steps ['nope']" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("step", ["default", "multigpu", "mpi"])
+def test_a_run_that_leaves_no_results_fails(tmp_path, monkeypatch, step):
+    monkeypatch.setattr(gate, "run", lambda cmd, log, timeout: (1, 0.5))
+    args = {"default": ["--suite", "default"], "multigpu": ["--suite", "multigpu"], "mpi": ["--suite", "multigpu"]}
+    row = gate.step_hwprobe(tmp_path, step, args[step], ranks=2 if step == "mpi" else None)
+    assert row.ok is False and row.exit == 1 and row.result == "no results directory"

@@ -1,0 +1,207 @@
+"""The GPU gate: run before resolving any change to device code (probes, timing, kernels, calibration,
+distributed runs), on one GPU and on a 2-GPU machine. Every step runs to its end, whatever the others did:
+
+    bash tools/gpu_gate.sh                  # on the device machine, from the repository root (installs first)
+    python3 tools/gpu_gate.py [--out DIR] [--steps tests,default,multigpu,p2p,mpi]
+
+- tests:    ``pytest -m gpu`` over the whole list (no stop at the first failure), its JUnit counts;
+- default:  ``hwprobe run --device 0 --suite default``: exit 0, a profile without errors;
+- multigpu: ``hwprobe run --device all --suite multigpu``: exit 0, a profile without errors, P2P links measured;
+- p2p:      ``cudaMemcpyPeerAsync`` (tools/p2p_reference.py) against multigpu's copy-engine ceilings (>= 0.98);
+- mpi:      ``mpiexec -n 2 python3 -m hwprobe run --suite multigpu``: exit 0 and one merged profile of 2 ranks.
+The multi-GPU steps are "not applicable" on one GPU. Prints one table (also DIR/gate.md); exit 0 only when every
+step that applies passed. NCCL_NVLS_ENABLE=0 throughout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = ("tests", "default", "multigpu", "p2p", "mpi")
+MULTI = {"multigpu", "p2p", "mpi"}
+P2P_NEED = 0.98
+
+
+@dataclass
+class Row:
+    step: str
+    command: str
+    exit: int | None      # None: not run (not applicable here)
+    wall_s: float
+    ok: bool | None       # None: not applicable
+    result: str
+
+
+def run(cmd: list[str], log: Path, timeout: int) -> tuple[int, float]:
+    """Run ``cmd`` with its output to ``log``; (exit code, wall seconds). A timeout is exit 124."""
+    t = time.monotonic()
+    with log.open("w") as f:
+        try:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    return rc, time.monotonic() - t
+
+
+def junit_counts(path: Path) -> dict[str, int]:
+    """tests, failures, errors, skipped of a pytest JUnit file (summed over its suites)."""
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    return {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
+
+
+def failed_tests(path: Path) -> list[str]:
+    out = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            out.append(f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}")
+    return out
+
+
+def one_run(parent: Path) -> Path | None:
+    """The one results directory under ``parent`` (None if there is not exactly one)."""
+    runs = [p.parent for p in parent.glob("*/profile.json")]
+    return runs[0] if len(runs) == 1 else None
+
+
+def profile_check(parent: Path, *, ranks: int | None = None, links: bool = False) -> tuple[bool, str]:
+    """Whether a run left exactly one complete profile without errors (with ``ranks`` merged ranks, with P2P
+    links), and what it holds."""
+    run_dir = one_run(parent)
+    if run_dir is None:
+        found = sorted(str(p.relative_to(parent)) for p in parent.glob("*/profile.json"))
+        return False, f"expected one profile, found {len(found)}: {found}"
+    p = json.loads((run_dir / "profile.json").read_text())
+    errors, partial = p.get("errors") or [], p.get("partial")
+    records = len((run_dir / "measurements.jsonl").read_text().splitlines()) - 1
+    said = [f"{records} records", f"{len(errors)} errors"]
+    ok = not errors and not partial
+    if ranks is not None:
+        world = (p.get("environment") or {}).get("world") or {}
+        said.append(f"{world.get('size', 1)} ranks merged")
+        ok = ok and world.get("size") == ranks and len(world.get("ranks") or []) == ranks
+    if links:
+        n = sum(1 for v in (p.get("links") or {}).values() if v.get("kind") == "p2p" and v.get("ceilings"))
+        said.append(f"{n} P2P links")
+        ok = ok and n > 0
+    if errors:
+        said.append("first: " + str(errors[0])[:120])
+    return ok, ", ".join(said)
+
+
+def gpu_count() -> int:
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def step_tests(out: Path) -> Row:
+    xml = out / "pytest-gpu.xml"
+    cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-q", "-rs", "tests",
+           f"--junitxml={xml}"]
+    rc, wall = run(cmd, out / "pytest-gpu.log", 560)
+    if not xml.exists():
+        return Row("tests", "pytest -m gpu", rc, wall, False, "no JUnit file (see pytest-gpu.log)")
+    c = junit_counts(xml)
+    bad = failed_tests(xml)
+    passed = c["tests"] - c["failures"] - c["errors"] - c["skipped"]
+    text = f"{passed} passed, {c['failures'] + c['errors']} failed, {c['skipped']} skipped"
+    if bad:
+        text += ": " + ", ".join(bad)
+    return Row("tests", "pytest -m gpu", rc, wall, rc == 0 and not bad and passed > 0, text)
+
+
+def step_hwprobe(out: Path, name: str, args: list[str], *, prefix: list[str] = (), ranks: int | None = None,
+                 links: bool = False) -> Row:
+    res = out / f"results-{name}"
+    shutil.rmtree(res, ignore_errors=True)
+    cmd = [*prefix, sys.executable, "-m", "hwprobe", "run", *args, "--out", str(res), "--quiet"]
+    rc, wall = run(cmd, out / f"run-{name}.log", 560)
+    ok, text = profile_check(res, ranks=ranks, links=links) if res.exists() else (False, "no results directory")
+    shown = " ".join(["mpiexec -n 2"] if prefix else []) + " hwprobe run " + " ".join(args)
+    return Row(name, shown.strip(), rc, wall, rc == 0 and ok, text)
+
+
+def mpi_prefix() -> list[str]:
+    exe = shutil.which("mpiexec") or shutil.which("mpirun") or "mpiexec"
+    env = [x for v in ("NCCL_NVLS_ENABLE", "PYTHONPATH", "LD_LIBRARY_PATH", "PATH") if os.environ.get(v)
+           for x in ("-x", v)]
+    return [exe, "-n", "2", "--allow-run-as-root", *env]
+
+
+def step_p2p(out: Path) -> Row:
+    ref = out / "p2p_ref.json"
+    rc, wall = run([sys.executable, "tools/p2p_reference.py", str(ref)], out / "p2p_ref.log", 240)
+    run_dir = one_run(out / "results-multigpu")
+    if rc != 0 or not ref.exists() or run_dir is None:
+        why = "no multigpu profile" if run_dir is None else "cudaMemcpyPeerAsync reference failed"
+        return Row("p2p", "copy engine vs cudaMemcpyPeerAsync", rc, wall, False, why)
+    sys.path.insert(0, str(ROOT / "tools"))
+    from multigpu_compare import p2p_ratios
+
+    ratios = p2p_ratios(json.loads((run_dir / "profile.json").read_text()), json.loads(ref.read_text()))
+    text = ", ".join(f"{k} {v:.3f}" if v else f"{k} -" for k, v in ratios.items())
+    ok = all(v is not None and v >= P2P_NEED for v in ratios.values())
+    return Row("p2p", "copy engine vs cudaMemcpyPeerAsync", rc, wall, ok, f"ratios {text} (need >= {P2P_NEED})")
+
+
+def table(rows: list[Row], head: str) -> str:
+    lines = [head, "", "| step | command | exit | wall s | passed | result |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        passed = "n/a" if r.ok is None else ("yes" if r.ok else "**NO**")
+        ex = "-" if r.exit is None else str(r.exit)
+        lines.append(f"| {r.step} | `{r.command}` | {ex} | {r.wall_s:.0f} | {passed} | {r.result} |")
+    verdict = "PASS" if all(r.ok is not False for r in rows) else "FAIL"
+    return "\n".join(lines + ["", f"gate: {verdict}"]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/hwprobe-gate")))
+    ap.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated, of {','.join(STEPS)}")
+    a = ap.parse_args(argv)
+    steps = [s for s in a.steps.split(",") if s]
+    unknown = set(steps) - set(STEPS)
+    if unknown:
+        print(f"gpu_gate: error: unknown steps {sorted(unknown)}; steps: {','.join(STEPS)}", file=sys.stderr)
+        return 2
+    os.environ["NCCL_NVLS_ENABLE"] = "0"
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    a.out.mkdir(parents=True, exist_ok=True)
+    n = gpu_count()
+    rows: list[Row] = []
+    for s in steps:
+        if s in MULTI and n < 2:
+            rows.append(Row(s, "-", None, 0.0, None, f"not applicable: {n} GPU"))
+        elif s == "tests":
+            rows.append(step_tests(a.out))
+        elif s == "default":
+            rows.append(step_hwprobe(a.out, "default", ["--device", "0", "--suite", "default"]))
+        elif s == "multigpu":
+            rows.append(step_hwprobe(a.out, "multigpu", ["--device", "all", "--suite", "multigpu"], links=True))
+        elif s == "p2p":
+            rows.append(step_p2p(a.out))
+        elif s == "mpi":
+            rows.append(step_hwprobe(a.out, "mpi", ["--suite", "multigpu"], prefix=mpi_prefix(), ranks=2, links=True))
+        print(f"gpu_gate: {rows[-1]}", flush=True)
+    head = f"# GPU gate: {n} GPU(s), {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"
+    text = table(rows, head)
+    (a.out / "gate.md").write_text(text)
+    print(text)
+    return 0 if all(r.ok is not False for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
