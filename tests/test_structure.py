@@ -115,8 +115,9 @@ def test_probe_modules_live_in_their_family_folder():
 
 
 def test_the_readme_layout_names_every_module_and_folder():
-    """README's Layout block names each top-level module, package and tool (a moved module must move there too)."""
-    text = (ROOT / "README.md").read_text()
+    """docs/extending.md's Layout block names each top-level module, package and tool (a moved module must move
+    there too)."""
+    text = (ROOT / "docs" / "extending.md").read_text()
     layout = text[text.index("## Layout"):]
     layout = layout[:layout.index("```", layout.index("```") + 3)]
     names = [f.name for f in (ROOT / "hwprobe").glob("*.py") if f.stem not in ("__init__", "__main__")]
@@ -124,4 +125,4 @@ def test_the_readme_layout_names_every_module_and_folder():
     names += [f"{d.name}/" for d in (ROOT / "hwprobe" / "probes").iterdir() if d.is_dir() and d.name != "__pycache__"]
     names += [f.name for f in (ROOT / "tools").iterdir() if f.suffix in (".py", ".sh")]
     missing = [n for n in names if n not in layout]
-    assert not missing, f"README's Layout does not name {missing}"
+    assert not missing, f"docs/extending.md's Layout does not name {missing}"
