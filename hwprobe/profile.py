@@ -377,9 +377,10 @@ def loads_finite(text: str, where: str = "profile") -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def load_profile(path: Path | str) -> Profile:
-    """Read, migrate and validate a profile.json, or a results directory holding one (file I/O only:
-    hwprobe.profile_build.load_profile also rebuilds the profile of a run killed before it wrote one)."""
+def read_profile(path: Path | str) -> Profile:
+    """Read, migrate and validate a profile.json, or a results directory holding one: the file reader behind the
+    one ``load_profile`` (hwprobe.profile_build), which also rebuilds the profile of a run killed before it wrote
+    one. Call that one."""
     p = Path(path)
     if p.is_dir():
         p = p / "profile.json"

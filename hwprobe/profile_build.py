@@ -25,11 +25,11 @@ from hwprobe.profile import (
     Link,
     MemoryLevel,
     Profile,
+    read_profile,
     superseded_note,
     validate_dict,
 )
-from hwprobe.profile import load_profile as read_profile
-from hwprobe.results import ENVIRONMENT, MEASUREMENTS, PROFILE, load_records
+from hwprobe.results import ENVIRONMENT, MEASUREMENTS, PROFILE, load_records, records_file
 from hwprobe.vocab import Kind, Status, profile_precision
 
 
@@ -88,7 +88,7 @@ def load_profile(path: Path | str) -> Profile:
     """Read, migrate and validate a profile.json, or a results directory holding one. A results directory
     whose run was killed before it wrote profile.json is rebuilt from its measurements.jsonl (marked partial)."""
     p = Path(path)
-    if p.is_dir() and not (p / PROFILE).exists() and (p / MEASUREMENTS).exists():
+    if p.is_dir() and not (p / PROFILE).exists() and records_file(p):
         return rebuild_profile(p)
     return read_profile(p)
 

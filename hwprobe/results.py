@@ -141,16 +141,29 @@ class Records:
     skipped_lines: list[str]
 
 
+def records_file(run_dir: Path) -> Path | None:
+    """measurements.jsonl of a results directory, or its gzipped copy (committed reference runs are stored
+    compressed), or None when it has neither."""
+    for name in (MEASUREMENTS, MEASUREMENTS + ".gz"):
+        if (Path(run_dir) / name).is_file():
+            return Path(run_dir) / name
+    return None
+
+
 def load_records(run_dir: Path) -> Records:
-    """Every complete record of measurements.jsonl, migrated to the current version. A line that is not
-    JSON (the torn last line of a killed run) is skipped and named; a newer format is refused."""
+    """Every complete record of measurements.jsonl (or measurements.jsonl.gz), migrated to the current version.
+    A line that is not JSON (the torn last line of a killed run) is skipped and named; a newer format is refused."""
+    import gzip
+
     out: list[Measurement] = []
     bad: list[str] = []
     version = 1
+    f = records_file(run_dir) or Path(run_dir) / MEASUREMENTS
     try:
-        text = (Path(run_dir) / MEASUREMENTS).read_bytes().decode("utf-8", errors="replace")
-    except OSError as e:
-        raise InputError(f"cannot read {str(Path(run_dir) / MEASUREMENTS)!r}: {e.strerror or e}") from None
+        raw = gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes()
+        text = raw.decode("utf-8", errors="replace")
+    except (OSError, EOFError) as e:
+        raise InputError(f"cannot read {str(f)!r}: {getattr(e, 'strerror', None) or e}") from None
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

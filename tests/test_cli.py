@@ -108,7 +108,7 @@ def test_ctrl_c_mid_run_keeps_a_partial_profile(tmp_path):
     import signal
     import time
 
-    from hwprobe.profile import load_profile
+    from hwprobe.profile_build import load_profile
 
     suite = tmp_path / "s.toml"
     suite.write_text('target = "cpu"\n[[probes]]\nprobe = "cpu.fma"\nprecisions = ["fp64"]\n'

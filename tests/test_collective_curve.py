@@ -151,7 +151,7 @@ H200X2 = Path(__file__).resolve().parents[1] / "profiles" / "h200x2" / "2026-11-
 def test_the_committed_2x_h200_profile():
     """The measured curves of the committed 2x H200 run: 8 B .. 4 GiB, each ceiling the top of its best curve, the
     variant it names; in-place alltoall (wrong at large sizes, NCCL leaves it undefined) never on the curve there."""
-    from hwprobe.profile import load_profile
+    from hwprobe.profile_build import load_profile
 
     prof = load_profile(H200X2 / "profile.json")
     for op in C.OPS:

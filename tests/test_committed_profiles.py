@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from hwprobe.profile import load_profile
+from hwprobe.profile_build import load_profile
 
 ROOT = Path(__file__).resolve().parent.parent.joinpath("profiles")
 # a run folder per measured profile, and the runs of a lease folder (issue 23's L2 comparison with gpu-benches)

@@ -17,7 +17,7 @@ LEASE = ROOT / "profiles" / "h100-sxm"
 
 def test_committed_nchw_rows_are_what_the_predictor_gives_now():
     pytest.importorskip("onnx")
-    from hwprobe.profile import load_profile
+    from hwprobe.profile_build import load_profile
 
     mod = load_tool("compare_predictions")
     measured = mod.read_json(LEASE / "2026-11-26-validation-conv" / "validate_models.json.gz")

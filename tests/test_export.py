@@ -11,7 +11,7 @@ import pytest
 from hwprobe import roofline
 from hwprobe.errors import InputError
 from hwprobe.export import COLUMNS, export
-from hwprobe.profile import load_profile
+from hwprobe.profile_build import load_profile
 
 H200 = "profiles/h200-sxm/2026-11-21-full/profile.json"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hwprobe.export import export
-from hwprobe.profile import load_profile
+from hwprobe.profile_build import load_profile
 
 H200 = "profiles/h200-sxm/2026-11-21-full/profile.json"
 USER_LINK = {"intra_node_bandwidth_in_GB_per_sec": 450.0, "intra_node_min_message_latency": 8e-6}

@@ -14,8 +14,7 @@ from hwprobe.models import analyze
 from hwprobe.models.csvfile import load_csv
 from hwprobe.models.layers import Layer, Model
 from hwprobe.models.roofs import Measured
-from hwprobe.profile import load_profile
-from hwprobe.profile_build import from_measurements
+from hwprobe.profile_build import from_measurements, load_profile
 from hwprobe.roofline import RooflineError
 
 H200 = "profiles/h200-sxm/2026-11-21-full/profile.json"

@@ -60,7 +60,7 @@ def test_bad_input_is_one_line(args, needle):
 
 
 def test_profile_lacking_the_precision(tmp_path):
-    from hwprobe.profile import load_profile
+    from hwprobe.profile_build import load_profile
 
     p = load_profile(H200)
     del p.compute["fp8"]

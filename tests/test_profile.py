@@ -1,11 +1,12 @@
 import json
+from pathlib import Path
 
 import pytest
 
 from hwprobe import profile as prof_mod
 from hwprobe.errors import InputError
-from hwprobe.profile import Profile, load_profile
-from hwprobe.profile_build import from_measurements
+from hwprobe.profile import Profile
+from hwprobe.profile_build import from_measurements, load_profile
 from tests.helpers import sample_measurements
 
 DEVICE = {"kind": "gpu", "name": "NVIDIA H200", "sms": 132}
@@ -117,3 +118,31 @@ def test_partial_flag_survives(tmp_path):
     p = from_measurements(DEVICE, sample_measurements()[:2], partial=True)
     p.save(tmp_path / "profile.json")
     assert load_profile(tmp_path / "profile.json").partial is True
+
+
+def test_a_gzipped_records_file_reads_as_the_plain_one(tmp_path):
+    """Committed reference runs keep measurements.jsonl gzipped: the report, plots and a profile rebuilt from the
+    records read it the same; a corrupt archive is refused in one line."""
+    import gzip
+    import shutil
+
+    from hwprobe.errors import InputError
+    from hwprobe.report.source import load_run
+    from hwprobe.results import MEASUREMENTS, load_records, records_file
+
+    src = Path(__file__).resolve().parents[1] / "profiles" / "h200-sxm" / "2026-11-25-default"
+    plain, packed = tmp_path / "plain", tmp_path / "packed"
+    shutil.copytree(src, plain)
+    shutil.copytree(src, packed)
+    f = packed / MEASUREMENTS
+    (packed / (MEASUREMENTS + ".gz")).write_bytes(gzip.compress(f.read_bytes()))
+    f.unlink()
+    assert records_file(packed).name == "measurements.jsonl.gz" and records_file(tmp_path) is None
+    a, b = load_records(plain), load_records(packed)
+    assert [m.to_dict() for m in a.measurements] == [m.to_dict() for m in b.measurements] and a.measurements
+    assert len(load_run(packed).measurements) == len(a.measurements)
+    (packed / "profile.json").unlink()                    # a killed run: rebuilt from the gzipped records
+    assert load_profile(packed).partial
+    (packed / (MEASUREMENTS + ".gz")).write_bytes(b"\x1f\x8b not gzip")
+    with pytest.raises(InputError, match="cannot read"):
+        load_records(packed)

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pytest_benchmark")
 
 from hwprobe import roofline  # noqa: E402
-from hwprobe.profile import load_profile  # noqa: E402
+from hwprobe.profile_build import load_profile  # noqa: E402
 
 pytest_plugins = ["pytester"]
 H200 = str(Path("profiles/h200-sxm/2026-11-21-full/profile.json").resolve())

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from hwprobe.profile import Profile, load_profile
-from hwprobe.profile_build import from_measurements
+from hwprobe.profile import Profile
+from hwprobe.profile_build import from_measurements, load_profile
 from hwprobe.report import document, gapview, html, markdown, terminal
 from hwprobe.report import text as tx
 from hwprobe.report.source import load_run

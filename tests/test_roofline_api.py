@@ -120,7 +120,7 @@ def test_ridge_needs_positive_numbers():
 
 
 def test_committed_profile_library_vs_instruction_ridge():
-    from hwprobe.profile import load_profile
+    from hwprobe.profile_build import load_profile
 
     p = load_profile("profiles/h200-sxm/2026-11-21-full/profile.json")
     lib = roofline.ridge_point(p, "fp16", unit="tensor_core", path="library")

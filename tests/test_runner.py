@@ -9,8 +9,7 @@ from hwprobe import api
 from hwprobe.errors import InputError, Skip
 from hwprobe.judge import judge
 from hwprobe.probes import probe
-from hwprobe.profile import load_profile
-from hwprobe.profile_build import from_measurements
+from hwprobe.profile_build import from_measurements, load_profile
 from hwprobe.results import read_measurements
 
 

@@ -126,3 +126,11 @@ def test_the_readme_layout_names_every_module_and_folder():
     names += [f.name for f in (ROOT / "tools").iterdir() if f.suffix in (".py", ".sh")]
     missing = [n for n in names if n not in layout]
     assert not missing, f"docs/extending.md's Layout does not name {missing}"
+
+
+def test_one_load_profile():
+    """Two ``load_profile`` functions once behaved differently (one rebuilt a killed run, one did not)."""
+    defs = [f"{f.relative_to(ROOT)}:{n.lineno}" for f in sorted((ROOT / "hwprobe").rglob("*.py"))
+            for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.FunctionDef) and n.name == "load_profile"]
+    # the package's own is its lazy export of profile_build's
+    assert sorted(d.split(":")[0] for d in defs) == ["hwprobe/__init__.py", "hwprobe/profile_build.py"], defs

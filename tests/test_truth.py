@@ -283,7 +283,7 @@ def test_superseded_runs_say_so_in_report_compare_and_validate(capsys):
     from hwprobe.cli import main
     from hwprobe.fleet import compare
     from hwprobe.fleet.records import load_run
-    from hwprobe.profile import load_profile
+    from hwprobe.profile_build import load_profile
     from hwprobe.report.terminal import render
 
     old = ROOT / "profiles" / "h200-sxm" / "2026-11-21-full"

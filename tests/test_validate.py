@@ -248,7 +248,7 @@ def test_jetson_in_a_lower_mode_against_the_maxn_expectation_names_the_mode(tmp_
 # ------------------------------------------------------------------------------------------ committed expectations
 
 def test_committed_jetson_expectations_are_current_and_marked_not_measured(tmp_path):
-    from hwprobe.profile import load_profile
+    from hwprobe.profile_build import load_profile
 
     fresh = {p.relative_to(tmp_path): json.loads(p.read_text()) for p in expect.write_jetson_references(tmp_path)}
     assert len(fresh) == len(expect.JETSON_REFERENCES)

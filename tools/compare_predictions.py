@@ -100,7 +100,7 @@ def main() -> None:
                     "file's other keys are kept")
     ap.add_argument("--title", default="Predicted vs measured model time")
     a = ap.parse_args()
-    from hwprobe.profile import load_profile
+    from hwprobe.profile_build import load_profile
 
     rows = compare(read_json(Path(a.measured)), Path(a.onnx), load_profile(a.profile),
                    set(a.variants.split(",")))

@@ -78,14 +78,14 @@ class Run:
 
 def load_run(source: str | Path, label: str | None = None) -> Run:
     """A results directory or a profile.json; measurements.jsonl beside the profile is read when present."""
-    from hwprobe.results import MEASUREMENTS, read_measurements
+    from hwprobe.results import read_measurements, records_file
 
     p = Path(source)
     if not p.exists():
         raise InputError(f"{str(p)!r} does not exist: give a results directory or a profile.json")
     prof = load_profile(p)
     run_dir = p if p.is_dir() else p.parent
-    ms = read_measurements(run_dir) if (run_dir / MEASUREMENTS).is_file() else []
+    ms = read_measurements(run_dir) if records_file(run_dir) else []
     return Run(prof, ms, run_dir, label or default_label(prof, run_dir))
 
 

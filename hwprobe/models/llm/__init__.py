@@ -91,7 +91,8 @@ def cases(opts: LLMOptions) -> list[Case]:
 def predictor(profile, runtime: str) -> tuple[Pricer, Any]:
     """The calibrated predictor over a profile (path or Profile) and the loaded Profile."""
     from hwprobe.predict.model import Predictor
-    from hwprobe.profile import Profile, load_profile
+    from hwprobe.profile import Profile
+    from hwprobe.profile_build import load_profile
 
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
     return Predictor(prof, runtime=runtime), prof
