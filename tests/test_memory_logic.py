@@ -424,7 +424,7 @@ def _gpubench_sets(path) -> list[int]:
 
     from tests.helpers import load_tool
 
-    return sorted(load_tool("issue23/l2_gpubenches_table").bench_curve(Path(path)))
+    return sorted(load_tool("peers/gpubenches_l2_table").bench_curve(Path(path)))
 
 
 def test_peer_sets_are_the_benchmarks_own_sets():

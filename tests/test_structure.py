@@ -134,3 +134,14 @@ def test_one_load_profile():
             for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.FunctionDef) and n.name == "load_profile"]
     # the package's own is its lazy export of profile_build's
     assert sorted(d.split(":")[0] for d in defs) == ["hwprobe/__init__.py", "hwprobe/profile_build.py"], defs
+
+
+def test_every_tool_is_listed_in_the_tools_readme():
+    """tools/ holds maintained tools only, each named in tools/README.md (one-off experiments live in history);
+    a file in a subfolder is named by its own name or its folder's."""
+    text = (ROOT / "tools" / "README.md").read_text()
+    tools = ROOT / "tools"
+    files = [p.relative_to(tools) for p in tools.rglob("*") if p.suffix in (".py", ".sh", ".toml", ".c")]
+    missing = [str(f) for f in files
+               if f.name not in text and (len(f.parts) == 1 or f"{f.parts[0]}/" not in text)]
+    assert not missing, f"tools/README.md does not name {missing}"

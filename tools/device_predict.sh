@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# Issue 20/25 on one GPU (offline), in about 7 minutes: install the carried wheels (.whl/) and hwprobe, then
-#   1. tools/experiments/kernel_gaps.py (what a CUDA-graph node costs among other kernels; ~30 s),
-#   2. hwprobe run --suite predict (the prediction calibration; ~4-5 min),
-#   3. tools/validate_models.py --no-export (the real models timed: eager, CUDA graph, kernels with start times),
-#   4. tools/validate_llm.py (Llama-3.2-1B / Llama-3-8B shapes, prefill and decode in CUDA graphs; ~30 s),
-#   5. the calibration GPU tests (STEPS may name a subset: gaps,predict,validate,llm,tests).
+# Predictions on one GPU (offline), in about 7 minutes: install the carried wheels (.whl/) and hwprobe, then
+#   1. hwprobe run --suite predict (the prediction calibration; ~4-5 min),
+#   2. tools/validate_models.py --no-export (the real models timed: eager, CUDA graph, kernels with start times),
+#   3. tools/validate_llm.py (Llama-3.2-1B / Llama-3-8B shapes, prefill and decode in CUDA graphs; ~30 s),
+#   4. the calibration GPU tests (STEPS may name a subset: predict,validate,llm,tests).
 # Everything lands under $OUT: status.txt, session.log and one folder per step.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/hwprobe-out}; mkdir -p "$OUT"
-STEPS=${STEPS:-gaps,predict,validate,llm,tests}
+STEPS=${STEPS:-predict,validate,llm,tests}
 T0=$(date +%s)
 log() { echo "== $(date +%T) (+$(( $(date +%s) - T0 )) s) $*" | tee -a "$OUT/session.log"; }
 status() { echo "$1: exit $2" | tee -a "$OUT/status.txt"; }
@@ -18,9 +17,6 @@ want() { [[ ",$STEPS," == *",$1,"* ]]; }
 log "install"
 source tools/device_install.sh; device_install "$OUT/install.log"; status install $?
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv >> "$OUT/session.log"
-if want gaps; then
-  log "kernel gaps"; python3 tools/experiments/kernel_gaps.py --out "$OUT/gaps" > "$OUT/gaps.log" 2>&1; status gaps $?
-fi
 if want predict; then
   log "predict suite"; python3 -m hwprobe run --device 0 --suite predict --out "$OUT/predict" -q > "$OUT/predict.log" 2>&1
   status predict $?
@@ -39,7 +35,7 @@ if want tests; then
   status tests $?
 fi
 log "pack"          # the device returns at most 8 files: the result folders go back as one archive
-tar czf "$OUT/bundle.tgz" -C "$OUT" $(cd "$OUT" && ls -d gaps predict validate 2>/dev/null) && rm -rf "$OUT"/gaps \
-  "$OUT"/predict "$OUT"/validate
+tar czf "$OUT/bundle.tgz" -C "$OUT" $(cd "$OUT" && ls -d predict validate 2>/dev/null) && rm -rf "$OUT"/predict \
+  "$OUT"/validate
 status pack $?
 log "done"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One batched session on a lent GPU machine (offline): install carried wheels and hwprobe, then run the
 # steps named on the command line, logging everything, and pack the results into $OUT/bundle.tgz.
-#   bash tools/gpu_session.sh env tests run:default run:full sigint:compute:25 py:tools/experiments/X.py
+#   bash tools/gpu_session.sh env tests run:default run:full sigint:compute:25 py:tools/X.py
 set -uo pipefail
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/hwprobe-out}; mkdir -p "$OUT/work"

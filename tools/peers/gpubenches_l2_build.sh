@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Build gpu-benches' gpu-l2-cache (github.com/te42kyfo/gpu-benches) for tools/issue23/l2_gpubenches.sh, on a
+# Build gpu-benches' gpu-l2-cache (github.com/te42kyfo/gpu-benches) for tools/peers/gpubenches_l2.sh, on a
 # machine with nvcc (no GPU needed), into .ref/stub/gpu-l2-cache/cuda-l2-cache-sm90 (.ref/ is git-ignored; name
-# it in the device call's carry). Usage: bash tools/issue23/build_gpubenches.sh /path/to/gpu-benches-checkout
+# it in the device call's carry). Usage: bash tools/peers/gpubenches_l2_build.sh /path/to/gpu-benches-checkout
 # Two departures from its Makefile, neither touching what it measures: -arch=sm_90 (CUDA 13 has no sm_70), and
 # gpu-metrics.hpp replaced by a stand-in that defines initMeasureMetric() alone (main.cu calls only that; its
 # counter calls are commented out), so the build needs no CUPTI/nvperf. Measured on 2026-11-26 from commit

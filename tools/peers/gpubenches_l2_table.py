@@ -1,9 +1,9 @@
-"""Tabulate one lease of tools/issue23/l2_gpubenches.sh: gpu-benches' gpu-l2-cache figure (median of its sets in
+"""Tabulate one lease of tools/peers/gpubenches_l2.sh: gpu-benches' gpu-l2-cache figure (median of its sets in
 2-20 MiB) beside hwprobe's cache.l2.read and cache.l2.read.peer_method from the same lease, and what Nsight
 Compute counted on the benchmark's own kernel (L1 hits, requests the L2 coalescer merged, bytes the L2 slices
 sent). Exit 1 when hwprobe's peer_method is more than 0.5% below the benchmark's median.
 
-    python tools/issue23/l2_gpubenches_table.py profiles/h100-sxm/2026-11-26-l2-gpubenches/lease2
+    python tools/peers/gpubenches_l2_table.py profiles/h100-sxm/2026-11-26-l2-gpubenches/lease2
 """
 from __future__ import annotations
 

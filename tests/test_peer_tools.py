@@ -1,5 +1,5 @@
-"""tools/issue23: the GPU suite loads and validates, and the summary fails the committed 2026-11-25 run that
-carries the retired event-clock flags and NVML's lagging power beside short windows (what it must catch)."""
+"""tools/peers: the gpu-benches L2 comparison (hwprobe's L2 peer method beside gpu-benches' gpu-l2-cache in one
+lease): its suite loads and validates, and its table holds the committed leases to the benchmark's own printout."""
 
 from __future__ import annotations
 
@@ -10,28 +10,10 @@ from tests.helpers import load_tool
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_suite_loads_and_validates():
-    from hwprobe import suites
-
-    s = suites.load(str(ROOT / "tools" / "issue23" / "gpu.toml"))
-    suites.validate(s)
-    assert [e.probe for e in s.entries] == ["gpu.mma_sync", "gpu.gemm"]
-    assert s.entries[1].params["frameworks"] == ("cupy",)
-
-
-def test_summary_fails_the_old_records(capsys):
-    mod = load_tool("issue23/summarize")
-    assert mod.main(ROOT / "profiles" / "h100-sxm" / "2026-11-25-full") == 1
-    out = capsys.readouterr().out
-    assert "FAIL 1 fp64.tensor_core.mma_sync" in out          # 264 CTAs: the event clock's false flag
-    assert "FAIL 3 fp16.tensor_core.cublas.f32acc" in out     # 123 W from NVML beside a 50 ms window
-    assert "info 6 fp64.tensor_core.cublas.n8192" in out
-
-
 def test_l2_table_fails_the_old_peer_method_and_passes_the_new(capsys):
     """gpu-benches' own printout in the same lease is the oracle: the first H100 lease (peer method on
     ld.global.cg and log-spaced sets) is 1% under it; the leases after the change are within 0.5%."""
-    mod = load_tool("issue23/l2_gpubenches_table")
+    mod = load_tool("peers/gpubenches_l2_table")
     h100 = ROOT / "profiles" / "h100-sxm" / "2026-11-26-l2-gpubenches"
     assert mod.main(str(h100 / "lease1")) == 1
     assert "worst 0.990" in capsys.readouterr().out
@@ -45,6 +27,6 @@ def test_l2_table_fails_the_old_peer_method_and_passes_the_new(capsys):
 def test_l2_gpubenches_suite_loads():
     from hwprobe import suites
 
-    s = suites.load(str(ROOT / "tools" / "issue23" / "l2.toml"))
+    s = suites.load(str(ROOT / "tools" / "peers" / "gpubenches_l2.toml"))
     suites.validate(s)
     assert [e.probe for e in s.entries] == ["gpu.cache"]

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Issue 23 item 6, second half: hwprobe's L2 read figures beside gpu-benches' gpu-l2-cache in one lease.
-# Interleaved rounds (gpu-benches, hwprobe's gpu.cache, ...; ROUNDS, default 3), the L2 pattern experiment, then Nsight Compute
+# hwprobe's L2 read figures beside gpu-benches' gpu-l2-cache in one lease (the peer check of cache.l2.read.peer_method).
+# Interleaved rounds (gpu-benches, hwprobe's gpu.cache, ...; ROUNDS, default 3), the memory suite, then Nsight Compute
 # counters of gpu-benches' own kernel at 2, 8 and 19.5 MiB (what its "Eff. bw" counts); then the GPU tests named
 # in TESTS, if any.
 #
 # Needs gpu-benches' gpu-l2-cache built for sm_90 at $GPUBENCH (default .ref/stub/gpu-l2-cache/cuda-l2-cache-sm90).
-# Usage (repository root, on the GPU machine): OUT=... bash tools/issue23/l2_gpubenches.sh; everything lands in
+# Usage (repository root, on the GPU machine): OUT=... bash tools/peers/gpubenches_l2.sh; everything lands in
 # $OUT/l2.tgz (the device returns at most 8 files) plus $OUT/session.log.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -25,10 +25,9 @@ gb() { timeout 60 stdbuf -oL "$GPUBENCH" | awk '{print} $3+0 > 21504 {exit}' > "
 for r in $(seq 1 "$ROUNDS"); do
   log "round $r: gpu-benches"; smi; gb "$r"; smi
   log "round $r: hwprobe gpu.cache"
-  python3 -m hwprobe run --device 0 --suite tools/issue23/l2.toml --out "$W/hwprobe-$r" -q > "$W/hwprobe-$r.log" 2>&1
+  python3 -m hwprobe run --device 0 --suite tools/peers/gpubenches_l2.toml --out "$W/hwprobe-$r" -q > "$W/hwprobe-$r.log" 2>&1
   smi
 done
-log "L2 pattern experiment"; (cd tools/experiments && OUT=$W python3 l2_patterns.py > "$W/l2_patterns.log" 2>&1)
 log "memory suite"
 python3 -m hwprobe run --device 0 --suite memory --out "$W/memory" -q > "$W/memory.log" 2>&1; smi
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
