@@ -150,20 +150,25 @@ def records_file(run_dir: Path) -> Path | None:
     return None
 
 
-def load_records(run_dir: Path) -> Records:
-    """Every complete record of measurements.jsonl (or measurements.jsonl.gz), migrated to the current version.
-    A line that is not JSON (the torn last line of a killed run) is skipped and named; a newer format is refused."""
+def records_text(run_dir: Path) -> str:
+    """The text of measurements.jsonl (or of measurements.jsonl.gz); an unreadable file is refused in one line."""
     import gzip
 
-    out: list[Measurement] = []
-    bad: list[str] = []
-    version = 1
     f = records_file(run_dir) or Path(run_dir) / MEASUREMENTS
     try:
         raw = gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes()
-        text = raw.decode("utf-8", errors="replace")
     except (OSError, EOFError) as e:
         raise InputError(f"cannot read {str(f)!r}: {getattr(e, 'strerror', None) or e}") from None
+    return raw.decode("utf-8", errors="replace")
+
+
+def load_records(run_dir: Path) -> Records:
+    """Every complete record of measurements.jsonl (or measurements.jsonl.gz), migrated to the current version.
+    A line that is not JSON (the torn last line of a killed run) is skipped and named; a newer format is refused."""
+    out: list[Measurement] = []
+    bad: list[str] = []
+    version = 1
+    text = records_text(run_dir)
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

@@ -43,11 +43,12 @@ def test_readme_is_a_quick_start_that_links_every_docs_page():
 def test_profile_attainable_default_path_is_as_documented():
     import hwprobe
 
-    p = hwprobe.load_profile(ROOT / "profiles" / "h200-sxm" / "2026-11-25-full")
+    p = hwprobe.load_profile(ROOT / "profiles" / "h200-sxm" / "2026-11-26-full")
     best = p.attainable(1e9, "fp16") / 1e12
     library = p.attainable(1e9, "fp16", path="library") / 1e12
-    assert round(best) == 922 and round(library) == 786
-    assert "wgmma` at 922 TFLOP/s" in README and "cuBLAS (`gemmEx`)\nreaches 786" in README
+    assert round(best) == 913 and round(library) == 799
+    assert p.compute["fp16"]["tensor_core"]["library"].metric.startswith("fp16.tensor_core.cublas.")
+    assert "wgmma` at 913 TFLOP/s" in README and "cuBLAS (`gemmEx`)\nreaches 799" in README
 
 
 def test_readme_documents_the_models_extra_the_probe_key_and_the_test_time():

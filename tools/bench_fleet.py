@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUN = ROOT / "profiles" / "h200-sxm" / "2026-11-21-full"
-REF = ROOT / "profiles" / "h200-sxm" / "2026-11-21-default"
+RUN = ROOT / "profiles" / "h200-sxm" / "2026-11-26-full"
+REF = ROOT / "profiles" / "h200-sxm" / "2026-11-25-default"
 
 
 def timed(cmd: list[str], repeat: int) -> tuple[float, int]:

@@ -83,7 +83,10 @@ def profile_check(parent: Path, *, ranks: int | None = None, links: bool = False
         return False, f"expected one profile, found {len(found)}: {found}"
     p = json.loads((run_dir / "profile.json").read_text())
     errors, partial = p.get("errors") or [], p.get("partial")
-    records = len((run_dir / "measurements.jsonl").read_text().splitlines()) - 1
+    sys.path.insert(0, str(ROOT))
+    from hwprobe.results import load_records
+
+    records = len(load_records(run_dir).measurements)
     said = [f"{records} records", f"{len(errors)} errors"]
     ok = not errors and not partial
     if ranks is not None:

@@ -26,7 +26,9 @@ SIZES = (1 << 30, 4 << 30)
 
 
 def _records(run: Path) -> list[dict]:
-    lines = (run / "measurements.jsonl").read_text().splitlines()
+    from hwprobe.results import records_text
+
+    lines = records_text(run).splitlines()
     return [json.loads(x) for x in lines[1:] if x.strip()]
 
 
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--p2p-ref", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
-    for p, what in ((a.nccl_tests, "nccl-tests folder"), (a.results / "measurements.jsonl", "results directory"),
+    for p, what in ((a.nccl_tests, "nccl-tests folder"), (a.results, "results directory"),
                     (a.results / "profile.json", "results directory")):
         if not p.exists():
             print(f"multigpu_compare: error: {what} {str(p)!r} not found", file=sys.stderr)

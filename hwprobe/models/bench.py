@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-DEFAULT_PROFILE = "profiles/h200-sxm/2026-11-21-full/profile.json"
+DEFAULT_PROFILE = "profiles/h200-sxm/2026-11-26-full/profile.json"
 
 
 def big_onnx(path: Path, megabytes: float = 100.0) -> int:
