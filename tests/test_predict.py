@@ -177,10 +177,11 @@ def test_power_adjust_scales_compute_bound_kernels_by_the_compute_share():
 
     pred = Predictor(_Profile(), "graph")
     op = KernelOp("g", "gemm", m=1, n=1, k=1)
-    comp, mem = OpTime(op, 3.0, bound="compute"), OpTime(op, 1.0, bound="memory")
-    note = pred.power_adjust([comp, mem], "fp16")
-    f = 1 + 0.75 * (800 / 600 - 1)                                         # share 3/4 of the run is compute-bound
-    assert comp.time_s == pytest.approx(3.0 * f) and mem.time_s == 1.0
+    comp, mem = OpTime(op, 3.0, compute_s=2.0, bound="compute"), OpTime(op, 1.0, bound="memory")
+    slow = OpTime(op, 4.0, compute_s=1.0, bound="compute")      # bound by FLOPs, but at a quarter of its roof
+    note = pred.power_adjust([comp, mem, slow], "fp16")
+    f = 1 + 0.375 * (800 / 600 - 1)                            # 3 s of the 8 s run are at their compute roof
+    assert comp.time_s == pytest.approx(3.0 * f) and mem.time_s == 1.0 and slow.time_s == 4.0
     assert "power cap" in note
 
 
