@@ -245,3 +245,16 @@ def test_no_gemm_is_priced_faster_than_the_library_ceiling():
                                   "time_s": [[[1e-9 for _ in ax] for _ in ax] for _ in ax]}   # absurdly fast
     t = Predictor(prof, "graph").time(KernelOp("g", "gemm", m=256, n=256, k=256))
     assert t.time_s >= 2 * 256 ** 3 / 800e12 and not t.covered
+
+
+def test_a_tiny_gemm_priced_from_another_precisions_table_is_latency_bound():
+    """A GEMM without a table of its precision is priced from another's, scaled by the ceilings: its fixed cost
+    scales with it. A 1 x 64 x 64 FP32 GEMM on the H200 predict run (FP16 tables only) takes the scaled floor:
+    latency-bound, not bound by a roof it is a thousandth of."""
+    from hwprobe.predict.model import Predictor
+    from hwprobe.profile import load_profile
+
+    pred = Predictor(load_profile(ROOT / "profiles/h200-sxm/2026-11-26-predict-conv"), "graph")
+    t = pred.time(KernelOp("g", "gemm", "fp32", m=1, n=64, k=64))
+    assert "no fp32 GEMM calibration" in t.note
+    assert t.bound == "latency" and t.roofline_s < 1e-3 * t.time_s

@@ -104,6 +104,11 @@ class Predictor:
         t = tab.time(m, n, k) * (self._peak_ratio(precision, tab.precision) if note else 1.0)
         return t, tab.covers(m, n, k), note
 
+    def gemm_floor_s(self, precision: str) -> float:
+        """The fastest GEMM of the table that prices ``precision``, scaled as its times are (another precision's)."""
+        tab, note = self.table(precision)
+        return tab.floor_s() * (self._peak_ratio(precision, tab.precision) if note else 1.0)
+
     def align_factor(self, precision: str, m: float, n: int, k: int) -> tuple[float, str]:
         pts = self.cal.align.get(precision) or self.cal.align.get(GEMM_FALLBACK.get(precision, ""), [])
         worst, why = 1.0, ""
@@ -149,7 +154,7 @@ class Predictor:
         m = op.m * op.batch
         k_bytes = op.k * (op.weight_bits / 16 if op.weight_bits else 1.0)
         t, covered, note = self.gemm_s(op.precision, m, op.n, op.k)
-        floor_s = self.table(op.precision)[0].floor_s()
+        floor_s = self.gemm_floor_s(op.precision)
         source = "framework.linear" if self.runtime != "fused" and op.precision in self.cal.framework_gemm else "gemm"
         pk = self.peak(op.precision)
         ceil_s = op.gemm_flops / pk if pk else 0.0     # the math at the measured library ceiling
@@ -186,7 +191,7 @@ class Predictor:
         t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
         rate = 2.0 * rows * op.k * op.n / t_pv
         mem_s, _, _, _, mem_floor = self._mem_time("copy", nbytes)
-        floor_s = max(self.table(op.precision)[0].floor_s(), mem_floor)
+        floor_s = max(self.gemm_floor_s(op.precision), mem_floor)
         return self._finish(op, max(op.gemm_flops / rate, mem_s), op.gemm_flops, nbytes, covered, "attention",
                             note, floor_s)
 
