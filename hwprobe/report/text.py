@@ -190,6 +190,18 @@ def item_line(it: Item) -> str:
     return f"{about}: {it.text}" if about else it.text
 
 
+OVER_BUDGET = 1.25        # a run this much longer than its suite's budget says so
+
+
+def budget_note(env: dict[str, Any]) -> str | None:
+    """"took 46.9 s, 56% over the suite's budget of 30 s" where a run took notably (25%) longer than its suite's
+    budget_s; None otherwise, or where the run recorded no budget or wall time."""
+    wall, budget = env.get("wall_s"), env.get("budget_s")
+    if not (wall and budget) or wall <= OVER_BUDGET * budget:
+        return None
+    return f"took {wall:.1f} s, {wall / budget - 1:.0%} over the suite's budget of {budget:g} s"
+
+
 def provenance(env: dict[str, Any], p: Profile) -> list[tuple[str, str]]:
     """Versions, command and time of a run, as (what, value) rows."""
     rows: list[tuple[str, str]] = [("hwprobe", str(p.hwprobe_version or env.get("hwprobe_version") or "-")),
@@ -207,6 +219,13 @@ def provenance(env: dict[str, Any], p: Profile) -> list[tuple[str, str]]:
     secs = env.get("probe_seconds") or {}
     if secs:
         rows.append(("probe wall time", f"{sum(secs.values()):.1f} s over {len(secs)} probes"))
+    over = budget_note(env)
+    if over:
+        rows.append(("suite budget", over))
+    cpu_max = env.get("cpu_max_mhz") or {}
+    if cpu_max.get("measured"):
+        rows.append(("CPU max clock", f"{cpu_max['measured']:.0f} MHz, timed around a window (discovery found "
+                                      f"{cpu_max.get('discovered') or 0:.0f} MHz: not the max the cores reach)"))
     if p.partial:
         rows.append(("status", "PARTIAL: the run was interrupted; this holds what finished"))
     for key, name in (("host", "host"), ("platform", "platform"), ("python", "Python")):
