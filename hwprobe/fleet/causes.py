@@ -120,9 +120,7 @@ def health_causes(run: RunRecord, ref: RunRecord) -> list[str]:
     if ta is not None and tb is not None and ta >= tb + 15:
         out.append(f"GPU {ta} C at the start vs {tb} C in the reference (cooling?)")
     if run.contended:
-        procs = _get(run.environment, "processes", "processes") or []
-        names = ", ".join(f"{p.get('name')} ({p.get('pid')})" for p in procs[:4]) if procs else "recorded as contended"
-        out.append(f"other processes used the GPU during this run: {names}")
+        out.append(run.contention)
     return out
 
 

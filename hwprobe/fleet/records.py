@@ -65,6 +65,27 @@ class RunRecord:
                     or any(has(c.flags, Code.CONTENDED) for c in self.ceilings.values()))
 
     @property
+    def contention(self) -> str:
+        """What marks this run contended, as the run recorded it ("" where nothing does): other processes NVML
+        listed on the GPU, or figures that look contended (hwprobe.contention: far below theory, split samples),
+        from which other work on the CPU or GPU is only inferred."""
+        what = "CPU" if self.device.get("kind") == "cpu" else "GPU"
+        procs = self.environment.get("processes") or {}
+        if procs.get("contended"):
+            names = ", ".join(f"{p.get('name')} ({p.get('pid')})" for p in (procs.get("processes") or [])[:4])
+            return f"other processes used the {what} during this run: {names or 'listed by NVML'}"
+        recorded = self.environment.get("contended")
+        metrics = (list(recorded) if isinstance(recorded, list) else []) or sorted(
+            c.metric or c.key for c in self.ceilings.values() if has(c.flags, Code.CONTENDED))
+        if not metrics and recorded:
+            return f"the run recorded itself as contended: other work probably used the {what}"
+        if metrics:
+            return (f"{len(metrics)} figure(s) look contended, far below theory or with split samples "
+                    f"({', '.join(metrics[:3])}{', ...' if len(metrics) > 3 else ''}): other work probably used "
+                    f"the {what}")
+        return ""
+
+    @property
     def jetson(self) -> dict:
         return self.device.get("jetson") or (self.environment.get("device") or {}).get("jetson") or {}
 
