@@ -241,3 +241,24 @@ def fit_roofline(intensity, perf, *, mem_fraction: float = 0.5, reach_fraction: 
     return RooflineFit(bandwidth=bw, roof=roof, ridge=roof / bw, reach=reach, n_memory_points=int(mem.sum()))
 
 
+
+
+def ridge_note(precision: str, ridge: float, roof: float, slope: float, unit: str, theory: float | None,
+               basis: str, peak: float | None = None, measured_ridge: float | None = None) -> str:
+    """One sentence on a roofline sweep's fit, its precision named: the sweep kernel's knee first (its own roof
+    over its own slope), then the device's ridge for that precision and unit, then the theoretical ridge.
+
+    A ridge point has one definition in hwprobe: a peak over the DRAM bandwidth, both measured (the report's
+    ridge table: the profile's CUDA-core ceiling over its DRAM ceiling) or both theoretical. The sweep's roof is
+    its own (one FMA chain per loaded lane: FP16's reaches about half the HFMA2 peak), so its knee is named as
+    the kernel's, never as the device's ridge (issue 23: 15.7 beside 29.8). ``peak`` and ``measured_ridge``: the
+    profile's CUDA-core ceiling and ridge for ``precision``, where known (a report knows them, the probe not)."""
+    rate = f"T{unit[:-2]}/s"
+    what = f"{precision} CUDA-core"
+    share = f", {roof / peak:.0%} of the {what} peak {peak / 1e12:.3g} {rate}" if peak else ""
+    device = (f"the {what} ridge, measured peak / measured DRAM bandwidth, is {measured_ridge:.3g} {unit}"
+              if measured_ridge else f"the {what} ridge, measured peak / DRAM ceiling, is in the ridge table")
+    theo = (f"theoretical {what} ridge (theoretical peak / theoretical DRAM bandwidth) {theory:.3g} {unit} ({basis})"
+            if theory else f"theoretical {what} ridge unknown ({basis})")
+    return (f"{precision} roofline sweep: this kernel's knee {ridge:.3g} {unit} (its roof {roof / 1e12:.3g} {rate}"
+            f"{share}; its slope {slope / 1e12:.3g} TB/s); {device}; {theo}")

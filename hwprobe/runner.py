@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ class Runner:
         caches.configure()
 
         self.plan, self.quick, self.energy_window_s = plan, quick, energy_window_s
+        self.t_start = time.monotonic()
         self.on_measurement, self.on_probe, self.log = on_measurement, on_probe, log or (lambda msg: None)
         dev = plan.device
         self.measurements: list[Measurement] = []
@@ -49,6 +51,8 @@ class Runner:
         for m in self.measurements:
             self._append(m)
         self.env = environment(dev, plan.suite.name, devices=plan.devices, rounds=plan.rounds)
+        if getattr(plan.suite, "budget_s", None):
+            self.env["budget_s"] = plan.suite.budget_s * plan.rounds
         self.env.update(suite_path=plan.suite.path, device_arg=plan.device_arg, completed=sorted(self.completed))
         if resume is not None:
             self.env["resumed"] = True
@@ -193,11 +197,13 @@ class Runner:
 
         self.env["finished"] = not self.interrupted
         self.env["probe_seconds"] = self.probe_seconds
+        self.env["wall_s"] = round(time.monotonic() - self.t_start, 1)
         contended = summarize(self.measurements)
         if contended:
             self.env["contended"] = contended
-        prof = build_profile(self.plan.device, self.measurements, self.env, self.interrupted, self.theory,
-                             devices=self.plan.devices)
+        dev = cpu_max_seen(self.plan.device, self.measurements, self.env)
+        prof = build_profile(dev, self.measurements, self.env, self.interrupted, self.theory,
+                             devices=None if dev is not self.plan.device else self.plan.devices)
         try:
             self.writer.write_json(ENVIRONMENT, self.env)
             prof.save(self.run_dir / PROFILE)
@@ -207,6 +213,19 @@ class Runner:
                                     f"the {len(self.measurements)} measurements follow on stdout as JSON",
                                     self.measurements) from None
         return prof
+
+
+def cpu_max_seen(dev, ms: list[Measurement], env: dict[str, Any]):
+    """A CPU's max clock is at least the highest clock its cores were timed at around a window (a VM's boot-time
+    measurement, or its nominal clock, can sit below it): the profile's device says that one, and the environment
+    both (``cpu_max_mhz``). Any other device is returned as it is."""
+    if getattr(dev, "kind", "") != "cpu" or not dev.max_mhz:
+        return dev
+    seen = max((float(x) for m in ms for x in (m.params.get(K.CPU_MHZ_AROUND) or []) if x), default=0.0)
+    if seen <= dev.max_mhz:
+        return dev
+    env["cpu_max_mhz"] = {"discovered": dev.max_mhz, "measured": round(seen, 1)}
+    return replace(dev, max_mhz=round(seen, 1))
 
 
 def resume_state(run_dir: Path) -> tuple[list[Measurement], set[str]]:

@@ -11,7 +11,7 @@ import pytest
 
 from hwprobe.cli import main
 from hwprobe.errors import InputError
-from hwprobe.fleet import compare
+from hwprobe.fleet import causes, compare
 from hwprobe.fleet.records import expand, labels_for, load_many, record_of
 from hwprobe.fleet.synthetic import make_fleet, write_fleet
 
@@ -171,3 +171,88 @@ def test_jetson_fleet_groups_by_power_mode():
     assert {o.run for o in f.outliers} == {"orin-10"}    # the 15 W boards form their own group
     assert set(compare.group_column(f.table, "device")) == {"Jetson AGX Orin 64GB / MAXN",
                                                             "Jetson AGX Orin 64GB / MODE_15W"}
+
+
+# ---------------------------------------------------------------- issue 35 item 5: what compare says is true
+
+
+PROFILES = ROOT / "profiles"
+JETSONS = sorted(str(p.parent) for p in (PROFILES / "jetson").glob("*/spec-derived/profile.json"))
+
+
+def test_a_ceiling_no_run_of_a_group_has_is_a_dash_not_nan(capsys):
+    """The Jetson Nano and TX2 have no Tensor Cores: their groups' medians read "nan FLOP/s"."""
+    code, out, _ = cli(capsys, "compare", *JETSONS, PROFILES / "h200-sxm" / "2026-11-26-full", "--wide")
+    assert code == 0 and " nan " not in out and "nan FLOP" not in out
+    nano = next(x for x in out.splitlines() if x.startswith("Jetson Nano / MAXN"))
+    assert nano.split()[4:6] == ["1", "-"]                           # runs, then fp16 tc lib: none
+
+
+def test_labels_carry_only_the_parts_that_tell_runs_apart():
+    """Two copies of one run in two clones need the clone's name; the other runs do not carry it."""
+    paths = [Path("/home/u/main/profiles/h200-sxm/2026-11-26-full/profile.json"),
+             Path("/home/u/wt/h35a/profiles/h200-sxm/2026-11-26-full/profile.json"),
+             Path("/home/u/wt/h35a/profiles/h100-sxm/2026-11-26-full/profile.json"),
+             Path("/home/u/wt/h35a/profiles/jetson/agx-xavier/spec-derived/profile.json"),
+             Path("/home/u/wt/h35a/profiles/jetson/jetson-nano/spec-derived/profile.json")]
+    assert labels_for(paths) == ["main/profiles/h200-sxm/2026-11-26-full", "h35a/profiles/h200-sxm/2026-11-26-full",
+                                 "h100-sxm/2026-11-26-full", "agx-xavier/spec-derived", "jetson-nano/spec-derived"]
+
+
+def test_a_high_dram_outlier_is_not_blamed_on_a_lower_clock_of_another_kind(capsys):
+    """The 2026-11-21 runs' DRAM figures (dram.write) sit 6-7% above their groups'; the cause finder gave "lower
+    clock 1980 vs 2619 MHz" (the old run's SM clock against the typical run's memory clock) for a figure that is
+    high, not low."""
+    runs = [PROFILES / g / d for g in ("h200-sxm", "h100-sxm") for d in ("2026-11-21-full", "2026-11-25-full",
+                                                                         "2026-11-26-full")]
+    recs = load_many([str(r) for r in runs])
+    clocks = {r.label: (r.ceilings["dram.bandwidth"].clock_mhz, causes.clock_kind(r.ceilings["dram.bandwidth"]))
+              for r in recs}
+    assert clocks["h100-sxm/2026-11-26-full"] == (2619.0, "memory")     # read as the profile reads it
+    assert clocks["h100-sxm/2026-11-21-full"] == (1980.0, "SM")          # stored before DRAM had its own clock
+    f = compare.compare(recs)
+    dram = [o for o in f.outliers if o.key == "dram.bandwidth"]
+    assert {o.run for o in dram} == {"h100-sxm/2026-11-21-full", "h200-sxm/2026-11-21-full"}
+    for o in dram:
+        assert o.direction == "high"
+        assert not any("lower" in c or "MHz" in c for c in o.causes), o.causes
+        assert any(c.startswith("the best path differs: dram.write here, dram.triad") for c in o.causes)
+
+
+def test_clock_causes_compare_one_kind_of_clock_in_the_gap_s_direction():
+    from hwprobe.fleet.records import CeilingRec
+
+    old = CeilingRec("dram.bandwidth", 3.3e12, "B/s", "dram.write", clock_mhz=1980.0)
+    new = CeilingRec("dram.bandwidth", 3.08e12, "B/s", "dram.triad", clock_mhz=2619.0, clock_source="memory")
+    assert causes.clock_causes(old, new) == []                          # SM against memory clock: no cause
+    slow = CeilingRec("fp16.tensor_core.library", 6e14, "FLOP/s", clock_mhz=1500.0, throttle=["sw_power_cap"])
+    fast = CeilingRec("fp16.tensor_core.library", 8e14, "FLOP/s", clock_mhz=1900.0)
+    assert causes.clock_causes(slow, fast) == ["lower SM clock: 1500 vs 1900 MHz (-21%) (throttle: sw_power_cap)"]
+    assert causes.clock_causes(slow, fast, high=True) == []             # a lower clock never explains a high one
+    assert causes.clock_causes(fast, slow, high=True) == ["higher SM clock: 1900 vs 1500 MHz (+27%)"]
+
+
+def test_the_text_and_the_plot_show_the_same_ceilings(tmp_path, capsys):
+    """The text said "showing 8 of 30 ceilings", the plot's title "12 of 30"."""
+    from hwprobe.fleet.plot import strip_plot
+
+    runs = [PROFILES / "h200-sxm" / "2026-11-26-full", PROFILES / "h100-sxm" / "2026-11-26-full"]
+    code, out, _ = cli(capsys, "compare", *runs)
+    f = compare.compare(load_many([str(r) for r in runs]))
+    assert len(f.keys) > compare.SHOWN
+    assert f"showing {compare.SHOWN} of {len(f.keys)} ceilings, as the plot does" in out
+    import matplotlib.pyplot as plt
+
+    titles = []
+    real_savefig = plt.Figure.savefig
+
+    def keep_title(fig, *a, **k):
+        titles.append(fig.axes[0].get_title())
+        return real_savefig(fig, *a, **k)
+
+    plt.Figure.savefig = keep_title
+    try:
+        strip_plot(f, tmp_path / "c.png")
+    finally:
+        plt.Figure.savefig = real_savefig
+    assert f"{compare.SHOWN} of {len(f.keys)} ceilings" in titles[0]

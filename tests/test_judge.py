@@ -101,3 +101,24 @@ def test_a_cpu_that_ran_above_its_recorded_max_is_judged_at_the_clock_measured_a
     slow = _cpu_fma(90e9, [2700.0, 2750.0])                                 # slower than the max: theory stays there
     assert slow.params["theory_clock_source"] == "max" and slow.theory.clock_mhz == 2896 and slow.flags == []
     assert not _cpu_fma(120e9, [3010.0, 3031.5]).valid                     # still bounded at the measured clock
+
+
+def test_a_cpu_max_clock_below_the_clock_measured_is_raised_to_it():
+    """Issue 35 item 4: a VM recorded 2300 MHz as its max, its cores ran at 2935 around the FMA window; theory at
+    the max (294 GFLOP/s) sat below theory at the clock (376) and the gap chain said x1.276 "clock under load".
+    The max is at least the clock the core was timed at: theory there, and the chain's clock step is x1.000."""
+    from hwprobe.device.info import CpuInfo
+    from hwprobe.gap import gaps
+    from hwprobe.profile_build import build_profile
+
+    info = CpuInfo(model="AMD EPYC", vendor="AuthenticAMD", cores=4, threads=4, flags=["avx2", "fma"],
+                   max_mhz=2300.0, fp64_flops_per_clk=16, fp32_flops_per_clk=32, simd="avx2")
+    m = Measurement(probe="cpu.fma", metric="fp32.cpu.fma", kind="compute", value=200e9, unit="FLOP/s",
+                    precision="fp32", exec_unit="cpu", path="instruction", params={"cpu_mhz_around": [2900.0, 2935.0]})
+    judge(m, device_theory(info))
+    assert m.theory.at_clock == pytest.approx(4 * 32 * 2935e6)                      # 376 GFLOP/s
+    assert m.theory.at_max_clock == pytest.approx(m.theory.at_clock) and m.theory.max_clock_mhz == 2935.0
+    assert m.params["pct_at"]["max"] == pytest.approx(m.params["pct_at"]["measured"])
+    g = next(x for x in gaps(build_profile(info, [m], {}, False, device_theory(info))) if x.precision == "fp32")
+    clock = [f for what, f, _ in g.steps if what == "clock under load"]
+    assert clock == [pytest.approx(1.0)]

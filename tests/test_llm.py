@@ -402,3 +402,26 @@ def test_flash_split_kv_combine_where_flash_attention_splits():
     assert len(lower(cfg, Case.prefill(1, 512), sms=132)) == 421
     assert len(lower(cfg, Case.decode(16, 1024), sms=132)) == 421
     assert len(lower(cfg, Case.decode(1, 1024))) == 421                # SM count unknown: no split assumed
+
+
+H200_CONV = Path(__file__).resolve().parents[1] / "profiles/h200-sxm/2026-11-26-predict-conv"
+
+
+def test_large_slow_kernels_are_bound_by_their_roof_not_latency():
+    """Issue 35 item 1: a 268 MB RoPE multiply or norm (batch-16 prefill) and a 117 MB FP8 GEMM (70B decode, TP 2)
+    run well below DRAM speed but far above any kernel's fixed cost: memory-bound, not "latency", and not counted
+    as launch. A kernel of a few kB stays latency-bound; the predicted times do not move."""
+    pre = analyze("llama-3-8b", str(H200_CONV), LLMOptions(phase="prefill", batch=16)).phases["prefill"]
+    rows = {r.group: r for r in pre.rows}
+    for g in ("rope_q.mul_cos", "input_norm", "rope_q.cat"):
+        assert rows[g].bound == "memory", (g, rows[g].bound, rows[g].time_s)
+    assert pre.parts["launch"] < 0.01 * pre.time_s
+    dec = analyze("llama-3-70b", str(H200_CONV),
+                  LLMOptions(phase="decode", tp=2, weights="fp8", kv="fp8")).phases["decode"]
+    rows = {r.group: r for r in dec.rows}
+    assert rows["down_proj"].bytes / rows["down_proj"].count > 100e6
+    for g in ("down_proj", "gate_proj", "up_proj", "q_proj", "o_proj"):
+        assert rows[g].bound == "memory", (g, rows[g].bound)
+    assert rows["rope_k.mul_cos"].bound == "latency"          # 2 kB: its time is the kernel's fixed cost
+    assert dec.parts["launch"] < 0.3 * dec.time_s
+    assert dec.time_s == pytest.approx(23.07e-3, rel=0.01)    # labels only: the price is as before

@@ -319,10 +319,11 @@ def test_memory_probes_import_no_gpu_library():
 def test_ridge_note_states_the_measured_ridge_first():
     from hwprobe.probes.compute.roofline import ridge_note
 
-    n = ridge_note(15.09, 63.71e12, 4.22e12, "FLOP/B", 13.9, "132 SM x 128 FMA/clk/SM x 2 x 1980 MHz / ...")
-    assert n.startswith("this kernel's knee 15.1 FLOP/B (its roof 63.7 TFLOP/s / its slope 4.22 TB/s;")
-    assert "theoretical DRAM bandwidth) 13.9 FLOP/B" in n and "measured ridge" in n and "ridge table" in n
-    assert "TOP/s" in ridge_note(7.8, 33.1e12, 4.25e12, "OP/B", None, "no theory")
+    n = ridge_note("fp32", 15.09, 63.71e12, 4.22e12, "FLOP/B", 13.9, "132 SM x 128 FMA/clk/SM x 2 x 1980 MHz / ...")
+    assert n.startswith("fp32 roofline sweep: this kernel's knee 15.1 FLOP/B (its roof 63.7 TFLOP/s; its slope "
+                        "4.22 TB/s);")
+    assert "theoretical DRAM bandwidth) 13.9 FLOP/B" in n and "measured peak" in n and "ridge table" in n
+    assert "TOP/s" in ridge_note("int32", 7.8, 33.1e12, 4.25e12, "OP/B", None, "no theory")
 
 
 def test_host_ceiling_is_measured_again_when_disturbed():

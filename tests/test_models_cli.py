@@ -82,3 +82,23 @@ def test_list_models_and_classify():
            "weird_kernel")
     units = [(k["unit"], k["confidence"]) for k in json.loads(r.stdout)]
     assert units == [("tensor_core", "heuristic"), ("cuda_core", "heuristic"), ("unknown", "unknown")]
+
+
+def test_layer_table_and_predicted_kernels_say_which_time_they_show():
+    """Issue 35 item 3: the layer table showed roofline times under "by time" (conv1 3.56 us), the kernel list
+    predicted times (conv1 15.8 us) under "the most time", nothing telling the two apart. Each names its time,
+    and the kernel list gives the layer table's roof time beside the prediction."""
+    import os
+    import re
+
+    r = subprocess.run([sys.executable, "-m", "hwprobe", "analyze", "resnet50", "--profile",
+                        "profiles/h200-sxm/2026-11-26-predict-conv"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    assert "layers by roof time (--all" in r.stdout and "by time" not in r.stdout
+    header = next(x for x in r.stdout.splitlines() if x.lstrip().startswith("#  layer"))
+    assert "  roof time  " in header
+    table = re.search(r"\n\s+0\s+conv1\.conv .*?(?:compute|memory \(\w+\))\s+([\d.]+ us)\s", r.stdout).group(1)
+    assert "kernels taking the most predicted time" in r.stdout
+    kern = re.search(r"conv1\.conv gemm \S+: ([\d.]+ us) \(\w+; at its roof ([\d.]+ us)\)", r.stdout)
+    assert kern and kern.group(2) == table and kern.group(1) != table

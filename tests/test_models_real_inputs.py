@@ -122,3 +122,16 @@ def test_advice_fits_the_unit():
                  "std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, float>"):
         assert "tensor" not in kernel_tip(classify(name)).lower(), name
     assert "Tensor Cores" in kernel_tip(classify("volta_sgemm_128x64_nn"))
+
+
+def test_cublas_gemv_kernels_take_their_operand_type_not_their_index_type():
+    """Issue 35 item 7: gemvx::kernel<int, int, __nv_bfloat16, ...> read as FP32 (its leading index types hid
+    the operands). The real BF16/FP16 names (public_kernel_names.tsv) give their type; the FP32 ones of the HTA
+    traces stay FP32."""
+    gemv = [n for n in (KERNELS / "hta_kernel_names.txt").read_text().splitlines()
+            if classify(n).family == "cublas-gemv"]
+    assert len(gemv) >= 6 and {classify(n).precision for n in gemv} == {"fp32"}
+    rows = [ln.split("\t") for ln in (KERNELS / "public_kernel_names.tsv").read_text().splitlines()
+            if "gemv" in ln and not ln.startswith("#")]
+    got = {(classify(r[0]).family, classify(r[0]).precision) for r in rows}
+    assert got == {("cublas-gemv", "bf16"), ("cublas-gemv", "fp16")}

@@ -177,10 +177,11 @@ def test_power_adjust_scales_compute_bound_kernels_by_the_compute_share():
 
     pred = Predictor(_Profile(), "graph")
     op = KernelOp("g", "gemm", m=1, n=1, k=1)
-    comp, mem = OpTime(op, 3.0, bound="compute"), OpTime(op, 1.0, bound="memory")
-    note = pred.power_adjust([comp, mem], "fp16")
-    f = 1 + 0.75 * (800 / 600 - 1)                                         # share 3/4 of the run is compute-bound
-    assert comp.time_s == pytest.approx(3.0 * f) and mem.time_s == 1.0
+    comp, mem = OpTime(op, 3.0, compute_s=2.0, bound="compute"), OpTime(op, 1.0, bound="memory")
+    slow = OpTime(op, 4.0, compute_s=1.0, bound="compute")      # bound by FLOPs, but at a quarter of its roof
+    note = pred.power_adjust([comp, mem, slow], "fp16")
+    f = 1 + 0.375 * (800 / 600 - 1)                            # 3 s of the 8 s run are at their compute roof
+    assert comp.time_s == pytest.approx(3.0 * f) and mem.time_s == 1.0 and slow.time_s == 4.0
     assert "power cap" in note
 
 
@@ -244,3 +245,16 @@ def test_no_gemm_is_priced_faster_than_the_library_ceiling():
                                   "time_s": [[[1e-9 for _ in ax] for _ in ax] for _ in ax]}   # absurdly fast
     t = Predictor(prof, "graph").time(KernelOp("g", "gemm", m=256, n=256, k=256))
     assert t.time_s >= 2 * 256 ** 3 / 800e12 and not t.covered
+
+
+def test_a_tiny_gemm_priced_from_another_precisions_table_is_latency_bound():
+    """A GEMM without a table of its precision is priced from another's, scaled by the ceilings: its fixed cost
+    scales with it. A 1 x 64 x 64 FP32 GEMM on the H200 predict run (FP16 tables only) takes the scaled floor:
+    latency-bound, not bound by a roof it is a thousandth of."""
+    from hwprobe.predict.model import Predictor
+    from hwprobe.profile import load_profile
+
+    pred = Predictor(load_profile(ROOT / "profiles/h200-sxm/2026-11-26-predict-conv"), "graph")
+    t = pred.time(KernelOp("g", "gemm", "fp32", m=1, n=64, k=64))
+    assert "no fp32 GEMM calibration" in t.note
+    assert t.bound == "latency" and t.roofline_s < 1e-3 * t.time_s

@@ -126,3 +126,46 @@ def test_a_swinging_clock_never_yields_a_profile_that_fails_its_schema(tmp_path)
         ms.append(m)
     assert all(m.valid for m in ms)
     validate_dict(from_measurements(gpu.to_dict(), ms).to_dict())
+
+
+@probe(name="test.fast_core", target="cpu", family="compute", summary="test", precisions=("fp64",))
+def _fast_core(ctx):
+    import time
+
+    time.sleep(0.3)
+    yield ctx.measure("fp64.cpu.fast", lambda: sum(range(1000)), work=1e3, unit="FLOP/s", kind="compute",
+                      precision="fp64", exec_unit="cpu", path="instruction", check=lambda: None, repeats=3,
+                      params={"cpu_mhz_around": [99000.0, 99500.0]})
+
+
+def test_a_cpu_run_says_the_max_clock_its_cores_reached_and_that_it_overran_its_budget(tmp_path, capsys):
+    """Issue 35 item 4: the profile's CPU max clock is the highest the cores were timed at (a VM's discovery read
+    2300 MHz, its cores ran at 2935), and a run well over its suite's budget says so (46.9 s against 0:30)."""
+    from hwprobe.cli import cli
+    from hwprobe.report import text as tx
+
+    suite = tmp_path / "b.toml"
+    suite.write_text('name = "b"\ntarget = "cpu"\nbudget_s = 0.1\n[[probes]]\nprobe = "test.fast_core"\n')
+    with pytest.raises(SystemExit) as e:
+        cli.main(args=["run", "--device", "cpu", "--suite", str(suite), "--out", str(tmp_path / "out"), "--quiet"])
+    assert e.value.code in (0, None)
+    err = capsys.readouterr().err
+    assert "note: this run took" in err and "over the suite's budget of 0.1 s" in err
+    run = next((tmp_path / "out").iterdir())
+    prof = load_profile(run)
+    assert prof.device["max_mhz"] == 99500.0
+    env = json.loads((run / "environment.json").read_text())
+    assert env["cpu_max_mhz"]["measured"] == 99500.0 and env["cpu_max_mhz"]["discovered"] < 99500.0
+    rows = dict(tx.provenance(env, prof))
+    assert rows["CPU max clock"].startswith("99500 MHz, timed around a window")
+    assert rows["suite budget"].startswith("took ")
+    c = prof.compute["fp64"]["cpu"]["instruction"]
+    assert c.theory_at_max_clock == pytest.approx(c.theory_at_clock)
+
+
+def test_budget_note_only_for_a_notable_overrun():
+    from hwprobe.report.text import budget_note
+
+    assert budget_note({"wall_s": 46.9, "budget_s": 30}) == "took 46.9 s, 56% over the suite's budget of 30 s"
+    assert budget_note({"wall_s": 36.0, "budget_s": 30}) is None                  # within 25%
+    assert budget_note({"wall_s": 46.9}) is None

@@ -118,8 +118,24 @@ def test_ridge_table_and_roofline_finding_share_one_definition():
     # 3201 MHz x 2 x 6016 bit / 8 = 4.814 TB/s -> 27.8 FLOP/B (the roofline finding's theoretical figure)
     assert float(fp16["theory"]) == pytest.approx(132 * 256 * 2 * 1980e6 / (3201e6 * 2 * 6016 / 8), rel=2e-3)
     assert fp16["ridge"].startswith("29.8")                       # 131.5 TFLOP/s measured / 4.41 TB/s measured
-    note = ridge_note(15.7, 66.6e12, 4.24e12, "FLOP/B", 27.8, "basis")
+    note = ridge_note("fp16", 15.7, 66.6e12, 4.24e12, "FLOP/B", 27.8, "basis")
     assert not note.startswith("measured ridge") and "this kernel's knee 15.7" in note
+
+
+def test_report_names_the_precision_of_each_roofline_sweep_ridge():
+    """Issue 35 item 2: the committed H200 run's finding says "measured ridge 15.5 FLOP/B (roof 66.4 TFLOP/s)
+    ... theoretical 27.8" with no precision; it is the FP16 sweep, whose roof is half the table's FP16 CUDA-core
+    peak (132). The report tells it again from its numbers, the precision and that peak named."""
+    from hwprobe.report import text as tx
+    from hwprobe.report.source import load_run
+
+    prof = load_run(FULL["h200-sxm"].parent / "2026-11-26-full").profile
+    lines = [i.text for i in tx.finding_items(prof) if "roofline sweep" in i.text]
+    assert len(lines) == 4 and not any("measured ridge" in x for x in tx.finding_items(prof) for x in [x.text])
+    fp16 = next(x for x in lines if x.startswith("fp16 roofline sweep"))
+    assert "knee 15.5 FLOP/B (its roof 66.4 TFLOP/s, 50% of the fp16 CUDA-core peak 132 TFLOP/s" in fp16
+    assert "the fp16 CUDA-core ridge, measured peak / measured DRAM bandwidth, is 29.7 FLOP/B" in fp16
+    assert "theoretical fp16 CUDA-core ridge" in fp16 and "27.8 FLOP/B (132 SM x 256 FMA/clk/SM" in fp16
 
 
 # ---------------------------------------------------------------- 9. validate: same SKU, rates beside rates

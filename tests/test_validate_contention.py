@@ -92,3 +92,27 @@ def test_recorded_processes_mark_a_run_contended_and_become_a_cause():
 
     with pytest.raises(InputError, match="contended"):
         validate.validate(calm, busy)
+
+
+def test_a_contended_cpu_run_is_not_said_to_have_shared_a_gpu():
+    """Issue 35 item 6: validating against a CPU run whose figures looked contended said it "was recorded while
+    other work used the GPU". It names the CPU, and what marked it: figures, not a recorded process."""
+    from hwprobe.errors import InputError
+    from hwprobe.fleet import causes, validate
+    from hwprobe.fleet.records import CeilingRec, RunRecord
+
+    def cpu_run(label, value, contended):
+        env = {"contended": ["fp64.cpu.fma"]} if contended else {}
+        return RunRecord(label, label, {"kind": "cpu", "model": "AMD EPYC"}, env,
+                         {"fp64.cpu.instruction": CeilingRec("fp64.cpu.instruction", value, "FLOP/s", "fp64.cpu.fma")})
+
+    busy, calm = cpu_run("busy", 80e9, True), cpu_run("calm", 130e9, False)
+    with pytest.raises(InputError) as e:
+        validate.validate(calm, busy)
+    msg = str(e.value)
+    assert "GPU" not in msg and "recorded while" not in msg
+    assert "1 figure(s) look contended, far below theory or with split samples (fp64.cpu.fma): other work " \
+           "probably used the CPU" in msg
+    v = validate.validate(busy, calm)
+    assert not any("GPU" in n for n in v.notes) and any("used the CPU" in n for n in v.notes)
+    assert not any("GPU" in c for c in causes.explain(busy, calm, "fp64.cpu.instruction"))

@@ -35,7 +35,7 @@ def compare(results, reference, group_by, min_gap, z, ceilings, show_all, wide, 
     from hwprobe.errors import InputError
     from hwprobe.fleet import compare as cmp
     from hwprobe.fleet import render
-    from hwprobe.fleet.records import load_many, load_run
+    from hwprobe.fleet.records import PROFILE, labels_for, load_many, load_run, profile_path
     from hwprobe.fleet.validate import parse_fraction
 
     csv_path = output_file(csv_path, "--csv") if csv_path else None           # before any work
@@ -48,7 +48,8 @@ def compare(results, reference, group_by, min_gap, z, ceilings, show_all, wide, 
             if not Path(reference).exists():
                 raise InputError(f"--reference {reference!r} is neither a path nor the label of a run "
                                  f"(labels: {', '.join(r.label for r in runs[:5])}...)")
-            ref = load_run(reference)
+            paths = [Path(r.path) / PROFILE for r in runs] + [profile_path(Path(reference).resolve())]
+            ref = load_run(reference, labels_for(paths)[-1])      # labelled as the runs are, not by its path
     patterns = [p.strip() for p in ceilings.split(",") if p.strip()] if ceilings else None
     fleet = cmp.compare(runs, ref, group_by=group_by, min_gap=parse_fraction(min_gap, "--min-gap"), z=z,
                         patterns=patterns)

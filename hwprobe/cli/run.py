@@ -77,6 +77,11 @@ def _summary(res, as_json: bool, quiet: bool) -> None:
     if secs and not quiet:
         err.print("probe wall times: " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items())
                   + f"; total {sum(secs.values()):.1f} s")
+    from hwprobe.report.text import budget_note
+
+    over = budget_note(res.profile.environment)
+    if over:
+        err.print(f"[yellow]note: this run {over}[/yellow]")
     err.print(f"results: {res.results_dir}")
 
 

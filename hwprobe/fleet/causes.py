@@ -81,13 +81,28 @@ def mode_causes(run: RunRecord, ref: RunRecord) -> list[str]:
     return out
 
 
-def clock_causes(m: CeilingRec | None, r: CeilingRec | None) -> list[str]:
+def clock_kind(c: CeilingRec) -> str:
+    """Which clock a ceiling's clock_mhz is: "memory" (a DRAM ceiling's, since 2026-11-26) or "SM" (every other,
+    and DRAM ceilings of older runs, which stored the SM clock): two clocks of different kinds never compare."""
+    return "memory" if c.clock_source == "memory" else "SM"
+
+
+def clock_causes(m: CeilingRec | None, r: CeilingRec | None, high: bool = False) -> list[str]:
+    """The clock behind a gap, only between clocks of one kind (an SM clock of 1980 MHz against a memory clock of
+    2619 is no cause), in the gap's direction: a lower clock, power or thermal limits explain a figure below the
+    other's; only a higher clock explains one above it."""
     if m is None:
         return []
+    same = r is not None and m.clock_mhz and r.clock_mhz and clock_kind(m) == clock_kind(r)
+    if high:
+        if same and m.clock_mhz > r.clock_mhz * (1 + CLOCK_GAP):
+            return [f"higher {clock_kind(m)} clock: {m.clock_mhz:.0f} vs {r.clock_mhz:.0f} MHz "
+                    f"({m.clock_mhz / r.clock_mhz - 1:+.0%})"]
+        return []
     out = []
-    if m.clock_mhz and r is not None and r.clock_mhz and m.clock_mhz < r.clock_mhz * (1 - CLOCK_GAP):
+    if same and m.clock_mhz < r.clock_mhz * (1 - CLOCK_GAP):
         why = f" (throttle: {', '.join(m.throttle)})" if m.throttle else ""
-        out.append(f"lower clock: {m.clock_mhz:.0f} vs {r.clock_mhz:.0f} MHz "
+        out.append(f"lower {clock_kind(m)} clock: {m.clock_mhz:.0f} vs {r.clock_mhz:.0f} MHz "
                    f"({m.clock_mhz / r.clock_mhz - 1:+.0%}){why}")
     elif m.power_limited and not (r is not None and r.power_limited):
         out.append(f"power-limited here (throttle: {', '.join(m.throttle)}), not in the reference")
@@ -105,9 +120,7 @@ def health_causes(run: RunRecord, ref: RunRecord) -> list[str]:
     if ta is not None and tb is not None and ta >= tb + 15:
         out.append(f"GPU {ta} C at the start vs {tb} C in the reference (cooling?)")
     if run.contended:
-        procs = _get(run.environment, "processes", "processes") or []
-        names = ", ".join(f"{p.get('name')} ({p.get('pid')})" for p in procs[:4]) if procs else "recorded as contended"
-        out.append(f"other processes used the GPU during this run: {names}")
+        out.append(run.contention)
     return out
 
 
@@ -130,13 +143,20 @@ def path_causes(m: CeilingRec | None, r: CeilingRec | None) -> list[str]:
     return [f"the best path differs: {m.metric} here, {r.metric} in the reference"]
 
 
-def explain(run: RunRecord, ref: RunRecord, key: str | None = None) -> list[str]:
-    """Likely causes of ``run`` falling short of ``ref`` (for ``key``, or the run as a whole), most telling first.
-    An empty answer becomes one line saying nothing recorded explains it."""
+def explain(run: RunRecord, ref: RunRecord, key: str | None = None, high: bool = False) -> list[str]:
+    """Likely causes of ``run`` falling short of ``ref`` (``high``: rising above it) for ``key``, or the run as a
+    whole, most telling first. Throttling, heat and other processes only ever lower a figure, so they explain a
+    shortfall only. An empty answer becomes one line saying nothing recorded explains it."""
     m = run.ceilings.get(key) if key else None
     r = ref.ceilings.get(key) if key else None
-    out = (device_causes(run, ref) + mode_causes(run, ref) + clock_causes(m, r) + health_causes(run, ref)
+    out = (device_causes(run, ref) + mode_causes(run, ref) + clock_causes(m, r, high)
+           + ([] if high else health_causes(run, ref))
            + (path_causes(m, r) if ref.measured else []) + version_causes(run, ref))
     if not ref.measured:
         out.append("the reference is spec-derived (fractions of theory), not measured")
-    return out or ["nothing the two runs recorded differs: suspect cooling, background load or the unit itself"]
+    if out:
+        return out
+    if high:
+        return ["nothing the two runs recorded differs: a figure above its peers' is itself suspect (check it "
+                "against theory: hwprobe report) or a faster unit"]
+    return ["nothing the two runs recorded differs: suspect cooling, background load or the unit itself"]

@@ -25,6 +25,7 @@ HEADLINE = ("fp16.tensor_core.library", "bf16.tensor_core.library", "int8.tensor
             "fp16.cuda_core.instruction", "fp64.cuda_core.instruction", "dram.bandwidth", "l2.bandwidth",
             "host_h2d.bandwidth", "host_d2h.bandwidth")
 META = ("run", "device", "mode", "host", "created", "path")
+SHOWN = 12                # ceilings the table and the plot show (the first of ``keys``); --ceilings picks others
 
 
 @dataclass
@@ -210,4 +211,4 @@ def _explain(fleet: Fleet, groups, median, reference: RunRecord | None = None) -
             o.causes = ["no typical run to compare with in its group"]
             continue
         o.causes = [c.replace("in the reference", f"in {typical.label}") for c in
-                    causes.explain(by_label[o.run], typical, o.key)]
+                    causes.explain(by_label[o.run], typical, o.key, high=o.direction == "high")]

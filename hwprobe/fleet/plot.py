@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 MAX_LABELS = 16           # outliers named on the plot; the rest are in the table and --json
-MAX_KEYS = 12             # columns; --ceilings picks others
 
 
 def strip_plot(fleet, out: Path | str, title: str | None = None) -> Path:
@@ -15,10 +14,10 @@ def strip_plot(fleet, out: Path | str, title: str | None = None) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from hwprobe.fleet.compare import group_column
+    from hwprobe.fleet.compare import SHOWN, group_column
     from hwprobe.fleet.render import LEGEND, short
 
-    keys = fleet.keys[:MAX_KEYS]
+    keys = fleet.keys[:SHOWN]
     if not keys:
         raise ValueError("no ceilings to plot")
     groups = group_column(fleet.table, fleet.group_by)

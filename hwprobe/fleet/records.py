@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,27 @@ class RunRecord:
                     or any(has(c.flags, Code.CONTENDED) for c in self.ceilings.values()))
 
     @property
+    def contention(self) -> str:
+        """What marks this run contended, as the run recorded it ("" where nothing does): other processes NVML
+        listed on the GPU, or figures that look contended (hwprobe.contention: far below theory, split samples),
+        from which other work on the CPU or GPU is only inferred."""
+        what = "CPU" if self.device.get("kind") == "cpu" else "GPU"
+        procs = self.environment.get("processes") or {}
+        if procs.get("contended"):
+            names = ", ".join(f"{p.get('name')} ({p.get('pid')})" for p in (procs.get("processes") or [])[:4])
+            return f"other processes used the {what} during this run: {names or 'listed by NVML'}"
+        recorded = self.environment.get("contended")
+        metrics = (list(recorded) if isinstance(recorded, list) else []) or sorted(
+            c.metric or c.key for c in self.ceilings.values() if has(c.flags, Code.CONTENDED))
+        if not metrics and recorded:
+            return f"the run recorded itself as contended: other work probably used the {what}"
+        if metrics:
+            return (f"{len(metrics)} figure(s) look contended, far below theory or with split samples "
+                    f"({', '.join(metrics[:3])}{', ...' if len(metrics) > 3 else ''}): other work probably used "
+                    f"the {what}")
+        return ""
+
+    @property
     def jetson(self) -> dict:
         return self.device.get("jetson") or (self.environment.get("device") or {}).get("jetson") or {}
 
@@ -83,8 +105,13 @@ def _ceiling(key: str, c: dict[str, Any]) -> CeilingRec | None:
         value = float(c["value"])
     except (KeyError, TypeError, ValueError):
         return None
+    clock = c.get("clock_mhz")
+    if c.get("clock_source") == "memory":     # profiles before 2026-11-26 stored the SM clock here (as Ceiling reads)
+        from hwprobe.profile import _legacy_memory_clock
+
+        clock = _legacy_memory_clock(c) or clock
     return CeilingRec(key=key, value=value, unit=str(c.get("unit") or ""), metric=str(c.get("metric") or ""),
-                      clock_mhz=c.get("clock_mhz"), clock_source=c.get("clock_source"),
+                      clock_mhz=clock, clock_source=c.get("clock_source"),
                       throttle=list(c.get("throttle_reasons") or []), power_w=c.get("power_w"),
                       per_clock=c.get("per_clock"), flags=[str(f) for f in c.get("flags") or []],
                       theory_at_max=c.get("theory_at_max_clock"))
@@ -117,7 +144,7 @@ def record_of(d: dict[str, Any], path: str, label: str | None = None) -> RunReco
                      measured=env.get("measured", True) is not False)
 
 
-def _profile_path(p: Path) -> Path:
+def profile_path(p: Path) -> Path:
     return p / PROFILE if p.is_dir() else p
 
 
@@ -125,7 +152,7 @@ def load_run(path: str | Path, label: str | None = None, strict: bool = False) -
     """Read one run (a results directory or a profile.json). ``strict`` checks the JSON Schema too."""
     from hwprobe.profile import loads_finite, migrate, validate_dict
 
-    p = _profile_path(Path(path))
+    p = profile_path(Path(path))
     where = f"profile {str(p)!r}"
     try:
         d = loads_finite(p.read_text(encoding="utf-8"), where)
@@ -175,14 +202,25 @@ def expand(inputs: list[str]) -> list[Path]:
 
 
 def labels_for(paths: list[Path]) -> list[str]:
-    """Short unique labels: the run directory's name, with as many parents as it takes to tell them apart."""
+    """Short unique labels: the end of each run's path, as many parts as it takes to tell it from every other run,
+    and at least as many as most runs need (a fleet reads "h200-sxm/2026-11-26-full" throughout). Only the runs
+    that need more get more: two copies of one run in two clones are told apart by the clone, and the other runs
+    do not carry the clone's path."""
+    import statistics
+
     runs = [p.parent if p.name == PROFILE else p.with_suffix("") for p in paths]
-    depth = 1
-    while True:
-        labels = ["/".join(r.parts[-depth:]) for r in runs]
-        if len(set(labels)) == len(labels) or depth > max((len(r.parts) for r in runs), default=1):
-            return labels
-        depth += 1
+
+    def tail(r: Path, depth: int) -> tuple[str, ...]:
+        return r.parts[-depth:]
+
+    need = []
+    for i, r in enumerate(runs):
+        depth = 1
+        while depth < len(r.parts) and any(tail(o, depth) == tail(r, depth) for j, o in enumerate(runs) if j != i):
+            depth += 1
+        need.append(depth)
+    common = math.ceil(statistics.median(need)) if need else 1
+    return [str(Path(*tail(r, max(n, common)))) for r, n in zip(runs, need, strict=True)]
 
 
 def load_many(inputs: list[str]) -> list[RunRecord]:

@@ -122,7 +122,6 @@ def junit_xml(v: Validation) -> str:
 
 
 MAX_ROWS = 40             # a larger fleet prints its groups and outliers, not every run
-MAX_COLS = 8
 
 
 _SHORT = (("cuda_core", "cc"), ("tensor_core", "tc"), ("instruction", "inst"), ("library", "lib"),
@@ -144,6 +143,13 @@ def _cell(norm: float | None, flagged: bool) -> str:
     return f"[bold red]{text}[/]" if flagged else text
 
 
+def _median(values, unit: str) -> str:
+    """A group's median of one ceiling, "-" where none of its runs has that ceiling (a Jetson Nano has no Tensor
+    Cores: not "nan FLOP/s")."""
+    m = values.median()
+    return "-" if m != m else si(m, unit)
+
+
 def _outlier_figure(o) -> str:
     """The outlier's figure as the table shows it (value / the table's basis), and the group-median share that
     flagged it where that differs: one number never stands for another (issue 23: 107.3% beside a 74.9% cell)."""
@@ -156,13 +162,15 @@ def _outlier_figure(o) -> str:
 def render_fleet(fleet, console, show_all: bool = False, wide: bool = False) -> None:
     """The fleet table (normalized), the groups' medians and the outliers with their likely causes; at a narrow
     width the rightmost ceiling columns are left out (and named)."""
+    from hwprobe.fleet.compare import SHOWN
     from hwprobe.report.fit import print_table
 
-    keys = fleet.keys[:MAX_COLS]
+    keys = fleet.keys[:SHOWN]            # the plot's columns too
     flagged = {(o.run, o.key) for o in fleet.outliers}
     console.print(f"{len(fleet.runs)} runs, {len(fleet.keys)} ceilings; values as a fraction of {fleet.basis}")
-    if len(fleet.keys) > MAX_COLS:
-        console.print(f"showing {MAX_COLS} of {len(fleet.keys)} ceilings (--ceilings PATTERN picks, --csv has all)")
+    if len(fleet.keys) > SHOWN:
+        console.print(f"showing {SHOWN} of {len(fleet.keys)} ceilings, as the plot does (--ceilings PATTERN picks, "
+                      "--csv has all)")
     if show_all or len(fleet.runs) <= MAX_ROWS:
         t = _table(f"fleet (fraction of {fleet.basis}; red: outlier)", caption=LEGEND)
         t.add_column("run", no_wrap=True)
@@ -181,7 +189,7 @@ def render_fleet(fleet, console, show_all: bool = False, wide: bool = False) -> 
     from hwprobe.fleet.compare import group_column
 
     for name, part in fleet.table.groupby(group_column(fleet.table, fleet.group_by)):
-        g.add_row(str(name), str(len(part)), *(si(part[k].median(), fleet.units[k]) for k in keys))
+        g.add_row(str(name), str(len(part)), *(_median(part[k], fleet.units[k]) for k in keys))
     print_table(console, g, [short(k) for k in reversed(keys)] + ["runs"], wide)
     if not fleet.outliers:
         console.print("[green]no outliers[/] (robust z and gap rule)")

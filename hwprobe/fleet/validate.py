@@ -3,8 +3,8 @@
 A ceiling passes when measured >= expected x (1 - tolerance). Where it falls short, the two runs' clocks differ
 and the ceiling is power-limited, the per-clock figure (work per clock cycle) is compared instead: the clock the
 power cap allows is then the cause, not the silicon. The reference is a measured profile (a "golden" run) or a
-datasheet entry (theory x fractions, see expect.py). A reference recorded while other work used the GPU is
-refused: it would let a slow board pass.
+datasheet entry (theory x fractions, see expect.py). A contended reference (other processes listed on the GPU,
+or figures that look contended) is refused: it would let a slow board pass.
 """
 
 from __future__ import annotations
@@ -171,8 +171,7 @@ def validate(run: RunRecord, ref: RunRecord, tolerances: Tolerances | None = Non
                          f"{ref.path!r} a {kind_b.upper()} ({ref.device_name}): validate compares a device with "
                          "one of its own kind")
     if ref.contended:
-        raise InputError(f"reference {ref.path!r} was recorded while other work used the GPU (contended): "
-                         "pick an uncontended reference")
+        raise InputError(f"reference {ref.path!r} is contended: {ref.contention}; pick an uncontended one")
     v = Validation(run, ref, tol, [])
     for key in sorted(ref.ceilings, key=_order):
         r, m = ref.ceilings[key], run.ceilings.get(key)
@@ -195,8 +194,7 @@ def validate(run: RunRecord, ref: RunRecord, tolerances: Tolerances | None = Non
         if rec.superseded:
             v.notes.append(f"SUPERSEDED {what} {rec.path}: {rec.superseded}")
     if run.contended:
-        what = "CPU" if run.device.get("kind") == "cpu" else "GPU"
-        v.notes.append(f"the run was recorded while other work used the {what}: its figures are skewed low")
+        v.notes.append(f"the run is contended, its figures skewed low: {run.contention}")
     if not ref.measured:
         v.notes.append(f"the reference is spec-derived, not measured: {ref.environment.get('theory')}; "
                        f"{ref.environment.get('mode_choice')}")

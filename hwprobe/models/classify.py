@@ -201,10 +201,24 @@ def _attention(n: str, name: str) -> KernelClass | None:
 _GEMV = re.compile(r"gemv|gemmk1|gemmsn|gemvx|dot_kernel|scal_kernel|axpy_kernel")
 
 
+_GEMV_TENSOR = re.compile(r"cublasgemvtensor\w*<([^<>]+)>")
+_INDEX_ARGS = re.compile(r"<(?:\s*(?:int|long|unsigned int)\s*,)+")
+
+
+def gemv_precision(n: str) -> str | None:
+    """The operand type of a cuBLAS gemv kernel: its matrix's ``cublasGemvTensor...<__nv_bfloat16 const>``, else
+    the first element type after the leading index types (``gemvx::kernel<int, int, __half, ...``; nsys cuts
+    names short). Read plainly, ``<int, int, ...`` names an integer kernel, and a BF16 gemvx read as FP32."""
+    m = _GEMV_TENSOR.search(n)
+    if m and (prec := template_precision(m.group(1))):
+        return prec
+    return template_precision(_INDEX_ARGS.sub("<", n, count=1))
+
+
 def _gemv(n: str, name: str) -> KernelClass | None:
     if not _GEMV.search(n):
         return None
-    return KernelClass(name, "cuda_core", template_precision(n) or "fp32", None, "cublas-gemv", "heuristic",
+    return KernelClass(name, "cuda_core", gemv_precision(n) or "fp32", None, "cublas-gemv", "heuristic",
                        "cuBLAS matrix-vector/skinny GEMM (gemv, gemmk1, gemmSN): CUDA cores, memory-bound by "
                        "construction (each weight is read once per vector)")
 

@@ -49,11 +49,12 @@ def layer_table(a: Analysis, show_all: bool = False):
     joined = "measured_s" in df and df["measured_s"].notna().any()
     rows = df if show_all or len(df) <= MAX_ROWS else df.sort_values("time_s" if roofs else "ops",
                                                                      ascending=False).head(25).sort_index()
-    t = light_table(None if rows is df else f"top {len(rows)} of {len(df)} layers by time (--all for every layer)",
+    by = "roof time" if roofs else "operations"
+    t = light_table(None if rows is df else f"top {len(rows)} of {len(df)} layers by {by} (--all for every layer)",
                     title_justify="center")
     cols = ["#", "layer", "op", "ops", "bytes", "op/B"]
-    if roofs:
-        cols += ["ceiling", "attainable", "bound", "time", "datasheet"]
+    if roofs:       # the time a layer takes at its roof: the roofline bound, not the predicted time
+        cols += ["ceiling", "attainable", "bound", "roof time", "datasheet"]
     if joined:
         cols += ["measured", "of roof", "kernel unit"]
     cols += ["flags"]

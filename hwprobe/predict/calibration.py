@@ -53,6 +53,10 @@ class GemmTable:
     def covers(self, m: float, n: float, k: float) -> bool:
         return all(a[0] <= x <= a[-1] for a, x in ((self.m, m), (self.n, n), (self.k, k)))
 
+    def floor_s(self) -> float:
+        """The fastest GEMM the table measured: the fixed cost every GEMM of this library pays, whatever its size."""
+        return float(np.exp(np.nanmin(self.log_t)))
+
     def time(self, m: float, n: float, k: float) -> float:
         """Seconds for one (m x k) @ (k x n) GEMM, trilinear in log space over the grid."""
         return _interp(self.log_t, (self.m, self.n, self.k), (m, n, k))[0]
@@ -100,6 +104,10 @@ class MemCurve:
     def covers(self, nbytes: float) -> bool:
         return nbytes <= self.bytes[-1]
 
+    def floor_s(self) -> float:
+        """The fastest kernel of the curve (its smallest sizes): the fixed cost each kernel of this kind pays."""
+        return float(self.time_s.min())
+
     def time(self, nbytes: float) -> float:
         if nbytes <= self.bytes[0]:
             return float(self.time_s[0])
@@ -115,6 +123,10 @@ class SdpaTable:
 
     points: list[dict]
     _grids: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def floor_s(self) -> float:
+        """The fastest call measured: the fixed cost of the framework's fused attention."""
+        return _fastest(self.points)
 
     def time(self, bh: float, seq: float, dim: int, causal: bool) -> tuple[float, bool] | None:
         dims = sorted({p["dim"] for p in self.points})
@@ -146,6 +158,10 @@ class ConvTable:
 
     points: list[dict]
     _cache: dict = field(default_factory=dict, repr=False, compare=False)   # built grids, the layout set
+
+    def floor_s(self, dw: bool = False) -> float:
+        """The fastest convolution measured (``dw``: of the depthwise points): the fixed cost of one."""
+        return _fastest([p for p in self.points if bool(p.get("dw")) == dw])
 
     def time(self, m: float, cin: float, cout: float, k: int, stride: int = 1, layout: str = "nhwc",
              images: int = 1) -> tuple[float, bool] | None:
@@ -208,6 +224,11 @@ class ConvTable:
         ms, ts = np.log([r[0] for r in row]), np.log([r[1] for r in row])
         t = float(np.exp(np.interp(np.log(m), ms, ts))) * max(1.0, m / row[-1][0])
         return t * cout / c, c == cout and row[0][0] <= m <= row[-1][0]
+
+
+def _fastest(points: list[dict]) -> float:
+    """The smallest measured time among ``points`` (0 where none)."""
+    return min((float(p["time_s"]) for p in points if p.get("time_s")), default=0.0)
 
 
 def _grid(points: list[dict], keys: tuple[str, ...]) -> tuple[list[list[float]], np.ndarray] | None:

@@ -34,7 +34,7 @@ class Prediction:
         return sum(k.roofline_s for k in self.kernels)
 
     def parts(self) -> dict[str, float]:
-        """Seconds per part: each kernel's whole time goes to what bounds it (latency: too small to reach a roof)."""
+        """Seconds per part: each kernel's whole time goes to what bounds it (latency: held by its fixed cost)."""
         out = dict.fromkeys(PARTS, 0.0)
         for k in self.kernels:
             out[k.bound if k.bound in out else "latency"] += k.time_s

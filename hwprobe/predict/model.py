@@ -104,6 +104,11 @@ class Predictor:
         t = tab.time(m, n, k) * (self._peak_ratio(precision, tab.precision) if note else 1.0)
         return t, tab.covers(m, n, k), note
 
+    def gemm_floor_s(self, precision: str) -> float:
+        """The fastest GEMM of the table that prices ``precision``, scaled as its times are (another precision's)."""
+        tab, note = self.table(precision)
+        return tab.floor_s() * (self._peak_ratio(precision, tab.precision) if note else 1.0)
+
     def align_factor(self, precision: str, m: float, n: int, k: int) -> tuple[float, str]:
         pts = self.cal.align.get(precision) or self.cal.align.get(GEMM_FALLBACK.get(precision, ""), [])
         worst, why = 1.0, ""
@@ -140,7 +145,7 @@ class Predictor:
         it = ITEMSIZE.get(op.precision, 2)
         nbytes = (op.conv_input_bytes or it * op.m * op.k) + it * (op.n * op.k + op.m * op.n)
         covered = got[1] and not note
-        return self._finish(op, got[0], op.gemm_flops, nbytes, covered, "framework.conv", note)
+        return self._finish(op, got[0], op.gemm_flops, nbytes, covered, "framework.conv", note, table.floor_s())
 
     def _gemm(self, op: KernelOp) -> OpTime:
         conv = self._conv(op) if op.conv_kernel else None
@@ -149,6 +154,7 @@ class Predictor:
         m = op.m * op.batch
         k_bytes = op.k * (op.weight_bits / 16 if op.weight_bits else 1.0)
         t, covered, note = self.gemm_s(op.precision, m, op.n, op.k)
+        floor_s = self.gemm_floor_s(op.precision)
         source = "framework.linear" if self.runtime != "fused" and op.precision in self.cal.framework_gemm else "gemm"
         pk = self.peak(op.precision)
         ceil_s = op.gemm_flops / pk if pk else 0.0     # the math at the measured library ceiling
@@ -171,7 +177,7 @@ class Predictor:
         a_bytes = op.conv_input_bytes or it * m * op.k
         nbytes = op.bytes or a_bytes + it * (op.batch * op.n * k_bytes + m * op.n)
         return self._finish(op, t * f, op.gemm_flops, nbytes, covered, source,
-                            "; ".join(x for x in (note, why) if x))
+                            "; ".join(x for x in (note, why) if x), floor_s)
 
     def _attention(self, op: KernelOp) -> OpTime:
         it = ITEMSIZE.get(op.precision, 2)
@@ -179,13 +185,15 @@ class Predictor:
         if self.cal.sdpa is not None and op.m == op.n and self.runtime != "fused":
             got = self.cal.sdpa.time(op.batch, op.m, op.k, op.causal)
             if got is not None:
-                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1], "framework.sdpa", "")
+                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1], "framework.sdpa", "",
+                                    self.cal.sdpa.floor_s())
         rows = op.batch * op.m
         t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
         rate = 2.0 * rows * op.k * op.n / t_pv
-        mem_s = self._mem_time("copy", nbytes)[0]
+        mem_s, _, _, _, mem_floor = self._mem_time("copy", nbytes)
+        floor_s = max(self.gemm_floor_s(op.precision), mem_floor)
         return self._finish(op, max(op.gemm_flops / rate, mem_s), op.gemm_flops, nbytes, covered, "attention",
-                            note)
+                            note, floor_s)
 
     def _framework_curve(self, kind: str) -> str:
         name = FRAMEWORK_CURVE.get(kind, "copy")
@@ -193,19 +201,19 @@ class Predictor:
             return name
         return {"pool": "reduction", "cat": "copy"}.get(kind, name)       # profiles measured before these curves
 
-    def _mem_time(self, kind: str, nbytes: float) -> tuple[float, bool, str, str]:
-        """(seconds, covered, note, source: the curve that priced it)."""
+    def _mem_time(self, kind: str, nbytes: float) -> tuple[float, bool, str, str, float]:
+        """(seconds, covered, note, source: the curve that priced it, that curve's floor: its fastest kernel)."""
         fw_name = self._framework_curve(kind)
         fw = self.cal.framework.get(fw_name) if self.runtime != "fused" else None
         if fw is not None:
-            return fw.time(nbytes), fw.covers(nbytes), "", f"framework.{fw_name}"
+            return fw.time(nbytes), fw.covers(nbytes), "", f"framework.{fw_name}", fw.floor_s()
         name = MEMORY_CURVE.get(kind, "unary")
         curve = self.cal.memory.get(name) or self.cal.memory.get("unary") or next(iter(self.cal.memory.values()),
                                                                                    None)
         if curve is None:
             raise InputError("the profile has no memory-kernel calibration (run the 'predict' suite)")
         note = "" if curve.kind == name else f"no {name} curve: the {curve.kind} curve"
-        return curve.time(nbytes), curve.covers(nbytes), note, f"memory.{name}"
+        return curve.time(nbytes), curve.covers(nbytes), note, f"memory.{name}", curve.floor_s()
 
     def _conv_dw(self, op: KernelOp) -> OpTime | None:
         """A depthwise convolution from the conv table's depthwise points (its kernel, stride, layout and image
@@ -214,13 +222,14 @@ class Predictor:
         if table is None or not (op.conv_kernel and op.m and op.n):
             return None
         got = table.dw_time(op.m, op.n, op.conv_kernel, op.conv_stride, self.layout, op.conv_images or 1)
-        return None if got is None else self._finish(op, got[0], op.flops, op.bytes, got[1], "framework.conv_dw", "")
+        return None if got is None else self._finish(op, got[0], op.flops, op.bytes, got[1], "framework.conv_dw", "",
+                                                     table.floor_s(dw=True))
 
     def _memory(self, op: KernelOp) -> OpTime:
         if op.kind == "conv_dw" and (dw := self._conv_dw(op)) is not None:
             return dw
-        t, covered, note, src = self._mem_time(op.kind, op.bytes)
-        return self._finish(op, t, op.flops, op.bytes, covered, src, note)
+        t, covered, note, src, floor_s = self._mem_time(op.kind, op.bytes)
+        return self._finish(op, t, op.flops, op.bytes, covered, src, note, floor_s)
 
     def _comm(self, op: KernelOp) -> OpTime:
         fn = getattr(self.profile, "collective_time", None)
@@ -235,9 +244,14 @@ class Predictor:
                       roofline_s=t)
 
     def _finish(self, op: KernelOp, t: float, flops: float, nbytes: float, covered: bool, source: str,
-                note: str) -> OpTime:
+                note: str, floor_s: float = 0.0) -> OpTime:
+        """The bound: the roof (compute or memory) a kernel reaches half of; else "latency" where its fixed cost
+        is at least half its time (``floor_s``: the fastest kernel its pricing curve measured, the cost every
+        kernel of its kind pays whatever its size; or the launch); else the roof its work grows against, the
+        larger one: a 100 MB kernel at a third of DRAM speed is a slow memory kernel, not a latency-bound one."""
         if self.runtime != "fused":
             t += self.cal.switch_s      # curves were timed on one kernel back to back; a model alternates kernels
+            floor_s += self.cal.switch_s
         pk = self.peak(op.precision)
         compute_s = flops / pk if pk else 0.0
         memory_s = nbytes / self.dram_bw if self.dram_bw else 0.0
@@ -247,7 +261,9 @@ class Predictor:
         if self.runtime == "eager":
             launch_s = self.host_s
         top = max(compute_s, memory_s)
-        bound = ("compute" if compute_s >= memory_s else "memory") if top >= 0.5 * t else "latency"
+        floor_s = max(floor_s, launch_s)
+        roof = "compute" if compute_s >= memory_s else "memory"
+        bound = roof if top >= 0.5 * t else "latency" if floor_s >= 0.5 * t else roof
         return OpTime(op, t, compute_s=compute_s, memory_s=memory_s, launch_s=min(launch_s, t), bound=bound,
                       roofline_s=max(top, 0.0), covered=covered, source=source, note=note)
 
@@ -288,20 +304,27 @@ class Predictor:
 
     def power_adjust(self, times: list[OpTime], precision: str) -> str:
         """Compute-bound kernels were calibrated in short bursts at the boost clock; a run whose time is mostly
-        compute-bound draws the power cap's worth and its clock settles where gpu.gemm_power measured it. Their times
-        grow by 1 + share x (burst/sustained - 1), share = the compute-bound part of the run. Adjusts ``times`` in
+        compute-bound draws the power cap's worth and its clock settles where gpu.gemm_power measured it. The times of
+        the kernels at their compute roof grow by 1 + share x (burst/sustained - 1), share = their part of the run
+        (a kernel bound "compute" far below its roof draws less). Adjusts ``times`` in
         place (each distinct OpTime once) and says what it did ("" when nothing)."""
         ratio, why = self.power_ratio(precision)
         total = sum(t.time_s for t in times)
-        comp = sum(t.time_s for t in times if t.bound == "compute")
+        comp = sum(t.time_s for t in times if _at_compute_roof(t))
         if ratio <= 1.0 or not total or not comp:
             return ""
         share = comp / total
         f = 1.0 + share * (ratio - 1.0)
         seen: set[int] = set()
         for t in times:
-            if t.bound == "compute" and id(t) not in seen:
+            if id(t) not in seen and _at_compute_roof(t):
                 seen.add(id(t))
                 t.time_s *= f
                 t.extra["power_factor"] = f
         return (f"power cap: compute-bound kernels ({share:.0%} of the run) x{f:.3f}, from {why}")
+
+
+def _at_compute_roof(t: OpTime) -> bool:
+    """A kernel that reaches half its compute roof: it draws the power a long compute-bound run settles at (one
+    bound "compute" only because its work grows with FLOPs, far below the roof, does not)."""
+    return t.bound == "compute" and t.compute_s >= 0.5 * t.time_s

@@ -29,11 +29,12 @@ def prediction_lines(p: Prediction, top: int = 5) -> list[str]:
         lines.append(f"  note: {n}")
     worst = sorted(p.kernels, key=lambda k: -k.time_s)[:top]
     if worst and total:
-        lines.append("  kernels taking the most time:")
+        lines.append("  kernels taking the most predicted time (beside each: its time at its roof, the layer "
+                     "table's roof time):")
         for k in worst:
             shape = (f"{k.op.batch}x " if k.op.batch > 1 else "") + (
                 f"{k.op.m}x{k.op.n}x{k.op.k}" if k.op.kind in GEMM_KINDS else f"{k.op.bytes / 1e6:.2f} MB")
             lines.append(f"    [{k.time_s / total:.1%}] {k.op.name[:40]} {k.op.kind} {shape}: {si(k.time_s, 's')} "
-                         f"({k.bound}; bound {si(k.roofline_s, 's')})"
+                         f"({k.bound}; at its roof {si(k.roofline_s, 's')})"
                          + ("" if k.covered else " [outside calibration]"))
     return [x for x in lines if x]

@@ -103,12 +103,35 @@ class Item:
     members: list[str] = field(default_factory=list)
 
 
+_RIDGE = re.compile(r"roofline\.(\w+)\.ridge$")
+_BASIS = re.compile(r"theoretical(?: [\w-]+)*(?: ridge \([^)]*\))? [\d.]+ \w+/B \((.*)\)\s*$")
+
+
+def ridge_text(p: Profile, f: dict[str, Any]) -> str | None:
+    """A roofline sweep's ridge finding told again from its numbers, its precision named beside the profile's
+    CUDA-core peak and ridge for it (profiles written before 2026-11-27 say "measured ridge 15.5 FLOP/B (roof
+    66.4 TFLOP/s)" of the FP16 sweep, no precision, beside a table whose FP16 CUDA-core peak is 132); None for
+    any other finding."""
+    from hwprobe.curves import ridge_note
+
+    m, prm = _RIDGE.match(str(f.get("metric") or "")), f.get("params") or {}
+    if not m or not prm.get("roof") or not prm.get("bandwidth_Bps") or not f.get("value"):
+        return None
+    prec = m.group(1)
+    basis = _BASIS.search(str(f.get("text") or ""))
+    pk, bw = p.peak(prec, "cuda_core"), p.bandwidth("dram")
+    return ridge_note(prec, float(f["value"]), float(prm["roof"]), float(prm["bandwidth_Bps"]),
+                      str(f.get("unit") or per_byte(prec)), prm.get("theoretical_ridge"),
+                      basis.group(1) if basis else "at max clocks", pk.value if pk else None,
+                      pk.value / bw if pk and bw else None)
+
+
 def finding_items(p: Profile) -> list[Item]:
     """Findings from the probes, each once, led by its value where the text does not already say it."""
     out: list[Item] = []
     seen: set[str] = set()
     for f in p.findings:
-        text = plain(str(f.get("text") or "")).strip()
+        text = plain(ridge_text(p, f) or str(f.get("text") or "")).strip()
         if not text or f.get("probe") == "specs" or text in seen:
             continue
         seen.add(text)
@@ -167,6 +190,18 @@ def item_line(it: Item) -> str:
     return f"{about}: {it.text}" if about else it.text
 
 
+OVER_BUDGET = 1.25        # a run this much longer than its suite's budget says so
+
+
+def budget_note(env: dict[str, Any]) -> str | None:
+    """"took 46.9 s, 56% over the suite's budget of 30 s" where a run took notably (25%) longer than its suite's
+    budget_s; None otherwise, or where the run recorded no budget or wall time."""
+    wall, budget = env.get("wall_s"), env.get("budget_s")
+    if not (wall and budget) or wall <= OVER_BUDGET * budget:
+        return None
+    return f"took {wall:.1f} s, {wall / budget - 1:.0%} over the suite's budget of {budget:g} s"
+
+
 def provenance(env: dict[str, Any], p: Profile) -> list[tuple[str, str]]:
     """Versions, command and time of a run, as (what, value) rows."""
     rows: list[tuple[str, str]] = [("hwprobe", str(p.hwprobe_version or env.get("hwprobe_version") or "-")),
@@ -184,6 +219,13 @@ def provenance(env: dict[str, Any], p: Profile) -> list[tuple[str, str]]:
     secs = env.get("probe_seconds") or {}
     if secs:
         rows.append(("probe wall time", f"{sum(secs.values()):.1f} s over {len(secs)} probes"))
+    over = budget_note(env)
+    if over:
+        rows.append(("suite budget", over))
+    cpu_max = env.get("cpu_max_mhz") or {}
+    if cpu_max.get("measured"):
+        rows.append(("CPU max clock", f"{cpu_max['measured']:.0f} MHz, timed around a window (discovery found "
+                                      f"{cpu_max.get('discovered') or 0:.0f} MHz: not the max the cores reach)"))
     if p.partial:
         rows.append(("status", "PARTIAL: the run was interrupted; this holds what finished"))
     for key, name in (("host", "host"), ("platform", "platform"), ("python", "Python")):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from hwprobe.curves import fit_roofline
+from hwprobe.curves import fit_roofline, ridge_note
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
@@ -184,21 +184,6 @@ def theoretical_ridge(theory, prec: str) -> tuple[float | None, str]:
         return None, f"theory unavailable ({type(e).__name__}: {e})"
 
 
-def ridge_note(ridge: float, roof: float, slope: float, unit: str, theory: float | None, basis: str) -> str:
-    """One sentence: this kernel's knee first (its own roof over its own slope), then the theoretical ridge.
-
-    A ridge point has one definition in hwprobe: a peak over the DRAM bandwidth, both measured (the report's
-    ridge table: the profile's best ceiling over its DRAM ceiling) or both theoretical (here and in ``specs``).
-    This kernel's roof is its own (dependent FMA chains; FP16's reaches about half the HFMA2 peak), so its
-    knee is named as the kernel's, never as the device's measured ridge (issue 23: 15.7 beside 29.8)."""
-    rate = f"T{unit[:-2]}/s"
-    theo = (f"theoretical ridge (theoretical peak / theoretical DRAM bandwidth) {theory:.1f} {unit} ({basis})"
-            if theory else f"theoretical ridge unknown ({basis})")
-    return (f"this kernel's knee {ridge:.1f} {unit} (its roof {roof / 1e12:.1f} {rate} / its slope "
-            f"{slope / 1e12:.2f} TB/s; the measured ridge, best ceiling / DRAM ceiling, is in the ridge table); "
-            f"{theo}")
-
-
 def _ridge(ctx, prec: str, xs: list[float], ys: list[float]) -> Iterator[Measurement]:
     unit = "OP/B" if prec == "int32" else "FLOP/B"
     if len(xs) < 4:
@@ -207,7 +192,7 @@ def _ridge(ctx, prec: str, xs: list[float], ys: list[float]) -> Iterator[Measure
         return
     fit = fit_roofline(xs, ys)
     theory, basis = theoretical_ridge(ctx.theory, prec)
-    notes = [ridge_note(fit.ridge, fit.roof, fit.bandwidth, unit, theory, basis)]
+    notes = [ridge_note(prec, fit.ridge, fit.roof, fit.bandwidth, unit, theory, basis)]
     if fit.n_memory_points == 0:
         notes.append("no clearly bandwidth-bound point: the slope is a lower bound from the lowest intensity")
     yield ctx.derived(f"roofline.{prec}.ridge", fit.ridge, unit=unit, kind=Kind.INFO, precision=prec,
