@@ -30,6 +30,7 @@ MODULES = (
     "interconnect.host",
     "interconnect.p2p",
     "interconnect.nccl",
+    "interconnect.ncclpairs",
     "compute.roofline",
     "calibration.launch",
     "calibration.gemm_shapes",
