@@ -137,10 +137,12 @@ def test_a_rank_slower_than_its_peers_within_tolerance_is_a_warning(tmp_path):
 
 
 def test_one_run_per_node_from_a_prolog_is_one_fleet(tmp_path):
-    runs = [write_job(tmp_path, [h], {0: {"gemm": GEMM * (0.5 if h == "b" else 1)}}, name=f"run-{h}")
+    runs = [write_job(tmp_path / "latest", [h], {0: {"gemm": GEMM * (0.5 if h == "b" else 1)}}, name=h)
             for h in ("a", "b", "c")]
-    a = judge(runs, write_reference(tmp_path))
-    assert [n.node for n in a.nodes] == ["a", "b", "c"] and [n.node for n in a.failed_nodes] == ["b"]
+    ref = write_reference(tmp_path)
+    for given in (runs, tmp_path / "latest"):            # the runs, or the folder they are in (searched below)
+        a = judge(given, ref)
+        assert [n.node for n in a.nodes] == ["a", "b", "c"] and [n.node for n in a.failed_nodes] == ["b"]
 
 
 def test_cli_validate_per_node_json_junit_and_exit_code(tmp_path, capsys, monkeypatch):

@@ -225,6 +225,19 @@ def _health_cell(node) -> str:
     return ", ".join(p for p in parts if p) or "-"
 
 
+def ranges(nums: list[int]) -> str:
+    """[0, 1, 2, 3, 8, 10, 11] -> '0-3,8,10-11' (a node's ranks in a table cell)."""
+    out: list[str] = []
+    for n in sorted(nums):
+        if out and "-" in out[-1] and int(out[-1].split("-")[1]) == n - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{n}"
+        elif out and "-" not in out[-1] and int(out[-1]) == n - 1:
+            out[-1] = f"{out[-1]}-{n}"
+        else:
+            out.append(str(n))
+    return ",".join(out)
+
+
 def render_acceptance(a, console, wide: bool = False) -> None:
     """One row per node (its ranks, device, ceilings and health counts, the verdict), then every failure named
     with its node and rank, the warnings, and one closing line."""
@@ -239,7 +252,7 @@ def render_acceptance(a, console, wide: bool = False) -> None:
         t.add_column(col, justify=just, no_wrap=col in ("node", "result"))
     for n in a.nodes:
         devs = sorted({p.record.device_name for p in n.parts if p.rank >= 0}) or ["-"]
-        ranks = ",".join(map(str, n.ranks)) or "-"
+        ranks = ranges(n.ranks) or "-"
         t.add_row(n.node, ranks, "; ".join(devs), _ceiling_cell(n), _health_cell(n),
                   "[bold green]PASS[/]" if n.passed else "[bold red]FAIL[/]")
     print_table(console, t, ("device", "ranks"), wide)
