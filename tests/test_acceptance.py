@@ -184,3 +184,19 @@ def test_needs_nodes(tmp_path, n):
     run = write_job(tmp_path, ["a"] * n)
     assert acceptance.needs_nodes([run / "profile.json"])             # health verdicts, or several ranks
     assert not acceptance.needs_nodes([write_reference(tmp_path / "r") / "profile.json"])
+
+
+def test_compare_per_rank_gives_each_rank_a_row_and_names_the_slow_one(tmp_path, capsys):
+    run = write_job(tmp_path, HOSTS, {3: {"gemm": GEMM * 0.7}})
+    code, out, _ = run_cli(capsys, ["compare", str(run), "--json"])
+    assert code == 0 and len(json.loads(out)["runs"]) == 1             # merged: one row, the best rank's figures
+    code, out, _ = run_cli(capsys, ["compare", str(run), "--per-rank", "--json"])
+    d = json.loads(out)
+    assert code == 1 and [r["run"] for r in d["runs"]] == [f"{h}:rank{r}" for r, h in enumerate(HOSTS)]
+    assert [(o["run"], o["key"]) for o in d["outliers"]] == [("n2:rank3", "fp16.tensor_core.library")]
+
+
+def test_node_ranks_print_as_ranges():
+    from hwprobe.fleet.render import ranges
+
+    assert ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11" and ranges([5]) == "5" and ranges([]) == ""

@@ -276,3 +276,19 @@ def _peer_outliers(acc: Acceptance, parts: list[RankPart]) -> None:
         part = by_label[o.run]
         node_of[part.host].warnings.append(f"{part.who}: {o.key} {o.vs_median:.1%} of the median of its peers "
                                            "(compare's median/MAD rule)")
+
+
+def per_rank_records(runs: list[RunRecord]) -> list[RunRecord]:
+    """Each run's ranks as runs of their own (labelled host:rankN, prefixed with the run where there are several
+    runs); a run of one rank stays as it is. World-scope figures (collectives) are left out: no rank owns them."""
+    out = []
+    for run in runs:
+        if (run.environment.get("world") or {}).get("size", 1) <= 1:
+            out.append(run)
+            continue
+        for part in split(run, Path(run.path)):
+            if part.rank == WORLD or not part.record.ceilings:
+                continue
+            part.record.label = part.label if len(runs) == 1 else f"{run.label}/{part.label}"
+            out.append(part.record)
+    return out
