@@ -201,3 +201,81 @@ def test_a_gpu_without_xid_events_says_so():
     _, _, started, w = _xid_verdict([], supported=0x2)
     assert not started and "does not report XID events" in w.why
     assert w.drain().reason == w.why
+
+
+# --- gpu.health itself, over a fake nvidia-ml-py answering from the recording -------------------------------------
+
+class _FakePynvml:
+    """nvidia-ml-py whose device calls answer from a recording (refusals as its real NVMLError classes) and whose
+    event calls deliver ``events``."""
+
+    def __init__(self, recorded: Recorded, events):
+        import pynvml
+
+        self.NVMLError, self.rec, self.ev = pynvml.NVMLError, recorded, _Events(events)
+
+    def __getattr__(self, name):
+        if hasattr(self.ev, name):
+            return getattr(self.ev, name)
+        if not name.startswith("nvmlDevice"):
+            raise AttributeError(name)
+
+        def call(handle, *args):
+            from hwprobe.health.nvml_reader import NvmlRefused
+
+            assert handle == "handle-of-gpu3"
+            try:
+                return self.rec(name, *args)
+            except NvmlRefused as e:
+                raise self.NVMLError(e.code) from None
+        return call
+
+
+def test_gpu_health_probe_records_each_verdict_and_drains_xids_at_the_run_end(monkeypatch):
+    import sys
+
+    from hwprobe.device import nvml as hw_nvml
+    from hwprobe.device.info import GpuInfo
+    from hwprobe.health import from_measurement
+    from hwprobe.probes.health import verdicts as probe_mod
+
+    fake = _FakePynvml(Recorded.load(HEALTHY, **{"nvmlDeviceGetPowerManagementLimit()": 400000}), [(0x8, 48)])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(hw_nvml, "handle", lambda info: "handle-of-gpu3")
+    loaded = []
+    monkeypatch.setattr(probe_mod, "host_copy_load", lambda index: lambda sample: loaded.append(index) or sample())
+    gpu = GpuInfo(3, "H100 SXM", 9, 0, 132, 50 << 20, 80 << 30, 2619.0, 5120, 1980.0)
+    at_end = []
+    ctx = types.SimpleNamespace(devices=[gpu], device=gpu, at_end=at_end.append)
+    recs = list(probe_mod.gpu_health(ctx))
+    got = {r.metric: from_measurement(r.to_dict()) for r in recs}
+    assert list(got) == [f"health.{c}.gpu3" for c in ("ecc", "memory_remap", "pcie", "nvlink", "idle_throttle",
+                                                       "power_limit")]
+    assert got["health.power_limit.gpu3"].verdict == Verdict.FAIL and got["health.pcie.gpu3"].verdict == Verdict.PASS
+    assert loaded == [3] and all(r.kind == "info" and r.probe == "gpu.health" for r in recs)
+    assert recs[0].notes == ["GPU 3: ecc: pass: no uncorrectable ECC error; corrected: 0 since the driver loaded"]
+    (drain,) = at_end                                       # the XID watch, drained once every probe has run
+    (xid,) = list(drain())
+    v = from_measurement(xid.to_dict())
+    assert xid.metric == "health.xid.gpu3" and v.verdict == Verdict.FAIL and "48 (double-bit ECC error)" in v.reason
+    assert fake.ev.freed == 1
+
+
+def test_gpu_health_on_a_jetson_reads_sysfs_not_nvml(tmp_path, monkeypatch):
+    import shutil
+
+    from hwprobe.device import jetson
+    from hwprobe.device import nvml as hw_nvml
+    from hwprobe.device.info import GpuInfo
+    from hwprobe.health import from_measurement
+    from hwprobe.probes.health import verdicts as probe_mod
+
+    root = tmp_path / "board"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "jetson" / "agx-orin-15w-jp6", root, symlinks=True)
+    monkeypatch.setattr(hw_nvml, "handle", lambda info: pytest.fail("NVML asked on a Jetson"))
+    gpu = GpuInfo(0, "Orin", 8, 7, 16, 4 << 20, 64 << 30, 3200.0, 256, 1300.0, integrated=True,
+                  jetson=jetson.read(root, use_commands=False).to_dict())
+    ctx = types.SimpleNamespace(devices=[gpu], device=gpu, at_end=lambda fn: pytest.fail("no XID watch on a Jetson"))
+    got = {from_measurement(r.to_dict()).check: from_measurement(r.to_dict())
+           for r in probe_mod.gpu_health(ctx, jetson_root=str(root))}
+    assert set(got) == {"thermal", "live_sms", "clock_caps"} and got["live_sms"].verdict == Verdict.PASS

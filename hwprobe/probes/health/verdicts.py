@@ -79,10 +79,10 @@ def gpu_health(ctx, pcie_load: bool = True, xid: bool = True, jetson_root: str =
     """``pcie_load``: read the PCIe generation again during a short host copy when it is below the max while idle.
     ``xid``: watch for XID events until the run ends. ``jetson_root``: where a Jetson's sysfs is (tests)."""
     for dev in [d for d in ctx.devices if getattr(d, "kind", "") == "gpu"] or [ctx.device]:
-        if getattr(dev, "integrated", False) or getattr(dev, "jetson", None):
+        if getattr(dev, "jetson", None):       # a Tegra board's sysfs readout (device discovery); NVML elsewhere
             from hwprobe.health import jetson
 
-            for v in jetson.verdicts(dev.jetson or {}, jetson_root):
+            for v in jetson.verdicts(dev.jetson, jetson_root):
                 yield to_measurement(v, GPU_PROBE, dev.index)
             continue
         yield from _gpu_verdicts(ctx, dev, pcie_load, xid)
