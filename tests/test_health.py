@@ -5,6 +5,7 @@ nvidia-ml-py with its real error classes."""
 
 from __future__ import annotations
 
+import json
 import types
 from pathlib import Path
 
@@ -28,6 +29,24 @@ def verdicts(load=_load, **changes) -> dict[str, checks.HealthVerdict]:
     out = {v.check: v for v in checks.gpu_verdicts(read_gpu(nv, "GPU 0", load=load))}
     assert not nv.missing, nv.missing           # every call the reader made is in the recording
     return out
+
+
+@pytest.mark.parametrize("path", sorted(HEALTHY.parent.glob("*-healthy.json")), ids=lambda p: p.stem)
+def test_every_healthy_recording_reads_fully_and_passes(path):
+    """A recording dropped in from a real GPU (python -m hwprobe.health.record) is checked here as it is."""
+    nv = Recorded.load(path)
+    got = checks.gpu_verdicts(read_gpu(nv, "GPU 0", load=_load))
+    assert not nv.missing, nv.missing
+    assert not [v.line() for v in got if v.verdict in (Verdict.FAIL, Verdict.WARN)]
+
+
+def test_a_recorder_keeps_a_call_asked_again_with_another_answer_in_order():
+    answers = iter([1, 1, 5])
+    rec = Recorder(lambda name, *args: next(answers))
+    assert [rec("nvmlDeviceGetCurrPcieLinkGeneration") for _ in range(3)] == [1, 1, 5]
+    assert rec.calls == {"nvmlDeviceGetCurrPcieLinkGeneration()": {"answers": [1, 5]}}
+    replay = Recorded(json.loads(rec.to_json("test"))["calls"])
+    assert [replay("nvmlDeviceGetCurrPcieLinkGeneration") for _ in range(3)] == [1, 5, 5]
 
 
 def test_the_healthy_recording_passes_every_check_it_can_read():
