@@ -34,22 +34,23 @@ def test_each_rank_joins_its_pairs_ranks_or_sits_the_round_out():
 
 
 def _bw(pairs: dict[str, float]) -> dict:
-    return {tuple(k.split("-")): v * 1e9 for k, v in pairs.items()}
+    return {tuple(f"gpu-{h}" for h in k.split("-")): v * 1e9 for k, v in pairs.items()}   # names with a dash
 
 
 def test_a_slow_link_is_a_slow_pair_and_fails_its_two_nodes():
     pv = NP.judge_pairs(_bw({"a-b": 40, "a-c": 41, "a-d": 40, "b-c": 39.5, "b-d": 22, "c-d": 40.5}))
-    assert pv.slow_pairs == ["b-d"] and pv.slow_hosts == []
+    assert pv.slow_pairs == [("gpu-b", "gpu-d")] and pv.slow_hosts == []
     v = NP.verdict(pv, 64 << 20)
-    assert v.verdict == Verdict.FAIL and v.values["nodes"] == ["b", "d"] and "b-d 22.0 GB/s" in v.reason
+    assert v.verdict == Verdict.FAIL and v.values["nodes"] == ["gpu-b", "gpu-d"]
+    assert "gpu-b+gpu-d 22.0 GB/s" in v.reason
 
 
 def test_a_slow_host_is_named_when_every_pair_it_is_in_is_slow():
     pv = NP.judge_pairs(_bw({"a-b": 40, "a-c": 41, "a-d": 18, "b-c": 39.5, "b-d": 19, "c-d": 18.5,
                              "a-e": 40, "b-e": 41, "c-e": 40, "d-e": 17}))
-    assert pv.slow_hosts == ["d"] and sorted(pv.slow_pairs) == ["a-d", "b-d", "c-d", "d-e"]
+    assert pv.slow_hosts == ["gpu-d"] and len(pv.slow_pairs) == 4 and all("gpu-d" in p for p in pv.slow_pairs)
     v = NP.verdict(pv, 64 << 20)
-    assert v.verdict == Verdict.FAIL and v.values["nodes"] == ["d"] and "slow host(s) d" in v.reason
+    assert v.verdict == Verdict.FAIL and v.values["nodes"] == ["gpu-d"] and "slow host(s) gpu-d" in v.reason
 
 
 def test_an_even_fleet_passes_and_too_few_pairs_say_why():
@@ -98,11 +99,11 @@ def test_the_rounds_over_mpi_ranks_file_one_record_per_pair_and_the_verdict(monk
     assert all(not recs for recs in out[1:])               # only rank 0 files
     recs = out[0]
     pairs = [m for m in recs if m.kind == "memory"]
-    assert sorted(m.link for m in pairs) == sorted(f"nccl_pair.{a}-{b}" for a, b in
+    assert sorted(m.link for m in pairs) == sorted(f"nccl_pair.{a}+{b}" for a, b in
                                                   [("a", "b"), ("a", "c"), ("a", "d"), ("b", "c"), ("b", "d"),
                                                    ("c", "d")])
-    bd = next(m for m in pairs if m.link == "nccl_pair.b-d")
-    ab = next(m for m in pairs if m.link == "nccl_pair.a-b")
+    bd = next(m for m in pairs if m.link == "nccl_pair.b+d")
+    ab = next(m for m in pairs if m.link == "nccl_pair.a+b")
     assert bd.value == pytest.approx((64 << 20) * 1.5 / 1.0) and ab.value == pytest.approx(2 * bd.value)
     assert bd.params["ranks"] == 4 and bd.params["scope"] == "world"
     finding = recs[-1]

@@ -51,36 +51,35 @@ def group_of(rnd: list[HostPair], hosts: list[str], rank: int) -> tuple[HostPair
 
 
 def pair_key(pair: HostPair) -> str:
-    return f"{pair[0]}-{pair[1]}"
+    return f"{pair[0]}+{pair[1]}"        # host names often hold dashes
 
 
 @dataclass
 class PairVerdict:
-    busbw: dict[str, float]                          # pair key -> busbw B/s
+    busbw: dict[HostPair, float]                     # busbw B/s per host pair
     median: float | None
-    slow_pairs: list[str] = field(default_factory=list)
+    slow_pairs: list[HostPair] = field(default_factory=list)
     slow_hosts: list[str] = field(default_factory=list)
-    z: dict[str, float] = field(default_factory=dict)
+    z: dict[HostPair, float] = field(default_factory=dict)
     note: str = ""
 
 
 def judge_pairs(busbw: dict[HostPair, float], min_gap: float = 0.05, z: float = 3.5) -> PairVerdict:
     """Slow pairs by the median/MAD rule, slow hosts as those whose every pair is slow (see the module doc)."""
-    keys = {pair_key(p): v for p, v in busbw.items()}
     if not busbw:
         return PairVerdict({}, None, note="no pair measured")
     med = statistics.median(busbw.values())
-    out = PairVerdict(keys, med)
+    out = PairVerdict(dict(busbw), med)
     if len(busbw) < MIN_PAIRS:
         out.note = f"{len(busbw)} pair(s): the median/MAD rule needs {MIN_PAIRS} or more"
         return out
     mad = statistics.median(abs(v - med) for v in busbw.values())
     for p, v in busbw.items():
         rz = 0.6745 * (v - med) / mad if mad > 0 else (float("-inf") if v < med else 0.0)
-        out.z[pair_key(p)] = rz
+        out.z[p] = rz
         if v < med * (1 - min_gap) and rz < -z:
-            out.slow_pairs.append(pair_key(p))
-    slow = {p for p in busbw if pair_key(p) in out.slow_pairs}
+            out.slow_pairs.append(p)
+    slow = set(out.slow_pairs)
     hosts = sorted({h for p in busbw for h in p})
     for h in hosts:
         mine = [p for p in busbw if h in p]
@@ -91,9 +90,9 @@ def judge_pairs(busbw: dict[HostPair, float], min_gap: float = 0.05, z: float = 
 
 def verdict(pv: PairVerdict, size: int) -> HealthVerdict:
     """The finding the acceptance view reads: fail with the nodes concerned, pass, or not available."""
-    gb = {k: round(v / 1e9, 2) for k, v in pv.busbw.items()}
+    gb = {pair_key(p): round(v / 1e9, 2) for p, v in pv.busbw.items()}
     vals = {"busbw_GBps": gb, "median_GBps": round(pv.median / 1e9, 2) if pv.median else None, "bytes": size,
-            "slow_pairs": pv.slow_pairs, "slow_hosts": pv.slow_hosts}
+            "slow_pairs": [list(p) for p in pv.slow_pairs], "slow_hosts": pv.slow_hosts}
     if pv.note and not pv.slow_pairs:
         return HealthVerdict("nccl_pairs", Verdict.NOT_AVAILABLE, pv.note, vals, "NCCL")
     if not pv.slow_pairs:
@@ -103,10 +102,9 @@ def verdict(pv: PairVerdict, size: int) -> HealthVerdict:
         nodes = list(pv.slow_hosts)
         told = f"slow host(s) {', '.join(pv.slow_hosts)}: every pair they are in is slow"
     else:
-        nodes = sorted({h for k in pv.slow_pairs for h in k.split("-", 1)}) if all(
-            k.count("-") == 1 for k in pv.slow_pairs) else []
-        told = "slow pair(s) " + ", ".join(pv.slow_pairs)
-    pairs = ", ".join(f"{k} {gb[k]} GB/s" for k in pv.slow_pairs)
+        nodes = sorted({h for p in pv.slow_pairs for h in p})
+        told = "slow pair(s) " + ", ".join(pair_key(p) for p in pv.slow_pairs)
+    pairs = ", ".join(f"{pair_key(p)} {gb[pair_key(p)]} GB/s" for p in pv.slow_pairs)
     vals["nodes"] = nodes
     return HealthVerdict("nccl_pairs", Verdict.FAIL, f"{told} ({pairs}; median {vals['median_GBps']} GB/s)",
                          vals, "NCCL")
