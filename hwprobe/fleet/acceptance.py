@@ -246,8 +246,13 @@ def _nodes(parts: list[RankPart]) -> list[NodeResult]:
             named = [h for h in (v.values.get("nodes") or []) if h in nodes]
             for h in named or [None]:
                 (nodes[h] if h else target).health.append((p.who, v))
-    for n in nodes.values():
+    for n in [*nodes.values(), job]:
         n.warnings += [f"{who}: health {v.check}: {v.reason}" for who, v in n.health if v.verdict == Verdict.WARN]
+        said: dict[str, list[str]] = {}            # validate's notes (a contended run, a partial one), once a node
+        for p in n.parts:
+            for note in [*(p.validation.notes if p.validation else []), *p.notes]:
+                said.setdefault(note, []).append(p.who)
+        n.warnings += [f"{', '.join(who)}: {note}" for note, who in said.items()]
     out = list(nodes.values())
     if job.parts or job.health:
         out.append(job)
