@@ -63,6 +63,8 @@ def plan(device: str | None = None, suite: str | None = None, precisions: tuple[
     if device is None and dev.kind == "cpu":
         notice = "no CUDA GPU found: running the CPU suite (use --device N for a GPU)"
     s = suites_mod.load(suite or ("default" if dev.kind == "gpu" else "cpu"))
+    if s.target != dev.kind and suite and f"{suite}-{dev.kind}" in suites_mod.available():
+        s = suites_mod.load(f"{suite}-{dev.kind}")     # a suite named for both kinds: acceptance, acceptance-cpu
     if s.target != dev.kind:
         raise InputError(f"suite {s.name!r} measures the {s.target}, but the device is the {dev.kind} "
                          f"({'use --device cpu' if s.target == 'cpu' else 'use --device N'})")

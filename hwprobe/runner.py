@@ -64,6 +64,7 @@ class Runner:
         self.interrupted = False
         self.guard: Any = None
         self._settle: dict[str, Any] | None = None
+        self._at_end: list[tuple[str, int, Callable[[], Any]]] = []     # (probe, round, fn): ProbeContext.at_end
 
     # --- measuring -------------------------------------------------------------------------------------------
     def keep(self, m: Measurement, round_: int) -> None:
@@ -118,6 +119,21 @@ class Runner:
                 self.env["completed"] = sorted(self.completed)
                 self._write_env()
         self.guard.check()
+        self.run_at_end()
+
+    def run_at_end(self) -> None:
+        """What probes registered for the end of the run (``ProbeContext.at_end``), in order; one that fails is
+        an error record of its probe, as a failing probe is."""
+        todo, self._at_end = self._at_end, []
+        for name, round_, fn in todo:
+            ctx = self._context(name)
+            try:
+                for m in fn():
+                    self.keep(m, round_)
+            except (KeyboardInterrupt, ResultsWriteError):
+                raise
+            except Exception as e:
+                self.keep(ctx.error(f"{name}.at_end.error", f"{name} at the end of the run", e), round_)
 
     def _write_env(self) -> None:
         try:
@@ -127,17 +143,18 @@ class Runner:
                                     f"the {len(self.measurements)} measurements so far follow on stdout as JSON",
                                     self.measurements) from None
 
-    def _context(self, name: str):
+    def _context(self, name: str, round_: int = 1):
         from hwprobe.probes import ProbeContext
 
         return ProbeContext(target=self.plan.suite.target, device=self.plan.device, devices=self.plan.devices,
                             sampler=self.sampler, probe_name=name, quick=self.quick, theory=self.theory,
-                            energy_window_s=self.energy_window_s, log=lambda msg: self.log(f"{name}: {msg}"))
+                            energy_window_s=self.energy_window_s, log=lambda msg: self.log(f"{name}: {msg}"),
+                            at_end=lambda fn: self._at_end.append((name, round_, fn)))
 
     def _run_entry(self, probe, params: dict[str, Any], round_: int, timeout_s: float) -> None:
         from hwprobe.watchdog import Watchdog
 
-        ctx = self._context(probe.name)
+        ctx = self._context(probe.name, round_)
         self._settle = self._let_settle() if probe.family == "compute" else None
         t0 = time.perf_counter()
         try:

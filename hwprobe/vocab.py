@@ -28,6 +28,16 @@ class Status(_Words):
     INVALID = "invalid"        # measured, but wrong (failed check, above theory, SASS mismatch): never a ceiling
 
 
+class Verdict(_Words):
+    """A health check's verdict (hwprobe.health): a fail fails the node, a warn is told beside it, and a reading
+    the part or driver does not offer is "not available" with its reason, never a failure."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    NOT_AVAILABLE = "not available"
+
+
 class Kind(_Words):
     COMPUTE = "compute"        # a rate: FLOP/s or OP/s
     MEMORY = "memory"          # a bandwidth, B/s

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PROBE_FAMILIES = ("compute", "memory", "interconnect", "cpu", "calibration")
+PROBE_FAMILIES = ("compute", "memory", "interconnect", "cpu", "calibration", "health")
 
 
 def test_no_import_cycles():

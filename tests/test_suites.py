@@ -76,3 +76,17 @@ def test_bad_includes_are_one_line(tmp_path, body, message):
     with pytest.raises(InputError) as e:
         suites.load(bad)
     assert message in _one_line(e) and "bad.toml" in str(e.value)
+
+
+def test_a_suite_named_for_both_kinds_resolves_to_the_devices_variant():
+    """`hwprobe run --suite acceptance --device cpu` runs acceptance-cpu (srun on CPU nodes); a GPU run the GPU one."""
+    from hwprobe import api, suites
+
+    plan = api.plan("cpu", "acceptance")
+    assert plan.suite.name == "acceptance-cpu" and plan.suite.entries[0].probe == "cpu.health"
+    gpu = suites.load("acceptance")
+    suites.validate(gpu)
+    assert gpu.target == "gpu" and [e.probe for e in gpu.entries][0] == "gpu.health"
+    assert gpu.budget_s <= 60
+    with pytest.raises(InputError, match="measures the gpu"):
+        api.plan("cpu", "default")                     # no default-cpu: the mismatch is still refused

@@ -19,13 +19,17 @@ from hwprobe.cli import cli, console
 @click.option("--z", "z", default=3.5, show_default=True, type=float, help="Robust z-score (median/MAD) threshold.")
 @click.option("--ceilings", default=None, metavar="PATTERNS",
               help="Comma-separated ceiling patterns, e.g. 'fp16.*,dram.bandwidth' (default: those most runs have).")
+@click.option("--per-rank", is_flag=True,
+              help="Take runs of several ranks (srun, mpirun) apart: one row per rank (host:rankN), so a slow node "
+                   "stands out instead of hiding behind the merged profile's best rank.")
 @click.option("--all", "show_all", is_flag=True, help="Print every run, however many.")
 @click.option("--wide", "-w", is_flag=True, help="Every table column, whatever the terminal's width.")
 @click.option("--json", "as_json", is_flag=True, help="Print the fleet as JSON.")
 @click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="Write the table as CSV.")
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="Draw the fleet as a strip plot per ceiling (PNG).")
-def compare(results, reference, group_by, min_gap, z, ceilings, show_all, wide, as_json, csv_path, plot_path) -> None:
+def compare(results, reference, group_by, min_gap, z, ceilings, per_rank, show_all, wide, as_json, csv_path,
+            plot_path) -> None:
     """Compare RESULTS (run directories, profile.json files, globs; a directory without a profile.json is
     searched below). Exit 0 when no run is an outlier, 1 when some are, 2 for bad input."""
     import sys
@@ -41,6 +45,10 @@ def compare(results, reference, group_by, min_gap, z, ceilings, show_all, wide, 
     csv_path = output_file(csv_path, "--csv") if csv_path else None           # before any work
     plot_path = output_file(plot_path, "--plot", PLOT_SUFFIXES) if plot_path else None
     runs = load_many(list(results))
+    if per_rank:
+        from hwprobe.fleet.acceptance import per_rank_records
+
+        runs = per_rank_records(runs)
     ref = None
     if reference:
         ref = next((r for r in runs if r.label == reference), None)

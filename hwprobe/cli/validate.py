@@ -10,7 +10,7 @@ from hwprobe.cli import cli, console
 
 
 @cli.command()
-@click.argument("results", type=click.Path())
+@click.argument("results", nargs=-1, required=True)
 @click.option("--against", "ref", required=True, metavar="REF",
               help="A reference profile (results dir or profile.json), or a spec name (e.g. 'AGX Orin').")
 @click.option("--expect", default=None, metavar="FRACTION",
@@ -26,17 +26,32 @@ from hwprobe.cli import cli, console
 def validate(results, ref, expect, tolerance, require_all, junit, wide, as_json) -> None:
     """Check RESULTS (a run directory or profile.json) against a reference, ceiling by ceiling.
 
-    Exit 0 when every ceiling passes, 1 when any fails, 2 for bad input."""
+    Node acceptance: a run of several ranks (srun, mpirun), a run with health verdicts (the acceptance suite), or
+    several RESULTS (run directories, globs; one per node from a prolog) are judged per node: each rank's ceilings
+    and health verdicts, one pass/fail per node (docs/cluster-acceptance.md).
+
+    Exit 0 when every ceiling (every node) passes, 1 when any fails, 2 for bad input."""
     import sys
 
     from hwprobe.cli.outputs import output_file, write_text
-    from hwprobe.fleet import render
+    from hwprobe.fleet import acceptance, render
     from hwprobe.fleet import validate as val
-    from hwprobe.fleet.records import load_run
+    from hwprobe.fleet.records import expand, load_run
 
     junit_path = output_file(junit, "--junit") if junit else None   # before anything prints
-    run = load_run(results, strict=True)
-    reference = val.load_reference(ref, run, _expect(expect, val.parse_fraction) if expect is not None else None)
+    paths = expand(list(results))
+    expect_v = _expect(expect, val.parse_fraction) if expect is not None else None
+    if acceptance.needs_nodes(paths):
+        acc = acceptance.judge(list(results), ref, val.parse_tolerance(tolerance), expect_v, require_all)
+        if junit_path:
+            write_text(junit_path, render.acceptance_junit(acc), "--junit")
+        if as_json:
+            click.echo(json.dumps(acc.to_dict(), indent=2, default=str))
+        else:
+            render.render_acceptance(acc, console(), wide)
+        sys.exit(acc.exit_code)
+    run = load_run(paths[0], strict=True)
+    reference = val.load_reference(ref, run, expect_v)
     result = val.validate(run, reference, val.parse_tolerance(tolerance), require_all=require_all)
     if junit_path:
         write_text(junit_path, render.junit_xml(result), "--junit")

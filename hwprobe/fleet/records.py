@@ -56,6 +56,8 @@ class RunRecord:
     partial: bool = False
     measured: bool = True                     # False: a spec-derived expectation, not a measurement
     superseded: str = ""                      # the run directory's SUPERSEDED note (profile.superseded_note)
+    health: list[dict[str, Any]] = field(default_factory=list)   # findings holding a health verdict (hwprobe.health)
+    devices: list[dict[str, Any]] = field(default_factory=list)  # every device of the run, each rank's under MPI
 
     @property
     def contended(self) -> bool:
@@ -141,7 +143,10 @@ def record_of(d: dict[str, Any], path: str, label: str | None = None) -> RunReco
     return RunRecord(path=path, label=label or path, device=d.get("device") or {}, environment=env,
                      ceilings=ceilings_of(d), created=str(d.get("created_utc") or ""),
                      version=str(d.get("hwprobe_version") or ""), partial=bool(d.get("partial")),
-                     measured=env.get("measured", True) is not False)
+                     measured=env.get("measured", True) is not False,
+                     health=[f for f in d.get("findings") or [] if isinstance(f, dict)
+                             and isinstance((f.get("params") or {}).get("health"), dict)],
+                     devices=[x for x in d.get("devices") or [] if isinstance(x, dict)])
 
 
 def profile_path(p: Path) -> Path:

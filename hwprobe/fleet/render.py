@@ -20,8 +20,9 @@ def figure(value: float | None, unit: str, compared: str = "rate") -> str:
 
 def check_line(c: Check) -> str:
     """One sentence per check: the verdict, both figures, the gap against the tolerance."""
-    if c.status == "not measured":
-        return f"{c.key}: not measured in this run (reference {figure(c.expected, c.unit)})"
+    if c.status == "not measured" or c.measured is None:
+        return (f"{c.key}: {'fail: ' if c.status == 'fail' else ''}not measured in this run (reference "
+                f"{figure(c.expected, c.unit)})" + (f"; {c.notes[-1]}" if c.status == "fail" and c.notes else ""))
     if c.status == "no reference":
         return f"{c.key}: {figure(c.measured, c.unit)}, no reference figure"
     exp, meas = c.expected, c.measured
@@ -209,3 +210,120 @@ def render_fleet(fleet, console, show_all: bool = False, wide: bool = False) -> 
             console.print(f"     likely cause: {c}")
     for n in fleet.notes:
         console.print(f"note: {n}")
+
+
+# --- node acceptance (hwprobe.fleet.acceptance) --------------------------------------------------------------------
+
+def _ceiling_cell(node) -> str:
+    checks = [c for p in node.parts if p.validation for c in p.validation.checks if c.status in ("pass", "fail")]
+    failed = sum(c.status == "fail" for c in checks)
+    if not checks:
+        return "-"
+    return f"[bold red]{failed} fail[/] / {len(checks)}" if failed else f"{len(checks)} pass"
+
+
+def _health_cell(node) -> str:
+    from hwprobe.vocab import Verdict
+
+    counts = {v: sum(h.verdict == v for _, h in node.health) for v in Verdict}
+    parts = [f"[bold red]{counts[Verdict.FAIL]} fail[/]" if counts[Verdict.FAIL] else "",
+             f"[yellow]{counts[Verdict.WARN]} warn[/]" if counts[Verdict.WARN] else "",
+             f"{counts[Verdict.PASS]} pass" if counts[Verdict.PASS] else "",
+             f"{counts[Verdict.NOT_AVAILABLE]} n/a" if counts[Verdict.NOT_AVAILABLE] else ""]
+    return ", ".join(p for p in parts if p) or "-"
+
+
+def ranges(nums: list[int]) -> str:
+    """[0, 1, 2, 3, 8, 10, 11] -> '0-3,8,10-11' (a node's ranks in a table cell)."""
+    out: list[str] = []
+    for n in sorted(nums):
+        if out and "-" in out[-1] and int(out[-1].split("-")[1]) == n - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{n}"
+        elif out and "-" not in out[-1] and int(out[-1]) == n - 1:
+            out[-1] = f"{out[-1]}-{n}"
+        else:
+            out.append(str(n))
+    return ",".join(out)
+
+
+def render_acceptance(a, console, wide: bool = False) -> None:
+    """One row per node (its ranks, device, ceilings and health counts, the verdict), then every failure named
+    with its node and rank, the warnings, and one closing line."""
+    from hwprobe.report.fit import print_table
+
+    ref_kind = "measured reference" if a.ref.measured else "spec-derived expectation (not measured)"
+    console.print(f"runs:      {', '.join(r.path for r in a.runs[:3])}" + (", ..." if len(a.runs) > 3 else ""))
+    console.print(f"reference: {a.ref.path}  [{a.ref.device_name}; {ref_kind}]")
+    t = _table(f"acceptance per node (tolerance: {a.tolerances.source})")
+    for col, just in (("node", "left"), ("ranks", "left"), ("device", "left"), ("ceilings", "right"),
+                      ("health", "left"), ("result", "left")):
+        t.add_column(col, justify=just, no_wrap=col in ("node", "result"))
+    for n in a.nodes:
+        devs = sorted({p.record.device_name for p in n.parts if p.rank >= 0}) or ["-"]
+        ranks = ranges(n.ranks) or "-"
+        t.add_row(n.node, ranks, "; ".join(devs), _ceiling_cell(n), _health_cell(n),
+                  "[bold green]PASS[/]" if n.passed else "[bold red]FAIL[/]")
+    print_table(console, t, ("device", "ranks"), wide)
+    for n in a.nodes:
+        for f in n.failures:
+            console.print(f"[bold red]FAIL[/] {n.node}: {f}")
+    for n in a.nodes:
+        for w in n.warnings:
+            console.print(f"[yellow]warn[/] {n.node}: {w}")
+    for note in a.notes:
+        console.print(f"note: {note}")
+    bad = [n.node for n in a.failed_nodes]
+    if bad:
+        console.print(f"[bold red]FAILED[/]: {len(bad)} of {len(a.nodes)} node(s): {', '.join(bad)}")
+    else:
+        console.print(f"[bold green]PASSED[/]: {len(a.nodes)} node(s)")
+
+
+def acceptance_junit(a) -> str:
+    """JUnit XML: a testsuite per node; a testcase per rank and ceiling, per health verdict and per probe error."""
+    from hwprobe.vocab import Verdict
+
+    root = ET.Element("testsuites", name="hwprobe.acceptance")
+    total = fails = 0
+    for n in a.nodes:
+        suite = ET.SubElement(root, "testsuite", name=n.node, errors="0", time="0")
+        props = ET.SubElement(suite, "properties")
+        for name, value in (("reference", a.ref.path), ("ranks", ",".join(map(str, n.ranks))),
+                            ("passed", str(n.passed))):
+            ET.SubElement(props, "property", name=name, value=value)
+        cls = "hwprobe.acceptance." + "".join(ch if ch.isalnum() else "_" for ch in n.node).strip("_")
+        cases = failed = skipped = 0
+        for p in n.parts:
+            for c in p.validation.checks if p.validation else []:
+                case = ET.SubElement(suite, "testcase", classname=cls, name=f"{p.who}.{c.key}", time="0")
+                cases += 1
+                if c.status == "fail":
+                    failed += 1
+                    f = ET.SubElement(case, "failure", message=check_line(c), type="BelowReference")
+                    f.text = "\n".join([check_line(c), *(f"likely cause: {x}" for x in c.causes), *c.notes])
+                elif c.status != "pass":
+                    skipped += 1
+                    ET.SubElement(case, "skipped", message=check_line(c))
+            for e in p.errors:
+                case = ET.SubElement(suite, "testcase", classname=cls, name=f"{p.who}.probe_error", time="0")
+                ET.SubElement(case, "failure", message=e, type="ProbeError")
+                cases, failed = cases + 1, failed + 1
+        for who, v in n.health:
+            case = ET.SubElement(suite, "testcase", classname=cls, name=f"{who}.health.{v.check}", time="0")
+            cases += 1
+            if v.verdict == Verdict.FAIL:
+                failed += 1
+                ET.SubElement(case, "failure", message=v.line(), type="Unhealthy")
+            elif v.verdict == Verdict.NOT_AVAILABLE:
+                skipped += 1
+                ET.SubElement(case, "skipped", message=v.line())
+            else:
+                ET.SubElement(case, "system-out").text = v.line()
+        suite.set("tests", str(cases))
+        suite.set("failures", str(failed))
+        suite.set("skipped", str(skipped))
+        total, fails = total + cases, fails + failed
+    root.set("tests", str(total))
+    root.set("failures", str(fails))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

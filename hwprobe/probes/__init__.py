@@ -1,4 +1,5 @@
-"""The probe registry, by family: compute/, memory/, interconnect/, cpu/, calibration/ (prediction curves).
+"""The probe registry, by family: compute/, memory/, interconnect/, cpu/, calibration/ (prediction curves),
+health (verdicts, hwprobe.health).
 Every probe module is listed here once; modules import their GPU libraries lazily, inside the probe, so
 listing probes never loads CuPy."""
 
@@ -12,6 +13,7 @@ from hwprobe.probes.base import _REGISTRY, Probe, ProbeContext, probe
 __all__ = ["Probe", "ProbeContext", "probe", "registry", "get"]
 
 MODULES = (
+    "health.verdicts",
     "cpu.compute",
     "cpu.stream",
     "compute.fma",
@@ -28,6 +30,7 @@ MODULES = (
     "interconnect.host",
     "interconnect.p2p",
     "interconnect.nccl",
+    "interconnect.ncclpairs",
     "compute.roofline",
     "calibration.launch",
     "calibration.gemm_shapes",

@@ -90,6 +90,9 @@ class ProbeContext:
     warmup: int = 2
     repeats: int = 10
     energy_window_s: float = 0.0              # > 0: compute measurements run at least this long (energy/op)
+    # Register work for the end of the run: ``at_end(fn)``, where fn() yields Measurements once every probe has
+    # run (a watch over the whole run, e.g. XID events; a plain run of the probe alone ends right after it).
+    at_end: Callable[[Callable[[], Any]], None] = field(default=lambda fn: None)
 
     def _time(self, fn: Callable[[], object], warmup: int, repeats: int) -> list[float]:
         from hwprobe.timing import time_cuda, time_host
