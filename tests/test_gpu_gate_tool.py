@@ -26,8 +26,9 @@ def test_junit_counts_and_failures(tmp_path):
 
 def _copy_run(src, dst):
     dst.mkdir(parents=True)
-    for name in ("profile.json", "measurements.jsonl"):
-        shutil.copy(src / name, dst / name)
+    for name in ("profile.json", "measurements.jsonl", "measurements.jsonl.gz"):
+        if (src / name).exists():
+            shutil.copy(src / name, dst / name)
 
 
 def test_profile_check_on_the_committed_mpi_run(tmp_path):
@@ -92,3 +93,27 @@ def test_a_run_that_leaves_no_results_fails(tmp_path, monkeypatch, step):
     args = {"default": ["--suite", "default"], "multigpu": ["--suite", "multigpu"], "mpi": ["--suite", "multigpu"]}
     row = gate.step_hwprobe(tmp_path, step, args[step], ranks=2 if step == "mpi" else None)
     assert row.ok is False and row.exit == 1 and row.result == "no results directory"
+
+
+def test_acceptance_reference_is_the_committed_run_of_the_same_gpu_kind():
+    assert gate.golden_for("NVIDIA H200") == "profiles/h200-sxm/2026-11-26-full"
+    assert gate.golden_for("NVIDIA H100 80GB HBM3") == "profiles/h100-sxm/2026-11-26-full"
+    assert gate.golden_for("NVIDIA A100-SXM4-80GB") is None
+    for ref in gate.GOLDEN.values():
+        assert (TOOLS.parent / ref / "profile.json").exists(), ref
+
+
+def test_acceptance_fails_past_its_time_or_a_failed_validate(tmp_path, monkeypatch):
+    _copy_run(MULTI / "results-mpi", tmp_path / "results-acceptance" / "run")
+    monkeypatch.setattr(gate, "gpu_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(gate, "step_hwprobe", lambda out, name, args, **kw: gate.Row(name, "hwprobe run", 0, 70.0,
+                                                                                     True, "ok"))
+    monkeypatch.setattr(gate, "run", lambda cmd, log, timeout: (0, 1.0))
+    row = gate.step_acceptance(tmp_path, 2)
+    assert row.ok is False and "70 s (need <= 60)" in row.result
+    monkeypatch.setattr(gate, "step_hwprobe", lambda out, name, args, **kw: gate.Row(name, "hwprobe run", 0, 40.0,
+                                                                                     True, "ok"))
+    assert gate.step_acceptance(tmp_path, 2).ok is True
+    monkeypatch.setattr(gate, "run", lambda cmd, log, timeout: (1, 1.0))
+    row = gate.step_acceptance(tmp_path, 2)
+    assert row.ok is False and "exit 1" in row.result

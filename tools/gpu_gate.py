@@ -2,13 +2,15 @@
 distributed runs), on one GPU and on a 2-GPU machine. Every step runs to its end, whatever the others did:
 
     bash tools/gpu_gate.sh                  # on the device machine, from the repository root (installs first)
-    python3 tools/gpu_gate.py [--out DIR] [--steps tests,default,multigpu,p2p,mpi]
+    python3 tools/gpu_gate.py [--out DIR] [--steps tests,default,multigpu,p2p,mpi,acceptance]
 
 - tests:    ``pytest -m gpu`` over the whole list (no stop at the first failure), its JUnit counts;
 - default:  ``hwprobe run --device 0 --suite default``: exit 0, a profile without errors;
 - multigpu: ``hwprobe run --device all --suite multigpu``: exit 0, a profile without errors, P2P links measured;
 - p2p:      ``cudaMemcpyPeerAsync`` (tools/p2p_reference.py) against multigpu's copy-engine ceilings (>= 0.98);
-- mpi:      ``mpiexec -n 2 python3 -m hwprobe run --suite multigpu``: exit 0 and one merged profile of 2 ranks.
+- mpi:      ``mpiexec -n 2 python3 -m hwprobe run --suite multigpu``: exit 0 and one merged profile of 2 ranks;
+- acceptance: ``hwprobe run --suite acceptance`` (under ``mpiexec -n 2`` on 2 GPUs), then ``hwprobe validate`` of
+            it per node against the committed full profile of the same GPU kind: exit 0 both, within ACCEPT_S.
 The multi-GPU steps are "not applicable" on one GPU. Prints one table (also DIR/gate.md); exit 0 only when every
 step that applies passed. NCCL_NVLS_ENABLE=0 throughout.
 """
@@ -27,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = ("tests", "default", "multigpu", "p2p", "mpi")
+STEPS = ("tests", "default", "multigpu", "p2p", "mpi", "acceptance")
+ACCEPT_S = 60.0
+GOLDEN = {"H200": "profiles/h200-sxm/2026-11-26-full", "H100": "profiles/h100-sxm/2026-11-26-full"}
 MULTI = {"multigpu", "p2p", "mpi"}
 P2P_NEED = 0.98
 
@@ -160,6 +164,36 @@ def step_p2p(out: Path) -> Row:
     return Row("p2p", "copy engine vs cudaMemcpyPeerAsync", rc, wall, ok, f"ratios {text} (need >= {P2P_NEED})")
 
 
+def gpu_name() -> str:
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=30).stdout.splitlines()[0].strip()
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return ""
+
+
+def golden_for(name: str) -> str | None:
+    """The committed reference of this GPU kind (H200 before H100: 'H100' is not in 'H200')."""
+    return next((ref for key, ref in GOLDEN.items() if key in name), None)
+
+
+def step_acceptance(out: Path, n: int) -> Row:
+    prefix = mpi_prefix() if n >= 2 else []
+    args = ["--suite", "acceptance"] + ([] if n >= 2 else ["--device", "0"])
+    row = step_hwprobe(out, "acceptance", args, prefix=prefix, ranks=2 if n >= 2 else None)
+    row.step, row.command = "acceptance", row.command + " + validate"
+    ref = golden_for(gpu_name())
+    run_dir = one_run(out / "results-acceptance")
+    if ref is None or run_dir is None:
+        row.ok, row.result = False, row.result + ("; no reference for this GPU" if ref is None else "")
+        return row
+    rc, _ = run([sys.executable, "-m", "hwprobe", "validate", str(run_dir), "--against", ref, "--junit",
+                 str(out / "acceptance-junit.xml"), "--wide"], out / "acceptance-validate.log", 120)
+    row.ok = bool(row.ok) and rc == 0 and row.wall_s <= ACCEPT_S
+    row.result += f"; validate against {ref}: exit {rc}; {row.wall_s:.0f} s (need <= {ACCEPT_S:.0f})"
+    return row
+
+
 def table(rows: list[Row], head: str) -> str:
     lines = [head, "", "| step | command | exit | wall s | passed | result |", "|---|---|---|---|---|---|"]
     for r in rows:
@@ -198,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(step_p2p(a.out))
         elif s == "mpi":
             rows.append(step_hwprobe(a.out, "mpi", ["--suite", "multigpu"], prefix=mpi_prefix(), ranks=2, links=True))
+        elif s == "acceptance":
+            rows.append(step_acceptance(a.out, n))
         print(f"gpu_gate: {rows[-1]}", flush=True)
     head = f"# GPU gate: {n} GPU(s), {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}"
     text = table(rows, head)

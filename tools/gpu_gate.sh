@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU gate on a lent GPU machine (offline), from the repository root: install the carried wheels (.whl/) and
 # hwprobe (editable, no deps), then tools/gpu_gate.py with any arguments it takes. Logs and results go to $OUT.
-#   bash tools/gpu_gate.sh [--steps tests,default,multigpu,p2p,mpi]
+#   bash tools/gpu_gate.sh [--steps tests,default,multigpu,p2p,mpi,acceptance]
 set -uo pipefail
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/hwprobe-gate}; mkdir -p "$OUT/gate"
