@@ -29,11 +29,12 @@ def validate(results, ref, expect, tolerance, require_all, junit, wide, as_json)
     Exit 0 when every ceiling passes, 1 when any fails, 2 for bad input."""
     import sys
 
-    from hwprobe.cli.outputs import output_file, write_text
+    from hwprobe.cli.outputs import missing_folder, output_file, write_text, wrote
     from hwprobe.fleet import render
     from hwprobe.fleet import validate as val
     from hwprobe.fleet.records import load_run
 
+    made = missing_folder(junit) if junit else None
     junit_path = output_file(junit, "--junit") if junit else None   # before anything prints
     run = load_run(results, strict=True)
     reference = val.load_reference(ref, run, _expect(expect, val.parse_fraction) if expect is not None else None)
@@ -44,6 +45,8 @@ def validate(results, ref, expect, tolerance, require_all, junit, wide, as_json)
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
     else:
         render.render_validation(result, console(), wide)
+    if junit_path:                      # stderr: --json keeps stdout for the JSON alone
+        click.echo(wrote(junit_path, made), err=True)
     sys.exit(result.exit_code)
 
 
