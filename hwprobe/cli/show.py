@@ -51,7 +51,7 @@ def report_(source, html_out, md_out, wide, as_json) -> None:
     try:
         paths = report.write(source, html_out, md_out)
     except OSError as e:
-        raise InputError(f"cannot write the report: {e.strerror or e} ({e.filename})") from None
+        raise InputError(f"cannot write the report to {str(e.filename)!r}: {e.strerror or e}") from None
     took = time.perf_counter() - t0
     for path in paths:
         err.print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
