@@ -82,3 +82,17 @@ def test_list_models_and_classify():
            "weird_kernel")
     units = [(k["unit"], k["confidence"]) for k in json.loads(r.stdout)]
     assert units == [("tensor_core", "heuristic"), ("cuda_core", "heuristic"), ("unknown", "unknown")]
+
+
+def test_list_models_names_every_built_in_llm():
+    """Issue 35 item 14: the 14 built-in LLM names were missing from hwprobe list models."""
+    from hwprobe.models.llm import builtin
+
+    r = hw("list", "models")
+    assert r.returncode == 0 and len(builtin.CONFIGS) == 14
+    names = {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
+    assert set(builtin.CONFIGS) <= names
+    row = next(x for x in r.stdout.splitlines() if x.startswith("llama-3-8b "))
+    assert "8.03 B" in row and "32 layers" in row
+    moe = next(x for x in r.stdout.splitlines() if x.startswith("mixtral-8x7b "))
+    assert "46.70 B" in moe and "8 experts" in moe
