@@ -18,6 +18,7 @@ NSYS = str(ROOT / "tests" / "data" / "times" / "nsys_cuda_gpu_kern_sum.csv")
 
 COMMANDS = {
     "report": ["report", H200],
+    "report-multigpu": ["report", str(ROOT / "profiles" / "h200x2" / "2026-11-26-multigpu" / "results-local")],
     "analyze": ["analyze", "resnet50", "--profile", H200],
     "analyze-times": ["analyze", "resnet50", "--profile", H200, "--precision", "fp16", "--times", NSYS],
     "analyze-csv": ["analyze", str(ROOT / "tests" / "data" / "tiny_layers.csv"), "--spec", "H100 SXM"],
