@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,13 +116,24 @@ def _p2p(profile) -> tuple[Any, float | None, str]:
     return (best[1] if best else None), lat, best[0] if best else ""
 
 
-def _apply(cfg: dict[str, Any], prov: dict[str, Any], overrides: dict[str, float], fmt: str) -> None:
-    """Values the user gives (``--set KEY=VALUE``) in place of missing or measured ones, said in provenance."""
+def _apply(cfg: dict[str, Any], prov: dict[str, Any], overrides: dict[str, float], fmt: str) -> list[str]:
+    """Values the user gives (``--set KEY=VALUE``) in place of missing or profile ones, said in provenance. Every
+    field of these formats is a rate, a size or a latency: a value that is not a finite number above 0 is refused.
+    Returns one note per value the profile had and --set replaced (the CLI says them on stderr)."""
+    notes = []
     for k, v in overrides.items():
         if k not in cfg:
             raise InputError(f"--set {k}: {fmt} has no such field; fields: {', '.join(x for x in cfg if x != 'name')}")
+        if not math.isfinite(v) or v <= 0:
+            raise InputError(f"--set {k}={v:g}: {k} is a rate, size or latency; give a finite number above 0")
+        if cfg[k] is not None:
+            was = prov[k] if isinstance(prov[k], str) else f"{prov[k]['what']} {prov[k]['metric']}"
+            prov[k] = f"given by the user (--set), replacing the profile's {cfg[k]:g} ({was})"
+            notes.append(f"--set {k}={v:g} replaces the profile's {cfg[k]:g} ({was})")
+        else:
+            prov[k] = "given by the user (--set), not measured"
         cfg[k] = v
-        prov[k] = "given by the user (--set), not measured"
+    return notes
 
 
 def _missing(cfg: dict[str, Any], required: tuple[str, ...], fmt: str) -> None:
@@ -149,7 +161,7 @@ def llm_viewer(profile, name: str, path: str, overrides: dict[str, float] | None
             "INT8": _prov(int8, m) if int8 else f"no int8 tensor_core {path} ceiling measured",
             "onchip_buffer": ("device-reported register file (regs_per_sm x 4 B x SMs), LLM-Viewer's on-chip "
                               "buffer convention; not a measurement") if regs else "device reports no register file"}
-    _apply(entry, prov, overrides or {}, "llm-viewer")
+    notes = _apply(entry, prov, overrides or {}, "llm-viewer")
     _missing(entry, tuple(entry), "llm-viewer")
     meta = _meta(profile, "LLM-Viewer hardware_params entry")
     lines = [f"# hwprobe {meta['hwprobe_version']}: {meta['device']} ({'measured' if m else 'spec-derived'}), "
@@ -161,7 +173,7 @@ def llm_viewer(profile, name: str, path: str, overrides: dict[str, float] | None
                      for k, v in entry.items())
     lines.append(f"{json.dumps(name)}: {{{body}}},")
     return Export("llm-viewer", "\n".join(lines) + "\n", f"{name}.llm-viewer.py",
-                  {"meta": meta, "numbers": prov})
+                  {"meta": meta, "numbers": prov}, notes)
 
 
 LLM_ANALYSIS_REQUIRED = ("mem_per_GPU_in_GB", "hbm_bandwidth_in_GB_per_sec", "intra_node_bandwidth_in_GB_per_sec",
@@ -196,10 +208,10 @@ def llm_analysis(profile, name: str, path: str, overrides: dict[str, float] | No
             "peak_i8_TFLOPS": _prov(int8, m) if int8 else "not measured",
             "peak_i4_TFLOPS": _prov(int4, m) if int4 else "no INT4 Tensor Core ceiling in this profile",
             "inter_node_bandwidth_in_GB_per_sec": "hwprobe does not measure inter-node links"}
-    _apply(cfg, prov, overrides or {}, "llm-analysis")
+    notes = _apply(cfg, prov, overrides or {}, "llm-analysis")
     _missing(cfg, LLM_ANALYSIS_REQUIRED, "llm-analysis")
     omitted = [k for k, v in cfg.items() if v is None]
-    notes = [f"omitted (not measured): {k}: {LLM_ANALYSIS_DEFAULTS[k]}" for k in omitted]
+    notes += [f"omitted (not measured): {k}: {LLM_ANALYSIS_DEFAULTS[k]}" for k in omitted]
     cfg = {k: v for k, v in cfg.items() if v is not None}
     return Export("llm-analysis", json.dumps(cfg, indent=4) + "\n", f"{name}.json",
                   {"meta": _meta(profile, "llm-analysis gpu_configs"), "numbers": prov}, notes)
@@ -253,6 +265,9 @@ def export(profile, fmt: str, *, path: str = "library", name: str | None = None,
     path = roofline.norm_path(path)
     dev = profile.device.get("name") or profile.device.get("model") or "device"
     name = name or f"{_slug(dev)}_{'measured' if is_measured(profile) else 'expected'}"
+    if overrides and fmt not in ("llm-viewer", "llm-analysis"):
+        raise InputError(f"--set applies to llm-viewer and llm-analysis exports (fields the profile may lack), not "
+                         f"{fmt}, which holds the profile's figures only")
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
@@ -265,8 +280,6 @@ def export(profile, fmt: str, *, path: str = "library", name: str | None = None,
                        "2:4; clock_mhz: the SM clock behind the figure (DRAM: the memory clock)",
                "ceilings": rows(profile)}
         return Export("json", json.dumps(doc, indent=2, default=str) + "\n", f"{name}.ceilings.json")
-    if overrides and fmt not in ("llm-viewer", "llm-analysis"):
-        raise InputError(f"--set applies to llm-viewer and llm-analysis exports, not {fmt}")
     if fmt == "llm-viewer":
         return llm_viewer(profile, name, path, overrides)
     if fmt == "llm-analysis":

@@ -94,9 +94,16 @@ def test_help_exits_zero():
 
 
 def test_plot_writes_a_png(tmp_path, profile_file):
-    r = hw("plot", str(profile_file.parent), "-o", str(tmp_path / "r.png"))
+    r = hw("plot", str(profile_file.parent), "-o", str(tmp_path / "r.png"), "--kind", "roofline")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_to_one_file_with_every_kind_is_refused(tmp_path, profile_file):
+    """-o r.png with --kind all (the default) drew the roofline alone and exited 0: the other kinds were lost."""
+    r = hw("plot", str(profile_file.parent), "-o", str(tmp_path / "r.png"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and not (tmp_path / "r.png").exists()
+    assert "give one --kind" in r.stderr and "a folder for every kind (--kind all, the default)" in r.stderr
 
 
 def test_ctrl_c_mid_run_keeps_a_partial_profile(tmp_path):

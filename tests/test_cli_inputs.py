@@ -41,6 +41,14 @@ def test_validate_junit_into_a_missing_folder_makes_it(tmp_path, capsys):
     code, out, err = cli(["validate", H200, "--against", "H200 SXM", "--junit", xml], capsys)
     assert code in (0, 1)
     assert xml.read_text().lstrip().startswith("<?xml") and "<testsuite" in xml.read_text()
+    assert f"wrote {xml} (made the folder {tmp_path / 'reports'})" in err    # what it wrote, and where, is said
+
+
+def test_validate_json_with_junit_keeps_stdout_json_and_names_the_file(tmp_path, capsys):
+    xml = tmp_path / "v.xml"
+    code, out, err = cli(["validate", H200, "--against", "H200 SXM", "--junit", xml, "--json"], capsys)
+    assert code in (0, 1) and json.loads(out)
+    assert err.strip() == f"wrote {xml}"
 
 
 def test_validate_junit_that_cannot_be_written_fails_before_the_table(tmp_path, capsys):

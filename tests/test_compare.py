@@ -256,3 +256,36 @@ def test_the_text_and_the_plot_show_the_same_ceilings(tmp_path, capsys):
     finally:
         plt.Figure.savefig = real_savefig
     assert f"{compare.SHOWN} of {len(f.keys)} ceilings" in titles[0]
+
+
+def _site_with_a_logs_only_folder(tmp_path: Path) -> Path:
+    """Two runs with a profile, one killed before it wrote one (measurements.jsonl only), one folder of logs."""
+    import shutil
+
+    site = tmp_path / "site"
+    for name, src in (("a-run", H200), ("b-run", H100)):
+        (site / name).mkdir(parents=True)
+        shutil.copy(src / "profile.json", site / name / "profile.json")
+    killed = site / "c-killed"
+    killed.mkdir()
+    for f in ("measurements.jsonl", "environment.json"):
+        shutil.copy(H200 / f, killed / f)
+    (site / "d-logs").mkdir()
+    (site / "d-logs" / "pytest-gpu.log").write_text("collected 0 items\n")
+    return site
+
+
+def test_a_folder_without_runs_is_skipped_and_said_whether_the_shell_or_hwprobe_globs(tmp_path, capsys):
+    """Issue 35 item 12: `compare site/*/` (the shell's glob) stopped at a logs-only folder while
+    `compare 'site/*/'` skipped it without a word."""
+    site = _site_with_a_logs_only_folder(tmp_path)
+    shell = sorted(str(p) + "/" for p in site.iterdir())
+    results = [cli(capsys, "compare", *shell, "--json"), cli(capsys, "compare", f"{site}/*/", "--json")]
+    for code, out, err in results:
+        assert code in (0, 1), err
+        assert [r["run"] for r in json.loads(out)["runs"]] == ["a-run", "b-run", "c-killed"]
+        assert f"skipped {site / 'd-logs'}: no profile.json or measurements.jsonl in or below it" in err
+        assert "c-killed: no profile.json; rebuilt from its measurements.jsonl (partial)" in err
+    assert results[0][1] == results[1][1]
+    code, _, err = cli(capsys, "compare", site / "d-logs")
+    assert code == 2 and "no profile.json in or below" in err and err.count("\n") == 1   # nothing left: refused

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ from hwprobe.cli import main
 from hwprobe.probes import probe
 from hwprobe.results import MEASUREMENTS, load_records
 
+ROOT = Path(__file__).resolve().parents[1]
 N_RECORDS = 40
 NOTE = "x" * 600          # each record ~1 KiB: 40 of them cannot fit 12 KiB
 
@@ -92,3 +94,13 @@ def test_a_simulated_enospc_keeps_whole_records(tmp_path, capsys, monkeypatch):
     out_root = tmp_path / "o"
     code, out, err = _run(tmp_path, out_root, capsys)
     _check(code, out, err, out_root)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_a_report_to_a_full_device_names_the_file(capsys):
+    """Issue 35 item 13: report --html /dev/full said "No space left on device (None)"."""
+    with pytest.raises(SystemExit) as e:
+        main(["report", str(ROOT / "profiles" / "h100-sxm" / "2026-11-26-full"), "--html", "/dev/full"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert err == "hwprobe: error: cannot write the report to '/dev/full': No space left on device\n"

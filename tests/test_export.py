@@ -151,3 +151,37 @@ def test_spec_derived_ert_labels():
     d = json.loads(export(load_profile("profiles/jetson/agx-xavier/spec-derived"), "ert").text)
     assert {v["what"] for v in d["empirical"]["metadata"]["numbers"].values()} == {
         "spec-derived expectation, not measured"}
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "nan", "inf"])
+def test_set_refuses_a_value_no_rate_size_or_latency_can_take(prof, value):
+    with pytest.raises(InputError, match=r"--set bandwidth=.*finite number above 0"):
+        export(prof, "llm-viewer", overrides={"bandwidth": float(value)})
+
+
+def test_set_that_replaces_a_measured_figure_says_so_and_records_it(prof):
+    measured = roofline.bandwidth(prof)
+    e = export(prof, "llm-viewer", name="h200", overrides={"bandwidth": 3.0e12})
+    assert _viewer_entry(e.text)["h200"]["bandwidth"] == 3.0e12
+    said = [n for n in e.notes if n.startswith("--set bandwidth=3e+12 replaces the profile's")]
+    assert said and f"{measured:g}" in said[0] and "measured ceiling" in said[0]
+    comment = next(x for x in e.text.splitlines() if x.startswith("#   bandwidth:"))
+    assert "replacing the profile's" in comment and f"{measured:g}" in comment        # recorded in the export
+    missing = export(prof, "llm-analysis", overrides={"intra_node_bandwidth_in_GB_per_sec": 450,
+                                                      "intra_node_min_message_latency": 8e-6})
+    assert not any("replaces" in n for n in missing.notes)                              # filling a gap: no note
+    assert missing.sidecar["numbers"]["intra_node_min_message_latency"] == "given by the user (--set), not measured"
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "ert"])
+def test_set_is_refused_for_formats_that_take_none(fmt):
+    r = subprocess.run([sys.executable, "-m", "hwprobe", "export", H200, "-f", fmt, "--set", "x=1"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert "--set applies to llm-viewer and llm-analysis exports" in r.stderr and f"not {fmt}" in r.stderr
+
+
+def test_cli_says_a_replaced_figure_on_stderr():
+    r = subprocess.run([sys.executable, "-m", "hwprobe", "export", H200, "-f", "llm-viewer", "--set", "FP16=5e14"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "note: --set FP16=5e+14 replaces the profile's" in r.stderr

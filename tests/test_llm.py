@@ -329,6 +329,11 @@ def test_cli_config_json_text():
     (["analyze", "llama-3-8b", "--precision", "fp16"], "--precision does not apply to an LLM (use --weights)"),
     (["analyze", "llama-3-8b", "--spec", "H100 SXM"], "give --profile, not --spec"),
     (["analyze", "resnet50", "--tp", "2"], "--tp applies to an LLM"),
+    (["analyze", "resnet50", "--tp", "2", "--phase", "decode"], "--phase, --tp apply to an LLM"),
+    (["analyze", "llama-3-8b", "--layout", "nchw"], "--layout does not apply to an LLM"),
+    (["analyze", "llama-3-8b", "--dim", "sequence=128"], "--dim does not apply to an LLM"),
+    (["analyze", "llama-3-8b", "--dim", "sequence=128", "--layout", "nchw", "--times", "x.csv", "-p", "fp16"],
+     "--precision, --times, --dim, --layout do not apply to an LLM (use --weights)"),
     (["analyze", "nothere.json"], "does not exist"),
 ])
 def test_cli_bad_input_is_one_line(args, needle):

@@ -79,3 +79,13 @@ def test_pointwise_and_copies():
     assert classify("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>").unit \
         == "cuda_core"
     assert classify("genericReformat::copyPackedKernel").unit == "memory"
+
+
+def test_short_name_drops_void_and_namespaces_before_the_tail():
+    from hwprobe.models.classify import short_name
+
+    name = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >"
+    assert short_name(name, len(name)) == name                                  # a name that fits stays whole
+    assert short_name(name, 60) == "vectorized_elementwise_kernel<4, CUDAFunctor_add<float> >"
+    assert short_name(name, 24) == "vectorized_elementwise.."
+    assert all(len(short_name(name, w)) <= w for w in range(3, 90))

@@ -102,3 +102,17 @@ def test_layer_table_and_predicted_kernels_say_which_time_they_show():
     assert "kernels taking the most predicted time" in r.stdout
     kern = re.search(r"conv1\.conv gemm \S+: ([\d.]+ us) \(\w+; at its roof ([\d.]+ us)\)", r.stdout)
     assert kern and kern.group(2) == table and kern.group(1) != table
+
+
+def test_list_models_names_every_built_in_llm():
+    """Issue 35 item 14: the 14 built-in LLM names were missing from hwprobe list models."""
+    from hwprobe.models.llm import builtin
+
+    r = hw("list", "models")
+    assert r.returncode == 0 and len(builtin.CONFIGS) == 14
+    names = {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
+    assert set(builtin.CONFIGS) <= names
+    row = next(x for x in r.stdout.splitlines() if x.startswith("llama-3-8b "))
+    assert "8.03 B" in row and "32 layers" in row
+    moe = next(x for x in r.stdout.splitlines() if x.startswith("mixtral-8x7b "))
+    assert "46.70 B" in moe and "8 experts" in moe

@@ -19,6 +19,7 @@ RUNS = {
     "h200-default": ["h200-sxm/2026-11-25-default"],
     "overlay": ["h200-sxm/2026-11-25-full", "h100-sxm/2026-11-25-full"],
     "overlay-default": ["h200-sxm/2026-11-25-default", "h100-sxm/2026-11-21-default"],
+    "overlay-26": ["h100-sxm/2026-11-26-full", "h200-sxm/2026-11-26-full"],      # issue 35's example
 }
 
 
@@ -171,3 +172,105 @@ def test_latency_labels_do_not_overprint(key):
                 assert not _overlap(b1, b2), f"{key}: {n1!r} overprints {n2!r}"
     finally:
         plots.close(fig)
+
+
+# Issue 35, item 16: what each plot draws, checked where it lies.
+
+def _bars(ax):
+    from matplotlib.patches import Rectangle
+
+    return [p for p in ax.patches if isinstance(p, Rectangle) and p.get_height() > 0 and p.get_width() > 0]
+
+
+@pytest.mark.parametrize("key", ["overlay-26", "h200-full"])
+def test_align_key_covers_no_bar(key):
+    """align.png drew a legend in every panel, over the bars."""
+    with _drawn("align", key) as fig:
+        r = fig.canvas.get_renderer()
+        legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+        assert legends
+        panels = [ax for ax in fig.axes if ax.get_visible()]
+        for leg in legends:
+            box = leg.get_window_extent(r)
+            assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and box.y1 <= fig.bbox.y1
+            for ax in panels:
+                assert not _overlap(box, ax.get_tightbbox(r)), f"{key}: the key overprints {ax.get_title()!r}"
+                assert not any(_overlap(box, b.get_window_extent(r)) for b in _bars(ax))
+
+
+def test_roofline_gives_each_precision_of_each_run_one_label():
+    """roofline.png labelled H100's FP16 wgmma "956" on its own line, beside "FP16/BF16 wgmma: H100 930, ..."
+    where 930 was H100's BF16 figure."""
+    with _drawn("roofline", "overlay-26") as fig:
+        tensor = next(ax for ax in fig.axes if ax.get_title(loc="left") == "Tensor Cores")
+        labels = [t.get_text() for t in tensor.texts if t.get_fontweight() == "bold"]
+        assert "FP16/BF16 wgmma: H100 956/931, H200 913/915 TFLOP/s" in labels
+        named = [p.split(":")[0] for t in labels for p in t.split(" · ")]
+        per_prec = [(prec, n.split(" ", 1)[1]) for n in named for prec in n.split(" ", 1)[0].split("/")]
+        assert len(per_prec) == len(set(per_prec)), labels                 # no precision on two labels
+
+
+def test_roof_label_names_the_precision_a_run_holds_alone():
+    from types import SimpleNamespace
+
+    from hwprobe.report.plots.roofline import Roof, roof_label
+
+    def roof(prec, value, run):
+        return Roof(prec, "tensor_core", value, "FLOP/s", f"{prec}.tensor_core.wgmma", None, run, 0.0, "wgmma")
+
+    runs = [SimpleNamespace(label="H100 80GB HBM3"), SimpleNamespace(label="H200")]
+    g = [roof("fp16", 913e12, 1), roof("bf16", 915e12, 1), roof("bf16", 930e12, 0)]
+    assert roof_label(g, runs) == "FP16/BF16 wgmma: H100 BF16 930, H200 913/915 TFLOP/s"
+
+
+def test_analyze_plot_note_and_layer_names_stay_inside_and_apart(tmp_path, monkeypatch):
+    """analyze --plot: the "not drawn" note sat in the axes' corner, under the memory slope, and two layer names
+    were drawn over each other (inception4e / inception3b on googlenet)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    from hwprobe.models import analyze
+    from hwprobe.models.plot import plot_layers
+
+    kept, real_close = {}, plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: kept.setdefault("fig", fig))     # keep it to measure it
+    plot_layers(analyze("googlenet", str(ROOT / "profiles" / "h200-sxm" / "2026-11-26-full")), tmp_path / "a.png")
+    fig = kept["fig"]
+    r = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    note = next(t for t in fig.texts if t.get_text().startswith("not drawn: "))
+    nb = note.get_window_extent(r)
+    assert fig.bbox.x0 <= nb.x0 and nb.x1 <= fig.bbox.x1 and fig.bbox.y0 <= nb.y0
+    assert not _overlap(nb, ax.get_tightbbox(r))                          # below the axes and their labels
+    names = [t for t in ax.texts if t.get_text()]
+    assert len(names) >= 4
+    boxes = []
+    for t in names:
+        t.update_positions(r)
+        boxes.append((t.get_text(), Text.get_window_extent(t, r)))
+    for i, (n1, b1) in enumerate(boxes):
+        assert ax.bbox.x0 <= b1.x0 and b1.x1 <= ax.bbox.x1, f"{n1!r} runs out of the axes"
+        for n2, b2 in boxes[i + 1:]:
+            assert not _overlap(b1, b2), f"{n1!r} overprints {n2!r}"
+    real_close(fig)
+
+
+@pytest.mark.parametrize("key", ["h200-full", "h100-full"])
+def test_bandwidth_labels_cover_no_curve_and_no_other_label(key):
+    """bandwidth.png wrote the capacity and L2-partition labels up their vertical lines, across the curves."""
+    with _drawn("bandwidth", key) as fig:
+        r = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            texts = [(t.get_text()[:40], t.get_window_extent(r)) for t in ax.texts if t.get_text().strip()]
+            curves = [ln for ln in ax.get_lines() if ln.get_transform() == ax.transData and len(ln.get_xdata()) > 2]
+            for name, b in texts:
+                assert ax.bbox.x0 - 1 <= b.x0 and b.x1 <= ax.bbox.x1 + 1, f"{key}: {name!r} leaves its panel"
+                for line in curves:
+                    assert not any(b.x0 < x < b.x1 and b.y0 < y < b.y1 for x, y in _points_on(line, ax)), \
+                        f"{key}: {name!r} covers the curve"
+            for i, (n1, b1) in enumerate(texts):
+                for n2, b2 in texts[i + 1:]:
+                    assert not _overlap(b1, b2), f"{key}: {n1!r} overprints {n2!r}"

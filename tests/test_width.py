@@ -18,6 +18,7 @@ NSYS = str(ROOT / "tests" / "data" / "times" / "nsys_cuda_gpu_kern_sum.csv")
 
 COMMANDS = {
     "report": ["report", H200],
+    "report-multigpu": ["report", str(ROOT / "profiles" / "h200x2" / "2026-11-26-multigpu" / "results-local")],
     "analyze": ["analyze", "resnet50", "--profile", H200],
     "analyze-times": ["analyze", "resnet50", "--profile", H200, "--precision", "fp16", "--times", NSYS],
     "analyze-csv": ["analyze", str(ROOT / "tests" / "data" / "tiny_layers.csv"), "--spec", "H100 SXM"],
@@ -26,6 +27,7 @@ COMMANDS = {
     "compare": ["compare", H200, H100, H200_OLD],
     "classify": ["classify", "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute",
                  "h884gemm", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>"],
+    "analyze-times-only": ["analyze", "--profile", H200, "--times", NSYS],
     "list-probes": ["list", "probes"],
     "list-suites": ["list", "suites"],
     "list-models": ["list", "models"],
@@ -97,3 +99,41 @@ def test_piped_tables_are_as_wide_in_bytes_as_in_columns():
         assert r.returncode == 0, r.stderr
         wide = [line for line in r.stdout.splitlines() if len(line) > 80]
         assert not wide, (args[0], wide[:3])
+
+
+def _body(out: str) -> tuple[str, list[str]]:
+    """The header line of the first table in ``out`` and the lines under its rule."""
+    lines = out.splitlines()
+    rule = next(i for i, x in enumerate(lines) if x.startswith("----"))
+    return lines[rule - 1], lines[rule + 1:]
+
+
+def test_kernel_names_are_shortened_never_wrapped_mid_word():
+    """Issue 35 item 15: at 80 columns the times-only view and classify wrapped kernel names mid-word into 14-17
+    character columns. Each name now takes one line, whole or visibly shortened ('..'), said, and --wide shows
+    it whole."""
+    from hwprobe.models.classify import short_name
+    from hwprobe.models.kernelview import kernel_view
+    from hwprobe.models.timings import parse
+
+    names = [r.name for r in kernel_view([parse(NSYS)]).rows]
+    out = run(COMMANDS["analyze-times-only"], "80")
+    header, body = _body(out)
+    at = header.index("kernel")
+    cells = [x[at:].strip() for x in body[:len(names)]]
+    assert cells == [short_name(n, len(c)) for n, c in zip(names, cells, strict=True)]
+    assert min(map(len, cells)) >= 20 and any(c.endswith("..") for c in cells)
+    assert body[len(names)].startswith("kernel names shortened to fit") and "--wide" in body[len(names)]
+    wide = run(COMMANDS["analyze-times-only"] + ["--wide"], "80")
+    assert all(any(x.rstrip().endswith(n) for x in wide.splitlines()) for n in names)
+
+    names = COMMANDS["classify"][1:]
+    out = run(COMMANDS["classify"], "80")
+    header, body = _body(out)
+    rows = [x for x in body if x[:1] not in (" ", "") and not x.startswith(("more columns", "kernel names"))]
+    assert [x.split()[0] for x in rows] == [short_name(n, len(x.split()[0])) for n, x in zip(names, rows, strict=True)]
+    continued = [x for x in body if x.startswith(" ")]
+    assert continued and all(len(x) - len(x.lstrip()) >= header.index("why") for x in continued)   # only 'why' wraps
+    assert min(len(x.split()[0]) for x in rows if x.split()[0].endswith("..")) >= 20
+    wide = run(COMMANDS["classify"] + ["--wide"], "80")
+    assert all(any(x.startswith(n + " ") for x in wide.splitlines()) for n in names)

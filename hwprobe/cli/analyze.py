@@ -72,7 +72,7 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     from hwprobe.models.llm import is_llm
 
     if model is None:
-        return _times_only(times, profile_path, as_json, show_all)
+        return _times_only(times, profile_path, as_json, show_all, wide)
     csv_path = output_file(csv_path, "--csv") if csv_path else None           # before any work
     plot_path = output_file(plot_path, "--plot", PLOT_SUFFIXES) if plot_path else None
     if is_llm(model):
@@ -93,7 +93,7 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     show(as_json, lambda: to_dict(a), lambda: render(a, console(), show_all, wide), (csv_path, plot_path))
 
 
-def _times_only(times, profile_path, as_json: bool, show_all: bool) -> None:
+def _times_only(times, profile_path, as_json: bool, show_all: bool, wide: bool = False) -> None:
     from hwprobe.errors import InputError
     from hwprobe.models.kernelview import kernel_view, render_kernel_view
     from hwprobe.models.timings import parse
@@ -106,4 +106,4 @@ def _times_only(times, profile_path, as_json: bool, show_all: bool) -> None:
 
         prof = load_profile(profile_path)
     v = kernel_view([parse(t) for t in times], prof)
-    show(as_json, v.to_dict, lambda: render_kernel_view(v, console(), show_all))
+    show(as_json, v.to_dict, lambda: render_kernel_view(v, console(), show_all, wide=wide))

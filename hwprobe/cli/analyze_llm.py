@@ -23,7 +23,8 @@ LLM_OPTIONS = {
     "kv": dict(type=click.Choice(["fp16", "bf16", "fp8", "int8"]), help="LLM: KV-cache precision (default bf16)."),
     "tp": dict(type=int, help="LLM: tensor-parallel ranks (default 1)."),
 }
-ONNX_ONLY = ("precision", "convention", "path", "level", "times", "plot_path")
+ONNX_ONLY = ("precision", "convention", "path", "level", "times", "dims", "layout", "plot_path")
+FLAGS = {"plot_path": "--plot", "dims": "--dim"}
 
 
 def llm_options(f):
@@ -33,18 +34,21 @@ def llm_options(f):
 
 
 def refuse_llm_options(llm: dict) -> None:
-    given = [k.removeprefix("llm_") for k, v in llm.items() if v is not None]
+    given = [f"--{k}" for k in LLM_OPTIONS if llm.get(f"llm_{k}") is not None]
     if given:
-        raise InputError(f"--{given[0]} applies to an LLM (a config.json or a built-in LLM name), not this model")
+        verb = "applies" if len(given) == 1 else "apply"
+        raise InputError(f"{', '.join(given)} {verb} to an LLM (a config.json or a built-in LLM name), not this model")
 
 
 def _refuse_onnx_options() -> None:
+    """Every option given that only a layer model (ONNX, CSV, a built-in CNN) reads, named in one line."""
     ctx = click.get_current_context()
-    for name in ONNX_ONLY:
-        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT):
-            flag = "--plot" if name == "plot_path" else f"--{name}"
-            hint = " (use --weights)" if name == "precision" else ""
-            raise InputError(f"{flag} does not apply to an LLM{hint}")
+    given = [FLAGS.get(n, f"--{n}") for n in ONNX_ONLY
+             if ctx.get_parameter_source(n) not in (None, click.core.ParameterSource.DEFAULT)]
+    if given:
+        hint = " (use --weights)" if "--precision" in given else ""
+        verb = "does" if len(given) == 1 else "do"
+        raise InputError(f"{', '.join(given)} {verb} not apply to an LLM{hint}")
 
 
 def write_csv(a, path: str) -> None:

@@ -31,7 +31,8 @@ from hwprobe.cli import cli, console
 def compare(results, reference, group_by, min_gap, z, ceilings, per_rank, show_all, wide, as_json, csv_path,
             plot_path) -> None:
     """Compare RESULTS (run directories, profile.json files, globs; a directory without a profile.json is
-    searched below). Exit 0 when no run is an outlier, 1 when some are, 2 for bad input."""
+    searched below, one with no run in or below it skipped and named on stderr, one with measurements.jsonl alone
+    rebuilt as a partial run). Exit 0 when no run is an outlier, 1 when some are, 2 for bad input."""
     import sys
     from pathlib import Path
 
@@ -44,7 +45,13 @@ def compare(results, reference, group_by, min_gap, z, ceilings, per_rank, show_a
 
     csv_path = output_file(csv_path, "--csv") if csv_path else None           # before any work
     plot_path = output_file(plot_path, "--plot", PLOT_SUFFIXES) if plot_path else None
-    runs = load_many(list(results))
+    skipped: list[Path] = []
+    runs = load_many(list(results), skipped)
+    for folder in skipped:             # the shell's glob and hwprobe's skip the same folders, and say so
+        click.echo(f"skipped {folder}: no profile.json or measurements.jsonl in or below it", err=True)
+    for r in runs:
+        if r.rebuilt:
+            click.echo(f"{r.label}: no profile.json; rebuilt from its measurements.jsonl (partial)", err=True)
     if per_rank:
         from hwprobe.fleet.acceptance import per_rank_records
 

@@ -46,7 +46,8 @@ def _target(out: str, filename: str) -> Path:
               help="Which ceiling where a format holds one number per precision.")
 @click.option("--name", default=None, help="Hardware name in the export (default: the device name + _measured).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=NUMBER",
-              help="A value the profile does not measure (llm-analysis, llm-viewer), recorded as user-given.")
+              help="llm-analysis, llm-viewer: a field's value (a finite number above 0), recorded as user-given; "
+                   "where it replaces the profile's figure, stderr and the provenance say so.")
 @click.option("--provenance", default=None, type=click.Path(dir_okay=False),
               help="Write what each number is (metric, probe, clock) to this JSON file, never beside the export.")
 def export_(results, fmt, out, path, name, sets, provenance) -> None:

@@ -27,10 +27,21 @@ def list_(what) -> None:
             precs = f" [{', '.join(p.precisions)}]" if p.precisions else ""
             con.print(f"{p.name:20s} {p.target:3s} {p.family:12s} {p.summary}{precs}")
     elif what == "models":
-        from hwprobe.models import zoo
+        from hwprobe.models import llm, zoo
+        from hwprobe.report.fit import light_table
 
-        for line in zoo.listing():
-            con.print(line)
+        for title, rows, work in (("CNNs: layer tables built from their papers (hwprobe analyze NAME)", zoo.listing(),
+                                   "conv/FC work (224x224)"),
+                                  ("LLMs: published config.json fields, no weights (hwprobe analyze NAME)",
+                                   llm.listing(), "layers")):
+            t = light_table(title)
+            t.add_column("name", no_wrap=True)
+            t.add_column("params", justify="right", no_wrap=True)
+            t.add_column(work)
+            t.add_column("from")
+            for r in rows:
+                t.add_row(*r)
+            con.print(t)
     else:
         from hwprobe import suites
 

@@ -27,6 +27,22 @@ def output_file(path: str | Path, option: str, suffixes: tuple[str, ...] | None 
     return p
 
 
+def missing_folder(path: str | Path) -> Path | None:
+    """The outermost folder above ``path`` that does not exist yet (output_file will make it), or None: a command
+    that makes one says so beside the file it wrote."""
+    top = None
+    for parent in Path(path).parents:
+        if parent.exists():
+            break
+        top = parent
+    return top
+
+
+def wrote(path: Path, made: Path | None = None) -> str:
+    """The line that names a file written, and the folder made for it."""
+    return f"wrote {path}" + (f" (made the folder {made})" if made else "")
+
+
 def write_text(path: Path, text: str, option: str) -> None:
     """Write ``text``; a disk or permission failure is one line."""
     try:

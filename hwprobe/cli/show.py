@@ -51,7 +51,7 @@ def report_(source, html_out, md_out, wide, as_json) -> None:
     try:
         paths = report.write(source, html_out, md_out)
     except OSError as e:
-        raise InputError(f"cannot write the report: {e.strerror or e} ({e.filename})") from None
+        raise InputError(f"cannot write the report to {str(e.filename)!r}: {e.strerror or e}") from None
     took = time.perf_counter() - t0
     for path in paths:
         err.print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
@@ -72,8 +72,6 @@ def plot(sources, kinds, out, formats) -> None:
     from hwprobe.report.source import load_runs
 
     wanted = plots.KINDS if kinds.strip() == "all" else tuple(k.strip() for k in kinds.split(",") if k.strip())
-    if out and Path(out).suffix.lower() in (".png", ".svg") and kinds.strip() == "all":
-        wanted = ("roofline",)   # -o roofline.png alone: the roofline, as before there were other kinds
     bad = [k for k in wanted if k not in plots.KINDS]
     if bad:
         raise InputError(f"unknown plot kind {', '.join(bad)}; kinds: {', '.join(plots.KINDS)}, all")
@@ -100,9 +98,12 @@ def plot(sources, kinds, out, formats) -> None:
 
 def _destination(out, runs, kinds):
     """(folder, file-name function or None): -o FILE.png names one kind's file, -o DIR a folder."""
+    from hwprobe.report.plots import KINDS
+
     if out and Path(out).suffix.lower() in (".png", ".svg"):
         if len(kinds) != 1:
-            raise InputError(f"-o {out} names one file: give one --kind, or a folder for several")
+            raise InputError(f"-o {out} names one file, for one plot: give one --kind (e.g. --kind roofline), or "
+                             f"a folder for {'every kind (--kind all, the default)' if kinds == KINDS else 'several'}")
         return Path(out).parent, (lambda _kind: Path(out).stem)
     if out and Path(out).suffix and not Path(out).is_dir():
         raise InputError(f"-o {out}: a plot file ends in .png or .svg; a folder is named without a suffix "

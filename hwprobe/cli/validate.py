@@ -33,11 +33,12 @@ def validate(results, ref, expect, tolerance, require_all, junit, wide, as_json)
     Exit 0 when every ceiling (every node) passes, 1 when any fails, 2 for bad input."""
     import sys
 
-    from hwprobe.cli.outputs import output_file, write_text
+    from hwprobe.cli.outputs import missing_folder, output_file, write_text, wrote
     from hwprobe.fleet import acceptance, render
     from hwprobe.fleet import validate as val
     from hwprobe.fleet.records import expand, load_run
 
+    made = missing_folder(junit) if junit else None
     junit_path = output_file(junit, "--junit") if junit else None   # before anything prints
     paths = expand(list(results))
     expect_v = _expect(expect, val.parse_fraction) if expect is not None else None
@@ -59,6 +60,8 @@ def validate(results, ref, expect, tolerance, require_all, junit, wide, as_json)
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
     else:
         render.render_validation(result, console(), wide)
+    if junit_path:                      # stderr: --json keeps stdout for the JSON alone
+        click.echo(wrote(junit_path, made), err=True)
     sys.exit(result.exit_code)
 
 

@@ -18,6 +18,7 @@ from hwprobe.errors import InputError
 from hwprobe.flags import Code, has
 
 PROFILE = "profile.json"
+MEASUREMENTS = "measurements.jsonl"
 _GLOB_CHARS = set("*?[")
 
 
@@ -58,6 +59,7 @@ class RunRecord:
     superseded: str = ""                      # the run directory's SUPERSEDED note (profile.superseded_note)
     health: list[dict[str, Any]] = field(default_factory=list)   # findings holding a health verdict (hwprobe.health)
     devices: list[dict[str, Any]] = field(default_factory=list)  # every device of the run, each rank's under MPI
+    rebuilt: bool = False                     # no profile.json: rebuilt from measurements.jsonl (partial)
 
     @property
     def contended(self) -> bool:
@@ -153,10 +155,17 @@ def profile_path(p: Path) -> Path:
     return p / PROFILE if p.is_dir() else p
 
 
+def _records_only(p: Path) -> bool:
+    """A run directory that holds measurements.jsonl but no profile.json: a run killed before it wrote one."""
+    return p.is_dir() and not (p / PROFILE).is_file() and (p / MEASUREMENTS).is_file()
+
+
 def load_run(path: str | Path, label: str | None = None, strict: bool = False) -> RunRecord:
     """Read one run (a results directory or a profile.json). ``strict`` checks the JSON Schema too."""
     from hwprobe.profile import loads_finite, migrate, validate_dict
 
+    if _records_only(Path(path)):
+        return _rebuilt(Path(path), label)
     p = profile_path(Path(path))
     where = f"profile {str(p)!r}"
     try:
@@ -181,10 +190,30 @@ def load_run(path: str | Path, label: str | None = None, strict: bool = False) -
     return rec
 
 
-def expand(inputs: list[str]) -> list[Path]:
-    """profile.json paths for results directories, profile.json files and globs; a directory without a
-    profile.json is searched below (a results root holding many runs)."""
+def _rebuilt(run_dir: Path, label: str | None) -> RunRecord:
+    """The record of a run that has measurements.jsonl and no profile.json, rebuilt (partial) as report does."""
+    from hwprobe.profile import superseded_note
+    from hwprobe.profile_build import rebuild_profile
+
+    rec = record_of(rebuild_profile(run_dir).to_dict(), str(run_dir), label)
+    rec.superseded, rec.rebuilt = superseded_note(run_dir), True
+    return rec
+
+
+@dataclass
+class Found:
+    """What the inputs name: run paths (a profile.json, or a run directory that has only measurements.jsonl), and
+    the folders named (directly or by a glob) that hold neither, in or below them."""
+    runs: list[Path]
+    skipped: list[Path]
+
+
+def find_runs(inputs: list[str]) -> Found:
+    """Runs for results directories, profile.json files and globs; a directory without a profile.json is searched
+    below (a results root holding many runs). A folder with no run in or below it is skipped, whether the shell
+    or hwprobe expanded the glob that named it; the caller refuses when no run remains."""
     out: list[Path] = []
+    skipped: list[Path] = []
     for item in inputs:
         if _GLOB_CHARS & set(item):
             hits = sorted(glob.glob(item, recursive=True))
@@ -195,15 +224,36 @@ def expand(inputs: list[str]) -> list[Path]:
             paths = [Path(item)]
         for p in paths:
             if p.is_dir():
-                found = [p / PROFILE] if (p / PROFILE).is_file() else sorted(p.rglob(PROFILE))
-                if not found and not _GLOB_CHARS & set(item):
-                    raise InputError(f"no {PROFILE} in or below {str(p)!r}")
+                found = _runs_in(p)
+                if not found:
+                    skipped.append(p)
                 out += found
             elif p.is_file():
                 out.append(p)
             elif not _GLOB_CHARS & set(item):
                 raise InputError(f"{str(p)!r} does not exist")
-    return list(dict.fromkeys(x.resolve() for x in out))
+    return Found(list(dict.fromkeys(x.resolve() for x in out)), skipped)
+
+
+def _runs_in(p: Path) -> list[Path]:
+    if (p / PROFILE).is_file():
+        return [p / PROFILE]
+    if _records_only(p):
+        return [p]
+    below = list(p.rglob(PROFILE)) + [f.parent for f in p.rglob(MEASUREMENTS) if _records_only(f.parent)]
+    return sorted(below)
+
+
+def expand(inputs: list[str]) -> list[Path]:
+    """The runs of ``inputs`` (see find_runs); none at all is an error."""
+    return _some(find_runs(inputs), inputs).runs
+
+
+def _some(found: Found, inputs: list[str]) -> Found:
+    if not found.runs:
+        where = ", ".join(repr(str(p)) for p in found.skipped) or ", ".join(inputs)
+        raise InputError(f"no {PROFILE} in or below {where}, nor a run's {MEASUREMENTS}")
+    return found
 
 
 def labels_for(paths: list[Path]) -> list[str]:
@@ -213,7 +263,7 @@ def labels_for(paths: list[Path]) -> list[str]:
     do not carry the clone's path."""
     import statistics
 
-    runs = [p.parent if p.name == PROFILE else p.with_suffix("") for p in paths]
+    runs = [p.parent if p.name == PROFILE else p if p.is_dir() else p.with_suffix("") for p in paths]
 
     def tail(r: Path, depth: int) -> tuple[str, ...]:
         return r.parts[-depth:]
@@ -228,8 +278,10 @@ def labels_for(paths: list[Path]) -> list[str]:
     return [str(Path(*tail(r, max(n, common)))) for r, n in zip(runs, need, strict=True)]
 
 
-def load_many(inputs: list[str]) -> list[RunRecord]:
-    paths = expand(inputs)
-    if not paths:
-        raise InputError(f"no {PROFILE} found in {', '.join(inputs)}")
+def load_many(inputs: list[str], skipped: list[Path] | None = None) -> list[RunRecord]:
+    """Every run of ``inputs``; the folders that hold none are appended to ``skipped`` (the CLI names them)."""
+    found = _some(find_runs(inputs), inputs)
+    paths = found.runs
+    if skipped is not None:
+        skipped += found.skipped
     return [load_run(p, label) for p, label in zip(paths, labels_for(paths), strict=True)]

@@ -255,3 +255,19 @@ def classify(name: str) -> KernelClass:
         if re.search(pat, n):
             return KernelClass(name, unit, template_precision(n), None, family, "heuristic", why)
     return KernelClass(name, "unknown", None, None, "unknown", "unknown", "no known naming pattern")
+
+
+SHORTENED = "kernel names shortened to fit ('..' marks a cut): --wide shows them whole"
+_QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
+
+
+def short_name(name: str, width: int) -> str:
+    """``name`` in at most ``width`` characters for a table that must fit the terminal: a name that fits stays whole;
+    else 'void ' and namespace qualifiers (at::native::, cudnn::engines_precompiled::) go first, as they tell
+    kernels apart least, then the tail, marked '..' (no ellipsis character: '…' marks a cell rich cut)."""
+    if len(name) <= width:
+        return name
+    s = " ".join(_QUALIFIER.sub("", re.sub(r"^void\s+", "", name.strip())).split())
+    if len(s) <= width:
+        return s
+    return s[: max(width - 2, 1)].rstrip(" ,<") + ".."

@@ -91,23 +91,40 @@ def kernel_view(times: list[Times], profile=None) -> KernelView:
     return KernelView(rows, total, by_unit, [t.format for t in times])
 
 
-def render_kernel_view(v: KernelView, con, show_all: bool = False, n: int = 25) -> None:
-    from hwprobe.report.fit import light_table
+def render_kernel_view(v: KernelView, con, show_all: bool = False, n: int = 25, wide: bool = False) -> None:
+    """The kernels by time in a table that fits the console: the kernel column takes the width the others leave
+    (names shortened, said, whole with ``wide``), and the roof column gives the rate alone (its unit and
+    precision are the row's own columns)."""
+    from hwprobe.models.classify import SHORTENED, short_name
+    from hwprobe.report.fit import light_table, room, show
     from hwprobe.units import si
 
     con.print(f"[bold]kernels[/bold] from {', '.join(v.sources)}: {len(v.rows)} distinct, {si(v.total_s, 's')} "
               "in total; time by unit: " + ", ".join(f"{u.replace('_', ' ')} {s:.0%}" for u, s in v.by_unit.items()
                                                      if s > 0))
+    rows = v.rows if show_all else v.rows[:n]
+    heads = ("share", "time", "calls", "unit", "prec", "roof")
+    cells = [(f"{r.share:.1%}", si(r.total_s, "s"), str(r.calls), r.unit.replace("_", " "), r.precision or "-",
+              (r.roof if wide else _rate(r)) or "-") for r in rows]
+    longest = max(len(r.name) for r in rows)
+    width = longest if wide else min(longest, max(room(con, list(zip(heads, *cells, strict=True)), last=True), 16))
     t = light_table("where the time goes (no model: unit and precision from each kernel's name, roof from the "
                     "profile)")
-    for col, just in (("share", "right"), ("time", "right"), ("calls", "right"), ("kernel", "left"),
-                      ("unit", "left"), ("prec", "left"), ("roof", "left")):
-        t.add_column(col, justify=just, overflow="fold" if col == "kernel" else "ellipsis")
-    for r in v.rows if show_all else v.rows[:n]:
-        t.add_row(f"{r.share:.1%}", si(r.total_s, "s"), str(r.calls), r.name[:80], r.unit.replace("_", " "),
-                  r.precision or "-", r.roof or "-")
-    con.print(t)
+    for col in heads:               # the name last, as nsys prints it: it takes the width the others leave
+        t.add_column(col, justify="right" if col in ("share", "time", "calls") else "left", no_wrap=True)
+    t.add_column("kernel", no_wrap=True)
+    shown = [short_name(r.name, width) for r in rows]
+    for name, c in zip(shown, cells, strict=True):
+        t.add_row(*c, name)
+    show(con, t) if wide else con.print(t)
     if not show_all and len(v.rows) > n:
         con.print(f"({len(v.rows) - n} more kernels: --all)")
-    for r in v.rows[:5]:
-        con.print(f"  {r.name[:60]}: {r.tip}")
+    if shown != [r.name for r in rows]:
+        con.print(f"[dim]{SHORTENED}[/dim]", highlight=False)
+    for name, r in zip(shown, rows[:5], strict=False):
+        con.print(f"  {name}: {r.tip}", highlight=False, markup=False)
+
+
+def _rate(r: KernelRow) -> str:
+    """The roof without the unit and precision its row already names: "922 TFLOP/s", "DRAM 4.41 TB/s"."""
+    return r.roof.removeprefix(f"{r.precision} {r.unit.replace('_', ' ')} ")

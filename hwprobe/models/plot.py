@@ -62,7 +62,7 @@ def plot_layers(a: Analysis, out: str | Path) -> Path:
         roofs = [(label, pk, bw, None, None) for label, pk, bw, _, _ in roofs]
     _draw_roofs(ax, roofs, xs, hi, word)
     _points(ax, df, ok, x, y, t)
-    _labels(ax, df, ok, x, y, t)
+    labels = _labels(ax, df, ok, x, y, t)
     o = a.options
     ax.set_xlim(lo, hi)
     ax.set_ylim(bottom=max(float(y[ok].min()) / 4, 1e6), top=max(pk for _, pk, *_ in roofs) * 3)
@@ -81,9 +81,11 @@ def plot_layers(a: Analysis, out: str | Path) -> Path:
     idle, untimed = int((~work).sum()), int((work & ~ok).sum())
     gone = [f"{idle} layer(s) without arithmetic (reshape, concat, not modelled)"] if idle else []
     gone += [f"{untimed} layer(s) without a measured time"] if untimed else []
+    # under the x label, inside the figure: in the axes' corner the memory slope ran through it
+    fig.tight_layout(rect=(0, 0.035 if gone else 0, 1, 1))
     if gone:
-        ax.text(0.01, 0.01, "not drawn: " + "; ".join(gone), transform=ax.transAxes, fontsize=7, color="gray")
-    fig.tight_layout()
+        fig.text(0.01, 0.008, "not drawn: " + "; ".join(gone), ha="left", va="bottom", fontsize=7.5, color="0.35")
+    _spread(ax, labels)
     path = Path(out)
     try:
         fig.savefig(path, dpi=130)
@@ -135,15 +137,44 @@ def _points(ax, df, ok, x, y, t) -> None:
         seen.add(op)
 
 
-def _labels(ax, df, ok, x, y, t) -> None:
+def _labels(ax, df, ok, x, y, t) -> list:
+    """The five longest layers named beside their points (placed by _spread once the layout is final)."""
     top = t[ok].sort_values(ascending=False).head(5).index
     spots: dict[tuple[float, float], list[int]] = {}
+    out = []
     for i in top:                            # layers drawn at the same spot share one label
         spots.setdefault((round(float(x[i]), 6), round(float(y[i]), 3)), []).append(i)
-    for k, idx in enumerate(spots.values()):
+    for idx in spots.values():
         i = idx[0]
         f = df.at[i, "align_factor"] if "align_factor" in df else None
         text = ", ".join(df.at[j, "name"] for j in idx) + (f" (misaligned: {f:.2g}x slower)" if f == f and f else "")
-        ax.annotate(text, (x[i], y[i]), xytext=(8, -14 - 9 * (k % 2)), textcoords="offset points", fontsize=7,
-                    arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.4"},
-                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "alpha": 0.8, "lw": 0})
+        out.append(ax.annotate(text, (x[i], y[i]), xytext=(8, -14), textcoords="offset points", fontsize=7,
+                               arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.4"},
+                               bbox={"boxstyle": "round,pad=0.2", "fc": "white", "alpha": 0.8, "lw": 0},
+                               in_layout=False))     # _spread keeps it inside the axes the layout sized
+    return out
+
+
+def _spread(ax, labels: list) -> None:
+    """Move each label down, below the ones placed before it, until it overlaps none; one that would run past
+    the axes' right edge goes to the left of its point instead."""
+    from matplotlib.text import Text
+
+    fig = ax.figure
+    r = fig.canvas.get_renderer()
+
+    def text_box(a):              # the text alone: an Annotation's own box holds its line too
+        a.update_positions(r)
+        return Text.get_window_extent(a, r)
+
+    placed = []
+    for a in labels:
+        box = text_box(a)
+        if box.x1 > ax.bbox.x1:
+            a.set_horizontalalignment("right")
+            a.xyann = (-8, a.xyann[1])
+            box = text_box(a)
+        while any(box.overlaps(b) for b in placed) and box.y0 > ax.bbox.y0:
+            a.xyann = (a.xyann[0], a.xyann[1] - (box.height + 2) * 72 / fig.dpi)
+            box = text_box(a)
+        placed.append(box)

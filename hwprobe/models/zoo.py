@@ -216,11 +216,10 @@ def build(name: str, batch: int = 1) -> Model:
     return arch.build(arch.name, batch)
 
 
-def listing() -> list[str]:
-    """One line per built-in model: name, parameters, conv/FC multiply-adds (224x224, batch 1) and its source."""
+def listing() -> list[tuple[str, str, str, str]]:
+    """(name, parameters, conv/FC multiply-adds at 224x224 and batch 1, source) per built-in model."""
     out = []
     for a in ARCHS.values():
         m = a.build(a.name, 1)
-        out.append(f"{a.name:13s} {m.params / 1e6:7.2f} M params {m.gemm_macs / 1e9:7.3f} G conv/FC multiply-adds  "
-                   f"{a.paper}")
+        out.append((a.name, f"{m.params / 1e6:.2f} M", f"{m.gemm_macs / 1e9:.3f} G multiply-adds", a.paper))
     return out

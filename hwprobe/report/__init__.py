@@ -29,10 +29,14 @@ def write(source: str | Path, html: str | Path | None = None, md: str | Path | N
     run = load_run(source)
     drawn = plots.svgs([run])
     out = []
-    if html:
-        out.append(html_mod.write(run, html, drawn))
-    if md:
-        out.append(md_mod.write(run, md, drawn))
+    for target, mod in ((html, html_mod), (md, md_mod)):
+        if target:
+            try:
+                out.append(mod.write(run, target, drawn))
+            except OSError as e:       # a write() that fails (a full disk) names no file: name the report's
+                if e.filename is None:
+                    e.filename = str(target)
+                raise
     return out
 
 

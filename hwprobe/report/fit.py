@@ -83,3 +83,12 @@ def _ascii_head():
     from rich.box import Box
 
     return Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)   # rich's SIMPLE_HEAD, in ASCII
+
+
+def room(con, columns: Sequence[Sequence[str]], reserve: int = 0, last: bool = False) -> int:
+    """Width left for one more column of a light table, beside columns that do not wrap holding ``columns`` (each:
+    header, then cells) and ``reserve`` characters kept for a last column that wraps. A light table spends two
+    characters beside each column but the last (its right padding and the space between columns); ``last``: the
+    column to size is the last one."""
+    used = sum(max(map(len, c), default=0) + 2 for c in columns)
+    return con.width - used - (0 if last else 2) - reserve

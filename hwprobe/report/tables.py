@@ -225,7 +225,8 @@ def ridge_table(p: Profile) -> Table:
 
 def links_table(p: Profile) -> Table:
     """Interconnect ceilings (GPU pairs, the host link, collectives), where the run measured any."""
-    cols = [Column("link", "link"), Column("kind", "kind"), Column("type", "type"), Column("what", "ceiling"),
+    cols = [Column("link", "link"), Column("kind", "kind", wide=True), Column("type", "type", wide=True),
+            Column("what", "ceiling"),
             Column("variant", "variant"), Column("value", "measured", "rate"),
             Column("theory", "theory", "rate"), Column("pct", "%", "pct"), Column("latency", "latency", "time", True)]
     t = Table("Interconnect ceilings", cols, note="algorithm and bus bandwidth as nccl-tests define them; a "

@@ -79,6 +79,23 @@ def is_llm(model: str) -> bool:
     return str(model).lower().endswith(".json") or builtin.find(str(model)) is not None
 
 
+def listing() -> list[tuple[str, str, str, str]]:
+    """(name, parameters, layers and experts, family and other names) per built-in LLM; an MoE's active
+    parameters per token beside its experts."""
+    aliases: dict[str, list[str]] = {}
+    for alias, key in builtin.ALIASES.items():
+        aliases.setdefault(key, []).append(alias)
+    out = []
+    for key in builtin.CONFIGS:
+        cfg = load(key)
+        p = params(cfg)
+        moe = f", {cfg.experts} experts ({cfg.experts_per_tok} active: {p.active / 1e9:.1f} B)" if cfg.experts else ""
+        also = f"; also {', '.join(aliases[key])}" if key in aliases else ""
+        kind = builtin.CONFIGS[key]["model_type"]
+        out.append((key, f"{p.total / 1e9:.2f} B", f"{cfg.layers} layers{moe}", f"{kind} config.json{also}"))
+    return out
+
+
 def cases(opts: LLMOptions) -> list[Case]:
     out = []
     if opts.phase in ("prefill", "both"):

@@ -174,9 +174,13 @@ def align(runs: list[Run]):
     for ax in list(axes.flat)[len(precs):]:
         ax.set_visible(False)
     name = " vs ".join(r.label for r in runs) if len(runs) > 1 else runs[0].device_name
-    fig.suptitle(f"{name}: GEMM at an aligned size and at the odd size one above it", fontsize=12,
-                 fontweight="bold", x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    top = st.header(fig, f"{name}: GEMM at an aligned size and at the odd size one above it")
+    # every panel has the same bars: one key for all, under the title, where no bar is
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    h = fig.get_size_inches()[1]
+    fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(0.1 / fig.get_size_inches()[0], 1 - top / h),
+               ncol=len(labels), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - (top + 0.3) / h))
     return fig
 
 
@@ -211,4 +215,3 @@ def _align_panel(ax, prec: str, per_run: list[tuple[Run, list[dict]]]) -> None:
     ax.set_ylabel(unit)
     ax.set_title(prec.upper(), loc="left", fontweight="bold")
     ax.set_xlabel("M = N = K (aligned / odd), and the alignment")
-    ax.legend(fontsize=7, loc="upper right")

@@ -45,9 +45,12 @@ def bandwidth(runs: list[Run]):
                              squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=False):
         {"per_sm": _per_sm, "device": _device, "host": _host}[panel](ax, runs)
+        make_room(ax)
     name = " vs ".join(r.label for r in runs) if len(runs) > 1 else runs[0].device_name
     fig.suptitle(f"{name}: read bandwidth against working set", fontsize=12, fontweight="bold", x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.95))
+    for ax in axes[0]:
+        keep_inside(ax)
     return fig
 
 
@@ -83,15 +86,43 @@ def _marks(ax, run: Run, i: int, multi: bool, level: str, label: str) -> str:
         ax.annotate(f"{label} plateau {si(bw, 'B/s')}", (0.99, bw), xycoords=("axes fraction", "data"),
                     ha="right", va="bottom", fontsize=7.5, color=color)
     if measured and physical and abs(measured / physical - 1) < 0.15:   # one label for two close lines
-        ax.annotate(f"{label} effective {si(measured, 'B')} (solid), physical {si(physical, 'B')} (dashed)",
-                    (min(measured, physical), 0.02), xycoords=("data", "axes fraction"), rotation=90, ha="right",
-                    va="bottom", fontsize=7.5, color=color)
+        top_label(ax, min(measured, physical),
+                  f"{label} effective {si(measured, 'B')} (solid), physical {si(physical, 'B')} (dashed)", color)
         return words
-    for x, what, ha in ((physical, "physical", "right"), (measured, "effective", "left")):
+    for x, what in ((physical, "physical (dashed)"), (measured, "effective (solid)")):
         if x:
-            ax.annotate(f"{label} {what} {si(x, 'B')}", (x, 0.02), xycoords=("data", "axes fraction"),
-                        rotation=90, ha=ha, va="bottom", fontsize=7.5, color=color)
+            top_label(ax, x, f"{label} {what} {si(x, 'B')}", color)
     return words
+
+
+TOP = "top-label"        # the gid of a vertical line's label, in the band kept free above the curves
+ROW = 0.05               # a band row, in axes height
+
+
+def top_label(ax, x: float, text: str, color: str) -> None:
+    """A vertical line's label, horizontal, in its own row of a band above the curves (make_room opens it): drawn
+    along the line it crossed the curve and the other labels."""
+    row = sum(t.get_gid() == TOP for t in ax.texts)
+    ax.annotate(text, (x, 0.985 - ROW * row), xycoords=("data", "axes fraction"), xytext=(-3, 0),
+                textcoords="offset points", ha="right", va="top", fontsize=7.5, color=color, gid=TOP,
+                bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+
+
+def make_room(ax) -> None:
+    """Raise a linear axis' top so that the band of top labels lies above every curve and plateau line."""
+    rows = sum(t.get_gid() == TOP for t in ax.texts)
+    if rows and ax.get_yscale() == "linear":
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, lo + (hi - lo) / (1 - ROW * rows - 0.03))
+
+
+def keep_inside(ax) -> None:
+    """A top label that would run past the axes' left edge goes to the right of its line instead."""
+    r = ax.figure.canvas.get_renderer()
+    for t in ax.texts:
+        if t.get_gid() == TOP and t.get_window_extent(r).x0 < ax.bbox.x0:
+            t.set_horizontalalignment("left")
+            t.xyann = (3, 0)
 
 
 def _per_sm(ax, runs: list[Run]) -> None:
@@ -114,9 +145,7 @@ def _device(ax, runs: list[Run]) -> None:
         split = _split(run)
         if split and not multi:
             ax.axvline(split, color="#b15928", lw=0.9, ls=(0, (2, 2)))
-            ax.annotate(f"one SM's near L2 partition ends ({si(split, 'B')}, latency sweep)", (split, 0.98),
-                        xycoords=("data", "axes fraction"), rotation=90, ha="right", va="top", fontsize=7.5,
-                        color="#b15928")
+            top_label(ax, split, f"one SM's near L2 partition ends ({si(split, 'B')}, latency sweep)", "#b15928")
     if multi:
         st.legend_below(ax)
 

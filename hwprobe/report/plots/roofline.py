@@ -17,6 +17,7 @@ from hwprobe.units import si
 
 PANEL_TITLES = {"tensor_core": "Tensor Cores", "cuda_core": "CUDA cores", "cpu": "CPU cores"}
 SAME = 0.025          # roofs within 2.5% of each other share a line label
+KEEP = 0.10           # one precision's roofs on several runs share a label where they span no more than this
 LEVELS = ("dram", "l2", "l1")
 
 
@@ -72,14 +73,27 @@ def roofs(run: Run, unit: str, index: int = 0) -> list[Roof]:
 
 
 def group(rs: list[Roof]) -> list[list[Roof]]:
-    """Roofs whose values lie within 2.5% of the group's lowest, together (one line label)."""
+    """Roofs whose values lie within 2.5% of the group's lowest, together (one line label); then neighbouring
+    groups that hold the same precision and instruction (one device's FP16 a little above another's) and span
+    no more than 10%, so that one precision's figures are never split over two labels."""
     out: list[list[Roof]] = []
     for r in sorted(rs, key=lambda r: r.value):
         if out and r.value <= out[-1][0].value * (1 + SAME):
             out[-1].append(r)
         else:
             out.append([r])
-    return out
+    merged: list[list[Roof]] = []
+    for g in out:
+        prev = merged[-1] if merged else None
+        if prev and {_key(r) for r in prev} & {_key(r) for r in g} and g[-1].value <= prev[0].value * (1 + KEEP):
+            prev.extend(g)
+        else:
+            merged.append(g)
+    return merged
+
+
+def _key(r: Roof) -> tuple[str, str]:
+    return r.precision, r.name or tx.instruction_name(r.metric)
 
 
 def roof_label(g: list[Roof], runs: list[Run]) -> str:
@@ -95,9 +109,14 @@ def roof_label(g: list[Roof], runs: list[Run]) -> str:
             parts.append(f"{names} {instr} {_values([r.value for r in rs], unit)}")
             continue
         per_run = []
+        precs = list(dict.fromkeys(r.precision for r in rs))
         for i in sorted({r.run for r in rs}):
-            vals = _values([r.value for r in rs if r.run == i], unit)
-            per_run.append(f"{short_label(runs, i)} {vals.rsplit(' ', 1)[0]}")
+            mine = [r for r in rs if r.run == i]
+            if [r.precision for r in mine] == precs:
+                vals = _values([r.value for r in mine], unit).rsplit(" ", 1)[0]
+            else:                 # this run lacks one of the label's precisions: name the precision of each value
+                vals = "/".join(f"{r.precision.upper()} {_values([r.value], unit).rsplit(' ', 1)[0]}" for r in mine)
+            per_run.append(f"{short_label(runs, i)} {vals}")
         parts.append(f"{names} {instr}: {', '.join(per_run)} {_values([rs[0].value], unit).rsplit(' ', 1)[1]}")
     lead = min(g, key=lambda r: _rank(r.precision))
     tail = ""
