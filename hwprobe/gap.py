@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwprobe.profile import SPARSE_SUFFIX, Ceiling, Profile
+from hwprobe.profile import Ceiling, Profile
 from hwprobe.units import si
+from hwprobe.vocab import SPARSE_SUFFIX
 
 
 @dataclass

@@ -26,7 +26,6 @@ from hwprobe.vocab import Kind
 
 SCHEMA_VERSION = 2
 # 2:4 sparse ceilings (dense-equivalent FLOPs) sit beside the dense ones, never mixed into a roofline peak.
-SPARSE_SUFFIX = "_sparse24"
 # The roofline slope of a memory level: the first of these variants measured (a 2-read/1-write mix is what most
 # kernels do, so triad before copy before read; write-only never sets the slope). The others stay beside it.
 SLOPE_PREFERENCE = ("triad", "copy", "scale", "read", "add")

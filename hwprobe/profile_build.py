@@ -20,7 +20,6 @@ from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement
 from hwprobe.profile import (
     SLOPE_PREFERENCE,
-    SPARSE_SUFFIX,
     Ceiling,
     Link,
     MemoryLevel,
@@ -30,7 +29,7 @@ from hwprobe.profile import (
     validate_dict,
 )
 from hwprobe.results import ENVIRONMENT, MEASUREMENTS, PROFILE, load_records, records_file
-from hwprobe.vocab import Kind, Status, profile_precision
+from hwprobe.vocab import SPARSE_SUFFIX, Kind, Status, profile_precision
 
 
 def from_measurements(device: dict[str, Any], ms: list[Measurement], **kw: Any) -> Profile:

@@ -19,10 +19,10 @@ from numbers import Real
 from typing import Any, Protocol
 
 from hwprobe.errors import InputError
+from hwprobe.vocab import SPARSE_SUFFIX
 
 PATHS = ("library", "instruction", "best")
 UNITS = ("cuda_core", "tensor_core", "cpu")
-SPARSE_SUFFIX = "_sparse24"
 _UNIT_ALIASES = {"tensor": "tensor_core", "tensorcore": "tensor_core", "tensor_cores": "tensor_core",
                  "tc": "tensor_core", "cuda": "cuda_core", "cudacore": "cuda_core", "cuda_cores": "cuda_core",
                  "simt": "cuda_core", "cc": "cuda_core"}

@@ -78,6 +78,8 @@ class Precision(_Words):
 # The precisions a profile's compute section is keyed by (FP8 formats fold into "fp8"), in display order.
 PROFILE_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int32", "int8", "int4", "int1")
 CEILING_UNITS = ("FLOP/s", "OP/s", "B/s")
+# A compute path key's suffix for a 2:4 structured-sparse ceiling (dense-equivalent rate): "library_sparse24".
+SPARSE_SUFFIX = "_sparse24"
 
 
 def profile_precision(precision: str) -> str:

@@ -178,7 +178,7 @@ def test_set_is_refused_for_formats_that_take_none(fmt):
     r = subprocess.run([sys.executable, "-m", "hwprobe", "export", H200, "-f", fmt, "--set", "x=1"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
-    assert "--set applies to llm-viewer and llm-analysis exports" in r.stderr and f"not {fmt}" in r.stderr
+    assert "--set applies to llm-analysis, llm-viewer exports" in r.stderr and f"not {fmt}" in r.stderr
 
 
 def test_cli_says_a_replaced_figure_on_stderr():

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from hwprobe.cli import cli, console
+from hwprobe.export import formats
 
 
 def _overrides(items) -> dict[str, float]:
@@ -37,8 +38,8 @@ def _target(out: str, filename: str) -> Path:
 
 @cli.command("export")
 @click.argument("results", type=click.Path())
-@click.option("--format", "-f", "fmt", required=True,
-              type=click.Choice(["json", "csv", "llm-viewer", "llm-analysis", "ert"]), help="Output shape.")
+@click.option("--format", "-f", "fmt", required=True, type=click.Choice(list(formats())),
+              help="Output shape: " + "; ".join(f"{f.name}: {f.help}" for f in formats().values()) + ".")
 @click.option("--out", "-o", default=None, type=click.Path(),
               help="File, or directory (DIR/ or an existing one) to write into; default: stdout.")
 @click.option("--path", "path", default="library", show_default=True,
@@ -46,7 +47,8 @@ def _target(out: str, filename: str) -> Path:
               help="Which ceiling where a format holds one number per precision.")
 @click.option("--name", default=None, help="Hardware name in the export (default: the device name + _measured).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=NUMBER",
-              help="llm-analysis, llm-viewer: a field's value (a finite number above 0), recorded as user-given; "
+              help=", ".join(f.name for f in formats().values() if f.takes_set)
+              + ": a field's value (a finite number above 0), recorded as user-given; "
                    "where it replaces the profile's figure, stderr and the provenance say so.")
 @click.option("--provenance", default=None, type=click.Path(dir_okay=False),
               help="Write what each number is (metric, probe, clock) to this JSON file, never beside the export.")

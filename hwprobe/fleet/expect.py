@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hwprobe.fleet.records import CeilingRec, RunRecord
+from hwprobe.vocab import SPARSE_SUFFIX
 
 # (ceiling key pattern, fraction of theory, why): the first matching pattern wins. Assumptions, not measurements.
 FRACTIONS: tuple[tuple[str, float, str], ...] = (
@@ -54,7 +55,7 @@ def theory_of(dt, key: str) -> tuple[float | None, str, str]:
         from hwprobe.specs import theory as th
 
         prec, unit, path = parts
-        t = dt.compute(prec, unit, sparse=path.endswith("_sparse24"))
+        t = dt.compute(prec, unit, sparse=path.endswith(SPARSE_SUFFIX))
         return (t.at_max_clock, th.op_unit(prec), t.basis) if t else (None, th.op_unit(prec), "")
     return None, "", ""
 

@@ -16,7 +16,7 @@ from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement
 from hwprobe.profile import Profile
 from hwprobe.profile_build import load_profile
-from hwprobe.vocab import profile_precision
+from hwprobe.vocab import SPARSE_SUFFIX, profile_precision
 
 
 @dataclass
@@ -62,7 +62,7 @@ class Run:
         ceilings (theory is linear in the SM clock): sweep points carry no theory of their own."""
         prec = profile_precision(precision)
         paths = (self.profile.compute.get(prec) or {}).get(unit) or {}
-        dense = [c for k, c in paths.items() if not k.endswith("_sparse24") and c.theory_at_max_clock]
+        dense = [c for k, c in paths.items() if not k.endswith(SPARSE_SUFFIX) and c.theory_at_max_clock]
         if not dense:
             return None
         peak = dense[0].theory_at_max_clock

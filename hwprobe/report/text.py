@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hwprobe.errors import is_library_refusal
-from hwprobe.profile import SPARSE_SUFFIX, Profile
+from hwprobe.profile import Profile
 from hwprobe.units import si
+from hwprobe.vocab import SPARSE_SUFFIX
 
 PRECISION_ORDER = ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int32", "int8", "int4", "int1"]
 LEVEL_ORDER = ["shared", "l1", "l2", "l2_near", "l2_far", "dram", "host_h2d", "host_d2h", "host_bidir"]
