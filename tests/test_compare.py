@@ -234,7 +234,7 @@ def test_clock_causes_compare_one_kind_of_clock_in_the_gap_s_direction():
 
 def test_the_text_and_the_plot_show_the_same_ceilings(tmp_path, capsys):
     """The text said "showing 8 of 30 ceilings", the plot's title "12 of 30"."""
-    from hwprobe.fleet.plot import strip_plot
+    from hwprobe.fleet.render import draw as strip_plot
 
     runs = [PROFILES / "h200-sxm" / "2026-11-26-full", PROFILES / "h100-sxm" / "2026-11-26-full"]
     code, out, _ = cli(capsys, "compare", *runs)

@@ -531,7 +531,9 @@ def test_l2map_plot_writes_a_png(tmp_path):
     rng = np.random.default_rng(3)
     t = l2map.sm_map(*_fake_map(rng), 512)
     t["side"] = [i % 2 for i in range(132)]
-    path = l2map.plot_sm_map(t, str(tmp_path / "map.png"))
+    from hwprobe.report.plots.l2map import plot_sm_map
+
+    path = plot_sm_map(t, str(tmp_path / "map.png"))
     data = open(path, "rb").read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
 

@@ -192,7 +192,7 @@ def test_json_is_valid_and_complete(prof):
 
 
 def test_plot_writes_a_png(prof, tmp_path):
-    from hwprobe.models.plot import plot_layers
+    from hwprobe.report.plots.layers import plot_layers
 
     out = plot_layers(analyze("resnet18", prof, precision="fp16"), tmp_path / "r.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000

@@ -124,8 +124,8 @@ def test_fleet_outlier_names_do_not_overprint(tmp_path):
     import matplotlib.pyplot as plt
 
     from hwprobe.fleet import compare
-    from hwprobe.fleet.plot import strip_plot
     from hwprobe.fleet.records import record_of
+    from hwprobe.fleet.render import draw as strip_plot
     from hwprobe.fleet.synthetic import make_fleet
 
     base = json.loads((ROOT / "profiles" / "h200-sxm" / "2026-11-21-full" / "profile.json").read_text())
@@ -233,7 +233,7 @@ def test_analyze_plot_note_and_layer_names_stay_inside_and_apart(tmp_path, monke
     from matplotlib.text import Text
 
     from hwprobe.models import analyze
-    from hwprobe.models.plot import plot_layers
+    from hwprobe.report.plots.layers import plot_layers
 
     kept, real_close = {}, plt.close
     monkeypatch.setattr(plt, "close", lambda fig=None: kept.setdefault("fig", fig))     # keep it to measure it

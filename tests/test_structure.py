@@ -145,3 +145,12 @@ def test_every_tool_is_listed_in_the_tools_readme():
     missing = [str(f) for f in files
                if f.name not in text and (len(f.parts) == 1 or f"{f.parts[0]}/" not in text)]
     assert not missing, f"tools/README.md does not name {missing}"
+
+
+def test_plots_live_in_one_package():
+    """Every module that draws (imports matplotlib) is in hwprobe/report/plots/."""
+    drawing = [str(f.relative_to(ROOT)) for f in sorted((ROOT / "hwprobe").rglob("*.py"))
+               if any(isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+                   (getattr(n, "module", None) or a.name).startswith("matplotlib") for a in n.names)
+                   for n in ast.walk(ast.parse(f.read_text())))]
+    assert drawing and all(d.startswith("hwprobe/report/plots/") for d in drawing), drawing

@@ -87,7 +87,7 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     if csv_path:
         write_text(csv_path, a.layers.to_csv(index=False), "--csv")
     if plot_path:
-        from hwprobe.models.plot import plot_layers
+        from hwprobe.report.plots.layers import plot_layers
 
         plot_layers(a, plot_path)
     show(as_json, lambda: to_dict(a), lambda: render(a, console(), show_all, wide), (csv_path, plot_path))

@@ -74,10 +74,10 @@ def compare(results, reference, group_by, min_gap, z, ceilings, per_rank, show_a
         except OSError as e:
             raise InputError(f"--csv: cannot write {str(csv_path)!r}: {e.strerror or e}") from None
     if plot_path:
-        from hwprobe.fleet.plot import strip_plot
+        from hwprobe.fleet.render import draw
 
         try:
-            strip_plot(fleet, plot_path)
+            draw(fleet, plot_path)
         except OSError as e:
             raise InputError(f"--plot: cannot write {str(plot_path)!r}: {e.strerror or e}") from None
     if as_json:

@@ -212,3 +212,4 @@ def _explain(fleet: Fleet, groups, median, reference: RunRecord | None = None) -
             continue
         o.causes = [c.replace("in the reference", f"in {typical.label}") for c in
                     causes.explain(by_label[o.run], typical, o.key, high=o.direction == "high")]
+

@@ -327,3 +327,12 @@ def acceptance_junit(a) -> str:
     root.set("failures", str(fails))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def draw(fleet, out, title: str | None = None):
+    """The fleet's strip plot (hwprobe.report.plots.fleet), with the ceilings and words the text table uses."""
+    from hwprobe.fleet.compare import SHOWN, group_column
+    from hwprobe.report.plots.fleet import strip_plot
+
+    return strip_plot(fleet, out, n_shown=SHOWN, groups=group_column(fleet.table, fleet.group_by), legend=LEGEND,
+                      short=short, title=title)

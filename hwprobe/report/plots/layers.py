@@ -5,15 +5,14 @@ dashed. matplotlib loads here only."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from hwprobe.errors import InputError
 from hwprobe.units import si
 
-if TYPE_CHECKING:
-    from hwprobe.models.analysis import Analysis
+Analysis = Any   # hwprobe.models.analysis.Analysis: its layers table and source (read here, never imported)
 
 OP_COLORS = {"conv": "tab:blue", "convtranspose": "tab:cyan", "gemm": "tab:purple", "matmul": "tab:pink",
              "bn": "tab:olive", "act": "tab:green", "pool": "tab:brown", "eltwise": "tab:orange",

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 MAX_LABELS = 16           # outliers named on the plot; the rest are in the table and --json
 
 
-def strip_plot(fleet, out: Path | str, title: str | None = None) -> Path:
+def strip_plot(fleet, out: Path | str, *, n_shown: int, groups, legend: str, short: Callable[[str], str],
+               title: str | None = None) -> Path:
+    """``fleet``: hwprobe.fleet.compare's Fleet; ``groups``: its runs' group per row; ``n_shown``: how many ceilings
+    (as the text shows); ``legend`` and ``short``: the text's words for the ceilings (hwprobe.fleet.compare.draw
+    passes them, so this module imports nothing of the fleet's)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from hwprobe.fleet.compare import SHOWN, group_column
-    from hwprobe.fleet.render import LEGEND, short
-
-    keys = fleet.keys[:SHOWN]
+    keys = fleet.keys[:n_shown]
     if not keys:
         raise ValueError("no ceilings to plot")
-    groups = group_column(fleet.table, fleet.group_by)
     names = sorted(groups.unique())
     colors = plt.get_cmap("tab10")
     flagged = {(o.run, o.key): o for o in fleet.outliers}
@@ -54,7 +55,7 @@ def strip_plot(fleet, out: Path | str, title: str | None = None) -> Path:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
     what = ("with the reference value (100%)" if fleet.basis.startswith("reference") else
             "with the median (100%)" if one_basis else "100% = each group's own median (hwprobe compare prints them)")
-    ax.set_xlabel(f"ceiling, {what}; {LEGEND}", fontsize=7)
+    ax.set_xlabel(f"ceiling, {what}; {legend}", fontsize=7)
     _label_outliers(ax, fleet, where)
     out = Path(out)
     fig.savefig(out, dpi=130)
