@@ -53,9 +53,26 @@ class CollectiveTime:
         return iter((self.seconds, self.in_range, self.how))
 
 
-def _norm_op(op: str) -> str:
-    from hwprobe.probes.interconnect.collectives import OPS
+# nccl-tests' collectives and how its busbw counts them (the probes time them; the predictor prices with them)
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
+SPLIT_OPS = ("all_gather", "reduce_scatter", "alltoall")     # S is n chunks of a per-rank count
 
+
+def bus_factor(op: str, n: int) -> float:
+    """busbw / algbw for ``op`` over ``n`` ranks (nccl-tests)."""
+    if n < 1:
+        raise ValueError(f"need at least one rank, not {n}")
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op in SPLIT_OPS:
+        return (n - 1) / n
+    if op in ("broadcast", "reduce", "sendrecv"):
+        return 1.0
+    raise ValueError(f"unknown collective {op!r}; known: {', '.join(OPS)}")
+
+
+
+def _norm_op(op: str) -> str:
     o = str(op).strip().lower().replace("-", "_")
     o = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
          "all_to_all": "alltoall", "send_recv": "sendrecv"}.get(o, o)
@@ -76,8 +93,6 @@ def _links(profile, op: str) -> list[tuple[str, Any]]:
 
 
 def _variant_points(params: dict[str, Any], op: str, ranks: int) -> dict[str, list[CurvePoint]]:
-    from hwprobe.probes.interconnect.collectives import bus_factor
-
     curves = params.get("curves")
     if curves:
         return {v: [CurvePoint(int(p[0]), float(p[1]), float(p[2]), float(p[3]), v) for p in pts]

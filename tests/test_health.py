@@ -33,7 +33,7 @@ def verdicts(load=_load, **changes) -> dict[str, checks.HealthVerdict]:
 
 @pytest.mark.parametrize("path", sorted(HEALTHY.parent.glob("*-healthy.json")), ids=lambda p: p.stem)
 def test_every_healthy_recording_reads_fully_and_passes(path):
-    """A recording dropped in from a real GPU (python -m hwprobe.health.record) is checked here as it is."""
+    """A recording dropped in from a real GPU (python -m hwprobe.probes.health.record) is checked here as it is."""
     nv = Recorded.load(path)
     got = checks.gpu_verdicts(read_gpu(nv, "GPU 0", load=_load))
     assert not nv.missing, nv.missing

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
-SPLIT_OPS = ("all_gather", "reduce_scatter", "alltoall")     # S is n chunks of a per-rank count
+from hwprobe.collective import OPS, SPLIT_OPS, bus_factor  # noqa: F401  (OPS: the probes name the collectives here too)
+
 REDUCING = ("all_reduce", "reduce_scatter", "reduce")
 ROOTED = ("broadcast", "reduce")                              # root rank 0, as nccl-tests' default
 MIN_BYTES = 8
@@ -35,19 +35,6 @@ VARIANTS = ("out_of_place", "in_place")
 UNDEFINED_IN_PLACE = ("alltoall", "sendrecv")                 # NCCL defines no in-place result for these
 MIN_WARMUP = 5                                                # warm-up operations per point, at least
 MIN_TIMED = 20                                                # timed operations per point, at least
-
-
-def bus_factor(op: str, n: int) -> float:
-    """busbw / algbw for ``op`` over ``n`` ranks (nccl-tests)."""
-    if n < 1:
-        raise ValueError(f"need at least one rank, not {n}")
-    if op == "all_reduce":
-        return 2 * (n - 1) / n
-    if op in SPLIT_OPS:
-        return (n - 1) / n
-    if op in ("broadcast", "reduce", "sendrecv"):
-        return 1.0
-    raise ValueError(f"unknown collective {op!r}; known: {', '.join(OPS)}")
 
 
 def algbw(size_bytes: float, seconds: float) -> float:

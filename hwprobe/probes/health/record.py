@@ -1,6 +1,6 @@
 """Record one GPU's NVML health answers as JSON (what hwprobe.health.nvml_reader.Recorded replays in tests).
 
-    python -m hwprobe.health.record 0 "H200 SXM, healthy" > tests/data/nvml/h200-sxm-healthy.json
+    python -m hwprobe.probes.health.record 0 "H200 SXM, healthy" > tests/data/nvml/h200-sxm-healthy.json
 
 Reads only, as the health probe does (the PCIe generation again during a short host copy where CuPy is there).
 """
@@ -28,12 +28,12 @@ def record(index: int, about: str) -> str:
         load = None
     read_gpu(rec, device=f"GPU {index}", load=load)
     name = LiveNvml(pynvml, h)("nvmlDeviceGetName")
-    return rec.to_json(f"{name}: {about} (recorded by hwprobe.health.record)")
+    return rec.to_json(f"{name}: {about} (recorded by hwprobe.probes.health.record)")
 
 
 def main(argv: list[str]) -> int:
     if not argv or not argv[0].isdigit():
-        sys.stderr.write("usage: python -m hwprobe.health.record GPU_INDEX [ABOUT]\n")
+        sys.stderr.write("usage: python -m hwprobe.probes.health.record GPU_INDEX [ABOUT]\n")
         return 2
     sys.stdout.write(record(int(argv[0]), " ".join(argv[1:]) or "recorded"))
     return 0
