@@ -244,3 +244,21 @@ def test_no_gemm_is_priced_faster_than_the_library_ceiling():
                                   "time_s": [[[1e-9 for _ in ax] for _ in ax] for _ in ax]}   # absurdly fast
     t = Predictor(prof, "graph").time(KernelOp("g", "gemm", m=256, n=256, k=256))
     assert t.time_s >= 2 * 256 ** 3 / 800e12 and not t.covered
+
+
+def test_a_kernel_priced_below_its_roofline_bound_is_held_at_it_and_said_so():
+    """A memory curve measured faster than the DRAM slope (here 1 GB in 1 us) must not price a kernel that
+    cannot fit in L2 below its bytes at the measured DRAM bandwidth; one that fits in L2 has no DRAM term."""
+    from hwprobe.predict.model import Predictor
+
+    prof = _Profile()
+    prof.findings[0]["params"] = {"kind": "elementwise", "bytes": [1e3, 1e9], "time_s": [1e-7, 1e-6]}
+    prof.device = {"l2_bytes": 50e6}
+    prof.bandwidth = lambda level="dram": 4e12 if level == "dram" else None     # no L2 slope measured
+    pred = Predictor(prof, "graph")
+    big = pred.time(KernelOp("add", "elementwise", bytes=4e8))
+    assert big.time_s == pytest.approx(4e8 / 4e12) and big.roofline_s == pytest.approx(4e8 / 4e12)
+    assert big.extra["held_at_floor_s"] > 0 and "held at the bound" in big.note
+    small = pred.time(KernelOp("add", "elementwise", bytes=1e7))          # L2-sized: no DRAM floor, no L2 slope
+    assert "held_at_floor_s" not in small.extra and small.time_s < 1e7 / 4e12
+

@@ -91,6 +91,11 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
                      "bare CUDA launch from Python); a framework's own per-op overhead comes on top (not measured "
                      "in this profile: run the calibration where the framework is installed)")
     p = Prediction(runtime, times, notes, overhead, layout)
+    held = [t for t in times if t.extra.get("held_at_floor_s")]
+    if held:
+        notes.append(f"{len(held)} kernels priced below their roofline bound were held at it (+"
+                     f"{sum(t.extra['held_at_floor_s'] for t in held) * 1e6:.1f} us): their curves were stretched "
+                     "past what they measured; the prediction is never below its floor")
     unc = p.uncovered
     if unc:
         share = sum(t.time_s for t in unc) / max(sum(t.time_s for t in times), 1e-30)

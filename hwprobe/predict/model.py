@@ -37,7 +37,7 @@ from __future__ import annotations
 from hwprobe.errors import InputError
 from hwprobe.models.conventions import ELEMENT_BYTES as ITEMSIZE
 from hwprobe.predict.calibration import STEM_CIN, Calibration, GemmTable
-from hwprobe.predict.ops import COMM_KINDS, RUNTIMES, KernelOp, OpTime
+from hwprobe.predict.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp, OpTime
 
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
@@ -71,6 +71,8 @@ class Predictor:
         self.host_s = self.cal.eager_op_s or self.cal.launch.get("host_issue_s", 0.0)
         self.host_source = "framework" if self.cal.eager_op_s else "cuda_launch"
         self.dram_bw = profile.bandwidth("dram") or 0.0
+        self.l2_bw = profile.bandwidth("l2") or 0.0
+        self.l2_bytes = float((getattr(profile, "device", None) or {}).get("l2_bytes") or 0.0)
         self._peaks: dict[str, float] = {}
 
     # --- ceilings for the plain roofline bound beside each kernel ----------------------------------------------
@@ -247,9 +249,27 @@ class Predictor:
         if self.runtime == "eager":
             launch_s = self.host_s
         top = max(compute_s, memory_s)
+        floor = max(compute_s, self.memory_floor(nbytes, op.kind in MEMORY_KINDS))
+        extra = {}
+        if t < floor:               # faster than the kernel's roofline bound: a curve stretched past what it measured
+            extra["held_at_floor_s"] = floor - t
+            note = "; ".join(x for x in (note, f"priced at {t / floor:.0%} of its roofline bound: held at the "
+                                               "bound") if x)
+            t = floor
         bound = ("compute" if compute_s >= memory_s else "memory") if top >= 0.5 * t else "latency"
         return OpTime(op, t, compute_s=compute_s, memory_s=memory_s, launch_s=min(launch_s, t), bound=bound,
-                      roofline_s=max(top, 0.0), covered=covered, source=source, note=note)
+                      roofline_s=floor, covered=covered, source=source, note=note, extra=extra)
+
+    def memory_floor(self, nbytes: float, activations: bool = False) -> float:
+        """The least time ``nbytes`` can move in: at the DRAM slope; for a memory-bound kernel's activations
+        (``activations``) that fit in L2 (a producer's output read by the next kernel need not leave it), at the
+        L2 slope where the profile measured one, else no memory term. A GEMM's weights come from DRAM (each
+        layer's own, as the calibration read them), so its bytes keep the DRAM slope."""
+        if nbytes <= 0:
+            return 0.0
+        if activations and self.l2_bytes and nbytes <= self.l2_bytes:
+            return nbytes / self.l2_bw if self.l2_bw else 0.0
+        return nbytes / self.dram_bw if self.dram_bw else 0.0
 
     def time(self, op: KernelOp) -> OpTime:
         if op.kind == "gemm":

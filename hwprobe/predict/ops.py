@@ -64,8 +64,11 @@ class KernelOp:
 
 @dataclass
 class OpTime:
-    """A kernel's predicted time and its parts. ``time_s`` is what the runtime spends on it; ``roofline_s`` is the
-    plain roofline bound (peak and DRAM slope only) beside it."""
+    """A kernel's predicted time and its parts. ``time_s`` is what the runtime spends on it, never below
+    ``roofline_s``, the kernel's roofline bound: its math at the library ceiling, its bytes at the DRAM slope
+    (a memory-bound kernel's activations that fit in L2: at L2's measured slope, else none; a producer's output
+    need not leave L2). ``extra['held_at_floor_s']``: seconds added where the calibration priced it below that
+    bound."""
 
     op: KernelOp
     time_s: float
