@@ -214,7 +214,7 @@ def test_llm_pricing_applies_the_power_cap_through_the_predictor():
     from hwprobe.predict.model import Predictor
 
     pred = Predictor(_Profile(), "graph")
-    ops = [KernelOp("a", "gemm", "bf16", m=8192, n=8192, k=8192), KernelOp("b", "gemm", "bf16", m=8192, n=8192,
+    ops = [KernelOp("a", "gemm", "fp16", m=8192, n=8192, k=8192), KernelOp("b", "gemm", "fp16", m=8192, n=8192,
                                                                           k=8192)]
     priced = _price(ops, pred)
     t0 = pred.time(ops[0])

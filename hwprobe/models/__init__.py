@@ -108,8 +108,14 @@ def _predict(a: Analysis, model: Model, src, runtime: str, layout: str = "nhwc")
         a.notes.append("no predicted time: this profile has no calibration curves (run `hwprobe run --suite "
                        "predict`); the times shown are the roofline bound")
         return
+    from hwprobe.predict.calibration import Uncalibrated
     from hwprobe.predict.estimate import predict_model
 
+    try:
+        cal.require_precision(a.options.precision)
+    except Uncalibrated as e:        # the roofline analysis stands; no time priced from another precision's points
+        a.notes.append(str(e))
+        return
     a.prediction = predict_model(model, src.profile, a.options.precision, runtime, cal, layout)
 
 

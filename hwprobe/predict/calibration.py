@@ -108,6 +108,20 @@ class MemCurve:
         return float(np.exp(np.interp(np.log(nbytes), np.log(self.bytes), np.log(self.time_s))))
 
 
+DTYPE_PRECISION = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "tf32": "tf32", "int8": "int8",
+                   "float8_e4m3fn": "fp8"}
+
+
+def _with_precision(points: list[dict], dtype: str | None) -> list[dict]:
+    """Each point names its precision (older profiles: the finding's one dtype, FP16)."""
+    default = DTYPE_PRECISION.get(dtype or "float16", dtype or "fp16")
+    return [p if "precision" in p else {**p, "precision": default} for p in points]
+
+
+def _of_precision(points: list[dict], precision: str) -> list[dict]:
+    return [p for p in points if p.get("precision", "fp16") == precision]
+
+
 @dataclass
 class SdpaTable:
     """A framework's fused attention: seconds per call over (batch x heads, sequence) per head size and causality,
@@ -115,6 +129,14 @@ class SdpaTable:
 
     points: list[dict]
     _grids: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def only(self, precision: str) -> SdpaTable | None:
+        """The table of one precision's points (None without any)."""
+        key = ("precision", precision)
+        if key not in self._grids:
+            pts = _of_precision(self.points, precision)
+            self._grids[key] = SdpaTable(pts) if pts else None
+        return self._grids[key]
 
     def time(self, bh: float, seq: float, dim: int, causal: bool) -> tuple[float, bool] | None:
         dims = sorted({p["dim"] for p in self.points})
@@ -132,6 +154,34 @@ class SdpaTable:
         return t * max(1.0, seq / axes[1][-1]), covered and d == dim     # attention grows as seq^2 past the grid
 
 
+class Uncalibrated(InputError):
+    """A precision the profile's calibration has no points for."""
+
+    def __init__(self, precision: str, have: list[str]) -> None:
+        self.precision = precision
+        super().__init__(f"no predicted time at {precision}: this profile's calibration has no {precision} points "
+                         f"(it has {', '.join(have) or 'none'}) and a precision is not priced from another's; "
+                         f"{calibration_hint(precision)}")
+
+
+def calibration_hint(precision: str) -> str:
+    """The calibration run that adds ``precision``'s points: the 'predict' suite where its probes list it, else
+    what they would need to list."""
+    from hwprobe import suites
+
+    try:
+        entries = suites.load("predict").entries
+    except InputError:
+        entries = []
+    lists = {e.probe: tuple(e.params.get("precisions") or ()) for e in entries}
+    probes = [p for p in ("gpu.torch_kernels", "gpu.gemm_shapes") if precision in lists.get(p, ())]
+    if probes:
+        return (f"`hwprobe run --suite predict` on this GPU measures {precision} ({' and '.join(probes)}"
+                + (", PyTorch installed" if "gpu.torch_kernels" in probes else "") + ")")
+    return (f"no calibration run measures {precision} yet: the 'predict' suite's gpu.torch_kernels would need "
+            f"{precision} among its precisions")
+
+
 STEM_CIN = 8     # C_in below this is a first-layer (stem) convolution on an image's channels
 
 
@@ -146,6 +196,14 @@ class ConvTable:
 
     points: list[dict]
     _cache: dict = field(default_factory=dict, repr=False, compare=False)   # built grids, the layout set
+
+    def only(self, precision: str) -> ConvTable | None:
+        """The table of one precision's points (points without one are FP16: older profiles); None without any."""
+        key = ("precision", precision)
+        if key not in self._cache:
+            pts = _of_precision(self.points, precision)
+            self._cache[key] = ConvTable(pts) if pts else None
+        return self._cache[key]
 
     def time(self, m: float, cin: float, cout: float, k: int, stride: int = 1, layout: str = "nhwc",
              images: int = 1) -> tuple[float, bool] | None:
@@ -280,9 +338,9 @@ class Calibration:
                 cal.framework_gemm[params.get("precision") or metric.rsplit(".", 1)[1]] = GemmTable.from_finding(
                     params)
             elif metric == "predict.torch.conv":
-                cal.conv = ConvTable(list(params.get("points") or []))
+                cal.conv = ConvTable(_with_precision(list(params.get("points") or []), params.get("dtype")))
             elif metric == "predict.torch.sdpa":
-                cal.sdpa = SdpaTable(list(params.get("points") or []))
+                cal.sdpa = SdpaTable(_with_precision(list(params.get("points") or []), params.get("dtype")))
             elif metric.startswith("predict.torch."):
                 cal.framework[params.get("kind") or metric.rsplit(".", 1)[1]] = MemCurve.from_finding(params)
             elif metric.startswith("predict.launch."):
@@ -292,6 +350,17 @@ class Calibration:
     @property
     def empty(self) -> bool:
         return not (self.gemm or self.memory)
+
+    @property
+    def precisions(self) -> list[str]:
+        """The precisions with GEMM points of their own (cuBLAS gemmEx or the framework's linear layers)."""
+        return sorted(set(self.gemm) | set(self.framework_gemm))
+
+    def require_precision(self, precision: str) -> None:
+        """Refuse a precision without points of its own (Uncalibrated: one line, exit 2), naming the run that adds
+        them: a time measured at one precision says nothing dependable of another's kernels."""
+        if precision not in self.precisions:
+            raise Uncalibrated(precision, self.precisions)
 
     def require(self) -> None:
         if self.empty:

@@ -51,7 +51,9 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 # before 2026-11-26's eighth session: 1x1/3x3 channels-last only, stems in both).
 LAYOUTS = ("nhwc", "nchw")
 LIBRARY_KINDS = ("gemm", "attention", "conv_dw")    # kernels cuBLAS/cuDNN run (the rest: the framework's own)
-GEMM_FALLBACK = {"bf16": "fp16", "fp16": "bf16", "fp8": "fp16", "int8": "fp16", "tf32": "fp16", "fp32": "tf32"}
+# Precisions whose calibration stands in for each other's in the secondary figures only (the alignment price, the
+# power cap's burst/sustained ratio): the same Tensor Core datapath at the same width. Times never cross precisions.
+SAME_DATAPATH = {"fp16": "bf16", "bf16": "fp16"}
 
 
 class Predictor:
@@ -85,29 +87,22 @@ class Predictor:
 
     # --- pricing ----------------------------------------------------------------------------------------------
     def table(self, precision: str) -> tuple[GemmTable, str]:
+        """The GEMM table of ``precision``: the framework's linear layers (eager, graph) where the profile measured
+        them, cuBLAS gemmEx's otherwise. A precision without points of its own is refused (Uncalibrated), never
+        priced from another precision's points scaled by the ceilings."""
         if self.runtime != "fused" and precision in self.cal.framework_gemm:
             return self.cal.framework_gemm[precision], ""       # the framework's own linear layers (cuBLASLt)
         if precision in self.cal.gemm:
             return self.cal.gemm[precision], ""
-        alt = GEMM_FALLBACK.get(precision)
-        if alt in self.cal.gemm:
-            return self.cal.gemm[alt], f"no {precision} GEMM calibration: the {alt} table, scaled by the ceilings"
-        if self.cal.gemm:
-            p = next(iter(self.cal.gemm))
-            return self.cal.gemm[p], f"no {precision} GEMM calibration: the {p} table, scaled by the ceilings"
-        raise InputError("the profile has no GEMM calibration (run the 'predict' suite)")
-
-    def _peak_ratio(self, want: str, have: str) -> float:
-        a, b = self.peak(want), self.peak(have)
-        return b / a if a and b else 1.0
+        self.cal.require_precision(precision)
+        raise AssertionError("unreachable: require_precision passed without a table")   # pragma: no cover
 
     def gemm_s(self, precision: str, m: float, n: float, k: float) -> tuple[float, bool, str]:
         tab, note = self.table(precision)
-        t = tab.time(m, n, k) * (self._peak_ratio(precision, tab.precision) if note else 1.0)
-        return t, tab.covers(m, n, k), note
+        return tab.time(m, n, k), tab.covers(m, n, k), note
 
     def align_factor(self, precision: str, m: float, n: int, k: int) -> tuple[float, str]:
-        pts = self.cal.align.get(precision) or self.cal.align.get(GEMM_FALLBACK.get(precision, ""), [])
+        pts = self.cal.align.get(precision) or self.cal.align.get(SAME_DATAPATH.get(precision, ""), [])
         worst, why = 1.0, ""
         for dim, v in (("n", n), ("k", k)):
             a = v & -v if v > 0 else 8
@@ -121,14 +116,15 @@ class Predictor:
                 worst, why = p["factor"], f"{dim}={v} not a multiple of 8: x{p['factor']:.2f} (measured)"
         return worst, why
 
-    def _conv_table(self):
-        """The framework's conv table where the runtime is the framework's (not fused) and the profile has one."""
-        return None if self.runtime == "fused" else self.cal.conv
+    def _conv_table(self, precision: str):
+        """The framework's conv points of ``precision`` where the runtime is the framework's (not fused) and the
+        profile has them."""
+        return None if self.runtime == "fused" or self.cal.conv is None else self.cal.conv.only(precision)
 
     def _conv(self, op: KernelOp) -> OpTime | None:
         """A convolution from the framework's own conv table (cuDNN), where the profile has one: 1x1 and 3x3 over
         channels, and the first-layer (stem) convolutions of an RGB input by their kernel and stride."""
-        table = self._conv_table()
+        table = self._conv_table(op.precision)
         if table is None or op.batch != 1 or not op.conv_kernel:
             return None
         cin = op.k // (op.conv_kernel * op.conv_kernel)
@@ -151,6 +147,10 @@ class Predictor:
         m = op.m * op.batch
         k_bytes = op.k * (op.weight_bits / 16 if op.weight_bits else 1.0)
         t, covered, note = self.gemm_s(op.precision, m, op.n, op.k)
+        if op.conv_kernel and self.runtime != "fused" and self.cal.conv is not None and \
+                self.cal.conv.only(op.precision) is None:
+            covered, note = False, "; ".join(x for x in (note, f"no {op.precision} conv points: the implicit-GEMM "
+                                                          f"rule on the {op.precision} GEMM table") if x)
         source = "framework.linear" if self.runtime != "fused" and op.precision in self.cal.framework_gemm else "gemm"
         pk = self.peak(op.precision)
         ceil_s = op.gemm_flops / pk if pk else 0.0     # the math at the measured library ceiling
@@ -178,8 +178,9 @@ class Predictor:
     def _attention(self, op: KernelOp) -> OpTime:
         it = ITEMSIZE.get(op.precision, 2)
         nbytes = op.bytes or it * op.batch * (2 * op.m * op.k + 2 * op.n * op.k)
-        if self.cal.sdpa is not None and op.m == op.n and self.runtime != "fused":
-            got = self.cal.sdpa.time(op.batch, op.m, op.k, op.causal)
+        sdpa = self.cal.sdpa.only(op.precision) if self.cal.sdpa is not None else None
+        if sdpa is not None and op.m == op.n and self.runtime != "fused":
+            got = sdpa.time(op.batch, op.m, op.k, op.causal)
             if got is not None:
                 return self._finish(op, got[0], op.gemm_flops, nbytes, got[1], "framework.sdpa", "")
         rows = op.batch * op.m
@@ -212,7 +213,7 @@ class Predictor:
     def _conv_dw(self, op: KernelOp) -> OpTime | None:
         """A depthwise convolution from the conv table's depthwise points (its kernel, stride, layout and image
         regime), where the profile has them (else, and in older profiles: the copy curve at its bytes)."""
-        table = self._conv_table()
+        table = self._conv_table(op.precision)
         if table is None or not (op.conv_kernel and op.m and op.n):
             return None
         got = table.dw_time(op.m, op.n, op.conv_kernel, op.conv_stride, self.layout, op.conv_images or 1)
@@ -298,8 +299,9 @@ class Predictor:
 
     # --- the power-capped clock of a long compute-bound run ---------------------------------------------------------
     def power_ratio(self, precision: str) -> tuple[float, str]:
-        """Burst over sustained library rate at the power cap (gpu.gemm_power), for ``precision`` or FP16's."""
-        for p in (precision, "fp16", "bf16"):
+        """Burst over sustained library rate at the power cap (gpu.gemm_power), for ``precision`` or the other 16-bit
+        type's (the same datapath); none for other precisions without their own measurement."""
+        for p in (precision, SAME_DATAPATH.get(precision, precision)):
             c = self.profile.peak(p, "tensor_core", "library")
             if c is not None and c.sustained and c.value > c.sustained:
                 return c.value / c.sustained, (f"{p} library {c.value / 1e12:.0f} TFLOP/s in bursts, "
