@@ -41,11 +41,18 @@ from hwprobe.predict.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp, Op
 
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
-                "cat": "unary", "conv_dw": "unary", "embedding": "unary"}
+                "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
+                "resize": "unary"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
-                   "conv_dw": "copy", "embedding": "copy"}
+                   "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
+                   "resize": "resize"}
+# Where a profile lacks a kind's own framework curve: the curve of the kernel nearest in what it does (pool and
+# cat: profiles measured before those curves). The kinds in STAND_IN_UNCOVERED are then outside the calibration:
+# an unfused BatchNorm on the broadcast-add curve, GroupNorm/InstanceNorm on LayerNorm's, a resize on the copy's.
+FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "batchnorm": "bias", "groupnorm": "norm", "resize": "copy"}
+STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize")
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
 # before 2026-11-26's eighth session: 1x1/3x3 channels-last only, stems in both).
@@ -122,23 +129,49 @@ class Predictor:
         return None if self.runtime == "fused" or self.cal.conv is None else self.cal.conv.only(precision)
 
     def _conv(self, op: KernelOp) -> OpTime | None:
-        """A convolution from the framework's own conv table (cuDNN), where the profile has one: 1x1 and 3x3 over
-        channels, and the first-layer (stem) convolutions of an RGB input by their kernel and stride."""
+        """A convolution from the framework's own conv points (cuDNN), where the profile has them: dense ones by
+        kernel size over pixels and channels, grouped ones (``op.batch`` groups) from grouped points or else as one
+        batched dense convolution, and the first-layer (stem) convolutions of an image's channels. None where no
+        point of its kernel size was measured (the implicit-GEMM rule then prices it, flagged)."""
         table = self._conv_table(op.precision)
-        if table is None or op.batch != 1 or not op.conv_kernel:
+        if table is None or not op.conv_kernel:
             return None
-        cin = op.k // (op.conv_kernel * op.conv_kernel)
-        layout, note = self.layout, ""
-        if cin >= STEM_CIN and layout not in table.layouts():     # a profile from before the NCHW points
-            layout, note = "nhwc", ("NCHW: priced from the channels-last conv table (this profile has no NCHW "
-                                    "points); cuDNN's layout transforms around it are not calibrated")
-        got = table.time(op.m, cin, op.n, op.conv_kernel, op.conv_stride, layout, op.conv_images or 1)
+        g, k, images = max(op.batch, 1), op.conv_kernel, op.conv_images or 1
+        cin = op.k // (k * k)                               # per group
+        layout, notes = self.layout, []
+        if cin * g >= STEM_CIN and layout not in table.layouts():     # a profile from before the NCHW points
+            layout = "nhwc"
+            notes.append("NCHW: priced from the channels-last conv table (this profile has no NCHW points); "
+                         "cuDNN's layout transforms around it are not calibrated")
+        source = "framework.conv"
+        if g == 1:
+            got = table.time(op.m, cin, op.n, k, op.conv_stride, layout, images)
+        else:
+            source = "framework.conv_grouped"
+            got = table.grouped(op.m, (cin * op.n) ** 0.5 * g, g, k, layout, images)
+            if got is None:
+                got = self._grouped_as_dense(table, op, cin, layout, images)
+                notes.append(f"grouped ({g} groups of {cin}->{op.n} channels): no grouped points; priced as one "
+                             f"dense convolution over {g}x the pixels at the per-group channels")
         if got is None:
             return None
         it = ITEMSIZE.get(op.precision, 2)
-        nbytes = (op.conv_input_bytes or it * op.m * op.k) + it * (op.n * op.k + op.m * op.n)
-        covered = got[1] and not note
-        return self._finish(op, got[0], op.gemm_flops, nbytes, covered, "framework.conv", note)
+        nbytes = (op.conv_input_bytes or it * op.m * op.k * g) + it * g * (op.n * op.k + op.m * op.n)
+        return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not notes, source, "; ".join(notes))
+
+    @staticmethod
+    def _grouped_as_dense(table, op: KernelOp, cin: int, layout: str, images: int) -> tuple[float, bool] | None:
+        """The groups as one batched convolution (the batched-GEMM rule: the tile count of one dense convolution
+        over groups x the pixels, at the per-group channels); per-group channels below the dense grid scale its
+        time down linearly from the grid's fewest (where a held value would price far more work)."""
+        lo = table.min_channels(op.conv_kernel, layout)
+        if lo is None:
+            return None
+        got = table.time(op.m * op.batch, max(cin, lo), max(op.n, lo), op.conv_kernel, op.conv_stride, layout,
+                         images)
+        if got is None:
+            return None
+        return got[0] * min(1.0, (cin * op.n) ** 0.5 / lo), False
 
     def _gemm(self, op: KernelOp) -> OpTime:
         conv = self._conv(op) if op.conv_kernel else None
@@ -147,10 +180,11 @@ class Predictor:
         m = op.m * op.batch
         k_bytes = op.k * (op.weight_bits / 16 if op.weight_bits else 1.0)
         t, covered, note = self.gemm_s(op.precision, m, op.n, op.k)
-        if op.conv_kernel and self.runtime != "fused" and self.cal.conv is not None and \
-                self.cal.conv.only(op.precision) is None:
-            covered, note = False, "; ".join(x for x in (note, f"no {op.precision} conv points: the implicit-GEMM "
-                                                          f"rule on the {op.precision} GEMM table") if x)
+        if (op.conv_kernel or op.conv_images) and self.runtime != "fused" and self.cal.conv is not None:
+            what = (f"no {op.precision} conv points" if self.cal.conv.only(op.precision) is None else
+                    f"no {op.conv_kernel}x{op.conv_kernel} conv points" if op.conv_kernel else "a non-square kernel")
+            covered, note = False, "; ".join(x for x in (note, f"{what}: the implicit-GEMM rule on the "
+                                                               f"{op.precision} GEMM table") if x)
         source = "framework.linear" if self.runtime != "fused" and op.precision in self.cal.framework_gemm else "gemm"
         pk = self.peak(op.precision)
         ceil_s = op.gemm_flops / pk if pk else 0.0     # the math at the measured library ceiling
@@ -194,13 +228,16 @@ class Predictor:
         name = FRAMEWORK_CURVE.get(kind, "copy")
         if name in self.cal.framework:
             return name
-        return {"pool": "reduction", "cat": "copy"}.get(kind, name)       # profiles measured before these curves
+        return FRAMEWORK_STAND_IN.get(kind, name)
 
     def _mem_time(self, kind: str, nbytes: float) -> tuple[float, bool, str, str]:
         """(seconds, covered, note, source: the curve that priced it)."""
         fw_name = self._framework_curve(kind)
         fw = self.cal.framework.get(fw_name) if self.runtime != "fused" else None
         if fw is not None:
+            own = FRAMEWORK_CURVE.get(kind, "copy")
+            if fw_name != own and kind in STAND_IN_UNCOVERED:
+                return fw.time(nbytes), False, f"no {own} curve: the {fw_name} curve", f"framework.{fw_name}"
             return fw.time(nbytes), fw.covers(nbytes), "", f"framework.{fw_name}"
         name = MEMORY_CURVE.get(kind, "unary")
         curve = self.cal.memory.get(name) or self.cal.memory.get("unary") or next(iter(self.cal.memory.values()),
@@ -208,7 +245,8 @@ class Predictor:
         if curve is None:
             raise InputError("the profile has no memory-kernel calibration (run the 'predict' suite)")
         note = "" if curve.kind == name else f"no {name} curve: the {curve.kind} curve"
-        return curve.time(nbytes), curve.covers(nbytes), note, f"memory.{name}"
+        covered = curve.covers(nbytes) and kind not in STAND_IN_UNCOVERED
+        return curve.time(nbytes), covered, note, f"memory.{name}"
 
     def _conv_dw(self, op: KernelOp) -> OpTime | None:
         """A depthwise convolution from the conv table's depthwise points (its kernel, stride, layout and image
@@ -216,13 +254,23 @@ class Predictor:
         table = self._conv_table(op.precision)
         if table is None or not (op.conv_kernel and op.m and op.n):
             return None
-        got = table.dw_time(op.m, op.n, op.conv_kernel, op.conv_stride, self.layout, op.conv_images or 1)
-        return None if got is None else self._finish(op, got[0], op.flops, op.bytes, got[1], "framework.conv_dw", "")
+        k, images = op.conv_kernel, op.conv_images or 1
+        got = table.dw_time(op.m, op.n, k, op.conv_stride, self.layout, images)
+        if got is not None:
+            return self._finish(op, got[0], op.flops, op.bytes, got[1], "framework.conv_dw", "")
+        got = table.dw_time(op.m, op.n, 3, op.conv_stride, self.layout, images) if k != 3 else None
+        if got is None:
+            return None
+        return self._finish(op, got[0] * k * k / 9, op.flops, op.bytes, False, "framework.conv_dw",
+                            f"no depthwise {k}x{k} points: the 3x3 points x {k * k / 9:.2f} (taps)")
 
     def _memory(self, op: KernelOp) -> OpTime:
         if op.kind == "conv_dw" and (dw := self._conv_dw(op)) is not None:
             return dw
         t, covered, note, src = self._mem_time(op.kind, op.bytes)
+        if op.kind == "conv_dw" and op.conv_kernel != 3:      # the copy curve stood in for 3x3 ones only (validated)
+            covered, note = False, "; ".join(x for x in (note, f"no depthwise {op.conv_kernel}x{op.conv_kernel} "
+                                                               "points: the copy curve at its bytes") if x)
         return self._finish(op, t, op.flops, op.bytes, covered, src, note)
 
     def _comm(self, op: KernelOp) -> OpTime:

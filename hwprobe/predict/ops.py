@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 
 # Kernel kinds the calibration covers. gemm: C[batch, m, n] = A[batch, m, k] @ B[batch, k, n]; attention:
 # a fused (flash) attention over ``batch`` = sequences x heads, ``m`` queries, ``n`` keys, head size ``k``;
-# the memory kinds move ``bytes`` (read + written) with little arithmetic; allreduce: ``bytes`` per rank.
+# the memory kinds move ``bytes`` (read + written) with little arithmetic (norm: a row norm such as LayerNorm;
+# batchnorm: an unfused inference BatchNorm, a per-channel scale and shift; groupnorm: GroupNorm or InstanceNorm,
+# statistics per group of channels; resize: an upsampling or downsampling); allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
-                "embedding")
+                "embedding", "batchnorm", "groupnorm", "resize")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")
