@@ -63,6 +63,20 @@ LIBRARY_KINDS = ("gemm", "attention", "conv_dw")    # kernels cuBLAS/cuDNN run (
 SAME_DATAPATH = {"fp16": "bf16", "bf16": "fp16"}
 
 
+def _own_or_sibling(table, precision: str, what: str):
+    """(``table``'s points of ``precision``, "") where it has them; else the other 16-bit type's with a note that
+    says so (FP16 and BF16 run one Tensor Core datapath; a kernel priced that way is outside the calibration, so
+    the error bar quotes no figure for it); else (None, "")."""
+    own = table.only(precision)
+    if own is not None:
+        return own, ""
+    sib = SAME_DATAPATH.get(precision)
+    other = table.only(sib) if sib else None
+    if other is None:
+        return None, ""
+    return other, f"no {precision} {what} points: the {sib} ones (same datapath), outside the calibration"
+
+
 class Predictor:
     """Kernel times for one profile and runtime. ``time(op)`` never raises for a kernel it can price roughly: it
     says so (``covered`` False, ``note``) instead."""
@@ -124,21 +138,24 @@ class Predictor:
         return worst, why
 
     def _conv_table(self, precision: str):
-        """The framework's conv points of ``precision`` where the runtime is the framework's (not fused) and the
-        profile has them."""
-        return None if self.runtime == "fused" or self.cal.conv is None else self.cal.conv.only(precision)
+        """(the framework's conv points of ``precision``, note) where the runtime is the framework's (not fused)
+        and the profile has them; the other 16-bit type's points where it has only those, said so in the note
+        (the kernel is then outside the calibration)."""
+        if self.runtime == "fused" or self.cal.conv is None:
+            return None, ""
+        return _own_or_sibling(self.cal.conv, precision, "conv")
 
     def _conv(self, op: KernelOp) -> OpTime | None:
         """A convolution from the framework's own conv points (cuDNN), where the profile has them: dense ones by
         kernel size over pixels and channels, grouped ones (``op.batch`` groups) from grouped points or else as one
         batched dense convolution, and the first-layer (stem) convolutions of an image's channels. None where no
         point of its kernel size was measured (the implicit-GEMM rule then prices it, flagged)."""
-        table = self._conv_table(op.precision)
+        table, sibling = self._conv_table(op.precision)
         if table is None or not op.conv_kernel:
             return None
         g, k, images = max(op.batch, 1), op.conv_kernel, op.conv_images or 1
         cin = op.k // (k * k)                               # per group
-        layout, notes = self.layout, []
+        layout, notes = self.layout, [sibling] if sibling else []
         if cin * g >= STEM_CIN and layout not in table.layouts():     # a profile from before the NCHW points
             layout = "nhwc"
             notes.append("NCHW: priced from the channels-last conv table (this profile has no NCHW points); "
@@ -212,11 +229,12 @@ class Predictor:
     def _attention(self, op: KernelOp) -> OpTime:
         it = ITEMSIZE.get(op.precision, 2)
         nbytes = op.bytes or it * op.batch * (2 * op.m * op.k + 2 * op.n * op.k)
-        sdpa = self.cal.sdpa.only(op.precision) if self.cal.sdpa is not None else None
+        sdpa, sibling = _own_or_sibling(self.cal.sdpa, op.precision, "SDPA") if self.cal.sdpa else (None, "")
         if sdpa is not None and op.m == op.n and self.runtime != "fused":
             got = sdpa.time(op.batch, op.m, op.k, op.causal)
             if got is not None:
-                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1], "framework.sdpa", "")
+                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not sibling, "framework.sdpa",
+                                    sibling)
         rows = op.batch * op.m
         t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
         rate = 2.0 * rows * op.k * op.n / t_pv
@@ -251,18 +269,19 @@ class Predictor:
     def _conv_dw(self, op: KernelOp) -> OpTime | None:
         """A depthwise convolution from the conv table's depthwise points (its kernel, stride, layout and image
         regime), where the profile has them (else, and in older profiles: the copy curve at its bytes)."""
-        table = self._conv_table(op.precision)
+        table, sibling = self._conv_table(op.precision)
         if table is None or not (op.conv_kernel and op.m and op.n):
             return None
         k, images = op.conv_kernel, op.conv_images or 1
         got = table.dw_time(op.m, op.n, k, op.conv_stride, self.layout, images)
         if got is not None:
-            return self._finish(op, got[0], op.flops, op.bytes, got[1], "framework.conv_dw", "")
+            return self._finish(op, got[0], op.flops, op.bytes, got[1] and not sibling, "framework.conv_dw", sibling)
         got = table.dw_time(op.m, op.n, 3, op.conv_stride, self.layout, images) if k != 3 else None
         if got is None:
             return None
+        note = f"no depthwise {k}x{k} points: the 3x3 points x {k * k / 9:.2f} (taps)"
         return self._finish(op, got[0] * k * k / 9, op.flops, op.bytes, False, "framework.conv_dw",
-                            f"no depthwise {k}x{k} points: the 3x3 points x {k * k / 9:.2f} (taps)")
+                            "; ".join(x for x in (sibling, note) if x))
 
     def _memory(self, op: KernelOp) -> OpTime:
         if op.kind == "conv_dw" and (dw := self._conv_dw(op)) is not None:
