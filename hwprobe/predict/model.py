@@ -111,10 +111,13 @@ class Predictor:
         """The GEMM table of ``precision``: the framework's linear layers (eager, graph) where the profile measured
         them, cuBLAS gemmEx's otherwise. A precision without points of its own is refused (Uncalibrated), never
         priced from another precision's points scaled by the ceilings."""
-        if self.runtime != "fused" and precision in self.cal.framework_gemm:
-            return self.cal.framework_gemm[precision], ""       # the framework's own linear layers (cuBLASLt)
-        if precision in self.cal.gemm:
-            return self.cal.gemm[precision], ""
+        tables = [self.cal.framework_gemm, self.cal.gemm]          # the framework's own linear layers first
+        if self.runtime == "fused":
+            tables.reverse()                                         # ... but cuBLAS's for a TensorRT-style run
+        for t in tables:
+            if precision in t:
+                note = "" if t is tables[0] else f"no cuBLAS {precision} table: the framework's linear layers"
+                return t[precision], note if self.runtime == "fused" else ""
         self.cal.require_precision(precision)
         raise AssertionError("unreachable: require_precision passed without a table")   # pragma: no cover
 
