@@ -166,3 +166,34 @@ def test_an_onnx_attention_node_is_one_fused_kernel(tmp_path):
     low = _lower(tmp_path, nodes, [], [(n, [2, 8, 256, 64]) for n in "qkv"], ["o"], opset=23)
     (op,) = low.kernels
     assert (op.kind, op.batch, op.m, op.n, op.k, op.causal) == ("attention", 16, 256, 256, 64, True)
+
+
+def test_a_layout_without_points_of_its_precision_is_priced_from_the_other_and_flagged():
+    """The reduced FP32 grid holds NCHW points only (PyTorch's default layout for FP32 models): a channels-last FP32
+    convolution comes from them, outside the calibration."""
+    from hwprobe.predict.model import Predictor
+
+    law = lambda m, c: 1e-6 + 1e-13 * m * c * c                          # noqa: E731
+    pts = [{"k": 3, "m": m, "cin": c, "cout": c, "layout": "nchw", "precision": "fp32", "time_s": law(m, c)}
+           for m in (784, 3136, 12544) for c in (64, 256)]
+    pred = Predictor(_FakeProfile(), "graph", layout="nhwc")
+    pred.cal.conv = ConvTable(pts)
+    got = pred.time(KernelOp("c", "gemm", "fp32", m=3136, n=128, k=128 * 9, conv_kernel=3, conv_images=1,
+                             conv_input_bytes=4 * 3136 * 128))
+    assert got.source == "framework.conv" and not got.covered and "NHWC: priced from the NCHW conv points" in got.note
+
+
+class _FakeProfile:
+    findings = [{"metric": "predict.memory.unary", "params": {"kind": "unary", "bytes": [1e3, 1e9],
+                                                             "time_s": [1e-6, 1e-3]}},
+                {"metric": "predict.gemm.fp32", "params": {"precision": "fp32", "m": [1, 4096], "n": [64, 4096],
+                                                           "k": [64, 4096], "time_s": [[[1e-6, 1e-5], [1e-5, 1e-4]],
+                                                                                       [[1e-5, 1e-4],
+                                                                                        [1e-4, 1e-2]]]}}]
+    device = {}
+
+    def peak(self, precision, unit=None, path="best"):
+        return None
+
+    def bandwidth(self, level="dram"):
+        return 4e12 if level == "dram" else None

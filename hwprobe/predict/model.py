@@ -159,10 +159,13 @@ class Predictor:
         g, k, images = max(op.batch, 1), op.conv_kernel, op.conv_images or 1
         cin = op.k // (k * k)                               # per group
         layout, notes = self.layout, [sibling] if sibling else []
-        if cin * g >= STEM_CIN and layout not in table.layouts():     # a profile from before the NCHW points
-            layout = "nhwc"
+        if cin * g >= STEM_CIN and layout not in table.layouts() and table.layouts():
+            other = "nhwc" if "nhwc" in table.layouts() else sorted(table.layouts())[0]
             notes.append("NCHW: priced from the channels-last conv table (this profile has no NCHW points); "
-                         "cuDNN's layout transforms around it are not calibrated")
+                         "cuDNN's layout transforms around it are not calibrated" if other == "nhwc" else
+                         f"{layout.upper()}: priced from the {other.upper()} conv points (no {layout.upper()} points "
+                         f"at {op.precision}); the layout's own cost is not calibrated")
+            layout = other
         source = "framework.conv"
         if g == 1:
             got = table.time(op.m, cin, op.n, k, op.conv_stride, layout, images)
