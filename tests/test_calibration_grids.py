@@ -34,6 +34,7 @@ def test_the_conv_grid_spans_the_families_the_issue_lists():
     one = {c["m"] for c in body if c["images"] == 1}
     assert not one & {c["m"] for c in body if c["images"] > 1}
     assert min(c["cin"] for c in body) == 16 and max(grids.macs(c) for c in cases) <= grids.MAX_MACS["fp16"]
+    assert {c["m"] for c in body if c["k"] == 1 and c["m"] in (1, grids.IMAGES_MANY)} == {1, grids.IMAGES_MANY}
 
 
 @pytest.mark.parametrize("precision", grids.CONV_PRECISIONS)

@@ -31,6 +31,7 @@ IMAGES_MANY = 32                                     # the "many images" regime 
 SIDES_ONE = (7, 14, 28, 56, 112)                     # never a one-image point's pixel count (one grid holds both)
 SIDES_MANY = (3, 7, 28, 80)                          # ... output sides of IMAGES_MANY-image points: 288 .. 204800
 SIDES_ONE_FEW, SIDES_MANY_FEW = (7, 28, 112), (7, 80)  # rarer families: fewer sizes
+SE_SIZES = [(1, 1), (IMAGES_MANY, 1)]                # 1x1 convolutions on 1 x 1 maps (squeeze-excitation)
 LAYOUTS = ("nhwc", "nchw")
 C1 = (16, 64, 256, 1024)                             # 1x1: C_in x C_out, plus the two wide pairs below
 C1_WIDE = ((2048, 512), (512, 2048))
@@ -91,7 +92,8 @@ def conv_cases(precision: str, quick: bool = False) -> list[dict]:
     if full:
         dense += [(k, c, c, True) for k in (5, 7) for c in C57]
     for k, cin, cout, few in dense:
-        cases += [_conv(precision, k, cin, cout, n, s, lay) for lay in layouts for n, s in _sizes(few)]
+        sizes = _sizes(few) + (SE_SIZES if k == 1 else [])
+        cases += [_conv(precision, k, cin, cout, n, s, lay) for lay in layouts for n, s in sizes]
     if full:
         for c in C_STRIDED:
             for k, cout in ((1, 2 * c), (3, c)):
