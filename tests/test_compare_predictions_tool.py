@@ -32,11 +32,31 @@ def test_committed_nchw_rows_are_what_the_predictor_gives_now():
         assert r["measured_ms"] == c["measured_ms"] and r["predicted_ms"] == pytest.approx(c["predicted_ms"])
 
 
-def test_summary_with_a_suffix_keeps_the_other_runtimes():
+def test_summary_files_cases_with_their_split_and_replaces_only_the_same_case():
     mod = load_tool("compare_predictions")
-    rows = [{"runtime": "graph", "error_pct": e} for e in (-3.0, 5.0, 9.0)]
-    old = {"runtimes": {"graph": {"cases": 16, "median_abs_pct": 3.9}}}
-    out = mod.summary(rows, "here", "_nchw", old)["runtimes"]
-    assert out["graph"] == old["runtimes"]["graph"]
-    assert out["graph_nchw"] == {"cases": 3, "median_abs_pct": 5.0, "max_abs_pct": 9.0, "where": "here"}
-    assert set(mod.summary(rows, "here")["runtimes"]) == {"graph"}
+    row = dict(variant="bn_folded", batch=1, runtime="graph", layout="nchw", family="cnn", uncovered_pct=0.0,
+               gpu="G")
+    rows = [dict(row, model="resnet50", error_pct=-3.0), dict(row, model="densenet121", error_pct=25.0)]
+    old = {"cases": [{"model": "resnet50", "batch": 1, "runtime": "graph", "layout": "nchw", "source": "here",
+                      "error_pct": 99.0},
+                     {"model": "resnet50", "batch": 1, "runtime": "graph", "layout": "nhwc", "source": "here",
+                      "error_pct": 7.0}]}
+    out = mod.summary(rows, "here", old)
+    by = {(c["model"], c["layout"]): c for c in out["cases"]}
+    assert out["schema"] == 2 and len(out["cases"]) == 3
+    assert by[("resnet50", "nchw")]["error_pct"] == -3.0 and by[("resnet50", "nchw")]["split"] == "seen"
+    assert by[("resnet50", "nhwc")]["error_pct"] == 7.0                      # another layout: kept
+    assert by[("densenet121", "nchw")]["split"] == "held_out"
+    assert json.loads(mod.dump_summary(out)) == out
+
+
+def test_the_committed_validation_file_is_what_the_tool_writes_and_follows_the_split_rule():
+    """Every committed case names its family, layout, GPU and split; the split is tools/zoo_heldout.py's rule."""
+    mod = load_tool("compare_predictions")
+    split_of = mod.split_rule()
+    path = ROOT / "hwprobe/predict/validation.json"
+    doc = json.loads(path.read_text())
+    assert path.read_text() == mod.dump_summary(doc)
+    assert doc["cases"] and all(c["split"] == split_of(c["model"]) for c in doc["cases"])
+    assert {c["family"] for c in doc["cases"]} == {"cnn", "transformer"}
+    assert {c["gpu"] for c in doc["cases"]} == {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}

@@ -1,20 +1,26 @@
 #!/usr/bin/env python3
 """Predicted vs measured model times: hwprobe's prediction (hwprobe analyze's, from a profile with the
-'predict' calibration) for every case tools/validate_models.py measured on the device, beside the measured
-median, with the error of each case. Writes a Markdown table and a JSON summary.
+'predict' calibration) for every case tools/validate_models.py or tools/zoo_heldout.py measured on the device,
+beside the measured median, with the error of each case. Writes a Markdown table and, with --summary, merges
+the cases into the validation file hwprobe prints its error bar from.
 
     python3 tools/compare_predictions.py --measured validate_models.json --onnx DIR --profile RUN \\
-        --out profiles/.../predictions.md [--summary hwprobe/predict/validation.json]
+        --out profiles/.../predictions.md [--summary hwprobe/predict/validation.json --where RUN-DIR]
 
 A case is compared where its ONNX export exists at its batch (the exports are the same model as timed:
-BN folded, FP16). Runtimes: cuda_graph -> hwprobe's graph, eager -> eager.
+BN folded, FP16). Runtimes: cuda_graph -> hwprobe's graph, eager -> eager. Each case in the summary keeps its
+model family (from the prediction's kernels), layout, GPU, source and split: seen or held_out by the rule in
+tools/zoo_heldout.py (a model whose per-kernel numbers were looked at while changing the predictor is seen);
+an earlier case of the same source, model, batch, runtime and layout is replaced.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
+import sys
 from pathlib import Path
 
 RUNTIME = {"cuda_graph": "graph", "eager": "eager"}
@@ -51,9 +57,12 @@ def compare(measured: dict, onnx_dir: Path, profile, variants: set[str]) -> list
             meas = (c.get(key) or {}).get("median_ms")
             if not meas:
                 continue
-            p = predict_model(model, profile, "fp16", rt, layout="nhwc" if c["variant"].endswith("_nhwc") else "nchw")
+            layout = "nhwc" if c["variant"].endswith("_nhwc") else "nchw"
+            p = predict_model(model, profile, "fp16", rt, layout=layout)
             kg = c.get("kernels_graph") or {}
             rows.append({"model": c["model"], "variant": c["variant"], "batch": c["batch"], "runtime": rt,
+                         "layout": layout, "family": p.family, "uncovered_pct": p.uncovered_share * 100,
+                         "gpu": (measured.get("env") or {}).get("gpu", "?"),
                          "onnx": path.name, "measured_ms": meas, "predicted_ms": p.time_s * 1e3,
                          "roofline_ms": p.roofline_s * 1e3, "ratio": p.time_s * 1e3 / meas,
                          "error_pct": (p.time_s * 1e3 / meas - 1) * 100, "kernels_predicted": len(p.kernels),
@@ -76,14 +85,37 @@ def markdown(rows: list[dict], title: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def summary(rows: list[dict], where: str, suffix: str = "", old: dict | None = None) -> dict:
-    """The error per runtime (key: runtime + ``suffix``, e.g. graph_nchw), merged into ``old``'s runtimes."""
-    out = dict((old or {}).get("runtimes") or {})
-    for rt in sorted({r["runtime"] for r in rows}):
-        errs = [abs(r["error_pct"]) for r in rows if r["runtime"] == rt]
-        out[rt + suffix] = {"cases": len(errs), "median_abs_pct": statistics.median(errs), "max_abs_pct": max(errs),
-                            "where": where}
-    return {"runtimes": out}
+def split_rule():
+    """tools/zoo_heldout.py's split_of (model name -> 'seen' or 'held_out'), loaded beside this file."""
+    path = Path(__file__).with_name("zoo_heldout.py")
+    spec = importlib.util.spec_from_file_location("zoo_heldout", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("zoo_heldout", mod)        # its dataclasses look their module up while it executes
+    spec.loader.exec_module(mod)
+    return mod.split_of
+
+
+def summary(rows: list[dict], where: str, old: dict | None = None, split_of=None) -> dict:
+    """The validation file (schema 2): ``old``'s cases, and these rows as cases of ``where`` (each with its family,
+    runtime, layout, GPU, error and split), replacing an old case of the same source, model, batch, runtime and
+    layout."""
+    split_of = split_of or split_rule()
+    new = [{"model": r["model"], "family": r["family"], "runtime": r["runtime"], "layout": r["layout"],
+            "batch": r["batch"], "error_pct": round(r["error_pct"], 2), "uncovered_pct": round(r["uncovered_pct"], 1),
+            "gpu": r["gpu"], "source": where, "split": split_of(r["model"])} for r in rows]
+    key = lambda c: (c.get("source"), c["model"], c["batch"], c["runtime"], c.get("layout"))  # noqa: E731
+    replaced = {key(c) for c in new}
+    keep = [c for c in (old or {}).get("cases") or [] if key(c) not in replaced]
+    return {"schema": 2, "rule": "split: tools/zoo_heldout.py (a model whose per-kernel numbers were looked at "
+                                 "while changing the predictor is seen; the rest are held out)",
+            "cases": keep + new}
+
+
+def dump_summary(doc: dict) -> str:
+    """The validation file as JSON with one case per line (diffs show which cases changed)."""
+    head = json.dumps({k: v for k, v in doc.items() if k != "cases"}, indent=1)[:-2]
+    cases = ",\n".join("  " + json.dumps(c) for c in doc["cases"])
+    return f'{head},\n "cases": [\n{cases}\n ]\n}}\n'
 
 
 def main() -> None:
@@ -95,9 +127,8 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--json", default=None)
     ap.add_argument("--summary", default=None, help="write the error summary hwprobe shows beside predictions")
-    ap.add_argument("--where", default="")
-    ap.add_argument("--summary-suffix", default="", help="appended to each runtime's key (e.g. _nchw); the summary "
-                    "file's other keys are kept")
+    ap.add_argument("--where", default="", help="the source these cases are filed under in the summary (the "
+                    "committed validation run's directory); its earlier cases there are replaced")
     ap.add_argument("--title", default="Predicted vs measured model time")
     a = ap.parse_args()
     from hwprobe.profile_build import load_profile
@@ -108,8 +139,8 @@ def main() -> None:
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     if a.summary:
-        old = read_json(Path(a.summary)) if a.summary_suffix and Path(a.summary).exists() else None
-        Path(a.summary).write_text(json.dumps(summary(rows, a.where, a.summary_suffix, old), indent=1) + "\n")
+        old = read_json(Path(a.summary)) if Path(a.summary).exists() else None
+        Path(a.summary).write_text(dump_summary(summary(rows, a.where, old)))
     print(markdown(rows, a.title))
 
 

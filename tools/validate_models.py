@@ -122,6 +122,7 @@ class Settings:
     budget_s: float
     t0: float
     timing: bool = True
+    cnn_variants: tuple[str, ...] = ("bn_folded", "bn_folded_nhwc", "unfolded")
 
 
 # ---------------------------------------------------------------- models
@@ -257,14 +258,21 @@ def calibrate_bn(model, device: str) -> None:
 
 
 def cnn_variants(model, st: Settings) -> list[tuple[str, Any, bool]]:
-    """(variant, module, channels_last) per CNN row: BN folded (primary), folded NHWC, unfolded."""
+    """(variant, module, channels_last) per CNN row: BN folded (primary), folded NHWC, unfolded (those of
+    st.cnn_variants). A model torch.fx cannot trace is timed as built under the folded names (BN left where it
+    is, as the ONNX exporter leaves BN it cannot fold), said so in the row's variant_note."""
     import copy
 
     from torch.fx.experimental.optimization import fuse
 
-    folded = fuse(copy.deepcopy(model).eval())
+    try:
+        folded = fuse(copy.deepcopy(model).eval())
+    except Exception as e:          # data-dependent control flow, dict outputs fx cannot trace
+        folded = copy.deepcopy(model).eval()
+        folded.variant_note = f"not folded (torch.fx: {type(e).__name__})"
     rows = [("bn_folded", folded, False), ("bn_folded_nhwc", copy.deepcopy(folded), True),
             ("unfolded", model, False)]
+    rows = [r for r in rows if r[0] in st.cnn_variants]
     return rows if not st.quick else rows[:1]
 
 
@@ -555,6 +563,8 @@ def time_model(spec: ModelSpec, model, st: Settings) -> tuple[list[dict], Any]:
         for b in spec.batches[:1] if st.quick else spec.batches:
             row: dict[str, Any] = {"model": spec.name, "variant": variant, "batch": b, "input": spec.shape_note,
                                    "primary": variant in ("bn_folded", "default")}
+            if getattr(module, "variant_note", None):
+                row["variant_note"] = module.variant_note
             t = time.perf_counter()
             try:
                 inputs = _to_device(spec.inputs(b), st)
@@ -747,6 +757,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--export-batches", choices=("all", "first"), default="all",
                     help="TorchScript export at every batch (fixed dims) or the first (batch 1) only")
     ap.add_argument("--budget-s", type=float, default=200.0, help="skip exports still to do after this many s")
+    ap.add_argument("--cnn-variants", default="bn_folded,bn_folded_nhwc,unfolded",
+                    help="CNN rows to time: any of bn_folded, bn_folded_nhwc, unfolded (the first one given is "
+                         "exported)")
     return ap.parse_args(argv)
 
 
@@ -757,17 +770,21 @@ def settings(a: argparse.Namespace) -> Settings:
         raise ValueError("--device cuda: torch sees no CUDA device (use --device cpu for the CPU check)")
     if (a.reps is not None and a.reps < 1) or (a.warmup is not None and a.warmup < 0):
         raise ValueError("--reps must be >= 1 and --warmup >= 0")
+    variants = tuple(v.strip() for v in a.cnn_variants.split(",") if v.strip())
+    bad = [v for v in variants if v not in ("bn_folded", "bn_folded_nhwc", "unfolded")]
+    if bad or not variants:
+        raise ValueError(f"--cnn-variants: unknown variant {bad[0] if bad else '(none)'!r}")
     dt = a.dtype or ("fp16" if a.device == "cuda" else "fp32")
     return Settings(device=a.device, dtype={"fp16": torch.float16, "fp32": torch.float32, "bf16": torch.bfloat16}[dt],
                     warmup=a.warmup if a.warmup is not None else (2 if a.quick else 10),
                     reps=a.reps if a.reps is not None else (5 if a.quick else 30), quick=a.quick,
                     export=not a.no_export, dynamo=not (a.no_dynamo or a.quick),
                     export_batches="first" if a.quick else a.export_batches,
-                    budget_s=a.budget_s, t0=time.perf_counter(), timing=not a.no_timing)
+                    budget_s=a.budget_s, t0=time.perf_counter(), timing=not a.no_timing, cnn_variants=variants)
 
 
-def select(only: str) -> list[ModelSpec]:
-    specs = model_specs()
+def select(only: str, catalogue: Callable[[], list[ModelSpec]] = None) -> list[ModelSpec]:
+    specs = (catalogue or model_specs)()
     names = [n.strip() for n in only.split(",") if n.strip()]
     unknown = [n for n in names if n not in {s.name for s in specs}]
     if unknown:
@@ -775,10 +792,12 @@ def select(only: str) -> list[ModelSpec]:
     return [s for s in specs if not names or s.name in names]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, catalogue: Callable[[], list[ModelSpec]] | None = None,
+         tool: str = "tools/validate_models.py") -> int:
+    """``catalogue``: the models to choose from (default: model_specs; tools/zoo_heldout.py passes its own)."""
     a = parse_args(argv)
     try:
-        specs = select(a.only)
+        specs = select(a.only, catalogue)
         out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)
         if not os.access(out, os.W_OK):
@@ -793,7 +812,7 @@ def main(argv: list[str] | None = None) -> int:
     for cat in (DeprecationWarning, FutureWarning, torch.jit.TracerWarning):   # exporter noise, hundreds of lines
         warnings.filterwarnings("ignore", category=cat)
     patched = prefill_as_served() if any(s.family == "transformer" for s in specs) else "no transformer model"
-    doc: dict[str, Any] = {"tool": "tools/validate_models.py", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    doc: dict[str, Any] = {"tool": tool, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                            "env": environment(st) | {"transformers_patch": patched},
                            "smi_before": smi() if st.device == "cuda" else None,
                            "models": [], "cases": [], "exports": []}

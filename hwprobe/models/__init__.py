@@ -108,9 +108,21 @@ def _predict(a: Analysis, model: Model, src, runtime: str, layout: str = "nhwc")
         a.notes.append("no predicted time: this profile has no calibration curves (run `hwprobe run --suite "
                        "predict`); the times shown are the roofline bound")
         return
+    from hwprobe.predict.calibration import Uncalibrated
     from hwprobe.predict.estimate import predict_model
 
-    a.prediction = predict_model(model, src.profile, a.options.precision, runtime, cal, layout)
+    try:
+        cal.require_precision(a.options.precision)
+    except Uncalibrated as e:        # the roofline analysis stands; no time priced from another precision's points
+        a.notes.append(str(e))
+        return
+    a.prediction = p = predict_model(model, src.profile, a.options.precision, runtime, cal, layout)
+    layer_bound = a.totals.get("time_s")
+    if layer_bound and p.time_s < layer_bound:     # the two bounds count different work: say which one binds
+        p.notes.append(f"below the layer-by-layer roofline bound ({layer_bound * 1e3:.3g} ms): that bound moves every "
+                       "layer's tensors through DRAM (an unfused attention's scores, a fused GELU's intermediates); "
+                       f"the kernels this runtime launches have their own bound, {p.roofline_s * 1e3:.3g} ms, and the "
+                       "prediction is never below it")
 
 
 __all__ = ["Layer", "Model", "analyze", "load_model", "source"]

@@ -1,10 +1,11 @@
 """Layers from an ONNX file, shapes from ONNX shape inference. onnx is imported here only (an optional extra).
 
-Modelled ops: Conv (grouped and depthwise), ConvTranspose, Gemm, MatMul, BatchNormalization, the activations,
-pooling, Add/Sub/Mul/Div/Sum/Max/Min, Concat, Reshape/Transpose/Flatten (and Squeeze, Unsqueeze, Identity,
-Dropout, Split, Slice: data movement), Softmax and LayerNormalization. Any other op is listed as "not
-modelled" with its bytes and no operations. Initializers are counted from their dims: weight data is never
-read (large models load fast; external data is not even opened).
+Modelled ops: Conv (grouped and depthwise), ConvTranspose, Gemm, MatMul, two-operand Einsum (a batched GEMM),
+BatchNormalization, the activations, pooling, Add/Sub/Mul/Div/Sum/Max/Min, Concat, Reshape/Transpose/Flatten
+(and Squeeze, Unsqueeze, Identity, Dropout, Split, Slice: data movement), Softmax and LayerNormalization. Any
+other op is listed as "not modelled" with its bytes and no operations (its kernel, where the predictor knows
+one, comes from its name: Resize, GroupNormalization, an Attention node). Initializers are counted from their
+dims: weight data is never read (large models load fast; external data is not even opened).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ ACTIVATIONS = {"Relu", "LeakyRelu", "PRelu", "Sigmoid", "Tanh", "Clip", "HardSig
 ELTWISE = {"Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Mean", "Pow"}
 POOLS = {"MaxPool", "AveragePool", "LpPool"}
 GLOBAL_POOLS = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}
+ATTENTION_OPS = {"Attention", "MultiHeadAttention"}   # ONNX Attention (opset 23), com.microsoft's: one fused kernel
 MOVES = {"Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Split", "Slice"}
 SHAPE_ARGS = {"Reshape", "Squeeze", "Unsqueeze", "Slice", "Split"}   # only input 0 is data
 LARGE = 1024                                                          # bytes of raw data worth dropping
@@ -139,8 +141,42 @@ def _gemm(g: _Graph, node, name: str) -> Layer | None:
     n = y[-1] if len(b) > 1 else 1
     macs = _prod(y) * k
     op = "gemm" if node.input[1] in g.consts else "matmul"
-    return Layer(name, op, macs=macs, weights=wts, inputs=ins, outputs=outs, cin=k, cout=n,
-                 rows=_prod(y) // max(n, 1), source_op="MatMul")
+    layer = Layer(name, op, macs=macs, weights=wts, inputs=ins, outputs=outs, cin=k, cout=n,
+                  rows=_prod(y) // max(n, 1), source_op="MatMul")
+    if op == "matmul" and len(b) > 2 and len(y) > 2:     # two activations with batch dims: a batched GEMM (bmm)
+        layer.extra["gemm_batch"] = _prod(y[:-2])
+    return layer
+
+
+def _einsum(g: _Graph, node, name: str) -> Layer | None:
+    """A two-operand Einsum as the batched GEMM torch.einsum runs for it (bmm): letters in both operands and the
+    output are the batch, in the first operand and the output M, in the second and the output N, in both operands
+    only K. Other equations (one operand, ellipses, a letter summed within one operand) are not modelled."""
+    eq = _attr(node, "equation")
+    eq = (eq.decode() if isinstance(eq, bytes) else str(eq or "")).replace(" ", "")
+    ins = [x for x in node.input if x]
+    if "->" not in eq or "..." in eq or len(ins) != 2:
+        return None
+    lhs, out = eq.split("->")
+    terms = lhs.split(",")
+    dims = [g.dims(x) for x in ins]
+    if len(terms) != 2 or not all(dims) or any(len(t) != len(d) for t, d in zip(terms, dims, strict=True)):
+        return None
+    size: dict[str, int] = {}
+    for t, d in zip(terms, dims, strict=True):
+        for c, v in zip(t, d, strict=True):
+            size[c] = max(size.get(c, 1), v)
+    a, b, o = set(terms[0]), set(terms[1]), set(out)
+    if (a ^ b) - o:
+        return None
+    part = lambda cs: _prod([size[c] for c in sorted(cs)])  # noqa: E731
+    batch, m, n, k = part(a & b & o), part((a & o) - b), part((b & o) - a), part((a & b) - o)
+    wts, i, outs, _ = _io(g, node)
+    layer = Layer(name, "gemm" if ins[1] in g.consts else "matmul", macs=batch * m * n * k, weights=wts, inputs=i,
+                  outputs=outs, cin=k, cout=n, rows=batch * m, source_op="Einsum")
+    if batch > 1:
+        layer.extra["gemm_batch"] = batch
+    return layer
 
 
 def _pointwise(g: _Graph, node, name: str) -> Layer | None:
@@ -181,12 +217,14 @@ def _layer(g: _Graph, node, name: str) -> Layer:
         layer = _conv(g, node, name)
     elif t in ("Gemm", "MatMul"):
         layer = _gemm(g, node, name)
+    elif t == "Einsum":
+        layer = _einsum(g, node, name)
     else:
         layer = _pointwise(g, node, name)
     if layer is not None:
         return layer
     wts, ins, outs, known = _io(g, node)
-    modelled_op = t in ("Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "Concat",
+    modelled_op = t in ("Conv", "ConvTranspose", "Gemm", "MatMul", "Einsum", "BatchNormalization", "Concat",
                         "Softmax", "LogSoftmax", "LayerNormalization") or t in (
         ACTIVATIONS | ELTWISE | POOLS | GLOBAL_POOLS | MOVES)
     why = "shape not inferred (symbolic or unknown dims)" if modelled_op or not known else "not modelled"
@@ -198,9 +236,13 @@ def _edges(g: _Graph, node) -> dict:
     """The node's tensors by name, which are constants, and their dims: what a lowering to kernels needs to follow
     producers and consumers (hwprobe.predict.lower)."""
     names = [x for x in node.input] + [x for x in node.output]
-    return {"in": list(node.input), "out": list(node.output), "const": [x in g.consts for x in node.input],
-            "dims": {x: g.dims(x) for x in names if x},
-            "itemsize": {x: g.itemsize[x] for x in names if x in g.itemsize}}
+    out = {"in": list(node.input), "out": list(node.output), "const": [x in g.consts for x in node.input],
+           "dims": {x: g.dims(x) for x in names if x},
+           "itemsize": {x: g.itemsize[x] for x in names if x in g.itemsize}}
+    if node.op_type in ATTENTION_OPS:              # a fused attention node: its heads and causality
+        out["attrs"] = {a: _attr(node, a) for a in ("q_num_heads", "kv_num_heads", "num_heads", "is_causal",
+                                                    "unidirectional") if _attr(node, a) is not None}
+    return out
 
 
 def _load(path: Path):

@@ -116,6 +116,20 @@ class MemCurve:
         return float(np.exp(np.interp(np.log(nbytes), np.log(self.bytes), np.log(self.time_s))))
 
 
+DTYPE_PRECISION = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "tf32": "tf32", "int8": "int8",
+                   "float8_e4m3fn": "fp8"}
+
+
+def _with_precision(points: list[dict], dtype: str | None) -> list[dict]:
+    """Each point names its precision (older profiles: the finding's one dtype, FP16)."""
+    default = DTYPE_PRECISION.get(dtype or "float16", dtype or "fp16")
+    return [p if "precision" in p else {**p, "precision": default} for p in points]
+
+
+def _of_precision(points: list[dict], precision: str) -> list[dict]:
+    return [p for p in points if p.get("precision", "fp16") == precision]
+
+
 @dataclass
 class SdpaTable:
     """A framework's fused attention: seconds per call over (batch x heads, sequence) per head size and causality,
@@ -127,6 +141,14 @@ class SdpaTable:
     def floor_s(self) -> float:
         """The fastest call measured: the fixed cost of the framework's fused attention."""
         return _fastest(self.points)
+
+    def only(self, precision: str) -> SdpaTable | None:
+        """The table of one precision's points (None without any)."""
+        key = ("precision", precision)
+        if key not in self._grids:
+            pts = _of_precision(self.points, precision)
+            self._grids[key] = SdpaTable(pts) if pts else None
+        return self._grids[key]
 
     def time(self, bh: float, seq: float, dim: int, causal: bool) -> tuple[float, bool] | None:
         dims = sorted({p["dim"] for p in self.points})
@@ -144,17 +166,53 @@ class SdpaTable:
         return t * max(1.0, seq / axes[1][-1]), covered and d == dim     # attention grows as seq^2 past the grid
 
 
+class Uncalibrated(InputError):
+    """A precision the profile's calibration has no points for."""
+
+    def __init__(self, precision: str, have: list[str]) -> None:
+        self.precision = precision
+        super().__init__(f"no predicted time at {precision}: this profile's calibration has no {precision} points "
+                         f"(it has {', '.join(have) or 'none'}) and a precision is not priced from another's; "
+                         f"{calibration_hint(precision)}")
+
+
+def calibration_hint(precision: str) -> str:
+    """The calibration run that adds ``precision``'s points: the 'predict' suite where its probes list it, else
+    what they would need to list."""
+    from hwprobe import suites
+
+    try:
+        entries = suites.load("predict").entries
+    except InputError:
+        entries = []
+    lists = {e.probe: tuple(e.params.get("precisions") or ()) for e in entries}
+    probes = [p for p in ("gpu.torch_kernels", "gpu.gemm_shapes") if precision in lists.get(p, ())]
+    if probes:
+        return (f"`hwprobe run --suite predict` on this GPU measures {precision} ({' and '.join(probes)}"
+                + (", PyTorch installed" if "gpu.torch_kernels" in probes else "") + ")")
+    return (f"no calibration run measures {precision} yet: the 'predict' suite's gpu.torch_kernels would need "
+            f"{precision} among its precisions")
+
+
 STEM_CIN = 8     # C_in below this is a first-layer (stem) convolution on an image's channels
 
 
 @dataclass
 class ConvTable:
-    """A framework's convolutions (cuDNN through PyTorch): seconds over output pixels x C_in x C_out, for 1x1 and
-    3x3 kernels at stride 1, interpolated log-log on the measured grid (3x3 at C = sqrt(C_in x C_out)); and the
-    stem convolutions (C_in = 3) by kernel and stride, over output pixels (the nearest measured C_out, scaled).
-    Each point names its layout (nhwc or nchw; none: nhwc), and a layout is priced only from its own points; NCHW
-    points of several images (``images``) price convolutions of batched models. Depthwise points (``dw``) over
-    output pixels x channels, by kernel, stride and layout."""
+    """A framework's convolutions (cuDNN through PyTorch), from its measured points, each naming its kernel (``k``),
+    ``stride`` (none: 1), ``groups`` (none: 1), layout (nhwc or nchw; none: nhwc), images and precision:
+
+    - dense (groups 1, C_in >= STEM_CIN): seconds over output pixels x C_in x C_out per kernel size, interpolated
+      log-log (1x1 over C_in and C_out; larger kernels at C = sqrt(C_in x C_out)), from the points of the asked
+      stride where there are some, else of stride 1 at the same output pixels; NCHW points of several images
+      price convolutions of batched models (cuDNN transforms NCHW data around those);
+    - grouped (1 < groups < channels): over output pixels x C x groups from grouped points of the kernel;
+      ``grouped`` is None without any (the predictor then prices the groups as one batched dense convolution);
+    - depthwise (``dw``): over output pixels x channels by kernel, stride, layout and image regime;
+    - stems (C_in < STEM_CIN, an image's channels): by kernel and stride over output pixels; a stem never measured
+      is priced as the nearest measured one (im2col GEMM shape: K = C_in x k^2, N = C_out) at equal work.
+
+    A layout is priced only from its own points."""
 
     points: list[dict]
     _cache: dict = field(default_factory=dict, repr=False, compare=False)   # built grids, the layout set
@@ -163,32 +221,67 @@ class ConvTable:
         """The fastest convolution measured (``dw``: of the depthwise points): the fixed cost of one."""
         return _fastest([p for p in self.points if bool(p.get("dw")) == dw])
 
+    def only(self, precision: str) -> ConvTable | None:
+        """The table of one precision's points (points without one are FP16: older profiles); None without any."""
+        key = ("precision", precision)
+        if key not in self._cache:
+            pts = _of_precision(self.points, precision)
+            self._cache[key] = ConvTable(pts) if pts else None
+        return self._cache[key]
+
     def time(self, m: float, cin: float, cout: float, k: int, stride: int = 1, layout: str = "nhwc",
              images: int = 1) -> tuple[float, bool] | None:
+        """A dense convolution (or a stem); None where no point of its kernel size was measured."""
         if cin < STEM_CIN:
             return self._stem(m, cin, cout, k, stride, layout)
-        if k not in (1, 3):
-            return None
-        if (k, layout) not in self._cache:
-            self._cache[(k, layout)] = self._dense(k, layout)
-        single, batched = self._cache[(k, layout)]
+        key = ("dense", k, stride, layout)
+        if key not in self._cache:
+            self._cache[key] = self._dense(k, stride, layout)
+        single, batched = self._cache[key]
         grid = batched if images > 1 and batched is not None else single
         if grid is None:
             return None
         axes, log_t = grid
         return _interp(log_t, axes, (m, cin, cout) if k == 1 else (m, (cin * cout) ** 0.5, 1.0))
 
-    def _dense(self, k: int, layout: str) -> tuple:
-        """The 1x1/3x3 grids of one layout: one image per point, and (NCHW) several, kept apart because cuDNN
-        transforms NCHW data around a convolution of several images and not around a one-image 1x1 (a GEMM)."""
-        single: list[dict] = []
-        batched: list[dict] = []
-        for p in self.points:
-            if p["k"] == k and p.get("stride", 1) == 1 and p["cin"] >= STEM_CIN and not p.get("dw") \
-                    and p.get("layout", "nhwc") == layout:
-                (batched if layout == "nchw" and p.get("images", 1) > 1 else single).append(p)
+    def min_channels(self, k: int, layout: str) -> float | None:
+        """The fewest channels (sqrt(C_in x C_out)) among the dense points of kernel ``k`` in ``layout``."""
+        cs = [(p["cin"] * p["cout"]) ** 0.5 for p in self.points if _is_dense(p) and p["k"] == k
+              and p.get("layout", "nhwc") == layout]
+        return min(cs) if cs else None
+
+    def kernels(self) -> frozenset[int]:
+        """The dense kernel sizes measured (C_in >= STEM_CIN, groups 1)."""
+        if "kernels" not in self._cache:
+            self._cache["kernels"] = frozenset(p["k"] for p in self.points if _is_dense(p))
+        return self._cache["kernels"]
+
+    def _dense(self, k: int, stride: int, layout: str) -> tuple:
+        """The grids of one kernel size and layout: one image per point, and (NCHW) several, kept apart because cuDNN
+        transforms NCHW data around a convolution of several images and not around a one-image 1x1 (a GEMM). The
+        asked stride's points where there are some, else stride 1's (priced at the same output pixels)."""
+        pts = [p for p in self.points if _is_dense(p) and p["k"] == k and p.get("layout", "nhwc") == layout]
+        strides = {p.get("stride", 1) for p in pts}
+        pts = [p for p in pts if p.get("stride", 1) == (stride if stride in strides else 1)]
+        single = [p for p in pts if not (layout == "nchw" and p.get("images", 1) > 1)]
+        batched = [p for p in pts if layout == "nchw" and p.get("images", 1) > 1]
         keys = ("m", "cin", "cout") if k == 1 else ("m", "cin")
         return _grid(single, keys), _grid(batched, keys) if batched else None
+
+    def grouped(self, m: float, channels: float, groups: int, k: int, layout: str = "nhwc",
+                images: int = 1) -> tuple[float, bool] | None:
+        """A grouped convolution (C_in = C_out = ``channels`` in ``groups`` groups) from the grouped points of its
+        kernel and layout (one-image points for a one-image layer), over pixels x channels x groups; None without
+        any."""
+        key = ("grouped", k, layout, images > 1)
+        if key not in self._cache:
+            pts = [p for p in self.points if p["k"] == k and 1 < p.get("groups", 1) < p["cin"] and not p.get("dw")
+                   and p.get("layout", "nhwc") == layout and (images > 1 or p.get("images", 1) == 1)]
+            self._cache[key] = _grid(pts, ("m", "cin", "groups")) if pts else None
+        if self._cache[key] is None:
+            return None
+        axes, log_t = self._cache[key]
+        return _interp(log_t, axes, (m, channels, groups))
 
     def dw_time(self, m: float, channels: float, k: int, stride: int, layout: str = "nhwc",
                 images: int = 1) -> tuple[float, bool] | None:
@@ -206,24 +299,45 @@ class ConvTable:
         return _interp(log_t, axes, (m, channels, 1.0))
 
     def layouts(self) -> frozenset[str]:
-        """The layouts the 1x1/3x3 table was measured in (points without one are channels-last: older profiles);
+        """The layouts the dense table was measured in (points without one are channels-last: older profiles);
         read once, every convolution asks."""
         if "layouts" not in self._cache:
-            self._cache["layouts"] = frozenset(p.get("layout", "nhwc") for p in self.points
-                                               if p["cin"] >= STEM_CIN and not p.get("dw"))
+            self._cache["layouts"] = frozenset(p.get("layout", "nhwc") for p in self.points if _is_dense(p))
         return self._cache["layouts"]
 
     def _stem(self, m: float, cin: float, cout: float, k: int, stride: int,
               layout: str) -> tuple[float, bool] | None:
-        pts = [p for p in self.points if p["k"] == k and p.get("stride", 1) == stride and p["cin"] == cin
-               and p.get("layout", "nhwc") == layout]
-        if not pts:
+        """A stem from the points of its kernel, stride and C_in (the nearest measured C_out, scaled); a stem never
+        measured from the measured stem nearest in im2col GEMM shape (log K = C_in x k^2, log N = C_out) at equal
+        multiply-adds (its output pixels scaled by the ratio of K x N), outside the calibration."""
+        stems = [p for p in self.points if p["cin"] < STEM_CIN and p.get("layout", "nhwc") == layout]
+        pts = [p for p in stems if p["k"] == k and p.get("stride", 1) == stride and p["cin"] == cin]
+        if pts:
+            c = min({p["cout"] for p in pts}, key=lambda x: abs(np.log(x / max(cout, 1))))
+            t, inside = _row_time([p for p in pts if p["cout"] == c], m)
+            return t * cout / c, c == cout and inside
+        if not stems:
             return None
-        c = min({p["cout"] for p in pts}, key=lambda x: abs(np.log(x / max(cout, 1))))
-        row = sorted((p["m"], p["time_s"]) for p in pts if p["cout"] == c)
-        ms, ts = np.log([r[0] for r in row]), np.log([r[1] for r in row])
-        t = float(np.exp(np.interp(np.log(m), ms, ts))) * max(1.0, m / row[-1][0])
-        return t * cout / c, c == cout and row[0][0] <= m <= row[-1][0]
+        shape = lambda p: (np.log(p["cin"] * p["k"] ** 2), np.log(p["cout"]))   # noqa: E731
+        want = (np.log(cin * k * k), np.log(max(cout, 1)))
+        near = min(stems, key=lambda p: (shape(p)[0] - want[0]) ** 2 + (shape(p)[1] - want[1]) ** 2)
+        row = [p for p in stems if (p["k"], p.get("stride", 1), p["cin"], p["cout"]) ==
+               (near["k"], near.get("stride", 1), near["cin"], near["cout"])]
+        scale = (cin * k * k * cout) / (near["cin"] * near["k"] ** 2 * near["cout"])
+        return _row_time(row, m * scale)[0], False
+
+
+def _is_dense(p: dict) -> bool:
+    return p["cin"] >= STEM_CIN and not p.get("dw") and p.get("groups", 1) == 1
+
+
+def _row_time(row: list[dict], m: float) -> tuple[float, bool]:
+    """Seconds at ``m`` output pixels along one measured row (log-log; linear past its end, held below its start),
+    and whether ``m`` lies inside it."""
+    r = sorted((p["m"], p["time_s"]) for p in row)
+    ms, ts = np.log([x[0] for x in r]), np.log([x[1] for x in r])
+    t = float(np.exp(np.interp(np.log(m), ms, ts))) * max(1.0, m / r[-1][0])
+    return t, r[0][0] <= m <= r[-1][0]
 
 
 def _fastest(points: list[dict]) -> float:
@@ -301,9 +415,9 @@ class Calibration:
                 cal.framework_gemm[params.get("precision") or metric.rsplit(".", 1)[1]] = GemmTable.from_finding(
                     params)
             elif metric == "predict.torch.conv":
-                cal.conv = ConvTable(list(params.get("points") or []))
+                cal.conv = ConvTable(_with_precision(list(params.get("points") or []), params.get("dtype")))
             elif metric == "predict.torch.sdpa":
-                cal.sdpa = SdpaTable(list(params.get("points") or []))
+                cal.sdpa = SdpaTable(_with_precision(list(params.get("points") or []), params.get("dtype")))
             elif metric.startswith("predict.torch."):
                 cal.framework[params.get("kind") or metric.rsplit(".", 1)[1]] = MemCurve.from_finding(params)
             elif metric.startswith("predict.launch."):
@@ -313,6 +427,17 @@ class Calibration:
     @property
     def empty(self) -> bool:
         return not (self.gemm or self.memory)
+
+    @property
+    def precisions(self) -> list[str]:
+        """The precisions with GEMM points of their own (cuBLAS gemmEx or the framework's linear layers)."""
+        return sorted(set(self.gemm) | set(self.framework_gemm))
+
+    def require_precision(self, precision: str) -> None:
+        """Refuse a precision without points of its own (Uncalibrated: one line, exit 2), naming the run that adds
+        them: a time measured at one precision says nothing dependable of another's kernels."""
+        if precision not in self.precisions:
+            raise Uncalibrated(precision, self.precisions)
 
     def require(self) -> None:
         if self.empty:

@@ -1,16 +1,13 @@
 """A model's predicted time: its kernels (hwprobe.predict.lower) priced by the calibrated predictor, summed, with
-the parts (compute, memory, latency, communication), the plain roofline bound beside it, what the calibration
-does not cover, and the error measured for this kind of prediction (hwprobe/predict/validation.json, written
-from the committed validation runs: tools/validate_models.py on the device)."""
+the parts (compute, memory, latency, communication), the roofline bound beside it, what the calibration does not
+cover, and the error measured for this kind of prediction on held-out models (hwprobe.predict.errorbar)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from typing import Any
 
+from hwprobe.predict.errorbar import ErrorBar, error_bar, family
 from hwprobe.predict.model import Predictor
 from hwprobe.predict.ops import OpTime
 
@@ -45,15 +42,26 @@ class Prediction:
     def uncovered(self) -> list[OpTime]:
         return [k for k in self.kernels if not k.covered]
 
-    def expected_error(self) -> dict[str, Any] | None:
-        return expected_error(self.runtime, self.layout)
+    @property
+    def uncovered_share(self) -> float:
+        """The share of the kernels' time priced outside the calibration (extrapolated shapes, stand-in curves)."""
+        total = sum(k.time_s for k in self.kernels)
+        return sum(k.time_s for k in self.uncovered) / total if total else 0.0
+
+    @property
+    def family(self) -> str:
+        return family(self.kernels)
+
+    def expected_error(self) -> ErrorBar:
+        return error_bar(self.runtime, self.layout, self.family, self.uncovered_share)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "runtime": self.runtime, "time_s": self.time_s, "roofline_s": self.roofline_s, "parts_s": self.parts(),
             "kernels": len(self.kernels), "uncovered": len(self.uncovered), "notes": self.notes,
             "overhead_s": dict(self.overhead),
-            "expected_error": self.expected_error(),
+            "family": self.family, "uncovered_share": self.uncovered_share,
+            "expected_error": self.expected_error().to_dict(),
             "per_kernel": [{"name": k.op.name, "kind": k.op.kind, "precision": k.op.precision, "m": k.op.m,
                             "n": k.op.n, "k": k.op.k, "batch": k.op.batch, "bytes": k.op.bytes,
                             "flops": k.op.total_flops, "time_s": k.time_s, "roofline_s": k.roofline_s,
@@ -91,6 +99,11 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
                      "bare CUDA launch from Python); a framework's own per-op overhead comes on top (not measured "
                      "in this profile: run the calibration where the framework is installed)")
     p = Prediction(runtime, times, notes, overhead, layout)
+    held = [t for t in times if t.extra.get("held_at_floor_s")]
+    if held:
+        notes.append(f"{len(held)} kernels priced below their roofline bound were held at it (+"
+                     f"{sum(t.extra['held_at_floor_s'] for t in held) * 1e6:.1f} us): their curves were stretched "
+                     "past what they measured; the prediction is never below its floor")
     unc = p.uncovered
     if unc:
         share = sum(t.time_s for t in unc) / max(sum(t.time_s for t in times), 1e-30)
@@ -98,18 +111,3 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
                      "extrapolation): " + ", ".join(sorted({t.op.name for t in unc})[:5]))
     return p
 
-
-def expected_error(runtime: str, layout: str = "nhwc") -> dict[str, Any] | None:
-    """The median and worst error measured for ``runtime`` in the committed validation (None if never run); CNNs
-    run in NCHW were validated on their own (key ``<runtime>_nchw``)."""
-    return _validation().get(runtime if layout == "nhwc" else f"{runtime}_{layout}")
-
-
-@cache
-def _validation() -> dict[str, Any]:
-    """hwprobe/predict/validation.json's runtimes, read once per process."""
-    try:
-        data = json.loads(resources.files("hwprobe.predict").joinpath("validation.json").read_text())
-    except (FileNotFoundError, ValueError):
-        return {}
-    return dict(data.get("runtimes") or {})

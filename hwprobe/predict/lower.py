@@ -3,13 +3,18 @@
 An ONNX graph is not a kernel list: an exporter writes host-side shape arithmetic (Shape -> Gather -> Concat ->
 Reshape) that runs no kernel, views (Reshape, Squeeze, a Transpose feeding a MatMul) that move no bytes,
 decomposed ops that a framework runs as one kernel (an erf GELU is five ONNX nodes), a bias Add that cuBLAS
-folds into its epilogue, and attention as MatMul -> Softmax -> MatMul where PyTorch runs one fused
-scaled-dot-product kernel. The lowering follows the graph's edges (``Layer.extra['io']``, from the ONNX
-reader) and applies these rules, as PyTorch runs a model in eager mode and when its forward is replayed as a
-CUDA graph: the scales on Q and K and a GELU's divide run inside their fused kernels; a binary op on operands of
-different sizes runs PyTorch's broadcast kernel; a Gather from a weight table reads the rows it gathers; memory
-kernels move their tensors' own element types (an FP32 island in an FP16 model). The ``fused`` runtime also folds
-pointwise ops into the GEMM or convolution that produces their input, as TensorRT does.
+folds into its epilogue, and F.scaled_dot_product_attention as MatMul -> Softmax -> MatMul where PyTorch runs
+one fused kernel. The lowering follows the graph's edges (``Layer.extra['io']``, from the ONNX reader) and
+applies these rules, as PyTorch runs a model in eager mode and when its forward is replayed as a CUDA graph: an
+attention pattern is one fused kernel where it carries SDPA's signature (Q and K each scaled before the first
+MatMul, as both exporters write SDPA) or is an exporter's Attention node, and otherwise the kernels an explicit
+attention launches (batched matmul, scale, mask, softmax, batched matmul); the scales on Q and K and a GELU's
+divide run inside their fused kernels; a binary op on operands of different sizes runs PyTorch's broadcast
+kernel; a Gather from a weight table reads the rows it gathers; a MatMul or two-operand Einsum of two
+activations is a batched GEMM; memory kernels move their tensors' own element types (an FP32 island in an FP16
+model); Resize, an unfused BatchNorm and GroupNorm/InstanceNorm are kernels of their own kinds. The ``fused``
+runtime also folds pointwise ops into the GEMM or convolution that produces their input, and every attention
+pattern into one kernel, as TensorRT does.
 
 Layers without edges (built-in architectures, layer CSV) lower one kernel per layer by their op.
 """
@@ -27,7 +32,9 @@ VIEWS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "S
          "Constant", "ConstantOfShape", "Expand", "Range"}
 POINTWISE_OPS = ("act", "eltwise", "bn")
 NORM_OPS = {"LayerNormalization": "norm", "RMSNormalization": "norm", "SimplifiedLayerNormalization": "norm",
-            "BatchNormalization": "elementwise", "InstanceNormalization": "norm", "GroupNormalization": "norm"}
+            "BatchNormalization": "batchnorm", "InstanceNormalization": "groupnorm", "GroupNormalization": "groupnorm"}
+RESIZE_OPS = ("Resize", "Upsample")
+ATTENTION_OPS = ("Attention", "MultiHeadAttention")     # an exporter's fused attention node: one kernel
 REDUCE_OPS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceSumSquare",
               "ArgMax", "ArgMin", "CumSum"}
 SCALE_OPS = ("Mul", "Div")
@@ -110,6 +117,9 @@ def _gemm_op(layer: Layer, prec: str, it: float) -> KernelOp:
     conv = layer.op in ("conv", "convtranspose")
     conv_in = float(layer.inputs) * it if conv and (layer.kernel or (1, 1)) != (1, 1) else 0.0
     kh, stride, images = _conv_shape(layer, rows) if conv else (0, 1, 0)
+    bmm = int(layer.extra.get("gemm_batch") or 1)           # a batched GEMM of two activations: batch x (m x n x k)
+    if bmm > 1 and not conv and rows % bmm == 0:
+        return KernelOp(layer.name, "gemm", prec, m=rows // bmm, n=n_total, k=k, batch=bmm, layers=(layer.name,))
     return KernelOp(layer.name, "gemm", prec, m=rows, n=max(1, n_total // g), k=k, batch=g, layers=(layer.name,),
                     conv_input_bytes=conv_in, conv_kernel=kh, conv_stride=stride, conv_images=images)
 
@@ -118,6 +128,10 @@ def _memory_kind(layer: Layer) -> str:
     src = layer.source_op
     if src in NORM_OPS:
         return NORM_OPS[src]
+    if src in RESIZE_OPS:
+        return "resize"
+    if layer.op == "bn":
+        return "batchnorm"          # an inference BatchNorm left unfused: a per-channel scale and shift kernel
     if src in ("MaxPool", "AveragePool", "LpPool"):
         return "pool"               # a windowed pooling (a CNN stem's 3x3/2): its own kernel, not a reduction
     if src in REDUCE_OPS or layer.op == "pool":
@@ -207,6 +221,35 @@ def _attention_op(g: _Graph, first: int, last: int, prec: str, it: float) -> Ker
     nbytes = it * batch * (2 * m * k + 2 * n * k)
     return KernelOp(a.name, "attention", prec, m=m, n=n, k=k, batch=batch, bytes=nbytes,
                     layers=tuple(x.name for x in (g.layers[first], g.layers[last])))
+
+
+def _attention_node(layer: Layer, prec: str, it: float) -> KernelOp | None:
+    """An exporter's fused attention node (ONNX Attention, com.microsoft MultiHeadAttention) as one kernel: Q, K
+    as [batch, heads, seq, head] or [batch, seq, heads x head] with the node's head count."""
+    io = layer.extra.get("io") or {}
+    ins = [x for x in io.get("in", []) if x]
+    dims = io.get("dims", {})
+    q, kv = (dims.get(ins[0]) if ins else None), (dims.get(ins[1]) if len(ins) > 1 else None)
+    attrs = io.get("attrs") or {}
+    heads = int(attrs.get("q_num_heads") or attrs.get("num_heads") or 0)
+    if not q or not kv:
+        return None
+    if len(q) == 4:
+        batch, m, k, n = q[0] * q[1], q[2], q[3], kv[2]
+    elif len(q) == 3 and heads:
+        batch, m, k, n = q[0] * heads, q[1], q[2] // heads, kv[1]
+    else:
+        return None
+    causal = bool(attrs.get("is_causal") or attrs.get("unidirectional"))
+    return KernelOp(layer.name, "attention", prec, m=m, n=n, k=k, batch=batch, causal=causal,
+                    bytes=it * batch * (2 * m * k + 2 * n * k), layers=(layer.name,))
+
+
+def _is_sdpa(g: _Graph, i: int) -> bool:
+    """The attention pattern from i is F.scaled_dot_product_attention's decomposition (both exporters scale Q and K
+    by sqrt(scale) each before the first MatMul): PyTorch ran one fused kernel. An explicit attention (the scale
+    on the scores, or on Q alone) ran as the kernels its nodes name: bmm, the scale, softmax, bmm."""
+    return len(_scales_before(g, i)) >= 2
 
 
 def _scales_before(g: _Graph, i: int) -> list[int]:
@@ -314,7 +357,8 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
     out = Lowered([])
     done: set[int] = set(g.host)
     owner: dict[int, int] = {}          # layer -> the layer whose kernel runs it
-    counts = {"attention": 0, "gelu": 0, "bias": 0, "fused": 0, "views": 0, "host": len(g.host), "conv_bias": 0}
+    counts = {"attention": 0, "gelu": 0, "bias": 0, "fused": 0, "views": 0, "host": len(g.host), "conv_bias": 0,
+              "explicit": 0}
 
     def emit(op: KernelOp | None, span: list[int]) -> None:
         done.update(span)
@@ -334,6 +378,9 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
         if i in done:
             continue
         att = _attention(g, i)
+        if att and runtime != "fused" and not _is_sdpa(g, i):
+            counts["explicit"] += 1        # PyTorch runs each node's kernel; TensorRT (fused) fuses the pattern
+            att = None
         op = _attention_op(g, att[0][0], att[1], prec, it) if att else None
         if op is not None:
             scales = _scales_before(g, i)
@@ -368,6 +415,10 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
         if (layer.source_op == "Transpose" and _transpose_is_view(g, i)) or _is_select(g, i):
             emit(None, [i])
             continue
+        if layer.source_op in ATTENTION_OPS and (node := _attention_node(layer, prec, it)) is not None:
+            counts["attention"] += 1
+            emit(node, [i])
+            continue
         span = [i]
         bias = _bias_add(g, i)
         if bias is not None:
@@ -386,6 +437,8 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
         f"none, {counts['views']} views, {counts['attention']} attention patterns as one fused kernel each, "
         f"{counts['gelu']} erf GELUs as one kernel, {counts['bias']} bias adds in the GEMM epilogue, "
         f"{counts['conv_bias']} convolution biases as kernels of their own"
+        + (f", {counts['explicit']} explicit attention patterns (no SDPA signature) as the kernels PyTorch runs for "
+           "them: matmul, scale, softmax, matmul" if counts["explicit"] else "")
         + (f", {counts['fused']} pointwise ops folded into their producers" if runtime == "fused" else ""))
     return out
 

@@ -37,21 +37,44 @@ from __future__ import annotations
 from hwprobe.errors import InputError
 from hwprobe.models.conventions import ELEMENT_BYTES as ITEMSIZE
 from hwprobe.predict.calibration import STEM_CIN, Calibration, GemmTable
-from hwprobe.predict.ops import COMM_KINDS, RUNTIMES, KernelOp, OpTime
+from hwprobe.predict.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp, OpTime
 
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
-                "cat": "unary", "conv_dw": "unary", "embedding": "unary"}
+                "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
+                "resize": "unary"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
-                   "conv_dw": "copy", "embedding": "copy"}
+                   "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
+                   "resize": "resize"}
+# Where a profile lacks a kind's own framework curve: the curve of the kernel nearest in what it does (pool and
+# cat: profiles measured before those curves). The kinds in STAND_IN_UNCOVERED are then outside the calibration:
+# an unfused BatchNorm on the broadcast-add curve, GroupNorm/InstanceNorm on LayerNorm's, a resize on the copy's.
+FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "batchnorm": "bias", "groupnorm": "norm", "resize": "copy"}
+STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize")
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
 # before 2026-11-26's eighth session: 1x1/3x3 channels-last only, stems in both).
 LAYOUTS = ("nhwc", "nchw")
 LIBRARY_KINDS = ("gemm", "attention", "conv_dw")    # kernels cuBLAS/cuDNN run (the rest: the framework's own)
-GEMM_FALLBACK = {"bf16": "fp16", "fp16": "bf16", "fp8": "fp16", "int8": "fp16", "tf32": "fp16", "fp32": "tf32"}
+# Precisions whose calibration stands in for each other's in the secondary figures only (the alignment price, the
+# power cap's burst/sustained ratio): the same Tensor Core datapath at the same width. Times never cross precisions.
+SAME_DATAPATH = {"fp16": "bf16", "bf16": "fp16"}
+
+
+def _own_or_sibling(table, precision: str, what: str):
+    """(``table``'s points of ``precision``, "") where it has them; else the other 16-bit type's with a note that
+    says so (FP16 and BF16 run one Tensor Core datapath; a kernel priced that way is outside the calibration, so
+    the error bar quotes no figure for it); else (None, "")."""
+    own = table.only(precision)
+    if own is not None:
+        return own, ""
+    sib = SAME_DATAPATH.get(precision)
+    other = table.only(sib) if sib else None
+    if other is None:
+        return None, ""
+    return other, f"no {precision} {what} points: the {sib} ones (same datapath), outside the calibration"
 
 
 class Predictor:
@@ -71,6 +94,8 @@ class Predictor:
         self.host_s = self.cal.eager_op_s or self.cal.launch.get("host_issue_s", 0.0)
         self.host_source = "framework" if self.cal.eager_op_s else "cuda_launch"
         self.dram_bw = profile.bandwidth("dram") or 0.0
+        self.l2_bw = profile.bandwidth("l2") or 0.0
+        self.l2_bytes = float((getattr(profile, "device", None) or {}).get("l2_bytes") or 0.0)
         self._peaks: dict[str, float] = {}
 
     # --- ceilings for the plain roofline bound beside each kernel ----------------------------------------------
@@ -83,34 +108,29 @@ class Predictor:
 
     # --- pricing ----------------------------------------------------------------------------------------------
     def table(self, precision: str) -> tuple[GemmTable, str]:
-        if self.runtime != "fused" and precision in self.cal.framework_gemm:
-            return self.cal.framework_gemm[precision], ""       # the framework's own linear layers (cuBLASLt)
-        if precision in self.cal.gemm:
-            return self.cal.gemm[precision], ""
-        alt = GEMM_FALLBACK.get(precision)
-        if alt in self.cal.gemm:
-            return self.cal.gemm[alt], f"no {precision} GEMM calibration: the {alt} table, scaled by the ceilings"
-        if self.cal.gemm:
-            p = next(iter(self.cal.gemm))
-            return self.cal.gemm[p], f"no {precision} GEMM calibration: the {p} table, scaled by the ceilings"
-        raise InputError("the profile has no GEMM calibration (run the 'predict' suite)")
-
-    def _peak_ratio(self, want: str, have: str) -> float:
-        a, b = self.peak(want), self.peak(have)
-        return b / a if a and b else 1.0
+        """The GEMM table of ``precision``: the framework's linear layers (eager, graph) where the profile measured
+        them, cuBLAS gemmEx's otherwise. A precision without points of its own is refused (Uncalibrated), never
+        priced from another precision's points scaled by the ceilings."""
+        tables = [self.cal.framework_gemm, self.cal.gemm]          # the framework's own linear layers first
+        if self.runtime == "fused":
+            tables.reverse()                                         # ... but cuBLAS's for a TensorRT-style run
+        for t in tables:
+            if precision in t:
+                note = "" if t is tables[0] else f"no cuBLAS {precision} table: the framework's linear layers"
+                return t[precision], note if self.runtime == "fused" else ""
+        self.cal.require_precision(precision)
+        raise AssertionError("unreachable: require_precision passed without a table")   # pragma: no cover
 
     def gemm_s(self, precision: str, m: float, n: float, k: float) -> tuple[float, bool, str]:
         tab, note = self.table(precision)
-        t = tab.time(m, n, k) * (self._peak_ratio(precision, tab.precision) if note else 1.0)
-        return t, tab.covers(m, n, k), note
+        return tab.time(m, n, k), tab.covers(m, n, k), note
 
     def gemm_floor_s(self, precision: str) -> float:
-        """The fastest GEMM of the table that prices ``precision``, scaled as its times are (another precision's)."""
-        tab, note = self.table(precision)
-        return tab.floor_s() * (self._peak_ratio(precision, tab.precision) if note else 1.0)
+        """The fastest GEMM of the table that prices ``precision``: the fixed cost every GEMM of it pays."""
+        return self.table(precision)[0].floor_s()
 
     def align_factor(self, precision: str, m: float, n: int, k: int) -> tuple[float, str]:
-        pts = self.cal.align.get(precision) or self.cal.align.get(GEMM_FALLBACK.get(precision, ""), [])
+        pts = self.cal.align.get(precision) or self.cal.align.get(SAME_DATAPATH.get(precision, ""), [])
         worst, why = 1.0, ""
         for dim, v in (("n", n), ("k", k)):
             a = v & -v if v > 0 else 8
@@ -124,28 +144,62 @@ class Predictor:
                 worst, why = p["factor"], f"{dim}={v} not a multiple of 8: x{p['factor']:.2f} (measured)"
         return worst, why
 
-    def _conv_table(self):
-        """The framework's conv table where the runtime is the framework's (not fused) and the profile has one."""
-        return None if self.runtime == "fused" else self.cal.conv
+    def _conv_table(self, precision: str):
+        """(the framework's conv points of ``precision``, note) where the runtime is the framework's (not fused)
+        and the profile has them; the other 16-bit type's points where it has only those, said so in the note
+        (the kernel is then outside the calibration)."""
+        if self.runtime == "fused" or self.cal.conv is None:
+            return None, ""
+        return _own_or_sibling(self.cal.conv, precision, "conv")
 
     def _conv(self, op: KernelOp) -> OpTime | None:
-        """A convolution from the framework's own conv table (cuDNN), where the profile has one: 1x1 and 3x3 over
-        channels, and the first-layer (stem) convolutions of an RGB input by their kernel and stride."""
-        table = self._conv_table()
-        if table is None or op.batch != 1 or not op.conv_kernel:
+        """A convolution from the framework's own conv points (cuDNN), where the profile has them: dense ones by
+        kernel size over pixels and channels, grouped ones (``op.batch`` groups) from grouped points or else as one
+        batched dense convolution, and the first-layer (stem) convolutions of an image's channels. None where no
+        point of its kernel size was measured (the implicit-GEMM rule then prices it, flagged)."""
+        table, sibling = self._conv_table(op.precision)
+        if table is None or not op.conv_kernel:
             return None
-        cin = op.k // (op.conv_kernel * op.conv_kernel)
-        layout, note = self.layout, ""
-        if cin >= STEM_CIN and layout not in table.layouts():     # a profile from before the NCHW points
-            layout, note = "nhwc", ("NCHW: priced from the channels-last conv table (this profile has no NCHW "
-                                    "points); cuDNN's layout transforms around it are not calibrated")
-        got = table.time(op.m, cin, op.n, op.conv_kernel, op.conv_stride, layout, op.conv_images or 1)
+        g, k, images = max(op.batch, 1), op.conv_kernel, op.conv_images or 1
+        cin = op.k // (k * k)                               # per group
+        layout, notes = self.layout, [sibling] if sibling else []
+        if cin * g >= STEM_CIN and layout not in table.layouts() and table.layouts():
+            other = "nhwc" if "nhwc" in table.layouts() else sorted(table.layouts())[0]
+            notes.append("NCHW: priced from the channels-last conv table (this profile has no NCHW points); "
+                         "cuDNN's layout transforms around it are not calibrated" if other == "nhwc" else
+                         f"{layout.upper()}: priced from the {other.upper()} conv points (no {layout.upper()} points "
+                         f"at {op.precision}); the layout's own cost is not calibrated")
+            layout = other
+        source = "framework.conv"
+        if g == 1:
+            got = table.time(op.m, cin, op.n, k, op.conv_stride, layout, images)
+        else:
+            source = "framework.conv_grouped"
+            got = table.grouped(op.m, (cin * op.n) ** 0.5 * g, g, k, layout, images)
+            if got is None:
+                got = self._grouped_as_dense(table, op, cin, layout, images)
+                notes.append(f"grouped ({g} groups of {cin}->{op.n} channels): no grouped points; priced as one "
+                             f"dense convolution over {g}x the pixels at the per-group channels")
         if got is None:
             return None
         it = ITEMSIZE.get(op.precision, 2)
-        nbytes = (op.conv_input_bytes or it * op.m * op.k) + it * (op.n * op.k + op.m * op.n)
-        covered = got[1] and not note
-        return self._finish(op, got[0], op.gemm_flops, nbytes, covered, "framework.conv", note, table.floor_s())
+        nbytes = (op.conv_input_bytes or it * op.m * op.k * g) + it * g * (op.n * op.k + op.m * op.n)
+        return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not notes, source, "; ".join(notes),
+                            table.floor_s())
+
+    @staticmethod
+    def _grouped_as_dense(table, op: KernelOp, cin: int, layout: str, images: int) -> tuple[float, bool] | None:
+        """The groups as one batched convolution (the batched-GEMM rule: the tile count of one dense convolution
+        over groups x the pixels, at the per-group channels); per-group channels below the dense grid scale its
+        time down linearly from the grid's fewest (where a held value would price far more work)."""
+        lo = table.min_channels(op.conv_kernel, layout)
+        if lo is None:
+            return None
+        got = table.time(op.m * op.batch, max(cin, lo), max(op.n, lo), op.conv_kernel, op.conv_stride, layout,
+                         images)
+        if got is None:
+            return None
+        return got[0] * min(1.0, (cin * op.n) ** 0.5 / lo), False
 
     def _gemm(self, op: KernelOp) -> OpTime:
         conv = self._conv(op) if op.conv_kernel else None
@@ -155,6 +209,11 @@ class Predictor:
         k_bytes = op.k * (op.weight_bits / 16 if op.weight_bits else 1.0)
         t, covered, note = self.gemm_s(op.precision, m, op.n, op.k)
         floor_s = self.gemm_floor_s(op.precision)
+        if (op.conv_kernel or op.conv_images) and self.runtime != "fused" and self.cal.conv is not None:
+            what = (f"no {op.precision} conv points" if self.cal.conv.only(op.precision) is None else
+                    f"no {op.conv_kernel}x{op.conv_kernel} conv points" if op.conv_kernel else "a non-square kernel")
+            covered, note = False, "; ".join(x for x in (note, f"{what}: the implicit-GEMM rule on the "
+                                                               f"{op.precision} GEMM table") if x)
         source = "framework.linear" if self.runtime != "fused" and op.precision in self.cal.framework_gemm else "gemm"
         pk = self.peak(op.precision)
         ceil_s = op.gemm_flops / pk if pk else 0.0     # the math at the measured library ceiling
@@ -182,30 +241,34 @@ class Predictor:
     def _attention(self, op: KernelOp) -> OpTime:
         it = ITEMSIZE.get(op.precision, 2)
         nbytes = op.bytes or it * op.batch * (2 * op.m * op.k + 2 * op.n * op.k)
-        if self.cal.sdpa is not None and op.m == op.n and self.runtime != "fused":
-            got = self.cal.sdpa.time(op.batch, op.m, op.k, op.causal)
+        sdpa, sibling = _own_or_sibling(self.cal.sdpa, op.precision, "SDPA") if self.cal.sdpa else (None, "")
+        if sdpa is not None and op.m == op.n and self.runtime != "fused":
+            got = sdpa.time(op.batch, op.m, op.k, op.causal)
             if got is not None:
-                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1], "framework.sdpa", "",
-                                    self.cal.sdpa.floor_s())
+                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not sibling, "framework.sdpa",
+                                    sibling, sdpa.floor_s())
         rows = op.batch * op.m
         t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
         rate = 2.0 * rows * op.k * op.n / t_pv
         mem_s, _, _, _, mem_floor = self._mem_time("copy", nbytes)
-        floor_s = max(self.gemm_floor_s(op.precision), mem_floor)
         return self._finish(op, max(op.gemm_flops / rate, mem_s), op.gemm_flops, nbytes, covered, "attention",
-                            note, floor_s)
+                            note, max(self.gemm_floor_s(op.precision), mem_floor))
 
     def _framework_curve(self, kind: str) -> str:
         name = FRAMEWORK_CURVE.get(kind, "copy")
         if name in self.cal.framework:
             return name
-        return {"pool": "reduction", "cat": "copy"}.get(kind, name)       # profiles measured before these curves
+        return FRAMEWORK_STAND_IN.get(kind, name)
 
     def _mem_time(self, kind: str, nbytes: float) -> tuple[float, bool, str, str, float]:
         """(seconds, covered, note, source: the curve that priced it, that curve's floor: its fastest kernel)."""
         fw_name = self._framework_curve(kind)
         fw = self.cal.framework.get(fw_name) if self.runtime != "fused" else None
         if fw is not None:
+            own = FRAMEWORK_CURVE.get(kind, "copy")
+            if fw_name != own and kind in STAND_IN_UNCOVERED:
+                return (fw.time(nbytes), False, f"no {own} curve: the {fw_name} curve", f"framework.{fw_name}",
+                        fw.floor_s())
             return fw.time(nbytes), fw.covers(nbytes), "", f"framework.{fw_name}", fw.floor_s()
         name = MEMORY_CURVE.get(kind, "unary")
         curve = self.cal.memory.get(name) or self.cal.memory.get("unary") or next(iter(self.cal.memory.values()),
@@ -213,22 +276,34 @@ class Predictor:
         if curve is None:
             raise InputError("the profile has no memory-kernel calibration (run the 'predict' suite)")
         note = "" if curve.kind == name else f"no {name} curve: the {curve.kind} curve"
-        return curve.time(nbytes), curve.covers(nbytes), note, f"memory.{name}", curve.floor_s()
+        covered = curve.covers(nbytes) and kind not in STAND_IN_UNCOVERED
+        return curve.time(nbytes), covered, note, f"memory.{name}", curve.floor_s()
 
     def _conv_dw(self, op: KernelOp) -> OpTime | None:
         """A depthwise convolution from the conv table's depthwise points (its kernel, stride, layout and image
         regime), where the profile has them (else, and in older profiles: the copy curve at its bytes)."""
-        table = self._conv_table()
+        table, sibling = self._conv_table(op.precision)
         if table is None or not (op.conv_kernel and op.m and op.n):
             return None
-        got = table.dw_time(op.m, op.n, op.conv_kernel, op.conv_stride, self.layout, op.conv_images or 1)
-        return None if got is None else self._finish(op, got[0], op.flops, op.bytes, got[1], "framework.conv_dw", "",
-                                                     table.floor_s(dw=True))
+        k, images = op.conv_kernel, op.conv_images or 1
+        got = table.dw_time(op.m, op.n, k, op.conv_stride, self.layout, images)
+        if got is not None:
+            return self._finish(op, got[0], op.flops, op.bytes, got[1] and not sibling, "framework.conv_dw", sibling,
+                                table.floor_s(dw=True))
+        got = table.dw_time(op.m, op.n, 3, op.conv_stride, self.layout, images) if k != 3 else None
+        if got is None:
+            return None
+        note = f"no depthwise {k}x{k} points: the 3x3 points x {k * k / 9:.2f} (taps)"
+        return self._finish(op, got[0] * k * k / 9, op.flops, op.bytes, False, "framework.conv_dw",
+                            "; ".join(x for x in (sibling, note) if x), table.floor_s(dw=True))
 
     def _memory(self, op: KernelOp) -> OpTime:
         if op.kind == "conv_dw" and (dw := self._conv_dw(op)) is not None:
             return dw
         t, covered, note, src, floor_s = self._mem_time(op.kind, op.bytes)
+        if op.kind == "conv_dw" and op.conv_kernel != 3:      # the copy curve stood in for 3x3 ones only (validated)
+            covered, note = False, "; ".join(x for x in (note, f"no depthwise {op.conv_kernel}x{op.conv_kernel} "
+                                                               "points: the copy curve at its bytes") if x)
         return self._finish(op, t, op.flops, op.bytes, covered, src, note, floor_s)
 
     def _comm(self, op: KernelOp) -> OpTime:
@@ -261,11 +336,29 @@ class Predictor:
         if self.runtime == "eager":
             launch_s = self.host_s
         top = max(compute_s, memory_s)
+        floor = max(compute_s, self.memory_floor(nbytes, op.kind in MEMORY_KINDS))
+        extra = {}
+        if t < floor:               # faster than the kernel's roofline bound: a curve stretched past what it measured
+            extra["held_at_floor_s"] = floor - t
+            note = "; ".join(x for x in (note, f"priced at {t / floor:.0%} of its roofline bound: held at the "
+                                               "bound") if x)
+            t = floor
         floor_s = max(floor_s, launch_s)
         roof = "compute" if compute_s >= memory_s else "memory"
         bound = roof if top >= 0.5 * t else "latency" if floor_s >= 0.5 * t else roof
         return OpTime(op, t, compute_s=compute_s, memory_s=memory_s, launch_s=min(launch_s, t), bound=bound,
-                      roofline_s=max(top, 0.0), covered=covered, source=source, note=note)
+                      roofline_s=floor, covered=covered, source=source, note=note, extra=extra)
+
+    def memory_floor(self, nbytes: float, activations: bool = False) -> float:
+        """The least time ``nbytes`` can move in: at the DRAM slope; for a memory-bound kernel's activations
+        (``activations``) that fit in L2 (a producer's output read by the next kernel need not leave it), at the
+        L2 slope where the profile measured one, else no memory term. A GEMM's weights come from DRAM (each
+        layer's own, as the calibration read them), so its bytes keep the DRAM slope."""
+        if nbytes <= 0:
+            return 0.0
+        if activations and self.l2_bytes and nbytes <= self.l2_bytes:
+            return nbytes / self.l2_bw if self.l2_bw else 0.0
+        return nbytes / self.dram_bw if self.dram_bw else 0.0
 
     def time(self, op: KernelOp) -> OpTime:
         if op.kind == "gemm":
@@ -294,8 +387,9 @@ class Predictor:
 
     # --- the power-capped clock of a long compute-bound run ---------------------------------------------------------
     def power_ratio(self, precision: str) -> tuple[float, str]:
-        """Burst over sustained library rate at the power cap (gpu.gemm_power), for ``precision`` or FP16's."""
-        for p in (precision, "fp16", "bf16"):
+        """Burst over sustained library rate at the power cap (gpu.gemm_power), for ``precision`` or the other 16-bit
+        type's (the same datapath); none for other precisions without their own measurement."""
+        for p in (precision, SAME_DATAPATH.get(precision, precision)):
             c = self.profile.peak(p, "tensor_core", "library")
             if c is not None and c.sustained and c.value > c.sustained:
                 return c.value / c.sustained, (f"{p} library {c.value / 1e12:.0f} TFLOP/s in bursts, "

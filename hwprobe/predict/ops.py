@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 
 # Kernel kinds the calibration covers. gemm: C[batch, m, n] = A[batch, m, k] @ B[batch, k, n]; attention:
 # a fused (flash) attention over ``batch`` = sequences x heads, ``m`` queries, ``n`` keys, head size ``k``;
-# the memory kinds move ``bytes`` (read + written) with little arithmetic; allreduce: ``bytes`` per rank.
+# the memory kinds move ``bytes`` (read + written) with little arithmetic (norm: a row norm such as LayerNorm;
+# batchnorm: an unfused inference BatchNorm, a per-channel scale and shift; groupnorm: GroupNorm or InstanceNorm,
+# statistics per group of channels; resize: an upsampling or downsampling); allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
-                "embedding")
+                "embedding", "batchnorm", "groupnorm", "resize")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")
@@ -64,8 +66,11 @@ class KernelOp:
 
 @dataclass
 class OpTime:
-    """A kernel's predicted time and its parts. ``time_s`` is what the runtime spends on it; ``roofline_s`` is the
-    plain roofline bound (peak and DRAM slope only) beside it."""
+    """A kernel's predicted time and its parts. ``time_s`` is what the runtime spends on it, never below
+    ``roofline_s``, the kernel's roofline bound: its math at the library ceiling, its bytes at the DRAM slope
+    (a memory-bound kernel's activations that fit in L2: at L2's measured slope, else none; a producer's output
+    need not leave L2). ``extra['held_at_floor_s']``: seconds added where the calibration priced it below that
+    bound."""
 
     op: KernelOp
     time_s: float

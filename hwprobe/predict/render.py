@@ -15,10 +15,7 @@ def prediction_lines(p: Prediction, top: int = 5) -> list[str]:
     total = p.time_s
     parts = p.parts()
     share = ", ".join(f"{k} {v / total:.0%}" for k, v in parts.items() if v > 0) if total else "-"
-    err = p.expected_error()
-    err_txt = (f"measured error of such predictions: median {err['median_abs_pct']:.0f}%, worst "
-               f"{err['max_abs_pct']:.0f}% over {err['cases']} cases ({err['where']})" if err else
-               "no validation of this runtime committed: error unknown")
+    err_txt = p.expected_error().text()
     head = (f"[bold]predicted time[/bold] ({RUNTIME_WORDS.get(p.runtime, p.runtime)}): {si(total, 's')} over "
             f"{len(p.kernels)} kernels")
     if p.roofline_s:

@@ -102,3 +102,22 @@ def test_torch_kernels(gpu_ctx_factory):
             assert len(c["replay_s"]) == len(c["nodes"]) and c["per_node_s"] > 0
             continue
         assert c["bytes"] == sorted(c["bytes"]) and c["time_s"][-1] > c["time_s"][0], name
+
+
+def test_torch_kernels_every_precision(gpu_ctx_factory):
+    """Issue 31: every precision hwprobe analyze prices has PyTorch points of its own (TF32 and FP32 linear layers
+    and convolutions, INT8 through torch._int_mm, FP8 through torch._scaled_mm where the GPU has it), each checked."""
+    pytest.importorskip("torch")
+    from hwprobe.probes.calibration import grids, torch_kernels
+
+    _, out = _run(gpu_ctx_factory, "gpu.torch_kernels", torch_kernels.run, kinds=["batch_norm", "group_norm",
+                                                                                  "resize"],
+                  precisions=list(grids.PRECISIONS))
+    errors = [(m.metric, m.reason) for m in out if m.status == "error"]
+    assert not errors, errors
+    info = {m.metric: m.params for m in out if m.kind == "info"}
+    got = {p for p in grids.PRECISIONS if f"predict.torch.linear.{p}" in info}
+    skipped = {m.metric.rsplit(".", 1)[1] for m in out if m.status == "skipped"}
+    assert got | skipped >= set(grids.PRECISIONS) and {"fp16", "bf16", "tf32", "fp32", "int8"} <= got
+    assert {p["precision"] for p in info["predict.torch.conv"]["points"]} == set(grids.CONV_PRECISIONS)
+    assert {"predict.torch.batch_norm", "predict.torch.group_norm", "predict.torch.resize"} <= set(info)

@@ -3,11 +3,13 @@
 A model's GEMMs are seldom 8192^3: a batch-1 layer has a handful of rows (M) against weights of N x K, a
 convolution's implicit GEMM has K = C_in x kh x kw as small as 27, an attention head K = 64. The library's
 efficiency at those shapes, not its peak, sets their time. This probe times cuBLAS gemmEx over a grid of
-M (rows: 1 .. 65536) x N (output features: 64 .. 16384) x K (64 .. 16384), in the layout a framework's linear
-layer calls (row-major activations times the transposed weight: cuBLAS "TN" with m = N, n = M), with the
-library's own heuristics (default algo), each point replayed back to back as a CUDA graph (so the time per GEMM
-holds the gap between graph nodes, as in a replayed model) on operand sets that rotate out of L2 like the
-weights of successive layers do. Every point's output is checked against a float64 product of sampled rows.
+M (rows: 1 .. 65536) x N (output features: 16 .. 16384) x K (16 .. 16384), log-spaced by 4 (the framework's
+own linear layers, gpu.torch_kernels, have the finer grid the eager and graph runtimes price from), in the
+layout a framework's linear layer calls (row-major activations times the transposed weight: cuBLAS "TN" with
+m = N, n = M), with the library's own heuristics (default algo), each point replayed back to back as a CUDA graph
+(so the time per GEMM holds the gap between graph nodes, as in a replayed model) on operand sets that rotate out
+of L2 like the weights of successive layers do. Every point's output is checked against a float64 product of
+sampled rows.
 
 Then the alignment price where the library really pays it: the same shapes with N or K one, two and four
 elements off a multiple of eight.
@@ -25,8 +27,8 @@ from hwprobe.probes.calibration import common
 
 PRECISIONS = ("fp16", "bf16", "tf32", "fp32", "int8")
 VARIANT = {"fp16": "fp16.f32acc", "bf16": "bf16", "tf32": "tf32", "fp32": "fp32", "int8": "int8.tn"}
-M_LIST = common.geometric(1, 65536)
-NK_LIST = common.geometric(64, 16384)
+M_LIST = common.geometric(1, 65536, 4)
+NK_LIST = common.geometric(16, 16384, 4)
 QUICK_M = [1, 16, 256, 4096]
 QUICK_NK = [256, 4096]
 ALIGN_BASES = ((2048, 4096, 4096), (64, 4096, 4096))      # (M, N, K) in model terms

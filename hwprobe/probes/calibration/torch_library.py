@@ -1,0 +1,211 @@
+"""gpu.torch_kernels' library half: PyTorch's cuDNN convolutions, linear layers (cuBLAS/cuBLASLt, torch._int_mm,
+torch._scaled_mm) and scaled-dot-product attention, per precision, over hwprobe.probes.calibration.grids.
+
+Each point is timed like the rest of gpu.torch_kernels (replayed in a CUDA graph, each launch on its own cold
+weights after L2 was filled with other data) and checked against FP32 arithmetic on a slice of its output. A
+precision is measured in PyTorch's own mode for it: FP32 with TF32 off for cuBLAS and cuDNN, TF32 with it on
+(PyTorch's default turns it on for convolutions only: a default FP32 CNN's convolutions are TF32 points), INT8 as
+torch._int_mm (int8 x int8 -> int32), FP8 as torch._scaled_mm (E4M3, per-tensor scales, BF16 out).
+
+Findings: ``predict.torch.conv`` (every convolution point, each naming its precision, kernel, stride, groups,
+layout and images), ``predict.torch.linear.<precision>`` (a rows x N x K grid) and ``predict.torch.sdpa``
+(points naming their precision).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from hwprobe.probes.calibration import grids
+from hwprobe.probes.calibration.torch_timing import check_close, graph_time, param_copies, sweep
+
+CHECK_TOL = {"fp16": 2e-2, "bf16": 4e-2, "tf32": 2e-2, "fp32": 1e-3, "int8": 1e-6, "fp8": 6e-2}
+
+
+def _dtype(torch, precision: str):
+    return {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "fp32": torch.float32,
+            "int8": torch.int8, "fp8": getattr(torch, "float8_e4m3fn", None)}[precision]
+
+
+@contextmanager
+def math_mode(torch, precision: str):
+    """PyTorch's TF32 switches as ``precision`` wants them (on for TF32, off for everything else), restored after."""
+    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+# --- convolutions -----------------------------------------------------------------------------------------------
+def conv_geometry(case: dict) -> tuple[tuple, tuple, int, int]:
+    """(input shape, weight shape, padding, crop) of a conv case: 'same' padding at its stride for the body's
+    kernels (output side = input side / stride), whole STEM_HW images for stems; the check's crop of the first
+    image (an 8 x 8 output corner; 0: the whole image, for stems and maps under 16 x 16)."""
+    k, s, cin, cout, g = case["k"], case.get("stride", 1), case["cin"], case["cout"], case.get("groups", 1)
+    images = case.get("images", 1)
+    if cin < 8:
+        pad, _ = grids.stem_geometry(k, s)
+        return (images, cin, grids.STEM_HW, grids.STEM_HW), (cout, cin, k, k), pad, 0
+    side = int(round((case["m"] // images) ** 0.5))
+    return (images, cin, side * s, side * s), (cout, cin // g, k, k), k // 2, 8 if side >= 16 else 0
+
+
+def _conv_point(torch, **case) -> float:
+    """F.conv2d of one case as cuDNN runs it for PyTorch (cudnn.benchmark picks the algorithm), timed in a CUDA
+    graph, each launch on its own weight copy, in its layout (nchw: cuDNN's transforms included); the first image
+    checked in FP32 on a corner away from the border (or whole, for stems)."""
+    F = torch.nn.functional
+    precision = case["precision"]
+    x_shape, w_shape, pad, crop = conv_geometry(case)
+    dtype = _dtype(torch, precision)
+    fmt = torch.channels_last if case["layout"] == "nhwc" else torch.contiguous_format
+    x = torch.randn(*x_shape, device="cuda", dtype=dtype).to(memory_format=fmt)
+    fan_in = w_shape[1] * w_shape[2] * w_shape[3]
+    weights = param_copies(torch, lambda: (torch.randn(*w_shape, device="cuda", dtype=dtype)
+                                      / fan_in ** 0.5).to(memory_format=fmt), x.element_size() * w_shape[0] * fan_in)
+    conv = {"stride": case.get("stride", 1), "padding": pad, "groups": case.get("groups", 1)}
+    holder = {}
+
+    def call() -> None:
+        holder["w"] = weights()
+        holder["y"] = F.conv2d(x, holder["w"], **conv)
+
+    t, _ = graph_time(torch, call)
+    w = holder["w"].float()
+    with math_mode(torch, "fp32"):
+        if crop:
+            s, border = conv["stride"], w_shape[2] // 2
+            inner = slice(border, crop - border)
+            ref = F.conv2d(x[:1, :, :crop * s, :crop * s].float(), w, **conv)[..., inner, inner]
+            got = holder["y"][:1, :, inner, inner].float()
+        else:
+            ref, got = F.conv2d(x[:1].float(), w, **conv), holder["y"][:1].float()
+    check_close((got, ref), f"{precision} conv {case['k']}x{case['k']}/{conv['stride']} g{conv['groups']} "
+                       f"{case['cin']}->{case['cout']} at {case['m']}", CHECK_TOL[precision])
+    return t
+
+
+def convs(ctx, torch, precisions, quick: bool):
+    torch.backends.cudnn.benchmark = True
+    rows: list[dict] = []
+    for prec in precisions:
+        cases = grids.conv_cases(prec, quick)
+        with math_mode(torch, prec):
+            yield from sweep(ctx, torch, cases, lambda **c: _conv_point(torch, **c),
+                              f"predict.torch.conv.{prec}", f"torch conv2d {prec}", rows)
+    if rows:
+        yield ctx.derived("predict.torch.conv", len(rows), unit="points", kind="info",
+                          params={"points": rows, "framework": f"torch {torch.__version__}",
+                                  "precisions": sorted({r["precision"] for r in rows}),
+                                  "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True},
+                          notes=["PyTorch conv2d (cuDNN) per precision: seconds per convolution over output pixels "
+                                 "x C_in x C_out at kernels 1, 3, 5, 7, strides 1 and 2, groups 1, 2, 4, 8, 32 and "
+                                 "depthwise, channels-last (nhwc) and NCHW (cuDNN's transforms included), one image "
+                                 "and many, and the stems on an image's 3 channels, replayed in a CUDA graph; each "
+                                 "point names its precision, kernel, stride, groups, layout and images"])
+
+
+# --- linear layers ----------------------------------------------------------------------------------------------
+def _linear_call(torch, precision: str, m: int, n: int, k: int):
+    """(call, check) of one linear layer at ``precision``, each launch on its own (cold) weight copy."""
+    F = torch.nn.functional
+    holder = {}
+    if precision == "int8":
+        x = torch.randint(-4, 5, (m, k), device="cuda", dtype=torch.int8)
+        weights = param_copies(torch, lambda: torch.randint(-4, 5, (n, k), device="cuda", dtype=torch.int8), n * k)
+
+        def call() -> None:
+            holder["w"] = weights()
+            holder["y"] = torch._int_mm(x, holder["w"].t())
+    elif precision == "fp8":
+        f8 = _dtype(torch, "fp8")
+        x = (torch.rand(m, k, device="cuda") * 2 - 1).to(f8)
+        one = torch.ones((), device="cuda")
+        weights = param_copies(torch, lambda: ((torch.rand(n, k, device="cuda") * 2 - 1) / k ** 0.5).to(f8), n * k)
+
+        def call() -> None:
+            holder["w"] = weights()
+            holder["y"] = torch._scaled_mm(x, holder["w"].t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    else:
+        dtype = _dtype(torch, precision)
+        x = torch.randn(m, k, device="cuda", dtype=dtype)
+        weights = param_copies(torch, lambda: torch.randn(n, k, device="cuda", dtype=dtype) / k ** 0.5,
+                          x.element_size() * n * k)
+
+        def call() -> None:
+            holder["w"] = weights()
+            holder["y"] = F.linear(x, holder["w"])
+
+    def check() -> None:
+        with math_mode(torch, "fp32"):
+            want = x[:4].float() @ holder["w"].float().T
+        check_close((holder["y"][:4].float(), want), f"{precision} linear {m}x{k}->{n}", CHECK_TOL[precision])
+
+    return call, check
+
+
+def _linear_point(torch, precision: str, m: int, n: int, k: int) -> float:
+    call, check = _linear_call(torch, precision, m, n, k)
+    t, _ = graph_time(torch, call)
+    check()
+    return t
+
+
+def linears(ctx, torch, precisions, quick: bool):
+    """PyTorch's own GEMM for a linear layer over rows x N x K per precision: the framework's library calls and
+    heuristics (cuBLASLt, its epilogues) where gpu.gemm_shapes times cublasGemmEx's default algorithm."""
+    for prec in precisions:
+        if _dtype(torch, prec) is None:
+            yield ctx.skip(f"predict.torch.linear.{prec}", f"torch {torch.__version__} has no {prec} dtype")
+            continue
+        ms, nks = grids.linear_axes(prec, quick)
+        rows: list[dict] = []
+        with math_mode(torch, prec):
+            yield from sweep(ctx, torch, grids.linear_cases(prec, quick),
+                              lambda prec=prec, **c: _linear_point(torch, prec, **c),
+                              f"predict.torch.linear.{prec}", f"torch linear {prec}", rows)
+        if not rows:
+            continue
+        t = {(r["m"], r["n"], r["k"]): r["time_s"] for r in rows}
+        grid = [[[t.get((m, n, k)) for k in nks] for n in nks] for m in ms]
+        yield ctx.derived(f"predict.torch.linear.{prec}", len(rows), unit="points", kind="info",
+                          params={"precision": prec, "m": list(ms), "n": list(nks), "k": list(nks), "time_s": grid,
+                                  "framework": f"torch {torch.__version__}", "api": _API[prec],
+                                  "runtime": "cuda_graph"},
+                          notes=[f"PyTorch linear layers ({prec}): seconds per GEMM over rows x N x K, each launch on "
+                                 "its own (cold) weights, replayed in a CUDA graph"])
+
+
+_API = {"fp16": "torch.nn.functional.linear", "bf16": "torch.nn.functional.linear",
+        "tf32": "torch.nn.functional.linear (allow_tf32)", "fp32": "torch.nn.functional.linear (no TF32)",
+        "int8": "torch._int_mm", "fp8": "torch._scaled_mm (e4m3, bf16 out)"}
+
+
+# --- attention --------------------------------------------------------------------------------------------------
+def _sdpa_point(torch, bh: int, seq: int, dim: int, causal: bool, precision: str) -> float:
+    F = torch.nn.functional
+    dtype = _dtype(torch, precision)
+    q, k, v = (torch.randn(1, bh, seq, dim, device="cuda", dtype=dtype) for _ in range(3))
+    holder = {}
+    t, _ = graph_time(torch, lambda: holder.__setitem__(
+        "o", F.scaled_dot_product_attention(q, k, v, is_causal=causal)))
+    with math_mode(torch, "fp32"):
+        ref = F.scaled_dot_product_attention(q[:, :2].float(), k[:, :2].float(), v[:, :2].float(), is_causal=causal)
+    check_close((holder["o"][:, :2].float(), ref), f"{precision} sdpa {bh}x{seq}x{dim}", CHECK_TOL[precision])
+    return t
+
+
+def sdpa(ctx, torch, precisions, quick: bool):
+    cases = [c for p in precisions for c in grids.sdpa_cases(p, quick)]
+    rows: list[dict] = []
+    yield from sweep(ctx, torch, cases, lambda **c: _sdpa_point(torch, **c), "predict.torch.sdpa", "torch SDPA",
+                      rows)
+    if rows:
+        yield ctx.derived("predict.torch.sdpa", len(rows), unit="points", kind="info",
+                          params={"points": rows, "framework": f"torch {torch.__version__}",
+                                  "precisions": sorted({r["precision"] for r in rows})},
+                          notes=["PyTorch scaled_dot_product_attention (its fused kernels), seconds per call over "
+                                 "batch x heads, sequence (queries = keys) and head size per precision, replayed "
+                                 "in a CUDA graph"])

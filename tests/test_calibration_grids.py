@@ -1,0 +1,150 @@
+"""The 'predict' suite's generic calibration grids (issue 31) and their bookkeeping, on a CPU: what the grids
+hold, that every conv case's geometry gives the output it names, what they cost against the suite's budget
+(from the committed H200 run's per-point costs), and that the findings the library sweeps write are what the
+predictor reads (the sweeps run here with the measurement replaced by a law; the GPU run is still to do)."""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import pytest
+
+from hwprobe.probes.calibration import gemm_shapes, grids
+from hwprobe.probes.calibration import torch_library as lib
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_conv_grid_spans_the_families_the_issue_lists():
+    cases = grids.conv_cases("fp16")
+    body = [c for c in cases if c["cin"] >= 8]
+    assert {c["k"] for c in body if c.get("groups", 1) == 1} == {1, 3, 5, 7}
+    assert {c["groups"] for c in body if not c.get("dw")} == {1, 2, 4, 8, 32}
+    assert {c["k"] for c in body if c.get("dw")} == {3, 5, 7}
+    assert {c["stride"] for c in body} == {1, 2} and {c["layout"] for c in cases} == {"nhwc", "nchw"}
+    assert {c["images"] for c in body} == {1, grids.IMAGES_MANY}
+    stems = {(c["k"], c["stride"]) for c in cases if c["cin"] == 3}
+    assert {(32, 32), (16, 16), (14, 14), (8, 8), (4, 4), (7, 2), (3, 2)} <= stems
+    assert all(c["precision"] == "fp16" and c["cin"] % c["groups"] == 0 for c in cases)
+    keys = [tuple(sorted(c.items())) for c in cases]
+    assert len(set(keys)) == len(keys)
+    # one grid holds one-image and many-image points: their pixel counts never coincide
+    one = {c["m"] for c in body if c["images"] == 1}
+    assert not one & {c["m"] for c in body if c["images"] > 1}
+    assert min(c["cin"] for c in body) == 16 and max(grids.macs(c) for c in cases) <= grids.MAX_MACS["fp16"]
+    assert {c["m"] for c in body if c["k"] == 1 and c["m"] in (1, grids.IMAGES_MANY)} == {1, grids.IMAGES_MANY}
+
+
+@pytest.mark.parametrize("precision", grids.CONV_PRECISIONS)
+def test_every_conv_case_produces_the_output_it_names(precision):
+    for c in grids.conv_cases(precision):
+        x, w, pad, crop = lib.conv_geometry(c)
+        out = (x[2] + 2 * pad - c["k"]) // c["stride"] + 1
+        assert x[0] * out * out == c["m"], c
+        assert w == (c["cout"], c["cin"] // c["groups"], c["k"], c["k"])
+        assert crop == 0 or crop - 2 * (c["k"] // 2) >= 2                   # the checked corner is not empty
+
+
+def test_every_precision_a_user_can_ask_for_has_points_but_fp64():
+    from hwprobe.models.analysis import PRECISIONS
+
+    for p in PRECISIONS:
+        has = bool(grids.linear_cases(p))
+        assert has == (p != "fp64"), p
+    assert min(min(grids.linear_axes(p)[1]) for p in grids.PRECISIONS) == 16          # GEMMs down to N, K = 16
+    for p in ("int8", "fp8"):                       # torch._int_mm / _scaled_mm: M > 16, N and K multiples of 16
+        assert all(c["m"] > 16 and c["n"] % 16 == 0 and c["k"] % 16 == 0 for c in grids.linear_cases(p))
+    assert grids.conv_cases("int8") == [] and grids.sdpa_cases("tf32") == []
+
+
+def _committed_counts() -> dict:
+    prof = json.loads((ROOT / "profiles/h200-sxm/2026-11-26-predict-conv/profile.json").read_text())
+    f = {x["metric"]: x.get("params") or {} for x in prof["findings"]}
+    return {"conv": len(f["predict.torch.conv"]["points"]), "sdpa": len(f["predict.torch.sdpa"]["points"]),
+            "linear": sum(sum(x is not None for pl in f[m]["time_s"] for r in pl for x in r)
+                          for m in f if m.startswith("predict.torch.linear.")),
+            "curve": sum(len(p["bytes"]) for m, p in f.items() if m.startswith("predict.torch.")
+                         and isinstance(p.get("bytes"), list))}
+
+
+def test_the_cost_basis_reproduces_the_committed_run():
+    """The per-point costs, applied to the committed H200 run's point counts, give its measured 122 s."""
+    env = json.loads((ROOT / "profiles/h200-sxm/2026-11-26-predict-conv/environment.json").read_text())
+    counts = _committed_counts()
+    est = sum(grids.POINT_S[k] * n for k, n in counts.items())
+    assert est == pytest.approx(env["probe_seconds"]["gpu.torch_kernels"], rel=0.1)
+    assert 2784 * grids.POINT_S["gemm"] == pytest.approx(env["probe_seconds"]["gpu.gemm_shapes"], rel=0.05)
+
+
+def test_the_suite_stays_within_about_five_to_six_minutes():
+    suite = (ROOT / "suites/predict.toml").read_text()
+    assert 'precisions = ["fp16", "bf16", "tf32", "fp32", "int8", "fp8"]' in suite
+    gemm = 2 * (len(gemm_shapes.M_LIST) * len(gemm_shapes.NK_LIST) ** 2 + 30)
+    est = grids.estimate_s(grids.PRECISIONS, gemm)
+    assert 240 < est["total"] < 360, est
+    assert min(gemm_shapes.NK_LIST) == 16
+
+
+# --- the sweeps' bookkeeping, with a fake torch --------------------------------------------------------------------
+def _fake_torch(seen: list):
+    flags = types.SimpleNamespace(allow_tf32=False)
+    cudnn = types.SimpleNamespace(allow_tf32=False, benchmark=False)
+    torch = types.SimpleNamespace(
+        __version__="fake", float16="f16", bfloat16="bf16", float32="f32", int8="i8", float8_e4m3fn="f8",
+        backends=types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=flags), cudnn=cudnn),
+        cuda=types.SimpleNamespace(empty_cache=lambda: None))
+    seen.append(torch)
+    return torch
+
+
+def _ctx():
+    from hwprobe.probes.base import ProbeContext
+
+    return ProbeContext(target="gpu", device=None, sampler=None, probe_name="gpu.torch_kernels")
+
+
+def test_the_conv_sweep_writes_points_the_predictor_reads(monkeypatch):
+    from hwprobe.predict.calibration import Calibration
+
+    seen: list = []
+    torch = _fake_torch(seen)
+    tf32 = {}
+
+    def point(torch_, **c):
+        tf32[c["precision"]] = torch.backends.cudnn.allow_tf32
+        if (c["k"], c["cin"], c["stride"], c["m"], c["precision"]) == (5, 32, 1, 49, "fp16") and c.get("dw"):
+            raise RuntimeError("cuDNN refused")                     # one failed point: an error record, the rest go on
+        return 1e-6 * (1 + grids.macs(c) / 1e9)
+
+    monkeypatch.setattr(lib, "_conv_point", point)
+    out = list(lib.convs(_ctx(), torch, ["fp16", "tf32"], quick=False))
+    errors = [m for m in out if m.status == "error"]
+    table = next(m for m in out if m.metric == "predict.torch.conv")
+    assert len(errors) == 2 and "cuDNN refused" in errors[0].reason        # both layouts' m=49 5x5 dw point
+    assert tf32 == {"fp16": False, "tf32": True} and torch.backends.cudnn.allow_tf32 is False   # restored
+    assert table.params["precisions"] == ["fp16", "tf32"]
+    prof = types.SimpleNamespace(findings=[{"metric": table.metric, "params": table.params}])
+    conv = Calibration.of(prof).conv
+    assert conv.only("fp16").grouped(3136, 128, 32, 3)[1]                    # inside the grouped grid
+    assert conv.only("fp16").dw_time(3136, 96, 7, 1, "nhwc", 1)[1]           # one-image 7x7 depthwise points
+    assert conv.only("fp16").time(49, 3, 768, 32, 32, "nhwc")[1]            # the 32x32/32 stem: measured
+    assert conv.only("tf32").layouts() == {"nchw"} and conv.only("fp32") is None
+
+
+def test_the_linear_sweep_writes_a_grid_per_precision(monkeypatch):
+    from hwprobe.predict.calibration import GemmTable
+
+    torch = _fake_torch([])
+    monkeypatch.setattr(lib, "_linear_point", lambda torch_, prec, m, n, k: 1e-6 + 2 * m * n * k / 1e14)
+    out = list(lib.linears(_ctx(), torch, ["int8", "bf16"], quick=False))
+    grids_ = {m.metric: m.params for m in out if m.kind == "info"}
+    assert set(grids_) == {"predict.torch.linear.int8", "predict.torch.linear.bf16"}
+    tab = GemmTable.from_finding(grids_["predict.torch.linear.bf16"])
+    assert tab.covers(16, 16, 16) and tab.time(16, 16, 16) == pytest.approx(1e-6, rel=1e-3)
+    assert grids_["predict.torch.linear.int8"]["m"][0] == 32 and grids_["predict.torch.linear.int8"]["api"] == \
+        "torch._int_mm"
+    torch.float8_e4m3fn = None                                              # a torch without FP8
+    skipped = list(lib.linears(_ctx(), torch, ["fp8"], quick=True))
+    assert [m.status for m in skipped] == ["skipped"]
