@@ -46,7 +46,7 @@ def _point(ctx, env, v, m: int, n: int, k: int, metric: str):
         runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream, target_s=rule.sample_s,
                               max_reps=common.MAX_REPS, graph_unavailable=env.graph_unavailable)
         return ctx.measure(metric, runner.fn, work=gemm_flops(m, n, k) * runner.reps, unit=v.unit, kind="sweep",
-                           check=lambda: g.check(CHECK_ROWS), warmup=1, repeats=rule.min_samples,
+                           check=lambda: g.check(CHECK_ROWS), warmup=1, rule=rule.name,
                            precision=v.precision, exec_unit=v.exec_unit, path="library",
                            params={"rows_m": m, "features_n": n, "k": k, **g.params(runner)},
                            notes=list(runner.notes))

@@ -156,7 +156,7 @@ def run(ctx, kinds: list[str] | None = None, max_bytes: int = 1 << 30):
                 reps = common.reps_for(cp, pt.launch)
                 g = common.graph_of(cp, pt.launch, reps)
                 m = ctx.measure(metric, g.launch, work=float(pt.bytes * reps), unit="B/s", kind="sweep",
-                                check=pt.check, warmup=1, repeats=common.point_rule().min_samples,
+                                check=pt.check, warmup=1, rule=common.point_rule().name,
                                 bytes_counted="read + write",
                                 params={"kernel": kind, "bytes": pt.bytes, "shape": pt.shape, "reps": reps,
                                         "cuda_graph": True})
