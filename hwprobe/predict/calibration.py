@@ -59,16 +59,22 @@ class GemmTable:
 
 
 def _fill(log_t: np.ndarray, axes: list) -> None:
-    """Missing points (a failed point, or one past a sweep's size cap) from their measured neighbours, repeatedly:
-    along each axis, the log-log line through the two nearest measured points on one side, continued (time keeps
-    the power of the size it had there: a corner past the cap is extrapolated, not averaged down to its smaller
-    neighbours); where no axis has two, the mean of the nearest neighbours."""
+    """Missing points (a point pruned from the grid, a failed one, or one past a sweep's size cap) from their
+    measured neighbours, repeatedly: where an axis has a measured neighbour on both sides, the log-log line between
+    them (the interpolation by which a pruned point was judged redundant: hwprobe.predict.prune), averaged over such
+    axes; else, along each axis, the log-log line through the two nearest measured points on one side, continued
+    (time keeps the power of the size it had there: a corner past the cap is extrapolated, not averaged down to its
+    smaller neighbours); where no axis has two, the mean of the nearest neighbours."""
     logs = [np.log(np.asarray(a, float)) for a in axes]
     for _ in range(sum(log_t.shape)):
         bad = ~np.isfinite(log_t)
         if not bad.any():
             return
         for idx in zip(*np.nonzero(bad), strict=True):
+            between = interpolations(log_t, logs, idx)
+            if between:
+                log_t[idx] = float(np.mean(between))
+                continue
             lines, near = [], []
             for ax in range(log_t.ndim):
                 for d in (-1, 1):
@@ -83,6 +89,23 @@ def _fill(log_t: np.ndarray, axes: list) -> None:
                         lines.append(log_t[tuple(a)] + (log_t[tuple(a)] - log_t[tuple(b)]) / (xa - xb) * (x - xa))
             if lines or near:
                 log_t[idx] = float(np.mean(lines or near))
+
+
+def interpolations(log_t: np.ndarray, logs: list[np.ndarray], idx: tuple) -> list[float]:
+    """Log time at ``idx`` interpolated log-log between its two neighbours along each axis where both are measured
+    (finite); ``logs`` are the axes' log sizes."""
+    out = []
+    for ax in range(log_t.ndim):
+        lo, hi = list(idx), list(idx)
+        lo[ax] -= 1
+        hi[ax] += 1
+        if lo[ax] < 0 or hi[ax] >= log_t.shape[ax]:
+            continue
+        a, b = log_t[tuple(lo)], log_t[tuple(hi)]
+        if np.isfinite(a) and np.isfinite(b):
+            w = (logs[ax][idx[ax]] - logs[ax][lo[ax]]) / (logs[ax][hi[ax]] - logs[ax][lo[ax]])
+            out.append(float(a + w * (b - a)))
+    return out
 
 
 @dataclass

@@ -149,7 +149,7 @@ def run(ctx, kinds: list[str] | None = None, max_bytes: int = 1 << 30):
     sizes = [s for s in (QUICK_SIZES if ctx.quick else SIZES) if s <= max_bytes]
     for kind in kinds or KINDS:
         points, clocks = [], []
-        for nbytes in sizes:
+        for nbytes in common.curve_sizes(ctx, f"memory.{kind}", sizes):
             metric = f"predict.memory.{kind}.b{nbytes}"
             try:
                 pt = make_point(cp, kind, nbytes)

@@ -197,7 +197,7 @@ def _check(got_want, what: str, tol: float = 2e-2) -> None:
 def _curves(ctx, torch, kinds, sizes):
     for kind in kinds:
         pts = []
-        for nbytes in sizes:
+        for nbytes in common.curve_sizes(ctx, f"torch.{kind}", sizes):
             metric = f"predict.torch.{kind}.b{nbytes}"
             try:
                 fn, moved, check, shape = _case(torch, kind, nbytes)
@@ -235,7 +235,12 @@ def _sdpa_point(torch, bh: int, seq: int, dim: int, causal: bool) -> float:
 
 
 def _sweep(ctx, torch, cases: list[dict], measure, metric: str, what: str, rows: list[dict]):
-    """Time every case (``measure(**case)``) into ``rows``; a case that fails is an error record, the rest go on."""
+    """Time every case (``measure(**case)``) into ``rows``; a case that fails is an error record, the rest go on.
+    Convolution cases interpolation predicts within 2% (hwprobe.predict.prune) are left out, not in quick runs."""
+    from hwprobe.predict.prune import point_key, pruned
+
+    if not ctx.quick:
+        cases = [c for c in cases if point_key(c) not in pruned().conv]
     for case in cases:
         try:
             rows.append({**case, "time_s": measure(**case)})
@@ -369,9 +374,12 @@ def _convs(ctx, torch, quick: bool):
     yield from _sweep(ctx, torch, stems, lambda **c: _stem_point(torch, **c), "predict.torch.conv.stem",
                       "torch stem conv2d", rows)
     if rows:
+        from hwprobe.predict.prune import point_key, pruned
+
+        left_out = 0 if quick else sum(point_key(c) in pruned().conv for c in cases + dws + stems)
         yield ctx.derived("predict.torch.conv", len(rows), unit="points", kind="info",
                           params={"points": rows, "framework": f"torch {torch.__version__}", "dtype": "float16",
-                                  "layouts": ["nhwc", "nchw"], "cudnn_benchmark": True},
+                                  "layouts": ["nhwc", "nchw"], "cudnn_benchmark": True, "pruned": left_out},
                           notes=["PyTorch conv2d (cuDNN), FP16, channels-last (nhwc) and PyTorch's default layout "
                                  "(nchw, cuDNN's transforms around its kernel included): seconds per convolution over "
                                  "output pixels x C_in x C_out for 1x1 and 3x3 kernels at stride 1 (NCHW also over "
