@@ -41,16 +41,19 @@ def test_a_point_must_be_predicted_on_every_table():
 
 
 def test_gemm_points_left_out_come_back_from_the_table_as_judged():
-    ms, ns = [1, 4, 16, 64], [64, 256, 1024, 4096]
-    t = np.array([[[_law(m, n, k) for k in ns] for n in ns] for m in ms])
-    t[2, 1, 2] *= 1.05                                # 5% off the power law: not predicted within 2%
+    """Time bends in log-log along M (as a library's efficiency does): a left-out point is within 2% of the line
+    between its neighbours but 3% off the line through two neighbours on one side, the fill the table used before."""
+    ms, ns = [1, 4, 16, 64, 256], [64, 4096]
+    bend = lambda m: np.exp(0.0078 * np.log(m) ** 2)                     # curvature 1.5% per step of 4x
+    t = np.array([[[_law(m, n, k) * bend(m) for k in ns] for n in ns] for m in ms])
     left = prune.prunable([np.log(t)], [ms, ns, ns])
-    assert left and (2, 1, 2) not in left
-    holed = [[[None if (i, j, q) in left else float(t[i, j, q]) for q in range(4)] for j in range(4)]
-             for i in range(4)]
+    assert len(left) >= 4 and all(0 < i < 4 for i, _, _ in left)       # interior M only: N, K have no inside
+    holed = [[[None if (i, j, q) in left else float(t[i, j, q]) for q in range(2)] for j in range(2)]
+             for i in range(5)]
     tab = GemmTable.from_finding({"precision": "fp16", "m": ms, "n": ns, "k": ns, "time_s": holed})
     for i, j, q in left:
         assert tab.time(ms[i], ns[j], ns[q]) == pytest.approx(t[i, j, q], rel=0.02)
+        assert tab.time(ms[i], ns[j], ns[q]) > t[i, j, q]                   # above: the chord of a convex bend
 
 
 def test_the_committed_pruned_grid_is_what_the_tool_finds_in_the_committed_profiles():
