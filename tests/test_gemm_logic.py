@@ -633,8 +633,13 @@ def test_gemm_candidates_per_precision():
                                                   ("TN", gc.GEMM_DEFAULT_TENSOR_OP)]
     assert [c.layout for c in gc.gemm_candidates(gc.variant("tf32"), ("NN", "TN"), True)] == ["TN"]
     assert [c.layout for c in gc.gemm_candidates(gc.variant("bf16"), ("NN", "TN"), False)] == ["TN"]
-    for key in ("int8.tn", "int8.nn", "fp64", "fp32"):
+    for key in ("int8.tn", "int8.nn", "fp32"):
         assert gc.gemm_candidates(gc.variant(key), ("NN", "TN"), True) == []
+    # FP64: cupy.matmul's own call (NN, CUBLAS_GEMM_DEFAULT_TENSOR_OP on sm_80+) beside gemmEx's default algo
+    fp64 = gc.gemm_candidates(gc.variant("fp64"), ("NN", "TN"), True)
+    assert [(c.layout, c.algo) for c in fp64] == [("NN", gc.GEMM_DEFAULT_TENSOR_OP)]
+    assert fp64[0].candidate_metric(8192) == "fp64.tensor_core.cublas.nn.tensor_op.n8192"
+    assert gc.gemm_candidates(gc.variant("fp64"), ("NN", "TN"), False) == []
 
 
 def test_size_plans_for_ceilings():
@@ -1105,8 +1110,9 @@ def test_fp64_runs_first_after_the_tighter_settle(monkeypatch):
                           derived=lambda metric, value, **kw: Measurement(probe="gpu.gemm", metric=metric,
                                                                           value=value, **kw))
     list(gpu_gemm.run_gemm(ctx, precisions=("int8", "fp16", "fp64"), sizes=(4096, 8192), frameworks=("cupy",)))
-    assert order[:3] == ["fp64.tensor_core.cublas.n8192", "cupy.fp64.n8192", "fp64.tensor_core.cublas.again.n8192"]
-    assert order[3] == "int8.tensor_core.cublas.tn.n8192"
+    assert order[:4] == ["fp64.tensor_core.cublas.n8192", "fp64.tensor_core.cublas.nn.tensor_op.n8192",
+                         "cupy.fp64.n8192", "fp64.tensor_core.cublas.again.n8192"]
+    assert order[4] == "int8.tensor_core.cublas.tn.n8192"
     assert settles[0] == (None, gpu_gemm.COOL_SETTLE)                     # before FP64's top size: the tight rule
     assert settles[1] == ("fp64.tensor_core.cublas.again.n8192", {"max_wait_s": gpu_gemm.SETTLE_MAX_S})
     assert gpu_gemm.COOL_SETTLE["temp_margin_c"] < 5.0 and gpu_gemm.COOL_SETTLE["power_factor"] < 1.5
