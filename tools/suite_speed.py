@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""The suite's own speed, checked on committed runs (issue 33): stopping rules replayed on raw samples, and the
-calibration points interpolation makes redundant.
+"""The suite's own speed, checked on committed runs (issue 33): where a run's time went, stopping rules replayed on
+raw samples, and the calibration points interpolation makes redundant.
 
+    .venv/bin/python tools/suite_speed.py costs RUN [--top 15]
     .venv/bin/python tools/suite_speed.py replay profiles/h200-sxm/2026-11-26-full profiles/h100-sxm/2026-11-26-full \\
         [--rule ceiling] [--noise 0.003 0.005] [--count 10]
     .venv/bin/python tools/suite_speed.py prune profiles/h200-sxm/2026-11-26-predict-conv \\
         profiles/h100-sxm/2026-11-26-predict-conv [--write hwprobe/predict/pruned_grid.json] [--profile-out DIR]
+
+costs: per probe, its wall time (environment probe_seconds), the seconds its records' samples add up to, and the
+rest (setup, allocation, graph capture, warm-up, checks, settles); then the records that took longest to make
+(params wall_s, recorded since issue 33).
 
 replay: only records that took exactly ``--count`` samples (the old fixed count) are replayed, in the order they
 were taken: the rule sees the first k of them as it would have on the GPU. It says how many would have stopped
@@ -28,6 +33,45 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+# --- costs -------------------------------------------------------------------------------------------------
+@dataclass
+class ProbeCost:
+    probe: str
+    wall_s: float             # the probe's wall time in the run
+    samples_s: float          # its records' timed samples, added up
+    records: int
+
+
+def costs(run_dir: Path) -> tuple[list[ProbeCost], list[tuple[float, str]]]:
+    """Per probe (slowest first) and the records by their own wall time (slowest first, where recorded)."""
+    from hwprobe import keys as K
+    from hwprobe.results import read_measurements
+
+    env = json.loads((run_dir / "environment.json").read_text())
+    secs = env.get("probe_seconds") or {}
+    ms = read_measurements(run_dir)
+    timed: dict[str, dict[tuple, float]] = {}     # a ceiling record repeats its best point's samples: count once
+    for m in ms:
+        timed.setdefault(m.probe, {})[tuple(m.samples_s)] = sum(m.samples_s)
+    out = [ProbeCost(p, float(w), sum(timed.get(p, {}).values()), sum(m.probe == p for m in ms))
+           for p, w in secs.items()]
+    slow = sorted(((float(m.params[K.WALL_S]), m.metric) for m in ms if K.WALL_S in m.params), reverse=True)
+    return sorted(out, key=lambda c: -c.wall_s), slow
+
+
+def run_costs(a) -> int:
+    if not (a.run / "environment.json").exists() or not (a.run / "measurements.jsonl").exists():
+        return fail(f"{a.run}: not a results directory (environment.json and measurements.jsonl)")
+    probes, slow = costs(a.run)
+    print(f"{'probe':<20} {'wall s':>8} {'samples s':>10} {'rest s':>8} {'records':>8}")
+    for c in probes:
+        print(f"{c.probe:<20} {c.wall_s:8.1f} {c.samples_s:10.1f} {c.wall_s - c.samples_s:8.1f} {c.records:8d}")
+    print(f"{'total':<20} {sum(c.wall_s for c in probes):8.1f} {sum(c.samples_s for c in probes):10.1f}")
+    if slow:
+        print("slowest records (wall_s): " + "; ".join(f"{m} {s:.2f} s" for s, m in slow[:a.top]))
+    return 0
 
 
 # --- replay ------------------------------------------------------------------------------------------------
@@ -281,6 +325,9 @@ def fail(msg: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("costs", help="where a run's time went, per probe and per record")
+    c.add_argument("run", type=Path)
+    c.add_argument("--top", type=int, default=15)
     r = sub.add_parser("replay", help="a stopping rule over committed raw samples")
     r.add_argument("runs", nargs="+", type=Path, help="run directories holding measurements.jsonl")
     r.add_argument("--rule", default="ceiling")
@@ -291,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--write", type=Path, default=None)
     q.add_argument("--profile-out", type=Path, default=None)
     a = ap.parse_args(argv)
-    return run_replay(a) if a.cmd == "replay" else run_prune(a)
+    return {"costs": run_costs, "replay": run_replay, "prune": run_prune}[a.cmd](a)
 
 
 if __name__ == "__main__":
