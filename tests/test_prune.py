@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hwprobe.predict import prune
-from hwprobe.predict.calibration import GemmTable
+from hwprobe.predict.calibration import GemmTable, interpolations
 from tests.helpers import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,22 +22,33 @@ def _law(m, n, k):
     return 1e-6 * m ** 0.5 * n ** 0.7 * k ** 0.3
 
 
-def test_a_straight_curve_loses_every_other_inner_point_and_a_kink_stays():
+def test_a_straight_curve_loses_its_inner_points_and_a_kink_keeps_its_neighbours():
     x = [2.0 ** i for i in range(9)]
     t = [1e-6 * v for v in x]
-    t[4] *= 1.3                                       # a step: no neighbour pair predicts it
-    kept = prune.prunable([np.log(np.asarray(t))], [x])
-    assert (4,) not in kept and (0,) not in kept and (8,) not in kept       # the kink and the ends stay
-    assert all((i + 1,) not in kept for (i,) in kept)                        # never two side by side
-    assert kept == {(1,), (6,)}                       # (3,) and (5,) see the kink; (2,) and (7,) are next to one
+    t[4] *= 1.3                                       # a step: no line through its neighbours predicts it
+    left = prune.prunable([np.log(np.asarray(t))], [x])
+    assert left == {(1,), (2,), (6,), (7,)}           # the ends, the kink and the points either side of it stay
 
 
 def test_a_point_must_be_predicted_on_every_table():
     x = [1.0, 2.0, 4.0, 8.0]
     a = np.log([1.0, 2.0, 4.0, 8.0])
     b = np.log([1.0, 2.0, 6.0, 8.0])                  # the same axis on another GPU: its third point stands out
-    assert prune.prunable([a], [x]) == {(1,)}        # (2,) is next to it
-    assert prune.prunable([a, b], [x]) == set()       # (1,) on b: interpolated 2.83 against a measured 2.0
+    assert prune.prunable([a], [x]) == {(1,), (2,)}   # the second out, the third still on the line from 1 to 8
+    assert prune.prunable([a, b], [x]) == set()       # on b, (1,) interpolates to 2.45 against a measured 2.0
+
+
+def test_a_point_goes_only_while_the_points_already_out_stay_within_2_percent():
+    x = [2.0 ** i for i in range(5)]
+    bend = np.log(np.array(x) * np.exp(0.01 * np.arange(5) ** 2))     # 1% off each chord of one step
+    left = prune.prunable([bend], [x])
+    assert left == {(1,), (3,)}       # with (1,) out, (2,) out too would put both 2.02% off the chord from 0 to 3
+    measured = np.ones(5, bool)
+    for (i,) in left:
+        measured[i] = False
+    for (i,) in left:                                 # each as the predictor fills it, from what stays
+        got = np.mean(interpolations(bend, [np.log(x)], (i,), measured))
+        assert abs(np.exp(got - bend[i]) - 1) <= prune.TOL
 
 
 def test_gemm_points_left_out_come_back_from_the_table_as_judged():

@@ -1,11 +1,11 @@
 """Which calibration points the predictor does not need: a point that interpolation from its measured neighbours
 predicts within 2% is left out of the grid, and the predictor interpolates it back (hwprobe.predict.calibration).
 
-The rule, as the predictor reads a table: along every axis where the point has a neighbour on both sides, the
-log-log line between them; over several such axes, the mean (GEMM tables and convolution grids; a curve has one
-axis). A point is left out where that prediction is within ``tol`` of the measured time on every table given
-(precisions, GPUs), and no neighbour of it is left out (so what the predictor puts back is exactly what was judged).
-Axis ends are always measured: beyond them the predictor extrapolates.
+The rule, as the predictor reads a table: along every axis where the point has measured points on both sides, the
+log-log line between the nearest two; over several such axes, the mean (GEMM tables and convolution grids; a curve
+has one axis). Points are left out one at a time, smallest error first, while every point left out is still so
+predicted within ``tol`` of its measured time on every table given (precisions, GPUs): what the predictor puts back
+is what was judged. Axis ends are always measured: beyond them the predictor extrapolates.
 
 ``pruned_grid.json`` beside this module holds the points left out of the calibration probes' grids, made by
 tools/suite_speed.py prune from committed profiles; the probes read it with ``pruned()`` (never in quick runs,
@@ -14,7 +14,6 @@ whose coarser grids give the points other neighbours).
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import dataclass, field
 from functools import cache
@@ -28,36 +27,48 @@ TOL = 0.02
 PRUNED_FILE = Path(__file__).with_name("pruned_grid.json")
 
 
+def _error(log_ts: list[np.ndarray], logs: list[np.ndarray], idx: tuple, measured: np.ndarray) -> float | None:
+    """The point's largest relative error over the tables when the predictor fills it from ``measured``; None where
+    some table gives no two-sided interpolation."""
+    worst = 0.0
+    for lt in log_ts:
+        between = interpolations(lt, logs, idx, measured)
+        if not between:
+            return None
+        worst = max(worst, abs(float(np.exp(np.mean(between) - lt[idx])) - 1.0))
+    return worst
+
+
 def errors(log_ts: list[np.ndarray], axes: list) -> dict[tuple, float]:
-    """Every point's largest relative error, over the tables ``log_ts`` (log seconds on the same ``axes``), when
-    interpolated from its neighbours; points with no two-sided neighbour on some table are absent."""
+    """Every measured point's largest relative error, over the tables ``log_ts`` (log seconds on the same
+    ``axes``), when interpolated from its neighbours; points with no two-sided neighbours are absent."""
     logs = [np.log(np.asarray(a, float)) for a in axes]
-    out: dict[tuple, float] = {}
-    for idx in itertools.product(*(range(n) for n in log_ts[0].shape)):
-        worst = 0.0
-        for lt in log_ts:
-            if not np.isfinite(lt[idx]):
-                break
-            between = interpolations(lt, logs, idx)
-            if not between:
-                break
-            worst = max(worst, abs(float(np.exp(np.mean(between) - lt[idx])) - 1.0))
-        else:
-            out[idx] = worst
+    measured = np.logical_and.reduce([np.isfinite(lt) for lt in log_ts])
+    out = {}
+    for idx in zip(*np.nonzero(measured), strict=True):
+        e = _error(log_ts, logs, idx, measured)
+        if e is not None:
+            out[idx] = e
     return out
 
 
 def prunable(log_ts: list[np.ndarray], axes: list, tol: float = TOL) -> set[tuple]:
-    """The points to leave out: within ``tol`` on every table, smallest error first, none next to another."""
-    dropped: set[tuple] = set()
-    shape = log_ts[0].shape
+    """The points to leave out, smallest error first: each one only if, with it and those already out, every point
+    out along its axis lines (the ones whose fill it changes) is still predicted within ``tol`` on every table."""
+    logs = [np.log(np.asarray(a, float)) for a in axes]
+    measured = np.logical_and.reduce([np.isfinite(lt) for lt in log_ts])
+    dropped: list[tuple] = []
     for idx, err in sorted(errors(log_ts, axes).items(), key=lambda t: (t[1], t[0])):
         if err > tol:
             break
-        near = (idx[:ax] + (idx[ax] + d,) + idx[ax + 1:] for ax in range(len(shape)) for d in (-1, 1))
-        if not any(n in dropped for n in near):
-            dropped.add(idx)
-    return dropped
+        measured[idx] = False
+        lines = [q for q in dropped if sum(a != b for a, b in zip(q, idx, strict=True)) <= 1] + [idx]
+        errs = [_error(log_ts, logs, q, measured) for q in lines]
+        if all(e is not None and e <= tol for e in errs):
+            dropped.append(idx)
+        else:
+            measured[idx] = True
+    return set(dropped)
 
 
 def as_grid(log_t_of: dict[tuple, float], keys: list[list[float]]) -> np.ndarray:
