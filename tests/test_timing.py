@@ -92,6 +92,9 @@ def test_measure_records_why_sampling_stopped_and_the_noise_reached(monkeypatch)
     fixed = _streaming_ctx(monkeypatch, noisy).measure("f", lambda: None, work=1.0, unit="B/s", kind="sweep",
                                                        repeats=3)
     assert fixed.stats.n == 3 and fixed.stats.stop == "minimums"       # a count the caller fixed
+    sustained = _streaming_ctx(monkeypatch, noisy * 10, energy_window_s=0.1).measure(
+        "s", lambda: None, work=1.0, unit="FLOP/s", kind="compute", repeats=30)
+    assert sustained.stats.n == 30 and sustained.stats.stop == "minimums"   # the count, not the noise, sets it
     old = m.to_dict()
     del old["stats"]["noise"], old["stats"]["stop"]                     # a record from before issue 33
     assert Measurement.from_dict(old).stats.stop is None

@@ -128,8 +128,8 @@ class ProbeContext:
         batch = None
         if kind == "compute" and self.energy_window_s > 0:
             # A compute ceiling also gets joules per operation: sample until the window is long enough for the
-            # energy counter (it steps every ~0.1 s), then to the energy rule's noise target.
-            r = policy.rule("energy", min_samples=max(3, r.min_samples), min_total_s=self.energy_window_s)
+            # energy counter (it steps every ~0.1 s), and at least the rule's (or the caller's) count.
+            r = policy.rule("energy", min_samples=r.min_samples, min_total_s=self.energy_window_s)
             batch = r.min_samples
         with self.sampler.window() as win:
             if warmup:

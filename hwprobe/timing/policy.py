@@ -63,9 +63,11 @@ CEILING = StoppingRule("ceiling", sample_s=0.005, min_samples=5, max_samples=10,
 LIBRARY = StoppingRule("library", sample_s=0.005, min_samples=5, max_samples=10, max_noise=0.003, max_total_s=1.0)
 CPU_CEILING = StoppingRule("cpu_ceiling", sample_s=0.2, min_samples=5, max_samples=10, max_noise=0.003,
                            max_total_s=4.0)  # one call of all threads
-# - energy: the window the NVML energy counter needs (it steps every ~0.1 s) sets the time; then the noise target
-ENERGY = StoppingRule("energy", sample_s=0.005, min_samples=10, max_samples=4000, min_total_s=1.2, max_noise=0.005,
-                      max_total_s=2.4, timeout_s=30.0)
+# - energy: the window the NVML energy counter needs (it steps every ~0.1 s) sets the time, and no noise target:
+#   its hundreds of samples put the median's noise under 0.2% where the samples agree, and where the power cap
+#   drifts them (up to 1.2% on the committed full runs' FP8/INT8 cuBLASLt windows) more samples would only
+#   lengthen a window whose length is part of the figure
+ENERGY = StoppingRule("energy", sample_s=0.005, min_samples=10, max_samples=4000, min_total_s=1.2, timeout_s=30.0)
 SUSTAINED = StoppingRule("sustained", sample_s=0.05, min_samples=3, max_samples=4000, min_total_s=2.0,
                          timeout_s=30.0)
 # - quick runs and memory streams: looser (1%), never under 3 samples
