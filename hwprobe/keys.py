@@ -59,5 +59,7 @@ SIZE_AT_90PCT = Key("size_at_90pct", int, "B", "the smallest message size reachi
 # The run (the runner writes)
 ROUND = Key("round", int, "", "which round of a multi-round suite (1-based) the record is from")
 START_STATE = Key("start_state", dict, "", "the GPU state a compute probe started from (hwprobe.timing.settle)")
+WALL_S = Key("wall_s", float, "s", "wall time from the probe's previous record (or its start) to this one: what making "
+             "the record cost, setup, warm-up, samples and checks together (tools/suite_speed.py costs)")
 
 KEYS: dict[str, Key] = {k: k for k in list(globals().values()) if isinstance(k, Key)}   # every key declared above

@@ -6,6 +6,7 @@ plain dataclass that round-trips through JSON without loss.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -21,6 +22,25 @@ PRECISIONS = Precision.values()
 STATUSES = Status.values()
 
 
+MEDIAN_SE = math.pi / 2      # standard error of the median per mean absolute deviation, for normal samples
+
+
+def noise(samples) -> float | None:
+    """Relative standard error of the samples' median (None under 3 samples: too few to say).
+
+    Estimated from the mean absolute deviation around the median: for normal samples sigma = sqrt(pi/2) x that
+    deviation and the median's standard error is sqrt(pi/2) x sigma / sqrt(n), hence pi/2 x deviation / sqrt(n).
+    Unlike the MAD it never reads zero while some samples disagree (ties among three), and unlike the standard
+    deviation one slow sample adds to it linearly, not squared."""
+    a = np.asarray(samples, dtype=float)
+    if a.size < 3:
+        return None
+    med = float(np.median(a))
+    if med <= 0:
+        return None
+    return MEDIAN_SE * float(np.mean(np.abs(a - med))) / (math.sqrt(a.size) * med)
+
+
 @dataclass
 class Stats:
     """Summary of raw timing samples (seconds). The rate uses the median; best uses the minimum."""
@@ -30,15 +50,18 @@ class Stats:
     best_s: float
     mean_s: float
     cv: float
+    noise: float | None = None           # relative standard error of the median (noise())
+    stop: str | None = None              # why sampling stopped (hwprobe.vocab.StopReason); None: not by a rule
 
     @classmethod
-    def of(cls, samples: list[float]) -> Stats:
+    def of(cls, samples: list[float], stop: str | None = None) -> Stats:
         a = np.asarray(samples, dtype=float)
         if a.size == 0:
             raise ValueError("no samples")
         mean = float(a.mean())
         cv = float(a.std(ddof=1) / mean) if a.size > 1 and mean > 0 else 0.0
-        return cls(n=int(a.size), median_s=float(np.median(a)), best_s=float(a.min()), mean_s=mean, cv=cv)
+        return cls(n=int(a.size), median_s=float(np.median(a)), best_s=float(a.min()), mean_s=mean, cv=cv,
+                   noise=noise(a), stop=None if stop is None else str(stop))
 
 
 @dataclass

@@ -65,6 +65,8 @@ class Ceiling:
     runs: list[float] = field(default_factory=list)   # the same measurement repeated, apart (suite rounds)
     runs_clock_mhz: list[float] = field(default_factory=list)
     sustained: float | None = None           # the rate held for seconds at the power cap, where measured
+    noise: float | None = None               # the samples' relative standard error of the median (policy)
+    stop_reason: str | None = None           # why its sampling stopped (hwprobe.vocab.StopReason)
 
     @property
     def ratio_at_clock(self) -> float | None:
@@ -118,6 +120,7 @@ class Ceiling:
             power_w=window_power(c), throttle_reasons=list(c.throttle_reasons) if c else [],
             energy_per_unit_j=m.energy_per_op_j, basis=t.basis if t else "",
             params=m.params, notes=list(m.notes), flags=list(m.flags),
+            noise=m.stats.noise if m.stats else None, stop_reason=m.stats.stop if m.stats else None,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -156,10 +156,13 @@ class Runner:
 
         ctx = self._context(probe.name, round_)
         self._settle = self._let_settle() if probe.family == "compute" else None
-        t0 = time.perf_counter()
+        t0 = last = time.perf_counter()
         try:
             with Watchdog(probe.name, timeout_s, on_stuck=self._stuck):
                 for m in probe.func(ctx, **params):
+                    now = time.perf_counter()
+                    m.params[K.WALL_S] = round(now - last, 4)   # a derived copy of a record gets its own
+                    last = now
                     self.keep(m, round_)
         except Skip as e:
             self.keep(ctx.skip(f"{probe.name}.skipped", str(e)), round_)

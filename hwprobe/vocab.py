@@ -85,3 +85,13 @@ SPARSE_SUFFIX = "_sparse24"
 def profile_precision(precision: str) -> str:
     """The compute-section key of a measured precision (both FP8 formats are "fp8")."""
     return "fp8" if precision.startswith("fp8") else precision
+
+
+class StopReason(_Words):
+    """Why a stopping rule (hwprobe.timing.policy) stopped taking samples: recorded with every timed figure."""
+
+    NOISE = "noise"                # the noise target was met once the minimum samples and time were taken
+    MINIMUMS = "minimums"          # the minimums were taken and the rule has no noise target (a fixed count)
+    MAX_SAMPLES = "max_samples"    # the sample cap, noise target not met
+    MAX_TIME = "max_time"          # the cap on timed seconds, noise target not met
+    TIMEOUT = "timeout"            # the wall-clock limit, whatever else was met

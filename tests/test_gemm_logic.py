@@ -633,8 +633,13 @@ def test_gemm_candidates_per_precision():
                                                   ("TN", gc.GEMM_DEFAULT_TENSOR_OP)]
     assert [c.layout for c in gc.gemm_candidates(gc.variant("tf32"), ("NN", "TN"), True)] == ["TN"]
     assert [c.layout for c in gc.gemm_candidates(gc.variant("bf16"), ("NN", "TN"), False)] == ["TN"]
-    for key in ("int8.tn", "int8.nn", "fp64", "fp32"):
+    for key in ("int8.tn", "int8.nn", "fp32"):
         assert gc.gemm_candidates(gc.variant(key), ("NN", "TN"), True) == []
+    # FP64: cupy.matmul's own call (NN, CUBLAS_GEMM_DEFAULT_TENSOR_OP on sm_80+) beside gemmEx's default algo
+    fp64 = gc.gemm_candidates(gc.variant("fp64"), ("NN", "TN"), True)
+    assert [(c.layout, c.algo) for c in fp64] == [("NN", gc.GEMM_DEFAULT_TENSOR_OP)]
+    assert fp64[0].candidate_metric(8192) == "fp64.tensor_core.cublas.nn.tensor_op.n8192"
+    assert gc.gemm_candidates(gc.variant("fp64"), ("NN", "TN"), False) == []
 
 
 def test_size_plans_for_ceilings():
@@ -1067,3 +1072,47 @@ def test_bf16_check_operands_are_exact_in_bf16_and_the_product_too():
     assert np.abs(np.cumsum(a[0] * b[:, 0])).max() > 2048          # partial sums leave FP16's integers
     with pytest.raises(KeyError):
         gc.precision_operands("int8", 8, 8, 256)
+
+
+def test_fp64_runs_first_after_the_tighter_settle(monkeypatch):
+    """Issue 33: FP64's library ceiling is judged against a plain cupy.matmul on a cool GPU, so its top size runs
+    before the tensor-core GEMMs heat the card, after a settle with tighter margins than the other precisions'."""
+    from hwprobe.probes.compute import cublaslt as gpu_fp8
+    from hwprobe.probes.compute import gemm as gpu_gemm
+
+    order, settles = [], []
+
+    def fake_measure(ctx, env, v, m, n, k, *, metric, kind, rows, exec_unit=None, notes=(), extra=None):
+        order.append(metric)
+        return Measurement(probe="gpu.gemm", metric=metric, kind=kind, value=float(n), unit=v.unit,
+                           precision=v.precision, params={"n": n, "layout": v.layout, "algo": gc.ALGO_NAMES[v.algo],
+                                                           **(extra or {})})
+
+    def fake_cupy(ctx, env, n, rows):
+        order.append(f"cupy.fp64.n{n}")
+        return Measurement(probe="gpu.gemm", metric="fp64.tensor_core.cupy_matmul", kind="sweep", value=float(n),
+                           unit="FLOP/s", precision="fp64")
+
+    def fake_settle(sampler, **rule):
+        settles.append((order[-1] if order else None, rule))
+        return {"settled": True, "rule": str(rule)}
+
+    import hwprobe.timing.settle as st
+
+    monkeypatch.setattr(st, "settle", fake_settle)
+    monkeypatch.setattr(gpu_gemm, "cublas_env", lambda ctx: None)
+    monkeypatch.setattr(gpu_gemm, "measure_gemm", fake_measure)
+    monkeypatch.setattr(gpu_gemm, "_cupy_fp64", fake_cupy)
+    monkeypatch.setattr(gpu_gemm, "_framework_points", lambda *a: iter([]))
+    monkeypatch.setattr(gpu_fp8, "lt_points", lambda *a: iter([]))
+    ctx = SimpleNamespace(quick=False, log=lambda msg: None, device=SimpleNamespace(cc_major=9, cc_minor=0),
+                          theory=None, sampler=None,
+                          derived=lambda metric, value, **kw: Measurement(probe="gpu.gemm", metric=metric,
+                                                                          value=value, **kw))
+    list(gpu_gemm.run_gemm(ctx, precisions=("int8", "fp16", "fp64"), sizes=(4096, 8192), frameworks=("cupy",)))
+    assert order[:4] == ["fp64.tensor_core.cublas.n8192", "fp64.tensor_core.cublas.nn.tensor_op.n8192",
+                         "cupy.fp64.n8192", "fp64.tensor_core.cublas.again.n8192"]
+    assert order[4] == "int8.tensor_core.cublas.tn.n8192"
+    assert settles[0] == (None, gpu_gemm.COOL_SETTLE)                     # before FP64's top size: the tight rule
+    assert settles[1] == ("fp64.tensor_core.cublas.again.n8192", {"max_wait_s": gpu_gemm.SETTLE_MAX_S})
+    assert gpu_gemm.COOL_SETTLE["temp_margin_c"] < 5.0 and gpu_gemm.COOL_SETTLE["power_factor"] < 1.5

@@ -200,3 +200,17 @@ def test_report_cli_writes_html_and_markdown(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "wrote" in r.stderr and (tmp_path / "r.html").stat().st_size > 100_000
     assert (tmp_path / "r_files" / "roofline.svg").exists() and "report written in" in r.stderr
+
+
+def test_each_probes_wall_time_is_reported_slowest_first(tmp_path):
+    """Issue 33: the run's per-probe wall time (environment probe_seconds) in the terminal, fitting 80 columns,
+    and in the Markdown/HTML provenance."""
+    full = ROOT / "profiles" / "h200-sxm" / "2026-11-26-full"
+    out = _terminal(load_profile(full), 80)
+    table = out[out.index("Probe wall time"):].splitlines()
+    assert max(len(x.rstrip()) for x in table) <= 80
+    names = [x.split()[0] for x in table if x.startswith("gpu.")]
+    assert len(names) == 19 and names[:3] == ["gpu.gemm_shapes", "gpu.gemm_power", "gpu.sparse"]
+    md = markdown.render(load_run(full), tmp_path / "r.md")
+    assert "### Probe wall time" in md and "| gpu.gemm_shapes | 129 s | 34.8% |" in md
+    assert "Probe wall time" not in _terminal(from_measurements({"kind": "gpu"}, load_run(full).measurements[:5]), 80)

@@ -169,3 +169,21 @@ def test_budget_note_only_for_a_notable_overrun():
     assert budget_note({"wall_s": 46.9, "budget_s": 30}) == "took 46.9 s, 56% over the suite's budget of 30 s"
     assert budget_note({"wall_s": 36.0, "budget_s": 30}) is None                  # within 25%
     assert budget_note({"wall_s": 46.9}) is None
+
+
+@probe(name="test.paced", target="cpu", family="memory", summary="test")
+def _paced(ctx):
+    import time
+
+    for i, pause in enumerate((0.05, 0.15)):
+        time.sleep(pause)
+        yield ctx.derived(f"test.paced.{i}", 1.0, unit="B", kind="capacity")
+
+
+def test_each_record_carries_the_wall_time_it_took(tmp_path):
+    """Issue 33: per-record wall time (params wall_s) shows where a probe's time goes beyond its samples."""
+    res = api.run("cpu", _suite(tmp_path, "test.paced"), tmp_path / "out")
+    a, b = read_measurements(res.results_dir)
+    assert 0.05 <= a.params["wall_s"] < 0.15 <= b.params["wall_s"] < 0.3
+    total = json.loads((res.results_dir / "environment.json").read_text())["probe_seconds"]["test.paced"]
+    assert a.params["wall_s"] + b.params["wall_s"] <= total + 0.01

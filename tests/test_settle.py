@@ -45,3 +45,20 @@ def test_gives_up_after_the_limit_and_says_so():
 
 def test_no_nvml_no_wait():
     assert st.settle(object(), read=lambda _: None) is None
+
+
+def test_tighter_margins_wait_for_a_cooler_card():
+    st._floor.clear()
+    seq = [{"temp_c": 35.0, "power_w": 80.0, "sm_mhz": 1980.0}] + [
+        {"temp_c": t, "power_w": 90.0, "sm_mhz": 1980.0} for t in (39.0, 38.0, 37.0, 36.0, 36.0)]
+    waited = {}
+    for margin in (5.0, 2.0):
+        st._floor.clear()
+        it, clock = iter(seq), _Clock()
+        s = object()
+        st.settle(s, read=lambda _, it=it: next(it), clock=clock, sleep=clock.sleep)
+        state = st.settle(s, read=lambda _, it=it: next(it), clock=clock, sleep=clock.sleep, temp_margin_c=margin,
+                          power_factor=1.2)
+        waited[margin] = state["waited_s"]
+        assert state["settled"] and state["temp_c"] <= 35.0 + margin and f"35+{margin:.0f} C" in state["rule"]
+    assert waited[5.0] == 0 and waited[2.0] > 0

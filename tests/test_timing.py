@@ -64,6 +64,42 @@ def test_compute_measurements_stretch_to_the_energy_window():
     assert m.stats.n == 3                            # only compute ceilings pay for energy
 
 
+def _streaming_ctx(monkeypatch, stream, **kw):
+    """A ProbeContext whose timer hands out ``stream``'s samples (warm-up calls take none)."""
+    from hwprobe.probes.base import ProbeContext
+    from hwprobe.timing import NullSampler
+
+    ctx = ProbeContext(target="gpu", device=None, sampler=NullSampler(), **kw)
+    it = iter(stream)
+    monkeypatch.setattr(ctx, "_time", lambda fn, warmup, k: [next(it) for _ in range(k)])
+    return ctx
+
+
+def test_measure_records_why_sampling_stopped_and_the_noise_reached(monkeypatch):
+    from hwprobe.measurement import Measurement
+    from hwprobe.profile import Ceiling
+
+    quiet = [0.005, 0.00501, 0.00499, 0.005, 0.005005] * 4
+    m = _streaming_ctx(monkeypatch, quiet).measure("q", lambda: None, work=1.0, unit="FLOP/s", kind="compute")
+    assert m.stats.n == 5 and m.stats.stop == "noise" and m.stats.noise < 0.005
+    noisy = [0.005, 0.0055, 0.0045, 0.006, 0.004] * 4
+    m = _streaming_ctx(monkeypatch, noisy).measure("n", lambda: None, work=1.0, unit="FLOP/s", kind="compute")
+    assert m.stats.n == 10 and m.stats.stop == "max_samples" and m.stats.noise > 0.005
+    back = Measurement.from_dict(m.to_dict())
+    assert (back.stats.stop, back.stats.noise) == ("max_samples", m.stats.noise)
+    c = Ceiling.of(m)
+    assert (c.stop_reason, c.noise) == ("max_samples", m.stats.noise)
+    fixed = _streaming_ctx(monkeypatch, noisy).measure("f", lambda: None, work=1.0, unit="B/s", kind="sweep",
+                                                       repeats=3)
+    assert fixed.stats.n == 3 and fixed.stats.stop == "minimums"       # a count the caller fixed
+    sustained = _streaming_ctx(monkeypatch, noisy * 10, energy_window_s=0.1).measure(
+        "s", lambda: None, work=1.0, unit="FLOP/s", kind="compute", repeats=30)
+    assert sustained.stats.n == 30 and sustained.stats.stop == "minimums"   # the count, not the noise, sets it
+    old = m.to_dict()
+    del old["stats"]["noise"], old["stats"]["stop"]                     # a record from before issue 33
+    assert Measurement.from_dict(old).stats.stop is None
+
+
 class _Clock:
     """A fake CuPy whose GPU clock advances by ``per_launch`` seconds per launch; events read it."""
 

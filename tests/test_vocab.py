@@ -21,3 +21,8 @@ def test_profile_precisions_are_the_measured_ones_with_fp8_folded():
 
 def test_words_compare_as_plain_strings():
     assert vocab.Status.ERROR == "error" and str(vocab.Kind.MAP) == "map"
+
+
+def test_stop_reasons_are_the_schemas():
+    enum = schema()["$defs"]["ceiling"]["properties"]["stop_reason"]["enum"]
+    assert [e for e in enum if e is not None] == list(vocab.StopReason.values())

@@ -72,11 +72,7 @@ def _summary(res, as_json: bool, quiet: bool) -> None:
     elif not quiet:
         from hwprobe import report
 
-        report.render(res.profile, console())
-    secs = res.profile.environment.get("probe_seconds", {})
-    if secs and not quiet:
-        err.print("probe wall times: " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items())
-                  + f"; total {sum(secs.values()):.1f} s")
+        report.render(res.profile, console())        # its last table: each probe's wall time, slowest first
     from hwprobe.report.text import budget_note
 
     over = budget_note(res.profile.environment)

@@ -63,11 +63,20 @@ class GemmTable:
 
 
 def _fill(log_t: np.ndarray, axes: list) -> None:
-    """Missing points (a failed point, or one past a sweep's size cap) from their measured neighbours, repeatedly:
-    along each axis, the log-log line through the two nearest measured points on one side, continued (time keeps
-    the power of the size it had there: a corner past the cap is extrapolated, not averaged down to its smaller
-    neighbours); where no axis has two, the mean of the nearest neighbours."""
+    """Missing points (a point pruned from the grid, a failed one, or one past a sweep's size cap) from the measured
+    ones: where an axis has measured points on both sides, the log-log line between the nearest two (the
+    interpolation by which a pruned point was judged redundant: hwprobe.predict.prune), averaged over such axes;
+    the rest repeatedly, along each axis, from the log-log line through the two nearest known points on one side,
+    continued (time keeps the power of the size it had there: a corner past the cap is extrapolated, not averaged
+    down to its smaller neighbours); where no axis has two, the mean of the nearest neighbours."""
     logs = [np.log(np.asarray(a, float)) for a in axes]
+    measured = np.isfinite(log_t)
+    if measured.all():
+        return
+    between = {idx: interpolations(log_t, logs, idx, measured) for idx in zip(*np.nonzero(~measured), strict=True)}
+    for idx, values in between.items():
+        if values:
+            log_t[idx] = float(np.mean(values))
     for _ in range(sum(log_t.shape)):
         bad = ~np.isfinite(log_t)
         if not bad.any():
@@ -87,6 +96,24 @@ def _fill(log_t: np.ndarray, axes: list) -> None:
                         lines.append(log_t[tuple(a)] + (log_t[tuple(a)] - log_t[tuple(b)]) / (xa - xb) * (x - xa))
             if lines or near:
                 log_t[idx] = float(np.mean(lines or near))
+
+
+def interpolations(log_t: np.ndarray, logs: list[np.ndarray], idx: tuple, measured: np.ndarray) -> list[float]:
+    """Log time at ``idx`` interpolated log-log, along each axis where ``measured`` has points on both sides of it,
+    between the nearest two; ``logs`` are the axes' log sizes."""
+    out = []
+    for ax in range(log_t.ndim):
+        line = tuple(slice(None) if a == ax else idx[a] for a in range(log_t.ndim))
+        known = np.flatnonzero(measured[line])
+        i = idx[ax]
+        lo, hi = known[known < i], known[known > i]
+        if lo.size and hi.size:
+            lo_i, hi_i = list(idx), list(idx)
+            lo_i[ax], hi_i[ax] = lo[-1], hi[0]
+            a, b = log_t[tuple(lo_i)], log_t[tuple(hi_i)]
+            w = (logs[ax][i] - logs[ax][lo[-1]]) / (logs[ax][hi[0]] - logs[ax][lo[-1]])
+            out.append(float(a + w * (b - a)))
+    return out
 
 
 @dataclass

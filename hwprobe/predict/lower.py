@@ -351,6 +351,34 @@ def _fuse_pointwise(g: _Graph, owner: dict[int, int], i: int) -> int | None:
     return None
 
 
+def _patterns(g: _Graph, model: Model, prec: str, runtime: str, it: float, done: set[int], counts: dict[str, int]
+              ) -> tuple[dict[int, tuple[KernelOp, list[int]]], dict[int, list[int]], set[int]]:
+    """The fused patterns, found once: (first MatMul -> its attention kernel and the nodes it runs, Erf -> the
+    nodes of its GELU, the nodes claimed before their owner). Scales on Q and K before an attention, the Div before
+    a GELU's Erf come before the node that owns them in graph order, so they are claimed first (the fused kernel
+    applies them)."""
+    attention: dict[int, tuple[KernelOp, list[int]]] = {}
+    gelus: dict[int, list[int]] = {}
+    claimed: set[int] = set()
+    for i in range(len(model.layers)):
+        if i in done:
+            continue
+        att = _attention(g, i)
+        if att and runtime != "fused" and not _is_sdpa(g, i):
+            counts["explicit"] += 1        # PyTorch runs each node's kernel; TensorRT (fused) fuses the pattern
+            att = None
+        op = _attention_op(g, att[0][0], att[1], prec, it) if att else None
+        if op is not None:
+            scales = _scales_before(g, i)
+            attention[i] = (op, att[0] + scales)
+            claimed.update(scales)
+        gelu = _gelu_erf(g, i)
+        if gelu:
+            gelus[i] = gelu
+            claimed.update(gelu[:gelu.index(i)])
+    return attention, gelus, claimed
+
+
 def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
     g = _Graph(model.layers)
     it = ITEMSIZE.get(prec, 2)
@@ -369,28 +397,7 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
         for s in span:
             owner[s] = span[0]
 
-    # The fused patterns, found once. Scales on Q and K before an attention, the Div before a GELU's Erf come
-    # before the node that owns them in graph order, so they are claimed first (the fused kernel applies them).
-    attention: dict[int, tuple[KernelOp, list[int]]] = {}     # first MatMul -> (kernel, the nodes it runs)
-    gelus: dict[int, list[int]] = {}                           # Erf -> the nodes of its GELU
-    claimed: set[int] = set()
-    for i in range(len(model.layers)):
-        if i in done:
-            continue
-        att = _attention(g, i)
-        if att and runtime != "fused" and not _is_sdpa(g, i):
-            counts["explicit"] += 1        # PyTorch runs each node's kernel; TensorRT (fused) fuses the pattern
-            att = None
-        op = _attention_op(g, att[0][0], att[1], prec, it) if att else None
-        if op is not None:
-            scales = _scales_before(g, i)
-            attention[i] = (op, att[0] + scales)
-            claimed.update(scales)
-        gelu = _gelu_erf(g, i)
-        if gelu:
-            gelus[i] = gelu
-            claimed.update(gelu[:gelu.index(i)])
-
+    attention, gelus, claimed = _patterns(g, model, prec, runtime, it, done, counts)
     for i, layer in enumerate(model.layers):
         if i in done or i in claimed:
             continue

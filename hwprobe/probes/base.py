@@ -88,7 +88,6 @@ class ProbeContext:
     quick: bool = False                       # smaller sizes, fewer repeats (tests, smoke runs)
     log: Callable[[str], None] = field(default=lambda msg: None)
     warmup: int = 2
-    repeats: int = 10
     energy_window_s: float = 0.0              # > 0: compute measurements run at least this long (energy/op)
     # Register work for the end of the run: ``at_end(fn)``, where fn() yields Measurements once every probe has
     # run (a watch over the whole run, e.g. XID events; a plain run of the probe alone ends right after it).
@@ -112,27 +111,35 @@ class ProbeContext:
         check: Callable[[], None] | None = None,
         warmup: int | None = None,
         repeats: int | None = None,
+        rule: str | None = None,
         **meta: Any,
     ) -> Measurement:
         """Time ``fn`` (one sample = one call doing ``work`` operations or bytes) and check its output.
 
-        ``check`` runs after timing and raises (VerificationError/AssertionError) on a wrong result; the
-        measurement is then kept but marked invalid. ``meta`` fills the other Measurement fields.
+        Samples are taken under the stopping rule ``rule`` (hwprobe.timing.policy; default: the ceiling rule of
+        the target, the quick one in quick runs), or exactly ``repeats`` of them where a caller fixes the count.
+        A compute figure samples for at least the energy window too. ``check`` runs after timing and raises
+        (VerificationError/AssertionError) on a wrong result; the measurement is then kept but marked invalid.
+        ``meta`` fills the other Measurement fields.
         """
         from hwprobe.timing import policy
 
         warmup = self.warmup if warmup is None else warmup
-        repeats = (max(3, self.repeats // 2) if self.quick else self.repeats) if repeats is None else repeats
-        rule = policy.rule("ceiling", min_samples=repeats, max_samples=repeats)
+        r = policy.rule(self._rule_name(rule))
+        if repeats is not None:
+            r = policy.rule(r.name, min_samples=repeats, max_samples=repeats, max_noise=0.0)
+        batch = None
         if kind == "compute" and self.energy_window_s > 0:
             # A compute ceiling also gets joules per operation: sample until the window is long enough for the
-            # energy counter (it steps every ~0.1 s).
-            rule = policy.rule("energy", min_samples=repeats, min_total_s=self.energy_window_s)
+            # energy counter (it steps every ~0.1 s), and at least the rule's (or the caller's) count.
+            r = policy.rule("energy", min_samples=r.min_samples, min_total_s=self.energy_window_s)
+            batch = r.min_samples
         with self.sampler.window() as win:
             if warmup:
                 self._time(fn, warmup, 0)
-            samples = policy.sample(lambda k: self._time(fn, 0, k), rule, batch=repeats)
-        st = Stats.of(samples)
+            taken = policy.sample(lambda k: self._time(fn, 0, k), r, batch=batch)
+        samples = taken.samples
+        st = Stats.of(samples, stop=taken.stop)
         m = Measurement(
             probe=self.probe_name, metric=metric, kind=kind, unit=unit,
             value=work / st.median_s, best=work / st.best_s, work=work,
@@ -149,6 +156,14 @@ class ProbeContext:
         if st.cv > 0.05:
             m.notes.append(f"samples vary: cv {st.cv:.1%}")
         return m
+
+    def _rule_name(self, rule: str | None) -> str:
+        if rule is not None:
+            return rule
+        cpu = self.target == "cpu"
+        if self.quick:
+            return "cpu_quick" if cpu else "quick"
+        return "cpu_ceiling" if cpu else "ceiling"
 
     def __post_init__(self) -> None:
         if not self.devices and self.device is not None:

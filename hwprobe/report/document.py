@@ -113,6 +113,9 @@ def build(run: Run, figure: Callable[[str], Any]) -> list[Section]:
                                     title="Invalid (measured, but never used as a ceiling)"),
                               Items(tx.error_items(p), empty="no errors", title="Errors (probes that failed)")]
     out["provenance"].blocks.append(KeyValues(tx.provenance(run.environment, p)))
+    times = tb.probe_time_table(run.environment)
+    if times.rows:
+        out["provenance"].blocks.append(TableBlock(times))
     return list(out.values())
 
 

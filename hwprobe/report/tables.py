@@ -253,3 +253,15 @@ def unit_layout(cols: list[Column], rows: list[dict[str, Any]], digits: int = 3)
         by_key = dict(zip([c.key for c in rates], nums, strict=False))
         cells.append([unit if c is None else by_key[c.key] if c.kind == "rate" else fmt(c, r) for c in order])
     return order, cells
+
+
+def probe_time_table(env: dict[str, Any]) -> Table:
+    """Each probe's wall time in the run (environment ``probe_seconds``), slowest first, with its share."""
+    cols = [Column("probe", "probe"), Column("seconds", "wall time", "time"), Column("share", "share", "pct")]
+    secs = {k: float(v) for k, v in (env.get("probe_seconds") or {}).items()}
+    total = sum(secs.values())
+    t = Table("Probe wall time", cols, note=f"{total:.1f} s over {len(secs)} probes (a probe's settle before it "
+                                            "not counted)" if secs else "")
+    for name, s in sorted(secs.items(), key=lambda kv: -kv[1]):
+        t.rows.append({"probe": name, "seconds": s, "share": s / total if total > 0 else None})
+    return t

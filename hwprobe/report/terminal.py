@@ -73,6 +73,9 @@ def render(p: Profile, console=None, wide: bool | None = None, kind: str | None 
     section(con, "Skipped", [tx.item_line(i) for i in tx.skip_items(p)])
     section(con, "Invalid (not used as ceilings)", [tx.item_line(i) for i in tx.invalid_items(p)])
     section(con, "Errors", [tx.item_line(i) for i in tx.error_items(p)])
+    times = tb.probe_time_table(p.environment)
+    if times.rows:
+        print_fitted(con, times, asked)
 
 
 def section(con, title: str, lines: list[str]) -> None:

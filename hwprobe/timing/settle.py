@@ -38,8 +38,10 @@ def read_state(sampler) -> dict[str, float] | None:
 
 def settle(sampler, *, check: Callable[[], None] = lambda: None, read: Callable[[Any], dict | None] = read_state,
            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-           max_wait_s: float = MAX_WAIT_S) -> dict[str, Any] | None:
-    """Wait by the rule above; return the state the next figure starts from, or None without NVML."""
+           max_wait_s: float = MAX_WAIT_S, temp_margin_c: float = TEMP_MARGIN_C,
+           power_factor: float = POWER_IDLE_FACTOR) -> dict[str, Any] | None:
+    """Wait by the rule above (its margins as given: a figure that needs a cooler start asks for tighter ones);
+    return the state the next figure starts from, or None without NVML."""
     first = read(sampler)
     if first is None:
         return None
@@ -48,7 +50,7 @@ def settle(sampler, *, check: Callable[[], None] = lambda: None, read: Callable[
     floor_p = min(_floor.get(key + "p", first["power_w"]), first["power_w"])
     t0, state = clock(), first
     while True:
-        ok = state["temp_c"] <= floor_t + TEMP_MARGIN_C and state["power_w"] <= POWER_IDLE_FACTOR * floor_p
+        ok = state["temp_c"] <= floor_t + temp_margin_c and state["power_w"] <= power_factor * floor_p
         if ok or clock() - t0 >= max_wait_s:
             break
         check()
@@ -57,5 +59,5 @@ def settle(sampler, *, check: Callable[[], None] = lambda: None, read: Callable[
         floor_t, floor_p = min(floor_t, state["temp_c"]), min(floor_p, state["power_w"])
     _floor[key + "t"], _floor[key + "p"] = floor_t, floor_p
     return {"settled": bool(ok), "waited_s": round(clock() - t0, 2), **{k: round(v, 1) for k, v in state.items()},
-            "rule": f"temp <= {floor_t:.0f}+{TEMP_MARGIN_C:.0f} C and power <= {POWER_IDLE_FACTOR}x "
+            "rule": f"temp <= {floor_t:.0f}+{temp_margin_c:.0f} C and power <= {power_factor}x "
                     f"{floor_p:.0f} W, at most {max_wait_s:.0f} s"}

@@ -91,3 +91,11 @@ def geometric(lo: int, hi: int, step: int = 2) -> list[int]:
 
 SIZES = geometric(1 << 13, 1 << 30, 2)          # bytes moved per memory-bound kernel: 8 KiB .. 1 GiB
 QUICK_SIZES = geometric(1 << 13, 1 << 26, 8)
+
+
+def curve_sizes(ctx, curve: str, sizes: list[int]) -> list[int]:
+    """``sizes`` less those of ``curve`` ("memory.<kind>", "torch.<kind>") that interpolation between their
+    neighbours predicts within 2% (hwprobe.predict.prune; all of them in quick runs)."""
+    from hwprobe.predict.prune import pruned
+
+    return sizes if ctx.quick else [s for s in sizes if not pruned().curve_point(curve, s)]

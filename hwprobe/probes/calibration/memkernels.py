@@ -149,14 +149,14 @@ def run(ctx, kinds: list[str] | None = None, max_bytes: int = 1 << 30):
     sizes = [s for s in (QUICK_SIZES if ctx.quick else SIZES) if s <= max_bytes]
     for kind in kinds or KINDS:
         points, clocks = [], []
-        for nbytes in sizes:
+        for nbytes in common.curve_sizes(ctx, f"memory.{kind}", sizes):
             metric = f"predict.memory.{kind}.b{nbytes}"
             try:
                 pt = make_point(cp, kind, nbytes)
                 reps = common.reps_for(cp, pt.launch)
                 g = common.graph_of(cp, pt.launch, reps)
                 m = ctx.measure(metric, g.launch, work=float(pt.bytes * reps), unit="B/s", kind="sweep",
-                                check=pt.check, warmup=1, repeats=common.point_rule().min_samples,
+                                check=pt.check, warmup=1, rule=common.point_rule().name,
                                 bytes_counted="read + write",
                                 params={"kernel": kind, "bytes": pt.bytes, "shape": pt.shape, "reps": reps,
                                         "cuda_graph": True})

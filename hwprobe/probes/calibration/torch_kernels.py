@@ -159,7 +159,7 @@ def _pack(chain, moved: int, shape: str):
 def _curves(ctx, torch, kinds, sizes):
     for kind in kinds:
         pts = []
-        for nbytes in sizes:
+        for nbytes in common.curve_sizes(ctx, f"torch.{kind}", sizes):
             metric = f"predict.torch.{kind}.b{nbytes}"
             try:
                 fn, moved, check, shape = _case(torch, kind, nbytes)

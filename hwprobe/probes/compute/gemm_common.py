@@ -479,13 +479,21 @@ def alignment_finding(precision: str, rows: Sequence[dict]) -> tuple[float | Non
 # have one fast path) and, for the 16-bit types, over the gemmEx algo enum too.
 LAYOUT_SEARCH = ("tf32", "fp16", "bf16")
 ALGO_SEARCH = ("fp16", "bf16")
+# The call a framework makes, where it is not the variant's own: cupy.matmul on C-ordered FP64 arrays calls gemmEx
+# NN with CUBLAS_COMPUTE_64F and, on sm_80+, CUBLAS_GEMM_DEFAULT_TENSOR_OP (cupy/_core/_routines_linalg.pyx,
+# tensordot_core_v11): the FP64 ceiling tries that exact call beside its own (issue 33).
+FRAMEWORK_CALLS = {"fp64": (("NN", GEMM_DEFAULT_TENSOR_OP),)}
 
 
 def gemm_candidates(v: GemmVariant, layouts: Sequence[str], tensor_op: bool) -> list[GemmVariant]:
-    """Other configurations of ``v`` to run at the top size: each layout, and the TENSOR_OP algo beside DEFAULT.
+    """Other configurations of ``v`` to run at the top size: each layout, and the TENSOR_OP algo beside DEFAULT;
+    for FP64, cupy.matmul's own call (FRAMEWORK_CALLS; with ``tensor_op``).
 
     ``v`` itself (its layout, default algo) is the sweep's top point and is not repeated.
     """
+    if v.precision in FRAMEWORK_CALLS:
+        calls = [v.with_layout(lay, algo) for lay, algo in FRAMEWORK_CALLS[v.precision]] if tensor_op else []
+        return [c for c in calls if (c.transa, c.transb, c.algo) != (v.transa, v.transb, v.algo)]
     if v.precision not in LAYOUT_SEARCH:
         return []
     out = []

@@ -137,7 +137,7 @@ def run(ctx, precisions: tuple[str, ...] = tuple(ROOF_PRECISIONS), lo: float = 0
                 flops = roofline_flops_per_vector(prec, m) * nvec
                 meas = ctx.measure(
                     metric, repeat(launch, reps), work=flops * reps, unit=unit, kind=Kind.SWEEP,
-                    check=_check(prec, m, n_elem, out, grid), warmup=1, repeats=trace.max_samples, precision=prec,
+                    check=_check(prec, m, n_elem, out, grid), warmup=1, rule=trace.name, precision=prec,
                     exec_unit=ExecUnit.CUDA_CORE, path="instruction",
                     params={"intensity": intensity, "precision": prec, "flops": flops,
                             "bytes": nvec * VECTOR_BYTES, "fma_chain": m, "launches_per_sample": reps,

@@ -96,7 +96,7 @@ def run(ctx, max_mib: int | None = None, pageable: bool = True) -> Iterator[Meas
                 try:
                     fn, work, check = _transfer(direction, size, h_src, h_dst, dev_in, dev_out, sweep.sample_s)
                     m = ctx.measure(f"host.{direction}.{kind}.{size}", fn, work=work, unit="B/s", kind=Kind.SWEEP,
-                                    check=check, warmup=1, repeats=sweep.max_samples, exec_unit=ExecUnit.COPY_ENGINE,
+                                    check=check, warmup=1, rule=sweep.name, exec_unit=ExecUnit.COPY_ENGINE,
                                     bytes_counted=_counted(direction),
                                     params={"bytes": size, "direction": direction, "host_memory": kind},
                                     notes=list(notes))

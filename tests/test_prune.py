@@ -1,0 +1,175 @@
+"""Calibration points the predictor does not need (hwprobe.predict.prune, issue 33): a point interpolation from its
+neighbours predicts within 2% is left out of the probes' grids, and the predictor puts it back as it was judged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from hwprobe.predict import prune
+from hwprobe.predict.calibration import GemmTable, interpolations
+from tests.helpers import load_tool
+
+ROOT = Path(__file__).resolve().parents[1]
+CONV = [ROOT / "profiles/h200-sxm/2026-11-26-predict-conv", ROOT / "profiles/h100-sxm/2026-11-26-predict-conv"]
+
+
+def _law(m, n, k):
+    return 1e-6 * m ** 0.5 * n ** 0.7 * k ** 0.3
+
+
+def test_a_straight_curve_loses_its_inner_points_and_a_kink_keeps_its_neighbours():
+    x = [2.0 ** i for i in range(9)]
+    t = [1e-6 * v for v in x]
+    t[4] *= 1.3                                       # a step: no line through its neighbours predicts it
+    left = prune.prunable([np.log(np.asarray(t))], [x])
+    assert left == {(1,), (2,), (6,), (7,)}           # the ends, the kink and the points either side of it stay
+
+
+def test_a_point_must_be_predicted_on_every_table():
+    x = [1.0, 2.0, 4.0, 8.0]
+    a = np.log([1.0, 2.0, 4.0, 8.0])
+    b = np.log([1.0, 2.0, 6.0, 8.0])                  # the same axis on another GPU: its third point stands out
+    assert prune.prunable([a], [x]) == {(1,), (2,)}   # the second out, the third still on the line from 1 to 8
+    assert prune.prunable([a, b], [x]) == set()       # on b, (1,) interpolates to 2.45 against a measured 2.0
+
+
+def test_a_point_goes_only_while_the_points_already_out_stay_within_2_percent():
+    x = [2.0 ** i for i in range(5)]
+    bend = np.log(np.array(x) * np.exp(0.01 * np.arange(5) ** 2))     # 1% off each chord of one step
+    left = prune.prunable([bend], [x])
+    assert left == {(1,), (3,)}       # with (1,) out, (2,) out too would put both 2.02% off the chord from 0 to 3
+    measured = np.ones(5, bool)
+    for (i,) in left:
+        measured[i] = False
+    for (i,) in left:                                 # each as the predictor fills it, from what stays
+        got = np.mean(interpolations(bend, [np.log(x)], (i,), measured))
+        assert abs(np.exp(got - bend[i]) - 1) <= prune.TOL
+
+
+def test_gemm_points_left_out_come_back_from_the_table_as_judged():
+    """Time bends in log-log along M (as a library's efficiency does): a left-out point is within 2% of the line
+    between its neighbours but 3% off the line through two neighbours on one side, the fill the table used before."""
+    ms, ns = [1, 4, 16, 64, 256], [64, 4096]
+    bend = lambda m: np.exp(0.0078 * np.log(m) ** 2)                     # curvature 1.5% per step of 4x
+    t = np.array([[[_law(m, n, k) * bend(m) for k in ns] for n in ns] for m in ms])
+    left = prune.prunable([np.log(t)], [ms, ns, ns])
+    assert len(left) >= 4 and all(0 < i < 4 for i, _, _ in left)       # interior M only: N, K have no inside
+    holed = [[[None if (i, j, q) in left else float(t[i, j, q]) for q in range(2)] for j in range(2)]
+             for i in range(5)]
+    tab = GemmTable.from_finding({"precision": "fp16", "m": ms, "n": ns, "k": ns, "time_s": holed})
+    for i, j, q in left:
+        assert tab.time(ms[i], ns[j], ns[q]) == pytest.approx(t[i, j, q], rel=0.02)
+        assert tab.time(ms[i], ns[j], ns[q]) > t[i, j, q]                   # above: the chord of a convex bend
+
+
+def test_the_committed_pruned_grid_is_what_the_tool_finds_in_the_committed_profiles():
+    from hwprobe.probes.calibration.common import SIZES
+    from hwprobe.profile_build import load_profile
+
+    tool = load_tool("suite_speed")
+    p = tool.prune_profiles([load_profile(d) for d in CONV], SIZES)
+    committed = json.loads(prune.PRUNED_FILE.read_text())
+    assert committed == json.loads(tool.compact_json(p.as_json([str(d.relative_to(ROOT)) for d in CONV])))
+    assert p.worst <= prune.TOL and p.gemm_points > 100 and p.curve_points > 50 and p.conv_points > 20
+
+
+def test_the_predictor_prices_each_left_out_point_within_2_percent_of_its_measurement():
+    from hwprobe.predict.calibration import Calibration
+    from hwprobe.probes.calibration.common import SIZES
+    from hwprobe.profile_build import load_profile
+
+    tool = load_tool("suite_speed")
+    done = prune.pruned()
+    for d in CONV:
+        full = load_profile(d)
+        p = tool.Pruned({k: sorted(v) for k, v in done.gemm.items()}, 0, {k: sorted(v) for k, v in done.curves.items()},
+                        0, [dict(c) for c in done.conv], 0, 0.0)
+        cal = Calibration.of(tool.pruned_profile(full, p, SIZES))
+        f = tool.findings(full)
+        for prec, pts in done.gemm.items():
+            grid = f[f"predict.gemm.{prec}"]
+            pos = [{v: i for i, v in enumerate(grid[a])} for a in "mnk"]
+            for m, n, k in pts:
+                measured = grid["time_s"][pos[0][m]][pos[1][n]][pos[2][k]]
+                assert cal.gemm[prec].time(m, n, k) == pytest.approx(measured, rel=prune.TOL), (d.name, m, n, k)
+        for curve, sizes in done.curves.items():
+            meas = f[f"predict.{curve}"]
+            table = cal.memory if curve.startswith("memory.") else cal.framework
+            for s in sizes:
+                i = SIZES.index(s)
+                got = table[curve.split(".", 1)[1]].time(meas["bytes"][i])
+                assert got == pytest.approx(meas["time_s"][i], rel=prune.TOL), (d.name, curve, s)
+        conv = {prune.point_key(q): q for q in f["predict.torch.conv"]["points"]}
+        for key in done.conv:
+            q = conv[key]
+            if q.get("dw"):            # a one-image depthwise point is priced in the grid of all depthwise points
+                got = cal.conv.dw_time(q["m"], q["cin"], q["k"], q["stride"], q["layout"], max(2, q["images"]))
+            else:
+                got = cal.conv.time(q["m"], q["cin"], q["cout"], q["k"], q.get("stride", 1), q.get("layout", "nhwc"),
+                                    q.get("images", 1))
+            assert got[0] == pytest.approx(q["time_s"], rel=prune.TOL), (d.name, q)
+
+
+def test_gemm_shapes_skips_the_left_out_points_and_says_so(monkeypatch):
+    from hwprobe.measurement import Measurement
+    from hwprobe.probes.calibration import gemm_shapes as gs
+
+    ms, nks = [1, 2, 4], [64, 128, 256]
+    monkeypatch.setattr(prune, "pruned", lambda: prune.Pruned(gemm={"fp16": frozenset({(2, 128, 128)})}))
+    seen = []
+
+    def point(ctx, env, v, m, n, k, metric):
+        seen.append((m, n, k))
+        return Measurement(probe="gpu.gemm_shapes", metric=metric, kind="sweep", value=2.0 * m * n * k / 1e-5,
+                           unit="FLOP/s")
+
+    monkeypatch.setattr(gs, "_point", point)
+    for quick, skipped in ((False, True), (True, False)):
+        seen.clear()
+        ctx = SimpleNamespace(quick=quick, derived=lambda metric, value, **kw: SimpleNamespace(value=value, **kw))
+        out = list(gs._grid(ctx, None, SimpleNamespace(key="fp16.f32acc"), "fp16", ms, nks))
+        assert ((2, 128, 128) not in seen) is skipped and len(seen) == 27 - skipped
+        finding = out[-1]
+        assert finding.value == 27 - skipped and finding.params["pruned"] == ([[2, 128, 128]] if skipped else [])
+        assert (finding.params["time_s"][1][1][1] is None) is skipped
+
+
+def test_curve_and_convolution_sweeps_leave_out_their_pruned_points(monkeypatch):
+    from hwprobe.probes.calibration import common
+
+    pr = prune.Pruned(curves={"memory.norm": frozenset({1 << 20})},
+                      conv=frozenset({prune.point_key({"k": 1, "cin": 64, "cout": 64, "m": 196, "layout": "nhwc",
+                                                       "images": 1})}))
+    monkeypatch.setattr(prune, "pruned", lambda: pr)
+    sizes = [1 << 19, 1 << 20, 1 << 21]
+    assert common.curve_sizes(SimpleNamespace(quick=False), "memory.norm", sizes) == [1 << 19, 1 << 21]
+    assert common.curve_sizes(SimpleNamespace(quick=False), "torch.norm", sizes) == sizes
+    assert common.curve_sizes(SimpleNamespace(quick=True), "memory.norm", sizes) == sizes
+
+    from hwprobe.probes.calibration import torch_timing as tk
+
+    cases = [{"k": 1, "cin": 64, "cout": 64, "m": m, "layout": "nhwc", "images": 1} for m in (49, 196, 784)]
+    timed, rows = [], []
+    torch = SimpleNamespace(cuda=SimpleNamespace(empty_cache=lambda: None))
+    list(tk.sweep(SimpleNamespace(quick=False), torch, cases, lambda **c: timed.append(c["m"]) or 1e-5,
+                  "predict.torch.conv", "conv", rows))
+    assert timed == [49, 784] and [r["m"] for r in rows] == [49, 784]
+
+
+def test_prune_cli_writes_the_profile_the_probes_would_now_make(tmp_path):
+    from hwprobe.profile_build import load_profile
+
+    tool = load_tool("suite_speed")
+    assert tool.main(["prune", *map(str, CONV), "--write", str(tmp_path / "g.json"),
+                      "--profile-out", str(tmp_path / "p")]) == 0
+    assert json.loads((tmp_path / "g.json").read_text()) == json.loads(prune.PRUNED_FILE.read_text()) | {
+        "sources": [str(d) for d in CONV]}
+    f = {x["metric"]: x.get("params") or {} for x in load_profile(tmp_path / "p").findings}
+    cells = [c for plane in f["predict.gemm.fp16"]["time_s"] for row in plane for c in row]
+    assert cells.count(None) == len(prune.pruned().gemm["fp16"])
+    assert len(f["predict.torch.conv"]["points"]) == 950 - len(prune.pruned().conv)

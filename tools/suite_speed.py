@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""The suite's own speed, checked on committed runs (issue 33): where a run's time went, stopping rules replayed on
+raw samples, and the calibration points interpolation makes redundant.
+
+    .venv/bin/python tools/suite_speed.py costs RUN [--top 15]
+    .venv/bin/python tools/suite_speed.py replay profiles/h200-sxm/2026-11-26-full profiles/h100-sxm/2026-11-26-full \\
+        [--rule ceiling] [--noise 0.003 0.005] [--count 10]
+    .venv/bin/python tools/suite_speed.py prune profiles/h200-sxm/2026-11-26-predict-conv \\
+        profiles/h100-sxm/2026-11-26-predict-conv [--write hwprobe/predict/pruned_grid.json] [--profile-out DIR]
+
+costs: per probe, its wall time (environment probe_seconds), the seconds its records' samples add up to, and the
+rest (setup, allocation, graph capture, warm-up, checks, settles); then the records that took longest to make
+(params wall_s, recorded since issue 33).
+
+replay: only records that took exactly ``--count`` samples (the old fixed count) are replayed, in the order they
+were taken: the rule sees the first k of them as it would have on the GPU. It says how many would have stopped
+early, the sample seconds saved, and how far each median rate moves (new / old - 1).
+
+prune: the points of the GEMM grid (predict.gemm.<precision>), the memory-kernel curves (predict.memory.<kind>,
+predict.torch.<kind>) and the convolution table (predict.torch.conv) that interpolation from their neighbours
+predicts within 2% on every profile given (hwprobe.predict.prune). --write saves them for the calibration probes
+to skip; --profile-out writes the first profile as the probes would now make it (those points left out), for
+tools/compare_predictions.py. Exit 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+# --- costs -------------------------------------------------------------------------------------------------
+@dataclass
+class ProbeCost:
+    probe: str
+    wall_s: float             # the probe's wall time in the run
+    samples_s: float          # its records' timed samples, added up
+    records: int
+
+
+def costs(run_dir: Path) -> tuple[list[ProbeCost], list[tuple[float, str]]]:
+    """Per probe (slowest first) and the records by their own wall time (slowest first, where recorded)."""
+    from hwprobe import keys as K
+    from hwprobe.results import read_measurements
+
+    env = json.loads((run_dir / "environment.json").read_text())
+    secs = env.get("probe_seconds") or {}
+    ms = read_measurements(run_dir)
+    timed: dict[str, dict[tuple, float]] = {}     # a ceiling record repeats its best point's samples: count once
+    for m in ms:
+        timed.setdefault(m.probe, {})[tuple(m.samples_s)] = sum(m.samples_s)
+    out = [ProbeCost(p, float(w), sum(timed.get(p, {}).values()), sum(m.probe == p for m in ms))
+           for p, w in secs.items()]
+    slow = sorted(((float(m.params[K.WALL_S]), m.metric) for m in ms if K.WALL_S in m.params), reverse=True)
+    return sorted(out, key=lambda c: -c.wall_s), slow
+
+
+def run_costs(a) -> int:
+    from hwprobe.results import records_file
+
+    if not (a.run / "environment.json").exists() or records_file(a.run) is None:
+        return fail(f"{a.run}: not a results directory (environment.json and measurements.jsonl)")
+    probes, slow = costs(a.run)
+    print(f"{'probe':<20} {'wall s':>8} {'samples s':>10} {'rest s':>8} {'records':>8}")
+    for c in probes:
+        print(f"{c.probe:<20} {c.wall_s:8.1f} {c.samples_s:10.1f} {c.wall_s - c.samples_s:8.1f} {c.records:8d}")
+    print(f"{'total':<20} {sum(c.wall_s for c in probes):8.1f} {sum(c.samples_s for c in probes):10.1f}")
+    if slow:
+        print("slowest records (wall_s): " + "; ".join(f"{m} {s:.2f} s" for s, m in slow[:a.top]))
+    return 0
+
+
+# --- replay ------------------------------------------------------------------------------------------------
+@dataclass
+class Replay:
+    noise: float
+    records: int
+    early: int                 # stopped before --count
+    timed_s: float             # sample seconds the records took
+    saved_s: float             # ... and would not have
+    worst: float               # the largest downward move of a median rate (new / old - 1, most negative)
+    worst_metric: str
+    best: float                # the largest upward move
+
+
+def replay(streams: list[tuple[str, list[float]]], rule) -> Replay:
+    """``rule`` over every (metric, samples) stream, fed from the recorded samples in order."""
+    import numpy as np
+
+    from hwprobe.timing import policy
+
+    early, timed, saved, worst, worst_m, best = 0, 0.0, 0.0, 0.0, "", 0.0
+    for metric, s in streams:
+        it = iter(s)
+        got = policy.sample(lambda k, it=it: [next(it) for _ in range(k)], rule, clock=lambda: 0.0)
+        move = float(np.median(s) / np.median(got.samples) - 1)   # rate = work / median time
+        early += len(got.samples) < len(s)
+        timed += sum(s)
+        saved += sum(s) - sum(got.samples)
+        if move < worst:
+            worst, worst_m = move, metric
+        best = max(best, move)
+    return Replay(rule.max_noise, len(streams), early, timed, saved, worst, worst_m, best)
+
+
+def streams_of(run_dirs: list[Path], count: int) -> list[tuple[str, list[float]]]:
+    from hwprobe.results import read_measurements
+
+    out = []
+    for d in run_dirs:
+        out += [(m.metric, list(m.samples_s)) for m in read_measurements(d)
+                if len(m.samples_s) == count and m.kind in ("compute", "sweep", "memory")]
+    return out
+
+
+def run_replay(a) -> int:
+    from hwprobe.timing import policy
+
+    try:
+        base = policy.rule(a.rule)
+    except ValueError as e:
+        return fail(str(e))
+    from hwprobe.results import records_file
+
+    missing = [str(d) for d in a.runs if records_file(d) is None]
+    if missing:
+        return fail(f"no measurements.jsonl in {', '.join(missing)}")
+    streams = streams_of(a.runs, a.count)
+    for target in a.noise or [base.max_noise]:
+        r = replay(streams, dataclasses.replace(base, max_noise=target))
+        print(f"{a.rule} at {target:.2%}: {r.early} of {r.records} stop early, {r.saved_s:.2f} of {r.timed_s:.2f} s "
+              f"of samples saved; medians move {r.worst:+.2%} ({r.worst_metric or '-'}) to {r.best:+.2%}")
+    return 0
+
+
+# --- prune -------------------------------------------------------------------------------------------------
+CONV_FAMILY = ("k", "stride", "layout", "dw")     # a convolution point's table: what the predictor keeps apart
+CONV_AXES = {"dense1": ("m", "cin", "cout"), "dense3": ("m", "cin"), "dw": ("m", "cin"), "stem": ("m",)}
+
+
+@dataclass
+class Pruned:
+    gemm: dict[str, list[tuple[int, int, int]]]       # precision -> (M, N, K) left out
+    gemm_points: int
+    curves: dict[str, list[int]]                      # "memory.<kind>" / "torch.<kind>" -> nominal sizes left out
+    curve_points: int
+    conv: list[dict]                                  # convolution cases left out (their point keys)
+    conv_points: int
+    worst: float                                      # the largest error at a point left out
+
+    def as_json(self, sources: list[str]) -> dict:
+        return {"rule": "left out where interpolation from the neighbours predicts the point within 2% on every "
+                        "source profile (hwprobe.predict.prune)", "sources": sources,
+                "gemm": {p: [list(x) for x in pts] for p, pts in self.gemm.items()},
+                "curves": self.curves, "conv": self.conv}
+
+
+def findings(profile) -> dict[str, dict]:
+    return {f.get("metric", ""): f.get("params") or {} for f in profile.findings}
+
+
+def _gemm(fs: list[dict[str, dict]]) -> tuple[dict, int, float]:
+    import numpy as np
+
+    from hwprobe.predict import prune
+
+    names = sorted(set.intersection(*[{m for m in f if m.startswith("predict.gemm.")} for f in fs]))
+    if not names:
+        return {}, 0, 0.0
+    axes = [fs[0][names[0]][a] for a in "mnk"]
+    tables = []
+    for f in fs:
+        for n in names:
+            if [f[n][a] for a in "mnk"] != axes:
+                raise ValueError(f"{n}: the profiles' GEMM grids differ (M, N, K lists)")
+            t = np.array([[[np.nan if x is None else x for x in r] for r in pl] for pl in f[n]["time_s"]], float)
+            tables.append(np.log(t))
+    errs = prune.errors(tables, axes)
+    out = prune.prunable(tables, axes)
+    pts = sorted((axes[0][i], axes[1][j], axes[2][q]) for i, j, q in out)
+    return {n.rsplit(".", 1)[1]: pts for n in names}, len(pts), max((errs[i] for i in out), default=0.0)
+
+
+def _curves(fs: list[dict[str, dict]], sizes: list[int]) -> tuple[dict, int, float]:
+    """Curves of one nominal size list (common.SIZES): point i was measured at sizes[i]."""
+    import numpy as np
+
+    from hwprobe.predict import prune
+
+    names = set.intersection(*[{m for m, p in f.items() if isinstance(p.get("bytes"), list)
+                                and m.startswith(("predict.memory.", "predict.torch."))} for f in fs])
+    out, worst = {}, 0.0
+    for n in sorted(names):
+        if any(f[n]["bytes"] != fs[0][n]["bytes"] or len(f[n]["bytes"]) != len(sizes) for f in fs):
+            continue                   # a failed point: the index no longer names the size
+        tables = [np.log(np.asarray(f[n]["time_s"], float)) for f in fs]
+        axes = [fs[0][n]["bytes"]]     # what the predictor interpolates over: bytes moved, not the nominal size
+        errs = prune.errors(tables, axes)
+        keep = sorted(prune.prunable(tables, axes))
+        out[n.removeprefix("predict.")] = [sizes[i] for (i,) in keep]
+        worst = max([worst] + [errs[i] for i in keep])
+    return out, sum(len(v) for v in out.values()), worst
+
+
+def conv_family(p: dict) -> tuple:
+    """The table a convolution point is priced from (hwprobe.predict.calibration.ConvTable): stems by kernel, stride
+    and C_out; depthwise by kernel, stride, layout; 1x1/3x3 by kernel, layout and one image or several."""
+    if p["cin"] < 8:
+        return ("stem", p["k"], p.get("stride", 1), p["cout"], p.get("layout", "nhwc"))
+    if p.get("dw"):
+        return ("dw", p["k"], p.get("stride", 1), p.get("layout", "nhwc"))
+    batched = p.get("layout", "nhwc") == "nchw" and p.get("images", 1) > 1
+    return (f"dense{p['k']}", p["k"], p.get("layout", "nhwc"), batched)
+
+
+def _conv(fs: list[dict[str, dict]]) -> tuple[list[dict], int, float]:
+    import numpy as np
+
+    from hwprobe.predict import prune
+    from hwprobe.predict.prune import point_key
+
+    if not all("predict.torch.conv" in f for f in fs):
+        return [], 0, 0.0
+    sets = [{point_key(p): p for p in f["predict.torch.conv"]["points"]} for f in fs]
+    common_keys = set.intersection(*[set(s) for s in sets])
+    families: dict[tuple, list[tuple]] = {}
+    for key in common_keys:
+        families.setdefault(conv_family(dict(key)), []).append(key)
+    out, worst = [], 0.0
+    for fam, keys in families.items():
+        names = CONV_AXES[fam[0]]
+        axes = [sorted({dict(k)[a] for k in keys}) for a in names]
+        tables = [prune.as_grid({tuple(dict(k)[a] for a in names): np.log(s[k]["time_s"]) for k in keys}, axes)
+                  for s in sets]
+        errs = prune.errors(tables, axes)
+        at = {tuple(dict(k)[a] for a in names): k for k in keys}
+        for idx in prune.prunable(tables, axes):
+            key = at.get(tuple(axes[d][i] for d, i in enumerate(idx)))
+            if key is not None:
+                out.append(dict(key))
+                worst = max(worst, errs[idx])
+    out.sort(key=lambda d: json.dumps(d, sort_keys=True))
+    return out, len(out), worst
+
+
+def prune_profiles(profiles: list, sizes: list[int]) -> Pruned:
+    fs = [findings(p) for p in profiles]
+    gemm, ng, wg = _gemm(fs)
+    curves, nc, wc = _curves(fs, sizes)
+    conv, nv, wv = _conv(fs)
+    return Pruned(gemm, ng, curves, nc, conv, nv, max(wg, wc, wv))
+
+
+def pruned_profile(profile, p: Pruned, sizes: list[int]):
+    """``profile`` as the calibration probes make it now: the pruned points left out (GEMM cells None, curve and
+    convolution points absent)."""
+    import copy
+
+    from hwprobe.predict.prune import point_key
+
+    out = copy.deepcopy(profile)
+    drop_conv = {point_key(d) for d in p.conv}
+    for f in out.findings:
+        m, params = f.get("metric", ""), f.get("params") or {}
+        prec = m.rsplit(".", 1)[-1]
+        if m.startswith("predict.gemm.") and prec in p.gemm:
+            pos = [{v: i for i, v in enumerate(params[a])} for a in "mnk"]
+            for mm, n, k in p.gemm[prec]:
+                params["time_s"][pos[0][mm]][pos[1][n]][pos[2][k]] = None
+        elif m.removeprefix("predict.") in p.curves:
+            gone = set(p.curves[m.removeprefix("predict.")])
+            keep = [i for i, s in enumerate(sizes) if s not in gone]
+            for key in ("bytes", "time_s", "shapes"):
+                if isinstance(params.get(key), list):
+                    params[key] = [params[key][i] for i in keep]
+        elif m == "predict.torch.conv":
+            params["points"] = [q for q in params["points"] if point_key(q) not in drop_conv]
+    return out
+
+
+def run_prune(a) -> int:
+    from hwprobe.errors import InputError
+    from hwprobe.probes.calibration.common import SIZES
+    from hwprobe.profile_build import load_profile
+
+    try:
+        profiles = [load_profile(d) for d in a.profiles]
+        p = prune_profiles(profiles, SIZES)
+    except (InputError, OSError, ValueError, KeyError) as e:
+        return fail(f"{type(e).__name__}: {e}")
+    total = {"gemm": sum(len(f.get("params", {}).get("m", [])) * len(f.get("params", {}).get("n", [])) *
+                         len(f.get("params", {}).get("k", [])) for f in profiles[0].findings
+                         if f.get("metric", "") in {f"predict.gemm.{x}" for x in p.gemm})}
+    print(f"GEMM grid: {p.gemm_points} points of each precision's grid left out ({', '.join(p.gemm)}; "
+          f"{sum(len(v) for v in p.gemm.values())} of {total['gemm']} measured points)")
+    print(f"memory-kernel curves: {p.curve_points} points over {len(p.curves)} curves")
+    print(f"convolutions: {p.conv_points} points")
+    print(f"largest interpolation error at a point left out: {p.worst:.2%}")
+    if a.write:
+        Path(a.write).write_text(compact_json(p.as_json([str(x) for x in a.profiles])))
+    if a.profile_out:
+        out = Path(a.profile_out)
+        out.mkdir(parents=True, exist_ok=True)
+        pruned_profile(profiles[0], p, SIZES).save(out / "profile.json")
+    return 0
+
+
+def compact_json(d: dict) -> str:
+    """JSON with one line per point (a point: a short list or a flat dict), for a readable diff."""
+    import re
+
+    text = json.dumps(d, indent=1)
+    flat = re.compile(r"[\[{]\n(?:\s+[^\s\[\]{}][^\n]*\n)+?\s*[\]}]")   # a list or dict of scalars only
+    return flat.sub(lambda m: re.sub(r"\s*\n\s*", " ", m.group(0)).replace("[ ", "[").replace(" ]", "]")
+                    .replace("{ ", "{").replace(" }", "}"), text) + "\n"
+
+
+def fail(msg: str) -> int:
+    print(f"suite_speed: {msg}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("costs", help="where a run's time went, per probe and per record")
+    c.add_argument("run", type=Path)
+    c.add_argument("--top", type=int, default=15)
+    r = sub.add_parser("replay", help="a stopping rule over committed raw samples")
+    r.add_argument("runs", nargs="+", type=Path, help="run directories holding measurements.jsonl")
+    r.add_argument("--rule", default="ceiling")
+    r.add_argument("--noise", nargs="+", type=float, default=None, help="noise targets (default: the rule's)")
+    r.add_argument("--count", type=int, default=10, help="the fixed sample count the records were taken with")
+    q = sub.add_parser("prune", help="calibration points interpolation predicts within 2%%")
+    q.add_argument("profiles", nargs="+", type=Path)
+    q.add_argument("--write", type=Path, default=None)
+    q.add_argument("--profile-out", type=Path, default=None)
+    a = ap.parse_args(argv)
+    return {"costs": run_costs, "replay": run_replay, "prune": run_prune}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
