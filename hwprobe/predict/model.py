@@ -41,11 +41,11 @@ from hwprobe.predict.ops import COMM_KINDS, RUNTIMES, KernelOp, OpTime
 
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
-                "cat": "unary", "conv_dw": "unary", "embedding": "unary"}
+                "cat": "unary", "conv_dw": "unary", "embedding": "unary", "unary": "unary"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
-                   "conv_dw": "copy", "embedding": "copy"}
+                   "conv_dw": "copy", "embedding": "copy", "unary": "unary"}
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
 # before 2026-11-26's eighth session: 1x1/3x3 channels-last only, stems in both).
@@ -71,6 +71,7 @@ class Predictor:
         self.host_s = self.cal.eager_op_s or self.cal.launch.get("host_issue_s", 0.0)
         self.host_source = "framework" if self.cal.eager_op_s else "cuda_launch"
         self.dram_bw = profile.bandwidth("dram") or 0.0
+        self.sms = int((getattr(profile, "device", None) or {}).get("sms") or 0)
         self._peaks: dict[str, float] = {}
 
     # --- ceilings for the plain roofline bound beside each kernel ----------------------------------------------
@@ -176,12 +177,18 @@ class Predictor:
             f, why = self.align_factor(op.precision, m, op.n, op.k)
         a_bytes = op.conv_input_bytes or it * m * op.k
         nbytes = op.bytes or a_bytes + it * (op.batch * op.n * k_bytes + m * op.n)
+        if op.batch > 1 and self.dram_bw and not op.conv_kernel:
+            # a batched GEMM reads a B matrix per batch entry (MoE experts, transformers' batched_mm): the table's
+            # GEMM of batch x M rows read one; never faster than its own bytes at the measured DRAM bandwidth
+            t = max(t, nbytes / self.dram_bw)
         return self._finish(op, t * f, op.gemm_flops, nbytes, covered, source,
                             "; ".join(x for x in (note, why) if x), floor_s)
 
     def _attention(self, op: KernelOp) -> OpTime:
         it = ITEMSIZE.get(op.precision, 2)
         nbytes = op.bytes or it * op.batch * (2 * op.m * op.k + 2 * op.n * op.k)
+        if op.backend == "efficient":
+            return self._efficient_attention(op, nbytes)
         if self.cal.sdpa is not None and op.m == op.n and self.runtime != "fused":
             got = self.cal.sdpa.time(op.batch, op.m, op.k, op.causal)
             if got is not None:
@@ -195,11 +202,28 @@ class Predictor:
         return self._finish(op, max(op.gemm_flops / rate, mem_s), op.gemm_flops, nbytes, covered, "attention",
                             note, floor_s)
 
+    def _efficient_attention(self, op: KernelOp, nbytes: float) -> OpTime:
+        """SDPA's memory-efficient kernel under a mask (what transformers runs with a static cache): the products at
+        the P @ V GEMM rate, the bytes (K and V already expanded to every query head, the mask) at the copy curve's
+        speed, but spread over only batch x ceil(queries / 64) blocks: with fewer blocks than SMs the kernel
+        streams the keys on that share of the SMs (no split over the keys, unlike flash decoding). The share is an
+        assumption, not a calibration: tools/compare_hf_llm.py sets it against the profiler's kernel times."""
+        rows = op.batch * op.m
+        t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
+        rate = 2.0 * rows * op.k * op.n / t_pv
+        mem_s, _, _, _, mem_floor = self._mem_time("copy", nbytes)
+        blocks = op.batch * -(-op.m // 64)
+        share = min(1.0, blocks / self.sms) if self.sms else 1.0
+        note = "; ".join(x for x in (note, f"masked SDPA: {blocks} blocks on {self.sms or '?'} SMs") if x)
+        floor_s = max(self.gemm_floor_s(op.precision), mem_floor)
+        return self._finish(op, max(op.gemm_flops / rate, mem_s / share), op.gemm_flops, nbytes, covered,
+                            "attention.efficient", note, floor_s)
+
     def _framework_curve(self, kind: str) -> str:
         name = FRAMEWORK_CURVE.get(kind, "copy")
         if name in self.cal.framework:
             return name
-        return {"pool": "reduction", "cat": "copy"}.get(kind, name)       # profiles measured before these curves
+        return {"pool": "reduction", "cat": "copy", "unary": "copy"}.get(kind, name)   # profiles before these curves
 
     def _mem_time(self, kind: str, nbytes: float) -> tuple[float, bool, str, str, float]:
         """(seconds, covered, note, source: the curve that priced it, that curve's floor: its fastest kernel)."""
