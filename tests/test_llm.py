@@ -221,7 +221,7 @@ def test_memory_fit():
 # ---------------------------------------------------------------- pricing
 def test_pricing_sums_and_parts():
     pricer = FakePricer()
-    a = analyze("llama-3.2-1b", opts=LLMOptions(batch=1, prompt=512, context=512), pricer=pricer)
+    a = analyze("llama-3.2-1b", opts=LLMOptions(batch=1, prompt=512, context=512, runtime="graph"), pricer=pricer)
     for r in a.phases.values():
         ops = lower(load("llama-3.2-1b"), Case.prefill(1, 512) if r.phase == "prefill" else Case.decode(1, 512))
         expected = sum(FakePricer().time(o).time_s for o in ops)
@@ -236,7 +236,7 @@ def test_pricing_sums_and_parts():
 
 
 def test_communication_missing_when_the_profile_has_no_links():
-    opts = LLMOptions(phase="decode", context=256, tp=2)
+    opts = LLMOptions(phase="decode", context=256, tp=2, runtime="graph")
     with_links = analyze("llama-3-8b", opts=opts, pricer=FakePricer())
     without = analyze("llama-3-8b", opts=opts, pricer=FakePricer(links=False))
     r = without.phases["decode"]
@@ -255,7 +255,7 @@ def test_non_finite_collective_time_is_missing_too():
                 return OpTime(op, math.nan, note="no NCCL curve for 2 ranks")
             return super().time(op)
 
-    r = analyze("llama-3-8b", opts=LLMOptions(phase="decode", tp=2), pricer=NaNComm()).phases["decode"]
+    r = analyze("llama-3-8b", opts=LLMOptions(phase="decode", tp=2, runtime="graph"), pricer=NaNComm()).phases["decode"]
     assert r.missing and "no NCCL curve" in r.missing[0] and math.isfinite(r.time_s)
 
 
@@ -299,7 +299,7 @@ def test_option_ranges():
         with pytest.raises(InputError, match=needle):
             analyze("gpt2", opts=LLMOptions(**kw))
     with pytest.raises(InputError, match="exceeds gpt2's max_position_embeddings 1024"):
-        analyze("gpt2", opts=LLMOptions(context=2048))
+        analyze("gpt2", opts=LLMOptions(context=2048, runtime="graph"))
 
 
 # ---------------------------------------------------------------- CLI
@@ -324,7 +324,12 @@ def test_cli_config_json_text():
 
 @pytest.mark.parametrize("args,needle", [
     (["analyze", "llama-3-8b", "--prompt", "0"], "--prompt must be between 1 and"),
-    (["analyze", "llama-3-8b", "--tp", "3"], "--tp 3 does not divide"),
+    (["analyze", "llama-3-8b", "--tp", "3", "--runtime", "graph"], "--tp 3 does not divide"),
+    (["analyze", "llama-3-8b", "--tp", "2"], "tensor parallel under transformers (tp_plan) is not modelled"),
+    (["analyze", "llama-3-8b", "--cache-len", "10", "--phase", "decode"], "--cache-len 10 is shorter than"),
+    (["analyze", "llama-3-8b", "--cache-len", "2048", "--runtime", "fused"], "--cache-len applies to"),
+    (["analyze", "llama-3-8b", "--weights", "int4"], "needs --runtime fused or graph"),
+    (["analyze", "resnet50", "--runtime", "hf"], "--runtime hf applies to an LLM"),
     (["analyze", "llama-3-8b", "--weights", "fp4"], "Invalid value for '--weights'"),
     (["analyze", "llama-3-8b", "--precision", "fp16"], "--precision does not apply to an LLM (use --weights)"),
     (["analyze", "llama-3-8b", "--spec", "H100 SXM"], "give --profile, not --spec"),
@@ -356,7 +361,8 @@ def test_cli_with_a_predictor(monkeypatch, capsys):
     from hwprobe.cli import cli
 
     monkeypatch.setattr(llm, "predictor", lambda profile, runtime: (FakePricer(links=False), None))
-    cli.main(args=["analyze", "llama-3-8b", "--profile", "x", "--tp", "2", "--batch", "2"], standalone_mode=False)
+    cli.main(args=["analyze", "llama-3-8b", "--profile", "x", "--tp", "2", "--batch", "2", "--runtime", "graph"],
+             standalone_mode=False)
     out = capsys.readouterr().out
     for text in ("time to first token", "time per output token", "communication missing", "time by bound",
                  "attn_allreduce"):
@@ -374,22 +380,24 @@ def test_the_predictors_missing_note_and_latency_bound():
             t = super().time(op)
             return dataclasses.replace(t, bound="latency") if t.bound == "launch" else t
 
-    r = analyze("llama-3-8b", opts=LLMOptions(phase="decode", tp=2), pricer=Like()).phases["decode"]
+    r = analyze("llama-3-8b", opts=LLMOptions(phase="decode", tp=2, runtime="graph"), pricer=Like()).phases["decode"]
     assert r.missing and "no measured collective curve" in r.missing[0]
     assert r.parts["launch"] > 0 and sum(r.parts.values()) == pytest.approx(r.time_s)
 
 
-def test_fused_runtime_folds_pointwise_kernels_into_their_gemm():
-    from hwprobe.models.llm.lower import fuse
+def test_fused_runtime_is_the_serving_plan():
+    """A serving engine's step: per layer add+norm, one QKV GEMM, rotary, the paged cache write, flash attention,
+    o_proj, add+norm, one gate/up GEMM, act-and-mul, down = 10 kernels (Llama-3.2-1B: 16 layers), around them the
+    embedding, the final add+norm and the lm_head."""
+    from hwprobe.models.llm.serving import lower_serving
 
-    ops = lower(load("llama-3.2-1b"), Case.decode(1, 512))
-    fused = fuse(ops)
-    per_layer = 10 + 2 + 2                                   # rotary (q and k), SiLU and multiply, two residual adds
-    assert len(fused) == len(ops) - 16 * per_layer
-    assert not any(o.name.endswith(("rope_q.add", "act_mul", "mlp_residual")) for o in fused)
-    assert sum(o.kind == "gemm" for o in fused) == sum(o.kind == "gemm" for o in ops)
-    a = analyze("llama-3.2-1b", opts=LLMOptions(phase="decode", runtime="fused"), pricer=FakePricer())
-    assert a.phases["decode"].kernels == len(fused)
+    ops = lower_serving(load("llama-3.2-1b"), Case.decode(1, 512))
+    assert len(ops) == 16 * 10 + 3
+    assert sum(o.kind == "gemm" for o in ops) == 16 * 4 + 1
+    assert not any(o.name.endswith(("rope_q.add", "act_mul", "mlp_residual")) for o in ops)
+    a = analyze("llama-3.2-1b", opts=LLMOptions(phase="decode", context=512, runtime="fused"), pricer=FakePricer())
+    assert a.phases["decode"].kernels == len(ops)
+    assert any("NOT validated" in n for n in a.notes)
 
 
 def test_flash_split_kv_combine_where_flash_attention_splits():
@@ -416,14 +424,15 @@ def test_large_slow_kernels_are_bound_by_their_roof_not_latency():
     """Issue 35 item 1: a 268 MB RoPE multiply or norm (batch-16 prefill) and a 235 MB BF16 GEMM (70B decode, TP 2)
     run well below DRAM speed but far above any kernel's fixed cost: memory-bound, not "latency", and not counted
     as launch. A kernel of a few kB stays latency-bound; the predicted times do not move."""
-    pre = analyze("llama-3-8b", str(H200_CONV), LLMOptions(phase="prefill", batch=16)).phases["prefill"]
+    graph = LLMOptions(phase="prefill", batch=16, runtime="graph")
+    pre = analyze("llama-3-8b", str(H200_CONV), graph).phases["prefill"]
     rows = {r.group: r for r in pre.rows}
     for g in ("rope_q.mul_cos", "input_norm", "rope_q.cat"):
         assert rows[g].bound == "memory", (g, rows[g].bound, rows[g].time_s)
     assert pre.parts["launch"] < 0.01 * pre.time_s
     # FP8 weights have no calibration points in this profile (refused since); BF16 weights are 2x the bytes
     dec = analyze("llama-3-70b", str(H200_CONV),
-                  LLMOptions(phase="decode", tp=2, weights="bf16", kv="bf16")).phases["decode"]
+                  LLMOptions(phase="decode", tp=2, weights="bf16", kv="bf16", runtime="graph")).phases["decode"]
     rows = {r.group: r for r in dec.rows}
     assert rows["down_proj"].bytes / rows["down_proj"].count > 100e6
     for g in ("down_proj", "gate_proj", "up_proj", "q_proj", "o_proj"):

@@ -51,9 +51,12 @@ MAX_BATCH = 1_000_000    # past this no layer's tensors fit any device's memory:
 @click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="Write the layer table.")
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="Draw the layers on the measured roofline (PNG).")
-@click.option("--runtime", default="graph", show_default=True, type=click.Choice(["graph", "eager", "fused"]),
-              help="How the model runs, for the predicted time: graph (a CUDA graph replay), eager (each kernel "
-                   "issued by the host), fused (pointwise ops folded into their producers, as TensorRT does).")
+@click.option("--runtime", default=None, type=click.Choice(["graph", "eager", "fused", "hf", "hf-compiled"]),
+              help="How the model runs, for the predicted time: graph (a CUDA graph replay; the default for ONNX "
+                   "and layer models), eager (each kernel issued by the host), fused (pointwise ops folded into "
+                   "their producers, as TensorRT does). An LLM: hf (the default: transformers with a static cache, "
+                   "replayed as a CUDA graph), hf-compiled (generate's compiled step), eager (transformers' dynamic "
+                   "cache), fused (a serving engine's plan, not validated), graph (the minimal hand-written model).")
 @click.option("--layout", default="nhwc", show_default=True, type=click.Choice(["nhwc", "nchw"]),
               help="The memory layout a convolutional model runs in, for the predicted time: nhwc (converted to "
                    "channels-last) or nchw (PyTorch's default; cuDNN transforms around first-layer kernels).")
@@ -80,6 +83,11 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
                 llm, wide)
         return
     refuse_llm_options(llm)
+    from hwprobe.errors import InputError
+
+    if runtime in ("hf", "hf-compiled"):
+        raise InputError(f"--runtime {runtime} applies to an LLM (a config.json or a built-in LLM name)")
+    runtime = runtime or "graph"
     from hwprobe.models.render import render, to_dict
 
     a = analyze(model, profile_path, spec=spec, precision=precision, batch=batch, convention=convention,

@@ -22,6 +22,8 @@ LLM_OPTIONS = {
                     help="LLM: weight precision (int8/int4 weight-only, fp8 W8A8; default bf16)."),
     "kv": dict(type=click.Choice(["fp16", "bf16", "fp8", "int8"]), help="LLM: KV-cache precision (default bf16)."),
     "tp": dict(type=int, help="LLM: tensor-parallel ranks (default 1)."),
+    "cache_len": dict(type=int, help="LLM, runtimes hf/hf-compiled: the StaticCache's max_cache_len (default: the "
+                                     "step's own length; generate sizes it prompt + max_new_tokens - 1)."),
 }
 ONNX_ONLY = ("precision", "convention", "path", "level", "times", "dims", "layout", "plot_path")
 FLAGS = {"plot_path": "--plot", "dims": "--dim"}
@@ -29,12 +31,12 @@ FLAGS = {"plot_path": "--plot", "dims": "--dim"}
 
 def llm_options(f):
     for name, kw in reversed(LLM_OPTIONS.items()):
-        f = click.option(f"--{name}", f"llm_{name}", default=None, **kw)(f)
+        f = click.option(f"--{name.replace('_', '-')}", f"llm_{name}", default=None, **kw)(f)
     return f
 
 
 def refuse_llm_options(llm: dict) -> None:
-    given = [f"--{k}" for k in LLM_OPTIONS if llm.get(f"llm_{k}") is not None]
+    given = [f"--{k.replace('_', '-')}" for k in LLM_OPTIONS if llm.get(f"llm_{k}") is not None]
     if given:
         verb = "applies" if len(given) == 1 else "apply"
         raise InputError(f"{', '.join(given)} {verb} to an LLM (a config.json or a built-in LLM name), not this model")
@@ -71,7 +73,7 @@ def run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_a
     if spec:
         raise InputError("an LLM is priced from a measured profile: give --profile, not --spec")
     given = {k.removeprefix("llm_"): v for k, v in llm.items() if v is not None}
-    opts = LLMOptions(batch=batch, runtime=runtime, **given)
+    opts = LLMOptions(batch=batch, **given, **({"runtime": runtime} if runtime else {}))
     a = analyze(model, profile_path, opts)
     if csv_path:
         write_csv(a, csv_path)

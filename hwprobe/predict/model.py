@@ -42,16 +42,18 @@ from hwprobe.predict.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp, Op
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
-                "resize": "unary"}
+                "resize": "unary", "unary": "unary"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
-                   "resize": "resize"}
+                   "resize": "resize", "unary": "unary"}
 # Where a profile lacks a kind's own framework curve: the curve of the kernel nearest in what it does (pool and
-# cat: profiles measured before those curves). The kinds in STAND_IN_UNCOVERED are then outside the calibration:
-# an unfused BatchNorm on the broadcast-add curve, GroupNorm/InstanceNorm on LayerNorm's, a resize on the copy's.
-FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "batchnorm": "bias", "groupnorm": "norm", "resize": "copy"}
+# cat: profiles measured before those curves; unary: before the unary curve). The kinds in STAND_IN_UNCOVERED are
+# then outside the calibration: an unfused BatchNorm on the broadcast-add curve, GroupNorm/InstanceNorm on
+# LayerNorm's, a resize on the copy's.
+FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "unary": "copy", "batchnorm": "bias", "groupnorm": "norm",
+                      "resize": "copy"}
 STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize")
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
@@ -96,6 +98,7 @@ class Predictor:
         self.dram_bw = profile.bandwidth("dram") or 0.0
         self.l2_bw = profile.bandwidth("l2") or 0.0
         self.l2_bytes = float((getattr(profile, "device", None) or {}).get("l2_bytes") or 0.0)
+        self.sms = int((getattr(profile, "device", None) or {}).get("sms") or 0)
         self._peaks: dict[str, float] = {}
 
     # --- ceilings for the plain roofline bound beside each kernel ----------------------------------------------
@@ -205,6 +208,8 @@ class Predictor:
         conv = self._conv(op) if op.conv_kernel else None
         if conv is not None:
             return conv
+        if op.k == 1 and op.precision not in self.cal.precisions:
+            return self._outer_product(op)
         m = op.m * op.batch
         k_bytes = op.k * (op.weight_bits / 16 if op.weight_bits else 1.0)
         t, covered, note = self.gemm_s(op.precision, m, op.n, op.k)
@@ -235,12 +240,29 @@ class Predictor:
             f, why = self.align_factor(op.precision, m, op.n, op.k)
         a_bytes = op.conv_input_bytes or it * m * op.k
         nbytes = op.bytes or a_bytes + it * (op.batch * op.n * k_bytes + m * op.n)
+        if op.batch > 1 and self.dram_bw and not op.conv_kernel:
+            # a batched GEMM reads a B matrix per batch entry (MoE experts, transformers' batched_mm): the table's
+            # GEMM of batch x M rows read one; never faster than its own bytes at the measured DRAM bandwidth
+            t = max(t, nbytes / self.dram_bw)
         return self._finish(op, t * f, op.gemm_flops, nbytes, covered, source,
                             "; ".join(x for x in (note, why) if x), floor_s)
+
+    def _outer_product(self, op: KernelOp) -> OpTime:
+        """A K = 1 product (the rotary table's frequencies x positions, in FP32) at a precision without GEMM points:
+        no reduction, each output element written once, so it moves like an elementwise kernel of its output
+        bytes; priced there and marked outside the calibration (a cuBLAS kernel runs it)."""
+        it = ITEMSIZE.get(op.precision, 2)
+        nbytes = it * op.batch * (op.m * op.n + op.m + op.n)
+        t, _, note, src, floor_s = self._mem_time("elementwise", nbytes)
+        why = f"an outer product (K = 1) with no {op.precision} GEMM points: its bytes on the elementwise curve"
+        return self._finish(op, t, op.gemm_flops, nbytes, False, src, "; ".join(x for x in (note, why) if x),
+                            floor_s)
 
     def _attention(self, op: KernelOp) -> OpTime:
         it = ITEMSIZE.get(op.precision, 2)
         nbytes = op.bytes or it * op.batch * (2 * op.m * op.k + 2 * op.n * op.k)
+        if op.backend == "efficient":
+            return self._efficient_attention(op, nbytes)
         sdpa, sibling = _own_or_sibling(self.cal.sdpa, op.precision, "SDPA") if self.cal.sdpa else (None, "")
         if sdpa is not None and op.m == op.n and self.runtime != "fused":
             got = sdpa.time(op.batch, op.m, op.k, op.causal)
@@ -253,6 +275,23 @@ class Predictor:
         mem_s, _, _, _, mem_floor = self._mem_time("copy", nbytes)
         return self._finish(op, max(op.gemm_flops / rate, mem_s), op.gemm_flops, nbytes, covered, "attention",
                             note, max(self.gemm_floor_s(op.precision), mem_floor))
+
+    def _efficient_attention(self, op: KernelOp, nbytes: float) -> OpTime:
+        """SDPA's memory-efficient kernel under a mask (what transformers runs with a static cache): the products at
+        the P @ V GEMM rate, the bytes (K and V already expanded to every query head, the mask) at the copy curve's
+        speed, but spread over only batch x ceil(queries / 64) blocks: with fewer blocks than SMs the kernel
+        streams the keys on that share of the SMs (no split over the keys, unlike flash decoding). The share is an
+        assumption, not a calibration: tools/compare_hf_llm.py sets it against the profiler's kernel times."""
+        rows = op.batch * op.m
+        t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
+        rate = 2.0 * rows * op.k * op.n / t_pv
+        mem_s, _, _, _, mem_floor = self._mem_time("copy", nbytes)
+        blocks = op.batch * -(-op.m // 64)
+        share = min(1.0, blocks / self.sms) if self.sms else 1.0
+        note = "; ".join(x for x in (note, f"masked SDPA: {blocks} blocks on {self.sms or '?'} SMs") if x)
+        floor_s = max(self.gemm_floor_s(op.precision), mem_floor)
+        return self._finish(op, max(op.gemm_flops / rate, mem_s / share), op.gemm_flops, nbytes, covered,
+                            "attention.efficient", note, floor_s)
 
     def _framework_curve(self, kind: str) -> str:
         name = FRAMEWORK_CURVE.get(kind, "copy")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 # statistics per group of channels; resize: an upsampling or downsampling); allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
-                "embedding", "batchnorm", "groupnorm", "resize")
+                "embedding", "batchnorm", "groupnorm", "resize", "unary")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")
@@ -44,6 +44,8 @@ class KernelOp:
     #                                   implicit GEMM reads its input once, not the kh x kw times larger im2col matrix
     conv_stride: int = 1              # gemm from a convolution: its stride
     conv_images: int = 0              # a convolution: images in the batch (0: not known)
+    backend: str = ""                 # attention: "efficient" = SDPA's masked (memory-efficient) kernel, one block of
+    #                                   queries per (sequence, head): no split over the keys; "" = flash
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -1,5 +1,7 @@
-"""LLM inference on the measured roofline: a Hugging Face config.json (or a built-in name) lowered to the kernels of
-prefill and decode with a static KV cache, priced by the calibrated predictor (hwprobe.predict.model).
+"""LLM inference on the measured roofline: a Hugging Face config.json (or a built-in name) lowered to the kernels a
+runtime launches for prefill and decode (hwprobe.models.llm.runtimes: transformers with a static cache replayed as a
+CUDA graph, generate's compiled step, transformers' dynamic cache, a serving engine's plan, the minimal hand-written
+model), priced by the calibrated predictor (hwprobe.predict.model).
 
 ``analyze(model, profile, LLMOptions(...))`` -> ``LLMAnalysis``: time to first token, time per output token,
 tokens/s, the per-op table (bound, time, share), the share of compute, memory, launch and communication, the
@@ -16,10 +18,11 @@ from typing import Any
 from hwprobe.errors import InputError
 from hwprobe.models.llm import builtin
 from hwprobe.models.llm.config import LLMConfig, load
-from hwprobe.models.llm.lower import KV, WEIGHTS, Case, Quant, fuse, lower
+from hwprobe.models.llm.lower import KV, WEIGHTS, Case, Quant, lower
 from hwprobe.models.llm.memory import Fit, Params, fit, kv_bytes_per_token, params
 from hwprobe.models.llm.report import PhaseResult, Pricer, phase_dict, price
-from hwprobe.predict.ops import RUNTIMES
+from hwprobe.models.llm.runtimes import DEFAULT, RUNTIMES
+from hwprobe.predict.ops import KernelOp
 
 LIMIT = 1 << 20
 
@@ -33,7 +36,8 @@ class LLMOptions:
     weights: str = "bf16"
     kv: str = "bf16"
     tp: int = 1
-    runtime: str = "graph"
+    runtime: str = DEFAULT
+    cache_len: int | None = None     # transformers' StaticCache max_cache_len (None: the step's own length)
 
     def check(self) -> None:
         """Ranges and names, each refused in one line."""
@@ -49,6 +53,12 @@ class LLMOptions:
             raise InputError(f"--kv must be one of {', '.join(KV)}, got {self.kv!r}")
         if self.runtime not in RUNTIMES:
             raise InputError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {self.runtime!r}")
+        if self.cache_len is not None:
+            if not RUNTIMES[self.runtime].hf:
+                raise InputError(f"--cache-len applies to transformers' runtimes (hf, hf-compiled), not "
+                                 f"{self.runtime!r}")
+            if not 1 <= self.cache_len <= LIMIT:
+                raise InputError(f"--cache-len must be between 1 and {LIMIT}, got {self.cache_len}")
 
 
 @dataclass
@@ -105,6 +115,34 @@ def cases(opts: LLMOptions) -> list[Case]:
     return out
 
 
+def cache_len(opts: LLMOptions, case: Case) -> int:
+    """The StaticCache's length: ``--cache-len``, else the step's own length (the prompt in prefill, the context in
+    decode: a cache generate sized as prompt + max_new_tokens - 1 and filled to its end). transformers does not round
+    it (``generate``: ``max_cache_len = max_length - 1``)."""
+    return opts.cache_len or case.context
+
+
+def lower_runtime(cfg: LLMConfig, case: Case, q: Quant, opts: LLMOptions, sms: int | None) -> list[KernelOp]:
+    """The kernels ``opts.runtime`` launches for one step (hwprobe.models.llm.runtimes names the modules)."""
+    from hwprobe.models.llm.hf import Step, lower_hf
+
+    rt = opts.runtime
+    if rt == "graph":
+        return lower(cfg, case, q, sms)
+    if rt == "fused":
+        from hwprobe.models.llm.serving import lower_serving
+
+        return lower_serving(cfg, case, q, sms)
+    if rt == "eager":
+        return lower_hf(cfg, Step("dynamic", case, case.context), q, sms)
+    if rt == "hf-compiled" and case.phase == "decode":
+        from hwprobe.models.llm.inductor import lower_compiled
+
+        return lower_compiled(cfg, Step("captured", case, cache_len(opts, case)), q)
+    mode = "captured" if rt == "hf" else "generate"
+    return lower_hf(cfg, Step(mode, case, cache_len(opts, case)), q, sms)
+
+
 def predictor(profile, runtime: str) -> tuple[Pricer, Any]:
     """The calibrated predictor over a profile (path or Profile) and the loaded Profile."""
     from hwprobe.predict.model import Predictor
@@ -125,8 +163,13 @@ def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None
     cfg = model if isinstance(model, LLMConfig) else load(str(model))
     q = Quant(opts.weights, opts.kv)
     device, device_bytes, prof = "", None, None
+    rt = RUNTIMES[opts.runtime]
+    pricers: dict[str, Pricer] = {}
     if pricer is None and profile is not None:
-        pricer, prof = predictor(profile, opts.runtime)
+        for phase in ("prefill", "decode"):
+            kind = rt.pricing(phase)
+            if kind not in pricers:
+                pricers[kind], prof = predictor(profile, kind)
     if prof is not None:
         device = str(prof.device.get("name") or "")
         device_bytes = prof.device.get("mem_bytes")
@@ -134,18 +177,32 @@ def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None
     a = LLMAnalysis(cfg, opts, params(cfg), kv_bytes_per_token(cfg, q, opts.tp), {}, {}, device,
                     str(profile) if isinstance(profile, (str, Path)) else "")
     for case in cases(opts):
-        ops = lower(cfg, case, q, sms)
-        if opts.runtime == "fused":
-            ops = fuse(ops)
-        a.phases[case.phase] = price(case.phase, case.batch, case.tokens, case.context, ops, pricer)
+        ops = lower_runtime(cfg, case, q, opts, sms)
+        a.phases[case.phase] = price(case.phase, case.batch, case.tokens, case.context, ops,
+                                     pricer or pricers.get(rt.pricing(case.phase)))
         a.fits[case.phase] = fit(cfg, case, q, device_bytes)
-    if not device_bytes:
-        a.notes.append("device memory unknown (no profile, or the profile's device lacks mem_bytes): fit not judged")
-    if cfg.family == "gemma2":
-        a.notes.append("Gemma2's attention logit soft-capping is assumed fused in the attention kernel")
-    if cfg.experts:
-        a.notes.append("experts: grouped GEMMs over the experts the batch touches under uniform routing")
+    a.notes += notes(cfg, opts, device_bytes)
     return a
+
+
+def notes(cfg: LLMConfig, opts: LLMOptions, device_bytes) -> list[str]:
+    rt = RUNTIMES[opts.runtime]
+    out = [f"runtime {rt.name}: {rt.words}" + ("" if rt.validated else " (not yet validated on a device)")]
+    if not device_bytes:
+        out.append("device memory unknown (no profile, or the profile's device lacks mem_bytes): fit not judged")
+    if rt.hf and opts.runtime != "eager":
+        size = f"{opts.cache_len} positions" if opts.cache_len else "the step's own length (--cache-len to change)"
+        out.append(f"static cache of {size}: a masked SDPA reads every cached position, filled or not")
+    if cfg.family == "gemma2" and rt.hf:
+        out.append("Gemma2 under sdpa: transformers drops the attention soft-cap (only eager attention applies it)")
+    elif cfg.family == "gemma2":
+        out.append("Gemma2's attention logit soft-capping is assumed fused in the attention kernel")
+    if cfg.experts and rt.hf:
+        out.append("experts as generate runs them: grouped_mm in the prefill, batched_mm (weights gathered per "
+                   "token) in decode, over the experts the batch touches under uniform routing")
+    elif cfg.experts:
+        out.append("experts: grouped GEMMs over the experts the batch touches under uniform routing")
+    return out
 
 
 def to_dict(a: LLMAnalysis) -> dict[str, Any]:

@@ -50,7 +50,7 @@ CONFIGS: dict[str, dict] = {
     "qwen3-30b-a3b": {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
                       "moe_intermediate_size": 768, "num_hidden_layers": 48, "num_attention_heads": 32,
                       "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8,
-                      "decoder_sparse_step": 1, "mlp_only_layers": [], "vocab_size": 151936,
+                      "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": True, "vocab_size": 151936,
                       "max_position_embeddings": 40960, "tie_word_embeddings": False},
 }
 

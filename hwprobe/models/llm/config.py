@@ -1,8 +1,12 @@
 """A decoder-only transformer's shape, read from a Hugging Face ``config.json`` (or a built-in dict).
 
-Families understood: Llama, Mistral, Qwen2, Qwen3 (per-head q/k norms), GPT-2 (fused c_attn, LayerNorm, learned
-positions), Gemma and Gemma2 (GeGLU, scaled embedding, Gemma2's four norms per layer, alternating sliding window),
-and the mixture-of-experts Mixtral, Qwen2-MoE (shared expert) and Qwen3-MoE. Fields Hugging Face fills with a
+Families understood: Llama, Mistral, Qwen2, Qwen3 (per-head q/k norms), Phi-3 (fused qkv_proj and gate_up_proj),
+GPT-2 (fused c_attn, LayerNorm, learned positions), Gemma and Gemma2 (GeGLU, scaled embedding, Gemma2's four norms per
+layer, alternating sliding window, soft-capping), and the mixture-of-experts Mixtral, Qwen2-MoE (shared expert) and
+Qwen3-MoE. Which layers slide follows transformers 5.x: ``layer_types`` where the file gives it, else each family's
+configuration default (Mistral/Mixtral/Phi-3: every layer once ``sliding_window`` is set; Qwen2/Qwen3: layers from
+``max_window_layers`` on, only with ``use_sliding_window``; Qwen2-MoE: even layers below ``max_window_layers``;
+Gemma2: even layers). Fields Hugging Face fills with a
 default when a config omits them are defaulted the same way here (``num_key_value_heads`` = heads, ``head_dim`` =
 hidden / heads, ``tie_word_embeddings`` per family); a field the shape cannot do without is refused in one line
 that names it.
@@ -21,12 +25,13 @@ from hwprobe.errors import InputError
 FAMILIES = {
     "llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2",
     "gemma": "gemma", "gemma2": "gemma2", "mixtral": "mixtral", "qwen2_moe": "qwen2_moe", "qwen3_moe": "qwen3_moe",
+    "phi3": "phi3",
 }
 ARCHITECTURES = {
     "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3", "GPT2LMHeadModel": "gpt2", "GemmaForCausalLM": "gemma",
     "Gemma2ForCausalLM": "gemma2", "MixtralForCausalLM": "mixtral", "Qwen2MoeForCausalLM": "qwen2_moe",
-    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "Qwen3MoeForCausalLM": "qwen3_moe", "Phi3ForCausalLM": "phi3",
 }
 # Hugging Face's default for tie_word_embeddings where a config leaves it out.
 TIED_DEFAULT = {"gpt2": True, "gemma": True, "gemma2": True}
@@ -38,7 +43,7 @@ class LLMConfig:
     ``experts`` routed experts (``experts_per_tok`` active per token) and ``shared_ffn`` for a shared expert."""
 
     name: str
-    family: str                  # llama | qwen2 | qwen3 | gpt2 | gemma | gemma2 | mixtral | qwen2_moe | qwen3_moe
+    family: str                  # llama qwen2 qwen3 phi3 gpt2 gemma gemma2 mixtral qwen2_moe qwen3_moe
     layers: int
     hidden: int
     heads: int
@@ -51,7 +56,8 @@ class LLMConfig:
     norm: str = "rms"            # rms | layer
     act: str = "silu"            # silu | gelu
     gated: bool = True           # gate and up GEMMs (SwiGLU/GeGLU) vs fc -> act -> proj
-    qkv_fused: bool = False      # one GEMM for q, k, v (GPT-2's c_attn)
+    qkv_fused: bool = False      # one GEMM for q, k, v (GPT-2's c_attn, Phi-3's qkv_proj)
+    gate_up_fused: bool = False  # one GEMM for gate and up (Phi-3's gate_up_proj)
     bias: bool = False           # GEMM biases (fused into the GEMM's epilogue: no extra kernel)
     rope: bool = True
     learned_positions: bool = False
@@ -60,7 +66,9 @@ class LLMConfig:
     embed_scale: bool = False    # Gemma: embeddings times sqrt(hidden)
     logit_softcap: bool = False  # Gemma2: tanh soft-capping of the final logits
     sliding_window: int = 0      # keys a sliding-window layer attends to (0: full attention)
-    sliding_every: int = 0       # 1: every layer slides (Mistral), 2: every other layer (Gemma2)
+    sliding_layers: tuple[int, ...] = ()   # the layers that slide (transformers' layer_types == sliding_attention)
+    attn_softcap: bool = False   # Gemma2: tanh soft-capping of the attention logits (eager attention only)
+    norm_topk: bool = False      # MoE: top-k weights renormalised to sum 1 (Mixtral always; Qwen: norm_topk_prob)
     experts: int = 0
     experts_per_tok: int = 0
     expert_ffn: int = 0
@@ -81,8 +89,10 @@ class LLMConfig:
 
     def keys(self, layer: int, context: int) -> int:
         """Keys layer ``layer`` attends to at ``context`` tokens (the window caps sliding layers)."""
-        slides = self.sliding_window and self.sliding_every and layer % self.sliding_every == 0
-        return min(context, self.sliding_window) if slides else context
+        return min(context, self.sliding_window) if self.slides(layer) else context
+
+    def slides(self, layer: int) -> bool:
+        return bool(self.sliding_window) and layer in self.sliding_layers
 
 
 def _family(d: dict[str, Any], src: str) -> tuple[str, str]:
@@ -153,7 +163,32 @@ def _shape(d: dict[str, Any], src: str, family: str) -> dict[str, Any]:
             "max_positions": _opt(d, src, "n_positions" if gpt2 else "max_position_embeddings", 1 << 20)}
 
 
-def _traits(d: dict[str, Any], family: str, model_type: str) -> dict[str, Any]:
+def _sliding(d: dict[str, Any], family: str, model_type: str, layers: int) -> dict[str, Any]:
+    """The window and the layers that slide, as transformers 5.x decides them (its configuration classes'
+    defaults where the file leaves a field out)."""
+    default = {"mistral": 4096, "gemma2": 4096}.get(model_type)
+    window = d.get("sliding_window", default)
+    if not window or family == "gpt2" or family == "gemma":
+        return {}
+    types = d.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        ids = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
+    elif family == "gemma2":
+        ids = tuple(i for i in range(layers) if (i + 1) % 2)
+    elif model_type in ("mistral", "mixtral", "phi3"):
+        ids = tuple(range(layers))
+    elif not d.get("use_sliding_window", False):
+        ids = ()
+    elif family in ("qwen2", "qwen3"):
+        ids = tuple(range(int(d.get("max_window_layers", 28)), layers))
+    elif family == "qwen2_moe":
+        ids = tuple(i for i in range(layers) if (i + 1) % 2 and i < int(d.get("max_window_layers", 28)))
+    else:
+        ids = tuple(range(layers))
+    return {"sliding_window": int(window), "sliding_layers": ids} if ids else {}
+
+
+def _traits(d: dict[str, Any], family: str, model_type: str, layers: int) -> dict[str, Any]:
     """What the family does beyond a Llama block."""
     t: dict[str, Any] = {"tied": bool(d.get("tie_word_embeddings", TIED_DEFAULT.get(family, False)))}
     if family == "gpt2":
@@ -161,16 +196,17 @@ def _traits(d: dict[str, Any], family: str, model_type: str) -> dict[str, Any]:
                  learned_positions=True)
     elif family in ("gemma", "gemma2"):
         t.update(act="gelu", embed_scale=True)
-        if family == "gemma2":
-            t.update(sandwich=True, logit_softcap=d.get("final_logit_softcapping") is not None,
-                     sliding_window=int(d.get("sliding_window") or 0), sliding_every=2)
+        if family == "gemma2":       # transformers' Gemma2Config defaults: final 30.0, attention 50.0
+            t.update(sandwich=True, logit_softcap=d.get("final_logit_softcapping", 30.0) is not None,
+                     attn_softcap=d.get("attn_logit_softcapping", 50.0) is not None)
     else:
         t["bias"] = family in ("qwen2", "qwen2_moe") or bool(d.get("attention_bias"))
         t["qk_norm"] = family in ("qwen3", "qwen3_moe")
-        window = d.get("sliding_window")
-        uses = d.get("use_sliding_window", model_type in ("mistral", "mixtral"))
-        if window and uses:
-            t.update(sliding_window=int(window), sliding_every=1)
+        if family == "phi3":
+            t.update(qkv_fused=True, gate_up_fused=True)
+        if family in ("mixtral", "qwen2_moe", "qwen3_moe"):
+            t["norm_topk"] = family == "mixtral" or bool(d.get("norm_topk_prob", False))
+    t.update(_sliding(d, family, model_type, layers))
     return t
 
 
@@ -184,7 +220,8 @@ def parse(d: dict[str, Any], name: str, source: str = "") -> LLMConfig:
     dense_layers = shape["layers"] - len(moe.get("moe_layers", ()))
     if dense_layers and not shape["ffn"]:
         raise InputError(f"{name}: missing field 'intermediate_size' (the dense layers need it)")
-    return LLMConfig(name=name, family=family, source=source, **shape, **moe, **_traits(d, family, model_type))
+    traits = _traits(d, family, model_type, shape["layers"])
+    return LLMConfig(name=name, family=family, source=source, **shape, **moe, **traits)
 
 
 def load(model: str) -> LLMConfig:

@@ -1,7 +1,8 @@
-"""A decoder-only LLM lowered to the kernels PyTorch launches for one forward pass with a static KV cache.
+"""The ``graph`` runtime: a decoder-only LLM lowered to the kernels of the minimal hand-written static-cache model
+(tools/validate_llm.py launches exactly these for Llama, replayed as a CUDA graph): the least PyTorch launches for
+the model, not what transformers runs (hwprobe.models.llm.hf) nor a serving engine (hwprobe.models.llm.serving).
 
-One KernelOp per kernel, in launch order, as eager PyTorch code in the Hugging Face style runs the model (the
-reference implementation is tools/validate_llm.py, which launches exactly these for Llama):
+One KernelOp per kernel, in launch order:
 
 - model: token embedding (a gather); GPT-2 adds a position embedding (a gather and an add); Gemma scales by
   sqrt(hidden) (one multiply); rotary models gather cos and sin for the positions (two gathers).
@@ -318,21 +319,6 @@ def lower(cfg: LLMConfig, case: Case, quant: Quant | None = None, sms: int | Non
         _mlp(e, i)
     _head(e)
     return e.ops
-
-
-def fuse(ops: list[KernelOp]) -> list[KernelOp]:
-    """The ``fused`` runtime (as hwprobe.predict.lower folds ONNX graphs): an elementwise kernel whose input comes
-    from a GEMM, or from an elementwise kernel already folded, runs in that GEMM's epilogue: rotary after the
-    projections, SiLU and the multiply after gate/up, the residual adds after o_proj/down, the MoE combine, the
-    logit soft-cap. Elementwise kernels after a norm, a gather or a collective stay."""
-    out: list[KernelOp] = []
-    chain = False
-    for op in ops:
-        if op.kind in ("elementwise", "bias", "cat") and chain:       # rotary's broadcast multiplies and cat too
-            continue
-        chain = op.kind == "gemm"
-        out.append(op)
-    return out
 
 
 def group(name: str) -> str:

@@ -1,0 +1,435 @@
+"""A decoder LLM lowered to the kernels Hugging Face transformers 5.x launches for one forward step (read from the
+transformers 5.17 source; each recipe below names the function it follows). Three ways of running it:
+
+- ``captured`` (runtime ``hf``): a ``StaticCache``, the inputs prepared by ``generate``'s
+  ``prepare_inputs_for_generation`` (position ids, and for a static cache the 4D masks built outside the step by
+  ``masking_utils.create_masks_for_generate``), the forward captured as a CUDA graph. While a stream captures,
+  ``utils.import_utils.is_tracing`` is true, so ``masking_utils._ignore_causal_mask_sdpa`` never drops a mask: a mask
+  the step builds itself is built inside the graph, and every attention that has a mask runs SDPA's masked kernel.
+- ``generate`` (the prefill of runtime ``hf-compiled``: generate never compiles the prefill): the same static-cache
+  forward launched op by op. Not tracing, the full-attention mask is dropped (``q_offset == 0``: the cache is
+  empty), and SDPA runs flash, causal, over the prompt (``integrations.sdpa_attention.sdpa_attention_forward``
+  slices the static K/V to the prompt).
+- ``dynamic`` (runtime ``eager``): transformers' default ``DynamicCache``: each layer's ``DynamicLayer.update`` is a
+  ``torch.cat`` of the whole cache with the new token; the full-attention mask is dropped after
+  ``masking_utils.fast_all`` checks the 2D mask (a sum, a compare and a host sync), so SDPA runs flash with
+  ``enable_gqa`` over the filled context.
+
+The kernels, per step: the embedding (``nn.Embedding``; Gemma's ``*ScaledWordEmbedding`` adds a cast of its scale and
+a multiply); the rotary table (``LlamaRotaryEmbedding.forward``: position ids to FP32, a batched GEMM by
+``inv_freq``, ``cat``, ``cos``, ``sin``, the two ``* attention_scaling`` multiplies, two casts to BF16 = 9 kernels,
+computed every step, not cached); per layer ``LlamaRMSNorm`` as its eight FP32 kernels (``to(float32)``, ``pow``,
+``mean``, ``+ eps``, ``rsqrt``, multiply, ``to(bf16)``, ``* weight``; Gemma's ten: it also casts ``1 + weight``);
+q/k/v as ``nn.Linear`` (one GEMM each, a bias in cuBLASLt's epilogue; Phi-3 one ``qkv_proj``); Qwen3's q/k
+``RMSNorm`` per head (eight kernels each); ``apply_rotary_pos_emb`` as q*cos, neg, cat, *sin, add on q and on k
+(Phi-3 adds the ``cat`` with the pass-through part); the cache write (``StaticLayer.update``: ``arange`` + the
+layer's device counter, the counter's ``add_``, ``index_copy_`` of K and of V; ``StaticSlidingWindowLayer`` once
+its window is full: ``roll``, ``index_put`` and ``copy_`` back of K and of V; ``DynamicLayer.update``: ``cat`` of K
+and of V); attention (``sdpa_attention_forward``): with a mask, ``repeat_kv`` copies K and V to every query head
+over the whole cache (``use_gqa_in_sdpa`` is false under a mask), ``convert_boolean_attn_mask`` turns the boolean
+mask into an additive one (a fill and a ``where``) and SDPA runs its memory-efficient kernel over every cached
+position, masked or not; without one, flash with ``enable_gqa``; ``o_proj``; the residual add; the MLP
+(``LlamaMLP``: gate, act, up, multiply, down; Phi-3's ``gate_up_proj`` then act and multiply; Gemma's act is
+``gelu_pytorch_tanh``, one kernel); the residual add; the final norm; ``lm_head`` on the last position only
+(``logits_to_keep=1``, which generate sets); Gemma2's final soft-cap (divide, ``tanh``, multiply). Gemma2 under
+sdpa: ``sdpa_attention_forward`` ignores the ``softcap`` argument, so the attention soft-cap is not applied (eager
+attention would apply it). Mixture of experts (``integrations.moe``): the router (``*TopKRouter``: GEMM, softmax in
+FP32, ``topk``, the renormalisation), the experts as generate runs them: ``grouped_mm`` in the prefill (sort,
+gathers, ``histc``, ``cumsum``, two grouped GEMMs, masks, the weighted sum) and ``batched_mm`` in decode
+(``_optimize_model_for_decode``: each token-expert pair's weights gathered, then a batched GEMV per projection).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from hwprobe.errors import InputError
+from hwprobe.models.llm.config import LLMConfig
+from hwprobe.models.llm.lower import Case, Quant, experts_touched, flash_splits
+from hwprobe.predict.ops import KernelOp
+
+A, F32, I64 = 2, 4, 8        # bytes of a BF16/FP16, an FP32 and an int64 element
+MODES = ("captured", "generate", "dynamic")
+DICT_MASK_FAMILIES = ("qwen2", "qwen3", "qwen2_moe", "gemma2")   # configs with layer_types: a mask per layer type
+
+
+@dataclass(frozen=True)
+class Step:
+    """One forward step as transformers runs it: ``cache_len`` is the StaticCache's ``max_cache_len`` (a dynamic
+    cache holds exactly the context)."""
+
+    mode: str
+    case: Case
+    cache_len: int
+
+    @property
+    def static(self) -> bool:
+        return self.mode != "dynamic"
+
+
+class _HF:
+    """Collects one step's kernels with its sizes at hand."""
+
+    def __init__(self, cfg: LLMConfig, step: Step, q: Quant, sms: int | None):
+        self.cfg, self.step, self.case, self.q, self.sms = cfg, step, step.case, q, sms
+        self.ops: list[KernelOp] = []
+        self.b, self.t = step.case.batch, step.case.tokens
+        self.rows = self.b * self.t                  # token rows of this step
+        self.act = q.act
+
+    # --- primitives -----------------------------------------------------------------------------------------------
+    def k(self, name: str, kind: str, nbytes: float, flops: float = 0.0, precision: str | None = None) -> None:
+        self.ops.append(KernelOp(name, kind, precision=precision or self.act, bytes=float(nbytes),
+                                 flops=float(flops)))
+
+    def tiny(self, name: str, n: int = 1) -> None:
+        """A kernel on a handful of elements (an ``arange``, a counter's ``add_``, a 0-d fill)."""
+        for i in range(n):
+            self.k(name if n == 1 else f"{name}.{i}", "elementwise", 16)
+
+    def gemm(self, name: str, m: int, n: int, k: int, batch: int = 1, precision: str | None = None) -> None:
+        self.ops.append(KernelOp(name, "gemm", precision=precision or self.act, m=m, n=n, k=k, batch=batch))
+
+    # --- recipes ----------------------------------------------------------------------------------------------------
+    def rms_norm(self, name: str, rows: int, width: int) -> None:
+        """``LlamaRMSNorm.forward`` (Qwen2/3, Mistral, Mixtral, Phi-3 alike): eight kernels, the middle six in FP32;
+        ``GemmaRMSNorm``/``Gemma2RMSNorm``: ``x.float()``, the same four, then ``1.0 + weight.float()`` (two kernels
+        over the weight), the multiply and ``type_as``."""
+        x = rows * width
+        gemma = self.cfg.family in ("gemma", "gemma2")
+        self.k(f"{name}.to_fp32", "copy", x * (A + F32), precision="fp32")
+        self.k(f"{name}.pow", "unary", 2 * x * F32, x, "fp32")
+        self.k(f"{name}.mean", "reduction", x * F32 + rows * F32, x, "fp32")
+        self.k(f"{name}.add_eps", "elementwise", 2 * rows * F32, rows, "fp32")
+        self.k(f"{name}.rsqrt", "unary", 2 * rows * F32, rows, "fp32")
+        self.k(f"{name}.mul_rsqrt", "bias", 2 * x * F32 + rows * F32, x, "fp32")
+        if gemma:
+            self.k(f"{name}.weight_fp32", "copy", width * (A + F32), precision="fp32")
+            self.k(f"{name}.one_plus_weight", "unary", 2 * width * F32, width, "fp32")
+            self.k(f"{name}.mul_weight", "bias", 2 * x * F32 + width * F32, x, "fp32")
+            self.k(f"{name}.to_act", "copy", x * (F32 + A))
+        else:
+            self.k(f"{name}.to_act", "copy", x * (F32 + A))
+            self.k(f"{name}.mul_weight", "bias", 2 * x * A + width * A, x)
+
+    def rotary_table(self, name: str = "rotary_emb") -> None:
+        """``LlamaRotaryEmbedding.forward``: ``position_ids.float()``, ``inv_freq @ positions`` (a batched FP32 GEMM
+        with K = 1), ``cat((freqs, freqs))``, ``cos``, ``* attention_scaling``, ``sin``, ``* attention_scaling``,
+        ``cos.to(dtype)``, ``sin.to(dtype)``. Phi-3 rotates ``partial_rotary_factor`` of the head only (the table is
+        that wide)."""
+        d = self.cfg.head_dim
+        n = self.rows * d
+        self.k(f"{name}.positions_fp32", "copy", self.rows * (I64 + F32), precision="fp32")
+        self.gemm(f"{name}.freqs", d // 2, self.t, 1, batch=self.b, precision="fp32")
+        self.k(f"{name}.cat", "cat", 2 * n * F32, precision="fp32")
+        for f in ("cos", "sin"):
+            self.k(f"{name}.{f}", "unary", 2 * n * F32, n, "fp32")
+            self.k(f"{name}.{f}_scale", "unary", 2 * n * F32, n, "fp32")
+        for f in ("cos", "sin"):
+            self.k(f"{name}.{f}_to_act", "copy", n * (F32 + A))
+
+    def rope(self, p: str, which: str, heads: int) -> None:
+        """``apply_rotary_pos_emb`` on q or k: ``q * cos`` (broadcast over the heads), ``-x2`` (half the head),
+        ``cat((-x2, x1))``, ``rotate_half(q) * sin``, the add; Phi-3's version then ``cat``s the pass-through part."""
+        x = self.rows * heads * self.cfg.head_dim
+        cs = self.rows * self.cfg.head_dim * A
+        self.k(f"{p}rope_{which}.mul_cos", "bias", 2 * x * A + cs, x)
+        self.k(f"{p}rope_{which}.neg", "unary", x * A, x // 2)
+        self.k(f"{p}rope_{which}.cat", "cat", 2 * x * A)
+        self.k(f"{p}rope_{which}.mul_sin", "bias", 2 * x * A + cs, x)
+        self.k(f"{p}rope_{which}.add", "elementwise", 3 * x * A, x)
+        if self.cfg.family == "phi3":
+            self.k(f"{p}rope_{which}.cat_pass", "cat", 2 * x * A)
+
+
+def _check(cfg: LLMConfig, step: Step, q: Quant) -> None:
+    case = step.case
+    if q.weights not in ("bf16", "fp16") or q.kv != q.act:
+        raise InputError(f"transformers' runtimes are modelled with BF16/FP16 weights and cache; --weights "
+                         f"{q.weights} --kv {q.kv} needs --runtime fused or graph")
+    if case.tp > 1:
+        raise InputError("tensor parallel under transformers (tp_plan) is not modelled: use --runtime fused or graph")
+    if cfg.family == "gpt2":
+        raise InputError("GPT-2 is not lowered for transformers' runtimes (learned positions, no static-cache "
+                         "rotary path): use --runtime graph or fused")
+    if step.static and step.cache_len < case.context:
+        raise InputError(f"--cache-len {step.cache_len} is shorter than the {case.context} tokens the step needs")
+
+
+def _masked(e: _HF, i: int, keys: int) -> bool:
+    """Does layer ``i``'s SDPA get a mask in this step (see the module docstring)?"""
+    cfg, step = e.cfg, e.step
+    sliding = cfg.slides(i)
+    if step.mode == "dynamic":              # mask kept for a window once the keys reach it
+        return sliding and keys >= cfg.sliding_window
+    if step.case.phase == "decode" or sliding:
+        return True                         # a static cache's decode masks always; a sliding window always
+    if step.mode == "generate":
+        return False                        # the empty-cache prefill drops the full-attention mask
+    return cfg.family not in DICT_MASK_FAMILIES   # captured: rebuilt (and kept) in the step unless a dict came in
+
+
+def _cache_write(e: _HF, p: str, i: int) -> int:
+    """The cache update of layer ``i``; returns the keys its attention reads."""
+    cfg, case, step = e.cfg, e.case, e.step
+    kvh, d = cfg.kv_heads, cfg.head_dim
+    new = e.b * kvh * e.t * d * A
+    if not step.static:                     # DynamicLayer / DynamicSlidingWindowLayer.update: cat
+        keys = cfg.keys(i, case.context)
+        held = keys - e.t if not cfg.slides(i) else min(case.context - e.t, cfg.sliding_window - 1)
+        for kv in ("k", "v"):
+            e.k(f"{p}{kv}_cache_cat", "cat", 2 * e.b * kvh * held * d * A + 2 * new)
+        return keys if not cfg.slides(i) else held + e.t
+    length = min(cfg.sliding_window, step.cache_len) if cfg.slides(i) else step.cache_len
+    start = case.context - e.t                  # positions already in the cache
+    if cfg.slides(i) and start >= length:       # StaticSlidingWindowLayer, full: roll, index_put, copy_ back
+        window = e.b * kvh * length * d * A
+        for kv in ("k", "v"):
+            e.k(f"{p}{kv}_cache_roll", "copy", 2 * window)
+        for kv in ("k", "v"):
+            e.k(f"{p}{kv}_cache_index_put", "copy", 2 * new + 8)
+        for kv in ("k", "v"):
+            e.k(f"{p}{kv}_cache_copy_back", "copy", 2 * window)
+        return length
+    if cfg.slides(i) and start + e.t > length:  # becoming full (a prefill longer than the window): copy_ the tail
+        for kv in ("k", "v"):
+            e.k(f"{p}{kv}_cache_copy", "copy", 2 * e.b * kvh * length * d * A)
+        return start + e.t
+    e.tiny(f"{p}cache_position", 2)             # arange + the layer's counter
+    e.tiny(f"{p}cache_counter_add")             # cumulative_length.add_
+    for kv in ("k", "v"):
+        e.k(f"{p}{kv}_cache_index_copy", "copy", 2 * new + e.t * I64)
+    return length
+
+
+def _attention_kernels(e: _HF, p: str, i: int, keys: int) -> None:
+    """``sdpa_attention_forward``: masked -> repeat_kv, the mask made additive, the memory-efficient kernel over
+    ``keys``; else flash (causal in the prefill, ``enable_gqa``), split over the keys where FlashAttention-2's
+    heuristic splits (decode at small batch)."""
+    cfg, case = e.cfg, e.case
+    h, kvh, d = cfg.heads, cfg.kv_heads, cfg.head_dim
+    q_bytes = 2 * e.b * h * e.t * d * A                  # Q read, O written
+    if _masked(e, i, keys):
+        if kvh < h:
+            for kv in ("k", "v"):
+                e.k(f"{p}repeat_kv_{kv}", "copy", e.b * (kvh + h) * keys * d * A)
+        mask = e.b * e.t * keys
+        e.tiny(f"{p}mask_fill")
+        e.k(f"{p}mask_where", "elementwise", mask * (1 + A), mask)
+        if keys % 16:
+            e.k(f"{p}mask_pad", "copy", 2 * e.b * e.t * (keys + 16) * A)
+        e.ops.append(KernelOp(f"{p}attention", "attention", precision=e.act, batch=e.b * h, m=e.t, n=keys, k=d,
+                              bytes=float(q_bytes + 2 * e.b * h * keys * d * A + mask * A), backend="efficient"))
+        return
+    n = keys if case.phase == "decode" or e.step.mode == "dynamic" else e.t
+    causal = case.phase == "prefill"
+    e.ops.append(KernelOp(f"{p}attention", "attention", precision=e.act, batch=e.b * h, m=e.t, n=n, k=d,
+                          causal=causal, bytes=float(q_bytes + 2 * e.b * kvh * n * d * A)))
+    splits = flash_splits(e.b * h, e.t, n, d, e.sms) if e.sms else 1
+    if splits > 1:
+        r = e.b * h * e.t
+        e.k(f"{p}attention_combine", "reduction", splits * r * (d + 1) * F32 + r * d * A, precision="fp32")
+
+
+def _attention(e: _HF, i: int) -> None:
+    cfg, p = e.cfg, f"layers.{i}."
+    h, kvh, d, hid = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.hidden
+    e.rms_norm(p + "input_norm", e.rows, hid)
+    if cfg.qkv_fused:
+        e.gemm(p + "qkv_proj", e.rows, (h + 2 * kvh) * d, hid)
+    else:
+        for name, n in (("q_proj", h * d), ("k_proj", kvh * d), ("v_proj", kvh * d)):
+            e.gemm(p + name, e.rows, n, hid)
+    if cfg.qk_norm:
+        e.rms_norm(p + "q_norm", e.rows * h, d)
+        e.rms_norm(p + "k_norm", e.rows * kvh, d)
+    e.rope(p, "q", h)
+    e.rope(p, "k", kvh)
+    keys = _cache_write(e, p, i)
+    _attention_kernels(e, p, i, keys)
+    e.gemm(p + "o_proj", e.rows, hid, h * d)
+    if cfg.sandwich:
+        e.rms_norm(p + "post_attn_norm", e.rows, hid)
+    e.k(p + "attn_residual", "elementwise", 3 * e.rows * hid * A, e.rows * hid)
+
+
+def _dense_mlp(e: _HF, p: str, width: int, tag: str = "") -> None:
+    """``LlamaMLP``: down(act(gate(x)) * up(x)) in that launch order; ``Phi3MLP``: gate_up, chunk (a view), act,
+    multiply, down."""
+    cfg, r = e.cfg, e.rows
+    if cfg.gate_up_fused:
+        e.gemm(f"{p}{tag}gate_up_proj", r, 2 * width, cfg.hidden)
+        e.k(f"{p}{tag}act", "unary", 2 * r * width * A, 8 * r * width)
+    else:
+        e.gemm(f"{p}{tag}gate_proj", r, width, cfg.hidden)
+        e.k(f"{p}{tag}act", "unary", 2 * r * width * A, 8 * r * width)
+        e.gemm(f"{p}{tag}up_proj", r, width, cfg.hidden)
+    e.k(f"{p}{tag}act_mul", "elementwise", 3 * r * width * A, r * width)
+    e.gemm(f"{p}{tag}down_proj", r, cfg.hidden, width)
+
+
+def _router(e: _HF, p: str) -> None:
+    """``MixtralTopKRouter``/``Qwen*MoeTopKRouter``: GEMM; Mixtral ``.float()`` then softmax, Qwen softmax with
+    ``dtype=float`` (one kernel); ``topk`` (select and sort); the renormalisation (sum, divide); Qwen casts the
+    weights back."""
+    cfg, r, E, k = e.cfg, e.rows, e.cfg.experts, e.cfg.experts_per_tok
+    e.gemm(p + "router", r, E, cfg.hidden)
+    if cfg.family == "mixtral":
+        e.k(p + "router_fp32", "copy", r * E * (A + F32), precision="fp32")
+    e.k(p + "router_softmax", "softmax", r * E * (A + F32), 5 * r * E, "fp32")
+    e.k(p + "router_topk", "reduction", r * E * F32 + r * k * (F32 + I64), r * E, "fp32")
+    e.k(p + "router_topk_sort", "reduction", 2 * r * k * (F32 + I64), precision="fp32")
+    if cfg.norm_topk:
+        e.k(p + "router_sum", "reduction", r * k * F32 + r * F32, precision="fp32")
+        e.k(p + "router_div", "bias", 2 * r * k * F32 + r * F32, precision="fp32")
+    if cfg.family != "mixtral":
+        e.k(p + "router_to_act", "copy", r * k * (F32 + A))
+
+
+def _experts_batched(e: _HF, p: str) -> None:
+    """``moe.batched_mm_experts_forward`` (decode): ``repeat_interleave`` of the tokens (index build, gather),
+    ``clamp``, the selected experts' gate_up weights gathered (S = tokens x k copies), a batched GEMV, act, multiply,
+    the down weights gathered, a batched GEMV, the routing-weight multiply, the sum over k, the cast back."""
+    cfg, r, k, h, w = e.cfg, e.rows, e.cfg.experts_per_tok, e.cfg.hidden, e.cfg.expert_ffn
+    s = r * k
+    e.tiny(p + "experts_repeat_index", 2)
+    e.k(p + "experts_repeat", "copy", 2 * s * h * A)
+    e.tiny(p + "experts_clamp")
+    e.k(p + "experts_gather_gate_up", "copy", 2 * s * 2 * w * h * A)
+    e.gemm(p + "experts_gate_up", 1, 2 * w, h, batch=s)
+    e.k(p + "experts_act", "unary", 2 * s * w * A, 8 * s * w)
+    e.k(p + "experts_act_mul", "elementwise", 3 * s * w * A, s * w)
+    e.k(p + "experts_gather_down", "copy", 2 * s * w * h * A)
+    e.gemm(p + "experts_down", 1, h, w, batch=s)
+    out = F32 if cfg.family == "mixtral" else A           # Mixtral's routing weights stay FP32
+    e.k(p + "experts_weight", "bias", s * h * (A + out) + s * out, s * h)
+    e.k(p + "experts_sum", "reduction", s * h * out + r * h * out, s * h)
+    if out != A:
+        e.k(p + "experts_to_act", "copy", r * h * (out + A))
+
+
+def _experts_grouped(e: _HF, p: str) -> None:
+    """``moe.grouped_mm_experts_forward`` (the prefill): sort the pairs by expert, gather the tokens and weights,
+    ``histc`` + ``cumsum`` for the offsets, the sentinel mask, two grouped GEMMs (over the experts the tokens touch)
+    each followed by a ``masked_fill``, act, multiply, the routing weights, the inverse permutation, the sum."""
+    cfg, r, k, h, w = e.cfg, e.rows, e.cfg.experts_per_tok, e.cfg.hidden, e.cfg.expert_ffn
+    s = r * k
+    e.k(p + "experts_sort", "reduction", 4 * s * I64)
+    e.tiny(p + "experts_perm_div")
+    e.k(p + "experts_gather_tokens", "copy", 2 * s * h * A)
+    e.k(p + "experts_gather_weights", "copy", 2 * s * F32)
+    e.tiny(p + "experts_ids_int")
+    e.k(p + "experts_histc", "reduction", s * 4 + cfg.experts * 4)
+    e.tiny(p + "experts_cumsum")
+    e.tiny(p + "experts_sentinel", 2)
+    e.k(p + "experts_mask_in", "elementwise", 2 * s * h * A)
+    used = experts_touched(cfg.experts, k, r)
+    rows = math.ceil(s / used)
+    e.gemm(p + "experts_gate_up", rows, 2 * w, h, batch=used)
+    e.k(p + "experts_mask_up", "elementwise", 4 * s * w * A)
+    e.k(p + "experts_act", "unary", 2 * s * w * A, 8 * s * w)
+    e.k(p + "experts_act_mul", "elementwise", 3 * s * w * A, s * w)
+    e.gemm(p + "experts_down", rows, h, w, batch=used)
+    e.k(p + "experts_mask_down", "elementwise", 2 * s * h * A)
+    e.k(p + "experts_weight", "bias", 2 * s * h * A + s * F32, s * h)
+    e.tiny(p + "experts_inv_perm", 2)
+    e.k(p + "experts_unpermute", "copy", 2 * s * h * A)
+    e.k(p + "experts_sum", "reduction", s * h * A + r * h * A, s * h)
+
+
+def _moe(e: _HF, p: str) -> None:
+    cfg, r, h = e.cfg, e.rows, e.cfg.hidden
+    if cfg.shared_ffn:            # Qwen2MoeSparseMoeBlock: the shared expert first, then the router
+        _dense_mlp(e, p, cfg.shared_ffn, tag="shared_")
+    _router(e, p)
+    (_experts_batched if e.case.phase == "decode" else _experts_grouped)(e, p)
+    if cfg.shared_ffn:
+        e.gemm(p + "shared_gate", r, 1, h)
+        e.k(p + "shared_sigmoid", "unary", 4 * r * A, r)
+        e.k(p + "shared_mul", "bias", 2 * r * h * A + r * A, r * h)
+        e.k(p + "shared_add", "elementwise", 3 * r * h * A, r * h)
+
+
+def _mlp(e: _HF, i: int) -> None:
+    cfg, p = e.cfg, f"layers.{i}."
+    e.rms_norm(p + ("pre_ffn_norm" if cfg.sandwich else "post_attn_norm"), e.rows, cfg.hidden)
+    if cfg.is_moe(i):
+        _moe(e, p)
+    else:
+        _dense_mlp(e, p, cfg.ffn)
+    if cfg.sandwich:
+        e.rms_norm(p + "post_ffn_norm", e.rows, cfg.hidden)
+    e.k(p + "mlp_residual", "elementwise", 3 * e.rows * cfg.hidden * A, e.rows * cfg.hidden)
+
+
+def _mask_build(e: _HF) -> None:
+    """Masks the step builds itself. ``masking_utils.sdpa_mask`` (non-vmap): aranges over batch, head, queries
+    (+ the query offset) and keys (+ the key offset), the causal compare (a sliding window adds a subtract, a
+    compare and the ``&`` of ``and_masks`` with its ``new_ones``). Captured: the single-mask families rebuild the
+    mask generate dropped. Dynamic: the 2D mask's cast to bool and, per mask type, ``fast_all`` (sum, compare) or
+    the build where a window keeps it."""
+    cfg, step, case = e.cfg, e.step, e.case
+    sliding = bool(cfg.sliding_layers and cfg.sliding_window)
+    full = len(cfg.sliding_layers) < cfg.layers
+
+    def build(name: str, window: bool) -> None:
+        e.tiny(f"{name}.aranges", 6)
+        e.k(f"{name}.causal", "elementwise", e.b * e.t * step.cache_len + 16)
+        if window:
+            e.tiny(f"{name}.and_ones")
+            e.tiny(f"{name}.window_sub")
+            e.k(f"{name}.window_gt", "elementwise", e.b * e.t * step.cache_len + 16)
+            e.k(f"{name}.and", "elementwise", 3 * e.b * e.t * step.cache_len)
+
+    if step.mode == "captured" and case.phase == "prefill" and cfg.family not in DICT_MASK_FAMILIES:
+        if not sliding or min(cfg.sliding_window, step.cache_len) < cfg.sliding_window:
+            build("mask", sliding)
+    elif step.mode == "generate" and case.phase == "prefill" and cfg.family not in DICT_MASK_FAMILIES:
+        e.tiny("mask.q_offset_eq")                  # `q_offset == 0` on the static cache's counter (a sync)
+    elif step.mode == "dynamic":
+        e.k("mask.to_bool", "copy", e.b * case.context * (I64 + 1))
+        for kind, window in (("full", False), ("sliding", True)) if sliding else (("full", False),):
+            if kind == "full" and not full:
+                continue
+            keeps = window and cfg.keys(cfg.sliding_layers[0], case.context) >= cfg.sliding_window
+            if keeps:
+                build(f"mask.{kind}", True)
+            else:
+                e.k(f"mask.{kind}.fast_all_sum", "reduction", e.b * case.context + 8)
+                e.tiny(f"mask.{kind}.fast_all_eq")
+
+
+def _embed(e: _HF) -> None:
+    cfg = e.cfg
+    e.k("embed", "embedding", 2 * e.rows * cfg.hidden * A + e.rows * I64)
+    if cfg.embed_scale:            # *TextScaledWordEmbedding: embed_scale.to(dtype), then the multiply
+        e.tiny("embed_scale_cast")
+        e.k("embed_scale", "bias", 2 * e.rows * cfg.hidden * A, e.rows * cfg.hidden)
+
+
+def _head(e: _HF) -> None:
+    cfg = e.cfg
+    e.rms_norm("final_norm", e.rows, cfg.hidden)
+    e.gemm("lm_head", e.b, cfg.vocab, cfg.hidden)            # logits_to_keep=1: the last position of each sequence
+    if cfg.logit_softcap:                                    # Gemma2ForCausalLM: / cap, tanh, * cap
+        v = e.b * cfg.vocab
+        for step in ("div", "tanh", "mul"):
+            e.k(f"logit_softcap.{step}", "unary", 2 * v * A, v)
+
+
+def lower_hf(cfg: LLMConfig, step: Step, quant: Quant | None = None, sms: int | None = None) -> list[KernelOp]:
+    """Every kernel of one transformers forward step, in launch order (``sms`` decides flash's split-KV)."""
+    q = quant or Quant()
+    if step.mode not in MODES:
+        raise InputError(f"mode must be one of {', '.join(MODES)}, got {step.mode!r}")
+    _check(cfg, step, q)
+    e = _HF(cfg, step, q, sms)
+    _embed(e)
+    _mask_build(e)
+    e.rotary_table()
+    for i in range(cfg.layers):
+        _attention(e, i)
+        _mlp(e, i)
+    _head(e)
+    return e.ops

@@ -1,0 +1,123 @@
+"""tools/validate_hf_llm.py's pure helpers (the device side needs a GPU) and tools/compare_hf_llm.py on a small JSON
+shaped as the validation tool writes it (its own helpers build the pieces)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import compare_hf_llm as cmp  # noqa: E402
+import validate_hf_llm as val  # noqa: E402
+
+from tests.test_llm import FakePricer  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "llm_configs"
+H200 = ROOT / "profiles/h200-sxm/2026-11-26-predict-conv"
+
+
+def test_parse_cases_and_plan():
+    assert val.parse_cases("1x512, 16X1024") == [(1, 512), (16, 1024)]
+    for bad in ("1x", "0x512", "ax2", "1x1"):
+        with pytest.raises(ValueError):
+            val.parse_cases(bad)
+    p = val.plan(["hf", "hf-compiled"], [(1, 512)], [(1, 1024), (16, 1024)], [(16, 2048)])
+    assert p == [("hf", "prefill", 1, 512), ("hf", "decode", 1, 1024), ("hf", "decode", 16, 1024),
+                 ("hf-compiled", "prefill", 1, 512), ("hf-compiled", "decode", 16, 2048)]
+
+
+def test_reduce_config_cuts_the_layer_pattern_with_the_layers():
+    d = {"num_hidden_layers": 42, "layer_types": ["sliding_attention", "full_attention"] * 21,
+         "mlp_only_layers": [1, 7]}
+    r = val.reduce_config(d, 4)
+    assert r["num_hidden_layers"] == 4 and r["layer_types"] == ["sliding_attention", "full_attention"] * 2
+    assert r["mlp_only_layers"] == [1] and d["num_hidden_layers"] == 42          # the input is not changed
+    assert val.reduce_config(d, 0)["num_hidden_layers"] == 42
+    assert val.reduce_config({"num_hidden_layers": 2}, 4)["num_hidden_layers"] == 2
+
+
+def test_kv_bytes_stats_and_kernel_summary():
+    d = json.loads((DATA / "llama-3-8b.json").read_text())
+    d = val.reduce_config(d, 4)
+    # 4 layers x 8 KV heads + 32 expanded heads, 128 wide, K and V, BF16
+    assert val.kv_bytes(d, 16, 4096) == 2 * 2 * 16 * 4096 * 128 * (4 * 8 + 32)
+    s = val.stats([3.0, 1.0, 2.0, 4.0, 5.0])
+    assert (s["median_s"], s["min_s"], s["reps"]) == (3.0, 1.0, 5)
+    k = val.summarize_kernels([("ampere_bf16_gemm", 10.0), ("elementwise_kernel", 1.5), ("ampere_bf16_gemm", 9.0)])
+    assert k["total"] == 3 and k["by_name"][0] == {"name": "ampere_bf16_gemm", "count": 2, "us": 19.0}
+
+
+def test_the_tool_refuses_bad_arguments_before_touching_a_gpu():
+    for argv in (["--reps", "5"], ["--runtimes", "tensorrt"], ["--decode", "1x"], ["--configs", "nothere"]):
+        with pytest.raises(SystemExit) as e:
+            val.main(argv)
+        assert e.value.code == 2
+
+
+def synthetic() -> dict:
+    """A validate_hf_llm.py document: two cut models, timed and skipped cases, one kernel list."""
+    models = {}
+    for name in ("llama-3-8b", "qwen3-8b"):
+        d = json.loads((DATA / f"{name}.json").read_text())
+        models[name] = {"source": str(DATA / f"{name}.json"), "layers_original": d["num_hidden_layers"],
+                        "config": val.reduce_config(d, 4), "wall_s": 12.0}
+    cases = []
+    for model in models:
+        for rt, phase, b, n in val.plan(["hf", "hf-compiled", "eager"], [(1, 512)], [(16, 1024)], [(16, 2048)]):
+            key = "prompt" if phase == "prefill" else "context"
+            cases.append({"model": model, "runtime": rt, "phase": phase, "batch": b, key: n, "layers": 4,
+                          "cache_len": n, "timing": "gpu", **val.stats([1e-3, 1.1e-3, 0.9e-3] * 7)})
+    cases.append({"model": "qwen3-8b", "runtime": "hf", "phase": "decode", "batch": 64, "context": 8192,
+                  "layers": 4, "skipped": "cache + expanded K/V 90.0 GiB of 70 GiB free"})
+    kernels = [{"model": "llama-3-8b", "runtime": "hf", "phase": "decode", "batch": 16, "length": 1024,
+                "cache_len": 1024, "traced": "graph replay",
+                **val.summarize_kernels([("sm90_xmma_gemm_bf16bf16_bf16f32", 5.0)] * 29
+                                        + [("fmha_cutlassF_bf16_aligned_64x128_rf_sm80", 20.0)] * 4
+                                        + [("vectorized_elementwise_kernel", 1.0)] * 150)},
+               {"model": "qwen3-8b", "runtime": "eager", "phase": "decode", "error": "RuntimeError: boom"}]
+    return {"tool": "tools/validate_hf_llm.py", "torch": "2.x", "transformers": "5.17.0", "gpu": "NVIDIA H200",
+            "sms": 132, "layers": 4, "reps": 21, "models": models, "cases": cases, "kernels": kernels, "errors": []}
+
+
+def test_compare_prices_every_case_of_the_cut_config():
+    rows = cmp.predict(synthetic(), pricer=FakePricer(), tuned=("llama",))
+    assert len(rows) == 13
+    timed = [r for r in rows if not r.skipped]
+    assert all(r.predicted_s and r.kernels for r in timed)
+    llama = {(r.runtime, r.phase): r for r in rows if r.model == "llama-3-8b"}
+    assert llama[("hf", "decode")].kernels == 4 * 47 + 19                     # 4 layers: the cut config priced
+    assert not llama[("hf", "decode")].held_out and all(r.held_out for r in rows if r.model == "qwen3-8b")
+    assert llama[("eager", "prefill")].target is None and llama[("eager", "decode")].target == 0.25
+    skipped = next(r for r in rows if r.skipped)
+    assert skipped.error is None and skipped.predicted_s is None
+
+
+def test_compare_table_and_kernel_lines():
+    doc = synthetic()
+    md = cmp.table(cmp.predict(doc, pricer=FakePricer()), doc, "P")
+    assert "### hf" in md and "### hf-compiled" in md and "### eager" in md
+    assert "| qwen3-8b * | decode | 64 | 8192 | 8192 | skipped: cache + expanded K/V" in md
+    assert "held-out families" in md and "tuned families" in md
+    k = cmp.kernel_lines(doc)
+    # 4 layers x 7 GEMMs + the rotary table's K = 1 bmm + lm_head = 30
+    assert "| llama-3-8b | hf | decode | 16 x 1024 | 207 / 183 | 30 / 29 | 4 / 4 | 173 / 150 |" in k
+    assert "error: RuntimeError: boom" in k
+
+
+def test_compare_main_on_the_real_profile(tmp_path, capsys):
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(synthetic()))
+    out = tmp_path / "t.md"
+    code = cmp.main([str(p), "--profile", str(H200), "--out", str(out)])
+    assert code == 1                   # the synthetic 1 ms is nowhere near a real prediction: misses are reported
+    text = out.read_text()
+    assert "MISS" in text and "qwen3-8b *" in text
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert cmp.main([str(bad), "--profile", str(H200)]) == 2
+    assert "not tools/validate_hf_llm.py output" in capsys.readouterr().err

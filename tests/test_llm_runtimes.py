@@ -1,0 +1,171 @@
+"""The LLM runtimes (hwprobe.models.llm.runtimes): each one's kernels for a Llama step counted by hand from the
+transformers 5.17 source, and each family trait's effect on the kernel list, on real config.json files."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from hwprobe.errors import InputError
+from hwprobe.models.llm import LLMOptions, analyze
+from hwprobe.models.llm.config import load
+from hwprobe.models.llm.hf import Step, lower_hf
+from hwprobe.models.llm.inductor import lower_compiled
+from hwprobe.models.llm.lower import Case
+from hwprobe.models.llm.serving import lower_serving
+
+DATA = Path(__file__).parent / "data" / "llm_configs"
+H200 = Path(__file__).resolve().parents[1] / "profiles/h200-sxm/2026-11-26-predict-conv"
+
+
+def per_layer(ops, layer: int = 3) -> Counter:
+    """Kernel roles of one layer: 'layers.3.input_norm.pow' -> 'input_norm.pow'."""
+    p = f"layers.{layer}."
+    return Counter(o.name[len(p):] for o in ops if o.name.startswith(p))
+
+
+def step_level(ops) -> list[str]:
+    return [o.name for o in ops if not o.name.startswith("layers.")]
+
+
+LLAMA = load(str(DATA / "llama-3-8b.json"))
+
+
+def test_hf_llama_decode_step_kernel_by_kernel():
+    """transformers' Llama decode step under a CUDA graph: 47 kernels a layer. RMSNorm 8 x 2, q/k/v 3, rotary 5 x 2,
+    StaticLayer.update 5 (arange, + counter, add_, two index_copy_), repeat_kv 2 (GQA under a mask), the mask made
+    additive 2, SDPA 1, o_proj, add, gate, act, up, mul, down, add."""
+    ops = lower_hf(LLAMA, Step("captured", Case.decode(1, 1024), 1024))
+    layer = per_layer(ops)
+    assert sum(layer.values()) == 47
+    assert sum(k.startswith("input_norm.") for k in layer) == 8
+    assert {"repeat_kv_k", "repeat_kv_v", "mask_fill", "mask_where", "k_cache_index_copy", "cache_counter_add"} <= \
+        set(layer)
+    att = next(o for o in ops if o.name == "layers.3.attention")
+    assert (att.backend, att.n, att.batch, att.m) == ("efficient", 1024, 32, 1)       # every head, whole cache
+    assert step_level(ops)[:2] == ["embed", "rotary_emb.positions_fp32"]
+    assert len(step_level(ops)) == 1 + 9 + 8 + 1                                      # embed, rotary, norm, lm_head
+    assert len(ops) == 32 * 47 + 19
+
+
+def test_the_static_cache_length_not_the_context_prices_hf_decode():
+    """A masked SDPA reads every cached position, filled or not: at --cache-len 8192 the step costs the same at
+    context 1024 and 8192; the dynamic cache (eager) reads only the context."""
+    a = [analyze(LLAMA, str(H200), LLMOptions(phase="decode", context=c, batch=16, cache_len=8192)).tpot_s
+         for c in (1024, 8192)]
+    assert a[0] == pytest.approx(a[1])
+    short = analyze(LLAMA, str(H200), LLMOptions(phase="decode", context=1024, batch=16)).tpot_s
+    assert short < 0.5 * a[0]
+    e = [analyze(LLAMA, str(H200), LLMOptions(phase="decode", context=c, batch=16, runtime="eager")).tpot_s
+         for c in (1024, 8192)]
+    assert e[1] > 1.5 * e[0]
+
+
+def test_hf_prefill_captured_masks_generate_prefill_does_not():
+    """Captured, transformers rebuilds the causal mask inside the graph (is_tracing) and every layer runs the masked
+    kernel over the cache; generate's uncaptured prefill drops the mask and runs flash, causal, over the prompt."""
+    cap = lower_hf(LLAMA, Step("captured", Case.prefill(1, 512), 1024))
+    gen = lower_hf(LLAMA, Step("generate", Case.prefill(1, 512), 1024))
+    a_cap = next(o for o in cap if o.name == "layers.0.attention")
+    a_gen = next(o for o in gen if o.name == "layers.0.attention")
+    assert (a_cap.backend, a_cap.n, a_cap.causal) == ("efficient", 1024, False)
+    assert (a_gen.backend, a_gen.n, a_gen.causal) == ("", 512, True)
+    assert any(n.startswith("mask.") for n in step_level(cap)) and "repeat_kv_k" in per_layer(cap)
+    assert "repeat_kv_k" not in per_layer(gen) and step_level(gen)[1] == "mask.q_offset_eq"
+
+
+def test_compiled_and_eager_and_fused_llama_decode():
+    """hf-compiled: 17 kernels a layer (3 GEMMs, rope q, rope k + cache scatter, v scatter, counter, repeat_kv 2,
+    SDPA, o_proj, add+norm, gate, up, act*mul, down, add+next norm); eager: 40 (cat, not index_copy_; flash with
+    enable_gqa, no repeat_kv, no mask); fused: 10."""
+    comp = lower_compiled(LLAMA, Step("captured", Case.decode(16, 2048), 2048))
+    assert sum(per_layer(comp).values()) == 17
+    eager = lower_hf(LLAMA, Step("dynamic", Case.decode(16, 2048), 2048))
+    layer = per_layer(eager)
+    assert sum(layer.values()) == 40 and "k_cache_cat" in layer and "repeat_kv_k" not in layer
+    assert step_level(eager)[1:4] == ["mask.to_bool", "mask.full.fast_all_sum", "mask.full.fast_all_eq"]
+    assert sum(per_layer(lower_serving(LLAMA, Case.decode(16, 2048))).values()) == 10
+
+
+def test_family_traits_change_the_kernels():
+    dec = Case.decode(1, 2048)
+
+    def hf(name: str, case=dec, cache=2048):
+        return lower_hf(load(str(DATA / name)), Step("captured", case, cache))
+
+    # MHA (Phi-3: kv heads = heads): no repeat_kv; fused qkv_proj and gate_up_proj; rotary's extra cat
+    phi = per_layer(hf("phi-3-mini-4k-instruct.json"))
+    assert "repeat_kv_k" not in phi and {"qkv_proj", "gate_up_proj", "rope_q.cat_pass"} <= set(phi)
+    assert "q_proj" not in phi and "up_proj" not in phi
+    # qkv bias (Qwen2.5): in the GEMM's epilogue, no kernel of its own
+    qwen25 = per_layer(hf("qwen2.5-7b.json"))
+    assert sum(qwen25.values()) == 47
+    # q/k norm (Qwen3): eight FP32 kernels each on q and k
+    qwen3 = per_layer(hf("qwen3-8b.json"))
+    assert sum(qwen3.values()) == 47 + 16 and "q_norm.rsqrt" in qwen3
+    # head_dim 256, GELU-tanh, Gemma's norms (ten kernels), scaled embedding, sandwich norms, soft-cap, sliding
+    gemma2 = hf("gemma-2-9b.json", Case.decode(1, 8192), 8192)
+    att = next(o for o in gemma2 if o.name == "layers.1.attention")
+    assert att.k == 256 and att.n == 8192
+    slide = next(o for o in gemma2 if o.name == "layers.0.attention")
+    assert slide.n == 4096                                       # even layers slide (window 4096)
+    g0 = per_layer(gemma2, 0)
+    assert {"k_cache_roll", "k_cache_copy_back"} <= set(g0)      # the window is full: roll, index_put, copy_
+    assert sum(k.startswith("input_norm.") for k in g0) == 10 and "pre_ffn_norm.to_fp32" in g0
+    assert [n for n in step_level(gemma2) if "softcap" in n] == ["logit_softcap.div", "logit_softcap.tanh",
+                                                                 "logit_softcap.mul"]
+    assert step_level(gemma2)[:3] == ["embed", "embed_scale_cast", "embed_scale"]
+    a = analyze(load(str(DATA / "gemma-2-9b.json")), opts=LLMOptions(phase="decode", context=512))
+    assert any("drops the attention soft-cap" in n for n in a.notes)
+    # MoE (Mixtral): router, batched_mm in decode (weights gathered per token-expert pair), grouped_mm in prefill
+    mix = per_layer(hf("mixtral-8x7b.json", Case.decode(4, 1024), 1024))
+    assert {"router", "router_fp32", "router_topk", "router_div", "experts_gather_gate_up"} <= set(mix)
+    up = next(o for o in hf("mixtral-8x7b.json", Case.decode(4, 1024), 1024) if o.name == "layers.0.experts_gate_up")
+    assert (up.batch, up.m, up.n) == (4 * 2, 1, 2 * 14336)
+    pre = per_layer(hf("mixtral-8x7b.json", Case.prefill(1, 512), 512))
+    assert {"experts_histc", "experts_sort"} <= set(pre) and "experts_gather_gate_up" not in pre
+
+
+def test_sliding_layers_follow_transformers_defaults():
+    qwen25 = load(str(DATA / "qwen2.5-7b.json"))                # use_sliding_window false
+    assert qwen25.sliding_layers == ()
+    gemma2 = load(str(DATA / "gemma-2-9b.json"))                 # Gemma2Config: even layers, window 4096
+    assert gemma2.sliding_layers == tuple(range(0, 42, 2)) and gemma2.sliding_window == 4096
+    assert load("mistral-7b").sliding_layers == tuple(range(32))
+    assert load(str(DATA / "mistral-7b-v0.3.json")).sliding_layers == ()        # "sliding_window": null
+
+
+def test_refusals_are_one_line():
+    for opts, needle in ((LLMOptions(weights="int4"), "needs --runtime fused or graph"),
+                         (LLMOptions(tp=2), "tensor parallel under transformers"),
+                         (LLMOptions(phase="decode", context=4096, cache_len=1024), "--cache-len 1024 is shorter"),
+                         (LLMOptions(runtime="graph", cache_len=1024), "--cache-len applies to"),
+                         (LLMOptions(runtime="tensorrt"), "--runtime must be one of")):
+        with pytest.raises(InputError, match=needle):
+            analyze(LLAMA, opts=opts)
+
+
+def test_masked_attention_at_batch_one_runs_on_a_share_of_the_sms():
+    """SDPA's masked kernel gives each (sequence, head) one block and no split over the keys: 32 blocks on the H200's
+    132 SMs stream the cache at well under half the speed 512 blocks do (per byte)."""
+    from hwprobe.models.llm import predictor
+
+    pricer, _ = predictor(str(H200), "graph")
+    one, many = (next(o for o in lower_hf(LLAMA, Step("captured", Case.decode(b, 4096), 4096))
+                      if o.name == "layers.0.attention") for b in (1, 16))
+    t1, t16 = pricer.time(one), pricer.time(many)
+    assert t1.source == "attention.efficient" and "32 blocks on 132 SMs" in t1.note
+    assert (t1.time_s / one.bytes) > 2 * (t16.time_s / many.bytes)
+
+
+def test_a_batched_gemm_reads_every_batch_entrys_weights():
+    """transformers' batched_mm gathers one weight matrix per token-expert pair: never faster than those bytes."""
+    from hwprobe.models.llm import predictor
+    from hwprobe.predict.ops import KernelOp
+
+    pricer, _ = predictor(str(H200), "graph")
+    op = KernelOp("x", "gemm", "bf16", m=1, n=2 * 14336, k=4096, batch=64)
+    t = pricer.time(op)
+    assert t.time_s >= 64 * 2 * 14336 * 4096 * 2 / pricer.dram_bw

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Predicted vs measured LLM steps as transformers runs them: every case of tools/validate_hf_llm.py's JSON priced
+by hwprobe (the same cut config, runtime, batch, length and static-cache length) over a profile, as a Markdown
+table per runtime, with the families held out from tuning marked; and each step's kernel count (and its GEMM,
+attention and other kernels) from the lowering beside torch.profiler's.
+
+    .venv/bin/python tools/compare_hf_llm.py hf_llm_measured.json --profile profiles/h200-sxm/<run> \\
+        [--tuned llama,qwen2] [--out table.md]
+
+Error = predicted / measured - 1 (medians). Targets (issue 32): hf and hf-compiled within 15% (prefill and decode),
+median 7% or less; eager decode within 25%. Exit 1 when a targeted case misses, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+TARGET = {("hf", "prefill"): 0.15, ("hf", "decode"): 0.15, ("hf-compiled", "prefill"): 0.15,
+          ("hf-compiled", "decode"): 0.15, ("eager", "decode"): 0.25}
+MEDIAN_TARGET = 0.07
+
+
+@dataclass
+class Row:
+    model: str
+    family: str
+    held_out: bool
+    runtime: str
+    phase: str
+    batch: int
+    length: int
+    cache_len: int
+    measured_s: float | None
+    predicted_s: float | None
+    kernels: int
+    skipped: str = ""
+
+    @property
+    def error(self) -> float | None:
+        if self.measured_s is None or self.predicted_s is None:
+            return None
+        return self.predicted_s / self.measured_s - 1.0
+
+    @property
+    def target(self) -> float | None:
+        return TARGET.get((self.runtime, self.phase))
+
+    @property
+    def ok(self) -> bool:
+        return self.target is None or (self.error is not None and abs(self.error) <= self.target)
+
+
+def load_measured(path: str) -> dict:
+    from hwprobe.errors import InputError
+
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise InputError(f"cannot read {path!r}: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list) or not isinstance(doc.get("models"), dict):
+        raise InputError(f"{path!r} is not tools/validate_hf_llm.py output (no 'cases' and 'models')")
+    return doc
+
+
+def configs(doc: dict) -> dict:
+    """model name -> hwprobe's LLMConfig of the cut config the device ran."""
+    from hwprobe.errors import InputError
+    from hwprobe.models.llm.config import parse
+
+    out = {}
+    for name, m in doc["models"].items():
+        if not isinstance(m, dict) or not isinstance(m.get("config"), dict):
+            raise InputError(f"model {name!r} has no 'config'")
+        out[name] = parse(m["config"], name, source=str(m.get("source", "")))
+    return out
+
+
+def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("llama",)) -> list[Row]:
+    from hwprobe.models.llm import LLMOptions, analyze
+
+    cfgs = configs(doc)
+    rows = []
+    for c in doc["cases"]:
+        cfg = cfgs[c["model"]]
+        length = c.get("prompt") or c.get("context")
+        row = Row(c["model"], cfg.family, cfg.family not in tuned, c["runtime"], c["phase"], c["batch"], length,
+                  c.get("cache_len") or length, c.get("median_s"), None, 0, c.get("skipped", ""))
+        if not row.skipped:
+            opts = LLMOptions(phase=c["phase"], prompt=length, context=length, batch=c["batch"], runtime=c["runtime"],
+                              cache_len=row.cache_len if c["runtime"] != "eager" else None)
+            a = analyze(cfg, profile, opts, pricer=pricer, sms=doc.get("sms"))
+            r = a.phases[c["phase"]]
+            row.predicted_s, row.kernels = r.time_s, r.kernels
+        rows.append(row)
+    return rows
+
+
+def _ms(x) -> str:
+    return "-" if x is None else f"{x * 1e3:.3f}"
+
+
+def table(rows: list[Row], doc: dict, profile: str) -> str:
+    lines = [f"transformers {doc.get('transformers', '?')}, torch {doc.get('torch', '?')}, {doc.get('gpu', '?')}; "
+             f"{doc.get('layers')} layers per model (the cut config priced); profile `{profile}`. "
+             "Held-out families (not used to tune the lowering) are marked *.", ""]
+    for rt in dict.fromkeys(r.runtime for r in rows):
+        lines += [f"### {rt}", "", "| model | phase | batch | length | cache | measured ms | predicted ms | error | "
+                  "target |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in (x for x in rows if x.runtime == rt):
+            name = r.model + (" *" if r.held_out else "")
+            if r.skipped:
+                lines.append(f"| {name} | {r.phase} | {r.batch} | {r.length} | {r.cache_len} | skipped: "
+                             f"{r.skipped[:60]} | | | |")
+                continue
+            err = "-" if r.error is None else f"{100 * r.error:+.1f}%"
+            verdict = "-" if r.target is None else ("ok" if r.ok else "MISS") + f" (±{100 * r.target:.0f}%)"
+            lines.append(f"| {name} | {r.phase} | {r.batch} | {r.length} | {r.cache_len} | {_ms(r.measured_s)} | "
+                         f"{_ms(r.predicted_s)} | {err} | {verdict} |")
+        lines += ["", summary([r for r in rows if r.runtime == rt]), ""]
+    return "\n".join(lines)
+
+
+def summary(rows: list[Row]) -> str:
+    out = []
+    for phase in ("prefill", "decode"):
+        for held in (False, True):
+            errs = sorted(abs(r.error) for r in rows if r.phase == phase and r.held_out == held
+                          and r.error is not None)
+            if errs:
+                med = errs[len(errs) // 2] if len(errs) % 2 else (errs[len(errs) // 2 - 1] + errs[len(errs) // 2]) / 2
+                out.append(f"- {phase}, {'held-out' if held else 'tuned'} families: {len(errs)} cases, median "
+                           f"|error| {100 * med:.1f}%, max {100 * errs[-1]:.1f}%")
+    return "\n".join(out)
+
+
+def kernel_class(name: str) -> str:
+    """gemm | attention | other, from the kernel's name."""
+    n = name.lower()
+    if re.search(r"fmha|flash|attention|attn", n):
+        return "attention"
+    if re.search(r"gemm|gemv|cutlass|nvjet|xmma|cublas|sm\d+_.*(tensorop|mma)", n):
+        return "gemm"
+    return "other"
+
+
+def lowered_classes(ops) -> dict[str, int]:
+    out = {"gemm": 0, "attention": 0, "other": 0}
+    for o in ops:
+        out["gemm" if o.kind == "gemm" else "attention" if o.kind == "attention" else "other"] += 1
+    return out
+
+
+def kernel_lines(doc: dict, sms: int | None = None) -> str:
+    """Per model, runtime and phase: kernels lowered vs measured, in total and by class."""
+    from hwprobe.models.llm import LLMOptions
+    from hwprobe.models.llm import lower_runtime as lower
+    from hwprobe.models.llm.lower import Case, Quant
+
+    cfgs = configs(doc)
+    lines = ["| model | runtime | phase | batch x length | kernels lowered / measured | gemm | attention | other |",
+             "|---|---|---|---|---|---|---|---|"]
+    for k in doc.get("kernels") or []:
+        if "error" in k or "total" not in k:
+            lines.append(f"| {k.get('model')} | {k.get('runtime')} | {k.get('phase')} | | error: "
+                         f"{str(k.get('error'))[:60]} | | | |")
+            continue
+        case = (Case.prefill if k["phase"] == "prefill" else Case.decode)(k["batch"], k["length"])
+        opts = LLMOptions(phase=k["phase"], batch=k["batch"], runtime=k["runtime"],
+                          cache_len=k.get("cache_len") if k["runtime"] != "eager" else None)
+        ops = lower(cfgs[k["model"]], case, Quant(), opts, sms or doc.get("sms"))
+        low = lowered_classes(ops)
+        meas = {"gemm": 0, "attention": 0, "other": 0}
+        for r in k["by_name"]:
+            meas[kernel_class(r["name"])] += r["count"]
+        cells = " | ".join(f"{low[c]} / {meas[c]}" for c in ("gemm", "attention", "other"))
+        lines.append(f"| {k['model']} | {k['runtime']} | {k['phase']} | {k['batch']} x {k['length']} | "
+                     f"{len(ops)} / {k['total']} | {cells} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from hwprobe.errors import InputError
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("measured")
+    ap.add_argument("--profile", required=True)
+    ap.add_argument("--tuned", default="llama", help="families used to tune the lowering (the rest: held out)")
+    ap.add_argument("--out", default=None, help="write the Markdown here (default: stdout)")
+    args = ap.parse_args(argv)
+    try:
+        doc = load_measured(args.measured)
+        rows = predict(doc, args.profile, tuned=tuple(x.strip() for x in args.tuned.split(",") if x.strip()))
+        md = table(rows, doc, args.profile) + "\n### kernels per step\n\n" + kernel_lines(doc) + "\n"
+    except InputError as e:
+        print(f"compare_hf_llm: error: {e}", file=sys.stderr)
+        return 2
+    if args.out:
+        Path(args.out).write_text(md)
+        print(f"wrote {args.out}")
+    else:
+        print(md, end="")
+    targeted = [r for r in rows if r.target is not None and not r.skipped]
+    med_ok = True
+    for rt in ("hf", "hf-compiled"):
+        errs = sorted(abs(r.error) for r in targeted if r.runtime == rt and r.error is not None)
+        if errs and errs[len(errs) // 2] > MEDIAN_TARGET:
+            med_ok = False
+    return 0 if all(r.ok for r in targeted) and med_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

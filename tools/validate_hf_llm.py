@@ -1,0 +1,402 @@
+#!/usr/bin/env python3
+"""Measure LLM prefill and decode as Hugging Face transformers runs them, for hwprobe's runtimes hf, hf-compiled and
+eager (issue 32). Device-side: imports torch and transformers (5.x) inside its functions, never a dependency of
+hwprobe; nothing is downloaded: each model is transformers' own class built from a config.json with random BF16
+weights made on the GPU (``AutoModelForCausalLM.from_config``, ``attn_implementation="sdpa"``), its layer count cut
+to ``--layers`` (said in the output; tools/compare_hf_llm.py prices the same cut config).
+
+Runtimes, as hwprobe.models.llm.runtimes defines them:
+- hf: a ``StaticCache`` of ``cache_len`` positions (the step's own length), the inputs made by the model's
+  ``prepare_inputs_for_generation`` (as ``generate`` makes them: position ids, the 4D masks), one forward captured as
+  a CUDA graph (three warm-up calls on a side stream) and replayed. Each layer's device counter
+  (``StaticLayer.cumulative_length``) is set back before every call and replay, outside the timed region (a replay
+  advances it). Timed on the GPU: a sleep kernel holds the stream while the host launches, so host time is out.
+- hf-compiled: decode = ``model.get_compiled_call(None)`` (what generate calls: torch.compile, inductor,
+  reduce-overhead, transformers' ``CompileConfig`` defaults), warmed up, timed as hf; prefill = the same
+  static-cache forward launched op by op (generate never compiles the prefill), timed with the host in it.
+- eager: transformers' ``DynamicCache`` (decode: filled to context - 1, the new position cropped off after each
+  step), launched op by op, timed with the host in it.
+MoE models decode with ``experts_implementation="batched_mm"`` and prefill with transformers' default, as
+``generate`` switches them (``_optimize_model_for_decode``).
+
+For each model, runtime and phase, torch.profiler records the CUDA kernels of one step (smallest case), by name,
+count and time, so the lowering can be compared kernel by kernel (tools/compare_hf_llm.py --kernels).
+
+Usage (one GPU; estimate for the defaults, 7 configs x 4 layers: ~7 min on an H200: hf and eager ~15 s a model,
+one Inductor compile per model ~25-40 s):
+    python tools/validate_hf_llm.py --out hf_llm_measured.json
+    python tools/validate_hf_llm.py --configs tests/data/llm_configs/qwen3-8b.json --runtimes hf --out q.json
+Skipped (and said so in "cases" with a reason): cases whose cache and expanded K/V would not fit, and any case
+that raises (out of memory, a capture transformers cannot do); the run goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "llm_configs"
+DEFAULT_CONFIGS = ",".join(str(DATA / f) for f in (
+    "llama-3.2-1b.json", "qwen2.5-7b.json", "qwen3-8b.json", "mistral-7b-v0.3.json", "gemma-2-9b.json",
+    "phi-3-mini-4k-instruct.json", "qwen3-30b-a3b.json"))
+DEFAULT_PREFILL = "1x512,1x2048,1x4096,8x512,8x2048"
+DEFAULT_DECODE = "1x1024,16x1024,64x1024,1x8192,16x8192,64x4096"
+DEFAULT_COMPILED_DECODE = "16x2048"
+RUNTIMES = ("hf", "hf-compiled", "eager")
+
+
+# --- pure helpers (tests/test_hf_llm_tools.py) -------------------------------------------------------------------
+def parse_cases(text: str) -> list[tuple[int, int]]:
+    """'1x512,16x1024' -> [(1, 512), (16, 1024)] (batch x length)."""
+    out = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        try:
+            b, n = (int(x) for x in item.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"expected BATCHxLENGTH, got {item!r}") from None
+        if b < 1 or n < 2:
+            raise ValueError(f"batch must be >= 1 and length >= 2: {item!r}")
+        out.append((b, n))
+    return out
+
+
+def reduce_config(d: dict, layers: int) -> dict:
+    """The config with ``num_hidden_layers`` cut to ``layers`` (never raised): ``layer_types`` and ``mlp_only_layers``
+    cut with it, so the cut model keeps the first layers' pattern."""
+    out = dict(d)
+    n = int(out.get("num_hidden_layers") or out.get("n_layer") or 0)
+    if layers and n > layers:
+        out["num_hidden_layers"] = layers
+        if isinstance(out.get("layer_types"), list):
+            out["layer_types"] = out["layer_types"][:layers]
+        if isinstance(out.get("mlp_only_layers"), list):
+            out["mlp_only_layers"] = [i for i in out["mlp_only_layers"] if i < layers]
+    return out
+
+
+def kv_bytes(d: dict, batch: int, cache_len: int) -> float:
+    """The static cache plus one layer's K and V expanded to every query head (repeat_kv), BF16."""
+    heads = int(d.get("num_attention_heads", 1))
+    kv = int(d.get("num_key_value_heads") or heads)
+    hd = int(d.get("head_dim") or int(d.get("hidden_size", 0)) // heads)
+    layers = int(d.get("num_hidden_layers", 1))
+    return 2 * 2 * batch * cache_len * hd * (layers * kv + heads)
+
+
+def stats(times: list[float]) -> dict[str, float]:
+    """Median and the 10th/90th percentiles (nearest rank) of per-call times in seconds."""
+    s = sorted(times)
+
+    def q(p: float) -> float:
+        return s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]
+
+    return {"median_s": q(0.5), "p10_s": q(0.1), "p90_s": q(0.9), "min_s": s[0], "reps": len(s)}
+
+
+def summarize_kernels(events: list[tuple[str, float]]) -> dict:
+    """(kernel name, microseconds) pairs -> the total and each name's count and summed time, busiest first."""
+    by: dict[str, list[float]] = {}
+    for name, us in events:
+        e = by.setdefault(name, [0, 0.0])
+        e[0] += 1
+        e[1] += us
+    rows = sorted(({"name": n[:200], "count": c, "us": round(t, 3)} for n, (c, t) in by.items()),
+                  key=lambda r: -r["us"])
+    return {"total": sum(c for c, _ in by.values()), "us": round(sum(t for _, t in by.values()), 3),
+            "by_name": rows}
+
+
+def plan(runtimes: list[str], prefill: list[tuple[int, int]], decode: list[tuple[int, int]],
+         compiled_decode: list[tuple[int, int]]) -> list[tuple[str, str, int, int]]:
+    """(runtime, phase, batch, length) in run order: hf-compiled decodes only its own (few) cases, each shape a
+    compile."""
+    out = []
+    for rt in runtimes:
+        out += [(rt, "prefill", b, n) for b, n in prefill]
+        out += [(rt, "decode", b, n) for b, n in (compiled_decode if rt == "hf-compiled" else decode)]
+    return out
+
+
+def clocks() -> dict:
+    q = "name,clocks.sm,clocks.mem,clocks.max.sm,power.draw,temperature.gpu"
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError) as e:
+        return {"error": str(e)}
+    return {f"gpu{i}": dict(zip(q.split(","), (x.strip() for x in line.split(",")), strict=False))
+            for i, line in enumerate(out)}
+
+
+# --- device side -------------------------------------------------------------------------------------------------
+class Bench:
+    """One model on the GPU and the ways transformers runs a step of it."""
+
+    def __init__(self, d: dict, reps: int, warmup: int):
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        self.torch, self.reps, self.warmup = torch, reps, warmup
+        cfg = AutoConfig.for_model(**d)
+        with torch.device("cuda"):
+            self.model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa")
+        self.model.eval()
+        self.cfg = self.model.config
+        self.moe = hasattr(self.model, "set_experts_implementation") and any(
+            "experts" in n for n, _ in self.model.named_modules())
+        self.default_experts = self.model.get_experts_implementation() if self.moe else None
+
+    # inputs as generate makes them
+    def inputs(self, cache, batch: int, length: int, phase: str) -> dict:
+        torch = self.torch
+        t = length if phase == "prefill" else 1
+        ids = torch.randint(0, self.cfg.vocab_size, (batch, t), device="cuda")
+        mask = torch.ones(batch, length, dtype=torch.long, device="cuda")
+        pos = (torch.arange(length - t, length, device="cuda")).unsqueeze(0).expand(batch, -1).contiguous()
+        return self.model.prepare_inputs_for_generation(
+            ids, past_key_values=cache, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
+            is_first_iteration=phase == "prefill")
+
+    def static_cache(self, batch: int, cache_len: int, filled: int):
+        from transformers import StaticCache
+
+        cache = StaticCache(config=self.cfg, max_cache_len=cache_len)
+        heads, hd = self.cfg.num_key_value_heads, getattr(self.cfg, "head_dim", None) or (
+            self.cfg.hidden_size // self.cfg.num_attention_heads)
+        cache.early_initialization(batch, heads, hd, self.torch.bfloat16, "cuda")
+        self.set_counters(cache, filled)
+        return cache
+
+    @staticmethod
+    def set_counters(cache, filled: int) -> None:
+        """Every layer's device counter (and a sliding layer's host counter) back to ``filled`` positions."""
+        for layer in cache.layers:
+            if hasattr(layer, "cumulative_length_int"):
+                layer.cumulative_length_int = filled
+            if hasattr(layer, "cumulative_length") and not isinstance(layer.cumulative_length, int):
+                layer.cumulative_length.fill_(filled)
+
+    def dynamic_cache(self, batch: int, filled: int):
+        from transformers import DynamicCache
+
+        torch, cfg = self.torch, self.cfg
+        cache = DynamicCache(config=cfg)
+        hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        if filled:
+            kv = torch.zeros(batch, cfg.num_key_value_heads, filled, hd, dtype=torch.bfloat16, device="cuda")
+            for i in range(cfg.num_hidden_layers):
+                cache.update(kv, kv, i)
+        return cache
+
+    def _time(self, fn, before, gpu_only: bool) -> list[float]:
+        """Per-call CUDA-event times; ``before`` (resetting counters) runs outside each timed pair; ``gpu_only``
+        queues a sleep kernel first so the host's launch work is not in the interval."""
+        torch = self.torch
+        for _ in range(self.warmup):
+            before()
+            fn()
+        torch.cuda.synchronize()
+        out = []
+        for _ in range(self.reps):
+            before()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if gpu_only:
+                torch.cuda._sleep(2_000_000)
+            a.record()
+            fn()
+            b.record()
+            torch.cuda.synchronize()
+            out.append(a.elapsed_time(b) / 1e3)
+        return out
+
+    def step(self, runtime: str, phase: str, batch: int, length: int):
+        """(call, reset, gpu_only, cache_len) for one case, everything prepared and warmed."""
+        torch = self.torch
+        if self.moe:
+            self.model.set_experts_implementation("batched_mm" if phase == "decode" else self.default_experts)
+        filled = 0 if phase == "prefill" else length - 1
+        if runtime == "eager":
+            cache = self.dynamic_cache(batch, filled)
+            args = self.inputs(cache, batch, length, phase)
+            snaps = [dict(layer.__dict__) for layer in cache.layers]
+
+            def restore():                       # the cache as it was before the step: host attributes only
+                for layer, snap in zip(cache.layers, snaps, strict=True):
+                    layer.__dict__.clear()
+                    layer.__dict__.update(snap)
+            return (lambda: self.model(**args)), restore, False, length
+        cache = self.static_cache(batch, length, filled)
+        args = self.inputs(cache, batch, length, phase)
+
+        def reset():
+            self.set_counters(cache, filled)
+        if runtime == "hf-compiled" and phase == "prefill":
+            return (lambda: self.model(**args)), reset, False, length
+        if runtime == "hf-compiled":
+            fwd = self.model.get_compiled_call(None)
+            for _ in range(3):
+                reset()
+                fwd(**args)
+            return (lambda: fwd(**args)), reset, True, length
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                reset()
+                self.model(**args)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        reset()
+        with torch.cuda.graph(g):
+            self.model(**args)
+        torch.cuda.synchronize()
+        return g.replay, reset, True, length
+
+    def measure(self, runtime: str, phase: str, batch: int, length: int) -> dict:
+        with self.torch.inference_mode():
+            call, reset, gpu_only, cache_len = self.step(runtime, phase, batch, length)
+            times = self._time(call, reset, gpu_only)
+        return {"cache_len": cache_len, "timing": "gpu" if gpu_only else "host", **stats(times)}
+
+    def kernels(self, runtime: str, phase: str, batch: int, length: int) -> dict:
+        from torch.profiler import ProfilerActivity, profile
+
+        torch = self.torch
+        with torch.inference_mode():
+            call, reset, _, _ = self.step(runtime, phase, batch, length)
+            reset()
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                call()
+                torch.cuda.synchronize()
+        ev = [(e.name, float(getattr(e, "device_time", 0.0) or getattr(e, "cuda_time", 0.0) or 0.0))
+              for e in prof.events() if str(getattr(e, "device_type", "")).endswith("CUDA")
+              and not e.name.startswith(("cudaLaunch", "Memset", "cudaGraph"))]
+        out = summarize_kernels(ev)
+        out["traced"] = "graph replay" if runtime == "hf" else "call"
+        return out
+
+
+def run_model(name: str, d: dict, args, out: dict) -> None:
+    import torch
+
+    t0 = time.perf_counter()
+    try:
+        bench = Bench(d, args.reps, args.warmup)
+    except Exception as e:  # noqa: BLE001 - a model transformers cannot build is reported, the run goes on
+        out["errors"].append({"model": name, "error": f"build: {type(e).__name__}: {e}"[:400]})
+        return
+    free = torch.cuda.mem_get_info()[0]
+    cases = plan(args.runtimes, parse_cases(args.prefill), parse_cases(args.decode),
+                 parse_cases(args.compiled_decode))
+    for rt, phase, b, n in cases:
+        row = {"model": name, "runtime": rt, "phase": phase, "batch": b, "prompt" if phase == "prefill" else
+               "context": n, "layers": d.get("num_hidden_layers")}
+        need = kv_bytes(d, b, n)
+        if need > 0.6 * free:
+            out["cases"].append({**row, "skipped": f"cache + expanded K/V {need / 2**30:.1f} GiB of "
+                                                   f"{free / 2**30:.0f} GiB free"})
+            continue
+        try:
+            row.update(bench.measure(rt, phase, b, n))
+        except Exception as e:  # noqa: BLE001 - out of memory, a capture transformers cannot do: said, skipped
+            row["skipped"] = f"{type(e).__name__}: {e}"[:300]
+        out["cases"].append(row)
+        torch.cuda.empty_cache()
+        if "median_s" in row:
+            print(f"{name} {rt} {phase} b={b} n={n}: {row['median_s'] * 1e3:.3f} ms ({row['timing']})", flush=True)
+        else:
+            print(f"{name} {rt} {phase} b={b} n={n}: skipped: {row['skipped']}", flush=True)
+    if args.kernels:
+        for rt in args.runtimes:
+            for phase, lst in (("prefill", args.prefill), ("decode", args.compiled_decode if rt == "hf-compiled"
+                                                           else args.decode)):
+                b, n = parse_cases(lst)[0]
+                try:
+                    k = bench.kernels(rt, phase, b, n)
+                except Exception as e:  # noqa: BLE001
+                    k = {"error": f"{type(e).__name__}: {e}"[:300]}
+                out["kernels"].append({"model": name, "runtime": rt, "phase": phase, "batch": b, "length": n,
+                                       "cache_len": n, **k})
+    del bench
+    torch.cuda.empty_cache()
+    out["models"][name]["wall_s"] = round(time.perf_counter() - t0, 1)
+
+
+def load_configs(spec: str, layers: int) -> dict[str, dict]:
+    out = {}
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        p = Path(item)
+        if p.exists():
+            d = json.loads(p.read_text())
+            name = p.stem if p.name != "config.json" else p.parent.name
+        else:
+            from hwprobe.models.llm import builtin
+
+            key = builtin.find(item)
+            if key is None:
+                raise ValueError(f"{item!r} is neither a config.json nor a built-in LLM")
+            d, name = dict(builtin.CONFIGS[key]), key
+        out[name] = {"source": str(item), "layers_original": d.get("num_hidden_layers"),
+                     "config": reduce_config(d, layers)}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS, help="comma list of config.json paths or built-in names")
+    ap.add_argument("--layers", type=int, default=4, help="num_hidden_layers cut to this (0: the model's own)")
+    ap.add_argument("--runtimes", default=",".join(RUNTIMES))
+    ap.add_argument("--prefill", default=DEFAULT_PREFILL, help="BATCHxPROMPT cases")
+    ap.add_argument("--decode", default=DEFAULT_DECODE, help="BATCHxCONTEXT cases (hf, eager)")
+    ap.add_argument("--compiled-decode", default=DEFAULT_COMPILED_DECODE,
+                    help="BATCHxCONTEXT cases for hf-compiled (each shape an Inductor compile)")
+    ap.add_argument("--reps", type=int, default=20, help="timed calls per case (>= 20)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--no-kernels", dest="kernels", action="store_false")
+    ap.add_argument("--out", default="hf_llm_measured.json")
+    args = ap.parse_args(argv)
+    if args.reps < 20:
+        ap.error("--reps must be >= 20")
+    args.runtimes = [r.strip() for r in args.runtimes.split(",") if r.strip()]
+    bad = [r for r in args.runtimes if r not in RUNTIMES]
+    if bad:
+        ap.error(f"unknown runtime(s) {bad}; known: {', '.join(RUNTIMES)}")
+    try:
+        for text in (args.prefill, args.decode, args.compiled_decode):
+            parse_cases(text)
+        configs = load_configs(args.configs, args.layers)
+    except (ValueError, OSError) as e:
+        ap.error(str(e))
+
+    import torch
+    import transformers
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(0)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "0")
+    t0 = time.perf_counter()
+    props = torch.cuda.get_device_properties(0)
+    out = {"tool": "tools/validate_hf_llm.py", "torch": torch.__version__, "transformers": transformers.__version__,
+           "cuda": torch.version.cuda, "gpu": props.name, "sms": props.multi_processor_count, "dtype": "bf16",
+           "attn_implementation": "sdpa", "layers": args.layers, "reps": args.reps, "clocks_before": clocks(),
+           "models": {k: {kk: vv for kk, vv in v.items()} for k, v in configs.items()},
+           "cases": [], "kernels": [], "errors": []}
+    for name, c in configs.items():
+        run_model(name, c["config"], args, out)
+    out["clocks_after"] = clocks()
+    out["wall_s"] = round(time.perf_counter() - t0, 1)
+    Path(args.out).write_text(json.dumps(out, indent=1))
+    done = [c for c in out["cases"] if "median_s" in c]
+    print(f"wrote {args.out}: {len(done)} cases timed, {len(out['cases']) - len(done)} skipped, "
+          f"{len(out['errors'])} models failed, {out['wall_s']} s")
+    return 0 if done and not out["errors"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
