@@ -6,10 +6,11 @@ import shutil
 
 import pytest
 
-from tests.helpers import TOOLS, load_tool
+from hwprobe.results import records_file
+from tests.helpers import load_tool
+from tests.refs import H200X2_MULTIGPU as MULTI
 
 gate = load_tool("gpu_gate")
-MULTI = TOOLS.parent / "profiles" / "h200x2" / "2026-11-26-multigpu"
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1"
 skipped="2" tests="5"><testcase classname="tests.gpu.test_gpu_interconnect" name="test_p2p_loopback_self_test">
@@ -26,8 +27,8 @@ def test_junit_counts_and_failures(tmp_path):
 
 def _copy_run(src, dst):
     dst.mkdir(parents=True)
-    for name in ("profile.json", "measurements.jsonl"):
-        shutil.copy(src / name, dst / name)
+    for f in (src / "profile.json", records_file(src)):          # the committed records are gzipped
+        shutil.copy(f, dst / f.name)
 
 
 def test_profile_check_on_the_committed_mpi_run(tmp_path):
