@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from hwprobe.cli import main
-
-ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT / "profiles" / "h200-sxm" / "2026-11-25-full"
-H100 = ROOT / "profiles" / "h100-sxm" / "2026-11-25-full"
+from tests.refs import H100_FULL as H100
+from tests.refs import H200_FULL as H200
+from tests.refs import PROFILES
 
 
 def cli(argv, capsys):
@@ -130,7 +128,7 @@ def test_a_profile_with_nan_is_saved_as_valid_json(tmp_path):
 
 
 def test_committed_profiles_hold_no_bare_nan():
-    for f in (ROOT / "profiles").rglob("profile*.json"):
+    for f in PROFILES.rglob("profile*.json"):
         found = []
         json.loads(f.read_text(), parse_constant=found.append)
         assert found == [], f

@@ -4,8 +4,6 @@ range said so, old profiles (busbw-only curves) still read, and a profile built 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from hwprobe.collective import collective_curve, collective_time
@@ -14,6 +12,7 @@ from hwprobe.probes.interconnect import nccl
 from hwprobe.profile import SCHEMA_VERSION, Profile
 from hwprobe.profile_build import from_measurements
 from hwprobe.roofline import RooflineError
+from tests.refs import H200X2_MULTIGPU
 from tests.test_interconnect_records import META, _fake_results, _two_variants
 
 MiB = 1 << 20
@@ -144,10 +143,9 @@ def test_the_predictor_prices_an_allreduce_on_the_measured_curve():
     assert none.time_s == 0.0 and not none.covered and "over 8 ranks" in none.note
 
 
-H200X2 = Path(__file__).resolve().parents[1] / "profiles" / "h200x2" / "2026-11-26-multigpu" / "results-local"
+H200X2 = H200X2_MULTIGPU / "results-local"
 
 
-@pytest.mark.skipif(not (H200X2 / "profile.json").exists(), reason="the committed 2x H200 profile is not here")
 def test_the_committed_2x_h200_profile():
     """The measured curves of the committed 2x H200 run: 8 B .. 4 GiB, each ceiling the top of its best curve, the
     variant it names; in-place alltoall (wrong at large sizes, NCCL leaves it undefined) never on the curve there."""

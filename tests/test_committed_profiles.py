@@ -1,5 +1,6 @@
 """Every measured profile committed under profiles/ loads, validates, and keeps its ceilings under theory."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,68 @@ def test_tensor_instruction_ceilings_carry_their_clocks_and_flag_disagreement(pa
         assert c.params["pct_at_clock"]["kernel"] <= 1.03
     if prof.environment.get("suite") == "full":
         assert seen >= 5
+
+
+# ---------------------------------------------------------------- what tests and tools name under profiles/
+
+REPO = ROOT.parent
+# "profiles/a/b" in text, or "profiles" / "a" / "b" in Python; a component with <, * or ... is a placeholder or a
+# glob: the path is checked up to it (a glob must match something)
+_TEXT = re.compile(r"""profiles/((?:[A-Za-z0-9_.*<>+-]+/?)+)""")
+_JOINED = re.compile(r""""profiles"((?:\s*/\s*"[^"]+")+)""")
+
+
+def _named(text: str) -> list[list[str]]:
+    paths = [m.group(1).rstrip("/.").split("/") for m in _TEXT.finditer(text)]
+    paths += [re.findall(r'"([^"]+)"', m.group(1)) for m in _JOINED.finditer(text)]
+    return paths
+
+
+def missing_profile_paths(repo: Path) -> list[str]:
+    """'file: path' for every profiles/ path a test, tools/ or hwprobe/ file names that does not exist in ``repo``,
+    and 'profiles/...: SUPERSEDED' for every kept run that holds a SUPERSEDED file (superseded runs leave main)."""
+    files = [*(repo / "tests").glob("*.py"), *(repo / "tests" / "gpu").glob("*.py")]
+    for top in ("hwprobe", "tools"):
+        files += [f for f in (repo / top).rglob("*") if f.suffix in (".py", ".sh", ".json", ".toml", ".md")]
+    bad = []
+    for f in sorted(files):
+        if f.name == Path(__file__).name:           # this file's own examples name made-up runs
+            continue
+        for parts in _named(f.read_text(encoding="utf-8", errors="replace")):
+            kept = []
+            for p in parts:
+                if "<" in p or p == "...":
+                    break
+                kept.append(p)
+            if any("*" in p for p in kept):
+                ok = any((repo / "profiles").glob("/".join(kept)))
+            else:
+                ok = (repo / "profiles").joinpath(*kept).exists()
+            if not ok:
+                bad.append(f"{f.relative_to(repo)}: profiles/{'/'.join(parts)}")
+    bad += [f"{s.parent.relative_to(repo)}: SUPERSEDED" for s in sorted((repo / "profiles").rglob("SUPERSEDED"))]
+    return bad
+
+
+def test_every_profiles_path_named_by_tests_and_tools_exists_and_no_kept_run_is_superseded():
+    from tests import refs
+
+    assert missing_profile_paths(REPO) == []
+    named = {k: v for k, v in vars(refs).items() if k.isupper() and isinstance(v, Path)}
+    assert len(named) >= 20 and [k for k, v in named.items() if not v.is_dir()] == []      # tests/refs.py's runs
+
+
+def test_the_path_check_finds_a_pruned_run_and_a_superseded_one(tmp_path):
+    (tmp_path / "profiles" / "gpu" / "kept").mkdir(parents=True)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "hwprobe").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text('A = "profiles/gpu/kept/profile.json"\nB = "profiles/gpu/<run>"\n'
+                                                   'C = ROOT / "profiles" / "gpu" / "gone"\n')
+    (tmp_path / "tools" / "t.py").write_text("# see profiles/*/kept and profiles/*/pruned-run\n")
+    (tmp_path / "hwprobe" / "x.json").write_text('{"where": "profiles/gpu/kept"}')
+    (tmp_path / "profiles" / "gpu" / "kept" / "profile.json").write_text("{}")
+    assert missing_profile_paths(tmp_path) == ["tests/test_a.py: profiles/gpu/gone",
+                                               "tools/t.py: profiles/*/pruned-run"]
+    (tmp_path / "profiles" / "gpu" / "kept" / "SUPERSEDED").write_text("Superseded by ...")
+    assert missing_profile_paths(tmp_path)[-1] == "profiles/gpu/kept: SUPERSEDED"

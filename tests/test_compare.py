@@ -14,10 +14,10 @@ from hwprobe.errors import InputError
 from hwprobe.fleet import causes, compare
 from hwprobe.fleet.records import expand, labels_for, load_many, record_of
 from hwprobe.fleet.synthetic import make_fleet, write_fleet
+from tests.refs import H100_FULL as H100
+from tests.refs import H200_FULL as H200
+from tests.refs import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-H200 = ROOT / "profiles" / "h200-sxm" / "2026-11-21-full"
-H100 = ROOT / "profiles" / "h100-sxm" / "2026-11-21-full"
 FAULTS = {3: "power_cap", 11: "thermal", 17: "driver", 22: "memory"}
 
 

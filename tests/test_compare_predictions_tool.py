@@ -1,31 +1,28 @@
 """tools/compare_predictions.py: the committed tables are what the current predictor gives for the committed
-profiles (recomputed here for two CNNs of the H100 conv lease), and its summary for NCHW merges beside the
-channels-last one instead of replacing it."""
+profiles (recomputed here for ResNet-18 of the H100 conv lease, from tests/onnx_fixtures.py's stand-in for its
+export), and its summary for NCHW merges beside the channels-last one instead of replacing it."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.helpers import load_tool
-
-ROOT = Path(__file__).resolve().parents[1]
-LEASE = ROOT / "profiles" / "h100-sxm"
+from tests.refs import H100_PREDICT, H100_VALIDATION, ROOT
 
 
-def test_committed_nchw_rows_are_what_the_predictor_gives_now():
+def test_committed_nchw_rows_are_what_the_predictor_gives_now(tmp_path):
     pytest.importorskip("onnx")
     from hwprobe.profile_build import load_profile
+    from tests.onnx_fixtures import cnn_exports
 
     mod = load_tool("compare_predictions")
-    measured = mod.read_json(LEASE / "2026-11-26-validation-conv" / "validate_models.json.gz")
+    measured = mod.read_json(H100_VALIDATION / "validate_models.json.gz")
     measured["cases"] = [c for c in measured["cases"] if c["model"] == "resnet18"]
-    rows = mod.compare(measured, ROOT / "profiles/h200-sxm/2026-11-26-validation-cold/onnx",
-                       load_profile(LEASE / "2026-11-26-predict-conv"), {"bn_folded"})
+    rows = mod.compare(measured, cnn_exports(tmp_path), load_profile(H100_PREDICT), {"bn_folded"})
     committed = {(r["model"], r["batch"], r["runtime"]): r for r in
-                 json.loads((LEASE / "2026-11-26-validation-conv" / "predictions-nchw.json").read_text())}
+                 json.loads((H100_VALIDATION / "predictions-nchw.json").read_text())}
     assert len(rows) == 4
     for r in rows:
         c = committed[(r["model"], r["batch"], r["runtime"])]

@@ -12,8 +12,9 @@ from hwprobe import roofline
 from hwprobe.errors import InputError
 from hwprobe.export import COLUMNS, export
 from hwprobe.profile_build import load_profile
+from tests.refs import H200_FULL
 
-H200 = "profiles/h200-sxm/2026-11-21-full/profile.json"
+H200 = str(H200_FULL / "profile.json")
 
 
 @pytest.fixture(scope="module")

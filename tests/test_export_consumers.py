@@ -11,8 +11,9 @@ import pytest
 
 from hwprobe.export import export
 from hwprobe.profile_build import load_profile
+from tests.refs import H200_FULL
 
-H200 = "profiles/h200-sxm/2026-11-21-full/profile.json"
+H200 = str(H200_FULL / "profile.json")
 USER_LINK = {"intra_node_bandwidth_in_GB_per_sec": 450.0, "intra_node_min_message_latency": 8e-6}
 
 

@@ -6,10 +6,12 @@ import shutil
 
 import pytest
 
-from tests.helpers import TOOLS, load_tool
+from hwprobe.results import records_file
+from tests.helpers import load_tool
+from tests.refs import H200X2_MULTIGPU as MULTI
+from tests.refs import ROOT
 
 gate = load_tool("gpu_gate")
-MULTI = TOOLS.parent / "profiles" / "h200x2" / "2026-11-26-multigpu"
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1"
 skipped="2" tests="5"><testcase classname="tests.gpu.test_gpu_interconnect" name="test_p2p_loopback_self_test">
@@ -26,9 +28,8 @@ def test_junit_counts_and_failures(tmp_path):
 
 def _copy_run(src, dst):
     dst.mkdir(parents=True)
-    for name in ("profile.json", "measurements.jsonl", "measurements.jsonl.gz"):
-        if (src / name).exists():
-            shutil.copy(src / name, dst / name)
+    for f in (src / "profile.json", records_file(src)):          # the committed records are gzipped
+        shutil.copy(f, dst / f.name)
 
 
 def test_profile_check_on_the_committed_mpi_run(tmp_path):
@@ -100,7 +101,7 @@ def test_acceptance_reference_is_the_committed_run_of_the_same_gpu_kind():
     assert gate.golden_for("NVIDIA H100 80GB HBM3") == "profiles/h100-sxm/2026-11-26-full"
     assert gate.golden_for("NVIDIA A100-SXM4-80GB") is None
     for ref in gate.GOLDEN.values():
-        assert (TOOLS.parent / ref / "profile.json").exists(), ref
+        assert (ROOT / ref / "profile.json").exists(), ref
 
 
 def test_acceptance_fails_past_its_time_or_a_failed_validate(tmp_path, monkeypatch):

@@ -11,9 +11,9 @@ import pytest
 
 from hwprobe.models.kernelview import kernel_view
 from hwprobe.models.timings import parse
+from tests.refs import H200_PREDICT as PROFILE
 
 REAL = Path(__file__).resolve().parent / "data" / "times" / "real"
-PROFILE = Path(__file__).resolve().parents[1] / "profiles" / "h200-sxm" / "2026-11-26-predict"
 
 
 def test_nsys_log_kernels_by_time_with_their_roofs():

@@ -8,14 +8,14 @@ import csv
 import io
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from hwprobe.cli import main
+from hwprobe.results import records_text
+from tests.refs import H200_FULL as H200
+from tests.refs import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT / "profiles" / "h200-sxm" / "2026-11-25-full"
 NSYS = ROOT / "tests" / "data" / "times" / "nsys_cuda_gpu_kern_sum.csv"
 
 
@@ -52,7 +52,7 @@ def test_dram_clock_is_the_memory_clock_in_the_export(capsys):
     for DRAM must be that, not the SM clock."""
     rows = json.loads(_export("json", capsys))["ceilings"]
     dram = next(r for r in rows if r["kind"] == "memory" and r["level"] == "dram")
-    rec = next(json.loads(x) for x in (H200 / "measurements.jsonl").read_text().splitlines()
+    rec = next(json.loads(x) for x in records_text(H200).splitlines()
                if f'"metric": "{dram["metric"]}"' in x and '"status": "ok"' in x)
     assert dram["clock_source"] == "memory"
     assert dram["clock_mhz"] == pytest.approx(rec["clocks"]["mem_mhz"])

@@ -402,7 +402,7 @@ def test_fused_runtime_is_the_serving_plan():
 
 def test_flash_split_kv_combine_where_flash_attention_splits():
     """FlashAttention-2's heuristic, checked against the kernels torch.profiler counted on an H200 (132 SMs,
-    profiles/h200-sxm/2026-11-26-validation/llm_measured.json): decode at batch 1 launches a split-KV kernel and
+    profiles/h200-sxm/2026-11-26-validation-cold/llm_measured.json): decode at batch 1 launches a split-KV kernel and
     a combine kernel per layer; prefill at 512 tokens and decode at batch 16 one flash kernel."""
     from hwprobe.models.llm.lower import flash_splits
 

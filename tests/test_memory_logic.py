@@ -13,6 +13,7 @@ import pytest
 import hwprobe.probes.memory.chase as chase
 import hwprobe.probes.memory.plan as mplan
 from hwprobe.kernels import source
+from tests.refs import H100_L2_GPUBENCHES
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
@@ -416,7 +417,7 @@ def test_l2_sweep_plan_reads_the_sizes_it_reports():
     assert l2plan.choose([big, small], 33 * MIB, 132) is big
 
 
-GPUBENCH_RUN = "profiles/h100-sxm/2026-11-26-l2-gpubenches/lease1/gpubench-1.txt"   # gpu-benches' own output
+GPUBENCH_RUN = H100_L2_GPUBENCHES / "lease1" / "gpubench-1.txt"   # gpu-benches' own output
 
 
 def _gpubench_sets(path) -> list[int]:

@@ -16,8 +16,9 @@ from hwprobe.models.layers import Layer, Model
 from hwprobe.models.roofs import Measured
 from hwprobe.profile_build import from_measurements, load_profile
 from hwprobe.roofline import RooflineError
+from tests.refs import H200_FULL
 
-H200 = "profiles/h200-sxm/2026-11-21-full/profile.json"
+H200 = str(H200_FULL / "profile.json")
 
 
 @pytest.fixture(scope="module")

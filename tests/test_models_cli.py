@@ -6,7 +6,9 @@ import sys
 
 import pytest
 
-H200 = "profiles/h200-sxm/2026-11-21-full/profile.json"
+from tests.refs import H200_FULL
+
+H200 = str(H200_FULL / "profile.json")
 
 
 def hw(*args):

@@ -15,9 +15,10 @@ from onnx import numpy_helper as nh  # noqa: E402
 
 from hwprobe.errors import InputError  # noqa: E402
 from hwprobe.models import analyze, load_model  # noqa: E402
+from tests.refs import H200_FULL  # noqa: E402
 
 TINY_CSV = Path(__file__).parent / "data" / "tiny_layers.csv"
-PROFILE = "profiles/h200-sxm/2026-11-21-full/profile.json"
+PROFILE = str(H200_FULL / "profile.json")
 
 
 def _init(name, *shape, dtype=np.float32):

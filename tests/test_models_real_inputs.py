@@ -11,10 +11,11 @@ import pytest
 from hwprobe.errors import InputError
 from hwprobe.models.classify import classify
 from hwprobe.models.timings import parse
+from tests.refs import H200_FULL
 
 REAL = Path(__file__).parent / "data" / "times" / "real"
 KERNELS = Path(__file__).parent / "data" / "kernels"
-PROFILE = "profiles/h200-sxm/2026-11-21-full/profile.json"
+PROFILE = str(H200_FULL / "profile.json")
 
 
 def test_nsys_stats_logs_new_and_old_formats():

@@ -8,10 +8,11 @@ import pytest
 from hwprobe.errors import InputError
 from hwprobe.models import analyze
 from hwprobe.models.timings import parse
+from tests.refs import H200_FULL
 
 TIMES = Path(__file__).parent / "data" / "times"
 TINY = Path(__file__).parent / "data" / "tiny_layers.csv"
-PROFILE = "profiles/h200-sxm/2026-11-21-full/profile.json"
+PROFILE = str(H200_FULL / "profile.json")
 
 
 def test_trtexec_profile():

@@ -13,12 +13,10 @@ from hwprobe.profile_build import from_measurements
 from hwprobe.report import plots
 from hwprobe.report.plots import NoData
 from hwprobe.report.source import Run, load_run, load_runs
+from tests.refs import H100_FULL as H100
+from tests.refs import H200_COMPUTE_CLOCKS
+from tests.refs import H200_FULL as H200
 from tests.test_cli import hw, one_line_error
-
-ROOT = Path(__file__).resolve().parent.parent
-H200 = ROOT / "profiles" / "h200-sxm" / "2026-11-21-full"
-H100 = ROOT / "profiles" / "h100-sxm" / "2026-11-21-full"
-H200_MEMORY = ROOT / "profiles" / "h200-sxm" / "2026-11-21-memory"
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +50,10 @@ def test_roofline_tells_tensor_and_cuda_cores_apart_with_labels_on_the_lines(roo
     assert tensor.get_title(loc="left") == "Tensor Cores" and cuda.get_title(loc="left") == "CUDA cores"
     cuda_labels = " | ".join(_texts(cuda))
     assert "HFMA2 132 TFLOP/s" in cuda_labels and "INT8 DP4A 134 TOP/s" in cuda_labels
-    assert "FP32 FFMA 66.3 TFLOP/s" in cuda_labels and "ridge" in cuda_labels
+    assert "FP32 FFMA 66.1 TFLOP/s" in cuda_labels and "ridge" in cuda_labels
     tensor_labels = " | ".join(_texts(tensor))
-    assert "INT8 wgmma 1.91 POP/s, ridge 406 OP/B, datasheet 1.98 POP/s" in tensor_labels
-    assert "FP16/BF16 wgmma 907/899 TFLOP/s" in tensor_labels       # the FP16 roof is no longer under BF16's
+    assert "INT8 wgmma 1.9 POP/s, ridge 429 OP/B, datasheet 1.98 POP/s" in tensor_labels
+    assert "FP16/BF16 wgmma 913/915 TFLOP/s" in tensor_labels       # two roofs within 1%: one label, both figures
     assert not roofline_fig.legends and not tensor.get_legend()      # no colour matching: labels sit on lines
     # datasheet roofs are dashed, measured ones solid
     styles = {line.get_linestyle() for line in tensor.lines}
@@ -78,7 +76,7 @@ def test_roofline_labels_do_not_overlap_and_slopes_stay_inside(roofline_fig):
 
 def test_roofline_explains_the_fp16_sweep_under_the_hfma2_roof(roofline_fig):
     note = next(t for t in _texts(roofline_fig.axes[1]) if "FP16 sweep" in t)
-    assert "66.6 TFLOP/s" in note and "half the 132 TFLOP/s HFMA2 roof" in note
+    assert "66.4 TFLOP/s" in note and "half the 132 TFLOP/s HFMA2 roof" in note
     assert "FMA pipe only" in note and "HFMA2.MMA" in note and "66.1 TFLOP/s" in note
 
 
@@ -93,26 +91,26 @@ def test_a_profile_alone_draws_what_it_holds(tmp_path):
 
 
 def test_a_compute_only_run_draws_its_roofline_on_dram_theory():
-    fig = plots.figure("roofline", [load_run(ROOT / "profiles" / "h200-sxm" / "2026-11-24-compute-clocks")])
+    fig = plots.figure("roofline", [load_run(H200_COMPUTE_CLOCKS)])
     assert [ax.get_title(loc="left") for ax in fig.axes] == ["Tensor Cores"]
     assert any("DRAM 4.81 TB/s theory (not measured in this run)" in t for t in _texts(fig.axes[0]))
     plots.close(fig)
 
 
 def test_latency_marks_the_near_far_step():
-    fig = plots.figure("latency", [load_run(H200_MEMORY)])
+    fig = plots.figure("latency", [load_run(H200)])
     ax = fig.axes[0]
     step = next(t for t in _texts(ax) if "near/far step" in t)
-    assert "28 MiB" in step and "0.47 of L2" in step and "near 142 ns, far 259 ns" in step
+    assert "27.8 MiB" in step and "0.46 of L2" in step and "near 142 ns, far 267 ns" in step
     plots.close(fig)
 
 
 def test_bandwidth_marks_effective_and_physical_capacities():
-    fig = plots.figure("bandwidth", [load_run(H200_MEMORY)])
+    fig = plots.figure("bandwidth", [load_run(H200)])
     texts = " | ".join(t for ax in fig.axes for t in _texts(ax))
-    assert "L1 effective 253 KiB (solid), physical 256 KiB (dashed)" in texts
-    assert "L2 effective 63.3 MiB (solid), physical 60 MiB (dashed)" in texts
-    assert "DRAM ceiling 4.7 TB/s" in texts and "near L2 partition" in texts
+    assert "L1 effective 255 KiB (solid), physical 256 KiB (dashed)" in texts
+    assert "L2 effective 60 MiB (solid), physical 60 MiB (dashed)" in texts
+    assert "DRAM ceiling 4.43 TB/s" in texts and "near L2 partition" in texts
     plots.close(fig)
 
 
@@ -140,7 +138,7 @@ def test_two_runs_are_overlaid():
     assert [r.label for r in runs] == ["H200", "H100 80GB HBM3"]
     fig = plots.figure("roofline", runs)
     labels = " | ".join(_texts(fig.axes[0]))
-    assert "INT8 wgmma: H200 1.91, H100 1.93 POP/s" in labels
+    assert "INT8 wgmma: H200 1.9, H100 1.91 POP/s" in labels
     plots.close(fig)
     fig = plots.figure("gemm", runs)
     for ax in fig.axes:

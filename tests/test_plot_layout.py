@@ -5,26 +5,25 @@ covers no data point. Checked with matplotlib's own renderer on the committed pr
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 import pytest
 
 from hwprobe.report import plots
 from hwprobe.report.source import load_run
+from tests.refs import H100_DEFAULT, H100_FULL, H200_DEFAULT, H200_FULL
 
-ROOT = Path(__file__).resolve().parents[1]
 RUNS = {
-    "h200-full": ["h200-sxm/2026-11-25-full"],
-    "h100-full": ["h100-sxm/2026-11-25-full"],
-    "h200-default": ["h200-sxm/2026-11-25-default"],
-    "overlay": ["h200-sxm/2026-11-25-full", "h100-sxm/2026-11-25-full"],
-    "overlay-default": ["h200-sxm/2026-11-25-default", "h100-sxm/2026-11-21-default"],
-    "overlay-26": ["h100-sxm/2026-11-26-full", "h200-sxm/2026-11-26-full"],      # issue 35's example
+    "h200-full": [H200_FULL],
+    "h100-full": [H100_FULL],
+    "h200-default": [H200_DEFAULT],
+    "overlay": [H200_FULL, H100_FULL],
+    "overlay-default": [H200_DEFAULT, H100_DEFAULT],
+    "overlay-26": [H100_FULL, H200_FULL],      # issue 35's example
 }
 
 
 def _runs(key):
-    return [load_run(ROOT / "profiles" / p) for p in RUNS[key]]
+    return [load_run(p) for p in RUNS[key]]
 
 
 def _boxes(fig):
@@ -128,7 +127,7 @@ def test_fleet_outlier_names_do_not_overprint(tmp_path):
     from hwprobe.fleet.render import draw as strip_plot
     from hwprobe.fleet.synthetic import make_fleet
 
-    base = json.loads((ROOT / "profiles" / "h200-sxm" / "2026-11-21-full" / "profile.json").read_text())
+    base = json.loads((H200_FULL / "profile.json").read_text())
     units = make_fleet(base, 30, {3: "power_cap", 5: "power_cap", 6: "thermal", 11: "thermal", 17: "driver",
                                   22: "memory"}, seed=1)
     fleet = compare.compare([record_of(d, d["environment"]["host"], d["environment"]["host"]) for d in units])
@@ -237,7 +236,7 @@ def test_analyze_plot_note_and_layer_names_stay_inside_and_apart(tmp_path, monke
 
     kept, real_close = {}, plt.close
     monkeypatch.setattr(plt, "close", lambda fig=None: kept.setdefault("fig", fig))     # keep it to measure it
-    plot_layers(analyze("googlenet", str(ROOT / "profiles" / "h200-sxm" / "2026-11-26-full")), tmp_path / "a.png")
+    plot_layers(analyze("googlenet", str(H200_FULL)), tmp_path / "a.png")
     fig = kept["fig"]
     r = fig.canvas.get_renderer()
     ax = fig.axes[0]

@@ -1,6 +1,7 @@
 """The prediction model (hwprobe.predict): interpolation against analytic oracles, the lowering against the kernel
 counts PyTorch's profiler measured on the device for the same exported models, and the whole prediction against
-the measured times committed beside them (profiles/h200-sxm/2026-11-26-validation-cold)."""
+the measured times committed in the validation runs (tests/refs.py: H200_VALIDATION_COLD, H200_VALIDATION). The
+exports are tests/onnx_fixtures.py's stand-ins for the ones those runs kept before the pruning."""
 
 from __future__ import annotations
 
@@ -13,10 +14,18 @@ import pytest
 
 from hwprobe.predict.calibration import ConvTable, GemmTable, MemCurve, SdpaTable
 from hwprobe.predict.ops import KernelOp, OpTime
+from tests import refs
 
-ROOT = Path(__file__).resolve().parents[1]
-VALID = ROOT / "profiles/h200-sxm/2026-11-26-validation-cold"
-PREDICT = ROOT / "profiles/h200-sxm/2026-11-26-predict-cold"
+VALID = refs.H200_VALIDATION_COLD
+PREDICT = refs.H200_PREDICT_COLD
+
+
+@pytest.fixture(scope="module")
+def onnx_dir(tmp_path_factory) -> Path:
+    pytest.importorskip("onnx")
+    from tests.onnx_fixtures import cnn_exports
+
+    return cnn_exports(tmp_path_factory.mktemp("onnx"))
 
 
 def _power_law(m, n, k):
@@ -88,23 +97,21 @@ def _measured_case(model: str, batch: int, variant: str) -> dict:
 
 
 @pytest.mark.parametrize("model", ["resnet18", "resnet50"])
-def test_lowering_launches_the_kernels_pytorch_launched(model):
+def test_lowering_launches_the_kernels_pytorch_launched(model, onnx_dir):
     """The lowered kernel count of the exported model equals what PyTorch's profiler counted for the same model
     (BN folded, channels-last) replayed as a CUDA graph on the H200: an oracle from the device, not this code."""
-    pytest.importorskip("onnx")
     from hwprobe.models import load_model
     from hwprobe.predict.lower import lower
 
-    low = lower(load_model(VALID / "onnx" / f"{model}-b1.onnx", 1), "fp16", "graph")
+    low = lower(load_model(onnx_dir / f"{model}-b1.onnx", 1), "fp16", "graph")
     assert len(low.kernels) == _measured_case(model, 1, "bn_folded_nhwc")["kernels_graph"]["count"]
 
 
-def test_fused_runtime_folds_pointwise_layers_into_their_producers():
-    pytest.importorskip("onnx")
+def test_fused_runtime_folds_pointwise_layers_into_their_producers(onnx_dir):
     from hwprobe.models import load_model
     from hwprobe.predict.lower import lower
 
-    m = load_model(VALID / "onnx" / "resnet18-b1.onnx", 1)
+    m = load_model(onnx_dir / "resnet18-b1.onnx", 1)
     graph, fused = lower(m, "fp16", "graph"), lower(m, "fp16", "fused")
     convs = sum(1 for x in m.layers if x.op == "conv")
     assert len(fused.kernels) < len(graph.kernels)
@@ -112,16 +119,15 @@ def test_fused_runtime_folds_pointwise_layers_into_their_producers():
     assert len(fused.kernels) <= convs + 4                                 # convs, pools, the FC and a flatten
 
 
-def test_prediction_against_the_measured_h200_run():
+def test_prediction_against_the_measured_h200_run(onnx_dir):
     """ResNet-50 at batch 8 replayed as a CUDA graph on the H200 took what validate_models.json says; the committed
     validation puts every graph prediction within 11% (here: within 15%, and never below the roofline bound)."""
-    pytest.importorskip("onnx")
     from hwprobe.models import load_model
     from hwprobe.predict.estimate import predict_model
     from hwprobe.profile_build import load_profile
 
     measured = _measured_case("resnet50", 8, "bn_folded_nhwc")["cuda_graph"]["median_ms"] * 1e-3
-    p = predict_model(load_model(VALID / "onnx" / "resnet50-b8.onnx", 8), load_profile(PREDICT), "fp16", "graph")
+    p = predict_model(load_model(onnx_dir / "resnet50-b8.onnx", 8), load_profile(PREDICT), "fp16", "graph")
     assert abs(p.time_s / measured - 1) < 0.15, (p.time_s, measured)
     assert p.time_s >= p.roofline_s
     assert sum(p.parts().values()) == pytest.approx(p.time_s)
@@ -129,23 +135,21 @@ def test_prediction_against_the_measured_h200_run():
     assert err.held_out is None and err.seen.cases >= 10 and not err.measured
 
 
-def test_nchw_prediction_against_the_measured_h200_run():
+def test_nchw_prediction_against_the_measured_h200_run(onnx_dir):
     """ResNet-50 and MobileNetV2 at batch 64 in PyTorch's default NCHW layout, timed on the H200 (the conv lease):
     priced from that lease's NCHW and depthwise points, within 10%; priced from the channels-last table of a profile
     without them (the cold lease), 19-30% low and flagged outside the calibration."""
-    pytest.importorskip("onnx")
     from hwprobe.models import load_model
     from hwprobe.predict.estimate import predict_model
     from hwprobe.profile_build import load_profile
 
-    conv = ROOT / "profiles/h200-sxm/2026-11-26-validation-conv"
+    conv = refs.H200_VALIDATION
     cases = json.loads(gzip.decompress((conv / "validate_models.json.gz").read_bytes()))["cases"]
     for name in ("resnet50", "mobilenet_v2"):
         case = next(c for c in cases if (c["model"], c["variant"], c["batch"]) == (name, "bn_folded", 64))
         measured = case["cuda_graph"]["median_ms"] * 1e-3
-        model = load_model(VALID / "onnx" / f"{name}-b64.onnx", 64)
-        p = predict_model(model, load_profile(ROOT / "profiles/h200-sxm/2026-11-26-predict-conv"), "fp16", "graph",
-                          layout="nchw")
+        model = load_model(onnx_dir / f"{name}-b64.onnx", 64)
+        p = predict_model(model, load_profile(refs.H200_PREDICT), "fp16", "graph", layout="nchw")
         assert abs(p.time_s / measured - 1) < 0.10, (name, p.time_s, measured)
         err = p.expected_error()                                           # the NCHW cases, not the nhwc ones
         assert err.layout == "nchw" and err.family == "cnn" and err.seen.cases == 14
@@ -190,19 +194,18 @@ def test_power_adjust_scales_compute_bound_kernels_by_the_compute_share():
 def test_a_profile_without_calibration_gets_no_prediction_but_says_why():
     from hwprobe.models import analyze
 
-    a = analyze("resnet18", ROOT / "profiles/h200-sxm/2026-11-25-full", precision="fp16")
+    a = analyze("resnet18", refs.H200_DEFAULT, precision="fp16")          # the full suite now holds the calibration
     assert a.prediction is None
     assert any("no predicted time" in n for n in a.notes)
 
 
-def test_analyze_on_a_predict_suite_profile_prints_the_prediction():
+def test_analyze_on_a_predict_suite_profile_prints_the_prediction(onnx_dir):
     """The 'predict' suite's profile has no CUDA-core probes: pointwise layers get a stand-in ceiling (said so),
     and the calibrated prediction is printed beside the roofline bound (exit 0, not a missing-ceiling error)."""
     import subprocess
     import sys
 
-    pytest.importorskip("onnx")
-    r = subprocess.run([sys.executable, "-m", "hwprobe", "analyze", str(VALID / "onnx" / "resnet18-b1.onnx"),
+    r = subprocess.run([sys.executable, "-m", "hwprobe", "analyze", str(onnx_dir / "resnet18-b1.onnx"),
                         "--profile", str(PREDICT), "-p", "fp16"], capture_output=True, text=True, timeout=120,
                        env={**__import__("os").environ, "COLUMNS": "200"})
     assert r.returncode == 0, r.stderr
@@ -273,7 +276,7 @@ def test_a_prediction_under_the_layer_by_layer_bound_says_why_it_may_be():
     pytest.importorskip("onnx")
     from hwprobe.models import analyze
 
-    a = analyze(VALID / "onnx" / "bert_base-b32-dynamo.onnx", ROOT / "profiles/h200-sxm/2026-11-26-predict-conv",
+    a = analyze(VALID / "onnx" / "bert_base-b32-dynamo.onnx", refs.H200_PREDICT,
                 precision="fp16", batch=32)
     p = a.prediction
     assert p.roofline_s <= p.time_s < a.totals["time_s"]

@@ -1,5 +1,4 @@
 import json
-from pathlib import Path
 
 import pytest
 
@@ -129,8 +128,7 @@ def test_a_gzipped_records_file_reads_as_the_plain_one(tmp_path):
     from hwprobe.errors import InputError
     from hwprobe.report.source import load_run
     from hwprobe.results import MEASUREMENTS, load_records, records_file
-
-    src = Path(__file__).resolve().parents[1] / "profiles" / "h200-sxm" / "2026-11-25-default"
+    from tests.refs import H200_DEFAULT as src
     plain, packed = tmp_path / "plain", tmp_path / "packed"
     shutil.copytree(src, plain)
     shutil.copytree(src, packed)

@@ -3,7 +3,6 @@ achieved rate, intensity, attainable rate and % of the measured roof."""
 
 import json
 from importlib import metadata
-from pathlib import Path
 
 import pytest
 
@@ -11,9 +10,10 @@ pytest.importorskip("pytest_benchmark")
 
 from hwprobe import roofline  # noqa: E402
 from hwprobe.profile_build import load_profile  # noqa: E402
+from tests.refs import H200_FULL  # noqa: E402
 
 pytest_plugins = ["pytester"]
-H200 = str(Path("profiles/h200-sxm/2026-11-21-full/profile.json").resolve())
+H200 = str(H200_FULL / "profile.json")
 
 BENCH = """
 import time

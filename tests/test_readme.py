@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from hwprobe.cli import cli
+from tests.refs import H200_FULL
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -43,7 +44,7 @@ def test_readme_is_a_quick_start_that_links_every_docs_page():
 def test_profile_attainable_default_path_is_as_documented():
     import hwprobe
 
-    p = hwprobe.load_profile(ROOT / "profiles" / "h200-sxm" / "2026-11-26-full")
+    p = hwprobe.load_profile(H200_FULL)
     best = p.attainable(1e9, "fp16") / 1e12
     library = p.attainable(1e9, "fp16", path="library") / 1e12
     assert round(best) == 913 and round(library) == 799

@@ -23,6 +23,7 @@ from hwprobe.measurement import Measurement, Stats, Theory
 from hwprobe.probes import probe
 from hwprobe.profile_build import load_profile
 from hwprobe.results import MEASUREMENTS
+from tests.refs import H200_DEFAULT
 
 
 @probe(name="test.slow", target="cpu", family="memory", summary="test")
@@ -171,8 +172,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
 
 
 def _mutated_profile(draw_value, key):
-    base = json.loads(open(os.path.join(os.path.dirname(__file__), "..", "profiles", "h200-sxm",
-                                        "2026-11-21-default", "profile.json")).read())
+    base = json.loads((H200_DEFAULT / "profile.json").read_text())
     base[key] = draw_value
     return base
 

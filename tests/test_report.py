@@ -7,7 +7,6 @@ import io
 import shutil
 import time
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -17,10 +16,10 @@ from hwprobe.profile_build import from_measurements, load_profile
 from hwprobe.report import document, gapview, html, markdown, terminal
 from hwprobe.report import text as tx
 from hwprobe.report.source import load_run
+from tests.refs import H100_FULL as H100
+from tests.refs import H200_COMPUTE_CLOCKS as COMPUTE_CLOCKS
+from tests.refs import H200_FULL as H200
 
-ROOT = Path(__file__).resolve().parent.parent
-H200 = ROOT / "profiles" / "h200-sxm" / "2026-11-21-full"
-H100 = ROOT / "profiles" / "h100-sxm" / "2026-11-21-full"
 PLOTTED = ("roofline", "gap", "bandwidth", "latency", "gemm", "align", "sparse", "power")
 
 
@@ -94,7 +93,7 @@ def test_markdown_has_the_same_sections_and_its_images_exist(tmp_path):
     assert len(images) == len(PLOTTED)
     for rel in images:
         assert (tmp_path / rel).read_text().startswith("<svg")
-    assert "| fp16 | tensor | instr | 907 TFLOP/s |" in text
+    assert "| fp16 | tensor | instr | 913 TFLOP/s |" in text
 
 
 def _terminal(p: Profile, width: int, wide: bool = False, kind: str = "gpu") -> str:
@@ -109,14 +108,20 @@ def _table_lines(out: str) -> list[str]:
 
 
 def test_terminal_tables_fit_80_and_120_columns_without_cut_cells():
+    """The full run's compute table has 19 columns (the SM clock's source and the NVML-vs-kernel clock among
+    them) and needs 157 to show them all: at 80 and 120 it leaves wide ones out and says so; at 160 it shows
+    every one and no such line."""
     p = load_profile(H200)
     narrow = _terminal(p, 80)
     assert max(len(x.rstrip()) for x in _table_lines(narrow)) <= 80 and "…" not in narrow
     assert "measured" in narrow and "SM" in narrow and "throttle" not in narrow.split("more columns")[0]
     assert "more columns (" in narrow and "--wide" in narrow
-    wide = _terminal(p, 120)
-    assert max(len(x.rstrip()) for x in _table_lines(wide)) <= 120 and "…" not in wide
-    for header in ("@max", "sheet", "pJ/", "throttle", "cycles", "slope from", "power cap"):
+    mid = _terminal(p, 120)
+    assert max(len(x.rstrip()) for x in _table_lines(mid)) <= 120 and "…" not in mid
+    assert "@max" in mid and "cycles" in mid and "more columns (throttle, pJ/op, W" in mid
+    wide = _terminal(p, 160)
+    assert max(len(x.rstrip()) for x in _table_lines(wide)) <= 160 and "…" not in wide
+    for header in ("@max", "sheet", "pJ/", "throttle", "cycles", "slope from", "NVML vs kernel", "power cap"):
         assert header in wide, header
     assert "more columns" not in wide
     forced = _terminal(p, 80, wide=True)
@@ -126,17 +131,23 @@ def test_terminal_tables_fit_80_and_120_columns_without_cut_cells():
 def test_units_follow_the_precision():
     out = _terminal(load_profile(H200), 120)
     ridge = out.split("Ridge points")[1].split("Gap to")[0]
-    assert "int8       tensor  POP/s" in ridge and "406 OP/B" in ridge and "int32" in ridge
+    assert "int8       tensor  POP/s" in ridge and "429 OP/B" in ridge and "int32" in ridge
     assert "FLOP/B" not in next(x for x in ridge.splitlines() if x.startswith("int32"))
 
 
-def test_each_skip_once_and_no_internal_references():
+def test_each_skip_once_and_no_internal_references(tmp_path):
+    """No kept run holds a reference to an internal note (profiles written before 2026-11-25 did: the INT8
+    alignment finding read "(003: align INT8 channels to 32)"), so the fixture is the full run's profile with its
+    finding put back in that older form."""
     p = load_profile(H200)
     out = _terminal(p, 120)
     skipped = out.split("Skipped")[1]
     assert skipped.count("fp8 mma.sync has no native instruction") == 1
     assert "2 measurements" in skipped and "the same at 4113, 4129, 4161" in skipped
-    flat = " ".join(out.split())
+    text = (H200 / "profile.json").read_text()
+    assert text.count("(align INT8 channels to 32)") == 1
+    (tmp_path / "profile.json").write_text(text.replace("(align INT8", "(003: align INT8"))
+    flat = " ".join(_terminal(load_profile(tmp_path / "profile.json"), 120).split())
     assert "(003:" not in flat and "seeds 0" not in flat and "; align INT8 channels to 32" in flat
 
 
@@ -160,7 +171,6 @@ def test_cpu_tables_leave_out_what_a_cpu_does_not_have():
 
 
 # the SM clock below NVML's, split out
-COMPUTE_CLOCKS = ROOT / "profiles" / "h200-sxm" / "2026-11-24-compute-clocks"
 
 
 def test_gap_chain_multiplies_out_to_the_measured_ceiling():
@@ -175,8 +185,9 @@ def test_gap_chain_multiplies_out_to_the_measured_ceiling():
                 assert s.value == pytest.approx(value)
         assert ch.measured.value == pytest.approx(value, rel=1e-9), ch.title
     fp16 = next(c for c in gapview.chains(load_profile(H200)) if c.precision == "fp16" and c.unit == "tensor_core")
-    assert [s.category for s in fp16.steps] == ["start", "clock", "power", "path", "measured", "other", "data"]
-    assert fp16.steps[-1].value == pytest.approx(637.4e12, rel=1e-3)                 # sustained on random data
+    assert [s.category for s in fp16.steps] == ["start", "clock", "power", "sm_clock", "path", "measured", "other",
+                                                "data"]
+    assert fp16.steps[-1].value == pytest.approx(628.9e12, rel=1e-3)                 # sustained on random data
 
 
 def test_plain_removes_references_to_internal_notes():
@@ -189,7 +200,7 @@ def test_provenance_names_versions_command_and_time():
     run = load_run(H100)
     rows = dict(tx.provenance(run.environment, run.profile))
     assert rows["command"].startswith("hwprobe run") and "--suite full" in rows["command"]
-    assert rows["started (UTC)"].startswith("2026-11-21") and "cupy-cuda13x 14.2.0" in rows["libraries"]
+    assert rows["started (UTC)"].startswith("2026-11-26") and "cupy-cuda13x 14.2.0" in rows["libraries"]
     assert rows["CUDA runtime / driver"] == "13.2 / 13.0" and rows["cuBLAS"] == "13.1.0"
 
 
@@ -205,7 +216,7 @@ def test_report_cli_writes_html_and_markdown(tmp_path):
 def test_each_probes_wall_time_is_reported_slowest_first(tmp_path):
     """Issue 33: the run's per-probe wall time (environment probe_seconds) in the terminal, fitting 80 columns,
     and in the Markdown/HTML provenance."""
-    full = ROOT / "profiles" / "h200-sxm" / "2026-11-26-full"
+    full = H200
     out = _terminal(load_profile(full), 80)
     table = out[out.index("Probe wall time"):].splitlines()
     assert max(len(x.rstrip()) for x in table) <= 80

@@ -10,6 +10,7 @@ from hwprobe.profile import Profile
 from hwprobe.profile_build import from_measurements
 from hwprobe.roofline import RooflineError
 from tests.helpers import meas
+from tests.refs import H200_FULL
 
 DEVICE = {"kind": "gpu", "name": "NVIDIA H200", "sms": 132}
 LIB, INS, BW = 807e12, 907e12, 4.5e12
@@ -122,7 +123,7 @@ def test_ridge_needs_positive_numbers():
 def test_committed_profile_library_vs_instruction_ridge():
     from hwprobe.profile_build import load_profile
 
-    p = load_profile("profiles/h200-sxm/2026-11-21-full/profile.json")
+    p = load_profile(H200_FULL / "profile.json")
     lib = roofline.ridge_point(p, "fp16", unit="tensor_core", path="library")
     ins = roofline.ridge_point(p, "fp16", unit="tensor_core", path="instruction")
     assert lib < ins                                       # cuBLAS reaches less than wgmma

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from hwprobe.probes.compute import mma_clock as mc
+from hwprobe.results import records_text
+from tests import refs
 
-ROOT = Path(__file__).resolve().parents[1]
-FULL = {g: ROOT / "profiles" / g / "2026-11-25-full" for g in ("h100-sxm", "h200-sxm")}
+FULL = {"h100-sxm": refs.H100_FULL, "h200-sxm": refs.H200_FULL}
 
 
 def _records(run: Path) -> list[dict]:
-    lines = (run / "measurements.jsonl").read_text().splitlines()
-    return [d for d in map(json.loads, lines) if "probe" in d]
+    return [d for d in map(json.loads, records_text(run).splitlines()) if "probe" in d]
 
 
 # ---------------------------------------------------------------- 1. mma.sync: the event time is no clock
@@ -29,7 +29,7 @@ def test_committed_mma_sync_timers_agree_so_no_timer_flag(gpu):
     multi_wave = 0
     for r in recs:
         span, event = r["params"]["span_s"], r["params"]["event_s"]
-        assert abs(event / span - 1) < 0.002                   # the launch overhead: 0.03-0.17% of 10 ms
+        assert abs(event / span - 1) < 0.005                   # the launch overhead: 0.03-0.39% of 10 ms
         assert mc.timer_disagreement([span], [event]) is None
         multi_wave += r["params"]["grid"] > 132                 # 132 SMs: more CTAs than one per SM
     assert multi_wave >= 4      # the records that carried the false flag: 264/528 CTAs on 132 SMs
@@ -67,19 +67,19 @@ def test_gemm_plot_draws_no_point_above_one_point_oh_three():
         assert len(effs) > 50 and max(effs) <= 1.03, max(effs)
 
 
-def test_int8_library_row_says_nvml_lags_not_110_percent():
+def test_library_row_where_nvml_lags_says_so_not_109_percent():
     from hwprobe.report import tables as tb
     from hwprobe.report.source import load_run
 
     prof = load_run(FULL["h200-sxm"]).profile
     rows = {(r["precision"], r["path"]): r for r in tb.compute_table(prof).rows}
-    c = prof.compute["int8"]["tensor_core"]["library"]
-    # the committed record: 1.661 POP/s with NVML reading 1395 MHz; H200 INT8 dense theory there is
-    # 132 SMs x 8192 OP/clk x 1395 MHz = 1.508 POP/s: 110.1%, which no hardware does; the sentinel timed 1718 MHz
-    assert c.value == pytest.approx(1.661e15, rel=1e-3)
-    assert c.value / (132 * 8192 * 1395e6) == pytest.approx(1.101, abs=1e-3)
+    c = prof.compute["fp64"]["tensor_core"]["library"]
+    # the committed record: 60.24 TFLOP/s with NVML reading 1635 MHz; H200 FP64 tensor theory there is
+    # 132 SMs x 256 FLOP/clk x 1635 MHz = 55.25 TFLOP/s: 109.0%, which no hardware does; the sentinel timed 1890 MHz
+    assert c.value == pytest.approx(60.24e12, rel=1e-3)
+    assert c.value / (132 * 256 * 1635e6) == pytest.approx(1.090, abs=1e-3)
     assert c.params["pct_at"]["nvml"] > 1.03
-    assert rows[("int8", "library")]["pct_nvml"] == "NVML lags"
+    assert rows[("fp64", "library")]["pct_nvml"] == "NVML lags"
     for row in rows.values():
         for key in ("pct_clock", "pct_max", "pct_nvml"):
             v = row.get(key)
@@ -93,10 +93,11 @@ def test_short_window_power_is_not_shown_beside_the_figure():
     from hwprobe.report import tables as tb
     from hwprobe.report.source import load_run
 
-    prof = load_run(FULL["h200-sxm"]).profile
+    prof = load_run(FULL["h100-sxm"]).profile
     rows = {(r["precision"], r["path"]): r for r in tb.compute_table(prof).rows}
-    # TF32 library 412 TFLOP/s over ~50 ms; NVML's 1 s average read 123 W (the second before it)
-    assert prof.compute["tf32"]["tensor_core"]["library"].power_w == pytest.approx(123.372)
+    # H100 TF32 library 395 TFLOP/s over a window too short for the energy counter; NVML's 1 s average read
+    # 124 W (the second before it), not a TF32 GEMM's draw
+    assert prof.compute["tf32"]["tensor_core"]["library"].power_w == pytest.approx(123.718)
     assert rows[("tf32", "library")]["power"] is None
     # a window the energy counter timed keeps its power: power x median time / work = J/op
     shown = [r for r in rows.values() if r["power"]]
@@ -117,7 +118,7 @@ def test_ridge_table_and_roofline_finding_share_one_definition():
     # H200 by hand: FP16 CUDA-core theory 132 SMs x 256 FMA/clk x 2 x 1980 MHz = 133.8 TFLOP/s; DRAM theory
     # 3201 MHz x 2 x 6016 bit / 8 = 4.814 TB/s -> 27.8 FLOP/B (the roofline finding's theoretical figure)
     assert float(fp16["theory"]) == pytest.approx(132 * 256 * 2 * 1980e6 / (3201e6 * 2 * 6016 / 8), rel=2e-3)
-    assert fp16["ridge"].startswith("29.8")                       # 131.5 TFLOP/s measured / 4.41 TB/s measured
+    assert fp16["ridge"].startswith("29.7")                       # 131.6 TFLOP/s measured / 4.43 TB/s measured
     note = ridge_note("fp16", 15.7, 66.6e12, 4.24e12, "FLOP/B", 27.8, "basis")
     assert not note.startswith("measured ridge") and "this kernel's knee 15.7" in note
 
@@ -258,11 +259,11 @@ def test_rebuilt_profile_keeps_the_runs_creation_time(tmp_path):
 
     run = tmp_path / "run"
     run.mkdir()
-    for name in ("measurements.jsonl", "environment.json"):
+    for name in ("measurements.jsonl.gz", "environment.json"):
         shutil.copy(FULL["h100-sxm"] / name, run / name)
     prof = load_profile(run)                     # no profile.json: rebuilt from the records
     assert prof.partial
-    assert prof.created_utc == "2026-11-25T00:29:27Z"       # environment.json's started_utc, typed from the file
+    assert prof.created_utc == "2026-11-26T04:47:18Z"       # environment.json's started_utc, typed from the file
     (run / "environment.json").unlink()
     assert load_profile(run).created_utc == ""   # unknown, never today's date
 
@@ -273,15 +274,18 @@ def test_rebuilt_profile_keeps_the_runs_creation_time(tmp_path):
 def test_causes_come_from_what_the_committed_runs_recorded():
     """Not a generator planting the fields the cause finder reads: two committed H200 runs with a second process
     on the GPU (the 'shared' experiments: pid 776 loading the SMs, pid 707 holding 129 GB), against the full run
-    of the same card, and the H100 against the H200."""
+    of the same card, and the H100 against the H200. The SM hog's run also started warm (51 C, its
+    device.nvml.temp_c, against the full run's 35 C): that cause is listed beside the process."""
     from hwprobe.fleet import causes
     from hwprobe.fleet.records import load_run
 
     ref = load_run(FULL["h200-sxm"])
-    smhog = load_run(ROOT / "profiles" / "h200-sxm" / "2026-11-25-shared-smhog")
-    memhog = load_run(ROOT / "profiles" / "h200-sxm" / "2026-11-25-shared-memhog")
-    assert causes.explain(smhog, ref, "dram.bandwidth")[0] == \
-        "other processes used the GPU during this run: python3 (776)"
+    smhog = load_run(refs.H200_SHARED_SMHOG)
+    memhog = load_run(refs.H200_SHARED_MEMHOG)
+    assert (smhog.device["nvml"]["temp_c"], ref.device["nvml"]["temp_c"]) == (51, 35)
+    assert causes.explain(smhog, ref, "dram.bandwidth") == [
+        "GPU 51 C at the start vs 35 C in the reference (cooling?)",
+        "other processes used the GPU during this run: python3 (776)"]
     assert causes.explain(memhog, ref, "dram.bandwidth")[0] == \
         "other processes used the GPU during this run: python3 (707)"
     h100 = load_run(FULL["h100-sxm"])
@@ -293,7 +297,19 @@ def test_causes_come_from_what_the_committed_runs_recorded():
 # ---------------------------------------------------------------- 8. runs judged under old rules say so
 
 
-def test_superseded_runs_say_so_in_report_compare_and_validate(capsys):
+# the SUPERSEDED note of the H200's 2026-11-21 full run, pruned from profiles/ with every other superseded run
+OLD_NOTE = """Superseded by 2026-11-25-full on the same kind of card. Its FP8 figures were measured on
+nine-valued operands (hwprobe compare flags them at 113-115% of theory), and it was judged under rules since
+corrected (issue 23: mma.sync "event clock" flags, NVML's lagging power beside short windows). Kept as history:
+take no figure from it.
+"""
+
+
+def test_superseded_runs_say_so_in_report_compare_and_validate(tmp_path, capsys):
+    """No kept run is superseded (test_committed_profiles checks that none holds a SUPERSEDED file): the fixture
+    is a copy of the H200 default run with the note a pruned run carried."""
+    import shutil
+
     from rich.console import Console
 
     from hwprobe.cli import main
@@ -302,7 +318,10 @@ def test_superseded_runs_say_so_in_report_compare_and_validate(capsys):
     from hwprobe.profile_build import load_profile
     from hwprobe.report.terminal import render
 
-    old = ROOT / "profiles" / "h200-sxm" / "2026-11-21-full"
+    old = tmp_path / "2026-11-21-full"
+    shutil.copytree(refs.H200_DEFAULT, old)
+    assert not load_profile(old).superseded
+    (old / "SUPERSEDED").write_text(OLD_NOTE)
     prof = load_profile(old)
     assert prof.superseded.startswith("Superseded by 2026-11-25-full") and "nine-valued" in prof.superseded
     assert prof.to_dict()["superseded"] == prof.superseded
@@ -320,13 +339,14 @@ def test_superseded_runs_say_so_in_report_compare_and_validate(capsys):
 
 @pytest.mark.parametrize("gpu,sku", [("h100-sxm", "H100 SXM"), ("h200-sxm", "H200 SXM")])
 def test_l2_runs_theory_is_what_todays_judge_gives(gpu, sku):
-    """The SUPERSEDED note of the L2 runs says their L2 figure and theory value stand and only the labels are old:
-    re-judge the recorded L2 measurement with today's code and compare."""
+    """The L2 theory the peer-comparison runs recorded (their memory suite beside gpu-benches, lease 1; the earlier
+    L2 runs' SUPERSEDED note said the same of theirs): re-judge the recorded L2 measurement with today's code and
+    compare."""
     from hwprobe import specs
     from hwprobe.judge import judge
     from hwprobe.results import read_measurements
 
-    run = ROOT / "profiles" / gpu / "2026-11-25-l2-full"
+    run = {"h100-sxm": refs.H100_L2_GPUBENCHES, "h200-sxm": refs.H200_L2_GPUBENCHES}[gpu] / "lease1" / "memory"
     m = next(x for x in read_measurements(run) if x.metric == "cache.l2.read")
     recorded = m.theory.at_clock
     m.theory, m.flags = None, [f for f in m.flags if not f.startswith("above_")]

@@ -3,17 +3,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from click.testing import CliRunner
 
 from hwprobe.cli import cli
+from tests import refs
+from tests.refs import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-H200 = str(ROOT / "profiles" / "h200-sxm" / "2026-11-25-full")
-H100 = str(ROOT / "profiles" / "h100-sxm" / "2026-11-25-full")
-H200_OLD = str(ROOT / "profiles" / "h200-sxm" / "2026-11-21-full")
+H200 = str(refs.H200_FULL)
+H100 = str(refs.H100_FULL)
+H200_OTHER = str(refs.H200_DEFAULT)         # a second H200 run, of another suite
 NSYS = str(ROOT / "tests" / "data" / "times" / "nsys_cuda_gpu_kern_sum.csv")
 
 COMMANDS = {
@@ -23,8 +22,8 @@ COMMANDS = {
     "analyze-times": ["analyze", "resnet50", "--profile", H200, "--precision", "fp16", "--times", NSYS],
     "analyze-csv": ["analyze", str(ROOT / "tests" / "data" / "tiny_layers.csv"), "--spec", "H100 SXM"],
     "validate-spec": ["validate", H200, "--against", "H200 SXM"],
-    "validate-run": ["validate", H200, "--against", H200_OLD],
-    "compare": ["compare", H200, H100, H200_OLD],
+    "validate-run": ["validate", H200, "--against", H200_OTHER],
+    "compare": ["compare", H200, H100, H200_OTHER],
     "classify": ["classify", "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute",
                  "h884gemm", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>"],
     "analyze-times-only": ["analyze", "--profile", H200, "--times", NSYS],
@@ -89,11 +88,8 @@ def test_piped_tables_are_as_wide_in_bytes_as_in_columns():
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
-    for args in (["report", str(root / "profiles/h200-sxm/2026-11-26-full")],
-                 ["analyze", "llama-3-8b", "--profile", str(root / "profiles/h200-sxm/2026-11-26-predict-cold")]):
+    for args in (["report", H200], ["analyze", "llama-3-8b", "--profile", str(refs.H200_PREDICT)]):
         r = subprocess.run([sys.executable, "-m", "hwprobe", *args], capture_output=True, timeout=120,
                            env={**os.environ, "COLUMNS": "80"})
         assert r.returncode == 0, r.stderr

@@ -5,15 +5,14 @@ a skip for FP8 as for INT8; no committed folder is named after an issue."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from hwprobe.cli import cli
+from tests.refs import H200_FULL, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-H200 = str(ROOT / "profiles" / "h200-sxm" / "2026-11-25-full")
+H200 = str(H200_FULL)
 JARGON = re.compile(r"\b00[0-9]'s\b|\b00[0-9] (does|divides)\b|\bthe seeds'|\bseeds' |FMA-pipe-only|\b00[0-9]'s advice")
 
 
@@ -68,10 +67,19 @@ def test_a_library_refusing_a_size_is_a_skip_for_fp8_as_for_int8():
     assert crash.status == "error"
 
 
-def test_committed_fp8_refusals_are_reported_as_skips():
-    """The committed H200 run filed the FP8 refusals as errors (an older hwprobe); the report files them with the
-    INT8 ones, under Skipped."""
-    text = out("report", H200, "--wide")
+def test_committed_fp8_refusals_are_reported_as_skips(tmp_path):
+    """Runs of an older hwprobe (the H200's 2026-11-25 full run, since pruned) filed the FP8 refusals as errors; the
+    report files them with the INT8 ones, under Skipped. The kept full run files them as skips already, so the
+    fixture is its profile with those entries moved back to errors, as the older hwprobe wrote them."""
+    import json
+
+    d = json.loads((H200_FULL / "profile.json").read_text())
+    fp8 = [s for s in d["skipped"] if "must be divisible by 16" in s["reason"]]
+    assert len(fp8) == 4 and not d["errors"]
+    d["skipped"] = [s for s in d["skipped"] if s not in fp8]
+    d["errors"] = [{"probe": s["probe"], "metric": s["metric"], "error": s["reason"]} for s in fp8]
+    (tmp_path / "profile.json").write_text(json.dumps(d))
+    text = out("report", str(tmp_path / "profile.json"), "--wide")
     errors = text.split("Errors")[1] if "\nErrors" in text else ""
     skipped = text.split("Skipped")[1].split("Invalid")[0]
     assert "must be divisible by 16" not in errors

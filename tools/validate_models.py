@@ -64,7 +64,7 @@ inference fast path: the same GEMMs and attention). The JSON and the bundle are 
 and every export, so a run stopped at the device's time limit keeps what it had.
 
 Wall time: the first version of this script (timing as now, fewer exports) ran in 93 s on an H200 and 105 s
-on an H100 (2026-11-26, profiles/*/2026-11-26-validation); this one adds the TorchScript exports that failed
+on an H100 (2026-11-26, the first validation runs, since pruned); this one adds the TorchScript exports that failed
 there (ViT, GPT-2, Llama) and dynamo at the larger batches, each 3-11 s on those machines: about 2.5 min.
 
 On --device cpu timings are meaningless (wall-clock, FP32, no CUDA graphs, profiler CPU ops instead of
