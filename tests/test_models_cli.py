@@ -94,15 +94,17 @@ def test_layer_table_and_predicted_kernels_say_which_time_they_show():
     import re
 
     r = subprocess.run([sys.executable, "-m", "hwprobe", "analyze", "resnet50", "--profile",
-                        "profiles/h200-sxm/2026-11-26-predict-conv"], capture_output=True, text=True, timeout=120,
+                        "profiles/h200-sxm/2026-11-26-predict-conv", "-p", "fp16", "--all"], capture_output=True,
+                       text=True,
+                       timeout=120,
                        env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0, r.stderr
-    assert "layers by roof time (--all" in r.stdout and "by time" not in r.stdout
+    assert " by time" not in r.stdout         # the layer table names its time: the roof time column below
     header = next(x for x in r.stdout.splitlines() if x.lstrip().startswith("#  layer"))
     assert "  roof time  " in header
-    table = re.search(r"\n\s+0\s+conv1\.conv .*?(?:compute|memory \(\w+\))\s+([\d.]+ us)\s", r.stdout).group(1)
+    table = re.search(r"\n\s+0\s+conv1\.conv .*?(?:compute|memory \(\w+\))\s+([\d.]+ [mun]?s)\s", r.stdout).group(1)
     assert "kernels taking the most predicted time" in r.stdout
-    kern = re.search(r"conv1\.conv gemm \S+: ([\d.]+ us) \(\w+; at its roof ([\d.]+ us)\)", r.stdout)
+    kern = re.search(r"conv1\.conv gemm \S+: ([\d.]+ [mun]?s) \(\w+; at its roof ([\d.]+ [mun]?s)\)", r.stdout)
     assert kern and kern.group(2) == table and kern.group(1) != table
 
 

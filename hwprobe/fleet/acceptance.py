@@ -123,9 +123,9 @@ class Acceptance:
 # --- taking a run apart -------------------------------------------------------------------------------------------
 
 def _records(run_dir: Path) -> list[dict[str, Any]]:
-    from hwprobe.results import MEASUREMENTS, load_records
+    from hwprobe.results import load_records, records_file
 
-    if not (run_dir / MEASUREMENTS).is_file():
+    if records_file(run_dir) is None:
         return []
     return [m.to_dict() for m in load_records(run_dir).measurements]
 

@@ -157,7 +157,9 @@ def profile_path(p: Path) -> Path:
 
 def _records_only(p: Path) -> bool:
     """A run directory that holds measurements.jsonl but no profile.json: a run killed before it wrote one."""
-    return p.is_dir() and not (p / PROFILE).is_file() and (p / MEASUREMENTS).is_file()
+    from hwprobe.results import records_file
+
+    return p.is_dir() and not (p / PROFILE).is_file() and records_file(p) is not None
 
 
 def load_run(path: str | Path, label: str | None = None, strict: bool = False) -> RunRecord:
@@ -240,7 +242,7 @@ def _runs_in(p: Path) -> list[Path]:
         return [p / PROFILE]
     if _records_only(p):
         return [p]
-    below = list(p.rglob(PROFILE)) + [f.parent for f in p.rglob(MEASUREMENTS) if _records_only(f.parent)]
+    below = list(p.rglob(PROFILE)) + [f.parent for f in p.rglob(MEASUREMENTS + "*") if _records_only(f.parent)]
     return sorted(below)
 
 
