@@ -298,3 +298,22 @@ def test_gpu_health_on_a_jetson_reads_sysfs_not_nvml(tmp_path, monkeypatch):
     got = {from_measurement(r.to_dict()).check: from_measurement(r.to_dict())
            for r in probe_mod.gpu_health(ctx, jetson_root=str(root))}
     assert set(got) == {"thermal", "live_sms", "clock_caps"} and got["live_sms"].verdict == Verdict.PASS
+
+
+def test_crc_errors_the_link_corrected_pass_and_replays_warn():
+    """The H200 recorded on 2026-11-27 (tests/data/nvml/h200-sxm-healthy.json) counts 3-26 CRC data errors on every
+    NVLink since the driver loaded, with no replay and no recovery: links correcting their own bit errors, which
+    a healthy part does. A replay or a recovery (a retrained link) is what warns."""
+    import json
+
+    from hwprobe.health import checks
+    from hwprobe.health.nvml_reader import Recorded, read_gpu
+
+    path = Path(__file__).parent / "data" / "nvml" / "h200-sxm-healthy.json"
+    calls = json.loads(path.read_text())["calls"]
+    assert sum(v for k, v in calls.items() if k.startswith("nvmlDeviceGetNvLinkErrorCounter(") and k.endswith(",3)")) > 0
+    v = checks.nvlink(read_gpu(Recorded(calls), device="GPU 0"))
+    assert v.verdict == Verdict.PASS and "CRC errors corrected" in v.reason and "crc_data" in v.reason
+    calls["nvmlDeviceGetNvLinkErrorCounter(4,1)"] = 2                      # a recovery on link 4
+    v = checks.nvlink(read_gpu(Recorded(calls), device="GPU 0"))
+    assert v.verdict == Verdict.WARN and "recovery 2" in v.reason

@@ -98,9 +98,36 @@ def _process_name(n, pid: int) -> str:
         return "?"
 
 
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])      # the field after the state: ppid
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _job_ranks() -> set[int]:
+    """Under an MPI launcher or srun, the other ranks of this run on this host: processes with this process's
+    parent (the launcher's daemon starts every local rank). A rank reaches its peer's GPU for P2P and NCCL, and
+    must not read its own job as contention. Empty in a plain run, where a sibling would be real contention."""
+    from hwprobe.world import detect
+
+    try:
+        if not detect().distributed:
+            return set()
+    except Exception:
+        return set()
+    parent, out = os.getppid(), set()
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid() and _parent_of(int(d)) == parent:
+            out.add(int(d))
+    return out
+
+
 def running_processes(info: GpuInfo, handle_=None) -> dict:
     """Other processes on this GPU now (pid, name, used memory) and the GPU's utilization: they share the SMs
-    and the memory bus, so figures measured beside them are skewed. This process is left out.
+    and the memory bus, so figures measured beside them are skewed. This process and the other ranks of its own
+    launch (mpiexec, srun) are left out.
 
     Returns {"available", "processes": [{"pid", "name", "used_memory_bytes", "kind"}], "utilization_gpu_pct",
     "utilization_mem_pct", "contended", "warning"}; ``available`` is False without NVML (a Jetson before
@@ -112,12 +139,12 @@ def running_processes(info: GpuInfo, handle_=None) -> dict:
         return out
     import pynvml as n
 
-    me, seen = os.getpid(), {}
+    me, seen, job = os.getpid(), {}, _job_ranks()
     for kind, fn in (("compute", "nvmlDeviceGetComputeRunningProcesses"),
                      ("graphics", "nvmlDeviceGetGraphicsRunningProcesses")):
         for p in _try(getattr(n, fn), h) or []:
             pid = int(p.pid)
-            if pid == me or pid in seen:
+            if pid == me or pid in seen or pid in job:
                 continue
             used = getattr(p, "usedGpuMemory", None)
             # NVML_VALUE_NOT_AVAILABLE (2**64 - 1) where the driver cannot say (MIG, some containers)
