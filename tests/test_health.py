@@ -311,7 +311,8 @@ def test_crc_errors_the_link_corrected_pass_and_replays_warn():
 
     path = Path(__file__).parent / "data" / "nvml" / "h200-sxm-healthy.json"
     calls = json.loads(path.read_text())["calls"]
-    assert sum(v for k, v in calls.items() if k.startswith("nvmlDeviceGetNvLinkErrorCounter(") and k.endswith(",3)")) > 0
+    crc = [v for k, v in calls.items() if k.startswith("nvmlDeviceGetNvLinkErrorCounter(") and k.endswith(",3)")]
+    assert sum(crc) > 0
     v = checks.nvlink(read_gpu(Recorded(calls), device="GPU 0"))
     assert v.verdict == Verdict.PASS and "CRC errors corrected" in v.reason and "crc_data" in v.reason
     calls["nvmlDeviceGetNvLinkErrorCounter(4,1)"] = 2                      # a recovery on link 4
