@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,38 @@ def test_a_run_files_its_calibration_records_into_the_section(tmp_path):
     rebuilt = load_profile(res.results_dir)
     assert rebuilt.partial and rebuilt.calibration == sec
     assert [f["metric"] for f in rebuilt.findings] == ["rebuilt", "test.finding"]
+
+
+# --- the probes' records ---------------------------------------------------------------------------------------
+def test_the_probes_records_are_named_through_the_curves_and_filed_by_them(monkeypatch):
+    """The CPU-reachable halves of gpu.gemm_shapes, gpu.launch and gpu.mem_kernels (the timing faked): each curve's
+    record reads back as its curve, each point's as none, and a profile files them into the section."""
+    from hwprobe.measurement import Measurement
+    from hwprobe.probes.base import ProbeContext
+    from hwprobe.probes.calibration import gemm_shapes as gs
+    from hwprobe.probes.calibration import launch, memkernels
+    from hwprobe.profile_build import from_measurements
+
+    def point(ctx, env, v, m, n, k, metric):
+        return Measurement(probe="gpu.gemm_shapes", metric=metric, kind="sweep", value=2.0 * m * n * k / 1e-5,
+                           unit="FLOP/s")
+
+    monkeypatch.setattr(gs, "_point", point)
+    ctx = ProbeContext(target="gpu", device=None, sampler=None, probe_name="gpu.gemm_shapes", quick=True)
+    v = types.SimpleNamespace(key="fp16.f32acc")
+    out = [*gs._grid(ctx, None, v, "fp16", [1, 16], [64, 128]), *gs._align(ctx, None, v, "fp16")]
+    out += [launch._finding(ctx, C.ROUND_TRIP_S, [1e-5, 2e-5, 3e-5], "trip"),
+            memkernels.curve_finding(ctx, "bias", [(8192, 1e-6, "8 x 256")], [])]
+    curves = [(m.metric, C.parse(m.metric)) for m in out if m.kind == "info"]
+    assert curves == [("predict.gemm.fp16", (Curve.GEMM, "fp16")), ("predict.gemm_align.fp16", (Curve.GEMM_ALIGN,
+                      "fp16")), ("predict.launch.round_trip_s", (Curve.LAUNCH, C.ROUND_TRIP_S)),
+                      ("predict.memory.bias", (Curve.MEMORY, "bias"))]
+    points = [m.metric for m in out if m.kind == "sweep"]
+    assert points[0] == "predict.gemm.fp16.m1n64k64" and "predict.gemm_align.fp16.m64n4097k4096" in points
+    assert not any(C.parse(p) for p in points)
+    sec = from_measurements({"kind": "gpu"}, out).calibration
+    assert sec.gemm["fp16"].points == 8 and len(sec.gemm_align["fp16"].points) == 12
+    assert sec.launch[C.ROUND_TRIP_S].seconds == 2e-5 and sec.memory["bias"].time_s == [1e-6]
 
 
 # --- predictions ---------------------------------------------------------------------------------------------
