@@ -187,6 +187,21 @@ def test_the_probes_records_are_named_through_the_curves_and_filed_by_them(monke
     assert sec.launch[C.ROUND_TRIP_S].seconds == 2e-5 and sec.memory["bias"].time_s == [1e-6]
 
 
+# --- readers -------------------------------------------------------------------------------------------------
+def test_the_report_shows_one_calibration_line_and_no_curve_among_the_findings():
+    from hwprobe.report import text as tx
+
+    items = tx.finding_items(load_profile(H200))
+    assert items[0].about == "calibration"
+    assert items[0].text.startswith("calibration: 2754 GEMM points (fp16, bf16), 24 alignment points, 7 kernel curves")
+    assert "950 conv points (fp16)" in items[0].text
+    assert not any(i.about.startswith("predict.") for i in items)
+    r = _hw("report", str(H200))
+    assert r.returncode == 0, r.stderr
+    assert "calibration: 2754 GEMM points" in r.stdout
+    assert "seconds per node" not in r.stdout and "PyTorch norm kernel" not in r.stdout      # v2's curve texts
+
+
 # --- predictions ---------------------------------------------------------------------------------------------
 # The predictions from the committed 'predict' runs as the v2 findings gave them (read by name, before issue 34):
 # the typed section must change none. A deliberate change to the predictor moves these; update them with it.
