@@ -4,7 +4,8 @@ Data and file I/O only: filing measurements into a Profile is hwprobe.profile_bu
 module, never the other way round).
 
 The JSON form is versioned (``schema_version``) and described by hwprobe/schema/profile.schema.json.
-Older versions load through MIGRATIONS; newer ones are refused with a clear message.
+Older versions load through MIGRATIONS; newer ones are refused with a clear message. Since v3 the prediction's
+calibration curves have a typed section of their own (hwprobe.calibration), out of the findings.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from hwprobe import keys as K
+from hwprobe.calibration import CalibrationSection, lift
 from hwprobe.errors import InputError
 from hwprobe.flags import Code, has
 from hwprobe.measurement import Measurement
 from hwprobe.vocab import Kind
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # 2:4 sparse ceilings (dense-equivalent FLOPs) sit beside the dense ones, never mixed into a roofline peak.
 # The roofline slope of a memory level: the first of these variants measured (a 2-read/1-write mix is what most
 # kernels do, so triad before copy before read; write-only never sets the slope). The others stay beside it.
@@ -210,7 +212,8 @@ class Profile:
     compute: dict[str, dict[str, dict[str, Ceiling]]] = field(default_factory=dict)  # prec -> unit -> path
     memory: dict[str, MemoryLevel] = field(default_factory=dict)
     links: dict[str, Link] = field(default_factory=dict)
-    findings: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)       # what a reader reads
+    calibration: CalibrationSection = field(default_factory=CalibrationSection)   # the prediction's curves
     skipped: list[dict[str, str]] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     invalid: list[dict[str, Any]] = field(default_factory=list)
@@ -281,6 +284,7 @@ class Profile:
                         for p, units in self.compute.items()},
             "memory": {lvl: m.to_dict() for lvl, m in self.memory.items()},
             "links": {k: link.to_dict() for k, link in self.links.items()},
+            "calibration": self.calibration.to_dict(),
             "findings": self.findings, "skipped": self.skipped, "errors": self.errors, "invalid": self.invalid,
             "environment": self.environment, "devices": self.devices,
             **({"superseded": self.superseded} if self.superseded else {}),
@@ -295,6 +299,7 @@ class Profile:
             memory={k: MemoryLevel.from_dict(v) for k, v in d.get("memory", {}).items()},
             links={k: Link.from_dict(v) for k, v in d.get("links", {}).items()},
             devices=list(d.get("devices") or []),
+            calibration=CalibrationSection.from_dict(d.get("calibration") or {}),
             findings=d.get("findings", []), skipped=d.get("skipped", []), errors=d.get("errors", []),
             invalid=d.get("invalid", []), environment=d.get("environment", {}), partial=d.get("partial", False),
             created_utc=d.get("created_utc", ""), hwprobe_version=d.get("hwprobe_version", ""),
@@ -322,6 +327,21 @@ def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
 
 
 MIGRATIONS[1] = _v1_to_v2
+
+
+def _v2_to_v3(d: dict[str, Any]) -> dict[str, Any]:
+    """v3 files the prediction's calibration curves (v2's ``predict.*`` findings) in the typed ``calibration``
+    section; the findings keep the rest, in their order."""
+    d = dict(d)
+    findings = d.get("findings") or []
+    if not isinstance(findings, list):
+        raise TypeError("findings is not a list")
+    sec, d["findings"] = lift(findings)
+    d["calibration"] = sec.to_dict()
+    return d
+
+
+MIGRATIONS[2] = _v2_to_v3
 
 
 def finite(o: Any) -> Any:

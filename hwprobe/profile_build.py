@@ -5,7 +5,8 @@ merge and the readers of profiles call it.
 
 Each record is filed by its typed status (hwprobe.vocab.Status), never by text in its notes or flags:
 ok records become ceilings, capacities, latencies, maps and links; invalid ones, skips and errors go to their
-lists; "info" records that are ok are findings. Repeats of one metric (suite rounds) become a ceiling's runs.
+lists; "info" records that are ok are calibration curves where their metric names one (hwprobe.calibration.parse),
+else findings. Repeats of one metric (suite rounds) become a ceiling's runs.
 """
 
 from __future__ import annotations
@@ -105,6 +106,8 @@ def build(prof: Profile, ms: list[Measurement]) -> None:
             prof.invalid.append({"metric": m.metric, "probe": m.probe, "value": m.value, "unit": m.unit,
                                  "reason": m.reason, "flags": m.flags})
         elif m.kind == Kind.INFO:
+            if prof.calibration.add(m.metric, m.value, m.params, m.probe, " ".join(m.notes)):
+                continue
             prof.findings.append({"probe": m.probe, "metric": m.metric, "value": m.value, "unit": m.unit,
                                   "text": " ".join(m.notes), "params": m.params})
         else:

@@ -87,6 +87,25 @@ def profile_precision(precision: str) -> str:
     return "fp8" if precision.startswith("fp8") else precision
 
 
+class Curve(_Words):
+    """A calibration curve kind (the 'predict' suite): a field of the profile's ``calibration`` section
+    (hwprobe.calibration), where the prediction reads it."""
+
+    GEMM = "gemm"                          # cuBLAS gemmEx seconds over M x N x K, per precision
+    GEMM_ALIGN = "gemm_align"              # misaligned over aligned GEMM time, per precision
+    MEMORY = "memory"                      # hwprobe's memory-bound kernels, seconds against bytes, per kind
+    LAUNCH = "launch"                      # per-kernel floors: graph node, host issue, stream, round trip
+    LAUNCH_REPLAY = "launch_replay"        # the fixed cost of one CUDA-graph replay (CuPy)
+    FRAMEWORK = "framework"                # the framework's own memory-bound kernels, per kind
+    FRAMEWORK_LINEAR = "framework_linear"  # the framework's linear layers over rows x N x K, per precision
+    CONV = "conv"                          # the framework's convolutions (every point names its precision)
+    SDPA = "sdpa"                          # the framework's fused attention
+    FRAMEWORK_REPLAY = "framework_replay"  # the framework's fixed cost of one CUDA-graph replay
+    EAGER = "eager"                        # the framework's host time per eagerly issued op
+    SWITCH = "switch"                      # a framework kernel's cost of following a different one
+    SWITCH_LIBRARY = "switch_library"      # ... of alternating with a library (cuBLAS, cuDNN) kernel
+
+
 class StopReason(_Words):
     """Why a stopping rule (hwprobe.timing.policy) stopped taking samples: recorded with every timed figure."""
 

@@ -60,13 +60,12 @@ def test_every_precision_a_user_can_ask_for_has_points_but_fp64():
 
 
 def _committed_counts() -> dict:
-    prof = json.loads((ROOT / "profiles/h200-sxm/2026-11-26-predict-conv/profile.json").read_text())
-    f = {x["metric"]: x.get("params") or {} for x in prof["findings"]}
-    return {"conv": len(f["predict.torch.conv"]["points"]), "sdpa": len(f["predict.torch.sdpa"]["points"]),
-            "linear": sum(sum(x is not None for pl in f[m]["time_s"] for r in pl for x in r)
-                          for m in f if m.startswith("predict.torch.linear.")),
-            "curve": sum(len(p["bytes"]) for m, p in f.items() if m.startswith("predict.torch.")
-                         and isinstance(p.get("bytes"), list))}
+    from hwprobe.profile_build import load_profile
+
+    sec = load_profile(ROOT / "profiles/h200-sxm/2026-11-26-predict-conv").calibration
+    return {"conv": len(sec.conv.points), "sdpa": len(sec.sdpa.points),
+            "linear": sum(g.points for g in sec.framework_linear.values()),
+            "curve": sum(c.points for c in sec.framework.values())}
 
 
 def test_the_cost_basis_reproduces_the_committed_run():
@@ -107,6 +106,7 @@ def _ctx():
 
 def test_the_conv_sweep_writes_points_the_predictor_reads(monkeypatch):
     from hwprobe.predict.calibration import Calibration
+    from hwprobe.profile_build import from_measurements
 
     seen: list = []
     torch = _fake_torch(seen)
@@ -125,7 +125,9 @@ def test_the_conv_sweep_writes_points_the_predictor_reads(monkeypatch):
     assert len(errors) == 2 and "cuDNN refused" in errors[0].reason        # both layouts' m=49 5x5 dw point
     assert tf32 == {"fp16": False, "tf32": True} and torch.backends.cudnn.allow_tf32 is False   # restored
     assert table.params["precisions"] == ["fp16", "tf32"]
-    prof = types.SimpleNamespace(findings=[{"metric": table.metric, "params": table.params}])
+    prof = from_measurements({"kind": "gpu"}, out)                          # filed as a run files it
+    assert [e["metric"] for e in prof.errors] == [m.metric for m in errors] and prof.findings == []
+    assert prof.calibration.conv.precisions == ["fp16", "tf32"] and prof.calibration.conv.probe == "gpu.torch_kernels"
     conv = Calibration.of(prof).conv
     assert conv.only("fp16").grouped(3136, 128, 32, 3)[1]                    # inside the grouped grid
     assert conv.only("fp16").dw_time(3136, 96, 7, 1, "nhwc", 1)[1]           # one-image 7x7 depthwise points

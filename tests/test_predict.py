@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hwprobe.calibration import CalibrationSection, GemmGrid, KernelCurve
 from hwprobe.predict.calibration import ConvTable, GemmTable, MemCurve, SdpaTable
 from hwprobe.predict.ops import KernelOp, OpTime
 from tests import refs
@@ -166,10 +167,9 @@ class _Profile:
     def __init__(self):
         ax = [64, 1024, 16384]
         grid = [[[1e-6 + 2 * m * n * k / 5e14 for k in ax] for n in ax] for m in ax]     # 500 TFLOP/s at size
-        self.findings = [{"metric": "predict.memory.elementwise",
-                          "params": {"kind": "elementwise", "bytes": [1e3, 1e9], "time_s": [1e-6, 1e-3]}},
-                         {"metric": "predict.gemm.fp16",
-                          "params": {"precision": "fp16", "m": ax, "n": ax, "k": ax, "time_s": grid}}]
+        self.calibration = CalibrationSection(
+            memory={"elementwise": KernelCurve(kind="elementwise", bytes=[1e3, 1e9], time_s=[1e-6, 1e-3])},
+            gemm={"fp16": GemmGrid(precision="fp16", m=ax, n=ax, k=ax, time_s=grid)})
 
     def peak(self, precision, unit=None, path="best"):
         return _Ceiling(800e12, 600e12)
@@ -246,8 +246,8 @@ def test_no_gemm_is_priced_faster_than_the_library_ceiling():
 
     prof = _Profile()
     ax = [64, 128, 256]
-    prof.findings[1]["params"] = {"precision": "fp16", "m": ax, "n": ax, "k": ax,
-                                  "time_s": [[[1e-9 for _ in ax] for _ in ax] for _ in ax]}   # absurdly fast
+    prof.calibration.gemm["fp16"] = GemmGrid(precision="fp16", m=ax, n=ax, k=ax,
+                                             time_s=[[[1e-9 for _ in ax] for _ in ax] for _ in ax])   # absurdly fast
     t = Predictor(prof, "graph").time(KernelOp("g", "gemm", m=256, n=256, k=256))
     assert t.time_s >= 2 * 256 ** 3 / 800e12 and not t.covered
 
@@ -258,7 +258,7 @@ def test_a_kernel_priced_below_its_roofline_bound_is_held_at_it_and_said_so():
     from hwprobe.predict.model import Predictor
 
     prof = _Profile()
-    prof.findings[0]["params"] = {"kind": "elementwise", "bytes": [1e3, 1e9], "time_s": [1e-7, 1e-6]}
+    prof.calibration.memory["elementwise"] = KernelCurve(kind="elementwise", bytes=[1e3, 1e9], time_s=[1e-7, 1e-6])
     prof.device = {"l2_bytes": 50e6}
     prof.bandwidth = lambda level="dram": 4e12 if level == "dram" else None     # no L2 slope measured
     pred = Predictor(prof, "graph")

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hwprobe.calibration import CalibrationSection, GemmGrid, KernelCurve
 from hwprobe.predict.calibration import ConvTable
 from hwprobe.predict.ops import KernelOp
 
@@ -184,12 +185,10 @@ def test_a_layout_without_points_of_its_precision_is_priced_from_the_other_and_f
 
 
 class _FakeProfile:
-    findings = [{"metric": "predict.memory.unary", "params": {"kind": "unary", "bytes": [1e3, 1e9],
-                                                             "time_s": [1e-6, 1e-3]}},
-                {"metric": "predict.gemm.fp32", "params": {"precision": "fp32", "m": [1, 4096], "n": [64, 4096],
-                                                           "k": [64, 4096], "time_s": [[[1e-6, 1e-5], [1e-5, 1e-4]],
-                                                                                       [[1e-5, 1e-4],
-                                                                                        [1e-4, 1e-2]]]}}]
+    calibration = CalibrationSection(
+        memory={"unary": KernelCurve(kind="unary", bytes=[1e3, 1e9], time_s=[1e-6, 1e-3])},
+        gemm={"fp32": GemmGrid(precision="fp32", m=[1, 4096], n=[64, 4096], k=[64, 4096],
+                               time_s=[[[1e-6, 1e-5], [1e-5, 1e-4]], [[1e-5, 1e-4], [1e-4, 1e-2]]])})
     device = {}
 
     def peak(self, precision, unit=None, path="best"):

@@ -91,11 +91,11 @@ def test_schema_refuses_a_ceiling_above_theory(prof):
 
 
 def test_older_versions_migrate(prof, tmp_path, monkeypatch):
-    # Pretend the current schema is 3 and a 2 -> 3 migration renames a field; a v2 file must load.
-    monkeypatch.setattr(prof_mod, "SCHEMA_VERSION", 3)
-    monkeypatch.setattr(prof_mod, "MIGRATIONS", {2: lambda d: {**d, "migrated": True}})
+    # Pretend the current schema is 4 and a 3 -> 4 migration renames a field; a v3 file must load.
+    monkeypatch.setattr(prof_mod, "SCHEMA_VERSION", 4)
+    monkeypatch.setattr(prof_mod, "MIGRATIONS", {3: lambda d: {**d, "migrated": True}})
     d = prof_mod.migrate(prof.to_dict())
-    assert d["schema_version"] == 3 and d["migrated"] is True
+    assert d["schema_version"] == 4 and d["migrated"] is True
     monkeypatch.setattr(prof_mod, "MIGRATIONS", {})
     with pytest.raises(InputError, match="cannot migrate"):
         prof_mod.migrate(prof.to_dict())
@@ -109,7 +109,7 @@ def test_a_v1_profile_loads_as_v2(prof, tmp_path):
         del lvl["capacities"], lvl["maps"]
     (tmp_path / "profile.json").write_text(json.dumps(v1))
     back = load_profile(tmp_path)
-    assert back.schema_version == 2 and back.links == {} and back.devices == [d["device"]]
+    assert back.schema_version == prof_mod.SCHEMA_VERSION and back.links == {} and back.devices == [d["device"]]
     assert back.memory["dram"].maps == {} and back.compute.keys() == prof.compute.keys()
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from hwprobe.predict import prune
 from hwprobe.predict.calibration import GemmTable, interpolations
+from hwprobe.vocab import Curve
 from tests.helpers import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,21 +91,22 @@ def test_the_predictor_prices_each_left_out_point_within_2_percent_of_its_measur
         p = tool.Pruned({k: sorted(v) for k, v in done.gemm.items()}, 0, {k: sorted(v) for k, v in done.curves.items()},
                         0, [dict(c) for c in done.conv], 0, 0.0)
         cal = Calibration.of(tool.pruned_profile(full, p, SIZES))
-        f = tool.findings(full)
+        sec = full.calibration
         for prec, pts in done.gemm.items():
-            grid = f[f"predict.gemm.{prec}"]
-            pos = [{v: i for i, v in enumerate(grid[a])} for a in "mnk"]
+            grid = sec.gemm[prec]
+            pos = [{v: i for i, v in enumerate(axis)} for axis in (grid.m, grid.n, grid.k)]
             for m, n, k in pts:
-                measured = grid["time_s"][pos[0][m]][pos[1][n]][pos[2][k]]
+                measured = grid.time_s[pos[0][m]][pos[1][n]][pos[2][k]]
                 assert cal.gemm[prec].time(m, n, k) == pytest.approx(measured, rel=prune.TOL), (d.name, m, n, k)
+        curves = tool.kernel_curves(sec)
         for curve, sizes in done.curves.items():
-            meas = f[f"predict.{curve}"]
-            table = cal.memory if curve.startswith("memory.") else cal.framework
+            kind, key, meas = curves[curve]
+            table = cal.memory if kind == Curve.MEMORY else cal.framework
             for s in sizes:
                 i = SIZES.index(s)
-                got = table[curve.split(".", 1)[1]].time(meas["bytes"][i])
-                assert got == pytest.approx(meas["time_s"][i], rel=prune.TOL), (d.name, curve, s)
-        conv = {prune.point_key(q): q for q in f["predict.torch.conv"]["points"]}
+                got = table[key].time(meas.bytes[i])
+                assert got == pytest.approx(meas.time_s[i], rel=prune.TOL), (d.name, curve, s)
+        conv = {prune.point_key(q): q for q in sec.conv.points}
         for key in done.conv:
             q = conv[key]
             if q.get("dw"):            # a one-image depthwise point is priced in the grid of all depthwise points
@@ -169,7 +171,7 @@ def test_prune_cli_writes_the_profile_the_probes_would_now_make(tmp_path):
                       "--profile-out", str(tmp_path / "p")]) == 0
     assert json.loads((tmp_path / "g.json").read_text()) == json.loads(prune.PRUNED_FILE.read_text()) | {
         "sources": [str(d) for d in CONV]}
-    f = {x["metric"]: x.get("params") or {} for x in load_profile(tmp_path / "p").findings}
-    cells = [c for plane in f["predict.gemm.fp16"]["time_s"] for row in plane for c in row]
+    sec = load_profile(tmp_path / "p").calibration
+    cells = [c for plane in sec.gemm["fp16"].time_s for row in plane for c in row]
     assert cells.count(None) == len(prune.pruned().gemm["fp16"])
-    assert len(f["predict.torch.conv"]["points"]) == 950 - len(prune.pruned().conv)
+    assert len(sec.conv.points) == 950 - len(prune.pruned().conv)

@@ -16,8 +16,9 @@ replay: only records that took exactly ``--count`` samples (the old fixed count)
 were taken: the rule sees the first k of them as it would have on the GPU. It says how many would have stopped
 early, the sample seconds saved, and how far each median rate moves (new / old - 1).
 
-prune: the points of the GEMM grid (predict.gemm.<precision>), the memory-kernel curves (predict.memory.<kind>,
-predict.torch.<kind>) and the convolution table (predict.torch.conv) that interpolation from their neighbours
+prune: the points of the GEMM grids (calibration.gemm.<precision>), the memory-kernel curves ("memory.<kind>",
+"torch.<kind>": calibration.memory and .framework) and the convolution table (calibration.conv) that interpolation
+from their neighbours
 predicts within 2% on every profile given (hwprobe.predict.prune). --write saves them for the calibration probes
 to skip; --profile-out writes the first profile as the probes would now make it (those points left out), for
 tools/compare_predictions.py. Exit 2 on bad input.
@@ -161,49 +162,57 @@ class Pruned:
                 "curves": self.curves, "conv": self.conv}
 
 
-def findings(profile) -> dict[str, dict]:
-    return {f.get("metric", ""): f.get("params") or {} for f in profile.findings}
+def kernel_curves(sec) -> dict[str, tuple]:
+    """A calibration section's memory-kernel curves by the names pruned_grid.json gives them ("memory.<kind>",
+    "torch.<kind>"): name -> (curve kind, key, KernelCurve)."""
+    from hwprobe.calibration import curve_id
+    from hwprobe.vocab import Curve
+
+    return {curve_id(kind, k): (kind, k, c) for kind, held in ((Curve.MEMORY, sec.memory),
+                                                              (Curve.FRAMEWORK, sec.framework))
+            for k, c in held.items()}
 
 
-def _gemm(fs: list[dict[str, dict]]) -> tuple[dict, int, float]:
+def _gemm(secs: list) -> tuple[dict, int, float]:
     import numpy as np
 
     from hwprobe.predict import prune
 
-    names = sorted(set.intersection(*[{m for m in f if m.startswith("predict.gemm.")} for f in fs]))
+    names = sorted(set.intersection(*[set(s.gemm) for s in secs]))
     if not names:
         return {}, 0, 0.0
-    axes = [fs[0][names[0]][a] for a in "mnk"]
+    first = secs[0].gemm[names[0]]
+    axes = [first.m, first.n, first.k]
     tables = []
-    for f in fs:
+    for s in secs:
         for n in names:
-            if [f[n][a] for a in "mnk"] != axes:
+            g = s.gemm[n]
+            if [g.m, g.n, g.k] != axes:
                 raise ValueError(f"{n}: the profiles' GEMM grids differ (M, N, K lists)")
-            t = np.array([[[np.nan if x is None else x for x in r] for r in pl] for pl in f[n]["time_s"]], float)
+            t = np.array([[[np.nan if x is None else x for x in r] for r in pl] for pl in g.time_s], float)
             tables.append(np.log(t))
     errs = prune.errors(tables, axes)
     out = prune.prunable(tables, axes)
     pts = sorted((axes[0][i], axes[1][j], axes[2][q]) for i, j, q in out)
-    return {n.rsplit(".", 1)[1]: pts for n in names}, len(pts), max((errs[i] for i in out), default=0.0)
+    return {n: pts for n in names}, len(pts), max((errs[i] for i in out), default=0.0)
 
 
-def _curves(fs: list[dict[str, dict]], sizes: list[int]) -> tuple[dict, int, float]:
+def _curves(secs: list, sizes: list[int]) -> tuple[dict, int, float]:
     """Curves of one nominal size list (common.SIZES): point i was measured at sizes[i]."""
     import numpy as np
 
     from hwprobe.predict import prune
 
-    names = set.intersection(*[{m for m, p in f.items() if isinstance(p.get("bytes"), list)
-                                and m.startswith(("predict.memory.", "predict.torch."))} for f in fs])
+    cs = [{n: c for n, (_, _, c) in kernel_curves(s).items()} for s in secs]
     out, worst = {}, 0.0
-    for n in sorted(names):
-        if any(f[n]["bytes"] != fs[0][n]["bytes"] or len(f[n]["bytes"]) != len(sizes) for f in fs):
+    for n in sorted(set.intersection(*[set(c) for c in cs])):
+        if any(c[n].bytes != cs[0][n].bytes or len(c[n].bytes) != len(sizes) for c in cs):
             continue                   # a failed point: the index no longer names the size
-        tables = [np.log(np.asarray(f[n]["time_s"], float)) for f in fs]
-        axes = [fs[0][n]["bytes"]]     # what the predictor interpolates over: bytes moved, not the nominal size
+        tables = [np.log(np.asarray(c[n].time_s, float)) for c in cs]
+        axes = [cs[0][n].bytes]        # what the predictor interpolates over: bytes moved, not the nominal size
         errs = prune.errors(tables, axes)
         keep = sorted(prune.prunable(tables, axes))
-        out[n.removeprefix("predict.")] = [sizes[i] for (i,) in keep]
+        out[n] = [sizes[i] for (i,) in keep]
         worst = max([worst] + [errs[i] for i in keep])
     return out, sum(len(v) for v in out.values()), worst
 
@@ -219,15 +228,15 @@ def conv_family(p: dict) -> tuple:
     return (f"dense{p['k']}", p["k"], p.get("layout", "nhwc"), batched)
 
 
-def _conv(fs: list[dict[str, dict]]) -> tuple[list[dict], int, float]:
+def _conv(secs: list) -> tuple[list[dict], int, float]:
     import numpy as np
 
     from hwprobe.predict import prune
     from hwprobe.predict.prune import point_key
 
-    if not all("predict.torch.conv" in f for f in fs):
+    if not all(s.conv is not None for s in secs):
         return [], 0, 0.0
-    sets = [{point_key(p): p for p in f["predict.torch.conv"]["points"]} for f in fs]
+    sets = [{point_key(p): p for p in s.conv.points} for s in secs]
     common_keys = set.intersection(*[set(s) for s in sets])
     families: dict[tuple, list[tuple]] = {}
     for key in common_keys:
@@ -250,10 +259,10 @@ def _conv(fs: list[dict[str, dict]]) -> tuple[list[dict], int, float]:
 
 
 def prune_profiles(profiles: list, sizes: list[int]) -> Pruned:
-    fs = [findings(p) for p in profiles]
-    gemm, ng, wg = _gemm(fs)
-    curves, nc, wc = _curves(fs, sizes)
-    conv, nv, wv = _conv(fs)
+    secs = [p.calibration for p in profiles]
+    gemm, ng, wg = _gemm(secs)
+    curves, nc, wc = _curves(secs, sizes)
+    conv, nv, wv = _conv(secs)
     return Pruned(gemm, ng, curves, nc, conv, nv, max(wg, wc, wv))
 
 
@@ -265,22 +274,20 @@ def pruned_profile(profile, p: Pruned, sizes: list[int]):
     from hwprobe.predict.prune import point_key
 
     out = copy.deepcopy(profile)
-    drop_conv = {point_key(d) for d in p.conv}
-    for f in out.findings:
-        m, params = f.get("metric", ""), f.get("params") or {}
-        prec = m.rsplit(".", 1)[-1]
-        if m.startswith("predict.gemm.") and prec in p.gemm:
-            pos = [{v: i for i, v in enumerate(params[a])} for a in "mnk"]
+    sec = out.calibration
+    for prec, g in sec.gemm.items():
+        if prec in p.gemm:
+            pos = [{v: i for i, v in enumerate(axis)} for axis in (g.m, g.n, g.k)]
             for mm, n, k in p.gemm[prec]:
-                params["time_s"][pos[0][mm]][pos[1][n]][pos[2][k]] = None
-        elif m.removeprefix("predict.") in p.curves:
-            gone = set(p.curves[m.removeprefix("predict.")])
-            keep = [i for i, s in enumerate(sizes) if s not in gone]
-            for key in ("bytes", "time_s", "shapes"):
-                if isinstance(params.get(key), list):
-                    params[key] = [params[key][i] for i in keep]
-        elif m == "predict.torch.conv":
-            params["points"] = [q for q in params["points"] if point_key(q) not in drop_conv]
+                g.time_s[pos[0][mm]][pos[1][n]][pos[2][k]] = None
+    for name, (kind, key, c) in kernel_curves(sec).items():
+        if name in p.curves:
+            keep = [i for i, s in enumerate(sizes) if s not in set(p.curves[name])]
+            sec.put(kind, key, dataclasses.replace(c, **{f: [getattr(c, f)[i] for i in keep] for f in
+                                                         ("bytes", "time_s", "shapes") if getattr(c, f) is not None}))
+    if sec.conv is not None:
+        drop_conv = {point_key(d) for d in p.conv}
+        sec.conv = dataclasses.replace(sec.conv, points=[q for q in sec.conv.points if point_key(q) not in drop_conv])
     return out
 
 
@@ -294,9 +301,7 @@ def run_prune(a) -> int:
         p = prune_profiles(profiles, SIZES)
     except (InputError, OSError, ValueError, KeyError) as e:
         return fail(f"{type(e).__name__}: {e}")
-    total = {"gemm": sum(len(f.get("params", {}).get("m", [])) * len(f.get("params", {}).get("n", [])) *
-                         len(f.get("params", {}).get("k", [])) for f in profiles[0].findings
-                         if f.get("metric", "") in {f"predict.gemm.{x}" for x in p.gemm})}
+    total = {"gemm": sum(g.points for x, g in profiles[0].calibration.gemm.items() if x in p.gemm)}
     print(f"GEMM grid: {p.gemm_points} points of each precision's grid left out ({', '.join(p.gemm)}; "
           f"{sum(len(v) for v in p.gemm.values())} of {total['gemm']} measured points)")
     print(f"memory-kernel curves: {p.curve_points} points over {len(p.curves)} curves")

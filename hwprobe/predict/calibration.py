@@ -7,7 +7,7 @@
 - MemCurve: seconds per memory-bound kernel against bytes moved, log-log; linear beyond the largest size.
 - Floors: the launch figures (graph node, host issue, round trip).
 
-Nothing here is fitted: every number comes from the profile's findings.
+Nothing here is fitted: every number comes from the profile's typed calibration section (hwprobe.calibration).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hwprobe import calibration as C
+from hwprobe.calibration import points_with_precision
 from hwprobe.errors import InputError
 
 
@@ -40,7 +42,12 @@ class GemmTable:
     log_t: np.ndarray                  # log seconds, NaN where a point failed (filled from neighbours)
 
     @classmethod
+    def of(cls, grid: C.GemmGrid) -> GemmTable:
+        return cls.from_finding(grid.params())
+
+    @classmethod
     def from_finding(cls, params: dict) -> GemmTable:
+        """From a grid's params (a GemmGrid's, or a calibration record's)."""
         t = np.array([[[np.nan if x is None else x for x in row] for row in plane] for plane in params["time_s"]],
                      dtype=float)
         if t.ndim != 3 or not np.isfinite(t).any():
@@ -123,6 +130,10 @@ class MemCurve:
     time_s: np.ndarray
 
     @classmethod
+    def of(cls, curve: C.KernelCurve) -> MemCurve:
+        return cls.from_finding(curve.params())
+
+    @classmethod
     def from_finding(cls, params: dict) -> MemCurve:
         b, t = np.asarray(params["bytes"], float), np.asarray(params["time_s"], float)
         order = np.argsort(b)
@@ -141,16 +152,6 @@ class MemCurve:
         if nbytes >= self.bytes[-1]:
             return float(self.time_s[-1] * nbytes / self.bytes[-1])
         return float(np.exp(np.interp(np.log(nbytes), np.log(self.bytes), np.log(self.time_s))))
-
-
-DTYPE_PRECISION = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "tf32": "tf32", "int8": "int8",
-                   "float8_e4m3fn": "fp8"}
-
-
-def _with_precision(points: list[dict], dtype: str | None) -> list[dict]:
-    """Each point names its precision (older profiles: the finding's one dtype, FP16)."""
-    default = DTYPE_PRECISION.get(dtype or "float16", dtype or "fp16")
-    return [p if "precision" in p else {**p, "precision": default} for p in points]
 
 
 def _of_precision(points: list[dict], precision: str) -> list[dict]:
@@ -421,34 +422,25 @@ class Calibration:
 
     @classmethod
     def of(cls, profile) -> Calibration:
+        """The tables of a profile's calibration section (v2 profiles: their findings lifted into one on load)."""
+        sec: C.CalibrationSection = profile.calibration
         cal = cls()
-        for f in profile.findings:
-            metric, params = f.get("metric", ""), f.get("params") or {}
-            if metric.startswith("predict.gemm_align."):
-                cal.align[metric.rsplit(".", 1)[1]] = list(params.get("points") or [])
-            elif metric.startswith("predict.gemm."):
-                cal.gemm[metric.rsplit(".", 1)[1]] = GemmTable.from_finding(params)
-            elif metric.startswith("predict.memory."):
-                cal.memory[params.get("kind") or metric.rsplit(".", 1)[1]] = MemCurve.from_finding(params)
-            elif metric == "predict.torch.eager_op_s":
-                cal.eager_op_s = float(f.get("value") or 0.0)
-            elif metric == "predict.torch.switch_s":
-                cal.switch_s = float(f.get("value") or 0.0)
-            elif metric == "predict.torch.graph_replay_s":
-                cal.framework_replay_s = float(f.get("value") or 0.0)
-            elif metric == "predict.torch.switch_library_s":
-                cal.switch_library_s = float(f.get("value") or 0.0)
-            elif metric.startswith("predict.torch.linear."):
-                cal.framework_gemm[params.get("precision") or metric.rsplit(".", 1)[1]] = GemmTable.from_finding(
-                    params)
-            elif metric == "predict.torch.conv":
-                cal.conv = ConvTable(_with_precision(list(params.get("points") or []), params.get("dtype")))
-            elif metric == "predict.torch.sdpa":
-                cal.sdpa = SdpaTable(_with_precision(list(params.get("points") or []), params.get("dtype")))
-            elif metric.startswith("predict.torch."):
-                cal.framework[params.get("kind") or metric.rsplit(".", 1)[1]] = MemCurve.from_finding(params)
-            elif metric.startswith("predict.launch."):
-                cal.launch[metric.rsplit(".", 1)[1]] = float(f.get("value") or params.get("median_s") or 0.0)
+        cal.align = {p: list(a.points) for p, a in sec.gemm_align.items()}
+        cal.gemm = {p: GemmTable.of(g) for p, g in sec.gemm.items()}
+        cal.memory = {c.kind or k: MemCurve.of(c) for k, c in sec.memory.items()}
+        cal.framework = {c.kind or k: MemCurve.of(c) for k, c in sec.framework.items()}
+        cal.framework_gemm = {g.precision or p: GemmTable.of(g) for p, g in sec.framework_linear.items()}
+        cal.launch = {k: float(f.seconds or f.median_s or 0.0) for k, f in sec.launch.items()}
+        if sec.launch_replay is not None:
+            cal.launch["graph_replay_s"] = float(sec.launch_replay.seconds or sec.launch_replay.median_s or 0.0)
+        cal.eager_op_s = float(sec.eager.seconds or 0.0) if sec.eager else 0.0
+        cal.switch_s = float(sec.switch.seconds or 0.0) if sec.switch else 0.0
+        cal.switch_library_s = float(sec.switch_library.seconds or 0.0) if sec.switch_library else 0.0
+        cal.framework_replay_s = float(sec.framework_replay.seconds or 0.0) if sec.framework_replay else 0.0
+        if sec.conv is not None:
+            cal.conv = ConvTable(points_with_precision(list(sec.conv.points), sec.conv.dtype))
+        if sec.sdpa is not None:
+            cal.sdpa = SdpaTable(points_with_precision(list(sec.sdpa.points), sec.sdpa.dtype))
         return cal
 
     @property

@@ -128,8 +128,10 @@ def ridge_text(p: Profile, f: dict[str, Any]) -> str | None:
 
 
 def finding_items(p: Profile) -> list[Item]:
-    """Findings from the probes, each once, led by its value where the text does not already say it."""
-    out: list[Item] = []
+    """Findings from the probes, each once, led by its value where the text does not already say it; the
+    prediction's calibration curves (their own section since profile schema v3) as one summary line first."""
+    summary = p.calibration.summary()
+    out: list[Item] = [Item(summary, "calibration")] if summary else []
     seen: set[str] = set()
     for f in p.findings:
         text = plain(ridge_text(p, f) or str(f.get("text") or "")).strip()

@@ -16,16 +16,18 @@ committed H200 and H100 grids) are left out; the predictor interpolates them bac
 Then the alignment price where the library really pays it: the same shapes with N or K one, two and four
 elements off a multiple of eight.
 
-Results: ``predict.gemm.<precision>`` (the grid of seconds per GEMM) and ``predict.gemm_align.<precision>``
-(misaligned over aligned time) findings, which hwprobe.predict interpolates.
+Results: the profile's calibration curves (hwprobe.calibration) ``gemm`` (the grid of seconds per GEMM) and
+``gemm_align`` (misaligned over aligned time) per precision, which hwprobe.predict interpolates.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from hwprobe import calibration as C
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common
+from hwprobe.vocab import Curve
 
 PRECISIONS = ("fp16", "bf16", "tf32", "fp32", "int8")
 VARIANT = {"fp16": "fp16.f32acc", "bf16": "bf16", "tf32": "tf32", "fp32": "fp32", "int8": "int8.tn"}
@@ -70,7 +72,7 @@ def _grid(ctx, env, v, prec: str, ms: list[int], nks: list[int]):
                 if not ctx.quick and pruned().gemm_point(prec, m, n, k):
                     left_out.append([m, n, k])
                     continue
-                metric = f"predict.gemm.{prec}.m{m}n{n}k{k}"
+                metric = C.point_metric(C.metric(Curve.GEMM, prec), m=m, n=n, k=k)
                 try:
                     meas = _point(ctx, env, v, m, n, k, metric)
                 except Exception as e:
@@ -83,7 +85,7 @@ def _grid(ctx, env, v, prec: str, ms: list[int], nks: list[int]):
                         clocks.append(meas.clocks.sm_mhz)
     done = int(np.isfinite(table).sum())
     yield ctx.derived(
-        f"predict.gemm.{prec}", done, unit="points", kind="info",
+        C.metric(Curve.GEMM, prec), done, unit="points", kind="info",
         params={"precision": prec, "variant": v.key, "layout": "TN (linear layer: x @ W^T)", "api": "cublasGemmEx",
                 "m": ms, "n": nks, "k": nks,
                 "time_s": [[[None if not np.isfinite(x) else float(x) for x in row] for row in plane]
@@ -97,18 +99,19 @@ def _grid(ctx, env, v, prec: str, ms: list[int], nks: list[int]):
 
 def _align(ctx, env, v, prec: str):
     rows = []
+    curve = C.metric(Curve.GEMM_ALIGN, prec)
     for m, n, k in ALIGN_BASES:
         try:
-            base = _point(ctx, env, v, m, n, k, f"predict.gemm_align.{prec}.m{m}n{n}k{k}")
+            base = _point(ctx, env, v, m, n, k, C.point_metric(curve, m=m, n=n, k=k))
         except Exception as e:
-            yield ctx.error(f"predict.gemm_align.{prec}", f"cuBLAS {prec} {m}x{n}x{k}", e)
+            yield ctx.error(curve, f"cuBLAS {prec} {m}x{n}x{k}", e)
             continue
         yield base
         t0 = 2.0 * m * n * k / base.value
         for dim in ("n", "k"):
             for off in ALIGN_OFFSETS:
                 nn, kk = (n + off, k) if dim == "n" else (n, k + off)
-                metric = f"predict.gemm_align.{prec}.m{m}n{nn}k{kk}"
+                metric = C.point_metric(curve, m=m, n=nn, k=kk)
                 try:
                     meas = _point(ctx, env, v, m, nn, kk, metric)
                 except Exception as e:
@@ -121,7 +124,7 @@ def _align(ctx, env, v, prec: str):
                     rows.append({"m": m, "n": nn, "k": kk, "dim": dim, "align": off, "time_s": t,
                                  "aligned_time_s": t0, "factor": t / (t0 * scale)})
     if rows:
-        yield ctx.derived(f"predict.gemm_align.{prec}", len(rows), unit="points", kind="info",
+        yield ctx.derived(curve, len(rows), unit="points", kind="info",
                           params={"precision": prec, "points": rows},
                           notes=["misaligned over aligned seconds per GEMM (scaled for the extra elements)"])
 
@@ -137,7 +140,7 @@ def run(ctx, precisions: list[str] | None = None, align: bool = True):
     try:
         env = cublas_env(ctx)
     except Skip as e:
-        yield ctx.skip("predict.gemm", str(e))
+        yield ctx.skip(C.family(Curve.GEMM), str(e))
         return
     ms, nks = (QUICK_M, QUICK_NK) if ctx.quick else (M_LIST, NK_LIST)
     for prec in precisions or ("fp16", "bf16"):

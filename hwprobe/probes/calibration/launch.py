@@ -10,17 +10,18 @@
   cost of one replay (host graph launch and start) beside the per-node slope; a model timed one replay at a time
   pays it once.
 
-Results: findings ``predict.launch.graph_node_s``, ``predict.launch.host_issue_s``, ``predict.launch.stream_s``,
-``predict.launch.round_trip_s`` and ``predict.launch.graph_replay_s`` (seconds), each from the median of repeated
-samples.
+Results: the profile's calibration curves (hwprobe.calibration) ``launch`` (graph node, host issue, stream and
+round trip, in seconds, each the median of repeated samples) and ``launch_replay`` (the fixed cost of a replay).
 """
 
 from __future__ import annotations
 
 import statistics
 
+from hwprobe import calibration as C
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common
+from hwprobe.vocab import Curve
 
 NODES = 1000            # kernels per graph / per host loop
 ROUNDS = 7              # repeated samples of each figure
@@ -69,7 +70,7 @@ def _round_trip_s(cp, k) -> list[float]:
 
 def _finding(ctx, name: str, samples: list[float], text: str):
     med = statistics.median(samples)
-    return ctx.derived(f"predict.launch.{name}", med, unit="s", kind="info",
+    return ctx.derived(C.metric(Curve.LAUNCH, name), med, unit="s", kind="info",
                        params={"samples_s": samples, "median_s": med, "min_s": min(samples), "nodes": NODES},
                        notes=[text])
 
@@ -88,16 +89,16 @@ def run(ctx):
         trip = _round_trip_s(cp, k)
         replay, per_node, replay_med = _graph_replay_s(cp, k)
     except Exception as e:
-        yield ctx.error("predict.launch", "empty-kernel launches", e)
+        yield ctx.error(C.family(Curve.LAUNCH), "empty-kernel launches", e)
         return
-    yield _finding(ctx, "graph_node_s", node, f"an empty kernel replayed back to back in a CUDA graph of {NODES}: "
+    yield _finding(ctx, C.GRAPH_NODE_S, node, f"an empty kernel replayed back to back in a CUDA graph of {NODES}: "
                    "seconds per node")
-    yield ctx.derived("predict.launch.graph_replay_s", replay, unit="s", kind="info",
+    yield ctx.derived(C.metric(Curve.LAUNCH_REPLAY), replay, unit="s", kind="info",
                       params={"nodes": list(common.REPLAY_NODES), "replay_s": replay_med, "per_node_s": per_node,
                               "median_s": replay},
                       notes=["fixed cost of one CUDA-graph replay timed alone (events around the launch, then a "
                              "synchronize): the intercept of replay time against node count, 1-256 empty kernels"])
-    yield _finding(ctx, "host_issue_s", host, f"host time to issue one launch (CuPy RawKernel, {NODES} in a loop)")
-    yield _finding(ctx, "stream_s", gpu, f"GPU time per kernel of {NODES} empty kernels launched one by one into a "
+    yield _finding(ctx, C.HOST_ISSUE_S, host, f"host time to issue one launch (CuPy RawKernel, {NODES} in a loop)")
+    yield _finding(ctx, C.STREAM_S, gpu, f"GPU time per kernel of {NODES} empty kernels launched one by one into a "
                    "stream (bounded by the host's issue rate)")
-    yield _finding(ctx, "round_trip_s", trip, "one empty-kernel launch and a stream synchronize, seen from the host")
+    yield _finding(ctx, C.ROUND_TRIP_S, trip, "one empty-kernel launch and a stream synchronize, seen from the host")

@@ -8,8 +8,8 @@ between launches; large ones reach the DRAM bandwidth only past a few MiB. Each 
 back to back in a CUDA graph (hwprobe.probes.calibration.common), so its time is what one such kernel costs
 inside a replayed model. Every point's output is checked against CuPy's own arithmetic.
 
-Result: one finding per kernel kind, ``predict.memory.<kind>``, whose params hold the curve
-(bytes moved, seconds per kernel); the predictor interpolates it.
+Result: one calibration curve per kernel kind (hwprobe.calibration: the profile's ``calibration.memory``), bytes
+moved against seconds per kernel; the predictor interpolates it.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hwprobe import calibration as C
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common
+from hwprobe.vocab import Curve
 
 KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "transpose")
 BIAS_CHANNELS = 256                  # bias: channels of the broadcast vector
@@ -126,10 +128,10 @@ def make_point(cp, kind: str, nbytes: int) -> Point:
 
 
 def curve_finding(ctx, kind: str, points: list[tuple[int, float, str]], clocks: list[float]):
-    """The finding the predictor reads: bytes moved and seconds per kernel, in size order."""
+    """The curve the predictor reads: bytes moved and seconds per kernel, in size order."""
     pts = sorted(points)
     return ctx.derived(
-        f"predict.memory.{kind}", len(pts), unit="points", kind="info",
+        C.metric(Curve.MEMORY, kind), len(pts), unit="points", kind="info",
         params={"kind": kind, "bytes": [p[0] for p in pts], "time_s": [p[1] for p in pts],
                 "shapes": [p[2] for p in pts], "dtype": "float16", "runtime": "cuda_graph",
                 "sm_mhz_median": float(np.median(clocks)) if clocks else None},
@@ -149,8 +151,8 @@ def run(ctx, kinds: list[str] | None = None, max_bytes: int = 1 << 30):
     sizes = [s for s in (QUICK_SIZES if ctx.quick else SIZES) if s <= max_bytes]
     for kind in kinds or KINDS:
         points, clocks = [], []
-        for nbytes in common.curve_sizes(ctx, f"memory.{kind}", sizes):
-            metric = f"predict.memory.{kind}.b{nbytes}"
+        for nbytes in common.curve_sizes(ctx, C.curve_id(Curve.MEMORY, kind), sizes):
+            metric = C.point_metric(C.metric(Curve.MEMORY, kind), b=nbytes)
             try:
                 pt = make_point(cp, kind, nbytes)
                 reps = common.reps_for(cp, pt.launch)

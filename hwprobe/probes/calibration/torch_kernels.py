@@ -12,8 +12,9 @@ bytes moved, whatever the element type). Its library half (hwprobe.probes.calibr
 PyTorch's convolutions, linear layers and F.scaled_dot_product_attention per precision over the generic grids of
 hwprobe.probes.calibration.grids. Each point's output is checked against float32 arithmetic.
 
-Results: ``predict.torch.<kind>`` curve findings (the same form as gpu.mem_kernels'), ``predict.torch.conv``,
-``predict.torch.linear.<precision>`` and ``predict.torch.sdpa``; hwprobe.predict prefers them, for the framework
+Results: the profile's calibration curves (hwprobe.calibration) ``framework`` (one per kernel kind, the same form
+as gpu.mem_kernels'), ``framework_linear`` (per precision), ``conv``, ``sdpa``, and the framework's overheads
+(``framework_replay``, ``eager``, ``switch``, ``switch_library``); hwprobe.predict prefers them, for the framework
 they describe, over its own kernels' curves and cuBLAS's table.
 """
 
@@ -21,9 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from hwprobe import calibration as C
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common, grids
 from hwprobe.probes.calibration.torch_timing import capture, check_close, graph_time, param_copies, replay_s, warm
+from hwprobe.vocab import Curve
 
 KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "pool", "cat", "copy", "batch_norm",
          "group_norm", "resize")
@@ -162,8 +165,9 @@ def _pack(chain, moved: int, shape: str):
 def _curves(ctx, torch, kinds, sizes):
     for kind in kinds:
         pts = []
-        for nbytes in common.curve_sizes(ctx, f"torch.{kind}", sizes):
-            metric = f"predict.torch.{kind}.b{nbytes}"
+        curve = C.metric(Curve.FRAMEWORK, kind)
+        for nbytes in common.curve_sizes(ctx, C.curve_id(Curve.FRAMEWORK, kind), sizes):
+            metric = C.point_metric(curve, b=nbytes)
             try:
                 fn, moved, check, shape = _case(torch, kind, nbytes)
                 t, reps = graph_time(torch, fn)
@@ -180,7 +184,7 @@ def _curves(ctx, torch, kinds, sizes):
                               params={"kernel": kind, "bytes": moved, "time_s": t, "shape": shape, "reps": reps})
         if pts:
             pts.sort()
-            yield ctx.derived(f"predict.torch.{kind}", len(pts), unit="points", kind="info",
+            yield ctx.derived(curve, len(pts), unit="points", kind="info",
                               params={"kind": kind, "bytes": [p[0] for p in pts], "time_s": [p[1] for p in pts],
                                       "shapes": [p[2] for p in pts], "dtype": "float16", "runtime": "cuda_graph",
                                       "framework": f"torch {torch.__version__}"},
@@ -221,9 +225,9 @@ def _eager(ctx, torch):
                 samples.append((time.perf_counter() - t0) / EAGER_OPS)
             per[name] = float(np.median(samples))
     except Exception as e:
-        yield ctx.error("predict.torch.eager_op_s", "torch eager host time", e)
+        yield ctx.error(C.metric(Curve.EAGER), "torch eager host time", e)
         return
-    yield ctx.derived("predict.torch.eager_op_s", float(np.median(list(per.values()))), unit="s", kind="info",
+    yield ctx.derived(C.metric(Curve.EAGER), float(np.median(list(per.values()))), unit="s", kind="info",
                       params={"per_op_s": per, "ops_per_sample": EAGER_OPS},
                       notes=["host time per eagerly issued PyTorch op (small relu, add, layer norm, linear, conv2d in "
                              "Python loops; the GPU finishes each before the next is issued): the median over kinds"])
@@ -248,10 +252,10 @@ def _replay(ctx, torch):
             samples = [replay_s(torch, g, flush=False) for _ in range(common.REPLAY_SAMPLES)][common.REPLAY_WARM:]
             med.append(float(np.median(samples)))
     except Exception as e:
-        yield ctx.error("predict.torch.graph_replay_s", "torch graph replay cost", e)
+        yield ctx.error(C.metric(Curve.FRAMEWORK_REPLAY), "torch graph replay cost", e)
         return
     intercept, slope = common.replay_fit(med)
-    yield ctx.derived("predict.torch.graph_replay_s", intercept, unit="s", kind="info",
+    yield ctx.derived(C.metric(Curve.FRAMEWORK_REPLAY), intercept, unit="s", kind="info",
                       params={"nodes": list(common.REPLAY_NODES), "replay_s": med, "per_node_s": slope},
                       notes=["fixed cost of one torch CUDA-graph replay timed alone (events around replay()): the "
                              "intercept of replay time against kernel count, 1-256 small adds"])
@@ -283,10 +287,10 @@ def _switch(ctx, torch):
 
         t_mixed = graph_time(torch, mixed, SWITCH_REPS)[0] / len(fns)
     except Exception as e:
-        yield ctx.error("predict.torch.switch_s", "torch kernel switch cost", e)
+        yield ctx.error(C.metric(Curve.SWITCH), "torch kernel switch cost", e)
         return
     switch = max(0.0, t_mixed - float(np.mean(alone)))
-    yield ctx.derived("predict.torch.switch_s", switch, unit="s", kind="info",
+    yield ctx.derived(C.metric(Curve.SWITCH), switch, unit="s", kind="info",
                       params={"alone_s": alone, "mixed_per_kernel_s": t_mixed, "bytes": SWITCH_BYTES,
                               "kernels": ["add", "clamp_min", "layer_norm", "softmax", "copy"]},
                       notes=["per-kernel cost of following a different kernel (alternating add, relu, layer norm, "
@@ -332,9 +336,9 @@ def _switch_library(ctx, torch):
             per[name] = {"library_s": t_lib, "framework_s": t_fw, "alternating_per_kernel_s": t_pair,
                          "switch_s": max(0.0, t_pair - (t_lib + t_fw) / 2)}
     except Exception as e:
-        yield ctx.error("predict.torch.switch_library_s", "torch library/framework switch cost", e)
+        yield ctx.error(C.metric(Curve.SWITCH_LIBRARY), "torch library/framework switch cost", e)
         return
-    yield ctx.derived("predict.torch.switch_library_s", float(np.median([p["switch_s"] for p in per.values()])),
+    yield ctx.derived(C.metric(Curve.SWITCH_LIBRARY), float(np.median([p["switch_s"] for p in per.values()])),
                       unit="s", kind="info", params={"pairs": per},
                       notes=["per-kernel cost of alternating a library kernel (cuBLAS linear, cuDNN convolution) "
                              "with a framework kernel (add, bias add) in one CUDA graph, over each replayed alone: "
@@ -351,11 +355,11 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = Tr
     try:
         import torch
     except Exception as e:
-        yield ctx.skip("predict.torch", f"PyTorch is not installed ({type(e).__name__}); the predictor uses "
+        yield ctx.skip(C.family(Curve.FRAMEWORK), f"PyTorch is not installed ({type(e).__name__}); the predictor uses "
                                         "hwprobe's own kernels' curves")
         return
     if not torch.cuda.is_available():
-        yield ctx.skip("predict.torch", "torch sees no CUDA device")
+        yield ctx.skip(C.family(Curve.FRAMEWORK), "torch sees no CUDA device")
         return
     sizes = [s for s in (QUICK_SIZES if ctx.quick else SIZES) if s <= max_bytes]
     with torch.inference_mode():

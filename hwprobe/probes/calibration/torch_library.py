@@ -7,8 +7,8 @@ precision is measured in PyTorch's own mode for it: FP32 with TF32 off for cuBLA
 (PyTorch's default turns it on for convolutions only: a default FP32 CNN's convolutions are TF32 points), INT8 as
 torch._int_mm (int8 x int8 -> int32), FP8 as torch._scaled_mm (E4M3, per-tensor scales, BF16 out).
 
-Findings: ``predict.torch.conv`` (every convolution point, each naming its precision, kernel, stride, groups,
-layout and images), ``predict.torch.linear.<precision>`` (a rows x N x K grid) and ``predict.torch.sdpa``
+Results: the calibration curves (hwprobe.calibration) ``conv`` (every convolution point, each naming its precision,
+kernel, stride, groups, layout and images), ``framework_linear`` (a rows x N x K grid per precision) and ``sdpa``
 (points naming their precision).
 """
 
@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from hwprobe import calibration as C
 from hwprobe.probes.calibration import grids
 from hwprobe.probes.calibration.torch_timing import check_close, graph_time, param_copies, sweep
+from hwprobe.vocab import Curve
 
 CHECK_TOL = {"fp16": 2e-2, "bf16": 4e-2, "tf32": 2e-2, "fp32": 1e-3, "int8": 1e-6, "fp8": 6e-2}
 
@@ -94,9 +96,9 @@ def convs(ctx, torch, precisions, quick: bool):
         cases = grids.conv_cases(prec, quick)
         with math_mode(torch, prec):
             yield from sweep(ctx, torch, cases, lambda **c: _conv_point(torch, **c),
-                              f"predict.torch.conv.{prec}", f"torch conv2d {prec}", rows)
+                              C.point_metric(C.metric(Curve.CONV), prec), f"torch conv2d {prec}", rows)
     if rows:
-        yield ctx.derived("predict.torch.conv", len(rows), unit="points", kind="info",
+        yield ctx.derived(C.metric(Curve.CONV), len(rows), unit="points", kind="info",
                           params={"points": rows, "framework": f"torch {torch.__version__}",
                                   "precisions": sorted({r["precision"] for r in rows}),
                                   "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True},
@@ -157,20 +159,21 @@ def linears(ctx, torch, precisions, quick: bool):
     """PyTorch's own GEMM for a linear layer over rows x N x K per precision: the framework's library calls and
     heuristics (cuBLASLt, its epilogues) where gpu.gemm_shapes times cublasGemmEx's default algorithm."""
     for prec in precisions:
+        curve = C.metric(Curve.FRAMEWORK_LINEAR, prec)
         if _dtype(torch, prec) is None:
-            yield ctx.skip(f"predict.torch.linear.{prec}", f"torch {torch.__version__} has no {prec} dtype")
+            yield ctx.skip(curve, f"torch {torch.__version__} has no {prec} dtype")
             continue
         ms, nks = grids.linear_axes(prec, quick)
         rows: list[dict] = []
         with math_mode(torch, prec):
             yield from sweep(ctx, torch, grids.linear_cases(prec, quick),
                               lambda prec=prec, **c: _linear_point(torch, prec, **c),
-                              f"predict.torch.linear.{prec}", f"torch linear {prec}", rows)
+                              curve, f"torch linear {prec}", rows)
         if not rows:
             continue
         t = {(r["m"], r["n"], r["k"]): r["time_s"] for r in rows}
         grid = [[[t.get((m, n, k)) for k in nks] for n in nks] for m in ms]
-        yield ctx.derived(f"predict.torch.linear.{prec}", len(rows), unit="points", kind="info",
+        yield ctx.derived(curve, len(rows), unit="points", kind="info",
                           params={"precision": prec, "m": list(ms), "n": list(nks), "k": list(nks), "time_s": grid,
                                   "framework": f"torch {torch.__version__}", "api": _API[prec],
                                   "runtime": "cuda_graph"},
@@ -200,10 +203,10 @@ def _sdpa_point(torch, bh: int, seq: int, dim: int, causal: bool, precision: str
 def sdpa(ctx, torch, precisions, quick: bool):
     cases = [c for p in precisions for c in grids.sdpa_cases(p, quick)]
     rows: list[dict] = []
-    yield from sweep(ctx, torch, cases, lambda **c: _sdpa_point(torch, **c), "predict.torch.sdpa", "torch SDPA",
+    yield from sweep(ctx, torch, cases, lambda **c: _sdpa_point(torch, **c), C.metric(Curve.SDPA), "torch SDPA",
                       rows)
     if rows:
-        yield ctx.derived("predict.torch.sdpa", len(rows), unit="points", kind="info",
+        yield ctx.derived(C.metric(Curve.SDPA), len(rows), unit="points", kind="info",
                           params={"points": rows, "framework": f"torch {torch.__version__}",
                                   "precisions": sorted({r["precision"] for r in rows})},
                           notes=["PyTorch scaled_dot_product_attention (its fused kernels), seconds per call over "

@@ -90,6 +90,7 @@ def check_close(got_want, what: str, tol: float = 2e-2) -> None:
 def sweep(ctx, torch, cases: list[dict], measure, metric: str, what: str, rows: list[dict]):
     """Time every case (``measure(**case)``) into ``rows``; a case that fails is an error record, the rest go on.
     Cases interpolation predicts within 2% (hwprobe.predict.prune) are left out, not in quick runs."""
+    from hwprobe.calibration import point_metric
     from hwprobe.predict.prune import point_key, pruned
 
     if not ctx.quick:
@@ -98,6 +99,6 @@ def sweep(ctx, torch, cases: list[dict], measure, metric: str, what: str, rows: 
         try:
             rows.append({**case, "time_s": measure(**case)})
         except Exception as e:
-            yield ctx.error(metric + "." + "".join(f"{k}{v}" for k, v in case.items()), what, e)
+            yield ctx.error(point_metric(metric, **case), what, e)
         finally:
             torch.cuda.empty_cache()
