@@ -66,8 +66,8 @@ def write_csv(a, path: str) -> None:
 
 def run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_all, llm: dict,
             wide: bool = False) -> None:
-    from hwprobe.models.llm import LLMOptions, analyze, to_dict
-    from hwprobe.models.llm.render import render
+    from hwprobe.analysis.llm import LLMOptions, analyze, to_dict
+    from hwprobe.analysis.llm.render import render
 
     _refuse_onnx_options()
     if spec:

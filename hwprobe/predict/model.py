@@ -35,9 +35,10 @@ issue time), ``fused`` (as graph; the lowering folds pointwise ops into their pr
 from __future__ import annotations
 
 from hwprobe.errors import InputError
+from hwprobe.lowering.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp
 from hwprobe.models.conventions import ELEMENT_BYTES as ITEMSIZE
 from hwprobe.predict.calibration import STEM_CIN, Calibration, GemmTable
-from hwprobe.predict.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp, OpTime
+from hwprobe.predict.ops import OpTime
 
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",

@@ -14,8 +14,9 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from hwprobe.models.llm.lower import group
-from hwprobe.predict.ops import COMM_KINDS, KernelOp, OpTime
+from hwprobe.lowering.llm.graph import group
+from hwprobe.lowering.ops import COMM_KINDS, KernelOp
+from hwprobe.predict.ops import OpTime
 
 PARTS = ("compute", "memory", "launch", "comm")
 BOUND_PART = {"compute": "compute", "memory": "memory", "launch": "launch", "latency": "launch", "comm": "comm"}

@@ -6,18 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from hwprobe.analysis.placement import Options, Placement
 from hwprobe.errors import InputError
 from hwprobe.models.layers import Layer, Model
-from hwprobe.models.placement import Options, Placement
 from hwprobe.roofline import RooflineError
 from hwprobe.units import si
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from hwprobe.models.roofs import Source
+    from hwprobe.analysis.roofs import Source
 
-# How a layer is placed at a precision (hwprobe.models.analysis.place, passed in: that module calls this one)
+# How a layer is placed at a precision (hwprobe.analysis.roofline.place, passed in: that module calls this one)
 Place = Callable[["Source", Layer, str, Options], Placement]
 
 CHAIN = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")

@@ -45,9 +45,9 @@ import math
 from dataclasses import dataclass
 
 from hwprobe.errors import InputError
+from hwprobe.lowering.llm.graph import Case, Quant, experts_touched, flash_splits
+from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
-from hwprobe.models.llm.lower import Case, Quant, experts_touched, flash_splits
-from hwprobe.predict.ops import KernelOp
 
 A, F32, I64 = 2, 4, 8        # bytes of a BF16/FP16, an FP32 and an int64 element
 MODES = ("captured", "generate", "dynamic")

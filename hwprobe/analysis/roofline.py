@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hwprobe.analysis.placement import Options, Placement
+from hwprobe.analysis.roofs import Source
 from hwprobe.errors import InputError
 from hwprobe.models import conventions as conv
 from hwprobe.models.layers import GEMM_OPS, Layer, Model
-from hwprobe.models.placement import Options, Placement
-from hwprobe.models.roofs import Source
 from hwprobe.roofline import Roof, RooflineError
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class Analysis:
     whatif: pd.DataFrame
     by_precision: dict[str, list[Placement]] = field(default_factory=dict)   # what-if placements per layer
     notes: list[str] = field(default_factory=list)
-    timing: Any = None            # hwprobe.models.join.Joined, when a times file was given
+    timing: Any = None            # hwprobe.analysis.join.Joined, when a times file was given
     source: Source | None = None
     prediction: Any = None        # hwprobe.predict.estimate.Prediction, where the profile holds calibration curves
 
@@ -182,7 +182,7 @@ def analyze(model: Model, source: Source | None, options: Options | None = None)
     if source.kind == "measured" and opts.path == "auto":
         notes.append("ceilings: GEMM-shaped layers (conv, FC, matmul) on the profile's *library* ceilings "
                      "(cuBLAS/cuBLASLt), pointwise layers on its *instruction* ceilings (--path to change)")
-    from hwprobe.models.whatif import whatif
+    from hwprobe.analysis.whatif import whatif
 
     wi, placed = whatif(model, source, opts, place)
     for p, ps in placed.items():

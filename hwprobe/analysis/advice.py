@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hwprobe.models.classify import KernelClass
-from hwprobe.models.whatif import CHAIN
+from hwprobe.analysis.classify import KernelClass
+from hwprobe.analysis.whatif import CHAIN
 
 if TYPE_CHECKING:
-    from hwprobe.models.analysis import Analysis
-    from hwprobe.models.join import Joined
+    from hwprobe.analysis.join import Joined
+    from hwprobe.analysis.roofline import Analysis
 
 NO_WORK = ("reshape", "concat", "other")
 SLOW = 0.5          # below half of the attainable rate the kernel, not the hardware, is the limit
