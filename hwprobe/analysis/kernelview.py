@@ -10,8 +10,9 @@ from dataclasses import asdict, dataclass, field
 
 from hwprobe.analysis.timings import Times
 from hwprobe.errors import InputError
+from hwprobe.vocab import ExecUnit
 
-UNITS = ("tensor_core", "cuda_core", "memory", "unknown")
+UNITS = (ExecUnit.TENSOR_CORE, ExecUnit.CUDA_CORE, "memory", "unknown")
 
 
 @dataclass
@@ -50,7 +51,7 @@ def _roof(profile, unit: str, precision: str | None) -> str:
     if unit == "memory":
         bw = profile.bandwidth("dram")
         return f"DRAM {si(bw, 'B/s')}" if bw else ""
-    if unit in ("tensor_core", "cuda_core") and precision:
+    if unit in (ExecUnit.TENSOR_CORE, ExecUnit.CUDA_CORE) and precision:
         c = profile.peak(precision, unit)
         return f"{precision} {unit.replace('_', ' ')} {si(c.value, c.unit)}" if c else f"no {precision} {unit} ceiling"
     return ""

@@ -7,6 +7,7 @@ import click
 from hwprobe.cli import cli, console
 from hwprobe.cli.analyze_llm import llm_options, refuse_llm_options, run_llm
 from hwprobe.cli.outputs import show
+from hwprobe.vocab import Path
 
 
 def parse_dims(items) -> dict[str, int]:
@@ -38,7 +39,7 @@ MAX_BATCH = 1_000_000    # past this no layer's tensors fit any device's memory:
               help="standard: multiply-add = 2 ops, bytes = weights + inputs + outputs; seed: as the source "
                    "notes' (TensorRT notes) model tables count.")
 @click.option("--path", "path", default="auto", show_default=True,
-              type=click.Choice(["auto", "library", "instruction", "best"]),
+              type=click.Choice(["auto", Path.LIBRARY.value, Path.INSTRUCTION.value, "best"]),
               help="Which measured ceilings: auto = library for conv/GEMM, instruction for pointwise layers.")
 @click.option("--level", default="dram", show_default=True, type=click.Choice(["dram", "l2", "auto"]),
               help="Memory slope: DRAM, L2, or auto (L2 where a layer's bytes fit the measured L2).")

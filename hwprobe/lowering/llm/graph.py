@@ -40,9 +40,10 @@ from dataclasses import dataclass
 from hwprobe.errors import InputError
 from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
+from hwprobe.vocab import Precision
 
-WEIGHTS = ("fp16", "bf16", "fp8", "int8", "int4")
-KV = ("fp16", "bf16", "fp8", "int8")
+WEIGHTS = (Precision.FP16, Precision.BF16, Precision.FP8, Precision.INT8, Precision.INT4)
+KV = (Precision.FP16, Precision.BF16, Precision.FP8, Precision.INT8)
 PHASES = ("prefill", "decode")
 
 
@@ -68,7 +69,7 @@ class Quant:
 
     @property
     def kv_bytes(self) -> int:
-        return 1 if self.kv in ("fp8", "int8") else 2
+        return 1 if self.kv in (Precision.FP8, Precision.INT8) else 2
 
     @property
     def weight_bytes(self) -> float:
