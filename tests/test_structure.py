@@ -33,6 +33,24 @@ def test_cycle_check_reads_lazy_and_type_checking_imports(tmp_path):
     assert r.stdout.strip().endswith("6 modules, 2 cycles")
 
 
+def test_cycle_check_counts_the_package_init_an_import_runs(tmp_path):
+    """b.x imports a.z, which runs a/__init__.py first, which imports b.x: Python fails with a partially
+    initialized module although no module names another that names it back (a step of issue 34 did this)."""
+    pkg = tmp_path / "hwprobe"
+    for d in ("a", "b"):
+        (pkg / d).mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a" / "__init__.py").write_text("from hwprobe.b.x import X\n")
+    (pkg / "a" / "z.py").write_text("Z = 1\n")
+    (pkg / "a" / "w.py").write_text("from hwprobe.a.z import Z\n")     # inside its own package: no circle
+    (pkg / "b" / "__init__.py").write_text("")
+    (pkg / "b" / "x.py").write_text("from hwprobe.a.z import Z\nX = Z\n")
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "import_cycles.py"), str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == ["hwprobe.a -> hwprobe.b.x -> hwprobe.a", "6 modules, 1 cycles"]
+
+
 def test_no_circle_between_rooms():
     """Rooms (top-level modules and packages: models/, lowering/, predict/, probes/, suites.py, ...) stack in one
     order. models/ and predict/ once imported each other (issue 34), and the calibration probes reached predict/."""

@@ -1,9 +1,10 @@
 """Import cycles inside hwprobe: every import counts, at module top, inside a function or under TYPE_CHECKING
 (a lazy import hides a circle from Python, not from the reader who must change both ends).
 
-Two levels. Modules: no module may reach itself. Rooms (``--rooms``): a room is a top-level module or package of
-hwprobe (models/, lowering/, predict/, probes/, suites.py, ...); no room may reach itself either, so the packages
-stack in one order (models below lowering below predict below analysis) and none reaches back up into another.
+Two levels. Modules: no module may reach itself, counting the packages whose __init__ an import runs first
+(``from hwprobe.a.x import X`` runs hwprobe/a/__init__.py). Rooms (``--rooms``): a room is a top-level module or
+package of hwprobe (models/, lowering/, predict/, probes/, suites.py, ...); no room may reach itself either, so the
+packages stack in one order (models below lowering below predict below analysis) and none reaches back up.
 
 The root package's __init__ is a facade (functions that hand names on from a lazy import); its own imports are
 not followed, so ``from hwprobe import __version__`` ties nothing into a circle.
@@ -50,8 +51,20 @@ def imports(name: str, f: pathlib.Path, mods: dict) -> list[tuple[str, int]]:
     return [(d, line) for d, line in out if d in mods and d != name]
 
 
+def packages_run(name: str, imported: str, mods: dict) -> set[str]:
+    """The packages whose __init__ Python runs to import ``imported`` from ``name``: every package above it, but
+    ``name``'s own (already under way: importing a sibling from inside its package is no circle)."""
+    parts = imported.split(".")
+    above = {".".join(parts[:i]) for i in range(2, len(parts))}
+    return {p for p in above if p in mods and not name.startswith(p + ".")}
+
+
 def module_graph(mods: dict) -> dict[str, set[str]]:
-    return {n: ({d for d, _ in imports(n, f, mods)} if n != "hwprobe" else set()) for n, f in mods.items()}
+    graph = {}
+    for n, f in mods.items():
+        deps = {d for d, _ in imports(n, f, mods)} if n != "hwprobe" else set()
+        graph[n] = deps | {p for d in deps for p in packages_run(n, d, mods)} - {n}
+    return graph
 
 
 def room(name: str) -> str:
