@@ -22,8 +22,8 @@ def load_profile(path):
 
 def analyze(model, profile=None, **kwargs):
     """A model's layers on the measured roofline: an Analysis whose ``layers`` is a pandas DataFrame.
-    See hwprobe.models.analyze (model: ONNX file, layer CSV or built-in name; profile: results dir or JSON)."""
-    from hwprobe.models import analyze as _analyze
+    See hwprobe.analysis.analyze (model: ONNX file, layer CSV or built-in name; profile: results dir or JSON)."""
+    from hwprobe.analysis import analyze as _analyze
 
     return _analyze(model, profile, **kwargs)
 

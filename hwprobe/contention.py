@@ -13,6 +13,7 @@ import numpy as np
 
 from hwprobe.flags import Code, Flag, has
 from hwprobe.measurement import Measurement
+from hwprobe.vocab import ExecUnit, Path
 
 FLOOR = 0.6              # of theory at the measured clock, for the kinds listed in ``_expects_near_theory``
 BIMODAL_GAP = 1.3        # adjacent sorted samples this far apart ...
@@ -26,7 +27,7 @@ PEAK_INSTRUCTIONS = ("dfma", "ffma", "hfma2", "imad", "dp4a", "fma")
 
 def _expects_near_theory(m: Measurement) -> bool:
     if m.kind == "compute":
-        return (m.exec_unit in ("cuda_core", "cpu") and m.path == "instruction"
+        return (m.exec_unit in (ExecUnit.CUDA_CORE, ExecUnit.CPU) and m.path == Path.INSTRUCTION
                 and m.metric.split(".")[-1] in PEAK_INSTRUCTIONS)
     return m.kind == "memory" and m.level in ("dram", "l1", "shared") and not m.link
 

@@ -19,18 +19,16 @@ from numbers import Real
 from typing import Any, Protocol
 
 from hwprobe.errors import InputError
-from hwprobe.vocab import SPARSE_SUFFIX
+from hwprobe.vocab import PROFILE_PRECISIONS, SPARSE_SUFFIX, ExecUnit, Path
 
-PATHS = ("library", "instruction", "best")
-UNITS = ("cuda_core", "tensor_core", "cpu")
-_UNIT_ALIASES = {"tensor": "tensor_core", "tensorcore": "tensor_core", "tensor_cores": "tensor_core",
-                 "tc": "tensor_core", "cuda": "cuda_core", "cudacore": "cuda_core", "cuda_cores": "cuda_core",
-                 "simt": "cuda_core", "cc": "cuda_core"}
+PATHS = (Path.LIBRARY, Path.INSTRUCTION, "best")
+UNITS = (ExecUnit.CUDA_CORE, ExecUnit.TENSOR_CORE, ExecUnit.CPU)
+_UNIT_ALIASES = {**dict.fromkeys(("tensor", "tensorcore", "tensor_cores", "tc"), ExecUnit.TENSOR_CORE),
+                 **dict.fromkeys(("cuda", "cudacore", "cuda_cores", "simt", "cc"), ExecUnit.CUDA_CORE)}
 _PRECISION_ALIASES = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "e4m3": "fp8", "e5m2": "fp8", "half": "fp16",
                       "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32", "single": "fp32",
                       "double": "fp64", "float64": "fp64", "i8": "int8", "s8": "int8", "i32": "int32"}
 _LEVEL_ALIASES = {"hbm": "dram", "gmem": "dram", "global": "dram", "smem": "shared", "l2cache": "l2"}
-KNOWN_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int32", "int8", "int4", "int1")
 
 
 class Ceiling(Protocol):
@@ -77,8 +75,8 @@ def norm_precision(precision) -> str:
     """'FP16' -> 'fp16', 'fp8_e4m3' -> 'fp8'; unknown names are refused with the list of known ones."""
     p = _name(precision, "precision")
     p = _PRECISION_ALIASES.get(p, p)
-    if p not in KNOWN_PRECISIONS:
-        raise RooflineError(f"unknown precision {precision!r}; precisions: {', '.join(KNOWN_PRECISIONS)}")
+    if p not in PROFILE_PRECISIONS:
+        raise RooflineError(f"unknown precision {precision!r}; precisions: {', '.join(PROFILE_PRECISIONS)}")
     return p
 
 

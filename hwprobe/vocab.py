@@ -14,6 +14,9 @@ class _Words(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    def __repr__(self) -> str:       # a message's {x!r} reads the same whether x came from here or from a file
+        return repr(self.value)
+
     @classmethod
     def values(cls) -> tuple[str, ...]:
         return tuple(m.value for m in cls)

@@ -48,7 +48,7 @@ def test_every_conv_case_produces_the_output_it_names(precision):
 
 
 def test_every_precision_a_user_can_ask_for_has_points_but_fp64():
-    from hwprobe.models.analysis import PRECISIONS
+    from hwprobe.analysis.roofline import PRECISIONS
 
     for p in PRECISIONS:
         has = bool(grids.linear_cases(p))

@@ -128,8 +128,8 @@ def test_the_predictor_prices_an_allreduce_on_the_measured_curve():
     """hwprobe.predict's comm kernels read profile.collective_time(kind, bytes, ranks) as (seconds, covered, note)."""
     from types import SimpleNamespace
 
+    from hwprobe.lowering.ops import KernelOp
     from hwprobe.predict.model import Predictor
-    from hwprobe.predict.ops import KernelOp
 
     prof = _synthetic()
     seconds, covered, how = prof.collective_time("allreduce", 2 * MiB, 2)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hwprobe.models.kernelview import kernel_view
-from hwprobe.models.timings import parse
+from hwprobe.analysis.kernelview import kernel_view
+from hwprobe.analysis.timings import parse
 from tests.refs import H200_PREDICT as PROFILE
 
 REAL = Path(__file__).resolve().parent / "data" / "times" / "real"

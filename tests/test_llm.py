@@ -1,6 +1,7 @@
-"""LLM lowering (hwprobe.models.llm): real config.json files, parameter counts against the published figures,
-the kernels of prefill and decode against hand counts, tensor parallel, memory fit, pricing with a fake predictor,
-refusals and the CLI. The fake pricer lives here only: the real one is hwprobe.predict.model.Predictor."""
+"""LLM lowering and analysis (hwprobe.lowering.llm, hwprobe.analysis.llm): real config.json files, parameter counts
+against the published figures, the kernels of prefill and decode against hand counts, tensor parallel, memory fit,
+pricing with a fake predictor, refusals and the CLI. The fake pricer lives here only: the real one is
+hwprobe.predict.model.Predictor."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from hwprobe.analysis.llm import LLMOptions, analyze, to_dict
+from hwprobe.analysis.llm.memory import fit, kv_bytes_per_token, kv_cache_bytes, params
 from hwprobe.errors import InputError
-from hwprobe.models.llm import LLMOptions, analyze, builtin, to_dict
+from hwprobe.lowering.llm.graph import Case, Quant, experts_touched, lower
+from hwprobe.lowering.ops import COMM_KINDS, KernelOp
+from hwprobe.models.llm import builtin
 from hwprobe.models.llm.config import load, parse
-from hwprobe.models.llm.lower import Case, Quant, experts_touched, lower
-from hwprobe.models.llm.memory import fit, kv_bytes_per_token, kv_cache_bytes, params
-from hwprobe.predict.ops import COMM_KINDS, KernelOp, OpTime
+from hwprobe.predict.ops import OpTime
 
 DATA = Path(__file__).parent / "data" / "llm_configs"
 
@@ -357,7 +360,7 @@ def test_cli_missing_field_config(tmp_path):
 
 def test_cli_with_a_predictor(monkeypatch, capsys):
     """The profile's predictor swapped for the fake one: the text output carries TTFT, TPOT and the parts."""
-    import hwprobe.models.llm as llm
+    import hwprobe.analysis.llm as llm
     from hwprobe.cli import cli
 
     monkeypatch.setattr(llm, "predictor", lambda profile, runtime: (FakePricer(links=False), None))
@@ -389,7 +392,7 @@ def test_fused_runtime_is_the_serving_plan():
     """A serving engine's step: per layer add+norm, one QKV GEMM, rotary, the paged cache write, flash attention,
     o_proj, add+norm, one gate/up GEMM, act-and-mul, down = 10 kernels (Llama-3.2-1B: 16 layers), around them the
     embedding, the final add+norm and the lm_head."""
-    from hwprobe.models.llm.serving import lower_serving
+    from hwprobe.lowering.llm.serving import lower_serving
 
     ops = lower_serving(load("llama-3.2-1b"), Case.decode(1, 512))
     assert len(ops) == 16 * 10 + 3
@@ -404,7 +407,7 @@ def test_flash_split_kv_combine_where_flash_attention_splits():
     """FlashAttention-2's heuristic, checked against the kernels torch.profiler counted on an H200 (132 SMs,
     profiles/h200-sxm/2026-11-26-validation-cold/llm_measured.json): decode at batch 1 launches a split-KV kernel and
     a combine kernel per layer; prefill at 512 tokens and decode at batch 16 one flash kernel."""
-    from hwprobe.models.llm.lower import flash_splits
+    from hwprobe.lowering.llm.graph import flash_splits
 
     assert flash_splits(32, 1, 1024, 64, 132) > 1
     assert flash_splits(16 * 32, 1, 1024, 64, 132) == 1

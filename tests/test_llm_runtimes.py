@@ -1,4 +1,4 @@
-"""The LLM runtimes (hwprobe.models.llm.runtimes): each one's kernels for a Llama step counted by hand from the
+"""The LLM runtimes (hwprobe.lowering.llm.runtimes): each one's kernels for a Llama step counted by hand from the
 transformers 5.17 source, and each family trait's effect on the kernel list, on real config.json files."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from hwprobe.analysis.llm import LLMOptions, analyze
 from hwprobe.errors import InputError
-from hwprobe.models.llm import LLMOptions, analyze
+from hwprobe.lowering.llm.graph import Case
+from hwprobe.lowering.llm.hf import Step, lower_hf
+from hwprobe.lowering.llm.inductor import lower_compiled
+from hwprobe.lowering.llm.serving import lower_serving
 from hwprobe.models.llm.config import load
-from hwprobe.models.llm.hf import Step, lower_hf
-from hwprobe.models.llm.inductor import lower_compiled
-from hwprobe.models.llm.lower import Case
-from hwprobe.models.llm.serving import lower_serving
 
 DATA = Path(__file__).parent / "data" / "llm_configs"
 H200 = Path(__file__).resolve().parents[1] / "profiles/h200-sxm/2026-11-26-predict-conv"
@@ -150,7 +150,7 @@ def test_refusals_are_one_line():
 def test_masked_attention_at_batch_one_runs_on_a_share_of_the_sms():
     """SDPA's masked kernel gives each (sequence, head) one block and no split over the keys: 32 blocks on the H200's
     132 SMs stream the cache at well under half the speed 512 blocks do (per byte)."""
-    from hwprobe.models.llm import predictor
+    from hwprobe.analysis.llm import predictor
 
     pricer, _ = predictor(str(H200), "graph")
     one, many = (next(o for o in lower_hf(LLAMA, Step("captured", Case.decode(b, 4096), 4096))
@@ -162,8 +162,8 @@ def test_masked_attention_at_batch_one_runs_on_a_share_of_the_sms():
 
 def test_a_batched_gemm_reads_every_batch_entrys_weights():
     """transformers' batched_mm gathers one weight matrix per token-expert pair: never faster than those bytes."""
-    from hwprobe.models.llm import predictor
-    from hwprobe.predict.ops import KernelOp
+    from hwprobe.analysis.llm import predictor
+    from hwprobe.lowering.ops import KernelOp
 
     pricer, _ = predictor(str(H200), "graph")
     op = KernelOp("x", "gemm", "bf16", m=1, n=2 * 14336, k=4096, batch=64)

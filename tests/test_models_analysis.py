@@ -9,11 +9,11 @@ import pytest
 
 import hwprobe
 from hwprobe import roofline
+from hwprobe.analysis import analyze
+from hwprobe.analysis.roofs import Measured
 from hwprobe.errors import InputError
-from hwprobe.models import analyze
 from hwprobe.models.csvfile import load_csv
 from hwprobe.models.layers import Layer, Model
-from hwprobe.models.roofs import Measured
 from hwprobe.profile_build import from_measurements, load_profile
 from hwprobe.roofline import RooflineError
 from tests.refs import H200_FULL
@@ -109,7 +109,7 @@ def test_misaligned_layer_pays_in_its_time(prof):
 
 
 def test_whatif_memory_bound_step_halves_the_bytes(prof):
-    from hwprobe.models.whatif import step_text
+    from hwprobe.analysis.whatif import step_text
 
     a = analyze(Model("m", [relu("r", 64)], "test"), prof)
     w = a.whatif.set_index("precision")
@@ -184,7 +184,7 @@ def test_bad_arguments():
 
 
 def test_json_is_valid_and_complete(prof):
-    from hwprobe.models.render import to_dict
+    from hwprobe.analysis.render import to_dict
 
     a = analyze("mobilenet_v2", prof, precision="int8")
     d = json.loads(json.dumps(to_dict(a), default=str, allow_nan=False))
@@ -255,7 +255,7 @@ def test_layer_info_alone_classifies_without_times():
     a = analyze("tests/data/tiny_layers.csv", H200, precision="fp16", times="tests/data/times/trtexec_layerinfo.json")
     assert all(g.measured_s == 0 for g in a.timing.groups)
     assert a.layers.set_index("name").loc["conv2", "kernel_unit"] == "cuda_core"
-    from hwprobe.models.advice import top_consumers
+    from hwprobe.analysis.advice import top_consumers
 
     assert not top_consumers(a, a.timing)[0].measured                 # no times: the predicted top 5
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hwprobe.models.classify import classify
+from hwprobe.analysis.classify import classify
 
 CASES = [
     # the seeds' names (002: h884 = HMMA = FP16 Tensor Core, i8816 = IMMA, scudnn = CUDA cores)
@@ -82,7 +82,7 @@ def test_pointwise_and_copies():
 
 
 def test_short_name_drops_void_and_namespaces_before_the_tail():
-    from hwprobe.models.classify import short_name
+    from hwprobe.analysis.classify import short_name
 
     name = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >"
     assert short_name(name, len(name)) == name                                  # a name that fits stays whole

@@ -13,8 +13,8 @@ from onnx import TensorProto as T  # noqa: E402
 from onnx import helper as h  # noqa: E402
 from onnx import numpy_helper as nh  # noqa: E402
 
+from hwprobe.analysis import analyze, load_model  # noqa: E402
 from hwprobe.errors import InputError  # noqa: E402
-from hwprobe.models import analyze, load_model  # noqa: E402
 from tests.refs import H200_FULL  # noqa: E402
 
 TINY_CSV = Path(__file__).parent / "data" / "tiny_layers.csv"

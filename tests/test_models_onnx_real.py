@@ -97,8 +97,8 @@ def test_cli_dim_option(tmp_path):
 def test_module_path_ranges_match_onnx_scopes():
     """torch_ranges names a record_function range by module path; the TorchScript export names nodes by the
     same scope. resnet18.leaf_modules.txt lists torchvision resnet18's leaf modules (named_modules)."""
-    from hwprobe.models.join import _Index
-    from hwprobe.models.torch_ranges import module_path
+    from hwprobe.analysis.join import _Index
+    from hwprobe.analysis.torch_ranges import module_path
 
     assert module_path("/layer1/layer1.0/conv1/Conv") == "layer1.0.conv1"
     assert module_path("/m/encoder/layer.0/attention/self/query/MatMul") == "m.encoder.layer.0.attention.self.query"

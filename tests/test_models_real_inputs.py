@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from hwprobe.analysis.classify import classify
+from hwprobe.analysis.timings import parse
 from hwprobe.errors import InputError
-from hwprobe.models.classify import classify
-from hwprobe.models.timings import parse
 from tests.refs import H200_FULL
 
 REAL = Path(__file__).parent / "data" / "times" / "real"
@@ -59,8 +59,8 @@ def test_key_averages_with_memory_columns():
 
 
 def test_tensorrt_fused_names_and_top_kernels():
-    from hwprobe.models import analyze
-    from hwprobe.models.advice import kernel_consumers
+    from hwprobe.analysis import analyze
+    from hwprobe.analysis.advice import kernel_consumers
 
     times = [str(REAL / "mobilenet_v2_residuals.qat.onnx.engine.profile.json"),
              str(REAL / "mobilenet_v2_residuals.qat.onnx.engine.graph.json")]
@@ -116,7 +116,7 @@ def test_real_kernel_families_map_to_their_unit():
 
 
 def test_advice_fits_the_unit():
-    from hwprobe.models.advice import kernel_tip
+    from hwprobe.analysis.advice import kernel_tip
 
     for name in ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>>",
                  "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from hwprobe.models import analyze
-from hwprobe.models.seed import SEED_002_MODELS, seed_row
+from hwprobe.analysis import analyze
+from hwprobe.analysis.seed import SEED_002_MODELS, seed_row
 
 SEED_DIR = Path(__file__).parent / "data" / "seed002"
 TABLES = sorted(p.name for p in SEED_DIR.glob("*.csv"))

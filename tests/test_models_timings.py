@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from hwprobe.analysis import analyze
+from hwprobe.analysis.timings import parse
 from hwprobe.errors import InputError
-from hwprobe.models import analyze
-from hwprobe.models.timings import parse
 from tests.refs import H200_FULL
 
 TIMES = Path(__file__).parent / "data" / "times"
@@ -115,7 +115,7 @@ def test_join_trtexec_profile_and_layer_info():
 
 
 def test_join_advice_flags_cuda_cores_and_alignment():
-    from hwprobe.models.advice import top_consumers
+    from hwprobe.analysis.advice import top_consumers
 
     a = analyze(TINY, PROFILE, precision="fp16",
                 times=[TIMES / "trtexec_profile.json", TIMES / "trtexec_layerinfo.json"])
@@ -128,7 +128,7 @@ def test_join_advice_flags_cuda_cores_and_alignment():
 
 
 def test_join_nsys_kernels_only():
-    from hwprobe.models.advice import kernel_consumers
+    from hwprobe.analysis.advice import kernel_consumers
 
     a = analyze(TINY, PROFILE, precision="fp16", times=TIMES / "nsys_cuda_gpu_kern_sum.csv")
     assert not a.timing.groups and len(a.timing.unmatched) == 7

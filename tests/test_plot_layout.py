@@ -231,7 +231,7 @@ def test_analyze_plot_note_and_layer_names_stay_inside_and_apart(tmp_path, monke
     import matplotlib.pyplot as plt
     from matplotlib.text import Text
 
-    from hwprobe.models import analyze
+    from hwprobe.analysis import analyze
     from hwprobe.report.plots.layers import plot_layers
 
     kept, real_close = {}, plt.close

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from hwprobe.calibration import CalibrationSection, GemmGrid, KernelCurve
+from hwprobe.lowering.ops import KernelOp
 from hwprobe.predict.calibration import ConvTable, GemmTable, MemCurve, SdpaTable
-from hwprobe.predict.ops import KernelOp, OpTime
+from hwprobe.predict.ops import OpTime
 from tests import refs
 
 VALID = refs.H200_VALIDATION_COLD
@@ -101,16 +102,16 @@ def _measured_case(model: str, batch: int, variant: str) -> dict:
 def test_lowering_launches_the_kernels_pytorch_launched(model, onnx_dir):
     """The lowered kernel count of the exported model equals what PyTorch's profiler counted for the same model
     (BN folded, channels-last) replayed as a CUDA graph on the H200: an oracle from the device, not this code."""
+    from hwprobe.lowering.layers import lower
     from hwprobe.models import load_model
-    from hwprobe.predict.lower import lower
 
     low = lower(load_model(onnx_dir / f"{model}-b1.onnx", 1), "fp16", "graph")
     assert len(low.kernels) == _measured_case(model, 1, "bn_folded_nhwc")["kernels_graph"]["count"]
 
 
 def test_fused_runtime_folds_pointwise_layers_into_their_producers(onnx_dir):
+    from hwprobe.lowering.layers import lower
     from hwprobe.models import load_model
-    from hwprobe.predict.lower import lower
 
     m = load_model(onnx_dir / "resnet18-b1.onnx", 1)
     graph, fused = lower(m, "fp16", "graph"), lower(m, "fp16", "fused")
@@ -192,7 +193,7 @@ def test_power_adjust_scales_compute_bound_kernels_by_the_compute_share():
 
 
 def test_a_profile_without_calibration_gets_no_prediction_but_says_why():
-    from hwprobe.models import analyze
+    from hwprobe.analysis import analyze
 
     a = analyze("resnet18", refs.H200_DEFAULT, precision="fp16")          # the full suite now holds the calibration
     assert a.prediction is None
@@ -214,9 +215,9 @@ def test_analyze_on_a_predict_suite_profile_prints_the_prediction(onnx_dir):
 
 
 def test_llm_pricing_applies_the_power_cap_through_the_predictor():
-    """hwprobe.models.llm's pricing calls the predictor's power_adjust once per pass: a pass whose kernels are all
+    """hwprobe.analysis.llm's pricing calls the predictor's power_adjust once per pass: a pass whose kernels are all
     compute-bound gets the full burst/sustained ratio, each distinct OpTime scaled once."""
-    from hwprobe.models.llm.report import _price
+    from hwprobe.analysis.llm.report import _price
     from hwprobe.predict.model import Predictor
 
     pred = Predictor(_Profile(), "graph")
@@ -274,7 +275,7 @@ def test_a_prediction_under_the_layer_by_layer_bound_says_why_it_may_be():
     """BERT-base b32's fused attention moves less than its ONNX layers do: the prediction (2.2 ms, measured 2.0 ms)
     sits under the layer view's 3.0 ms 'roofline bound' and over its own kernels' bound, and says so."""
     pytest.importorskip("onnx")
-    from hwprobe.models import analyze
+    from hwprobe.analysis import analyze
 
     a = analyze(VALID / "onnx" / "bert_base-b32-dynamo.onnx", refs.H200_PREDICT,
                 precision="fp16", batch=32)

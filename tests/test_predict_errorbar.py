@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from hwprobe.lowering.ops import KernelOp
 from hwprobe.predict.errorbar import MIN_CASES, error_bar, family
-from hwprobe.predict.ops import KernelOp, OpTime
+from hwprobe.predict.ops import OpTime
 
 ROOT = Path(__file__).resolve().parents[1]
 ONNX = ROOT / "profiles/h200-sxm/2026-11-26-validation-cold/onnx"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from hwprobe.lowering.ops import KernelOp
 from hwprobe.predict.calibration import Calibration, ConvTable
-from hwprobe.predict.ops import KernelOp
 from tests import refs
 
 VALID = refs.H200_VALIDATION_COLD
@@ -34,8 +34,8 @@ def _measured(model: str, batch: int) -> dict:
 
 def _lowered(name: str, batch: int, runtime: str = "graph", folder: Path = EXPORTS):
     pytest.importorskip("onnx")
+    from hwprobe.lowering.layers import lower
     from hwprobe.models import load_model
-    from hwprobe.predict.lower import lower
 
     return lower(load_model(folder / f"{name}.onnx", batch), "fp16", runtime)
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from hwprobe.calibration import CalibrationSection, GemmGrid, KernelCurve
+from hwprobe.lowering.ops import KernelOp
 from hwprobe.predict.calibration import ConvTable
-from hwprobe.predict.ops import KernelOp
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as T  # noqa: E402
@@ -36,8 +36,8 @@ def _w(name, *shape):
 
 
 def _lower(tmp_path, nodes, inits, inputs, outputs, runtime="graph", opset=18):
+    from hwprobe.lowering.layers import lower
     from hwprobe.models import load_model
-    from hwprobe.predict.lower import lower
 
     g = h.make_graph(nodes, "t", [h.make_tensor_value_info(n, T.FLOAT16, s) for n, s in inputs],
                      [h.make_tensor_value_info(n, T.FLOAT16, None) for n in outputs], inits)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from hwprobe.lowering.ops import KernelOp
 from hwprobe.predict.calibration import Calibration, ConvTable, SdpaTable, Uncalibrated
-from hwprobe.predict.ops import KernelOp
 
 ROOT = Path(__file__).resolve().parents[1]
 CONV = ROOT / "profiles/h200-sxm/2026-11-26-predict-conv"
@@ -44,7 +44,7 @@ def test_a_precision_without_points_is_refused_not_priced_from_fp16(precision):
 
 
 def test_analyze_in_fp32_prints_the_roofline_and_says_why_there_is_no_prediction():
-    from hwprobe.models import analyze
+    from hwprobe.analysis import analyze
 
     a = analyze("resnet50", CONV, batch=64)                                 # analyze's default precision: fp32
     assert a.prediction is None and a.totals["time_s"] > 0

@@ -12,6 +12,7 @@ import pytest
 
 from hwprobe.predict import prune
 from hwprobe.predict.calibration import GemmTable, interpolations
+from hwprobe.probes.calibration import pruned as pg
 from hwprobe.vocab import Curve
 from tests.helpers import load_tool
 
@@ -74,7 +75,7 @@ def test_the_committed_pruned_grid_is_what_the_tool_finds_in_the_committed_profi
 
     tool = load_tool("suite_speed")
     p = tool.prune_profiles([load_profile(d) for d in CONV], SIZES)
-    committed = json.loads(prune.PRUNED_FILE.read_text())
+    committed = json.loads(pg.PRUNED_FILE.read_text())
     assert committed == json.loads(tool.compact_json(p.as_json([str(d.relative_to(ROOT)) for d in CONV])))
     assert p.worst <= prune.TOL and p.gemm_points > 100 and p.curve_points > 50 and p.conv_points > 20
 
@@ -85,7 +86,7 @@ def test_the_predictor_prices_each_left_out_point_within_2_percent_of_its_measur
     from hwprobe.profile_build import load_profile
 
     tool = load_tool("suite_speed")
-    done = prune.pruned()
+    done = pg.pruned()
     for d in CONV:
         full = load_profile(d)
         p = tool.Pruned({k: sorted(v) for k, v in done.gemm.items()}, 0, {k: sorted(v) for k, v in done.curves.items()},
@@ -106,7 +107,7 @@ def test_the_predictor_prices_each_left_out_point_within_2_percent_of_its_measur
                 i = SIZES.index(s)
                 got = table[key].time(meas.bytes[i])
                 assert got == pytest.approx(meas.time_s[i], rel=prune.TOL), (d.name, curve, s)
-        conv = {prune.point_key(q): q for q in sec.conv.points}
+        conv = {pg.point_key(q): q for q in sec.conv.points}
         for key in done.conv:
             q = conv[key]
             if q.get("dw"):            # a one-image depthwise point is priced in the grid of all depthwise points
@@ -122,7 +123,7 @@ def test_gemm_shapes_skips_the_left_out_points_and_says_so(monkeypatch):
     from hwprobe.probes.calibration import gemm_shapes as gs
 
     ms, nks = [1, 2, 4], [64, 128, 256]
-    monkeypatch.setattr(prune, "pruned", lambda: prune.Pruned(gemm={"fp16": frozenset({(2, 128, 128)})}))
+    monkeypatch.setattr(pg, "pruned", lambda: pg.Pruned(gemm={"fp16": frozenset({(2, 128, 128)})}))
     seen = []
 
     def point(ctx, env, v, m, n, k, metric):
@@ -144,10 +145,10 @@ def test_gemm_shapes_skips_the_left_out_points_and_says_so(monkeypatch):
 def test_curve_and_convolution_sweeps_leave_out_their_pruned_points(monkeypatch):
     from hwprobe.probes.calibration import common
 
-    pr = prune.Pruned(curves={"memory.norm": frozenset({1 << 20})},
-                      conv=frozenset({prune.point_key({"k": 1, "cin": 64, "cout": 64, "m": 196, "layout": "nhwc",
-                                                       "images": 1})}))
-    monkeypatch.setattr(prune, "pruned", lambda: pr)
+    pr = pg.Pruned(curves={"memory.norm": frozenset({1 << 20})},
+                   conv=frozenset({pg.point_key({"k": 1, "cin": 64, "cout": 64, "m": 196, "layout": "nhwc",
+                                                    "images": 1})}))
+    monkeypatch.setattr(pg, "pruned", lambda: pr)
     sizes = [1 << 19, 1 << 20, 1 << 21]
     assert common.curve_sizes(SimpleNamespace(quick=False), "memory.norm", sizes) == [1 << 19, 1 << 21]
     assert common.curve_sizes(SimpleNamespace(quick=False), "torch.norm", sizes) == sizes
@@ -169,9 +170,9 @@ def test_prune_cli_writes_the_profile_the_probes_would_now_make(tmp_path):
     tool = load_tool("suite_speed")
     assert tool.main(["prune", *map(str, CONV), "--write", str(tmp_path / "g.json"),
                       "--profile-out", str(tmp_path / "p")]) == 0
-    assert json.loads((tmp_path / "g.json").read_text()) == json.loads(prune.PRUNED_FILE.read_text()) | {
+    assert json.loads((tmp_path / "g.json").read_text()) == json.loads(pg.PRUNED_FILE.read_text()) | {
         "sources": [str(d) for d in CONV]}
     sec = load_profile(tmp_path / "p").calibration
     cells = [c for plane in sec.gemm["fp16"].time_s for row in plane for c in row]
-    assert cells.count(None) == len(prune.pruned().gemm["fp16"])
-    assert len(sec.conv.points) == 950 - len(prune.pruned().conv)
+    assert cells.count(None) == len(pg.pruned().gemm["fp16"])
+    assert len(sec.conv.points) == 950 - len(pg.pruned().conv)

@@ -1,4 +1,5 @@
-"""The code's shape: no import cycles, no probe importing another probe, no function over 80 lines."""
+"""The code's shape: no import cycles between modules or rooms, no probe importing another probe, no function over
+80 lines."""
 
 import ast
 import pathlib
@@ -30,6 +31,53 @@ def test_cycle_check_reads_lazy_and_type_checking_imports(tmp_path):
     assert "hwprobe.a -> hwprobe.b -> hwprobe.a" in r.stdout
     assert "hwprobe.c -> hwprobe.d -> hwprobe.c" in r.stdout
     assert r.stdout.strip().endswith("6 modules, 2 cycles")
+
+
+def test_cycle_check_counts_the_package_init_an_import_runs(tmp_path):
+    """b.x imports a.z, which runs a/__init__.py first, which imports b.x: Python fails with a partially
+    initialized module although no module names another that names it back (a step of issue 34 did this)."""
+    pkg = tmp_path / "hwprobe"
+    for d in ("a", "b"):
+        (pkg / d).mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a" / "__init__.py").write_text("from hwprobe.b.x import X\n")
+    (pkg / "a" / "z.py").write_text("Z = 1\n")
+    (pkg / "a" / "w.py").write_text("from hwprobe.a.z import Z\n")     # inside its own package: no circle
+    (pkg / "b" / "__init__.py").write_text("")
+    (pkg / "b" / "x.py").write_text("from hwprobe.a.z import Z\nX = Z\n")
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "import_cycles.py"), str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == ["hwprobe.a -> hwprobe.b.x -> hwprobe.a", "6 modules, 1 cycles"]
+
+
+def test_no_circle_between_rooms():
+    """Rooms (top-level modules and packages: models/, lowering/, predict/, probes/, suites.py, ...) stack in one
+    order. models/ and predict/ once imported each other (issue 34), and the calibration probes reached predict/."""
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "import_cycles.py"), "--rooms"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout
+
+
+def test_room_check_finds_a_circle_no_module_cycle_shows(tmp_path):
+    """low.x imports high.y only inside a function, high.z imports low.w: no module reaches itself, but the two
+    rooms do, and the answer names each import that closes the circle. The root facade ties nothing."""
+    pkg = tmp_path / "hwprobe"
+    for d in ("low", "high", "other"):
+        (pkg / d).mkdir(parents=True)
+        (pkg / d / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("def f():\n    from hwprobe.high import y\n    return y\n")
+    (pkg / "low" / "x.py").write_text("def f():\n    from hwprobe.high import y\n    return y\n")
+    (pkg / "low" / "w.py").write_text("from hwprobe import __version__\n")
+    (pkg / "high" / "y.py").write_text("X = 1\n")
+    (pkg / "high" / "z.py").write_text("from ..low import w\n")         # a relative import counts too
+    (pkg / "other" / "a.py").write_text("import hwprobe.low.x\n")        # one way: no circle
+    tool = [sys.executable, str(ROOT / "tools" / "import_cycles.py")]
+    assert subprocess.run(tool + [str(tmp_path)], capture_output=True, text=True).returncode == 0
+    r = subprocess.run(tool + ["--rooms", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stdout.splitlines() == ["circle: high, low", "  high -> low: hwprobe/high/z.py:1",
+                                     "  low -> high: hwprobe/low/x.py:2", "3 rooms, 1 circles"]
 
 
 def _probe_modules():

@@ -5,6 +5,7 @@ import pytest
 from hwprobe.judge import judge
 from hwprobe.roofline import RooflineError, ridge
 from hwprobe.specs import theory as th
+from hwprobe.vocab import PROFILE_PRECISIONS
 
 T = 1e12
 G = 1e9
@@ -125,7 +126,7 @@ def test_every_arch_names_known_precisions():
         assert facts["shared_bytes_per_clk_per_sm"] == 128
         assert facts["l1_smem_bytes_per_sm"] >= facts["smem_max_bytes_per_sm"]
         for unit in th.UNITS:
-            assert set(facts.get(unit, {})) <= set(th.PRECISION_ORDER), (arch, unit)
+            assert set(facts.get(unit, {})) <= set(PROFILE_PRECISIONS), (arch, unit)
         assert facts["cuda_core"]["fp32"] in (64, 128)
 
 

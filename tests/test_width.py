@@ -108,9 +108,9 @@ def test_kernel_names_are_shortened_never_wrapped_mid_word():
     """Issue 35 item 15: at 80 columns the times-only view and classify wrapped kernel names mid-word into 14-17
     character columns. Each name now takes one line, whole or visibly shortened ('..'), said, and --wide shows
     it whole."""
-    from hwprobe.models.classify import short_name
-    from hwprobe.models.kernelview import kernel_view
-    from hwprobe.models.timings import parse
+    from hwprobe.analysis.classify import short_name
+    from hwprobe.analysis.kernelview import kernel_view
+    from hwprobe.analysis.timings import parse
 
     names = [r.name for r in kernel_view([parse(NSYS)]).rows]
     out = run(COMMANDS["analyze-times-only"], "80")

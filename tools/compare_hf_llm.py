@@ -83,7 +83,7 @@ def configs(doc: dict) -> dict:
 
 
 def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("llama",)) -> list[Row]:
-    from hwprobe.models.llm import LLMOptions, analyze
+    from hwprobe.analysis.llm import LLMOptions, analyze
 
     cfgs = configs(doc)
     rows = []
@@ -159,9 +159,7 @@ def lowered_classes(ops) -> dict[str, int]:
 
 def kernel_lines(doc: dict, sms: int | None = None) -> str:
     """Per model, runtime and phase: kernels lowered vs measured, in total and by class."""
-    from hwprobe.models.llm import LLMOptions
-    from hwprobe.models.llm import lower_runtime as lower
-    from hwprobe.models.llm.lower import Case, Quant
+    from hwprobe.lowering.llm import Case, Quant, lower_runtime
 
     cfgs = configs(doc)
     lines = ["| model | runtime | phase | batch x length | kernels lowered / measured | gemm | attention | other |",
@@ -172,9 +170,8 @@ def kernel_lines(doc: dict, sms: int | None = None) -> str:
                          f"{str(k.get('error'))[:60]} | | | |")
             continue
         case = (Case.prefill if k["phase"] == "prefill" else Case.decode)(k["batch"], k["length"])
-        opts = LLMOptions(phase=k["phase"], batch=k["batch"], runtime=k["runtime"],
-                          cache_len=k.get("cache_len") if k["runtime"] != "eager" else None)
-        ops = lower(cfgs[k["model"]], case, Quant(), opts, sms or doc.get("sms"))
+        ops = lower_runtime(cfgs[k["model"]], case, Quant(), k["runtime"], sms or doc.get("sms"),
+                            k.get("cache_len") if k["runtime"] != "eager" else None)
         low = lowered_classes(ops)
         meas = {"gemm": 0, "attention": 0, "other": 0}
         for r in k["by_name"]:

@@ -81,7 +81,7 @@ def check_shapes(doc: dict) -> None:
 
 def predict(doc: dict, profile=None, pricer=None, sms: int | None = None) -> list[Row]:
     """``pricer`` (tests) or the profile's predictor per runtime; ``sms`` else the profile's SM count."""
-    from hwprobe.models.llm import LLMOptions, analyze
+    from hwprobe.analysis.llm import LLMOptions, analyze
 
     rows, cache = [], {}
     for c in doc["cases"]:
@@ -89,7 +89,7 @@ def predict(doc: dict, profile=None, pricer=None, sms: int | None = None) -> lis
         opts = LLMOptions(phase=phase, prompt=length, context=length, batch=c["batch"], tp=c.get("tp", 1),
                           runtime=c["runtime"])
         if pricer is None and c["runtime"] not in cache:
-            from hwprobe.models.llm import predictor
+            from hwprobe.analysis.llm import predictor
 
             cache[c["runtime"]], prof = predictor(profile, c["runtime"])
             sms = sms or prof.device.get("sms")

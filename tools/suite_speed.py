@@ -6,7 +6,8 @@ raw samples, and the calibration points interpolation makes redundant.
     .venv/bin/python tools/suite_speed.py replay profiles/h200-sxm/2026-11-26-full profiles/h100-sxm/2026-11-26-full \\
         [--rule ceiling] [--noise 0.003 0.005] [--count 10]
     .venv/bin/python tools/suite_speed.py prune profiles/h200-sxm/2026-11-26-predict-conv \\
-        profiles/h100-sxm/2026-11-26-predict-conv [--write hwprobe/predict/pruned_grid.json] [--profile-out DIR]
+        profiles/h100-sxm/2026-11-26-predict-conv \\
+        [--write hwprobe/probes/calibration/pruned_grid.json] [--profile-out DIR]
 
 costs: per probe, its wall time (environment probe_seconds), the seconds its records' samples add up to, and the
 rest (setup, allocation, graph capture, warm-up, checks, settles); then the records that took longest to make
@@ -232,7 +233,7 @@ def _conv(secs: list) -> tuple[list[dict], int, float]:
     import numpy as np
 
     from hwprobe.predict import prune
-    from hwprobe.predict.prune import point_key
+    from hwprobe.probes.calibration.pruned import point_key
 
     if not all(s.conv is not None for s in secs):
         return [], 0, 0.0
@@ -271,7 +272,7 @@ def pruned_profile(profile, p: Pruned, sizes: list[int]):
     convolution points absent)."""
     import copy
 
-    from hwprobe.predict.prune import point_key
+    from hwprobe.probes.calibration.pruned import point_key
 
     out = copy.deepcopy(profile)
     sec = out.calibration

@@ -5,7 +5,7 @@ hwprobe; nothing is downloaded: each model is transformers' own class built from
 weights made on the GPU (``AutoModelForCausalLM.from_config``, ``attn_implementation="sdpa"``), its layer count cut
 to ``--layers`` (said in the output; tools/compare_hf_llm.py prices the same cut config).
 
-Runtimes, as hwprobe.models.llm.runtimes defines them:
+Runtimes, as hwprobe.lowering.llm.runtimes defines them:
 - hf: a ``StaticCache`` of ``cache_len`` positions (the step's own length), the inputs made by the model's
   ``prepare_inputs_for_generation`` (as ``generate`` makes them: position ids, the 4D masks), one forward captured as
   a CUDA graph (three warm-up calls on a side stream) and replayed. Each layer's device counter

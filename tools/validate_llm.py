@@ -3,7 +3,7 @@
 preallocated static KV cache, each case replayed as a CUDA graph (and a subset eager). Not part of hwprobe's
 package: it imports torch and runs on the device machine; tools/compare_llm.py prices the same cases with hwprobe.
 
-The model launches the kernels hwprobe.models.llm.lower describes for Llama (per layer: RMSNorm, q/k/v GEMMs,
+The model launches the kernels hwprobe.lowering.llm.graph describes for Llama (per layer: RMSNorm, q/k/v GEMMs,
 HF-style rotary on q and k = mul, neg, cat, mul, add each, two KV-cache copies, one SDPA flash kernel with GQA,
 o_proj, residual add, RMSNorm, gate and up GEMMs, SiLU, multiply, down GEMM, residual add; the embedding, two
 cos/sin gathers, final norm and lm_head (prefill: last token only) around them). The kernels one eager step

@@ -7,6 +7,7 @@ import click
 from hwprobe.cli import cli, console
 from hwprobe.cli.analyze_llm import llm_options, refuse_llm_options, run_llm
 from hwprobe.cli.outputs import show
+from hwprobe.vocab import Path
 
 
 def parse_dims(items) -> dict[str, int]:
@@ -38,7 +39,7 @@ MAX_BATCH = 1_000_000    # past this no layer's tensors fit any device's memory:
               help="standard: multiply-add = 2 ops, bytes = weights + inputs + outputs; seed: as the source "
                    "notes' (TensorRT notes) model tables count.")
 @click.option("--path", "path", default="auto", show_default=True,
-              type=click.Choice(["auto", "library", "instruction", "best"]),
+              type=click.Choice(["auto", Path.LIBRARY.value, Path.INSTRUCTION.value, "best"]),
               help="Which measured ceilings: auto = library for conv/GEMM, instruction for pointwise layers.")
 @click.option("--level", default="dram", show_default=True, type=click.Choice(["dram", "l2", "auto"]),
               help="Memory slope: DRAM, L2, or auto (L2 where a layer's bytes fit the measured L2).")
@@ -70,8 +71,8 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     MODEL may also be an LLM: a Hugging Face config.json or a built-in LLM name (llama-3-8b, ...): time to
     first token and per output token from the measured profile (the --phase ... --runtime options).
     Without MODEL, --times files alone: the kernels against the roofs that apply to them (a times-only view)."""
+    from hwprobe.analysis import analyze
     from hwprobe.cli.outputs import PLOT_SUFFIXES, output_file, write_text
-    from hwprobe.models import analyze
     from hwprobe.models.llm import is_llm
 
     if model is None:
@@ -88,7 +89,7 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
     if runtime in ("hf", "hf-compiled"):
         raise InputError(f"--runtime {runtime} applies to an LLM (a config.json or a built-in LLM name)")
     runtime = runtime or "graph"
-    from hwprobe.models.render import render, to_dict
+    from hwprobe.analysis.render import render, to_dict
 
     a = analyze(model, profile_path, spec=spec, precision=precision, batch=batch, convention=convention,
                 path=path, level=level, times=list(times), runtime=runtime, dims=parse_dims(dims), layout=layout)
@@ -102,9 +103,9 @@ def analyze_(model, profile_path, spec, precision, batch, convention, path, leve
 
 
 def _times_only(times, profile_path, as_json: bool, show_all: bool, wide: bool = False) -> None:
+    from hwprobe.analysis.kernelview import kernel_view, render_kernel_view
+    from hwprobe.analysis.timings import parse
     from hwprobe.errors import InputError
-    from hwprobe.models.kernelview import kernel_view, render_kernel_view
-    from hwprobe.models.timings import parse
 
     if not times:
         raise InputError("analyze needs a MODEL, or --times FILE for the kernel view without a model")

@@ -1,5 +1,5 @@
 """hwprobe analyze on an LLM (a config.json or a built-in name): the options, and a thin call into
-hwprobe.models.llm. Options that only mean something for one kind of model are refused for the other."""
+hwprobe.analysis.llm. Options that only mean something for one kind of model are refused for the other."""
 
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ import click
 from hwprobe.cli import console
 from hwprobe.cli.outputs import show, write_text
 from hwprobe.errors import InputError
+from hwprobe.lowering.llm.graph import KV, WEIGHTS
 
-# option name -> (click declaration kwargs); defaults live in hwprobe.models.llm.LLMOptions.
+# option name -> (click declaration kwargs); defaults live in hwprobe.analysis.llm.LLMOptions.
 LLM_OPTIONS = {
     "phase": dict(type=click.Choice(["prefill", "decode", "both"]), help="LLM: which phase (default both)."),
     "prompt": dict(type=int, help="LLM: prompt length of the prefill (default 1024)."),
     "context": dict(type=int, help="LLM: context length of a decode step, keys attended (default 1024)."),
-    "weights": dict(type=click.Choice(["fp16", "bf16", "fp8", "int8", "int4"]),
+    "weights": dict(type=click.Choice([str(w) for w in WEIGHTS]),
                     help="LLM: weight precision (int8/int4 weight-only, fp8 W8A8; default bf16)."),
-    "kv": dict(type=click.Choice(["fp16", "bf16", "fp8", "int8"]), help="LLM: KV-cache precision (default bf16)."),
+    "kv": dict(type=click.Choice([str(k) for k in KV]), help="LLM: KV-cache precision (default bf16)."),
     "tp": dict(type=int, help="LLM: tensor-parallel ranks (default 1)."),
     "cache_len": dict(type=int, help="LLM, runtimes hf/hf-compiled: the StaticCache's max_cache_len (default: the "
                                      "step's own length; generate sizes it prompt + max_new_tokens - 1)."),
@@ -66,8 +67,8 @@ def write_csv(a, path: str) -> None:
 
 def run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_all, llm: dict,
             wide: bool = False) -> None:
-    from hwprobe.models.llm import LLMOptions, analyze, to_dict
-    from hwprobe.models.llm.render import render
+    from hwprobe.analysis.llm import LLMOptions, analyze, to_dict
+    from hwprobe.analysis.llm.render import render
 
     _refuse_onnx_options()
     if spec:

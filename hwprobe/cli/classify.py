@@ -20,7 +20,7 @@ def classify_(names, wide, as_json) -> None:
     """Map kernel NAMEs (cuBLAS, cuDNN, TensorRT, CUTLASS, the h884/i8816/scudnn names the source notes list...)
     to a unit and a precision, with how far the name can be trusted: documented, heuristic or unknown. '-' reads
     names from stdin, one per line."""
-    from hwprobe.models.classify import SHORTENED, classify, short_name
+    from hwprobe.analysis.classify import SHORTENED, classify, short_name
     from hwprobe.report.fit import light_table, room, show
 
     if names == ("-",):

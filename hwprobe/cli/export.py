@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from hwprobe import vocab
 from hwprobe.cli import cli, console
 from hwprobe.export import formats
 
@@ -42,8 +43,8 @@ def _target(out: str, filename: str) -> Path:
               help="Output shape: " + "; ".join(f"{f.name}: {f.help}" for f in formats().values()) + ".")
 @click.option("--out", "-o", default=None, type=click.Path(),
               help="File, or directory (DIR/ or an existing one) to write into; default: stdout.")
-@click.option("--path", "path", default="library", show_default=True,
-              type=click.Choice(["library", "instruction", "best"]),
+@click.option("--path", "path", default=vocab.Path.LIBRARY.value, show_default=True,
+              type=click.Choice([vocab.Path.LIBRARY.value, vocab.Path.INSTRUCTION.value, "best"]),
               help="Which ceiling where a format holds one number per precision.")
 @click.option("--name", default=None, help="Hardware name in the export (default: the device name + _measured).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=NUMBER",

@@ -27,7 +27,8 @@ def list_(what) -> None:
             precs = f" [{', '.join(p.precisions)}]" if p.precisions else ""
             con.print(f"{p.name:20s} {p.target:3s} {p.family:12s} {p.summary}{precs}")
     elif what == "models":
-        from hwprobe.models import llm, zoo
+        from hwprobe.analysis import llm
+        from hwprobe.models import zoo
         from hwprobe.report.fit import light_table
 
         for title, rows, work in (("CNNs: layer tables built from their papers (hwprobe analyze NAME)", zoo.listing(),

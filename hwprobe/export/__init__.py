@@ -17,6 +17,7 @@ from hwprobe.errors import InputError
 from hwprobe.export.common import Export, Format, slug
 from hwprobe.export.flat import COLUMNS, rows
 from hwprobe.roofline import is_measured
+from hwprobe.vocab import Path
 
 __all__ = ["COLUMNS", "Export", "Format", "export", "formats", "rows"]
 
@@ -35,7 +36,7 @@ def formats() -> dict[str, Format]:
     return out
 
 
-def export(profile, fmt: str, *, path: str = "library", name: str | None = None, source: str = "",
+def export(profile, fmt: str, *, path: str = Path.LIBRARY, name: str | None = None, source: str = "",
            overrides: dict[str, float] | None = None) -> Export:
     """``profile`` in the shape ``fmt`` expects. ``path`` picks library or instruction ceilings where a format
     has one number per precision (the libraries' is what frameworks reach)."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from hwprobe.errors import InputError
 from hwprobe.roofline import is_measured
+from hwprobe.vocab import ExecUnit
 
 
 @dataclass
@@ -58,7 +59,7 @@ def tensor_ceiling(profile, precision: str, path: str):
     from hwprobe import roofline
 
     try:
-        return roofline.peak(profile, precision, "tensor_core", path)
+        return roofline.peak(profile, precision, ExecUnit.TENSOR_CORE, path)
     except roofline.RooflineError:
         return None
 

@@ -18,6 +18,7 @@ from hwprobe.export.common import (
     tensor_ceiling,
 )
 from hwprobe.roofline import is_measured
+from hwprobe.vocab import Precision
 
 LLM_ANALYSIS_REQUIRED = ("mem_per_GPU_in_GB", "hbm_bandwidth_in_GB_per_sec", "intra_node_bandwidth_in_GB_per_sec",
                          "intra_node_min_message_latency", "peak_fp16_TFLOPS")
@@ -33,7 +34,7 @@ def llm_analysis(profile, *, name: str, path: str, overrides: dict[str, float] |
     m = is_measured(profile)
     d = profile.device
     dram = profile.memory.get("dram")
-    fp16, int8, int4 = (tensor_ceiling(profile, p, path) for p in ("fp16", "int8", "int4"))
+    fp16, int8, int4 = (tensor_ceiling(profile, p, path) for p in (Precision.FP16, Precision.INT8, Precision.INT4))
     link, lat, link_name = fastest_p2p(profile)
     cfg = {"name": name, "mem_per_GPU_in_GB": round(d["mem_bytes"] / 2**30, 3) if d.get("mem_bytes") else None,
            "hbm_bandwidth_in_GB_per_sec": dram.bandwidth.value / 1e9 if dram and dram.bandwidth else None,

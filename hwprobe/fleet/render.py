@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 from hwprobe.fleet.validate import Check, Validation
 from hwprobe.units import si
+from hwprobe.vocab import SPARSE_SUFFIX, ExecUnit, Path
 
 _STYLE = {"pass": "green", "fail": "bold red", "not measured": "yellow", "no reference": "dim"}
 
@@ -125,8 +126,8 @@ def junit_xml(v: Validation) -> str:
 MAX_ROWS = 40             # a larger fleet prints its groups and outliers, not every run
 
 
-_SHORT = (("cuda_core", "cc"), ("tensor_core", "tc"), ("instruction", "inst"), ("library", "lib"),
-          ("_sparse24", " 2:4"), (".bandwidth", " B/s"), (".", " "))
+_SHORT = ((ExecUnit.CUDA_CORE, "cc"), (ExecUnit.TENSOR_CORE, "tc"), (Path.INSTRUCTION, "inst"), (Path.LIBRARY, "lib"),
+          (SPARSE_SUFFIX, " 2:4"), (".bandwidth", " B/s"), (".", " "))
 LEGEND = "cc = CUDA cores, tc = Tensor Cores, inst = instruction level, lib = library (cuBLAS/cuBLASLt)"
 
 

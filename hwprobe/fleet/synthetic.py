@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from hwprobe.fleet.records import ceilings_of
+from hwprobe.vocab import Precision
 
-TENSOR_LIBRARY = ("fp16", "bf16", "fp8", "int8", "tf32")
+TENSOR_LIBRARY = (Precision.FP16, Precision.BF16, Precision.FP8, Precision.INT8, Precision.TF32)
 
 
 def _scale(d: dict[str, Any], key: str, factor: float, **fields) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from hwprobe.errors import InputError
 from hwprobe.fleet import causes
 from hwprobe.fleet.records import CeilingRec, RunRecord, load_run
+from hwprobe.vocab import PROFILE_PRECISIONS
 
 DEFAULT_TOLERANCE = 0.10
 CLOCK_DIFF = 0.02             # clocks further apart than this make a power-limited ceiling compare per clock
@@ -201,13 +202,12 @@ def validate(run: RunRecord, ref: RunRecord, tolerances: Tolerances | None = Non
     return v
 
 
-_ORDER = re.compile(r"^(fp64|fp32|tf32|fp16|bf16|fp8|int32|int8|int4|int1)\.")
-_PREC = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int32", "int8", "int4", "int1")
+_ORDER = re.compile(rf"^({'|'.join(PROFILE_PRECISIONS)})\.")
 
 
 def _order(key: str) -> tuple:
     m = _ORDER.match(key)
-    return (0, _PREC.index(m.group(1)), key) if m else (1, 0, key)
+    return (0, PROFILE_PRECISIONS.index(m.group(1)), key) if m else (1, 0, key)
 
 
 def load_reference(ref: str, run: RunRecord, expect: float | None = None) -> RunRecord:

@@ -234,7 +234,7 @@ def _layer(g: _Graph, node, name: str) -> Layer:
 
 def _edges(g: _Graph, node) -> dict:
     """The node's tensors by name, which are constants, and their dims: what a lowering to kernels needs to follow
-    producers and consumers (hwprobe.predict.lower)."""
+    producers and consumers (hwprobe.lowering.layers)."""
     names = [x for x in node.input] + [x for x in node.output]
     out = {"in": list(node.input), "out": list(node.output), "const": [x in g.consts for x in node.input],
            "dims": {x: g.dims(x) for x in names if x},

@@ -1,4 +1,4 @@
-"""A model's predicted time: its kernels (hwprobe.predict.lower) priced by the calibrated predictor, summed, with
+"""A model's predicted time: its kernels (hwprobe.lowering.layers) priced by the calibrated predictor, summed, with
 the parts (compute, memory, latency, communication), the roofline bound beside it, what the calibration does not
 cover, and the error measured for this kind of prediction on held-out models (hwprobe.predict.errorbar)."""
 
@@ -74,7 +74,7 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
                   layout: str = "nhwc") -> Prediction:
     """Lower ``model`` (a hwprobe.models.Model) and price every kernel on ``profile``'s calibration (``layout``: the
     memory layout the framework runs a convolutional model in)."""
-    from hwprobe.predict.lower import lower
+    from hwprobe.lowering.layers import lower
 
     pred = Predictor(profile, runtime, cal, layout)
     low = lower(model, precision, runtime)

@@ -35,9 +35,11 @@ issue time), ``fused`` (as graph; the lowering folds pointwise ops into their pr
 from __future__ import annotations
 
 from hwprobe.errors import InputError
+from hwprobe.lowering.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp
 from hwprobe.models.conventions import ELEMENT_BYTES as ITEMSIZE
 from hwprobe.predict.calibration import STEM_CIN, Calibration, GemmTable
-from hwprobe.predict.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp, OpTime
+from hwprobe.predict.ops import OpTime
+from hwprobe.vocab import ExecUnit, Path
 
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
@@ -105,7 +107,7 @@ class Predictor:
     def peak(self, precision: str) -> float:
         """The library ceiling for ``precision`` (else its best), looked up once per precision: every kernel asks."""
         if precision not in self._peaks:
-            c = self.profile.peak(precision, "tensor_core", "library") or self.profile.peak(precision)
+            c = self.profile.peak(precision, ExecUnit.TENSOR_CORE, Path.LIBRARY) or self.profile.peak(precision)
             self._peaks[precision] = c.value if c else 0.0
         return self._peaks[precision]
 
@@ -429,7 +431,7 @@ class Predictor:
         """Burst over sustained library rate at the power cap (gpu.gemm_power), for ``precision`` or the other 16-bit
         type's (the same datapath); none for other precisions without their own measurement."""
         for p in (precision, SAME_DATAPATH.get(precision, precision)):
-            c = self.profile.peak(p, "tensor_core", "library")
+            c = self.profile.peak(p, ExecUnit.TENSOR_CORE, Path.LIBRARY)
             if c is not None and c.sustained and c.value > c.sustained:
                 return c.value / c.sustained, (f"{p} library {c.value / 1e12:.0f} TFLOP/s in bursts, "
                                                f"{c.sustained / 1e12:.0f} sustained at the power cap (gpu.gemm_power)")

@@ -7,24 +7,17 @@ has one axis). Points are left out one at a time, smallest error first, while ev
 predicted within ``tol`` of its measured time on every table given (precisions, GPUs): what the predictor puts back
 is what was judged. Axis ends are always measured: beyond them the predictor extrapolates.
 
-``pruned_grid.json`` beside this module holds the points left out of the calibration probes' grids, made by
-tools/suite_speed.py prune from committed profiles; the probes read it with ``pruned()`` (never in quick runs,
-whose coarser grids give the points other neighbours).
+tools/suite_speed.py prune writes the points left out to hwprobe/probes/calibration/pruned_grid.json, beside the
+probes that read it (hwprobe.probes.calibration.pruned).
 """
 
 from __future__ import annotations
-
-import json
-from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 
 import numpy as np
 
 from hwprobe.predict.calibration import interpolations
 
 TOL = 0.02
-PRUNED_FILE = Path(__file__).with_name("pruned_grid.json")
 
 
 def _error(log_ts: list[np.ndarray], logs: list[np.ndarray], idx: tuple, measured: np.ndarray) -> float | None:
@@ -78,34 +71,3 @@ def as_grid(log_t_of: dict[tuple, float], keys: list[list[float]]) -> np.ndarray
     for point, lt in log_t_of.items():
         grid[tuple(p[v] for p, v in zip(pos, point, strict=True))] = lt
     return grid
-
-
-def point_key(point: dict) -> tuple:
-    """A calibration case's identity (a convolution point: its parameters, without the time)."""
-    return tuple(sorted((k, v) for k, v in point.items() if k != "time_s"))
-
-
-@dataclass(frozen=True)
-class Pruned:
-    """The points the calibration probes leave out (none where pruned_grid.json is absent)."""
-
-    gemm: dict = field(default_factory=dict)        # precision -> {(M, N, K)} (model terms)
-    curves: dict = field(default_factory=dict)      # "memory.<kind>" / "torch.<kind>" -> {nominal bytes}
-    conv: frozenset = frozenset()                   # point_key of each convolution case
-
-    def gemm_point(self, precision: str, m: int, n: int, k: int) -> bool:
-        return (m, n, k) in self.gemm.get(precision, ())
-
-    def curve_point(self, curve: str, nbytes: int) -> bool:
-        return nbytes in self.curves.get(curve, ())
-
-
-@cache
-def pruned() -> Pruned:
-    """The committed pruned points (pruned_grid.json)."""
-    if not PRUNED_FILE.exists():
-        return Pruned()
-    d = json.loads(PRUNED_FILE.read_text())
-    return Pruned({p: frozenset(tuple(x) for x in pts) for p, pts in d.get("gemm", {}).items()},
-                  {k: frozenset(v) for k, v in d.get("curves", {}).items()},
-                  frozenset(point_key(c) for c in d.get("conv", [])))

@@ -3,8 +3,8 @@ predictions, and the kernels that take the most time."""
 
 from __future__ import annotations
 
+from hwprobe.lowering.ops import GEMM_KINDS
 from hwprobe.predict.estimate import Prediction
-from hwprobe.predict.ops import GEMM_KINDS
 from hwprobe.units import si
 
 RUNTIME_WORDS = {"graph": "replayed as a CUDA graph", "eager": "launched op by op from the host (eager)",

@@ -11,6 +11,7 @@ from hwprobe.gap import Gap, gaps
 from hwprobe.profile import Profile
 from hwprobe.report import tables as tb
 from hwprobe.report import text as tx
+from hwprobe.vocab import PROFILE_PRECISIONS, ExecUnit
 
 CHAIN = ("clock", "power", "sm_clock", "path", "factor")   # the factors that multiply out to the measured value
 
@@ -99,8 +100,8 @@ def _data_steps(p: Profile, prec: str, unit: str) -> list[Step]:
 def chains(p: Profile) -> list[Chain]:
     """One chain per precision and execution unit that has a gap, in the tables' order."""
     found = {(g.precision, g.unit): chain_of(g, p) for g in gaps(p) if g.steps}
-    rank = {p: i for i, p in enumerate(tx.PRECISION_ORDER)}
-    keys = sorted(found, key=lambda k: (rank.get(k[0], 99), k[1] != "cuda_core", k[1]))
+    rank = {p: i for i, p in enumerate(PROFILE_PRECISIONS)}
+    keys = sorted(found, key=lambda k: (rank.get(k[0], 99), k[1] != ExecUnit.CUDA_CORE, k[1]))
     return [found[k] for k in keys]
 
 

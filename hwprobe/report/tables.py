@@ -15,6 +15,7 @@ from hwprobe.judge import ABOVE_THEORY, CLOCK_AGREEMENT
 from hwprobe.profile import Ceiling, Profile
 from hwprobe.report import text as tx
 from hwprobe.units import si
+from hwprobe.vocab import PROFILE_PRECISIONS, ExecUnit
 
 _PREFIXES = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]
 
@@ -108,8 +109,8 @@ def compute_table(p: Profile, kind: str = "gpu") -> Table:
     cols = _columns(COMPUTE_COLUMNS, kind)
     t = Table("Compute ceilings", cols, note="measured beside theory at the clock measured during it, at the max "
               "clock and the datasheet; a fused multiply-add counts 2 operations")
-    for prec in tx.order(p.compute, tx.PRECISION_ORDER):
-        for unit in tx.order(p.compute[prec], ["cuda_core", "tensor_core", "cpu"]):
+    for prec in tx.order(p.compute, PROFILE_PRECISIONS):
+        for unit in tx.order(p.compute[prec], [ExecUnit.CUDA_CORE, ExecUnit.TENSOR_CORE, ExecUnit.CPU]):
             paths = p.compute[prec][unit]
             for path in tx.order(paths, tx.PATH_ORDER):
                 t.rows.append(_compute_row(prec, unit, path, paths[path]))
@@ -210,8 +211,8 @@ def ridge_table(p: Profile) -> Table:
         return t
     dram = p.memory.get("dram")
     bw_theory = dram.bandwidth.theory_at_max_clock if dram and dram.bandwidth else None
-    for prec in tx.order(p.compute, tx.PRECISION_ORDER):
-        for unit in tx.order(p.compute[prec], ["cuda_core", "tensor_core", "cpu"]):
+    for prec in tx.order(p.compute, PROFILE_PRECISIONS):
+        for unit in tx.order(p.compute[prec], [ExecUnit.CUDA_CORE, ExecUnit.TENSOR_CORE, ExecUnit.CPU]):
             pk = p.peak(prec, unit)
             if pk is None:
                 continue

@@ -10,16 +10,16 @@ from typing import Any
 from hwprobe.errors import is_library_refusal
 from hwprobe.profile import Profile
 from hwprobe.units import si
-from hwprobe.vocab import SPARSE_SUFFIX
+from hwprobe.vocab import SPARSE_SUFFIX, ExecUnit, Path
 
-PRECISION_ORDER = ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int32", "int8", "int4", "int1"]
 LEVEL_ORDER = ["shared", "l1", "l2", "l2_near", "l2_far", "dram", "host_h2d", "host_d2h", "host_bidir"]
-PATH_ORDER = ["instruction", "library", "library" + SPARSE_SUFFIX]
-UNIT_NAMES = {"tensor_core": "Tensor Cores", "cuda_core": "CUDA cores", "cpu": "CPU cores",
-              "copy_engine": "copy engine"}
-UNIT_SHORT = {"tensor_core": "tensor", "cuda_core": "CUDA", "cpu": "CPU", "copy_engine": "copy"}
-PATH_SHORT = {"instruction": "instr", "library": "library", "library" + SPARSE_SUFFIX: "2:4 lib"}
-PATH_NAMES = {"instruction": "instruction", "library": "library", "library" + SPARSE_SUFFIX: "library, 2:4 sparse"}
+PATH_ORDER = [Path.INSTRUCTION, Path.LIBRARY, Path.LIBRARY + SPARSE_SUFFIX]
+UNIT_NAMES = {ExecUnit.TENSOR_CORE: "Tensor Cores", ExecUnit.CUDA_CORE: "CUDA cores", ExecUnit.CPU: "CPU cores",
+              ExecUnit.COPY_ENGINE: "copy engine"}
+UNIT_SHORT = {ExecUnit.TENSOR_CORE: "tensor", ExecUnit.CUDA_CORE: "CUDA", ExecUnit.CPU: "CPU",
+              ExecUnit.COPY_ENGINE: "copy"}
+PATH_SHORT = {Path.INSTRUCTION: "instr", Path.LIBRARY: Path.LIBRARY.value, Path.LIBRARY + SPARSE_SUFFIX: "2:4 lib"}
+PATH_NAMES = {**{p: p.value for p in Path}, Path.LIBRARY + SPARSE_SUFFIX: "library, 2:4 sparse"}
 THROTTLE = {"sw_power_cap": "power cap", "hw_slowdown": "hw slowdown", "hw_thermal_slowdown": "hw thermal",
             "sw_thermal_slowdown": "thermal", "hw_power_brake_slowdown": "power brake",
             "sync_boost": "sync boost", "applications_clocks_setting": "app clocks", "display_clock_setting": "display"}
@@ -29,7 +29,7 @@ LEVEL_NAMES = {"shared": "shared", "l1": "L1", "l2": "L2", "l2_near": "L2 near",
                "dsm": "SM to SM (cluster)"}
 
 
-def order(keys, ranking: list[str]) -> list:
+def order(keys, ranking) -> list:
     return sorted(keys, key=lambda k: (ranking.index(k) if k in ranking else len(ranking), k))
 
 
@@ -120,7 +120,7 @@ def ridge_text(p: Profile, f: dict[str, Any]) -> str | None:
         return None
     prec = m.group(1)
     basis = _BASIS.search(str(f.get("text") or ""))
-    pk, bw = p.peak(prec, "cuda_core"), p.bandwidth("dram")
+    pk, bw = p.peak(prec, ExecUnit.CUDA_CORE), p.bandwidth("dram")
     return ridge_note(prec, float(f["value"]), float(prm["roof"]), float(prm["bandwidth_Bps"]),
                       str(f.get("unit") or per_byte(prec)), prm.get("theoretical_ridge"),
                       basis.group(1) if basis else "at max clocks", pk.value if pk else None,

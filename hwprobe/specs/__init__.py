@@ -17,6 +17,7 @@ from hwprobe.errors import InputError
 from hwprobe.measurement import Theory
 from hwprobe.specs import theory as th
 from hwprobe.units import si
+from hwprobe.vocab import PROFILE_PRECISIONS, ExecUnit
 
 try:
     import tomllib
@@ -208,7 +209,7 @@ class DeviceTheory:
         r = th.rates(self.arch or "", precision, unit)
         if r is None:
             return None
-        if unit == "tensor_core":
+        if unit == ExecUnit.TENSOR_CORE:
             r *= self.rate_scale.get(th.normalize_precision(precision), 1.0)
         return r
 
@@ -222,7 +223,7 @@ class DeviceTheory:
             return None
         if self.kind == "cpu":
             per = self.flops_per_clk.get(p)
-            if unit != "cpu" or not per or not self.cores:
+            if unit != ExecUnit.CPU or not per or not self.cores:
                 return None
             at = lambda c: th.cpu_peak(self.cores, c, per)  # noqa: E731
             basis = f"{self.cores} cores x {per:g} FLOP/clk/core x {clk:.0f} MHz"
@@ -234,7 +235,7 @@ class DeviceTheory:
             factor = 1.0
             if sparse:
                 factor = th.sparse_factor(self.arch or "") or 0.0
-                if not factor or unit != "tensor_core":
+                if not factor or unit != ExecUnit.TENSOR_CORE:
                     return None
             at = lambda c: th.peak_ops(fma * factor, self.sms, c)  # noqa: E731
             basis = f"{self.sms} SM x {fma * factor:g} FMA/clk/SM x 2 x {clk:.0f} MHz"
@@ -316,8 +317,8 @@ class DeviceTheory:
     # ------------------------------------------------------------------------------------ tables
     def _pairs(self) -> list[tuple[str, str]]:
         if self.kind == "cpu":
-            return [(p, "cpu") for p in th.PRECISION_ORDER if self.flops_per_clk.get(p)]
-        return [(p, u) for u in th.UNITS for p in th.PRECISION_ORDER if th.rates(self.arch or "", p, u)]
+            return [(p, ExecUnit.CPU) for p in PROFILE_PRECISIONS if self.flops_per_clk.get(p)]
+        return [(p, u) for u in th.UNITS for p in PROFILE_PRECISIONS if th.rates(self.arch or "", p, u)]
 
     def table(self) -> list[dict]:
         """One row per (precision, unit): peak at the max clock, sparse peak, datasheet, ridge point vs DRAM."""
@@ -329,7 +330,7 @@ class DeviceTheory:
             t = self.compute(p, u)
             if t is None:
                 continue
-            sp = self.compute(p, u, sparse=True) if u == "tensor_core" else None
+            sp = self.compute(p, u, sparse=True) if u == ExecUnit.TENSOR_CORE else None
             sheet = self.sku.datasheet_value(f"{p}.{u}") if self.sku else None
             rows.append({
                 "precision": p, "unit": u, "op_unit": th.op_unit(p),

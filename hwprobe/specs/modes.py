@@ -12,6 +12,7 @@ from hwprobe.specs import DeviceTheory, PowerMode, Sku, find, match, sku_theory
 from hwprobe.specs import theory as th
 from hwprobe.specs.jetpack import jetpack_at_least, summary
 from hwprobe.units import si
+from hwprobe.vocab import ExecUnit, Precision
 
 
 def _si(x: float | None, unit: str) -> str:
@@ -19,7 +20,8 @@ def _si(x: float | None, unit: str) -> str:
     return si(x, unit, 4)
 
 # The figures a mode table shows, most telling first; a module shows those its architecture has.
-FIGURES = (("fp32", "cuda_core"), ("fp16", "cuda_core"), ("fp16", "tensor_core"), ("int8", "tensor_core"))
+FIGURES = ((Precision.FP32, ExecUnit.CUDA_CORE), (Precision.FP16, ExecUnit.CUDA_CORE),
+           (Precision.FP16, ExecUnit.TENSOR_CORE), (Precision.INT8, ExecUnit.TENSOR_CORE))
 
 
 def mode_sms(sku: Sku, mode: PowerMode) -> int:
@@ -158,7 +160,8 @@ def _mode_table(rows: list[dict], width: int | None) -> list[str]:
     fixed = 2 + 3 + 1 + name_w + 1 + 4 + 1 + 8 + 1 + 8 + 12 + jp_w
     shown, left = keys, []
     if width and fixed + col_w * len(keys) > width:
-        order = sorted(keys, key=lambda k: (not k.endswith("tensor_core"), not k.startswith("fp16"), keys.index(k)))
+        order = sorted(keys, key=lambda k: (not k.endswith(ExecUnit.TENSOR_CORE), not k.startswith(Precision.FP16),
+                                            keys.index(k)))
         n = max(1, (width - fixed) // col_w)
         shown = [k for k in keys if k in order[:n]]
         left = [k for k in keys if k not in shown]

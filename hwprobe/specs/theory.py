@@ -10,15 +10,15 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+from hwprobe.vocab import ExecUnit
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 OPS_PER_FMA = 2
-UNITS = ("cuda_core", "tensor_core")
-# The order rows are shown in; also the precisions arch.toml may name.
-PRECISION_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int32", "int8", "int4", "int1")
+UNITS = (ExecUnit.CUDA_CORE, ExecUnit.TENSOR_CORE)
 _ALIASES = {"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "e4m3": "fp8", "e5m2": "fp8", "half": "fp16",
             "float": "fp32", "double": "fp64", "single": "fp32"}
 

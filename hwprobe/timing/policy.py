@@ -60,7 +60,8 @@ class StoppingRule:
 #   0.5% stops 174 early and moves one median by -1.6% (samples 1-5 ran slower than 6-10); 0.3% stops 144 early,
 #   none moved down by more than 0.6% (tools/suite_speed.py replay)
 CEILING = StoppingRule("ceiling", sample_s=0.005, min_samples=5, max_samples=10, max_noise=0.003, max_total_s=1.0)
-LIBRARY = StoppingRule("library", sample_s=0.005, min_samples=5, max_samples=10, max_noise=0.003, max_total_s=1.0)
+LIBRARY = StoppingRule("library", sample_s=0.005, min_samples=5, max_samples=10,  # not vocab: the rule's name
+                       max_noise=0.003, max_total_s=1.0)
 CPU_CEILING = StoppingRule("cpu_ceiling", sample_s=0.2, min_samples=5, max_samples=10, max_noise=0.003,
                            max_total_s=4.0)  # one call of all threads
 # - energy: the window the NVML energy counter needs (it steps every ~0.1 s) sets the time, and no noise target:
@@ -87,7 +88,7 @@ TRACE = StoppingRule("trace", sample_s=0.003, min_samples=3, max_samples=3)     
 LATENCY = StoppingRule("latency", sample_s=0.0, min_samples=5, max_samples=5)        # chases: fixed steps, 5 times
 SEARCH = StoppingRule("search", sample_s=0.003, min_samples=1, max_samples=1)   # one launch per configuration tried
 # mma.sync/wgmma: one launch long against launch overhead, short against power-cap throttling (lengths only)
-INSTRUCTION = StoppingRule("instruction", sample_s=0.010, min_samples=10, max_samples=10)
+INSTRUCTION = StoppingRule("instruction", sample_s=0.010, min_samples=10, max_samples=10)  # not vocab: the rule's name
 INSTRUCTION_QUICK = StoppingRule("instruction_quick", sample_s=0.004, min_samples=10, max_samples=10)
 RULES = {r.name: r for r in (CEILING, SCREEN, SWEEP, STREAM, LIBRARY, SUSTAINED, ENERGY, QUICK, STREAM_SIZES,
                              L2_SCREEN, TRACE, LATENCY, INSTRUCTION, INSTRUCTION_QUICK, SEARCH, CPU_CEILING,

@@ -96,6 +96,6 @@ QUICK_SIZES = geometric(1 << 13, 1 << 26, 8)
 def curve_sizes(ctx, curve: str, sizes: list[int]) -> list[int]:
     """``sizes`` less those of ``curve`` ("memory.<kind>", "torch.<kind>") that interpolation between their
     neighbours predicts within 2% (hwprobe.predict.prune; all of them in quick runs)."""
-    from hwprobe.predict.prune import pruned
+    from hwprobe.probes.calibration.pruned import pruned
 
     return sizes if ctx.quick else [s for s in sizes if not pruned().curve_point(curve, s)]

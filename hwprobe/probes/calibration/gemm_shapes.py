@@ -61,7 +61,7 @@ def _point(ctx, env, v, m: int, n: int, k: int, metric: str):
 def _grid(ctx, env, v, prec: str, ms: list[int], nks: list[int]):
     """Every grid point (yielded as it is measured), then the finding with the table. Points interpolation from
     their neighbours predicts within 2% (hwprobe.predict.prune) are left out, and the predictor fills them."""
-    from hwprobe.predict.prune import pruned
+    from hwprobe.probes.calibration.pruned import pruned
 
     table = np.full((len(ms), len(nks), len(nks)), np.nan)
     clocks = []

@@ -91,7 +91,7 @@ def sweep(ctx, torch, cases: list[dict], measure, metric: str, what: str, rows: 
     """Time every case (``measure(**case)``) into ``rows``; a case that fails is an error record, the rest go on.
     Cases interpolation predicts within 2% (hwprobe.predict.prune) are left out, not in quick runs."""
     from hwprobe.calibration import point_metric
-    from hwprobe.predict.prune import point_key, pruned
+    from hwprobe.probes.calibration.pruned import point_key, pruned
 
     if not ctx.quick:
         cases = [c for c in cases if point_key(c) not in pruned().conv]

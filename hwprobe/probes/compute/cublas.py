@@ -22,7 +22,7 @@ from hwprobe.errors import Skip, is_library_refusal
 from hwprobe.measurement import Measurement
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.timing import policy, time_cuda_issue, time_cuda_once
-from hwprobe.vocab import Kind
+from hwprobe.vocab import Kind, Path, Precision
 
 MAX_REPS = 4096         # GEMMs in one graph at most
 COMPUTE_NAMES = {gc.COMPUTE_16F: "CUBLAS_COMPUTE_16F", gc.COMPUTE_32F: "CUBLAS_COMPUTE_32F",
@@ -303,7 +303,7 @@ def build_runner(cp, call: Callable[[int], None], sets: int = 1, *, graph: bool 
     Calls that each last over a quarter of the target run as a plain loop: launch overhead is noise there.
     ``graph_unavailable`` (a reason) skips the capture attempt where the binding is known to refuse it.
     """
-    target_s = policy.rule("library").sample_s if target_s is None else target_s
+    target_s = policy.LIBRARY.sample_s if target_s is None else target_s
     for i in range(2):
         call(i % sets)
     cp.cuda.get_current_stream().synchronize()
@@ -423,7 +423,7 @@ class CublasGemm:
                 **({"graph_fallback": runner.fallback} if runner.fallback else {})}
 
 
-NAMED_KERNELS = ("fp64", "int8")      # precisions whose points record the library's kernel names
+NAMED_KERNELS = (Precision.FP64, Precision.INT8)      # precisions whose points record the library's kernel names
 
 
 def settle_runner(cp, runner: Runner, sustain: tuple[float, float]) -> dict:
@@ -468,7 +468,7 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
         g = (gemm_cls or CublasGemm)(env, v, m, n, k, data=data)
         try:
             runner = build_runner(env.cp, g.call, g.sets, set_stream=g.set_stream,
-                                  target_s=policy.rule("sustained" if sustain else "library").sample_s,
+                                  target_s=(policy.SUSTAINED if sustain else policy.LIBRARY).sample_s,
                                   graph_unavailable=getattr(g, "graph_unavailable", env.graph_unavailable))
             # settle outside the sampler window, so its clock and power are the settled ones
             timing = settle_runner(env.cp, runner, sustain) if sustain else {}
@@ -482,7 +482,7 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
 
             meas = ctx.measure(metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit=v.unit,
                                kind=kind, check=check, precision=v.precision, exec_unit=exec_unit or v.exec_unit,
-                               path="library", params={**g.params(runner), **timing, **(extra or {})},
+                               path=Path.LIBRARY, params={**g.params(runner), **timing, **(extra or {})},
                                notes=[*notes, *runner.notes], **timing)
             if v.precision in NAMED_KERNELS:       # which kernel ran: the unit's evidence (kernel_names)
                 from hwprobe.probes.compute.kernel_names import captured_kernel_names, tensor_evidence

@@ -28,7 +28,7 @@ from hwprobe.probes.compute.cublas import (
     sentinel,
 )
 from hwprobe.timing import time_cuda_once
-from hwprobe.vocab import ExecUnit, Kind
+from hwprobe.vocab import ExecUnit, Kind, Path
 
 VARIANTS = {  # name -> (A format, B format, precision, ceiling metric)
     "e4m3xe4m3": ("e4m3", "e4m3", "fp8_e4m3", "fp8_e4m3.tensor_core.cublaslt"),
@@ -202,7 +202,7 @@ def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, 
         m, n, k = g.m, g.n, g.k
         meas = ctx.measure(
             metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit="FLOP/s", kind=kind, check=check,
-            precision=precision, exec_unit=ExecUnit.TENSOR_CORE, path="library",
+            precision=precision, exec_unit=ExecUnit.TENSOR_CORE, path=Path.LIBRARY,
             params={"m": m, "n": n, "k": k, "layout": "TN", "reps": runner.reps,
                     "api": "nvmath.linalg.advanced.Matmul (cuBLASLt)", "autotune_iterations": AUTOTUNE_ITERATIONS,
                     "operands": g.operands, **g.chosen(), **params},
@@ -384,12 +384,12 @@ def lt_points(ctx, env, prec: str, sizes: list[int], rows: int):
                     yield measure_gemm(ctx, env, gc.variant(key), n, n, n, metric=f"{stem}.n{n}", kind=Kind.SWEEP,
                                        rows=rows, gemm_cls=cls, notes=(note,))
                 except Exception as e:
-                    yield failure(ctx, f"{stem}.n{n}", f"cuBLASLt {key} {n}^3", e, precision="int8", path="library")
+                    yield failure(ctx, f"{stem}.n{n}", f"cuBLASLt {key} {n}^3", e, precision="int8", path=Path.LIBRARY)
         return
     try:
         cp, nvmath, torch = lt_env(ctx, fp8=False)
     except Skip as e:
-        yield failure(ctx, metric, "cuBLASLt (nvmath Matmul)", e, precision=prec, path="library")
+        yield failure(ctx, metric, "cuBLASLt (nvmath Matmul)", e, precision=prec, path=Path.LIBRARY)
         return
     for n in sizes:
         ctx.log(f"cuBLASLt {prec} {n}^3 (nvmath Matmul, autotuned)")
@@ -400,7 +400,7 @@ def lt_points(ctx, env, prec: str, sizes: list[int], rows: int):
                                          "compute_type": "COMPUTE_32F_FAST_TF32" if prec == "tf32" else "default"},
                                  notes=["A row-major, B column-major (TN), result in the input type"])
         except Exception as e:
-            yield failure(ctx, f"{metric}.n{n}", f"cuBLASLt {prec} {n}^3", e, precision=prec, path="library")
+            yield failure(ctx, f"{metric}.n{n}", f"cuBLASLt {prec} {n}^3", e, precision=prec, path=Path.LIBRARY)
 
 
 def fp8_align_points(ctx, plan, rows: int):
@@ -408,14 +408,14 @@ def fp8_align_points(ctx, plan, rows: int):
     try:
         env = fp8_env(ctx)
     except Skip as e:
-        yield failure(ctx, "align.fp8", "FP8", e, precision="fp8_e4m3", path="library"), None
+        yield failure(ctx, "align.fp8", "FP8", e, precision="fp8_e4m3", path=Path.LIBRARY), None
         return
     for align, n, odd in plan:
         try:
             ma = measure_fp8(ctx, env, n, n, n, "e4m3", "e4m3", metric=f"align.fp8.{n}", kind=Kind.SWEEP,
                              precision="fp8_e4m3", rows=rows, autotune=False, extra={"align": align})
         except Exception as e:
-            yield failure(ctx, f"align.fp8.{n}", f"FP8 {n}^3", e, precision="fp8_e4m3", path="library"), None
+            yield failure(ctx, f"align.fp8.{n}", f"FP8 {n}^3", e, precision="fp8_e4m3", path=Path.LIBRARY), None
             continue
         yield ma, None
         row = {"align": align, "n": n, "rate": ma.value, "odd_rate": None}
@@ -427,4 +427,4 @@ def fp8_align_points(ctx, plan, rows: int):
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {e}"
             yield failure(ctx, f"align.fp8.{odd}", f"FP8 {odd}^3 (odd size)", e, precision="fp8_e4m3",
-                          path="library"), row
+                          path=Path.LIBRARY), row

@@ -27,7 +27,7 @@ from hwprobe.measurement import Measurement
 from hwprobe.probes.base import ProbeContext, probe
 from hwprobe.probes.compute import launch_search as S
 from hwprobe.timing import time_cuda_once
-from hwprobe.vocab import ExecUnit, Kind
+from hwprobe.vocab import ExecUnit, Kind, Path, Precision
 
 KERNEL_FILE = "cuda_core.cu"
 BODY = 512                 # instructions per loop trip per thread: loop overhead (3-4 instr) < 1%
@@ -143,7 +143,7 @@ EXPERIMENTS = (
     Family("experiment.cuda_core.imad_ffma_mix", I32, (4, 8, 16), b=F32, experiment=True,
            about="IMAD and FFMA interleaved 1:1: 1 warp-instr/clk/SMSP together means they use separate pipes"),
 )
-PRECISIONS = ("fp64", "fp32", "fp16", "bf16", "int32", "int8")
+PRECISIONS = (Precision.FP64, Precision.FP32, Precision.FP16, Precision.BF16, Precision.INT32, Precision.INT8)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -468,7 +468,8 @@ class _Family:
 
 
 def _meta(fam: Family) -> dict:
-    return dict(precision=None if fam.experiment else fam.a.precision, exec_unit=ExecUnit.CUDA_CORE, path="instruction")
+    return dict(precision=None if fam.experiment else fam.a.precision, exec_unit=ExecUnit.CUDA_CORE,
+                path=Path.INSTRUCTION)
 
 
 @probe(name="gpu.fma", target="gpu", family="compute", precisions=PRECISIONS,
@@ -562,14 +563,14 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
     }
     if fam.experiment:
         m = ctx.measure(fam.metric, lambda: fd.launch(cfg, iters, outs), work=warp_instr, unit="warp-instr/s",
-                        kind=Kind.SWEEP, check=check, exec_unit=ExecUnit.CUDA_CORE, path="instruction", params=p,
+                        kind=Kind.SWEEP, check=check, exec_unit=ExecUnit.CUDA_CORE, path=Path.INSTRUCTION, params=p,
                         notes=notes, flags=flags)
         p["flop_per_s"] = {o.instr: m.value * n / sass_per_trip * 32 * (o.ops_per_step / o.sass_per_step)
                            for o, n in (counts or expect).items()}
     else:
         m = ctx.measure(fam.metric, lambda: fd.launch(cfg, iters, outs),
                         work=work(fam, cfg.chains, threads_total, iters), unit=fam.a.unit, kind=Kind.COMPUTE,
-                        check=check, precision=fam.a.precision, exec_unit=ExecUnit.CUDA_CORE, path="instruction",
+                        check=check, precision=fam.a.precision, exec_unit=ExecUnit.CUDA_CORE, path=Path.INSTRUCTION,
                         params=p, notes=notes, flags=flags)
     m.notes.extend(verify_notes)
     if has(m.flags, Code.SASS_MISMATCH):
@@ -584,7 +585,7 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
     yield m
     if report_ipc and ipc is not None:
         yield ctx.derived(fam.metric + ".ipc", ipc, unit="warp-instr/clk/SMSP", kind=Kind.SWEEP, valid=m.valid,
-                          exec_unit=ExecUnit.CUDA_CORE, path="instruction",
+                          exec_unit=ExecUnit.CUDA_CORE, path=Path.INSTRUCTION,
                           params={"sass_per_trip": p["sass_per_trip"], "clock_mhz": _clock(m, dev)[0],
                                   "sub_partitions": sub_partitions(cc), "of": fam.metric},
                           notes=[clock_note] + ([fam.about] if fam.about else []))

@@ -18,12 +18,12 @@ from hwprobe.probes.base import probe
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.probes.compute.cublas import ceiling_of, failure
 from hwprobe.probes.compute.cublaslt import OUT_TYPES, VARIANTS, fp8_env, measure_fp8
-from hwprobe.vocab import Kind
+from hwprobe.vocab import Kind, Path, Precision
 
 
 @probe(name="gpu.gemm_fp8", target="gpu", family="compute",
        summary="FP8 GEMM (E4M3, E4M3xE5M2) through cuBLASLt via nvmath-python: size sweep and ceilings",
-       precisions=("fp8_e4m3", "fp8"))
+       precisions=(Precision.FP8_E4M3, Precision.FP8))
 def run_fp8(ctx, variants=("e4m3xe4m3", "e4m3xe5m2", "e5m2xe4m3"), sizes=(4096, 8192, 16384), check_rows=16,
             out="bf16", fast_accumulation=True):
     env = fp8_env(ctx)
@@ -42,7 +42,7 @@ def run_fp8(ctx, variants=("e4m3xe4m3", "e4m3xe5m2", "e5m2xe4m3"), sizes=(4096, 
             m = measure_fp8(ctx, env, n, n, n, a_fmt, b_fmt, metric=metric, kind=Kind.SWEEP, precision=prec,
                             rows=check_rows, fast_accumulation=fast_accumulation, out=out)
         except Exception as e:
-            yield failure(ctx, metric, f"FP8 {first} {n}^3", e, precision=prec, path="library")
+            yield failure(ctx, metric, f"FP8 {first} {n}^3", e, precision=prec, path=Path.LIBRARY)
             continue
         points.append(m)
         yield m
@@ -59,6 +59,6 @@ def run_fp8(ctx, variants=("e4m3xe4m3", "e4m3xe5m2", "e5m2xe4m3"), sizes=(4096, 
             yield measure_fp8(ctx, env, best_n, best_n, best_n, af, bf, metric=metric, kind=Kind.COMPUTE,
                               precision=pr, rows=check_rows, fast_accumulation=fast, out=out)
         except Exception as e:
-            yield failure(ctx, metric, f"FP8 {af}x{bf} {best_n}^3", e, precision=pr, path="library")
+            yield failure(ctx, metric, f"FP8 {af}x{bf} {best_n}^3", e, precision=pr, path=Path.LIBRARY)
 
 

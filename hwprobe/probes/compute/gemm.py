@@ -34,7 +34,7 @@ from hwprobe.probes.compute.cublas import (
     measure_gemm,
     random_operand,
 )
-from hwprobe.vocab import ExecUnit, Kind
+from hwprobe.vocab import ExecUnit, Kind, Path, Precision
 
 
 # --- framework comparisons -------------------------------------------------------------------------------
@@ -55,7 +55,7 @@ def _framework_points(ctx, env: CublasEnv, n: int, rows: int, frameworks: tuple[
 
             m = ctx.measure("fp16.tensor_core.cupy_matmul", runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps,
                             unit="FLOP/s", kind=Kind.COMPUTE, check=check, precision="fp16",
-                            exec_unit=ExecUnit.TENSOR_CORE, path="library",
+                            exec_unit=ExecUnit.TENSOR_CORE, path=Path.LIBRARY,
                             params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "cupy.matmul"},
                             notes=["comparison: cupy.matmul in this process (CuPy picks the compute type)",
                                    *runner.notes])
@@ -91,7 +91,7 @@ def _framework_points(ctx, env: CublasEnv, n: int, rows: int, frameworks: tuple[
 
                 m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit="FLOP/s",
                                 kind=Kind.COMPUTE, check=check, precision=prec, exec_unit=ExecUnit.TENSOR_CORE,
-                                path="library",
+                                path=Path.LIBRARY,
                                 params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "torch.matmul",
                                         "torch": torch.__version__},
                                 notes=["comparison: torch.matmul in this process", *runner.notes])
@@ -119,14 +119,14 @@ def _cupy_fp64(ctx, env: CublasEnv, n: int, rows: int):
             check_rows(cp, a[idx], b, c[idx], gc.tolerance("fp64"), f"cupy.matmul fp64 {n}^3")
 
         m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit="FLOP/s", kind=Kind.SWEEP,
-                        check=check, precision="fp64", exec_unit=ExecUnit.TENSOR_CORE, path="library",
+                        check=check, precision="fp64", exec_unit=ExecUnit.TENSOR_CORE, path=Path.LIBRARY,
                         params={"m": n, "n": n, "k": n, "reps": runner.reps, "api": "cupy.matmul",
                                 "operands": "float64 uniform in (-1, 1)"},
                         notes=["comparison: cupy.matmul FP64 in this process, right after gemmEx's top point",
                                *runner.notes])
         return m
     except Exception as e:
-        return failure(ctx, metric, "cupy.matmul fp64", e, precision="fp64", path="library")
+        return failure(ctx, metric, "cupy.matmul fp64", e, precision="fp64", path=Path.LIBRARY)
 
 
 def _settle(ctx, cool: bool = False) -> dict | None:
@@ -156,10 +156,10 @@ def _unit_evidence(ctx, m: Measurement) -> None:
             theory = device_theory(ctx.device)
         except Exception:
             theory = None
-    t = theory.compute("fp64", "cuda_core", None) if theory is not None else None
+    t = theory.compute("fp64", ExecUnit.CUDA_CORE, None) if theory is not None else None
     dfma = t.at_max_clock if t else None
     if dfma and m.value > 1.03 * dfma:
-        m.exec_unit = "tensor_core"
+        m.exec_unit = ExecUnit.TENSOR_CORE
         m.params["exec_unit_evidence"] = (f"measured: {m.value / 1e12:.1f} TFLOP/s > 1.03 x the DFMA peak at the "
                                           f"max clock ({dfma / 1e12:.1f}): only DMMA tensor cores reach it")
     else:
@@ -173,7 +173,7 @@ def _unit_for(ctx, v: gc.GemmVariant) -> tuple[str, str]:
     if v.precision == "fp64":
         return gc.fp64_exec_unit(ctx.device.cc_major, ctx.device.cc_minor)
     if v.precision == "fp32":
-        return "cuda_core", FP32_UNIT_NOTE
+        return ExecUnit.CUDA_CORE, FP32_UNIT_NOTE
     return v.exec_unit, ""
 
 
@@ -190,16 +190,19 @@ COOL_SETTLE = {"max_wait_s": 8.0, "temp_margin_c": 2.0, "power_factor": 1.2}
 # within its warm-up; its top-size phase is short (gemmEx, cupy.matmul, gemmEx: ~1 s). Then INT8: it draws the
 # most power per clock, so it loses the most to a hot card (run 2: 1440 MHz when it ran after FP16/BF16); each
 # precision starts after a settle.
-PRIORITY = ("fp64", "int8", "fp16", "bf16", "tf32", "fp32")
-BIG_SIZE_KEYS = ("fp16.f32acc", "fp16.f16acc", "bf16", "int8.tn", "tf32")   # variants also tried above the sweep
-LT_PRECISIONS = ("fp16", "bf16", "int8", "tf32")                           # cuBLASLt paths (gpu_fp8)
+PRIORITY = (Precision.FP64, Precision.INT8, Precision.FP16, Precision.BF16, Precision.TF32, Precision.FP32)
+# variants also tried above the sweep (their keys, not precisions)
+BIG_SIZE_KEYS = ("fp16.f32acc", "fp16.f16acc", "bf16", "int8.tn", "tf32")   # not vocab
+LT_PRECISIONS = (Precision.FP16, Precision.BF16, Precision.INT8, Precision.TF32)    # cuBLASLt paths (gpu_fp8)
+GEMM_PRECISIONS = (Precision.FP64, Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16, Precision.INT8)
+ALIGN_PRECISIONS = (Precision.FP16, Precision.BF16, Precision.INT8, Precision.TF32, Precision.FP8)
 
 
 @probe(name="gpu.gemm", target="gpu", family="compute",
        summary="cuBLAS gemmEx and cuBLASLt ceilings per precision (best over sizes, layouts, algos), size sweep, "
                "INT8 NN/TN pitfall, cupy/torch matmul beside",
-       precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"))
-def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), sizes=(1024, 2048, 4096, 8192),
+       precisions=GEMM_PRECISIONS)
+def run_gemm(ctx, precisions=GEMM_PRECISIONS, sizes=(1024, 2048, 4096, 8192),
              check_rows=16, frameworks=("cupy", "torch"), layouts=("NN", "TN"), tensor_op=True, big_sizes=(16384,),
              lt_sizes=(8192, 16384), int8_sizes=(6144, 12288)):
     """Phase 1, per precision in PRIORITY order: the top sweep size, the other layouts/algos there, the best
@@ -218,7 +221,8 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
     rates: dict[str, dict[int, float]] = {}      # variant key -> sweep rate per size (the pitfall)
     lt: dict[str, list[Measurement]] = {}
     comparisons: dict[str, Measurement] = {}
-    fw_after, start = [p for p in order if p in ("fp16", "bf16")][-1:], {}   # start: the GPU's state per precision
+    # start: the GPU's state per precision
+    fw_after, start = [p for p in order if p in (Precision.FP16, Precision.BF16)][-1:], {}
 
     def run_point(v: gc.GemmVariant, n: int, metric: str, sweep: bool):
         unit, unit_note = _unit_for(ctx, v)
@@ -229,7 +233,7 @@ def run_gemm(ctx, precisions=("fp64", "fp32", "tf32", "fp16", "bf16", "int8"), s
                              extra={K.START_STATE: start["state"]} if start.get("state") else None)
         except Exception as e:
             return failure(ctx, metric, f"cuBLAS {v.key} {v.layout} {n}^3", e, precision=v.precision,
-                           path="library"), None
+                           path=Path.LIBRARY), None
         if v.key == "int8.nn":    # the kernel's name where it was read, else the rate against TN (measured first)
             m.exec_unit, note, inferred = gc.kernel_unit(
                 m.params.get("kernel_tensor_core"), m.params.get("kernel_evidence", ""),
@@ -347,7 +351,7 @@ def _pitfall(ctx, rates: dict[str, dict[int, float]]):
     found, text, details = gc.pitfall_int8_vs_fp16({lay: r[n] for lay, r in int8.items()}, fp16[n], n)
     worst = min(r[n] for r in int8.values())
     yield ctx.derived("pitfall.int8_vs_fp16", fp16[n] / worst if worst > 0 else 0.0, unit="x", kind=Kind.INFO,
-                      precision="int8", path="library", params={**details, "found": found}, notes=[text])
+                      precision="int8", path=Path.LIBRARY, params={**details, "found": found}, notes=[text])
 
 
 ALIGN_VARIANTS = {"fp16": "fp16.f32acc", "bf16": "bf16", "int8": "int8.tn", "tf32": "tf32"}
@@ -355,9 +359,8 @@ ALIGN_VARIANTS = {"fp16": "fp16.f32acc", "bf16": "bf16", "int8": "int8.tn", "tf3
 
 @probe(name="gpu.gemm_align", target="gpu", family="compute",
        summary="GEMM throughput at sizes aligned to 8/16/32/64 vs the same size + 1 (tensor-core alignment rule)",
-       precisions=("fp16", "bf16", "int8", "tf32", "fp8"))
-def run_align(ctx, precisions=("fp16", "bf16", "int8", "tf32", "fp8"), base=4096, aligns=(8, 16, 32, 64),
-              check_rows=8):
+       precisions=ALIGN_PRECISIONS)
+def run_align(ctx, precisions=ALIGN_PRECISIONS, base=4096, aligns=(8, 16, 32, 64), check_rows=8):
     env = cublas_env(ctx)
     plan = gc.alignment_sizes(base, aligns[:1] if ctx.quick else aligns)
     for prec in precisions:
@@ -375,7 +378,7 @@ def run_align(ctx, precisions=("fp16", "bf16", "int8", "tf32", "fp8"), base=4096
         if rows:
             worst, text = gc.alignment_finding(prec, rows)
             yield ctx.derived(f"align.{prec}.slowdown", worst or 0.0, unit="x", kind=Kind.INFO, precision=prec,
-                              path="library", params={"points": rows}, notes=[text])
+                              path=Path.LIBRARY, params={"points": rows}, notes=[text])
 
 
 def _align_points(ctx, env: CublasEnv, v: gc.GemmVariant, plan, rows_checked: int):
@@ -397,4 +400,4 @@ def _align_points(ctx, env: CublasEnv, v: gc.GemmVariant, plan, rows_checked: in
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {e}"
             yield failure(ctx, f"align.{v.precision}.{odd}", f"cuBLAS {v.key} {odd}^3 (odd size)", e,
-                          precision=v.precision, path="library"), row
+                          precision=v.precision, path=Path.LIBRARY), row

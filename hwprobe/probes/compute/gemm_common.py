@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwprobe.errors import VerificationError
+from hwprobe.vocab import ExecUnit, Precision
 
 # --- cuBLAS / CUDA enum values (cublas_api.h, library_types.h); CuPy does not export all of them by name ---
 OP_N, OP_T = 0, 1
@@ -84,24 +85,24 @@ class GemmVariant:
 
 
 GEMM_VARIANTS: dict[str, tuple[GemmVariant, ...]] = {
-    "fp64": (GemmVariant("fp64", "fp64", "fp64.tensor_core.cublas", "tensor_core", "float64", "float64",
+    "fp64": (GemmVariant("fp64", "fp64", "fp64.tensor_core.cublas", ExecUnit.TENSOR_CORE, "float64", "float64",
                          R_64F, R_64F, COMPUTE_64F),),
-    "fp32": (GemmVariant("fp32", "fp32", "fp32.cuda_core.cublas", "cuda_core", "float32", "float32",
+    "fp32": (GemmVariant("fp32", "fp32", "fp32.cuda_core.cublas", ExecUnit.CUDA_CORE, "float32", "float32",
                          R_32F, R_32F, COMPUTE_32F, MATH_DEFAULT),),
-    "tf32": (GemmVariant("tf32", "tf32", "tf32.tensor_core.cublas", "tensor_core", "float32", "float32",
+    "tf32": (GemmVariant("tf32", "tf32", "tf32.tensor_core.cublas", ExecUnit.TENSOR_CORE, "float32", "float32",
                          R_32F, R_32F, COMPUTE_32F_FAST_TF32, MATH_TF32),),
     "fp16": (
-        GemmVariant("fp16.f32acc", "fp16", "fp16.tensor_core.cublas.f32acc", "tensor_core", "float16", "float16",
+        GemmVariant("fp16.f32acc", "fp16", "fp16.tensor_core.cublas.f32acc", ExecUnit.TENSOR_CORE, "float16", "float16",
                     R_16F, R_16F, COMPUTE_32F),
-        GemmVariant("fp16.f16acc", "fp16", "fp16.tensor_core.cublas.f16acc", "tensor_core", "float16", "float16",
+        GemmVariant("fp16.f16acc", "fp16", "fp16.tensor_core.cublas.f16acc", ExecUnit.TENSOR_CORE, "float16", "float16",
                     R_16F, R_16F, COMPUTE_16F),
     ),
-    "bf16": (GemmVariant("bf16", "bf16", "bf16.tensor_core.cublas", "tensor_core", "bf16", "bf16",
+    "bf16": (GemmVariant("bf16", "bf16", "bf16.tensor_core.cublas", ExecUnit.TENSOR_CORE, "bf16", "bf16",
                          R_16BF, R_16BF, COMPUTE_32F),),
     "int8": (
-        GemmVariant("int8.tn", "int8", "int8.tensor_core.cublas.tn", "tensor_core", "int8", "int32",
+        GemmVariant("int8.tn", "int8", "int8.tensor_core.cublas.tn", ExecUnit.TENSOR_CORE, "int8", "int32",
                     R_8I, R_32I, COMPUTE_32I, transa=OP_T, transb=OP_N, unit="OP/s"),
-        GemmVariant("int8.nn", "int8", "int8.cublas.nn", "tensor_core", "int8", "int32",
+        GemmVariant("int8.nn", "int8", "int8.cublas.nn", ExecUnit.TENSOR_CORE, "int8", "int32",
                     R_8I, R_32I, COMPUTE_32I, transa=OP_N, transb=OP_N, unit="OP/s"),
     ),
 }
@@ -110,13 +111,13 @@ GEMM_VARIANTS: dict[str, tuple[GemmVariant, ...]] = {
 # cuBLASLt-only configurations (gemmEx has no INT8 output): s8 x s8 -> s32 accumulate -> alpha x acc rounded and
 # saturated to s8, the requantizing epilogue of INT8 inference; a quarter of the INT32 output's C traffic.
 LT_VARIANTS = {
-    "int8.tn.i8out": GemmVariant("int8.tn.i8out", "int8", "int8.tensor_core.cublaslt.i8out", "tensor_core", "int8",
-                                 "int8", R_8I, R_8I, COMPUTE_32I, transa=OP_T, transb=OP_N, unit="OP/s",
+    "int8.tn.i8out": GemmVariant("int8.tn.i8out", "int8", "int8.tensor_core.cublaslt.i8out", ExecUnit.TENSOR_CORE,
+                                 "int8", "int8", R_8I, R_8I, COMPUTE_32I, transa=OP_T, transb=OP_N, unit="OP/s",
                                  scale="float32"),
     # FP8 E4M3 x E4M3 -> BF16 through raw cuBLASLt (TN, fast accumulation): gpu.gemm_power and gpu.sparse's
     # dense baseline; the key is its tolerance's
-    "fp8.fast": GemmVariant("fp8.fast", "fp8_e4m3", "fp8_e4m3.tensor_core.cublaslt", "tensor_core", "fp8", "bf16",
-                            R_8F_E4M3, R_16BF, COMPUTE_32F, transa=OP_T, transb=OP_N),
+    "fp8.fast": GemmVariant("fp8.fast", "fp8_e4m3", "fp8_e4m3.tensor_core.cublaslt", ExecUnit.TENSOR_CORE, "fp8",
+                            "bf16", R_8F_E4M3, R_16BF, COMPUTE_32F, transa=OP_T, transb=OP_N),
 }
 
 
@@ -208,10 +209,10 @@ def precision_operands(key: str, m: int, n: int, k: int, seed: int = 7, xp=np):
 def fp64_exec_unit(cc_major: int, cc_minor: int) -> tuple[str, str]:
     """cuBLAS DGEMM runs on DMMA tensor cores on sm_80/sm_90/sm_100 (A100, H100/H200, B200), else on DFMA."""
     if (cc_major, cc_minor) in {(8, 0), (9, 0), (10, 0), (10, 3)}:
-        return "tensor_core", (f"sm_{cc_major}{cc_minor} has FP64 tensor cores (DMMA), which cuBLAS DGEMM uses; "
+        return ExecUnit.TENSOR_CORE, (f"sm_{cc_major}{cc_minor} has FP64 tensor cores (DMMA), which cuBLAS DGEMM uses; "
                                "params['exec_unit_evidence'] says whether the rate confirms it (above the DFMA "
                                "peak) or the unit is inferred from the architecture")
-    return "cuda_core", f"sm_{cc_major}{cc_minor} has no fast FP64 tensor cores: DGEMM runs on DFMA"
+    return ExecUnit.CUDA_CORE, f"sm_{cc_major}{cc_minor} has no fast FP64 tensor cores: DGEMM runs on DFMA"
 
 
 def rel_error(got: np.ndarray, ref: np.ndarray) -> float:
@@ -408,19 +409,19 @@ def int8_layout_exec_unit(rate: float, best_tn_rate: float | None, fallback_rati
     non-tensor-core fallback; that is an inference from the rate, and the record says so.
     """
     if not best_tn_rate or best_tn_rate <= 0:
-        return "tensor_core", "unit not inferred: no TN rate to compare with"
+        return ExecUnit.TENSOR_CORE, "unit not inferred: no TN rate to compare with"
     ratio = best_tn_rate / rate if rate > 0 else math.inf
     if ratio >= fallback_ratio:
-        return "cuda_core", (f"{ratio:.1f}x slower than TN at this size: taken for a CUDA-core fallback, "
+        return ExecUnit.CUDA_CORE, (f"{ratio:.1f}x slower than TN at this size: taken for a CUDA-core fallback, "
                              f"inferred from the rate (no kernel name read)")
-    return "tensor_core", f"within {ratio:.1f}x of TN: a tensor-core kernel (inferred from the rate)"
+    return ExecUnit.TENSOR_CORE, f"within {ratio:.1f}x of TN: a tensor-core kernel (inferred from the rate)"
 
 
 def kernel_unit(tensor: bool | None, evidence: str, inferred: tuple[str, str]) -> tuple[str, str, bool]:
     """(unit, note, inferred?) of a library point: a kernel name with a tensor-core token is measured evidence
     and wins over a unit inferred from the rate (``inferred`` = (unit, note) from ``int8_layout_exec_unit``)."""
     if tensor:
-        return "tensor_core", f"tensor cores: {evidence} (the rate alone suggested {inferred[0]})", False
+        return ExecUnit.TENSOR_CORE, f"tensor cores: {evidence} (the rate alone suggested {inferred[0]})", False
     return inferred[0], inferred[1], True
 
 
@@ -477,8 +478,8 @@ def alignment_finding(precision: str, rows: Sequence[dict]) -> tuple[float | Non
 # --- ceiling candidates ------------------------------------------------------------------------------------
 # Precisions whose gemmEx ceiling is searched over layouts (INT8 layouts are separate variants; FP64/FP32
 # have one fast path) and, for the 16-bit types, over the gemmEx algo enum too.
-LAYOUT_SEARCH = ("tf32", "fp16", "bf16")
-ALGO_SEARCH = ("fp16", "bf16")
+LAYOUT_SEARCH = (Precision.TF32, Precision.FP16, Precision.BF16)
+ALGO_SEARCH = (Precision.FP16, Precision.BF16)
 # The call a framework makes, where it is not the variant's own: cupy.matmul on C-ordered FP64 arrays calls gemmEx
 # NN with CUBLAS_COMPUTE_64F and, on sm_80+, CUBLAS_GEMM_DEFAULT_TENSOR_OP (cupy/_core/_routines_linalg.pyx,
 # tensordot_core_v11): the FP64 ceiling tries that exact call beside its own (issue 33).

@@ -25,7 +25,7 @@ from hwprobe.probes.base import probe
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.timing.sentinel import clock_of
 from hwprobe.units import si
-from hwprobe.vocab import ExecUnit, Kind
+from hwprobe.vocab import ExecUnit, Kind, Path, Precision
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ PATHS = {   # INT8's fastest library paths (gpu.gemm): cuBLASLt with INT32 and w
 def per_clock(m: Measurement, theory) -> float | None:
     """Rate over tensor-core theory at the window's median NVML clock (settled: NVML's lag is out)."""
     clk = m.clocks.sm_mhz if m.clocks else None
-    t = theory.compute(m.precision, "tensor_core", clk) if clk else None
+    t = theory.compute(m.precision, ExecUnit.TENSOR_CORE, clk) if clk else None
     return m.value / t.at_clock if t and t.at_clock else None
 
 
@@ -101,8 +101,8 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
 @probe(name="gpu.gemm_power", target="gpu", family="compute",
        summary="Library GEMM sustained at the power cap: rate, clock, power and J/op against operand data",
        precisions=tuple(PATHS))
-def run(ctx, precisions=("int8", "fp16", "fp8"), size=8192, data=("uniform", "normal", "relu", "zeros"),
-        settle_s=0.5, sustain_s=2.0, check_rows=8):
+def run(ctx, precisions=(Precision.INT8, Precision.FP16, Precision.FP8), size=8192,
+        data=("uniform", "normal", "relu", "zeros"), settle_s=0.5, sustain_s=2.0, check_rows=8):
     from hwprobe.probes.compute.cublas import DATA, cublas_env, failure
     from hwprobe.specs.live import device_theory
 
@@ -128,7 +128,7 @@ def run(ctx, precisions=("int8", "fp16", "fp8"), size=8192, data=("uniform", "no
             if path.api == "cublaslt" and lt_missing:
                 if path.variant in gc.LT_VARIANTS:      # no gemmEx equivalent
                     yield failure(ctx, f"{path.stem}.power_data", f"{prec} {path.variant}", RuntimeError(lt_missing),
-                                  precision=prec, path="library")
+                                  precision=prec, path=Path.LIBRARY)
                     continue
                 path = PowerPath(path.variant, "cublas", path.stem.replace("cublaslt", "cublas"))
                 notes = (f"{lt_missing}; gemmEx instead",)
@@ -154,7 +154,7 @@ def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, sett
                              extra={"data_desc": DATA[d], "settle_s": settle_s, "sustain_s": sustain_s},
                              notes=(f"operands: {DATA[d]}", *notes))
         except Exception as e:
-            yield failure(ctx, metric, f"{path.variant} with {d} operands", e, precision=prec, path="library")
+            yield failure(ctx, metric, f"{path.variant} with {d} operands", e, precision=prec, path=Path.LIBRARY)
             continue
         m.params["per_clock"] = per_clock(m, theory)
         points.append(m)
@@ -162,7 +162,7 @@ def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, sett
     if points:
         ratio, text = summarize(f"{prec} ({path.variant}, {path.api})", size, points, limit)
         yield ctx.derived(f"{path.stem}.power_data", ratio, unit="x", kind=Kind.INFO, precision=prec,
-                          exec_unit=ExecUnit.TENSOR_CORE, path="library", notes=[text],
+                          exec_unit=ExecUnit.TENSOR_CORE, path=Path.LIBRARY, notes=[text],
                           params={"size": size, "power_limit_w": limit, "variant": path.variant,
                                   "points": {p.params["data"]: {"rate": p.value,
                                                                 "sm_mhz": p.clocks.sm_mhz if p.clocks else None,

@@ -28,9 +28,11 @@ from hwprobe.errors import Skip, VerificationError
 from hwprobe.probes.base import probe
 from hwprobe.probes.compute import mma_clock as mc
 from hwprobe.timing import iterations_for, policy
+from hwprobe.vocab import ExecUnit, Path, Precision
 
-MMA_SYNC_PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
-WGMMA_PRECISIONS = ("fp16", "bf16", "tf32", "fp8", "int8")
+MMA_SYNC_PRECISIONS = (Precision.FP64, Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8, Precision.INT8,
+                       Precision.INT4)
+WGMMA_PRECISIONS = (Precision.FP16, Precision.BF16, Precision.TF32, Precision.FP8, Precision.INT8)
 
 CHAINS = 8          # independent accumulators per warp in mma_sync.cu (-DCHAINS)
 KSTEPS = 4          # wgmma per loop iteration (one commit group) in wgmma.cu: 4 K slices of a 128-byte row
@@ -225,7 +227,7 @@ def encode(values: np.ndarray, fmt: str) -> np.ndarray:
         if not np.array_equal(h.astype(np.float64), v):
             raise ValueError("not exact in fp16")
         return h.view(np.uint16).astype(np.uint64)
-    if fmt in ("bf16", "tf32"):
+    if fmt in (Precision.BF16, Precision.TF32):
         bits = v.astype(np.float32).view(np.uint32).astype(np.uint64)
         low = 16 if fmt == "bf16" else 13
         if np.any(bits & ((1 << low) - 1)) or not np.array_equal(v.astype(np.float32).astype(np.float64), v):
@@ -692,8 +694,8 @@ class _Launcher:
 
 
 def _meta(v: Variant) -> dict:
-    return dict(precision=v.metric_precision, exec_unit="tensor_core", path="instruction",
-                params={"instruction": v.ptx})
+    return dict(precision=v.metric_precision, exec_unit=ExecUnit.TENSOR_CORE, path=Path.INSTRUCTION,
+                params={"instruction": v.ptx})  # not vocab: the PTX instruction
 
 
 FORM_NOTES = {
@@ -741,7 +743,7 @@ def _peak_at(ctx, v: Variant) -> Callable[[float | None], float | None]:
             return lambda clk: None
 
     def at(clk):
-        t = theory.compute(v.metric_precision, "tensor_core", clk)
+        t = theory.compute(v.metric_precision, ExecUnit.TENSOR_CORE, clk)
         return t.at_clock if t else None
     return at
 
@@ -753,7 +755,7 @@ def _plan(ctx, lau: _Launcher, v: Variant):
         best, results, errors = search(MMA_CONFIGS, lambda cfg: lau.rate(cfg, search_s))
     else:
         best, results, errors = _search_wgmma(lau, ctx.quick)
-    target_s = policy.rule("instruction_quick" if ctx.quick else "instruction").sample_s
+    target_s = (policy.INSTRUCTION_QUICK if ctx.quick else policy.INSTRUCTION).sample_s
     iters = iterations_for(results[best][1], target_s, lo=1, hi=MAX_ITERS)
     return best, results, errors, odd(iters) if v.api == "mma_sync" else iters
 
@@ -771,7 +773,8 @@ def _measure(ctx, cp, v: Variant):
     line, has = sass_evidence(v, function, _nvrtc_options(ctx.device, v.api, _sass_options(v, best, extra)))
     notes.append(line)
     params = {
-        "instruction": v.ptx, "shape": v.shape_name, "kernel": function, "grid": launch.grid, "block": launch.block,
+        "instruction": v.ptx,  # not vocab: the PTX instruction
+        "shape": v.shape_name, "kernel": function, "grid": launch.grid, "block": launch.block,
         "iters": iters, "units": launch.units, "per_unit_iteration_ops": ops_per_iteration(v),
         "instructions_per_iteration": CHAINS if v.api == "mma_sync" else KSTEPS,
         "timed_output": {"multiple_of_a_at_b": timed_count(v, iters, launch.reset), "inputs": [v.lo, v.hi],
@@ -792,7 +795,7 @@ def _measure(ctx, cp, v: Variant):
 
     work = float(launch.units * ops_per_iteration(v) * iters)
     m = ctx.measure(v.metric, partial(launch, iters), work=work, unit=v.unit, kind="compute", check=check,
-                    precision=v.metric_precision, exec_unit="tensor_core", path="instruction", params=params,
+                    precision=v.metric_precision, exec_unit=ExecUnit.TENSOR_CORE, path=Path.INSTRUCTION, params=params,
                     notes=notes)
     m.notes += checked
     _account_clocks(ctx, m, v, launch, work, best)

@@ -26,7 +26,7 @@ from hwprobe.probes.memory.plan import (
     stream_array_bytes,
 )
 from hwprobe.timing import policy
-from hwprobe.vocab import ExecUnit, Kind
+from hwprobe.vocab import ExecUnit, Kind, Path
 
 BLOCK = 256
 ROOF_U = 4                 # vectors per thread per iteration (mem_roofline.cu)
@@ -138,7 +138,7 @@ def run(ctx, precisions: tuple[str, ...] = tuple(ROOF_PRECISIONS), lo: float = 0
                 meas = ctx.measure(
                     metric, repeat(launch, reps), work=flops * reps, unit=unit, kind=Kind.SWEEP,
                     check=_check(prec, m, n_elem, out, grid), warmup=1, rule=trace.name, precision=prec,
-                    exec_unit=ExecUnit.CUDA_CORE, path="instruction",
+                    exec_unit=ExecUnit.CUDA_CORE, path=Path.INSTRUCTION,
                     params={"intensity": intensity, "precision": prec, "flops": flops,
                             "bytes": nvec * VECTOR_BYTES, "fma_chain": m, "launches_per_sample": reps,
                             "grid": grid, "block": BLOCK, "lanes": "half2" if prec == "fp16" else prec},
@@ -176,7 +176,7 @@ def theoretical_ridge(theory, prec: str) -> tuple[float | None, str]:
     if theory is None:
         return None, "no theory for this device"
     try:
-        peak, bw = theory.compute(prec, "cuda_core"), theory.memory("dram")
+        peak, bw = theory.compute(prec, ExecUnit.CUDA_CORE), theory.memory("dram")
         if peak and bw and peak.at_max_clock and bw.at_max_clock:
             return peak.at_max_clock / bw.at_max_clock, f"{peak.basis} / {bw.basis}"
         return None, "no theory for this device/precision"

@@ -43,7 +43,7 @@ from hwprobe.probes.compute.cublas import (
 )
 from hwprobe.timing import time_cuda
 from hwprobe.timing.sentinel import clock_of
-from hwprobe.vocab import ExecUnit, Kind
+from hwprobe.vocab import ExecUnit, Kind, Path
 
 CONVENTION = "effective FLOPs = 2*M*N*K of the dense problem (the pruned half of A is credited as work done)"
 
@@ -234,8 +234,8 @@ def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: tuple[f
 @probe(name="gpu.sparse", target="gpu", family="compute",
        summary="2:4 structured-sparse GEMM (cuSPARSELt) vs the best dense path, same clock and power conditions: "
                "speedup as measured and per clock, compression cost",
-       precisions=("fp16", "int8", "fp8"))
-def run_sparse(ctx, precisions=("fp16", "int8", "fp8"), sizes=(4096, 8192, 16384), check_rows=16):
+       precisions=tuple(SPECS))
+def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_rows=16):
     lt, cs, handle = _libs(ctx)
     try:
         import cupy as cp
@@ -277,7 +277,7 @@ def _sparse_point(ctx, cp, lt, cs, handle, spec, n, rows, l2, version, sustain, 
                   "settle_s": sustain[0], "sustain_s": sustain[1], **timing}
         m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit=spec.unit,
                         kind=Kind.SWEEP, check=check, precision=spec.precision, exec_unit=ExecUnit.TENSOR_CORE,
-                        path="library", params=params, notes=[CONVENTION, *runner.notes], **timing)
+                        path=Path.LIBRARY, params=params, notes=[CONVENTION, *runner.notes], **timing)
         if "rel" in err:
             m.params["rel_error"] = err["rel"]
         record_sentinel(m, clocks[0], clocks[1] if len(clocks) > 1 else None)
@@ -308,7 +308,7 @@ def _one_precision(ctx, cp, lt, cs, handle, prec, spec, plan, rows, l2, version)
         try:
             m, prep = _sparse_point(ctx, cp, lt, cs, handle, spec, n, rows, l2, version, sustain, metric)
         except Exception as e:
-            yield failure(ctx, metric, f"cuSPARSELt {prec} {n}^3", e, precision=spec.precision, path="library")
+            yield failure(ctx, metric, f"cuSPARSELt {prec} {n}^3", e, precision=spec.precision, path=Path.LIBRARY)
             continue
         row = {"n": n, "sparse": m.value, "dense": dense.value if dense else None,
                "prep_s": prep["prune_s"] + prep["compress_s"], "sparse_mhz": _clock(m),
@@ -354,7 +354,7 @@ def _prep_measurement(ctx, prec, spec, n, prep: dict, row: dict) -> Measurement:
     elif row.get("dense"):
         notes.append("never pays back here: the sparse GEMM is not faster than dense")
     return ctx.derived(f"sparse.{prec}.compress.n{n}", row["prep_s"], unit="s", kind=Kind.LATENCY,
-                       precision=spec.precision, path="library", params=params, notes=notes)
+                       precision=spec.precision, path=Path.LIBRARY, params=params, notes=notes)
 
 
 def _speedup_summary(ctx, prec, spec, summary: list[dict]) -> Measurement:
@@ -362,7 +362,7 @@ def _speedup_summary(ctx, prec, spec, summary: list[dict]) -> Measurement:
     sp = gc.sparse_speedups(summary)
     if sp["best_vs_best"] is None:
         return ctx.derived(f"sparse.{prec}.speedup", 0.0, unit="x", kind=Kind.INFO, precision=spec.precision,
-                           path="library", params={"points": summary},
+                           path=Path.LIBRARY, params={"points": summary},
                            notes=["no dense baseline ran: speedup unknown"])
     curve = ", ".join(f"{n}: {s:.2f}x" for n, s in sorted(sp["per_size"].items()))
     prep = {r["n"]: r["prep_s"] for r in summary}
@@ -376,5 +376,5 @@ def _speedup_summary(ctx, prec, spec, summary: list[dict]) -> Measurement:
         text += (f"; same-size ratios above 2x at {', '.join(map(str, sp['suspect']))} come from an inefficient "
                  f"dense baseline there, not from the sparse tensor cores")
     return ctx.derived(f"sparse.{prec}.speedup", sp["best_vs_best"], unit="x", kind=Kind.INFO,
-                       precision=spec.precision, path="library",
+                       precision=spec.precision, path=Path.LIBRARY,
                        params={"points": summary, "promised": 2.0, **sp}, notes=[text])

@@ -19,7 +19,7 @@ import numpy as np
 from hwprobe import keys as K
 from hwprobe.errors import InputError, Skip
 from hwprobe.probes.base import probe
-from hwprobe.vocab import ExecUnit, Kind
+from hwprobe.vocab import ExecUnit, Kind, Path, Precision
 
 MAX_RTOL = 1e-4         # the check's tolerance may not be looser than this
 
@@ -178,10 +178,10 @@ def chain_constants(n: int, dtype) -> tuple[float, float, float]:
     return 1.0 - k, k, 4 * eps / k
 
 
-@probe(name="cpu.fma", target="cpu", family="compute", precisions=("fp64", "fp32"),
+@probe(name="cpu.fma", target="cpu", family="compute", precisions=(Precision.FP64, Precision.FP32),
        summary="Peak FP64/FP32 FLOP/s on all cores: independent vector FMA chains (numba, explicit vectors)",
        ranges={"threads": (1, 4096)})
-def run(ctx, precisions=("fp64", "fp32"), threads: int | None = None):
+def run(ctx, precisions=(Precision.FP64, Precision.FP32), threads: int | None = None):
     try:
         import numba
     except ImportError as e:
@@ -247,7 +247,7 @@ def _measure(ctx, kern, prec: str, nthreads: int, bits: int, chains: int, use_fm
     around = [measure_mhz()]            # the core clock right before and right after the timed window
     m = ctx.measure(
         f"{prec}.cpu.fma", lambda: call(n, a, b), work=2.0 * nthreads * chains * lanes * n, unit="FLOP/s",
-        kind=Kind.COMPUTE, check=check, warmup=1, precision=prec, exec_unit=ExecUnit.CPU, path="instruction",
+        kind=Kind.COMPUTE, check=check, warmup=1, precision=prec, exec_unit=ExecUnit.CPU, path=Path.INSTRUCTION,
         params={"threads": nthreads, "chains": chains, "lanes": lanes, "vector_bits": bits, "iterations": n,
                 "fma": use_fma, "asm_widest_bits": ev["widest_bits"]},
         notes=notes,

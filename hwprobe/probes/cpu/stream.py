@@ -24,6 +24,7 @@ import numpy as np
 from hwprobe.errors import InputError, Skip
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.plan import STREAM_ARRAYS
+from hwprobe.vocab import ExecUnit
 
 SCALAR = 3.0
 QUICK_BYTES = 64 << 20
@@ -188,7 +189,7 @@ def run(ctx, ops=OPS, min_bytes_per_array: int | None = None, llc_multiple: int 
             m = ctx.measure(
                 f"dram.stream.{op}", lambda kern=kern, arg=arg: kern(a, b, c, arg),
                 work=float(BYTES_PER_ELEM[op] * n), unit="B/s", kind="memory", check=_check(arrays[name], want, rng),
-                warmup=1, level="dram", exec_unit="cpu", bytes_counted=BYTES_COUNTED,
+                warmup=1, level="dram", exec_unit=ExecUnit.CPU, bytes_counted=BYTES_COUNTED,
                 params={"bytes_per_array": nbytes, "elements": n, "threads": nthreads, "llc_bytes": llc,
                         "llc_multiple": llc_multiple, "working_set_ok": ok},
                 notes=notes + _asm_notes(kern),

@@ -307,7 +307,8 @@ def _local_meta(devs, mode, eng, plan, notes, cap_note, took) -> dict[str, Any]:
     gpus, pairs = nvml_topology(devs)
     bws = [topology.gpu_link_bandwidth(g) for g in gpus.values()]
     host = socket.gethostname()
-    meta = {"mode": mode, "engine": eng.name, "nccl_version": eng.version_text(), "library": eng.library,
+    meta = {"mode": mode, "engine": eng.name, "nccl_version": eng.version_text(),
+            "library": eng.library,  # not vocab: the NCCL library's file
             "hosts": [host], "wall_s": round(took, 2), "notes": list(notes) + ([cap_note] if cap_note else []),
             "endpoints": [{"rank": r, "host": host, "gpu": d.index, "name": d.name, "uuid": d.uuid}
                           for r, d in enumerate(devs)],
@@ -376,7 +377,8 @@ def _run_mpi(ctx, world, sweep: Sweep, min_ranks, engine, notes):
     if not world.root:
         return
     hosts = sorted({m["host"] for _, m in got})
-    meta = {"mode": "mpi", "engine": eng.name, "nccl_version": eng.version_text(), "library": eng.library,
+    meta = {"mode": "mpi", "engine": eng.name, "nccl_version": eng.version_text(),
+            "library": eng.library,  # not vocab: the NCCL library's file
             "hosts": hosts, "wall_s": round(time.perf_counter() - t0, 2), "launcher": world.launcher,
             "notes": list(notes) + ([cap_note] if cap_note else []), "endpoints": [m for _, m in got],
             "link_type": None, "max_bytes": plan.sizes[-1], "nccl_env": ncclapi.nccl_env(), **plan_meta(plan)}

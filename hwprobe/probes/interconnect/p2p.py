@@ -343,7 +343,7 @@ def _point(ctx, setup, method, bi, pairs, size, sweep) -> Iterator[Measurement]:
         stem, _, key = _names(setup, method, bi, a, b)
         bad = wrong[(a, b)] + (wrong[(b, a)] if bi else 0)
         m = timed_record(PROBE, f"{stem}.{size}", "sweep", g.samples, work=g.nbytes * reps, unit="B/s",
-                         clocks=clocks, exec_unit=ExecUnit.COPY_ENGINE if method == "ce" else "cuda_core",
+                         clocks=clocks, exec_unit=ExecUnit.COPY_ENGINE if method == "ce" else ExecUnit.CUDA_CORE,
                          bytes_counted=_counted(bi), params=_point_params(setup, method, bi, a, b, size, reps, pairs))
         _verdict(m, bad, size, bi)
         if m.verified:
@@ -389,7 +389,8 @@ def _ceiling(ctx, setup, method, bi, pairs, size, results) -> Iterator[Measureme
                                       link_notes=list(pl.notes) if pl else []))
         m = timed_record(PROBE, stem, "memory", g.samples, work=g.nbytes * reps, unit="B/s", clocks=clocks,
                          theory=link_theory(bw, basis) if link else None, link=link,
-                         exec_unit=ExecUnit.COPY_ENGINE if method == "ce" else "cuda_core", bytes_counted=_counted(bi),
+                         exec_unit=ExecUnit.COPY_ENGINE if method == "ce" else ExecUnit.CUDA_CORE,
+                         bytes_counted=_counted(bi),
                          params=params)
         _verdict(m, wrong[(a, b)] + (wrong[(b, a)] if bi else 0), size, bi)
         if m.verified:

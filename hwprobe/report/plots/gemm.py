@@ -13,7 +13,7 @@ from hwprobe.report import text as tx
 from hwprobe.report.plots import absent
 from hwprobe.report.plots import style as st
 from hwprobe.report.source import Run
-from hwprobe.vocab import profile_precision
+from hwprobe.vocab import PROFILE_PRECISIONS, profile_precision
 
 _SIZE = re.compile(r"\.n(\d+)$")
 
@@ -82,7 +82,7 @@ def _label(base: str) -> str:
 
 def gemm(runs: list[Run]):
     data = [series(r) for r in runs]
-    precs = tx.order({p for d in data for p in d}, tx.PRECISION_ORDER)
+    precs = tx.order({p for d in data for p in d}, PROFILE_PRECISIONS)
     if not precs:
         raise absent(runs, "library GEMM sweep", "the compute suite's gpu.gemm", sweep=True)
     plt = st.pyplot()
@@ -162,7 +162,7 @@ def _pct_formatter():
 
 def align(runs: list[Run]):
     data = [align_pairs(r) for r in runs]
-    precs = tx.order({p for d in data for p in d}, tx.PRECISION_ORDER)
+    precs = tx.order({p for d in data for p in d}, PROFILE_PRECISIONS)
     if not precs:
         raise absent(runs, "alignment pair", "the compute suite's gpu.gemm_align")
     plt = st.pyplot()

@@ -12,7 +12,7 @@ import numpy as np
 from hwprobe.errors import InputError
 from hwprobe.units import si
 
-Analysis = Any   # hwprobe.models.analysis.Analysis: its layers table and source (read here, never imported)
+Analysis = Any   # hwprobe.analysis.roofline.Analysis: its layers table and source (read here, never imported)
 
 OP_COLORS = {"conv": "tab:blue", "convtranspose": "tab:cyan", "gemm": "tab:purple", "matmul": "tab:pink",
              "bn": "tab:olive", "act": "tab:green", "pool": "tab:brown", "eltwise": "tab:orange",

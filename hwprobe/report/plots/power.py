@@ -10,7 +10,7 @@ from hwprobe.report import text as tx
 from hwprobe.report.plots import absent
 from hwprobe.report.plots import style as st
 from hwprobe.report.source import Run
-from hwprobe.vocab import profile_precision
+from hwprobe.vocab import PROFILE_PRECISIONS, profile_precision
 
 DISTRIBUTIONS = ("uniform", "normal", "relu", "zeros")
 DIST_NAMES = {"uniform": "uniform\n(full range)", "normal": "normal", "relu": "post-ReLU\n(half zeros)",
@@ -30,7 +30,7 @@ def sparse_points(run: Run) -> dict[str, dict]:
 
 def sparse(runs: list[Run]):
     data = [sparse_points(r) for r in runs]
-    precs = tx.order({p for d in data for p in d}, tx.PRECISION_ORDER)
+    precs = tx.order({p for d in data for p in d}, PROFILE_PRECISIONS)
     if not precs:
         raise absent(runs, "2:4 sparse GEMM", "the compute suite's gpu.sparse")
     plt = st.pyplot()

@@ -14,8 +14,9 @@ from hwprobe.report.plots import NoData
 from hwprobe.report.plots import style as st
 from hwprobe.report.source import Run
 from hwprobe.units import si
+from hwprobe.vocab import PROFILE_PRECISIONS, ExecUnit
 
-PANEL_TITLES = {"tensor_core": "Tensor Cores", "cuda_core": "CUDA cores", "cpu": "CPU cores"}
+PANEL_TITLES = {ExecUnit.TENSOR_CORE: "Tensor Cores", ExecUnit.CUDA_CORE: "CUDA cores", ExecUnit.CPU: "CPU cores"}
 SAME = 0.025          # roofs within 2.5% of each other share a line label
 KEEP = 0.10           # one precision's roofs on several runs share a label where they span no more than this
 LEVELS = ("dram", "l2", "l1")
@@ -56,12 +57,12 @@ def roofs(run: Run, unit: str, index: int = 0) -> list[Roof]:
     p = run.profile
     bw = level_bw(run, "dram")
     out = []
-    for prec in tx.order(p.compute, tx.PRECISION_ORDER):
+    for prec in tx.order(p.compute, PROFILE_PRECISIONS):
         pk = p.peak(prec, unit)
         if pk is None:
             continue
         out.append(Roof(prec, unit, pk.value, pk.unit, pk.metric, pk.datasheet, index, pk.value / bw if bw else 0))
-    if not out and unit == "cuda_core" and not p.compute:
+    if not out and unit == ExecUnit.CUDA_CORE and not p.compute:
         for f in run.findings("roofline.", ".ridge"):
             prec = str(f["metric"]).split(".")[1]
             roof = (f.get("params") or {}).get("roof")
@@ -135,7 +136,7 @@ def short_label(runs: list[Run], i: int) -> str:
 
 
 def _rank(precision: str) -> int:
-    return tx.PRECISION_ORDER.index(precision) if precision in tx.PRECISION_ORDER else 99
+    return PROFILE_PRECISIONS.index(precision) if precision in PROFILE_PRECISIONS else 99
 
 
 def _values(vals: list[float], unit: str) -> str:
@@ -148,7 +149,7 @@ def _values(vals: list[float], unit: str) -> str:
 
 
 def roofline(runs: list[Run]):
-    units = [u for u in ("tensor_core", "cuda_core", "cpu") if any(roofs(r, u) for r in runs)]
+    units = [u for u in (ExecUnit.TENSOR_CORE, ExecUnit.CUDA_CORE, ExecUnit.CPU) if any(roofs(r, u) for r in runs)]
     if not units:
         raise NoData("no compute ceilings in this profile")
     if not any(level_bw(r, "dram") for r in runs):
@@ -215,7 +216,7 @@ def _panel(ax, unit: str, runs: list[Run]) -> None:
         _slopes(ax, run, unit, i, multi, xmin, xmax)
         for r in roofs(run, unit, i):
             color = st.RUN_COLORS[i] if multi else st.precision_color(r.precision)
-            lw = 2.2 if unit == "tensor_core" else 1.8
+            lw = 2.2 if unit == ExecUnit.TENSOR_CORE else 1.8
             bw = level_bw(run, "dram")
             ax.plot([r.value / bw, xmax], [r.value, r.value], color=color, lw=lw, solid_capstyle="butt")
             ax.plot([r.value / bw], [r.value], "o", color=color, ms=5, mfc="white", mew=1.5, zorder=5)
@@ -272,7 +273,7 @@ def _fp16_note(ax, unit: str, runs: list[Run]) -> None:
     run = runs[0]
     pts = [m for m in run.sweeps("roofline.fp16.") if "intensity" in m.params]
     roof = run.profile.peak("fp16", unit)
-    if unit != "cuda_core" or not pts or not roof:
+    if unit != ExecUnit.CUDA_CORE or not pts or not roof:
         return
     top = max(m.value for m in pts)
     if top > 0.75 * roof.value:

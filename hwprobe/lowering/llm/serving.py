@@ -10,7 +10,7 @@ with tensor parallel an all-reduce; ``fused_add_rms_norm``; one gate/up GEMM (``
 ``topk_softmax``, ``moe_align_block_size``, the fused expert GEMMs (one per projection over the experts touched),
 act-and-mul, ``moe_sum``; Qwen2-MoE's shared expert beside it. Around the layers: the embedding (Gemma's
 normaliser multiply), the final ``fused_add_rms_norm``, the lm_head on the last token, Gemma2's soft-cap. FP8
-weights add a quantize kernel per GEMM input; tensor parallel splits heads and the FFN as hwprobe.models.llm.lower
+weights add a quantize kernel per GEMM input; tensor parallel splits heads and the FFN as hwprobe.lowering.llm.graph
 does.
 """
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 
+from hwprobe.lowering.llm.graph import A, Case, Quant, _check, _Emit, experts_touched, flash_splits
+from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
-from hwprobe.models.llm.lower import A, Case, Quant, _check, _Emit, experts_touched, flash_splits
-from hwprobe.predict.ops import KernelOp
 
 
 def _norm(e: _Emit, name: str, first: bool) -> None:

@@ -14,8 +14,10 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from hwprobe.models.llm.lower import group
-from hwprobe.predict.ops import COMM_KINDS, KernelOp, OpTime
+from hwprobe.lowering.llm.graph import group
+from hwprobe.lowering.ops import COMM_KINDS, KernelOp
+from hwprobe.predict.ops import OpTime
+from hwprobe.vocab import Precision
 
 PARTS = ("compute", "memory", "launch", "comm")
 BOUND_PART = {"compute": "compute", "memory": "memory", "launch": "launch", "latency": "launch", "comm": "comm"}
@@ -83,7 +85,7 @@ def op_bytes(op: KernelOp) -> float:
     """Bytes moved: given for memory kinds and attention; from the shape for a GEMM (weight at weight_bits)."""
     if op.bytes or op.kind != "gemm":
         return op.bytes
-    a = 1 if op.precision in ("fp8", "int8") else 2
+    a = 1 if op.precision in (Precision.FP8, Precision.INT8) else 2
     w = op.weight_bits / 8 if op.weight_bits else a
     return op.batch * (op.m * op.k * a + op.k * op.n * w + op.m * op.n * 2)
 

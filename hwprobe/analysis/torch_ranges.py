@@ -2,7 +2,7 @@
 module path (``layer1.0.conv1``), profile, and join the trace to the ONNX export of the same model.
 
     import torch
-    from hwprobe.models.torch_ranges import annotate
+    from hwprobe.analysis.torch_ranges import annotate
     handles = annotate(model)                       # leaf modules only: a range per layer
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA,
                                             torch.profiler.ProfilerActivity.CPU]) as prof:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hwprobe.models.classify import KernelClass
-from hwprobe.models.whatif import CHAIN
+from hwprobe.analysis.classify import KernelClass
+from hwprobe.analysis.whatif import CHAIN
+from hwprobe.vocab import ExecUnit
 
 if TYPE_CHECKING:
-    from hwprobe.models.analysis import Analysis
-    from hwprobe.models.join import Joined
+    from hwprobe.analysis.join import Joined
+    from hwprobe.analysis.roofline import Analysis
 
 NO_WORK = ("reshape", "concat", "other")
 SLOW = 0.5          # below half of the attainable rate the kernel, not the hardware, is the limit
@@ -58,7 +59,7 @@ def advise(a: Analysis, c: Consumer) -> list[str]:
     if ops_kinds <= set(NO_WORK) or c.ops == 0:
         return ["moves bytes and does no arithmetic: remove it or fuse it into a neighbour"]
     tc = any(a.model.layers[i].tensor_core_capable for i in c.layers)
-    if c.kernel and tc and c.kernel.unit == "cuda_core":
+    if c.kernel and tc and c.kernel.unit == ExecUnit.CUDA_CORE:
         out.append(f"ran on CUDA cores, not Tensor Cores (kernel {c.kernel.name[:48]}, {c.kernel.confidence}): "
                    "check the precision flags and the channel alignment")
     aligns = [x for x in df.get("align", []) if x]
@@ -140,9 +141,9 @@ def kernel_tip(k: KernelClass) -> str:
         return KERNEL_TIPS[k.family]
     if k.unit == "memory":
         return "data movement: remove it or fuse it"
-    if k.unit == "tensor_core":
+    if k.unit == ExecUnit.TENSOR_CORE:
         return "on Tensor Cores: compare its rate with the measured roof (ncu or a per-layer join)"
-    if k.unit == "cuda_core":
+    if k.unit == ExecUnit.CUDA_CORE:
         return "CUDA-core kernel: compare its rate with the CUDA-core roof at its precision"
     return "unit unknown from the name: ncu's pipe utilisation (tensor vs FMA pipes) tells which roof applies"
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from hwprobe.lowering.ops import MEMORY_KINDS, KernelOp
+from hwprobe.models.conventions import ELEMENT_BYTES as ITEMSIZE
 from hwprobe.models.layers import Layer, Model
-from hwprobe.predict.model import ITEMSIZE
-from hwprobe.predict.ops import MEMORY_KINDS, KernelOp
 
 VIEWS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Split", "Slice", "Shape", "Size",
          "Constant", "ConstantOfShape", "Expand", "Range"}

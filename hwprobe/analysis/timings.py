@@ -146,7 +146,7 @@ def _duration(where: str, col: str, raw: str) -> float | None:
 
 
 def _looks_like_kernel(name: str) -> bool:
-    from hwprobe.models.classify import classify
+    from hwprobe.analysis.classify import classify
 
     return classify(name).unit != "unknown"
 

@@ -3,15 +3,15 @@ and whether a device run has validated it.
 
 - ``hf``: Hugging Face transformers' own modules (5.x, ``attn_implementation="sdpa"``, BF16) with a ``StaticCache``,
   the model's inputs prepared as ``generate`` prepares them, and one forward step captured once as a CUDA graph and
-  replayed (hwprobe.models.llm.hf).
+  replayed (hwprobe.lowering.llm.hf).
 - ``hf-compiled``: ``generate(cache_implementation="static")``: the decode step ``torch.compile``-d as generate does it
   (Inductor, mode reduce-overhead: a CUDA graph of Triton-fused pointwise kernels around cuBLAS and SDPA); the prefill
-  as generate runs it, not compiled, launched op by op (hwprobe.models.llm.inductor, hwprobe.models.llm.hf).
+  as generate runs it, not compiled, launched op by op (hwprobe.lowering.llm.inductor, hwprobe.lowering.llm.hf).
 - ``eager``: ``generate`` with transformers' default ``DynamicCache``: every kernel issued by the host.
 - ``fused``: a serving engine's plan (vLLM / TensorRT-LLM style: fused QKV and gate/up, add + RMSNorm, rotary with the
-  cache write, flash decoding over a paged cache; hwprobe.models.llm.serving). Not validated against any engine.
+  cache write, flash decoding over a paged cache; hwprobe.lowering.llm.serving). Not validated against any engine.
 - ``graph``: the minimal hand-written static-cache Llama of tools/validate_llm.py, replayed as a CUDA graph (the
-  reference of hwprobe.models.llm.lower): the lower bound of what PyTorch launches for the model, not a runtime
+  reference of hwprobe.lowering.llm.graph): the lower bound of what PyTorch launches for the model, not a runtime
   anyone serves with.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 class Runtime:
     name: str
     words: str
-    prefill: str          # the predictor runtime (hwprobe.predict.ops.RUNTIMES) that prices the prefill's kernels
+    prefill: str          # the predictor runtime (hwprobe.lowering.ops.RUNTIMES) that prices the prefill's kernels
     decode: str           # ... and the decode step's
     validated: bool       # a committed device run backs its numbers
     hf: bool = False      # transformers' modules (BF16/FP16 weights and cache, no tensor parallel modelled)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hwprobe.models.llm import LLMAnalysis
-from hwprobe.models.llm.report import PARTS, PhaseResult
-from hwprobe.models.render import _pct, _t, eng
+from hwprobe.analysis.llm import LLMAnalysis
+from hwprobe.analysis.llm.report import PARTS, PhaseResult
+from hwprobe.analysis.render import _pct, _t, eng
 
 GiB = 1024 ** 3
 

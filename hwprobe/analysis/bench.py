@@ -1,4 +1,4 @@
-"""The analysis' speed targets, timed end to end: ``python -m hwprobe.models.bench [PROFILE]``.
+"""The analysis' speed targets, timed end to end: ``python -m hwprobe.analysis.bench [PROFILE]``.
 
 - ``hwprobe analyze resnet50 --profile PROFILE`` in under 2 s (the whole command: interpreter start included);
 - a 100 MB ONNX model (built here with onnx.helper: weights embedded in the file) in under 10 s;
@@ -62,8 +62,8 @@ def _cli(*args: str) -> float:
 
 
 def main(profile: str = DEFAULT_PROFILE) -> int:
-    from hwprobe.models import analyze
-    from hwprobe.models.timings import parse
+    from hwprobe.analysis import analyze
+    from hwprobe.analysis.timings import parse
 
     results = []
     _cli("analyze", "resnet50", "--profile", profile)              # warm the file cache once

@@ -6,23 +6,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from hwprobe.analysis.placement import Options, Placement
 from hwprobe.errors import InputError
 from hwprobe.models.layers import Layer, Model
-from hwprobe.models.placement import Options, Placement
 from hwprobe.roofline import RooflineError
 from hwprobe.units import si
+from hwprobe.vocab import ExecUnit, Precision
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from hwprobe.models.roofs import Source
+    from hwprobe.analysis.roofs import Source
 
-# How a layer is placed at a precision (hwprobe.models.analysis.place, passed in: that module calls this one)
+# How a layer is placed at a precision (hwprobe.analysis.roofline.place, passed in: that module calls this one)
 Place = Callable[["Source", Layer, str, Options], Placement]
 
-CHAIN = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
-PREVIOUS = {"tf32": ("fp32",), "fp16": ("tf32", "fp32"), "bf16": ("tf32", "fp32"),
-            "fp8": ("fp16", "bf16", "tf32", "fp32"), "int8": ("fp8", "fp16", "bf16", "tf32", "fp32")}
+CHAIN = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8, Precision.INT8)
+PREVIOUS = {Precision.TF32: (Precision.FP32,), Precision.FP16: (Precision.TF32, Precision.FP32),
+            Precision.BF16: (Precision.TF32, Precision.FP32),
+            Precision.FP8: (Precision.FP16, Precision.BF16, Precision.TF32, Precision.FP32),
+            Precision.INT8: (Precision.FP8, Precision.FP16, Precision.BF16, Precision.TF32, Precision.FP32)}
 
 
 def rate_unit(precision: str) -> str:
@@ -41,7 +44,7 @@ def step_text(prev: Placement, cur: Placement) -> str:
     """Why one layer speeds up (or not) from ``prev``'s precision to ``cur``'s."""
     s = prev.time_s / cur.time_s if cur.time_s else float("inf")
     st = (cur.storage or cur.precision).upper()
-    if cur.unit == "tensor_core":
+    if cur.unit == ExecUnit.TENSOR_CORE:
         name = st
     elif cur.precision.upper() == st:
         name = f"{st} ({cur.unit})"
@@ -80,7 +83,7 @@ def _total_text(prev_p: str, cur_p: str, prev: list[Placement], cur: list[Placem
     if abs(gain_mem) >= abs(gain_comp):
         text = f"memory-bound layers: {cur_p.upper()} {_bytes_verb(b_prev / b_cur)}: {s:.2g}x"
     else:
-        tc = [p for p in cur if p.unit == "tensor_core"]
+        tc = [p for p in cur if p.unit == ExecUnit.TENSOR_CORE]
         tp = [p for p in prev if p.bound == "compute"]
         roof = f" roof {si(tc[0].roof.peak, rate_unit(cur_p))}" if tc else ""
         was = f" vs {si(tp[0].roof.peak, rate_unit(tp[0].precision))}" if tp and tc else ""

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 
 from hwprobe import roofline
 from hwprobe.roofline import Roof, RooflineError
+from hwprobe.vocab import ExecUnit, Path
 
 # Channel multiples Tensor Cores want (002/003: 8 for FP16, 16 for INT8; TF32 4; FP8 16) and 003's INT8 advice.
 ALIGN_RULE = {"fp16": 8, "bf16": 8, "tf32": 4, "int8": 16, "fp8": 16}
 ALIGN_ADVICE = {"int8": 32}
 # What a precision falls back to where the library refuses misaligned sizes outright.
-REFUSED_FALLBACK = {"int8": ("int8", "cuda_core"), "fp8": ("fp16", "tensor_core")}
+REFUSED_FALLBACK = {"int8": ("int8", ExecUnit.CUDA_CORE), "fp8": ("fp16", ExecUnit.TENSOR_CORE)}
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ class Measured(Source):
         fb = REFUSED_FALLBACK.get(precision)
         if fb:
             try:
-                mine = self.roof(precision, "tensor_core", "library", "dram").peak
+                mine = self.roof(precision, ExecUnit.TENSOR_CORE, Path.LIBRARY, "dram").peak
                 other = self.roof(fb[0], fb[1], "best", "dram")
                 return mine / other.peak, (f"the library refuses misaligned {precision.upper()} sizes (gpu.gemm_align);"
                                            f" priced at the measured {fb[0]} {fb[1]} ceiling {other.peak_metric}")
@@ -159,7 +160,7 @@ class Datasheet(Source):
 
     def roof(self, precision, unit, path, level) -> Roof:
         p = roofline.norm_precision(precision)
-        units = [roofline.norm_unit(unit)] if unit else ["tensor_core", "cuda_core", "cpu"]
+        units = [roofline.norm_unit(unit)] if unit else [ExecUnit.TENSOR_CORE, ExecUnit.CUDA_CORE, ExecUnit.CPU]
         for u in units:
             t = self.theory.compute(p, u)
             if t is None:

@@ -45,9 +45,10 @@ import math
 from dataclasses import dataclass
 
 from hwprobe.errors import InputError
+from hwprobe.lowering.llm.graph import Case, Quant, experts_touched, flash_splits
+from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
-from hwprobe.models.llm.lower import Case, Quant, experts_touched, flash_splits
-from hwprobe.predict.ops import KernelOp
+from hwprobe.vocab import Precision
 
 A, F32, I64 = 2, 4, 8        # bytes of a BF16/FP16, an FP32 and an int64 element
 MODES = ("captured", "generate", "dynamic")
@@ -145,7 +146,7 @@ class _HF:
 
 def _check(cfg: LLMConfig, step: Step, q: Quant) -> None:
     case = step.case
-    if q.weights not in ("bf16", "fp16") or q.kv != q.act:
+    if q.weights not in (Precision.BF16, Precision.FP16) or q.kv != q.act:
         raise InputError(f"transformers' runtimes are modelled with BF16/FP16 weights and cache; --weights "
                          f"{q.weights} --kv {q.kv} needs --runtime fused or graph")
     if case.tp > 1:

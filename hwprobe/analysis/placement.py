@@ -1,11 +1,11 @@
 """What one analysis asks (Options) and where one layer lands at one precision (Placement): the data that
-hwprobe.models.analysis (which places layers) and hwprobe.models.whatif (which compares precisions) share."""
+hwprobe.analysis.roofline (which places layers) and hwprobe.analysis.whatif (which compares precisions) share."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwprobe.models.roofs import Alignment
+from hwprobe.analysis.roofs import Alignment
 from hwprobe.roofline import Roof
 
 

@@ -13,11 +13,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hwprobe.models.classify import KernelClass, classify
-from hwprobe.models.timings import Times, Timing
+from hwprobe.analysis.classify import KernelClass, classify
+from hwprobe.analysis.timings import Times, Timing
 
 if TYPE_CHECKING:
-    from hwprobe.models.analysis import Analysis
+    from hwprobe.analysis.roofline import Analysis
 
 
 @dataclass
@@ -94,7 +94,7 @@ class _Index:
         for i, n in enumerate(names):
             self.by.setdefault(_norm(n), i)
         # every layer name standing alone (not inside a longer dotted/slashed name), longest first: one regex
-        from hwprobe.models.torch_ranges import module_path
+        from hwprobe.analysis.torch_ranges import module_path
 
         self.scopes: dict[str, list[int]] = {}      # record_function ranges named by module path (torch_ranges)
         for i, n in enumerate(names):

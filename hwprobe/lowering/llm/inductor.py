@@ -4,7 +4,7 @@ the first call is traced with static shapes) and replays it as a CUDA graph (cud
 inputs that have no static address (input ids, position ids, the 4D masks ``prepare_inputs_for_generation`` built)
 into the graph's buffers.
 
-What Inductor does to the modules' kernels (hwprobe.models.llm.hf lists them): matrix products stay library calls
+What Inductor does to the modules' kernels (hwprobe.lowering.llm.hf lists them): matrix products stay library calls
 (``extern_kernels.mm``/``bmm``/``addmm``: cuBLAS; reduce-overhead does not autotune Triton templates), so do SDPA
 (the memory-efficient kernel under the mask) and ``topk``; every chain of pointwise ops and the reduction it feeds
 becomes one Triton kernel that reads its inputs once and writes its outputs once:
@@ -31,10 +31,10 @@ is the check.
 
 from __future__ import annotations
 
+from hwprobe.lowering.llm.graph import Quant
+from hwprobe.lowering.llm.hf import F32, I64, A, Step, _check
+from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
-from hwprobe.models.llm.hf import F32, I64, A, Step, _check
-from hwprobe.models.llm.lower import Quant
-from hwprobe.predict.ops import KernelOp
 
 
 class _Ind:

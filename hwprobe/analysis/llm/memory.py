@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hwprobe.lowering.llm.graph import A, Case, Quant
 from hwprobe.models.llm.config import LLMConfig
-from hwprobe.models.llm.lower import A, Case, Quant
 
 
 @dataclass(frozen=True)

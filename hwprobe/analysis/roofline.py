@@ -12,24 +12,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hwprobe.analysis.placement import Options, Placement
+from hwprobe.analysis.roofs import Source
 from hwprobe.errors import InputError
 from hwprobe.models import conventions as conv
 from hwprobe.models.layers import GEMM_OPS, Layer, Model
-from hwprobe.models.placement import Options, Placement
-from hwprobe.models.roofs import Source
 from hwprobe.roofline import Roof, RooflineError
+from hwprobe.vocab import ExecUnit, Path, Precision
 
 if TYPE_CHECKING:
     import pandas as pd
 
-PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
-TENSOR_CORE_PRECISIONS = ("fp64", "tf32", "fp16", "bf16", "fp8", "int8")
+PRECISIONS = (Precision.FP64, Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8,
+              Precision.INT8)
+TENSOR_CORE_PRECISIONS = (Precision.FP64, Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8,
+                          Precision.INT8)
 # Pointwise layers compute in a CUDA-core precision: FP8 data is converted to FP16, INT8 to INT32 arithmetic.
-CUDA_CORE_COMPUTE = {"fp64": "fp64", "fp32": "fp32", "tf32": "fp32", "fp16": "fp16", "bf16": "bf16",
-                     "fp8": "fp16", "int8": "int32"}
+CUDA_CORE_COMPUTE = {Precision.FP64: Precision.FP64, Precision.FP32: Precision.FP32, Precision.TF32: Precision.FP32,
+                     Precision.FP16: Precision.FP16, Precision.BF16: Precision.BF16, Precision.FP8: Precision.FP16,
+                     Precision.INT8: Precision.INT32}
 # GEMM-shaped layers that can't use Tensor Cores (depthwise) keep INT8 on CUDA cores (dp4a).
-CUDA_CORE_GEMM = dict(CUDA_CORE_COMPUTE, int8="int8")
-WHATIF_CHAIN = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+CUDA_CORE_GEMM = {**CUDA_CORE_COMPUTE, Precision.INT8: Precision.INT8}
 LEVELS = ("dram", "l2", "auto")
 
 
@@ -43,7 +46,7 @@ class Analysis:
     whatif: pd.DataFrame
     by_precision: dict[str, list[Placement]] = field(default_factory=dict)   # what-if placements per layer
     notes: list[str] = field(default_factory=list)
-    timing: Any = None            # hwprobe.models.join.Joined, when a times file was given
+    timing: Any = None            # hwprobe.analysis.join.Joined, when a times file was given
     source: Source | None = None
     prediction: Any = None        # hwprobe.predict.estimate.Prediction, where the profile holds calibration curves
 
@@ -59,17 +62,17 @@ class Analysis:
 def compute_precision(layer: Layer, precision: str) -> tuple[str, str]:
     """(precision, unit) of the arithmetic: Tensor Cores for GEMM-shaped layers where the precision has them."""
     if layer.tensor_core_capable and precision in TENSOR_CORE_PRECISIONS:
-        return precision, "tensor_core"
+        return precision, ExecUnit.TENSOR_CORE
     if layer.op in ("conv", "convtranspose", "gemm", "matmul"):
-        return CUDA_CORE_GEMM[precision], "cuda_core"
-    return CUDA_CORE_COMPUTE[precision], "cuda_core"
+        return CUDA_CORE_GEMM[precision], ExecUnit.CUDA_CORE
+    return CUDA_CORE_COMPUTE[precision], ExecUnit.CUDA_CORE
 
 
 def _path(layer: Layer, opts: Options) -> tuple[str, ...]:
     if opts.path != "auto":
         return (opts.path,)
-    return ("library", "instruction") if layer.op in ("conv", "convtranspose", "gemm", "matmul") else (
-        "instruction", "library")
+    return (Path.LIBRARY, Path.INSTRUCTION) if layer.op in ("conv", "convtranspose", "gemm", "matmul") else (
+        Path.INSTRUCTION, Path.LIBRARY)
 
 
 def _level(source: Source, opts: Options, nbytes: float) -> str:
@@ -80,12 +83,13 @@ def _level(source: Source, opts: Options, nbytes: float) -> str:
 
 
 # CUDA-core math a profile may lack (no INT32 or DP4A probe ran): the next precision that can do the work
-CUDA_CORE_FALLBACK = {"int32": ("fp32",), "int8": ("int32", "fp32"), "fp16": ("fp32",), "bf16": ("fp32",)}
+CUDA_CORE_FALLBACK = {Precision.INT32: (Precision.FP32,), Precision.INT8: (Precision.INT32, Precision.FP32),
+                      Precision.FP16: (Precision.FP32,), Precision.BF16: (Precision.FP32,)}
 
 
 def _roof(source: Source, layer: Layer, prec: str, unit: str, opts: Options, level: str) -> tuple[Roof, str]:
     paths = _path(layer, opts)
-    precs = (prec,) + (CUDA_CORE_FALLBACK.get(prec, ()) if unit == "cuda_core" else ())
+    precs = (prec,) + (CUDA_CORE_FALLBACK.get(prec, ()) if unit == ExecUnit.CUDA_CORE else ())
     err = None
     for q in precs:
         for i, p in enumerate(paths):
@@ -97,9 +101,9 @@ def _roof(source: Source, layer: Layer, prec: str, unit: str, opts: Options, lev
             note = f"no {prec} {unit} ceiling: {q} used" if q != prec else (
                 f"no {paths[0]} ceiling for {prec} {unit}: {p} used" if i else "")
             return r, note
-    if unit == "tensor_core":     # e.g. a profile without this Tensor Core precision: say so, don't guess
+    if unit == ExecUnit.TENSOR_CORE:     # e.g. a profile without this Tensor Core precision: say so, don't guess
         raise RooflineError(f"{err} (layer {layer.name!r} needs {prec} on Tensor Cores)")
-    if unit == "cuda_core" and layer.op not in GEMM_OPS:
+    if unit == ExecUnit.CUDA_CORE and layer.op not in GEMM_OPS:
         for q in precs:         # a profile without CUDA-core probes (the 'predict' suite): pointwise work is
             try:                # memory-bound at any plausible rate, so the precision's best ceiling stands in, said so
                 r = source.roof(q, None, "best", level)
@@ -113,12 +117,12 @@ def _roof(source: Source, layer: Layer, prec: str, unit: str, opts: Options, lev
 def place(source: Source, layer: Layer, precision: str, opts: Options) -> Placement:
     """Put one layer on the roof for ``precision`` (storage and math)."""
     c = conv.get(opts.convention)
-    prec, unit = (precision, "cpu") if source.cpu else compute_precision(layer, precision)
+    prec, unit = (precision, ExecUnit.CPU) if source.cpu else compute_precision(layer, precision)
     ops, nbytes = float(c.ops(layer)), float(c.bytes(layer, precision))
     level = _level(source, opts, nbytes)
     roof, note = _roof(source, layer, prec, unit, opts, level)
     prec = roof.precision                 # where the profile lacked the math's precision, the one used
-    align = source.alignment(prec, layer.align_dims()) if unit == "tensor_core" else None
+    align = source.alignment(prec, layer.align_dims()) if unit == ExecUnit.TENSOR_CORE else None
     peak = roof.peak / align.factor if (align and align.factor and not align.advice_only) else roof.peak
     t_compute, t_memory = ops / peak, nbytes / roof.bandwidth
     bound = "compute" if t_compute >= t_memory and ops > 0 else "memory"
@@ -182,7 +186,7 @@ def analyze(model: Model, source: Source | None, options: Options | None = None)
     if source.kind == "measured" and opts.path == "auto":
         notes.append("ceilings: GEMM-shaped layers (conv, FC, matmul) on the profile's *library* ceilings "
                      "(cuBLAS/cuBLASLt), pointwise layers on its *instruction* ceilings (--path to change)")
-    from hwprobe.models.whatif import whatif
+    from hwprobe.analysis.whatif import whatif
 
     wi, placed = whatif(model, source, opts, place)
     for p, ps in placed.items():
@@ -194,7 +198,7 @@ def _check(opts: Options) -> None:
     conv.get(opts.convention)
     if opts.precision not in PRECISIONS:
         raise InputError(f"unknown precision {opts.precision!r}; precisions: {', '.join(PRECISIONS)}")
-    if opts.path not in ("auto", "library", "instruction", "best"):
+    if opts.path not in ("auto", Path.LIBRARY, Path.INSTRUCTION, "best"):
         raise InputError(f"unknown path {opts.path!r}; paths: auto, library, instruction, best")
     if opts.level not in LEVELS:
         raise InputError(f"unknown level {opts.level!r}; levels: {', '.join(LEVELS)}")

@@ -1,6 +1,6 @@
 """The ``graph`` runtime: a decoder-only LLM lowered to the kernels of the minimal hand-written static-cache model
 (tools/validate_llm.py launches exactly these for Llama, replayed as a CUDA graph): the least PyTorch launches for
-the model, not what transformers runs (hwprobe.models.llm.hf) nor a serving engine (hwprobe.models.llm.serving).
+the model, not what transformers runs (hwprobe.lowering.llm.hf) nor a serving engine (hwprobe.lowering.llm.serving).
 
 One KernelOp per kernel, in launch order:
 
@@ -38,11 +38,12 @@ import math
 from dataclasses import dataclass
 
 from hwprobe.errors import InputError
+from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
-from hwprobe.predict.ops import KernelOp
+from hwprobe.vocab import Precision
 
-WEIGHTS = ("fp16", "bf16", "fp8", "int8", "int4")
-KV = ("fp16", "bf16", "fp8", "int8")
+WEIGHTS = (Precision.FP16, Precision.BF16, Precision.FP8, Precision.INT8, Precision.INT4)
+KV = (Precision.FP16, Precision.BF16, Precision.FP8, Precision.INT8)
 PHASES = ("prefill", "decode")
 
 
@@ -68,7 +69,7 @@ class Quant:
 
     @property
     def kv_bytes(self) -> int:
-        return 1 if self.kv in ("fp8", "int8") else 2
+        return 1 if self.kv in (Precision.FP8, Precision.INT8) else 2
 
     @property
     def weight_bytes(self) -> float:

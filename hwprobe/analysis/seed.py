@@ -13,7 +13,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hwprobe.models.analysis import Analysis
+    from hwprobe.analysis.roofline import Analysis
 
 MIB = 2 ** 20
 # model -> (Memory kernel MB, Memory output MB, Memory all MB, GFLOPs, intensity), as printed in 002

@@ -15,6 +15,8 @@ import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from hwprobe.vocab import ExecUnit, Precision
+
 # CUTLASS element tokens -> hwprobe precision
 _TYPES = {"f64": "fp64", "f32": "fp32", "tf32": "tf32", "f16": "fp16", "bf16": "bf16", "e4m3": "fp8",
           "e5m2": "fp8", "s8": "int8", "u8": "int8", "s4": "int4", "u4": "int4", "b1": "int1", "s32": "int32",
@@ -42,7 +44,7 @@ class KernelClass:
     def gemm_on_cuda_cores(self) -> bool:
         """A GEMM/convolution kernel that ran on CUDA cores although Tensor Cores could have taken it (not a
         matrix-vector product, which is bandwidth-bound on any unit)."""
-        return self.unit == "cuda_core" and self.family in GEMM_FAMILIES
+        return self.unit == ExecUnit.CUDA_CORE and self.family in GEMM_FAMILIES
 
 
 def _cutlass3(n: str, name: str) -> KernelClass | None:
@@ -51,7 +53,7 @@ def _cutlass3(n: str, name: str) -> KernelClass | None:
                   r"([a-z0-9]+)", n)
     if not m:
         return None
-    unit = "tensor_core" if m.group(1) == "tensorop" else "cuda_core"
+    unit = ExecUnit.TENSOR_CORE if m.group(1) == "tensorop" else ExecUnit.CUDA_CORE
     a, acc = _TYPES.get(m.group(4)), _TYPES.get(m.group(6))
     prec = "tf32" if (m.group(3) and a == "fp32") else a
     return KernelClass(name, unit, prec, acc, "cutlass3x", "documented",
@@ -65,12 +67,12 @@ def _cutlass2(n: str, name: str) -> KernelClass | None:
                   r"(gemm|fprop|dgrad|wgrad)([a-z0-9_]*)", n)
     if not m:
         return None
-    unit = "cuda_core" if m.group(1) == "simt" else "tensor_core"
+    unit = ExecUnit.CUDA_CORE if m.group(1) == "simt" else ExecUnit.TENSOR_CORE
     acc = _ACC.get(m.group(3))
     after = next((t for t in m.group(7).split("_") if t in _TYPES), None)   # ..._optimized_f16_...: operand type
     op_type = m.group(5) or (m.group(2) if m.group(2) in _TYPES else None) or after
     prec = _TYPES.get(op_type) if op_type else None
-    if prec is None and unit == "cuda_core":
+    if prec is None and unit == ExecUnit.CUDA_CORE:
         prec = {"s": "fp32", "h": "fp16", "d": "fp64", "i": "int8"}.get(m.group(3))
     if prec is None and m.group(3) == "i":
         prec = "int8"
@@ -84,6 +86,7 @@ _XMMA_TYPES = re.compile(r"(?:gemm|fprop|dgrad|wgrad|conv)[a-z0-9_]*?_((?:bf16|f
 
 
 _XMMA_TOKENS = re.compile(r"bf16|tf32|f16|f32|i8|i32|e4m3|e5m2|f8|f64")
+_TENSOR_TOKENS = ("tf32", "bf16", "f16", "i8", "e4m3", "e5m2", "f8")   # not vocab: name tokens of Tensor Core types
 
 
 def _xmma(n: str, name: str) -> KernelClass | None:
@@ -97,14 +100,14 @@ def _xmma(n: str, name: str) -> KernelClass | None:
     if re.search(r"_(?:ffma|dfma|hfma2?|simt|idp4a)(?:_|$)", n):
         unit_op = re.search(r"_(ffma|dfma|hfma2?|simt|idp4a)(?:_|$)", n).group(1)
         prec = _TYPES.get(ops[0]) if ops else {"ffma": "fp32", "dfma": "fp64"}.get(unit_op, "fp16")
-        return KernelClass(name, "cuda_core", prec, acc, "cublas/cudnn xmma", "heuristic",
+        return KernelClass(name, ExecUnit.CUDA_CORE, prec, acc, "cublas/cudnn xmma", "heuristic",
                            f"sm{m.group(1)} xmma kernel built on {unit_op.upper()} (CUDA-core instructions), "
                            f"operands {prec}")
-    prec = next((_TYPES[x] for x in ops if x in ("tf32", "bf16", "f16", "i8", "e4m3", "e5m2", "f8")), None)
+    prec = next((_TYPES[x] for x in ops if x in _TENSOR_TOKENS), None)
     if prec is None and "tensor" in n:
         prec = _TYPES.get(ops[0]) if ops else None
     if prec:
-        return KernelClass(name, "tensor_core", prec, acc, "cublas/cudnn xmma", "heuristic",
+        return KernelClass(name, ExecUnit.TENSOR_CORE, prec, acc, "cublas/cudnn xmma", "heuristic",
                            f"sm{m.group(1)} xmma kernel with {prec} operands (xmma = Tensor Core MMA family; "
                            "cuBLAS/cuDNN names are undocumented)")
     return KernelClass(name, "unknown", _TYPES.get(ops[0]) if ops else None, acc, "cublas/cudnn xmma", "unknown",
@@ -121,7 +124,7 @@ def _nvjet(n: str, name: str) -> KernelClass | None:
         return None
     code = m.group(1)
     prec = _NVJET_LETTERS.get(code[0])
-    return KernelClass(name, "tensor_core", prec, _NVJET_LETTERS.get(code[1]) if len(code) > 1 else None,
+    return KernelClass(name, ExecUnit.TENSOR_CORE, prec, _NVJET_LETTERS.get(code[1]) if len(code) > 1 else None,
                        "cublas-nvjet", "heuristic",
                        f"cuBLAS nvjet kernel (Hopper+ warpgroup GEMMs), type code {code!r} read as "
                        f"A/B={prec or '?'}; nvjet naming is undocumented")
@@ -129,38 +132,39 @@ def _nvjet(n: str, name: str) -> KernelClass | None:
 
 # The seeds' families (002 "Nsight System/trtexec") and the classic cuBLAS/cuDNN names.
 _SEED = [
-    (r"(?:^|[_\W])h(?:884|1688|16816)", "tensor_core", "fp16", "HMMA: FP16 Tensor Core (h884/h1688/h16816)"),
-    (r"(?:^|[_\W])s(?:884|1688|16816)(?:gemm|cudnn)?", "tensor_core", None,
+    (r"(?:^|[_\W])h(?:884|1688|16816)", ExecUnit.TENSOR_CORE, "fp16", "HMMA: FP16 Tensor Core (h884/h1688/h16816)"),
+    (r"(?:^|[_\W])s(?:884|1688|16816)(?:gemm|cudnn)?", ExecUnit.TENSOR_CORE, None,
      "s884/s1688/s16816: Tensor Core MMA with FP32 accumulation"),
-    (r"i(?:8816|16832)|imma", "tensor_core", "int8", "IMMA: INT8 Tensor Core (i8816/imma)"),
-    (r"hcudnn", "cuda_core", "fp16", "hcudnn: FP16 on CUDA cores"),
-    (r"scudnn", "cuda_core", "fp32", "scudnn: FP32 on CUDA cores"),
-    (r"icudnn", "cuda_core", "int8", "icudnn: INT8 (dp4a) on CUDA cores"),
-    (r"(?:^|[_\W])hgemm", "cuda_core", "fp16", "hgemm: FP16 GEMM on CUDA cores"),
-    (r"(?:^|[_\W])sgemm", "cuda_core", "fp32", "sgemm: FP32 GEMM on CUDA cores"),
-    (r"(?:^|[_\W])dgemm", "cuda_core", "fp64", "dgemm: FP64 GEMM on CUDA cores"),
-    (r"(?:^|[_\W])g?cgemm", "cuda_core", "fp32", "cgemm/gcgemm: complex FP32 GEMM on CUDA cores (FFT convolution)"),
-    (r"(?:^|[_\W])zgemm", "cuda_core", "fp64", "zgemm: complex FP64 GEMM on CUDA cores"),
-    (r"wgmma|gmma", "tensor_core", None, "(w)gmma: Hopper warpgroup MMA on Tensor Cores"),
-    (r"hmma", "tensor_core", "fp16", "HMMA: FP16 Tensor Core"),
+    (r"i(?:8816|16832)|imma", ExecUnit.TENSOR_CORE, "int8", "IMMA: INT8 Tensor Core (i8816/imma)"),
+    (r"hcudnn", ExecUnit.CUDA_CORE, "fp16", "hcudnn: FP16 on CUDA cores"),
+    (r"scudnn", ExecUnit.CUDA_CORE, "fp32", "scudnn: FP32 on CUDA cores"),
+    (r"icudnn", ExecUnit.CUDA_CORE, "int8", "icudnn: INT8 (dp4a) on CUDA cores"),
+    (r"(?:^|[_\W])hgemm", ExecUnit.CUDA_CORE, "fp16", "hgemm: FP16 GEMM on CUDA cores"),
+    (r"(?:^|[_\W])sgemm", ExecUnit.CUDA_CORE, "fp32", "sgemm: FP32 GEMM on CUDA cores"),
+    (r"(?:^|[_\W])dgemm", ExecUnit.CUDA_CORE, "fp64", "dgemm: FP64 GEMM on CUDA cores"),
+    (r"(?:^|[_\W])g?cgemm", ExecUnit.CUDA_CORE, "fp32",
+     "cgemm/gcgemm: complex FP32 GEMM on CUDA cores (FFT convolution)"),
+    (r"(?:^|[_\W])zgemm", ExecUnit.CUDA_CORE, "fp64", "zgemm: complex FP64 GEMM on CUDA cores"),
+    (r"wgmma|gmma", ExecUnit.TENSOR_CORE, None, "(w)gmma: Hopper warpgroup MMA on Tensor Cores"),
+    (r"hmma", ExecUnit.TENSOR_CORE, "fp16", "HMMA: FP16 Tensor Core"),
 ]
 _ELEMENTWISE = [
     (r"nchwtonhwc|nhwctonchw|nchw2nhwc|nhwc2nchw|reformat|copypacked|memcpy|memset|transpose|permute|"
      r"catarray|cat_array|direct_copy|copy_kernel|splittensor|concattensor|gather|scatter|index_select",
      "memory", "layout", "data movement (layout conversion, copy, concat, gather): no arithmetic"),
     (r"ncclkernel|nccldevkernel|nccl_", "memory", "communication", "NCCL collective: link and memory traffic"),
-    (r"bn_fw|bn_bw|bnforward|bnbackward|batch_?norm", "cuda_core", "norm",
+    (r"bn_fw|bn_bw|bnforward|bnbackward|batch_?norm", ExecUnit.CUDA_CORE, "norm",
      "batch normalization: CUDA cores, memory-bound"),
-    (r"layer_?norm|rms_?norm|rowwisemoments|groupnorm|group_norm|welford", "cuda_core", "norm",
+    (r"layer_?norm|rms_?norm|rowwisemoments|groupnorm|group_norm|welford", ExecUnit.CUDA_CORE, "norm",
      "layer/RMS/group normalization: CUDA cores, memory-bound"),
-    (r"pool", "cuda_core", "pooling", "pooling: CUDA cores, memory-bound"),
-    (r"reduce|splitkreduce|devicereduce|devicescan|devicesegmented|argmax|argmin|\bsum_|cub::", "cuda_core",
+    (r"pool", ExecUnit.CUDA_CORE, "pooling", "pooling: CUDA cores, memory-bound"),
+    (r"reduce|splitkreduce|devicereduce|devicescan|devicesegmented|argmax|argmin|\bsum_|cub::", ExecUnit.CUDA_CORE,
      "reduction", "reduction/scan: CUDA cores, memory-bound"),
-    (r"softmax", "cuda_core", "pointwise", "softmax: CUDA cores, memory-bound"),
-    (r"triton_(?:poi|red|per)_", "cuda_core", "pointwise",
+    (r"softmax", ExecUnit.CUDA_CORE, "pointwise", "softmax: CUDA cores, memory-bound"),
+    (r"triton_(?:poi|red|per)_", ExecUnit.CUDA_CORE, "pointwise",
      "Triton (Inductor) pointwise/reduction kernel: CUDA cores"),
     (r"elementwise|vectorized_|relu|activation|generickernel|pointwise|fill_kernel|functor|epilogue|"
-     r"silu|gelu|rotary|dropout|distribution|bias", "cuda_core", "pointwise", "pointwise kernel: CUDA cores"),
+     r"silu|gelu|rotary|dropout|distribution|bias", ExecUnit.CUDA_CORE, "pointwise", "pointwise kernel: CUDA cores"),
 ]
 # C++ template arguments naming the element type (PyTorch, cuDNN, CUTLASS, flash-attention), earliest wins
 _TEMPLATE_TYPES = [(r"c10::bfloat16|__nv_bfloat16|cutlass::bfloat16_t|\bbfloat16\b|\bbf16\b", "bf16"),
@@ -192,7 +196,8 @@ def _attention(n: str, name: str) -> KernelClass | None:
         return KernelClass(name, "unknown", "fp32", None, "attention", "heuristic",
                            "fused attention with FP32 operands: TF32 Tensor Cores or CUDA cores; the name does not "
                            "say")
-    return KernelClass(name, "tensor_core", prec, "fp32" if prec in ("fp16", "bf16") else None, "attention",
+    acc = "fp32" if prec in (Precision.FP16, Precision.BF16) else None
+    return KernelClass(name, ExecUnit.TENSOR_CORE, prec, acc, "attention",
                        "heuristic", f"fused attention kernel (flash/fmha/SDPA) with {prec or 'unnamed'} operands: "
                        "Q.K^T and P.V on Tensor Cores")
 
@@ -218,7 +223,7 @@ def gemv_precision(n: str) -> str | None:
 def _gemv(n: str, name: str) -> KernelClass | None:
     if not _GEMV.search(n):
         return None
-    return KernelClass(name, "cuda_core", gemv_precision(n) or "fp32", None, "cublas-gemv", "heuristic",
+    return KernelClass(name, ExecUnit.CUDA_CORE, gemv_precision(n) or "fp32", None, "cublas-gemv", "heuristic",
                        "cuBLAS matrix-vector/skinny GEMM (gemv, gemmk1, gemmSN): CUDA cores, memory-bound by "
                        "construction (each weight is read once per vector)")
 
@@ -229,7 +234,7 @@ def _cudnn_legacy(n: str, name: str) -> KernelClass | None:
                   r"fft2d_|fft_|conv2d_grouped_direct|conv_depthwise|depthwise_conv", n)
     if not m:
         return None
-    return KernelClass(name, "cuda_core", template_precision(n) or "fp32", None, "cudnn-legacy", "heuristic",
+    return KernelClass(name, ExecUnit.CUDA_CORE, template_precision(n) or "fp32", None, "cudnn-legacy", "heuristic",
                        f"cuDNN {m.group(0).rstrip('_')} engine: convolution on CUDA cores (no Tensor Core MMA)")
 
 

@@ -1,5 +1,5 @@
 """Times without a model: the kernels of a profiler file (nsys, a PyTorch trace or table, a TensorRT profile)
-against the roofs that apply to them. Each kernel's unit and precision come from its name (hwprobe.models.classify);
+against the roofs that apply to them. Each kernel's unit and precision come from its name (hwprobe.analysis.classify);
 its roof is the profile's measured ceiling for that unit and precision (the DRAM slope for memory kernels). A
 kernel's work is not in these files, so no attained rate is claimed: the view says where the time goes, on which
 unit, and which roof bounds each kernel."""
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from hwprobe.analysis.timings import Times
 from hwprobe.errors import InputError
-from hwprobe.models.timings import Times
+from hwprobe.vocab import ExecUnit
 
-UNITS = ("tensor_core", "cuda_core", "memory", "unknown")
+UNITS = (ExecUnit.TENSOR_CORE, ExecUnit.CUDA_CORE, "memory", "unknown")
 
 
 @dataclass
@@ -50,7 +51,7 @@ def _roof(profile, unit: str, precision: str | None) -> str:
     if unit == "memory":
         bw = profile.bandwidth("dram")
         return f"DRAM {si(bw, 'B/s')}" if bw else ""
-    if unit in ("tensor_core", "cuda_core") and precision:
+    if unit in (ExecUnit.TENSOR_CORE, ExecUnit.CUDA_CORE) and precision:
         c = profile.peak(precision, unit)
         return f"{precision} {unit.replace('_', ' ')} {si(c.value, c.unit)}" if c else f"no {precision} {unit} ceiling"
     return ""
@@ -58,9 +59,9 @@ def _roof(profile, unit: str, precision: str | None) -> str:
 
 def kernel_view(times: list[Times], profile=None) -> KernelView:
     """Every kernel record of ``times`` (layer records that name their kernel count too), merged by name."""
-    from hwprobe.models.advice import kernel_tip
-    from hwprobe.models.classify import classify
-    from hwprobe.models.join import merge_info
+    from hwprobe.analysis.advice import kernel_tip
+    from hwprobe.analysis.classify import classify
+    from hwprobe.analysis.join import merge_info
 
     merged: dict[str, list[float]] = {}
     with_kernels = [t for t in times if t.kernel_records]
@@ -95,7 +96,7 @@ def render_kernel_view(v: KernelView, con, show_all: bool = False, n: int = 25, 
     """The kernels by time in a table that fits the console: the kernel column takes the width the others leave
     (names shortened, said, whole with ``wide``), and the roof column gives the rate alone (its unit and
     precision are the row's own columns)."""
-    from hwprobe.models.classify import SHORTENED, short_name
+    from hwprobe.analysis.classify import SHORTENED, short_name
     from hwprobe.report.fit import light_table, room, show
     from hwprobe.units import si
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from hwprobe.units import si
 
 if TYPE_CHECKING:
-    from hwprobe.models.analysis import Analysis
+    from hwprobe.analysis.roofline import Analysis
 
 MAX_ROWS = 40          # longer models show their top rows by time unless --all
 
@@ -112,7 +112,7 @@ NARROW_DROP = ("datasheet", "ceiling", "bytes", "kernel unit", "flags", "op/B", 
 
 
 def render(a: Analysis, con, show_all: bool = False, wide: bool = False) -> None:
-    from hwprobe.models.advice import kernel_consumers, top_consumers
+    from hwprobe.analysis.advice import kernel_consumers, top_consumers
 
     for line in header(a):
         con.print(line)
@@ -153,7 +153,7 @@ def render(a: Analysis, con, show_all: bool = False, wide: bool = False) -> None
                 con.print(f"       -> {tip}")
         if a.timing is not None and a.timing.nested:
             con.print("     (shares among the matched layers: this table's rows nest, so they don't add up)")
-    from hwprobe.models.seed import seed_line
+    from hwprobe.analysis.seed import seed_line
 
     line = seed_line(a)
     if line:
@@ -188,8 +188,8 @@ def _timing(a: Analysis, con) -> None:
 
 
 def to_dict(a: Analysis) -> dict[str, Any]:
-    from hwprobe.models.advice import top_consumers
-    from hwprobe.models.seed import seed_row
+    from hwprobe.analysis.advice import top_consumers
+    from hwprobe.analysis.seed import seed_row
 
     def records(df):
         return df.astype(object).where(df.notna(), None).to_dict(orient="records")

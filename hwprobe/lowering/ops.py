@@ -1,0 +1,66 @@
+"""One kernel a runtime launches (``KernelOp``): what every lowering produces and the predictor prices.
+
+A model is lowered to a list of kernels (hwprobe.lowering.layers for layer tables and ONNX graphs,
+hwprobe.lowering.llm for transformer configs); each kernel is priced from the profile's calibration curves
+(hwprobe.predict.model). Shapes, not layer names, decide the price.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Kernel kinds the calibration covers. gemm: C[batch, m, n] = A[batch, m, k] @ B[batch, k, n]; attention:
+# a fused (flash) attention over ``batch`` = sequences x heads, ``m`` queries, ``n`` keys, head size ``k``;
+# the memory kinds move ``bytes`` (read + written) with little arithmetic (norm: a row norm such as LayerNorm;
+# batchnorm: an unfused inference BatchNorm, a per-channel scale and shift; groupnorm: GroupNorm or InstanceNorm,
+# statistics per group of channels; resize: an upsampling or downsampling); allreduce: ``bytes`` per rank.
+GEMM_KINDS = ("gemm", "attention")
+MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
+                "embedding", "batchnorm", "groupnorm", "resize", "unary")
+COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
+KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
+RUNTIMES = ("eager", "graph", "fused")
+
+
+@dataclass(frozen=True)
+class KernelOp:
+    """One kernel. ``flops`` counts a multiply-add as 2 (filled from the shape for GEMM kinds when 0)."""
+
+    name: str
+    kind: str
+    precision: str = "fp16"           # the math's precision (fp16, bf16, fp8, int8, tf32, fp32, fp64)
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    batch: int = 1
+    bytes: float = 0.0                # memory kinds: bytes read + written; GEMM kinds: 0 = from the shape
+    flops: float = 0.0
+    causal: bool = False              # attention: only the lower triangle is computed
+    weight_bits: int | None = None    # gemm: B stored in 4 or 8 bits (weight-only quantization), math in precision
+    ranks: int = 1                    # collectives: the number of ranks
+    layers: tuple[str, ...] = ()      # the model layers this kernel covers (several where fused)
+    conv_kernel: int = 0              # gemm from a convolution: its kernel size (kh; 0 = a plain GEMM)
+    conv_input_bytes: float = 0.0     # gemm from a convolution: the input tensor's bytes (0: a plain GEMM). An
+    #                                   implicit GEMM reads its input once, not the kh x kw times larger im2col matrix
+    conv_stride: int = 1              # gemm from a convolution: its stride
+    conv_images: int = 0              # a convolution: images in the batch (0: not known)
+    backend: str = ""                 # attention: "efficient" = SDPA's masked (memory-efficient) kernel, one block of
+    #                                   queries per (sequence, head): no split over the keys; "" = flash
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown kernel kind {self.kind!r}; kinds: {', '.join(KINDS)}")
+
+    @property
+    def gemm_flops(self) -> float:
+        """2 m n k per batch entry (attention: both products, halved where causal)."""
+        if self.kind == "gemm":
+            return 2.0 * self.batch * self.m * self.n * self.k
+        if self.kind == "attention":
+            f = 4.0 * self.batch * self.m * self.n * self.k
+            return f / 2 if self.causal and self.m > 1 else f
+        return self.flops
+
+    @property
+    def total_flops(self) -> float:
+        return self.flops or self.gemm_flops
