@@ -294,8 +294,14 @@ def _mlp(e: _Emit, i: int) -> None:
 
 
 def _head(e: _Emit) -> None:
+    e.norm("final_norm", e.t * e.cfg.hidden, e.cfg.hidden)
+    lm_head(e)
+
+
+def lm_head(e: _Emit) -> None:
+    """The logits of the tokens a step samples from (prefill: the last token of each sequence), gathered across
+    tensor-parallel ranks, soft-capped where the family does."""
     cfg, case = e.cfg, e.case
-    e.norm("final_norm", e.t * cfg.hidden, cfg.hidden)
     rows = case.batch if case.phase == "prefill" else e.t           # prefill: the last token of each sequence
     vocab = cfg.vocab // case.tp if case.tp > 1 else cfg.vocab
     e.gemm("lm_head", rows, vocab, cfg.hidden, quant=False)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-from hwprobe.lowering.llm.graph import A, Case, Quant, _check, _Emit, experts_touched, flash_splits
+from hwprobe.lowering.llm.graph import A, Case, Quant, _check, _Emit, experts_touched, flash_splits, lm_head
 from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
 
@@ -107,12 +107,5 @@ def lower_serving(cfg: LLMConfig, case: Case, quant: Quant | None = None,
         _attention(e, i)
         _mlp(e, i)
     _norm(e, "add_final_norm", False)
-    rows = case.batch if case.phase == "prefill" else e.t
-    vocab = cfg.vocab // case.tp if case.tp > 1 else cfg.vocab
-    e.gemm("lm_head", rows, vocab, cfg.hidden, quant=False)
-    if case.tp > 1:
-        e.ops.append(KernelOp("logits_allgather", "allgather", precision=e.q.act, bytes=float(rows * cfg.vocab * A),
-                              ranks=case.tp))
-    if cfg.logit_softcap:
-        e.mem("logit_softcap", "elementwise", 2 * rows * cfg.vocab * A, 3 * rows * cfg.vocab)
+    lm_head(e)
     return e.ops
