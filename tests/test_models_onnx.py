@@ -106,6 +106,27 @@ def test_unnamed_nodes_and_matmul(tmp_path):
     assert ln.op == "layernorm" and ln.weights == 64 and ln.elem_ops == 6 * 4 * 64 * 32
 
 
+def test_convtranspose_and_transposed_gemm_counts(tmp_path):
+    """Issue 35 (mutation check): ConvTranspose's MACs are every input element times its Cout/g x kernel taps
+    (W is [Cin, Cout/g, k...]), not the output's count as for Conv; Gemm with transA=1 reads K from A's first dim."""
+    nodes = [h.make_node("ConvTranspose", ["x", "wt"], ["up"], name="up", kernel_shape=[3, 3], strides=[2, 2],
+                         group=2),
+             h.make_node("Gemm", ["at", "wg", "bg"], ["y"], name="fc_t", transA=1)]
+    g = h.make_graph(nodes, "tr", [h.make_tensor_value_info("x", T.FLOAT, [2, 8, 4, 4]),
+                                   h.make_tensor_value_info("at", T.FLOAT, [32, 6])],
+                     [h.make_tensor_value_info("up", T.FLOAT, None), h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [_init("wt", 8, 4, 3, 3), _init("wg", 32, 10), _init("bg", 10)])
+    p = tmp_path / "tr.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(p))
+    up, fc = load_model(p).layers
+    assert up.op == "convtranspose" and (up.cin, up.cout, up.groups, up.kernel) == (8, 8, 2, (3, 3))
+    assert up.out_hw == (9, 9) and up.outputs == 2 * 8 * 9 * 9             # (4 - 1) x 2 + 3 = 9
+    assert up.macs == (2 * 8 * 4 * 4) * 4 * 9                              # inputs x Cout/g x taps
+    assert up.macs != 2 * 8 * 9 * 9 * 4 * 9                                # not Conv's rule on the output
+    assert fc.op == "gemm" and (fc.rows, fc.cin, fc.cout) == (6, 32, 10) and fc.macs == 6 * 10 * 32
+    assert fc.weights == 32 * 10 + 10 and fc.inputs == 32 * 6 and fc.outputs == 6 * 10
+
+
 def test_external_data_is_never_read(tmp_path):
     m = tiny_model()
     big = nh.from_array(np.ones((256, 256), np.float32), "wbig")
