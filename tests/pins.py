@@ -1,0 +1,247 @@
+"""Pinned figures of the modules that decide what a figure means (issue 35: mutation testing found many of their
+branches where no test looked). Each pin is the module's answer for a fixed set of inputs, committed in
+tests/data/pins/*.json; tests/test_pins.py checks the answers still match, and spot-checks some by hand formulas.
+
+After an intended change to one of these answers, regenerate and review the diff:
+
+    python -m tests.pins            (writes tests/data/pins/*.json)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PINS = ROOT / "tests" / "data" / "pins"
+PREDICT = ROOT / "profiles" / "h200-sxm" / "2026-11-26-predict-cold"
+MULTI = ROOT / "profiles" / "h200x2" / "2026-11-26-multigpu" / "results-local"
+LLMS = ("llama-3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "gpt2", "qwen2.5-7b")
+ONNX = ROOT / "profiles" / "h200-sxm" / "2026-11-26-validation-cold" / "onnx"
+
+
+def _op(op) -> dict:
+    d = {k: v for k, v in dataclasses.asdict(op).items() if v not in (0, 0.0, 1, False, None, (), "")}
+    d.setdefault("kind", op.kind)
+    return d
+
+
+def llm_cases():
+    from hwprobe.models.llm.lower import Case, Quant
+    return [("prefill b2 p128", Case.prefill(2, 128), Quant()),
+            ("decode b4 c1024 tp2", Case.decode(4, 1024, tp=2), Quant()),
+            ("prefill b1 p64 fp8", Case.prefill(1, 64), Quant(weights="fp8", kv="fp8")),
+            ("decode b1 c512 int4", Case.decode(1, 512), Quant(weights="int4"))]
+
+
+def llm() -> dict:
+    """Per model and case: layer 0's kernels and those outside the layers (every layer runs the same code), the
+    kernel count, and the parameter and memory counts."""
+    from hwprobe.models.llm import memory
+    from hwprobe.models.llm.config import load
+    from hwprobe.models.llm.lower import lower
+
+    out = {}
+    for name in LLMS:
+        cfg = load(name)
+        p = memory.params(cfg)
+        entry = {"params": dataclasses.asdict(p) | {"total": p.total, "active": p.active}, "cases": {}}
+        for label, case, q in llm_cases():
+            ops = lower(cfg, case, q, sms=132)
+            fit = memory.fit(cfg, case, q, 141e9)
+            entry["cases"][label] = {
+                "count": len(ops),
+                "ops": [_op(o) for o in ops if not o.name.startswith("layers.") or o.name.startswith("layers.0.")],
+                "fit": fit.to_dict(),
+                "activation_bytes": memory.activation_bytes(cfg, case),
+            }
+        out[name] = entry
+    return out
+
+
+def predict_ops():
+    from hwprobe.predict.ops import MEMORY_KINDS, KernelOp
+    ops = [KernelOp("gemm", "gemm", m=4096, n=4096, k=4096),
+           KernelOp("gemm_odd_n", "gemm", m=2048, n=4100, k=4096),
+           KernelOp("gemm_odd_k", "gemm", m=512, n=4096, k=4098),
+           KernelOp("gemm_k_odd", "gemm", m=64, n=4096, k=4097),
+           KernelOp("gemm_small", "gemm", m=8, n=128, k=64),
+           KernelOp("gemm_big", "gemm", m=65536, n=16384, k=16384),
+           KernelOp("gemm_batched", "gemm", m=128, n=1024, k=1024, batch=8),
+           KernelOp("gemm_bf16", "gemm", precision="bf16", m=1024, n=1024, k=1024),
+           KernelOp("gemm_fp8", "gemm", precision="fp8", m=2048, n=2048, k=2048),
+           KernelOp("gemm_int8", "gemm", precision="int8", m=2048, n=2048, k=2048),
+           KernelOp("gemm_tf32", "gemm", precision="tf32", m=1024, n=1024, k=1024),
+           KernelOp("gemm_fp32", "gemm", precision="fp32", m=1024, n=1024, k=1024),
+           KernelOp("gemm_w4", "gemm", precision="bf16", m=16, n=4096, k=4096, weight_bits=4),
+           KernelOp("gemm_w8", "gemm", precision="bf16", m=4096, n=4096, k=4096, weight_bits=8),
+           KernelOp("conv3x3", "gemm", m=50176, n=64, k=576, conv_kernel=3, conv_input_bytes=6.4e6, conv_images=8),
+           KernelOp("conv1x1", "gemm", m=12544, n=256, k=64, conv_kernel=1, conv_input_bytes=1.6e6, conv_images=8),
+           KernelOp("conv7x7s2", "gemm", m=100352, n=64, k=147, conv_kernel=7, conv_input_bytes=2.4e6,
+                    conv_stride=2, conv_images=8),
+           KernelOp("attn_prefill", "attention", m=1024, n=1024, k=128, batch=64, causal=True),
+           KernelOp("attn_prefill_full", "attention", m=512, n=512, k=64, batch=32),
+           KernelOp("attn_decode", "attention", m=1, n=4096, k=128, batch=256),
+           KernelOp("attn_bytes", "attention", m=16, n=2048, k=128, batch=32, bytes=3e7),
+           KernelOp("conv_dw", "conv_dw", m=12544, n=144, bytes=1.2e7, flops=3e7, conv_kernel=3, conv_images=8),
+           KernelOp("conv_dw_s2", "conv_dw", m=3136, n=144, bytes=4e6, flops=8e6, conv_kernel=3, conv_stride=2,
+                    conv_images=8),
+           KernelOp("allreduce", "allreduce", bytes=64e6, ranks=2),
+           KernelOp("allgather", "allgather", bytes=8e6, ranks=2),
+           KernelOp("allreduce_1", "allreduce", bytes=64e6, ranks=1)]
+    ops += [KernelOp(f"{kind}_{nb:g}", kind, bytes=nb, flops=nb / 4) for kind in MEMORY_KINDS
+            for nb in (4e3, 2e6, 5e8)]
+    return ops
+
+
+def _time(t) -> dict:
+    return {"time_s": t.time_s, "compute_s": t.compute_s, "memory_s": t.memory_s, "launch_s": t.launch_s,
+            "comm_s": t.comm_s, "bound": t.bound, "roofline_s": t.roofline_s, "covered": t.covered,
+            "source": t.source, "note": t.note}
+
+
+def predict() -> dict:
+    """Each op priced on the H200 predict run (every runtime and NCHW) and, for collectives, on the 2x H200 run;
+    the power-cap ratio and adjustment per precision."""
+    from hwprobe.predict.model import Predictor
+    from hwprobe.profile_build import load_profile
+
+    prof, multi = load_profile(PREDICT), load_profile(MULTI)
+    out: dict = {}
+    for runtime in ("eager", "graph", "fused"):
+        for layout in ("nhwc", "nchw"):
+            pr = Predictor(prof, runtime, layout=layout)
+            out[f"{runtime} {layout}"] = {op.name: _time(pr.time(op)) for op in predict_ops()}
+    from hwprobe.predict.calibration import Calibration
+
+    pr = Predictor(multi, "graph", cal=Calibration.of(prof))      # the 2x H200 run's collectives, H200's curves
+    out["2x H200 graph"] = {op.name: _time(pr.time(op)) for op in predict_ops() if op.kind in ("allreduce",
+                                                                                                 "allgather")}
+    pr = Predictor(prof, "graph")
+    out["power"] = {}
+    for prec in ("fp16", "bf16", "fp8", "int8", "tf32"):
+        times = [pr.time(op) for op in predict_ops() if op.kind in ("gemm", "attention", "elementwise")]
+        note = pr.power_adjust(times, prec)
+        out["power"][prec] = {"ratio": list(pr.power_ratio(prec)), "note": note,
+                              "times": [t.time_s for t in times]}
+    out["overhead"] = {rt: Predictor(prof, rt).run_overhead(predict_ops()) for rt in ("eager", "graph", "fused")}
+    return out
+
+
+def onnx() -> dict:
+    """Every distinct layer ONNX import reads from four committed validation models (weights stripped: a CNN, a
+    depthwise CNN, a GQA Llama and BERT as the exporters wrote them; batch 2 asked, which the batch-1 exports
+    keep at 1): each with its first name and how many layers share it (tensor names aside)."""
+    from hwprobe.models import load_model
+
+    out = {}
+    for name in ("resnet18-b1.onnx", "mobilenet_v2-b1.onnx", "llama_prefill_gqa-b1-dynamo.onnx",
+                 "bert_base-b1-dynamo.onnx"):
+        m = load_model(ONNX / name, 2)
+        seen: dict[str, dict] = {}
+        for x in m.layers:
+            d = {k: v for k, v in dataclasses.asdict(x).items() if v not in (None, 0, "", (), False)}
+            key = json.dumps({k: v for k, v in d.items() if k not in ("name", "extra")}, sort_keys=True, default=str)
+            seen.setdefault(key, {"first": d, "count": 0})["count"] += 1
+        out[name] = {"notes": list(m.notes), "layers": len(m.layers), "distinct": list(seen.values())}
+    return out
+
+
+def _plain(x):
+    if dataclasses.is_dataclass(x):
+        return {k: _plain(v) for k, v in dataclasses.asdict(x).items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return float(x) if hasattr(x, "dtype") else x
+
+
+def curves() -> dict:
+    """The curve readers on seeded noisy staircases: a bandwidth curve with three levels and a gradual step, a
+    latency curve with a near/far step inside the L2, a roofline sweep; each at its defaults and one variation."""
+    import numpy as np
+
+    from hwprobe import curves as C
+
+    out = {}
+    sizes = 2.0 ** np.arange(10, 31)
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        bw = np.where(sizes <= 2**18, 30e12, np.where(sizes <= 2**26, 9e12, 4.7e12))
+        bw[9] = 18e12                                           # a point on the way down
+        bw = bw * rng.uniform(0.97, 1.03, sizes.size)
+        lat = np.where(sizes <= 2**17, 30.0, np.where(sizes <= 2**24, 140.0, np.where(sizes <= 2**25, 260.0, 350.0)))
+        lat = lat * rng.uniform(0.98, 1.02, sizes.size)
+        inten = 2.0 ** np.arange(-3, 11)
+        perf = np.minimum(60e12, 4e12 * inten) * rng.uniform(0.9, 1.0, inten.size)
+        out[f"seed {seed}"] = {
+            "plateaus": _plain(C.find_plateaus(sizes, bw)),
+            "plateaus narrow": _plain(C.find_plateaus(sizes, bw, band=0.05, min_points=2, min_step=1.5)),
+            "knees": _plain(C.find_knees(sizes, bw)),
+            "knees frac": _plain(C.find_knees(sizes, bw, frac=0.5, min_points=2)),
+            "latency knees": _plain(C.find_knees(sizes, 1e3 / lat)),          # a rate: 1 / latency
+            "step inside": _plain(C.step_inside(sizes, lat, 2.0**26)),
+            "step inside bw": _plain(C.step_inside(sizes, bw, 2.0**27, min_points=4, plateau_points=2)),
+            "exit": _plain(C.plateau_exit(sizes, bw, 2**10, 2**20)),
+            "exit l2": _plain(C.plateau_exit(sizes, bw, 2**19, 2**29, drop=0.2, confirm=1)),
+            "capacity": _plain(C.effective_capacity(sizes, bw, 2**10, 2**20, 2**18)),
+            "level exit": _plain(C.level_exit(sizes, lat, 2**18)),
+            "level exit far": _plain(C.level_exit(sizes, lat, 2**25, rise=0.05)),
+            "roofline": _plain(C.fit_roofline(inten, perf)),
+            "roofline reach": _plain(C.fit_roofline(inten, perf, mem_fraction=0.3, reach_fraction=0.95)),
+        }
+    return out
+
+
+def roofline() -> dict:
+    """hwprobe.roofline's answers on the committed H200 full run, for each precision, unit, path and level."""
+    from hwprobe import roofline as R
+    from hwprobe.profile_build import load_profile
+
+    prof = load_profile(ROOT / "profiles" / "h200-sxm" / "2026-11-21-full")
+    out: dict = {"measured": R.is_measured(prof), "bandwidth": {}, "roofs": {}}
+    for level in ("dram", "l2", "l1", "shared", "HBM", "nope"):
+        try:
+            out["bandwidth"][level] = R.bandwidth(prof, level)
+        except Exception as e:                                   # noqa: BLE001 (the message is the answer)
+            out["bandwidth"][level] = f"{type(e).__name__}: {e}"
+    for prec in ("fp64", "FP32", "tf32", "fp16", "bf16", "fp8_e4m3", "int8", "fp4"):
+        for unit in (None, "tensor_core", "cuda-core"):
+            for path in ("best", "library", "instruction"):
+                key = f"{prec} {unit} {path}"
+                try:
+                    r = R.roof(prof, prec, unit, path)
+                    ds = R.datasheet_roof(prof, prec, unit, path)
+                    out["roofs"][key] = {"roof": _plain(r), "ridge": r.ridge, "bound_1": r.bound(1.0),
+                                         "bound_1e4": r.bound(1e4), "attainable_8": R.attainable(prof, 8, prec, "dram",
+                                                                                                unit, path),
+                                         "ridge_point": R.ridge_point(prof, prec, "l2", unit, path),
+                                         "datasheet": _plain(ds), "ds_ridge": ds.ridge if ds else None}
+                except Exception as e:                           # noqa: BLE001
+                    out["roofs"][key] = f"{type(e).__name__}: {e}"
+    return out
+
+
+BUILDERS = {"llm": llm, "predict": predict, "onnx": onnx, "curves": curves, "roofline": roofline}
+
+
+def load(name: str) -> dict:
+    return json.loads((PINS / f"{name}.json").read_text())
+
+
+def fresh(name: str) -> dict:
+    """The module's answers now, through JSON (tuples become lists, as in the committed file)."""
+    return json.loads(json.dumps(BUILDERS[name](), default=str))
+
+
+def main() -> int:
+    PINS.mkdir(parents=True, exist_ok=True)
+    for name, build in BUILDERS.items():
+        (PINS / f"{name}.json").write_text(json.dumps(build(), indent=0, sort_keys=True, default=str) + "\n")
+        print(f"wrote {PINS / name}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
