@@ -41,7 +41,7 @@ def llm() -> dict:
     kernel count, and the parameter and memory counts."""
     from hwprobe.models.llm import memory
     from hwprobe.models.llm.config import load
-    from hwprobe.models.llm.lower import lower
+    from hwprobe.models.llm.lower import experts_touched, flash_splits, lower
 
     out = {}
     for name in LLMS:
@@ -58,6 +58,37 @@ def llm() -> dict:
                 "activation_bytes": memory.activation_bytes(cfg, case),
             }
         out[name] = entry
+    out["refused"] = _llm_refusals()
+    out["flash_splits"] = {f"{bh} {m} {keys} {hd}": flash_splits(bh, m, keys, hd, 132)
+                           for bh in (8, 32, 256) for m in (1, 16, 128) for keys in (512, 4096, 32768)
+                           for hd in (64, 128, 256)}
+    out["experts_touched"] = {f"{e} {k} {t}": experts_touched(e, k, t) for e in (8, 64, 128) for k in (1, 2, 8)
+                              for t in (1, 4, 64, 1024) if k <= e}
+    return out
+
+
+def _llm_refusals() -> dict:
+    """The message of each case lowering refuses."""
+    from hwprobe.models.llm.config import load
+    from hwprobe.models.llm.lower import Case, Quant, lower
+
+    cases = {"phase": ("llama-3-8b", Case("train", 1, 1, 1), Quant()),
+             "batch": ("llama-3-8b", Case.prefill(0, 8), Quant()),
+             "tokens": ("llama-3-8b", Case.prefill(1, 0), Quant()),
+             "tp 0": ("llama-3-8b", Case.prefill(1, 8, tp=0), Quant()),
+             "context": ("gpt2", Case.decode(1, 5000), Quant()),
+             "tp 3": ("llama-3-8b", Case.prefill(1, 8, tp=3), Quant()),
+             "tp 16 kv": ("llama-3-8b", Case.prefill(1, 8, tp=16), Quant()),
+             "tp 5 moe": ("qwen3-30b-a3b", Case.prefill(1, 8, tp=5), Quant()),
+             "weights": ("llama-3-8b", Case.prefill(1, 8), Quant(weights="fp4")),
+             "kv": ("llama-3-8b", Case.prefill(1, 8), Quant(kv="int2"))}
+    out = {}
+    for key, (name, case, q) in cases.items():
+        try:
+            lower(load(name), case, q)
+            out[key] = "accepted"
+        except Exception as e:                                   # noqa: BLE001 (the message is the answer)
+            out[key] = f"{type(e).__name__}: {e}"
     return out
 
 
@@ -127,6 +158,14 @@ def predict() -> dict:
         out["power"][prec] = {"ratio": list(pr.power_ratio(prec)), "note": note,
                               "times": [t.time_s for t in times]}
     out["overhead"] = {rt: Predictor(prof, rt).run_overhead(predict_ops()) for rt in ("eager", "graph", "fused")}
+    out["refused"] = {}
+    for key, make in {"runtime": lambda: Predictor(prof, "jit"), "layout": lambda: Predictor(prof, layout="nchwc"),
+                      "no calibration": lambda: Predictor(multi)}.items():
+        try:
+            make()
+            out["refused"][key] = "accepted"
+        except Exception as e:                                   # noqa: BLE001 (the message is the answer)
+            out["refused"][key] = f"{type(e).__name__}: {e}"
     return out
 
 

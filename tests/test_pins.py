@@ -101,3 +101,14 @@ def test_curve_readers_by_hand():
     assert 2**18 < c["exit"]["size"] < 2**19 and c["capacity"]["clamped"] and c["capacity"]["value"] == 2**18
     fit = c["roofline"]
     assert fit["roof"] == pytest.approx(60e12, rel=0.1) and fit["bandwidth"] == pytest.approx(4e12, rel=0.1)
+
+
+def test_flash_splits_and_experts_touched_by_hand():
+    """Decode of 8 heads over 512 keys (64-wide heads: 256-key blocks, so 2 blocks): 8 of 264 slots busy, and
+    2 splits double that; 256 sequence-heads fill the GPU: no split. 8 experts, 2 per token: one token touches
+    2, 256 tokens all 8; 128 experts, 8 per token, 64 tokens: 128 (1 - (15/16)^64) = 126."""
+    p = pins.load("llm")
+    assert p["flash_splits"]["8 1 512 64"] == 2 and p["flash_splits"]["256 1 4096 128"] == 1
+    assert p["experts_touched"]["8 2 1"] == 2 and p["experts_touched"]["128 8 64"] == round(128 * (1 - (15 / 16) ** 64))
+    assert p["refused"]["tp 3"].startswith("InputError: --tp 3 does not divide llama-3-8b's num_attention_heads 32")
+    assert p["refused"]["tp 16 kv"] == "accepted"                   # 8 KV heads, replicated over 16 ranks
