@@ -36,13 +36,14 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def mutation(session: nox.Session) -> None:
     """Mutation testing (mutmut) of the modules that decide what a figure means ([tool.mutmut] in pyproject.toml);
-    too slow for CI. `nox -s mutation -- "hwprobe.judge*"` runs one module's mutants; results are kept between
-    runs in .nox/mutation/tmp/stage/mutants; docs/mutation.md records the last full run."""
+    too slow for CI. `nox -s mutation -- "hwprobe.judge*"` runs (or re-runs) one module's mutants; results are
+    kept between runs in .nox/mutation/tmp/stage/mutants; docs/mutation.md records the last full run."""
     session.install("-e", ".[test]", "mutmut==3.8.1")
     stage = Path(session.create_tmp()) / "stage"
     _stage(stage)
     session.chdir(stage)
-    session.run("mutmut", "run", *session.posargs)
+    # COLUMNS: CLI tests read lines the CLI wraps at the terminal's width; under mutmut it came out narrower
+    session.run("mutmut", "run", *session.posargs, env={"COLUMNS": "250"})
     session.run("python", "tools/mutation_summary.py", "mutants")
 
 
