@@ -18,7 +18,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PINS = ROOT / "tests" / "data" / "pins"
 PREDICT = ROOT / "profiles" / "h200-sxm" / "2026-11-26-predict-cold"
 MULTI = ROOT / "profiles" / "h200x2" / "2026-11-26-multigpu" / "results-local"
-LLMS = ("llama-3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "gpt2", "qwen2.5-7b")
+LLMS = ("llama-3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "gpt2", "qwen2.5-7b", "gemma-2b", "gemma2-9b")
+# Qwen1.5-MoE-A2.7B as its config.json has it: a shared expert beside 60 routed ones (Qwen2-MoE)
+QWEN2_MOE = {"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+             "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts": 60,
+             "num_experts_per_tok": 4, "num_hidden_layers": 24, "num_attention_heads": 16,
+             "num_key_value_heads": 16, "vocab_size": 151936, "max_position_embeddings": 8192,
+             "decoder_sparse_step": 1, "mlp_only_layers": []}
 ONNX = ROOT / "profiles" / "h200-sxm" / "2026-11-26-validation-cold" / "onnx"
 
 
@@ -58,12 +64,33 @@ def llm() -> dict:
                 "activation_bytes": memory.activation_bytes(cfg, case),
             }
         out[name] = entry
+    out["special"] = _llm_special()
     out["refused"] = _llm_refusals()
     out["flash_splits"] = {f"{bh} {m} {keys} {hd}": flash_splits(bh, m, keys, hd, 132)
                            for bh in (8, 32, 256) for m in (1, 16, 128) for keys in (512, 4096, 32768)
                            for hd in (64, 128, 256)}
     out["experts_touched"] = {f"{e} {k} {t}": experts_touched(e, k, t) for e in (8, 64, 128) for k in (1, 2, 8)
                               for t in (1, 4, 64, 1024) if k <= e}
+    return out
+
+
+def _llm_special() -> dict:
+    """A shared expert (Qwen2-MoE; with every second layer sparse), and prompts longer than a sliding window
+    (Mistral's 4096; Gemma 2's on alternate layers): layers 0 and 1."""
+    from hwprobe.models.llm.config import load, parse
+    from hwprobe.models.llm.lower import Case, Quant, lower
+
+    cases = {"qwen2-moe prefill": (parse(QWEN2_MOE, "qwen1.5-moe-a2.7b"), Case.prefill(2, 64)),
+             "qwen2-moe step 2 decode tp2": (parse({**QWEN2_MOE, "decoder_sparse_step": 2}, "step2"),
+                                            Case.decode(2, 256, tp=2)),
+             "mistral prefill 8192": (load("mistral-7b"), Case.prefill(1, 8192)),
+             "gemma2 prefill 8192": (load("gemma2-9b"), Case.prefill(1, 8192)),
+             "gemma2 decode tp2": (load("gemma2-9b"), Case.decode(2, 8000, tp=2))}
+    out = {}
+    for key, (cfg, case) in cases.items():
+        ops = lower(cfg, case, Quant(), sms=132)
+        out[key] = {"count": len(ops), "ops": [_op(o) for o in ops if not o.name.startswith("layers.")
+                                               or o.name.startswith(("layers.0.", "layers.1."))]}
     return out
 
 

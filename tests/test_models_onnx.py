@@ -138,6 +138,65 @@ def test_external_data_is_never_read(tmp_path):
     assert a.model.params > 0 and len(a.layers) == 11
 
 
+def _reshape_model():
+    """x [2, 3, 4] -> Reshape to Concat([2], [12]) (shape arithmetic on two constants) -> MatMul by W [12, 5]: the
+    MatMul's rows and K are known only where the constants were read."""
+    a, b = nh.from_array(np.array([2], np.int64), "a"), nh.from_array(np.array([12], np.int64), "b")
+    nodes = [h.make_node("Concat", ["a", "b"], ["shape"], name="cat", axis=0),
+             h.make_node("Reshape", ["x", "shape"], ["r"], name="flat"),
+             h.make_node("MatMul", ["r", "w"], ["y"], name="mm")]
+    g = h.make_graph(nodes, "rs", [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], [_init("w", 12, 5), a, b])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def test_small_constants_in_external_data_are_read_from_their_offset(tmp_path):
+    """Issue 35 (mutation run): a shape constant kept in the external data file (after the weight, so at an
+    offset) is read from there, at its offset and length; where the file is gone the shape stays unknown."""
+    onnx.save(_reshape_model(), str(tmp_path / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m.bin", size_threshold=0)
+    info = {e.key: e.value for t in onnx.load(str(tmp_path / "m.onnx"), load_external_data=False).graph.initializer
+            if t.name == "b" for e in t.external_data}
+    assert int(info["offset"]) > 0                                  # the test needs the constant past the start
+    cat, flat, mm = load_model(tmp_path / "m.onnx").layers
+    assert cat.shape_only and mm.modelled and mm.macs == 2 * 5 * 12 and mm.cin == 12 and mm.rows == 2
+    assert flat.outputs == 24
+    (tmp_path / "m.bin").unlink()
+    mm = load_model(tmp_path / "m.onnx").layers[-1]
+    assert not mm.modelled and mm.macs == 0
+
+
+MODELLED_OPS = {"Conv": ["w4"], "ConvTranspose": ["w4"], "Gemm": ["w2"], "MatMul": ["w2"],
+                "BatchNormalization": ["s", "s", "s", "s"], "Concat": ["x"], "Softmax": [], "LogSoftmax": [],
+                "LayerNormalization": ["s"], "Relu": [], "Add": ["x"], "MaxPool": [], "GlobalAveragePool": [],
+                "Transpose": []}
+
+
+@pytest.mark.parametrize("op", sorted(MODELLED_OPS))
+def test_a_modelled_op_without_a_shape_says_so(tmp_path, op):
+    """Issue 35 (mutation run): each op hwprobe models, fed an input of unknown shape, is kept with its bytes and
+    the reason (shape not inferred), not called an op hwprobe does not model."""
+    attrs = {"axis": 0} if op == "Concat" else {"kernel_shape": [2, 2]} if op == "MaxPool" else {}
+    node = h.make_node(op, ["x", *MODELLED_OPS[op]], ["y"], name="n", **attrs)
+    g = h.make_graph([node], "u", [h.make_tensor_value_info("x", T.FLOAT, None)],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [_init("w4", 4, 3, 3, 3), _init("w2", 8, 8), _init("s", 3)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "u.onnx"))
+    (layer,) = load_model(tmp_path / "u.onnx").layers
+    assert layer.op == "other" and not layer.modelled
+    assert layer.note == f"{op}: shape not inferred (symbolic or unknown dims); bytes only (partly unknown)"
+
+
+def test_an_op_hwprobe_does_not_model_says_so(tmp_path):
+    node = h.make_node("Resize", ["x", "", "sc"], ["y"], name="up", mode="nearest")
+    g = h.make_graph([node], "r", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 4, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [nh.from_array(np.array([1, 1, 2, 2], np.float32), "sc")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "r.onnx"))
+    (layer,) = load_model(tmp_path / "r.onnx").layers
+    assert layer.note == "Resize: not modelled; bytes only" and layer.outputs == 3 * 8 * 8
+
+
 def test_missing_and_malformed_onnx(tmp_path):
     with pytest.raises(InputError, match="does not exist"):
         load_model(tmp_path / "none.onnx")
