@@ -133,6 +133,10 @@ def predict_ops():
            KernelOp("gemm_int8", "gemm", precision="int8", m=2048, n=2048, k=2048),
            KernelOp("gemm_tf32", "gemm", precision="tf32", m=1024, n=1024, k=1024),
            KernelOp("gemm_fp32", "gemm", precision="fp32", m=1024, n=1024, k=1024),
+           KernelOp("gemm_fp64", "gemm", precision="fp64", m=1024, n=1024, k=1024),
+           KernelOp("attn_fp32", "attention", precision="fp32", m=256, n=256, k=64, batch=16),
+           KernelOp("conv3x3_fp32", "gemm", precision="fp32", m=3136, n=64, k=576, conv_kernel=3, conv_images=1),
+           KernelOp("conv_stem", "gemm", m=12544, n=64, k=27, conv_kernel=3, conv_stride=2, conv_images=1),
            KernelOp("gemm_w4", "gemm", precision="bf16", m=16, n=4096, k=4096, weight_bits=4),
            KernelOp("gemm_w8", "gemm", precision="bf16", m=4096, n=4096, k=4096, weight_bits=8),
            KernelOp("conv3x3", "gemm", m=50176, n=64, k=576, conv_kernel=3, conv_input_bytes=6.4e6, conv_images=8),
@@ -177,6 +181,11 @@ def predict() -> dict:
     pr = Predictor(multi, "graph", cal=Calibration.of(prof))      # the 2x H200 run's collectives, H200's curves
     out["2x H200 graph"] = {op.name: _time(pr.time(op)) for op in predict_ops() if op.kind in ("allreduce",
                                                                                                  "allgather")}
+    for run in ("h100-sxm/2026-11-26-full", "h200-sxm/2026-11-26-predict"):   # older calibrations: fallbacks
+        older = load_profile(ROOT / "profiles" / run)
+        for runtime in ("eager", "graph"):
+            pr = Predictor(older, runtime)
+            out[f"{run} {runtime}"] = {op.name: _time(pr.time(op)) for op in predict_ops()}
     pr = Predictor(prof, "graph")
     out["power"] = {}
     for prec in ("fp16", "bf16", "fp8", "int8", "tf32"):
