@@ -295,6 +295,26 @@ def roofline() -> dict:
                                          "datasheet": _plain(ds), "ds_ridge": ds.ridge if ds else None}
                 except Exception as e:                           # noqa: BLE001
                     out["roofs"][key] = f"{type(e).__name__}: {e}"
+    calls = {"precision None": lambda: R.norm_precision(None), "precision blank": lambda: R.norm_precision("  "),
+             "unit 3": lambda: R.norm_unit(3), "unit space": lambda: R.norm_unit("tensor core"),
+             "unit bad": lambda: R.norm_unit("npu"), "path bad": lambda: R.norm_path("jit"),
+             "path blank": lambda: R.norm_path(""), "level bad": lambda: R.norm_level("l4"),
+             "level blank": lambda: R.norm_level(""), "ridge 0": lambda: R.ridge(0, 1),
+             "ridge bw 0": lambda: R.ridge(1, 0),
+             "ridge small": lambda: R.ridge(0.5, 0.25), "ridge negative": lambda: R.ridge(-1, 1),
+             "intensity 0": lambda: R.check_intensity(0), "at the ridge": lambda: (
+                 lambda r: [r.bound(r.ridge), r.bound(r.ridge * 0.999)])(R.roof(prof, "fp16")),
+             "error text": lambda: str(R.RooflineError()), "peak fp4": lambda: R.peak(prof, "fp4"),
+             "peak fp64 tc lib": lambda: R.peak(prof, "fp64", "tensor_core", "library").value,
+             "intensity negative": lambda: R.check_intensity(-1), "intensity nan": lambda: R.check_intensity("x")}
+    out["calls"] = {}
+    for key, call in calls.items():
+        try:
+            out["calls"][key] = _plain(call())
+        except Exception as e:                                   # noqa: BLE001
+            out["calls"][key] = f"{type(e).__name__}: {e}"
+    out["measured by run"] = {str(f.parent.relative_to(ROOT / "profiles")): R.is_measured(load_profile(f.parent))
+                              for f in sorted((ROOT / "profiles").rglob("profile.json"))}
     return out
 
 
