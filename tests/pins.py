@@ -266,6 +266,52 @@ def curves() -> dict:
             "roofline": _plain(C.fit_roofline(inten, perf)),
             "roofline reach": _plain(C.fit_roofline(inten, perf, mem_fraction=0.3, reach_fraction=0.95)),
         }
+    fine = [1.0, 1.25, 1.5, 1.75, 2.0]
+    edges = {
+        "exit bad shape": lambda: C.plateau_exit([1, 2, 3], [1, 2], 1, 2),
+        "exit 2-D": lambda: C.plateau_exit([[1, 2]], [[1, 2]], 1, 2),
+        "exit not increasing": lambda: C.plateau_exit([1, 3, 2], [1, 1, 1], 1, 2),
+        "exit zero value": lambda: C.plateau_exit([1, 2, 3], [1, 0, 1], 1, 2),
+        "exit fine sizes": lambda: C.plateau_exit(fine, [10, 10, 10, 5, 5], 1, 1.5),
+        "exit at the threshold": lambda: C.plateau_exit([1, 2, 4, 8], [10, 10, 9, 9], 1, 2),
+        "exit one dip": lambda: C.plateau_exit([1, 2, 4, 8, 16], [10, 10, 5, 10, 10], 1, 2),
+        "exit confirm 1": lambda: C.plateau_exit([1, 2, 4, 8, 16], [10, 10, 5, 10, 10], 1, 2, confirm=1),
+        "exit flat step": lambda: C.plateau_exit([1, 2, 4, 8], [10, 10, 5, 5], 4, 8),
+        "exit empty window": lambda: C.plateau_exit([1, 2, 4], [1, 1, 1], 8, 16),
+        "exit never": lambda: C.plateau_exit([1, 2, 4], [1, 1, 1], 1, 2),
+        "exit from the window's start": lambda: C.plateau_exit([1, 2, 4, 8, 16], [1, 1, 10, 10, 1], 4, 8),
+        "level exit past the end": lambda: C.level_exit([1, 2, 4], [1, 1, 1], 8),
+        "level exit at the last point": lambda: C.level_exit([1, 2, 4, 8], [1, 1, 1, 2], 1),
+        "level exit exactly 10% up": lambda: C.level_exit([1, 2, 4, 8, 16], [10, 10, 11, 20, 20], 1),
+        "level exit fine": lambda: C.level_exit(fine, [1, 1, 1, 3, 3], 1),
+        "fit 1 point": lambda: C.fit_roofline([1], [1]),
+        "fit 2 points": lambda: C.fit_roofline([1, 2], [1, 4]),
+        "fit zero intensity": lambda: C.fit_roofline([0, 1, 2], [1, 2, 3]),
+        "fit zero rate": lambda: C.fit_roofline([1, 2, 3], [1, 0, 3]),
+        "fit rate below 1": lambda: C.fit_roofline([1, 2, 3], [0.5, 1, 1]),
+        "fit no memory points": lambda: C.fit_roofline([1, 2, 4], [9, 10, 10]),
+        "fit at mem_fraction": lambda: C.fit_roofline([1, 2, 4, 8], [5, 10, 10, 10]),
+        "fit reach at first": lambda: C.fit_roofline([2, 1, 4], [10, 9.5, 10]),
+        "fit reach at fraction": lambda: C.fit_roofline([1, 2, 4], [2, 9, 10]),
+        "fit flat to roof": lambda: C.fit_roofline([1, 2, 4, 8], [1, 1, 10, 10], reach_fraction=0.1),
+        "plateaus at min_step": lambda: C.find_plateaus([1, 2, 4, 8, 16, 32], [23, 23, 23, 20, 20, 20], min_step=1.15),
+        "plateaus merge": lambda: C.find_plateaus(2.0 ** np.arange(9), [10, 10, 10, 9.5, 9.5, 9.5, 5, 5, 5]),
+        "plateaus band edge": lambda: C.find_plateaus([1, 2, 4, 8], [1.0, 1.15, 1.0, 1.15], band=0.15),
+        "plateaus 2 points": lambda: C.find_plateaus([1, 2, 4, 8], [1, 1, 5, 5], min_points=2),
+        "knees rising": lambda: C.find_knees(2.0 ** np.arange(6), [1, 1, 1, 5, 5, 5]),
+        "knees sharp": lambda: C.find_knees(2.0 ** np.arange(8), [9, 9, 9, 9, 3, 3, 3, 3]),
+        "knees frac 1": lambda: C.find_knees(2.0 ** np.arange(8), [9, 9, 9, 6, 3, 3, 3, 3], frac=1.0),
+        "knees band": lambda: C.find_knees(2.0 ** np.arange(8), [9, 9, 9, 6, 3, 3, 3, 3], band=0.5),
+        "step inside too few": lambda: C.step_inside([1, 2, 4], [1, 1, 1], 8),
+        "step inside edge": lambda: C.step_inside(2.0 ** np.arange(12), [9] * 5 + [3] * 7, 2.0**12, lo_frac=0.0,
+                                                  min_points=12, plateau_points=2),
+    }
+    out["edges"] = {}
+    for key, call in edges.items():
+        try:
+            out["edges"][key] = _plain(call())
+        except Exception as e:                                   # noqa: BLE001 (the message is the answer)
+            out["edges"][key] = f"{type(e).__name__}: {e}"
     return out
 
 
