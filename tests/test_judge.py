@@ -139,7 +139,8 @@ def test_nvml_clocks_at_the_edge_move_theory_only_when_they_must():
     lag = _m(1.03 * _at(1980), sm=1700.0)
     judge(lag, _h200())
     assert lag.valid and lag.flags == ["clock_lag"] and lag.params["theory_clock_source"] == "max"
-    assert "reading lags short probes, so theory here uses the max clock" in lag.notes[-1]
+    assert lag.notes[-1] == ("nvml read 1700 MHz, but this rate needs at least 2039 MHz: the clock reading lags "
+                             "short probes, so theory here uses the max clock")
 
 
 def test_a_kernels_own_clock_is_never_moved_to_its_highest_reading():
@@ -190,11 +191,12 @@ def test_shared_memory_is_judged_at_the_kernels_sm_clock():
     assert m.theory.at_clock == pytest.approx(_h200().memory("shared", 1500).at_clock) and m.valid
 
 
-def test_a_probes_own_theory_passes_a_figure_below_it():
-    m = Measurement(probe="gpu.p2p", metric="p2p.ce.uni", kind="memory", value=400e9, unit="B/s", level=None,
-                    link="gpu0-gpu1", theory=Theory(at_clock=450e9, at_max_clock=450e9, basis="NVLink4 x18"))
-    judge(m, _h200())
-    assert m.valid and m.flags == []
+def test_a_probes_own_theory_passes_a_figure_below_it_and_at_the_tolerance():
+    for value in (400e9, 1.03 * 450e9):
+        m = Measurement(probe="gpu.p2p", metric="p2p.ce.uni", kind="memory", value=value, unit="B/s", level=None,
+                        link="gpu0-gpu1", theory=Theory(at_clock=450e9, at_max_clock=450e9, basis="NVLink4 x18"))
+        judge(m, _h200())
+        assert m.valid and m.flags == []
 
 
 def test_which_records_get_a_theory():
@@ -220,12 +222,12 @@ def test_which_records_get_a_theory():
 
 
 def test_clock_readings_are_kept_by_source_and_flagged_once():
-    m = _m(900 * T, {"kernel_sm_mhz": [1750.04], "clocks_mhz": {"sentinel": 1749.0}}, sm=1980.0)
+    m = _m(900 * T, {"kernel_sm_mhz": [1750.46], "clocks_mhz": {"sentinel": 1749.0}}, sm=1980.0)
     m.flags.append("clock_disagreement: seen before")
     judge(m, _h200())
-    assert m.params["clocks_mhz"] == {"sentinel": 1749.0, "kernel": 1750.0, "nvml": 1980.0}
+    assert m.params["clocks_mhz"] == {"sentinel": 1749.0, "kernel": 1750.5, "nvml": 1980.0}
     assert [f for f in m.flags if str(f).startswith("clock_disagreement")] == ["clock_disagreement: seen before"]
-    assert m.params["pct_at"]["kernel"] == round(900 * T / _at(1750.04), 4)
+    assert m.params["pct_at"]["kernel"] == round(900 * T / _at(1750.46), 4)
     assert set(m.params["pct_at"]) == {"kernel", "nvml", "max"}
     sampled = _m(900 * T, sm=1980.0)
     judge(sampled, _h200())
