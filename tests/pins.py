@@ -206,14 +206,15 @@ def predict() -> dict:
 
 
 def onnx() -> dict:
-    """Every distinct layer ONNX import reads from four committed validation models (weights stripped: a CNN, a
-    depthwise CNN, a GQA Llama and BERT as the exporters wrote them; batch 2 asked, which the batch-1 exports
-    keep at 1): each with its first name and how many layers share it (tensor names aside)."""
+    """Every distinct layer ONNX import reads from five committed validation models (weights stripped: a CNN, a
+    depthwise CNN, a GQA Llama, BERT, and GPT-2 through TorchScript with its shape arithmetic; batch 2 asked,
+    which the batch-1 exports keep at 1): each with its first name and how many layers share it (tensor names
+    aside)."""
     from hwprobe.models import load_model
 
     out = {}
     for name in ("resnet18-b1.onnx", "mobilenet_v2-b1.onnx", "llama_prefill_gqa-b1-dynamo.onnx",
-                 "bert_base-b1-dynamo.onnx"):
+                 "bert_base-b1-dynamo.onnx", "gpt2-b1-torchscript.onnx"):
         m = load_model(ONNX / name, 2)
         seen: dict[str, dict] = {}
         for x in m.layers:

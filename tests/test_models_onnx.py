@@ -197,6 +197,32 @@ def test_an_op_hwprobe_does_not_model_says_so(tmp_path):
     assert layer.note == "Resize: not modelled; bytes only" and layer.outputs == 3 * 8 * 8
 
 
+def test_asymmetric_kernels_and_odd_operands_by_hand(tmp_path):
+    """Issue 35 (mutation run): a 3x5 convolution into a 6x4 output, a 2x3 pool, a three-input Sum, LogSoftmax,
+    and a MatMul by a vector (n = 1): each count by hand."""
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 5], pads=[0, 0, 0, 0]),
+             h.make_node("MaxPool", ["c", ], ["p"], name="pool", kernel_shape=[2, 3], strides=[2, 1]),
+             h.make_node("Sum", ["p", "p", "p"], ["s"], name="sum3"),
+             h.make_node("LogSoftmax", ["s"], ["l"], name="lsm", axis=-1),
+             h.make_node("Reshape", ["l", "flat"], ["f"], name="flat"),
+             h.make_node("MatMul", ["f", "v"], ["y"], name="mv")]
+    g = h.make_graph(nodes, "asym", [h.make_tensor_value_info("x", T.FLOAT, [1, 2, 8, 8])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [_init("w", 4, 2, 3, 5), nh.from_array(np.array([1, 4 * 3 * 2], np.int64), "flat"),
+                      _init("v", 24)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "a.onnx"))
+    m = {x.name: x for x in load_model(tmp_path / "a.onnx").layers}
+    conv = m["conv"]
+    assert conv.kernel == (3, 5) and conv.out_hw == (6, 4) and conv.groups == 1
+    assert conv.macs == 4 * 6 * 4 * 2 * 15 and (conv.cin, conv.cout) == (2, 4)
+    pool = m["pool"]
+    assert pool.op == "pool" and pool.kernel == (2, 3) and pool.outputs == 4 * 3 * 2 and pool.elem_ops == 24 * 6
+    assert m["sum3"].op == "eltwise" and m["sum3"].elem_ops == 24 * 2
+    assert m["lsm"].op == "softmax" and m["lsm"].modelled
+    mv = m["mv"]
+    assert mv.op == "gemm" and (mv.cin, mv.cout, mv.rows) == (24, 1, 1) and mv.macs == 24
+
+
 def test_missing_and_malformed_onnx(tmp_path):
     with pytest.raises(InputError, match="does not exist"):
         load_model(tmp_path / "none.onnx")
