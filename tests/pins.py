@@ -29,9 +29,10 @@ ONNX = ROOT / "profiles" / "h200-sxm" / "2026-11-26-validation-cold" / "onnx"
 
 
 def _op(op) -> dict:
-    d = {k: v for k, v in dataclasses.asdict(op).items() if v not in (0, 0.0, 1, False, None, (), "")}
-    d.setdefault("kind", op.kind)
-    return d
+    """The fields that differ from the dataclass's defaults (a None where a default number stood is kept)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(op)}
+    return {k: v for k, v in dataclasses.asdict(op).items()
+            if k in ("name", "kind") or not (type(v) is type(defaults[k]) and v == defaults[k])}
 
 
 def llm_cases():
@@ -86,11 +87,19 @@ def _llm_special() -> dict:
              "mistral prefill 8192": (load("mistral-7b"), Case.prefill(1, 8192)),
              "gemma2 prefill 8192": (load("gemma2-9b"), Case.prefill(1, 8192)),
              "gemma2 decode tp2": (load("gemma2-9b"), Case.decode(2, 8000, tp=2))}
+    cases["llama tp16 decode"] = (load("llama-3-8b"), Case.decode(2, 512, tp=16))   # 8 KV heads over 16 ranks
+    from hwprobe.models.llm import memory
+
     out = {}
     for key, (cfg, case) in cases.items():
         ops = lower(cfg, case, Quant(), sms=132)
+        p = memory.params(cfg)
         out[key] = {"count": len(ops), "ops": [_op(o) for o in ops if not o.name.startswith("layers.")
-                                               or o.name.startswith(("layers.0.", "layers.1."))]}
+                                               or o.name.startswith(("layers.0.", "layers.1."))],
+                    "params": dataclasses.asdict(p) | {"total": p.total, "active": p.active},
+                    "fit": memory.fit(cfg, case, Quant(), 80e9).to_dict(),
+                    "kv per token": memory.kv_bytes_per_token(cfg, Quant(), case.tp),
+                    "activation_bytes": memory.activation_bytes(cfg, case)}
     return out
 
 
@@ -218,7 +227,7 @@ def onnx() -> dict:
         m = load_model(ONNX / name, 2)
         seen: dict[str, dict] = {}
         for x in m.layers:
-            d = {k: v for k, v in dataclasses.asdict(x).items() if v not in (None, 0, "", (), False)}
+            d = _op(x)
             key = json.dumps({k: v for k, v in d.items() if k not in ("name", "extra")}, sort_keys=True, default=str)
             seen.setdefault(key, {"first": d, "count": 0})["count"] += 1
         out[name] = {"notes": list(m.notes), "layers": len(m.layers), "distinct": list(seen.values())}

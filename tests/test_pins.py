@@ -112,3 +112,14 @@ def test_flash_splits_and_experts_touched_by_hand():
     assert p["experts_touched"]["8 2 1"] == 2 and p["experts_touched"]["128 8 64"] == round(128 * (1 - (15 / 16) ** 64))
     assert p["refused"]["tp 3"].startswith("InputError: --tp 3 does not divide llama-3-8b's num_attention_heads 32")
     assert p["refused"]["tp 16 kv"] == "accepted"                   # 8 KV heads, replicated over 16 ranks
+
+
+def test_qwen_moe_with_a_shared_expert_by_its_model_card():
+    """Qwen1.5-MoE-A2.7B's card: 14.3B parameters, 2.7B active (4 of 60 routed experts plus the shared one)."""
+    special = pins.load("llm")["special"]
+    p = special["qwen2-moe prefill"]["params"]
+    assert p["total"] == pytest.approx(14.3e9, rel=0.005) and p["active"] == pytest.approx(2.7e9, rel=0.01)
+    ops = {o["name"]: o for o in special["qwen2-moe prefill"]["ops"]}
+    assert (ops["layers.0.shared_gate"]["n"], ops["layers.0.shared_gate"]["k"]) == (1, 2048)
+    assert ops["layers.0.shared_gate_proj"]["n"] == 5632                 # the shared expert's own FFN width
+    assert special["llama tp16 decode"]["kv per token"] == 32 * 2 * 1 * 128 * 2     # one KV head per rank, K and V
