@@ -161,16 +161,19 @@ def predict_ops():
                     conv_images=8),
            KernelOp("allreduce", "allreduce", bytes=64e6, ranks=2),
            KernelOp("allgather", "allgather", bytes=8e6, ranks=2),
-           KernelOp("allreduce_1", "allreduce", bytes=64e6, ranks=1)]
+           KernelOp("allreduce_1", "allreduce", bytes=64e6, ranks=1),
+           KernelOp("conv3x3_b2", "gemm", m=3136, n=64, k=576, batch=2, conv_kernel=3, conv_images=1),
+           KernelOp("conv3x3_cin_odd", "gemm", m=3136, n=64, k=27 * 9, conv_kernel=3, conv_images=4),
+           KernelOp("conv_dw_no_shape", "conv_dw", bytes=1e6, flops=1e6, conv_kernel=3)]
     ops += [KernelOp(f"{kind}_{nb:g}", kind, bytes=nb, flops=nb / 4) for kind in MEMORY_KINDS
             for nb in (4e3, 2e6, 5e8)]
     return ops
 
 
 def _time(t) -> dict:
-    return {"time_s": t.time_s, "compute_s": t.compute_s, "memory_s": t.memory_s, "launch_s": t.launch_s,
-            "comm_s": t.comm_s, "bound": t.bound, "roofline_s": t.roofline_s, "covered": t.covered,
-            "source": t.source, "note": t.note}
+    return {"op": t.op.name, "extra": t.extra, "time_s": t.time_s, "compute_s": t.compute_s, "memory_s": t.memory_s,
+            "launch_s": t.launch_s, "comm_s": t.comm_s, "bound": t.bound, "roofline_s": t.roofline_s,
+            "covered": t.covered, "source": t.source, "note": t.note}
 
 
 def predict() -> dict:
@@ -201,7 +204,7 @@ def predict() -> dict:
         times = [pr.time(op) for op in predict_ops() if op.kind in ("gemm", "attention", "elementwise")]
         note = pr.power_adjust(times, prec)
         out["power"][prec] = {"ratio": list(pr.power_ratio(prec)), "note": note,
-                              "times": [t.time_s for t in times]}
+                              "times": [[t.time_s, t.extra.get("power_factor")] for t in times]}
     out["overhead"] = {rt: Predictor(prof, rt).run_overhead(predict_ops()) for rt in ("eager", "graph", "fused")}
     out["refused"] = {}
     for key, make in {"runtime": lambda: Predictor(prof, "jit"), "layout": lambda: Predictor(prof, layout="nchwc"),

@@ -72,9 +72,9 @@ def test_predictor_spot_checks():
     p = pins.load("predict")
     odd = p["graph nhwc"]["gemm_odd_n"]
     assert odd["note"].startswith("n=4100 not a multiple of 8: x") and odd["source"] == "framework.linear"
-    assert p["graph nhwc"]["allreduce_1"] == {"bound": "comm", "comm_s": 0.0, "compute_s": 0.0, "covered": True,
-                                              "launch_s": 0.0, "memory_s": 0.0, "note": "", "roofline_s": 0.0,
-                                              "source": "collective", "time_s": 0.0}
+    assert p["graph nhwc"]["allreduce_1"] == {"op": "allreduce_1", "extra": {}, "bound": "comm", "comm_s": 0.0,
+                                              "compute_s": 0.0, "covered": True, "launch_s": 0.0, "memory_s": 0.0,
+                                              "note": "", "roofline_s": 0.0, "source": "collective", "time_s": 0.0}
     assert p["graph nhwc"]["allreduce"]["note"].startswith("missing: ")      # the H200 run measured no collective
     ar = p["2x H200 graph"]["allreduce"]
     assert ar["covered"] and ar["time_s"] == ar["comm_s"] == ar["roofline_s"] > 0
