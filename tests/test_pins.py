@@ -30,6 +30,8 @@ def _diff(want, got, path="") -> str | None:
 
 @pytest.mark.parametrize("name", sorted(pins.BUILDERS))
 def test_answers_match_their_pins(name):
+    if name == "onnx":
+        pytest.importorskip("onnx")
     d = _diff(pins.load(name), pins.fresh(name))
     assert d is None, f"{d} (after an intended change: python -m tests.pins, and review the diff)"
 
