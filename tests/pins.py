@@ -105,7 +105,7 @@ def _llm_special() -> dict:
 
 def _llm_refusals() -> dict:
     """The message of each case lowering refuses."""
-    from hwprobe.models.llm.config import load
+    from hwprobe.models.llm.config import load, parse
     from hwprobe.models.llm.lower import Case, Quant, lower
 
     cases = {"phase": ("llama-3-8b", Case("train", 1, 1, 1), Quant()),
@@ -116,12 +116,15 @@ def _llm_refusals() -> dict:
              "tp 3": ("llama-3-8b", Case.prefill(1, 8, tp=3), Quant()),
              "tp 16 kv": ("llama-3-8b", Case.prefill(1, 8, tp=16), Quant()),
              "tp 5 moe": ("qwen3-30b-a3b", Case.prefill(1, 8, tp=5), Quant()),
+             "context 0": ("llama-3-8b", Case("decode", 1, 1, 0), Quant()),
+              "tp 2 odd": ({**QWEN2_MOE, "num_attention_heads": 15, "num_key_value_heads": 15, "head_dim": 128,
+                           "shared_expert_intermediate_size": 5633}, Case.prefill(1, 8, tp=2), Quant()),
              "weights": ("llama-3-8b", Case.prefill(1, 8), Quant(weights="fp4")),
              "kv": ("llama-3-8b", Case.prefill(1, 8), Quant(kv="int2"))}
     out = {}
     for key, (name, case, q) in cases.items():
         try:
-            lower(load(name), case, q)
+            lower(parse(name, "odd") if isinstance(name, dict) else load(name), case, q)
             out[key] = "accepted"
         except Exception as e:                                   # noqa: BLE001 (the message is the answer)
             out[key] = f"{type(e).__name__}: {e}"

@@ -223,6 +223,16 @@ def test_asymmetric_kernels_and_odd_operands_by_hand(tmp_path):
     assert mv.op == "gemm" and (mv.cin, mv.cout, mv.rows) == (24, 1, 1) and mv.macs == 24
 
 
+def test_duplicate_node_names_are_numbered(tmp_path):
+    """ONNX allows two nodes one name; a layer table does not: the second and third get #1 and #2."""
+    nodes = [h.make_node("Relu", ["x"], ["a"], name="act"), h.make_node("Relu", ["a"], ["b"], name="act"),
+             h.make_node("Relu", ["b"], ["c"], name="other"), h.make_node("Relu", ["c"], ["y"], name="act")]
+    g = h.make_graph(nodes, "dup", [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "d.onnx"))
+    assert [x.name for x in load_model(tmp_path / "d.onnx").layers] == ["act", "act#1", "other", "act#2"]
+
+
 def test_missing_and_malformed_onnx(tmp_path):
     with pytest.raises(InputError, match="does not exist"):
         load_model(tmp_path / "none.onnx")
