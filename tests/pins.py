@@ -117,7 +117,7 @@ def _llm_refusals() -> dict:
              "tp 16 kv": ("llama-3-8b", Case.prefill(1, 8, tp=16), Quant()),
              "tp 5 moe": ("qwen3-30b-a3b", Case.prefill(1, 8, tp=5), Quant()),
              "context 0": ("llama-3-8b", Case("decode", 1, 1, 0), Quant()),
-              "tp 2 odd": ({**QWEN2_MOE, "num_attention_heads": 15, "num_key_value_heads": 15, "head_dim": 128,
+             "tp 2 odd": ({**QWEN2_MOE, "num_attention_heads": 15, "num_key_value_heads": 15, "head_dim": 128,
                            "shared_expert_intermediate_size": 5633}, Case.prefill(1, 8, tp=2), Quant()),
              "weights": ("llama-3-8b", Case.prefill(1, 8), Quant(weights="fp4")),
              "kv": ("llama-3-8b", Case.prefill(1, 8), Quant(kv="int2"))}
