@@ -151,4 +151,5 @@ def test_theory_edges():
     assert th.pcie_bandwidth(9, 16) is None and th.pcie_bandwidth(4, 0) is None
     assert th.sparse_factor("sm_999") is None and th.rates("sm_999", "fp16", "tensor_core") is None
     assert th.rates("sm_90", "fp16", "npu") is None
+    assert th.rates("sm_53", "fp16", "tensor_core") is None                # Maxwell/Pascal Tegra: no tensor cores
     assert th.dram_bandwidth(1000, 64) == 1000e6 * 2 * 64 / 8              # DDR, one channel by default
