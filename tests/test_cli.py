@@ -93,10 +93,27 @@ def test_help_exits_zero():
     assert r.returncode == 0 and "run" in r.stdout
 
 
-def test_plot_writes_a_png(tmp_path, profile_file):
+def test_plot_writes_a_png_of_the_valid_roofs(tmp_path, profile_file):
+    """The PNG is written, and its figure draws the profile's valid ceilings as solid flat roofs (not the FP64
+    figure judged above theory), each inside the axes."""
     r = hw("plot", str(profile_file.parent), "-o", str(tmp_path / "r.png"), "--kind", "roofline")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from hwprobe.cli import main
+    from tests.figures import data_lines, saved_figures, texts
+
+    with saved_figures() as figs, pytest.raises(SystemExit) as done:
+        main(["plot", str(profile_file.parent), "-o", str(tmp_path / "again.png")])
+    assert done.value.code == 0 and len(figs) == 1
+    fig = figs[0]
+    assert "NVIDIA H200: measured roofline" in texts(fig)
+    roofs = {}
+    for ax in fig.axes:
+        flat = [ln.get_ydata()[0] for ln in data_lines(ax) if ln.get_linestyle() == "-" and len(ln.get_ydata()) == 2
+                and ln.get_ydata()[0] == ln.get_ydata()[1]]
+        roofs[ax.get_title(loc="left")] = sorted(flat)
+        assert all(ax.get_ylim()[0] < y < ax.get_ylim()[1] for y in flat)
+    assert roofs == {"Tensor Cores": [800e12, 1.4e15], "CUDA cores": [58e12]}
 
 
 def test_plot_to_one_file_with_every_kind_is_refused(tmp_path, profile_file):

@@ -7,6 +7,7 @@ import copy
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hwprobe.cli import main
@@ -14,6 +15,7 @@ from hwprobe.errors import InputError
 from hwprobe.fleet import causes, compare
 from hwprobe.fleet.records import expand, labels_for, load_many, record_of
 from hwprobe.fleet.synthetic import make_fleet, write_fleet
+from tests.figures import outside_limits, saved_figures
 from tests.refs import H100_FULL as H100
 from tests.refs import H200_FULL as H200
 from tests.refs import ROOT
@@ -96,7 +98,8 @@ def test_groups_keep_devices_and_power_modes_apart():
 def test_cli_outputs_and_exit_codes(tmp_path, capsys, fleet30):
     write_fleet(fleet30, tmp_path / "fleet")
     csv, png = tmp_path / "fleet.csv", tmp_path / "fleet.png"
-    code, out, _ = cli(capsys, "compare", tmp_path / "fleet", "--csv", csv, "--plot", png)
+    with saved_figures() as figs:
+        code, out, _ = cli(capsys, "compare", tmp_path / "fleet", "--csv", csv, "--plot", png)
     assert code == 1
     line = next(x for x in out.splitlines() if x.startswith("OUTLIER node-0003"))
     assert line.startswith("OUTLIER node-0003 (low, vs its group median):") and "fp16 tc lib 6" in out
@@ -106,6 +109,24 @@ def test_cli_outputs_and_exit_codes(tmp_path, capsys, fleet30):
 
     table = pd.read_csv(csv)
     assert len(table) == 30 and "dram.bandwidth" in table and "dram.bandwidth (norm)" in table
+    # the plot draws the table: one column of 30 dots per ceiling (the first 12), each dot a unit's value over the
+    # median, the outliers ringed in red and named, every dot inside the axes
+    (fig,) = figs
+    ax = fig.axes[0]
+    assert ax.get_title() == "30 runs, 12 of 30 ceilings, 4 run(s) with outliers"
+    assert ax.get_ylabel() == "value / the median of each device group" and not outside_limits(ax).size
+    norm = [c for c in table.columns if c.endswith(" (norm)")][:12]
+    assert [t.get_text().split("\n")[0] for t in ax.get_xticklabels()][:2] == ["fp16 tc lib", "bf16 tc lib"]
+    dots = [c for c in ax.collections if len(c.get_offsets()) == 30]
+    rings = [c for c in ax.collections if c.get_facecolor().size == 0 or not c.get_facecolor()[:, 3].any()]
+    assert len(dots) == 12 and len(rings) == 12
+    for col, d in zip(norm, dots, strict=True):
+        xs, ys = np.asarray(d.get_offsets()).T
+        assert sorted(ys) == pytest.approx(sorted(table[col]))
+        assert (np.abs(xs - np.round(xs.mean())) <= 0.28).all()           # one column per ceiling
+    assert sum(len(r.get_offsets()) for r in rings) == len(ax.texts) == 16         # each ringed dot is named
+    assert tuple(rings[0].get_edgecolor()[0]) == (1, 0, 0, 1)
+    assert {t.get_text() for t in ax.texts} == {"node-0003", "node-0011", "node-0017", "node-0022"}
     code, out, _ = cli(capsys, "compare", str(tmp_path / "fleet" / "*" / "profile.json"), "--json",
                        "--ceilings", "dram.*,fp16.tensor_core.library")
     result = json.loads(out)

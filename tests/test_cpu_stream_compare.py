@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -41,6 +43,29 @@ def test_reference_kernels_build_run_and_check_themselves(tmp_path):
     assert all(0 < r["median"] <= r["best"] for r in got.values())
 
 
-def test_bad_arguments_exit_2(capsys):
+@pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc")
+def test_gcc_makes_stream_c_copy_a_memcpy(tmp_path):
+    """Issue 35: why hwprobe's copy and stream_ref.c's are memcpys. gcc -O3 compiles stream.c's copy loop over its
+    static arrays (declared as here) to a call of libc's memcpy, which uses non-temporal stores on large arrays."""
+    src = tmp_path / "copy.c"
+    src.write_text("#define N 80000000\nstatic double a[N], c[N];\n"
+                   "double *pa = a, *pc = c;\n"             # read elsewhere, so the copy is not dead code
+                   "void copy(void) {\n#pragma omp parallel for\n  for (long j = 0; j < N; j++) c[j] = a[j];\n}\n")
+    subprocess.run(["gcc", "-O3", "-fopenmp", "-S", str(src), "-o", str(tmp_path / "copy.s")], check=True)
+    assert re.search(r"\b(call|jmp)\s+memcpy", (tmp_path / "copy.s").read_text())
+
+
+def test_native_builds_with_march_native(monkeypatch, tmp_path):
+    seen = []
+    monkeypatch.setattr(tool.shutil, "which", lambda name: "/usr/bin/gcc")
+    monkeypatch.setattr(tool.subprocess, "run", lambda cmd, **k: seen.append(cmd))
+    tool.build(Path("s.c"), tmp_path / "s", native=True)
+    tool.build(Path("s.c"), tmp_path / "s")
+    assert "-march=native" in seen[0] and "-march=native" not in seen[1]
+
+
+def test_bad_arguments_exit_2(capsys, tmp_path):
     assert tool.main(["--elements", "0"]) == 2
     assert "cpu_stream_compare:" in capsys.readouterr().err
+    assert tool.main(["--stream-c", str(tmp_path / "missing.c")]) == 2
+    assert "no such file" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from hwprobe.device import GpuInfo
 from hwprobe.judge import judge
 from hwprobe.measurement import ClockSummary, Measurement, Theory
 from hwprobe.specs.live import device_theory
+from hwprobe.units import si
 
 T = 1e12
 
@@ -122,3 +123,142 @@ def test_a_cpu_max_clock_below_the_clock_measured_is_raised_to_it():
     g = next(x for x in gaps(build_profile(info, [m], {}, False, device_theory(info))) if x.precision == "fp32")
     clock = [f for what, f, _ in g.steps if what == "clock under load"]
     assert clock == [pytest.approx(1.0)]
+
+
+# ---- issue 35: tests near the boundaries the mutation run found unguarded (docs/mutation.md)
+
+def _at(clk):
+    return _h200().compute("fp16", "tensor_core", clk).at_clock
+
+
+def test_the_3_percent_tolerance_holds_at_its_edge():
+    """1.03 x theory at the kernel's clock is valid, a hair above it is not, 1.02 x is valid with no flag: dropping
+    the tolerance (or judging at >= instead of >) moves a figure across the line."""
+    edge = _m(1.03 * _at(1750), {"kernel_sm_mhz": [1750.0]}, sm=1750.0)
+    judge(edge, _h200())
+    assert edge.valid and edge.flags == []
+    inside = _m(1.02 * _at(1750), {"kernel_sm_mhz": [1750.0]}, sm=1750.0)
+    judge(inside, _h200())
+    assert inside.valid and inside.flags == [] and inside.theory.clock_mhz == 1750
+    over = _m(1.03 * _at(1750) * (1 + 1e-9), {"kernel_sm_mhz": [1750.0]}, sm=1750.0)
+    judge(over, _h200())
+    assert over.valid is False
+    assert over.flags == [f"above_theory: {si(over.value, 'FLOP/s')} > 1.03 x {si(_at(1750), 'FLOP/s')} "
+                          f"({_h200().compute('fp16', 'tensor_core', 1750).basis})"]
+
+
+def test_nvml_clocks_at_the_edge_move_theory_only_when_they_must():
+    """NVML's median clock: a figure at exactly 1.03 x its theory stays there (no move); exactly 1.03 x the
+    highest sampled clock moves to it (one flag, not clock_lag); exactly 1.03 x the max clock is clock lag."""
+    stay = _m(1.03 * _at(1700), sm=1700.0, top=1800.0)
+    judge(stay, _h200())
+    assert stay.valid and stay.flags == [] and stay.theory.clock_mhz == 1700
+    moved = _m(1.03 * _at(1800), sm=1700.0, top=1800.0)
+    judge(moved, _h200())
+    assert moved.valid and moved.theory.clock_mhz == 1800
+    assert moved.flags == ["theory_clock_moved: NVML median 1700 -> highest sampled 1800 MHz"]
+    lag = _m(1.03 * _at(1980), sm=1700.0)
+    judge(lag, _h200())
+    assert lag.valid and lag.flags == ["clock_lag"] and lag.params["theory_clock_source"] == "max"
+    assert lag.notes[-1] == ("nvml read 1700 MHz, but this rate needs at least 2039 MHz: the clock reading lags "
+                             "short probes, so theory here uses the max clock")
+
+
+def test_a_kernels_own_clock_is_never_moved_to_its_highest_reading():
+    """The kernel timed its own clock: the median of its readings bounds the figure, not the highest."""
+    m = _m(1.05 * _at(1710), {"kernel_sm_mhz": [1700.0, 1710.0, 1900.0]}, sm=1900.0)
+    judge(m, _h200())
+    assert m.theory.clock_mhz == 1710 and m.valid is False
+
+
+def test_a_single_kernel_clock_reading_and_no_clock_at_all():
+    one = _m(900 * T, {"kernel_sm_mhz": 1750.0}, sm=1750.0)
+    judge(one, _h200())
+    assert one.theory.clock_mhz == 1750 and one.params["theory_clock_source"] == "kernel"
+    none = _m(900 * T)
+    none.clocks = ClockSummary(sm_mhz=None)
+    judge(none, _h200())
+    assert none.params["theory_clock_source"] == "max" and none.theory.clock_mhz == 1980
+
+
+def _dram(value, level="dram", mem=2600.0, sm=1980.0):
+    return Measurement(probe="gpu.dram", metric="dram.stream.triad", kind="memory", value=value, unit="B/s",
+                       level=level, clocks=ClockSummary(sm_mhz=sm, sm_mhz_max=sm, mem_mhz=mem, source="nvml"))
+
+
+@pytest.mark.parametrize("level", ["dram", "hbm"])
+def test_dram_is_judged_at_the_memory_clock_not_the_sm_clock(level):
+    """An H200 whose memory ran at 2600 MHz (not 3201): theory is 2600/3201 of the peak, named "memory", with a
+    share at that clock and at the max; 1.05 x it is invalid though it is below the max-clock theory. At the SM
+    clock (1980 MHz read as a memory clock) or at the max clock the figure would be judged wrongly."""
+    at = _h200().memory("dram", 2600)
+    m = _dram(1.05 * at.at_clock, level)
+    judge(m, _h200())
+    assert m.params["theory_clock_source"] == "memory" and m.theory.clock_mhz == 2600
+    assert m.theory.at_clock == pytest.approx(at.at_clock) and m.valid is False
+    ok = _dram(0.9 * at.at_clock, level)
+    judge(ok, _h200())
+    assert ok.valid and set(ok.params["pct_at"]) == {"memory", "max"}
+    assert ok.params["pct_at"]["memory"] == round(0.9, 4)
+    assert ok.params["pct_at"]["max"] == round(0.9 * at.at_clock / at.at_max_clock, 4)
+
+
+def test_shared_memory_is_judged_at_the_kernels_sm_clock():
+    m = Measurement(probe="gpu.cache", metric="cache.shared.read", kind="memory", value=20e12, unit="B/s",
+                    level="smem", params={"kernel_sm_mhz": [1500.0]},
+                    clocks=ClockSummary(sm_mhz=1500.0, sm_mhz_max=1500.0, source="nvml"))
+    judge(m, _h200())
+    assert m.params["theory_clock_source"] == "kernel" and m.theory.clock_mhz == 1500
+    assert m.theory.at_clock == pytest.approx(_h200().memory("shared", 1500).at_clock) and m.valid
+
+
+def test_a_probes_own_theory_passes_a_figure_below_it_and_at_the_tolerance():
+    for value in (400e9, 1.03 * 450e9):
+        m = Measurement(probe="gpu.p2p", metric="p2p.ce.uni", kind="memory", value=value, unit="B/s", level=None,
+                        link="gpu0-gpu1", theory=Theory(at_clock=450e9, at_max_clock=450e9, basis="NVLink4 x18"))
+        judge(m, _h200())
+        assert m.valid and m.flags == []
+
+
+def test_which_records_get_a_theory():
+    """Compute theory needs kind, precision, unit and FLOP/s or OP/s; memory theory a level and B/s."""
+    from hwprobe.judge import _theory_fn
+
+    def rec(**kw):
+        base = dict(probe="p", metric="m", kind="compute", value=1.0, unit="FLOP/s", precision="fp16",
+                    exec_unit="tensor_core")
+        return Measurement(**{**base, **kw})
+
+    th = _h200()
+    assert _theory_fn(rec(), th) is not None
+    assert _theory_fn(rec(unit="B/s"), th) is None
+    assert _theory_fn(rec(precision=None), th) is None
+    assert _theory_fn(rec(kind="memory"), th) is None
+    assert _theory_fn(rec(kind="memory", precision=None, exec_unit=None, unit="B/s"), th) is None   # no level
+    assert _theory_fn(rec(level="dram", unit="B/s"), th) is None                                    # compute kind
+    int8 = _theory_fn(rec(precision="int8", unit="OP/s"), th)
+    assert int8(1980).at_clock == th.compute("int8", "tensor_core", 1980).at_clock
+    sparse = _theory_fn(rec(params={"sparsity": "2:4"}), th)
+    assert sparse(1980).at_clock == pytest.approx(2 * th.compute("fp16", "tensor_core", 1980).at_clock)
+
+
+def test_clock_readings_are_kept_by_source_and_flagged_once():
+    m = _m(900 * T, {"kernel_sm_mhz": [1750.46], "clocks_mhz": {"sentinel": 1749.0}}, sm=1980.0)
+    m.flags.append("clock_disagreement: seen before")
+    judge(m, _h200())
+    assert m.params["clocks_mhz"] == {"sentinel": 1749.0, "kernel": 1750.5, "nvml": 1980.0}
+    assert [f for f in m.flags if str(f).startswith("clock_disagreement")] == ["clock_disagreement: seen before"]
+    assert m.params["pct_at"]["kernel"] == round(900 * T / _at(1750.46), 4)
+    assert set(m.params["pct_at"]) == {"kernel", "nvml", "max"}
+    sampled = _m(900 * T, sm=1980.0)
+    judge(sampled, _h200())
+    assert "clocks_mhz" not in sampled.params and set(sampled.params["pct_at"]) == {"nvml", "max"}
+    bare = _m(900 * T, {"kernel_sm_mhz": [1750.0]})
+    bare.clocks = None
+    judge(bare, _h200())
+    assert set(bare.params["pct_at"]) == {"kernel", "max"} and "clocks_mhz" not in bare.params
+
+
+def test_a_cpu_at_exactly_its_max_clock_is_not_moved():
+    m = _cpu_fma(90e9, [2896.0])
+    assert m.params["theory_clock_source"] == "max" and m.flags == []

@@ -310,3 +310,15 @@ def test_latency_bound_curve_shows_the_partition_step():
             0.77, 0.76, 0.71, 0.7, 0.7, 0.69, 0.71, 0.69]
     k = step_inside([x * MIB for x in sizes], tbps, 60 * MIB, band=0.10, min_step=1.3, plateau_points=2)
     assert k is not None and 0.4 < k.size / (60 * MIB) < 0.55 and k.ratio > 1.9
+
+
+def test_curve_readers_refuse_bad_input_with_their_reason():
+    """Issue 35 (mutation run): each refusal says what is wrong; sizes closer than 1 apart are still increasing."""
+    with pytest.raises(ValueError, match=r"^sizes and values must be 1-D arrays of the same length$"):
+        find_plateaus([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match=r"^sizes must be strictly increasing$"):
+        find_plateaus([1, 2, 2], [1, 1, 1])
+    with pytest.raises(ValueError, match=r"^values must be positive and finite$"):
+        find_plateaus([1, 2, 3], [1, 0, 1])
+    (p,) = find_plateaus([1.0, 1.25, 1.5, 1.75], [5.0, 5.0, 5.0, 5.0])
+    assert (p.start, p.stop, p.level, p.lo_size, p.hi_size) == (0, 4, 5.0, 1.0, 1.75)

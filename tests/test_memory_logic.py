@@ -525,18 +525,37 @@ def test_l2map_sides_and_turns():
         l2map.check_raw({**raw, "tail": np.array([1, 2, 0, 4])}, 4)
 
 
-def test_l2map_plot_writes_a_png(tmp_path):
+def test_l2map_plot_writes_a_png_of_every_sms_latency(tmp_path):
+    """The heat maps hold each SM's near and far latency at its place (rows of 12), the titles their range, each
+    cell its value and chip half, the colour bar its unit."""
     pytest.importorskip("matplotlib")
     from hwprobe.probes.memory import l2map
+    from tests.figures import saved_figures, texts
 
     rng = np.random.default_rng(3)
     t = l2map.sm_map(*_fake_map(rng), 512)
     t["side"] = [i % 2 for i in range(132)]
     from hwprobe.report.plots.l2map import plot_sm_map
 
-    path = plot_sm_map(t, str(tmp_path / "map.png"))
+    with saved_figures() as figs:
+        path = plot_sm_map(t, str(tmp_path / "map.png"))
     data = open(path, "rb").read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+    (fig,) = figs
+    assert fig._suptitle.get_text() == "L2 hit latency per SM  (a/b: the chip half of each SM)"
+    maps = [ax for ax in fig.axes if ax.images]
+    assert len(maps) == 2
+    for ax, key, name in zip(maps, ("near_ns", "far_ns"), ("near partition", "far partition"), strict=True):
+        grid = ax.images[0].get_array()
+        assert grid.shape == (11, 12)                              # 132 SMs in rows of 12
+        for sm, v in zip(t["sm"], t[key], strict=True):
+            assert grid[sm // 12, sm % 12] == pytest.approx(v)
+        vals = [v for v in t[key] if v is not None]
+        assert ax.get_title() == f"{name}: {min(vals):.0f}-{max(vals):.0f} ns"
+        cells = {tx.get_text() for tx in ax.texts}
+        assert f"{t[key][5]:.0f}b" in cells and f"{t[key][6]:.0f}a" in cells and len(cells) <= 132
+        assert ax.get_xlabel() == "SM id mod 12" and ax.get_ylabel() == "SM id (row start)"
+    assert texts(fig).count("| ns") == 2                           # one colour bar per map, in ns
 
 
 # ---------------------------------------------------------------- Hopper paths

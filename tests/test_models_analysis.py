@@ -192,11 +192,36 @@ def test_json_is_valid_and_complete(prof):
     assert d["convention"]["name"] == "standard" and "multiply-add = 2" in d["convention"]["description"]
 
 
-def test_plot_writes_a_png(prof, tmp_path):
-    from hwprobe.report.plots.layers import plot_layers
+def test_plot_draws_each_layer_at_its_intensity_and_rate(prof, tmp_path):
+    """The PNG's figure: one dot per layer with work at (intensity, attainable rate), a legend entry per op,
+    the measured FP16 roof at its value, the five slowest layers named, every dot inside the axes."""
+    import numpy as np
 
-    out = plot_layers(analyze("resnet18", prof, precision="fp16"), tmp_path / "r.png")
+    from hwprobe.report.plots.layers import plot_layers
+    from tests.figures import outside_limits, saved_figures
+
+    a = analyze("resnet18", prof, precision="fp16")
+    with saved_figures() as figs:
+        out = plot_layers(a, tmp_path / "r.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000
+    (fig,) = figs
+    ax = fig.axes[0]
+    df = a.layers[(a.layers["ops"] > 0) & a.layers["intensity"].notna()]
+    dots = np.concatenate([c.get_offsets() for c in ax.collections if c.get_label().endswith(" layers")])
+    want = np.array(sorted(zip(df["intensity"], df["attainable"], strict=True)))
+    assert np.allclose(np.array(sorted(map(tuple, dots))), want, rtol=1e-12)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {f"{op} layers" for op in df["op"].unique()} <= set(labels)
+    roofs = {c.get_label().split(":")[0]: c.get_segments()[0][0][1] for c in ax.collections
+             if c.get_label().startswith("measured fp16")}
+    want = {f"measured fp16 {r.unit.replace('_', ' ')} ({r.path}, {r.level})": r.peak
+            for _, r in a.layers.drop_duplicates(["precision", "unit", "path", "level"]).iterrows()}
+    assert roofs == pytest.approx(want) and len(want) >= 1
+    assert ax.get_xscale() == ax.get_yscale() == "log" and "operational intensity" in ax.get_xlabel()
+    assert not outside_limits(ax).size
+    named = " ".join(t.get_text() for t in ax.texts)
+    assert all(name in named for name in df.sort_values("time_s").tail(5)["name"])
+    assert "resnet18 at fp16, batch 1" in ax.get_title()
     with pytest.raises(InputError, match="needs ceilings"):
         plot_layers(analyze("resnet18"), tmp_path / "x.png")
 

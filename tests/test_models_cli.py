@@ -38,15 +38,34 @@ def test_analyze_seed_convention_prints_the_seed_table_row():
     assert "a multiply-add = 1 operation" in r.stdout
 
 
-def test_analyze_json_csv_plot(tmp_path):
-    r = hw("analyze", "tests/data/tiny_layers.csv", "--profile", H200, "--precision", "int8", "--json",
-           "--csv", str(tmp_path / "l.csv"), "--plot", str(tmp_path / "p.png"),
-           "--times", "tests/data/times/trtexec_profile.json")
-    assert r.returncode == 0, r.stderr
-    d = json.loads(r.stdout)
+def test_analyze_json_csv_plot(tmp_path, capsys):
+    """JSON, CSV and the plot, which draws each layer with work at its intensity and its achieved rate (its
+    operations over its measured time), as the CSV has them."""
+    import numpy as np
+    import pandas as pd
+
+    from hwprobe.cli import main
+    from tests.figures import outside_limits, saved_figures
+
+    with saved_figures() as figs, pytest.raises(SystemExit) as done:
+        main(["analyze", "tests/data/tiny_layers.csv", "--profile", H200, "--precision", "int8", "--json",
+              "--csv", str(tmp_path / "l.csv"), "--plot", str(tmp_path / "p.png"),
+              "--times", "tests/data/times/trtexec_profile.json"])
+    assert done.value.code == 0
+    d = json.loads(capsys.readouterr().out)
     assert d["model"]["layers"] == 11 and d["timing"]["matched_records"] == 7 and len(d["top"]) == 5
     assert (tmp_path / "l.csv").read_text().startswith("index,name,op")
     assert (tmp_path / "p.png").stat().st_size > 10_000
+    (fig,) = figs
+    ax = fig.axes[0]
+    assert ax.get_title().startswith("tiny_layers at int8, batch 1") and "achieved (measured times)" in ax.get_title()
+    df = pd.read_csv(tmp_path / "l.csv")
+    df = df[(df["ops"] > 0) & df["measured_s"].notna()]
+    dots = np.concatenate([c.get_offsets() for c in ax.collections if c.get_label().endswith(" layers")])
+    assert len(dots) == len(df) == 10
+    want = np.array(sorted(zip(df["intensity"], df["ops"] / df["measured_s"], strict=True)))
+    assert np.allclose(np.array(sorted(map(tuple, dots))), want, rtol=1e-6)
+    assert not outside_limits(ax).size
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -107,6 +107,27 @@ def test_unnamed_nodes_and_matmul(tmp_path):
     assert ln.op == "layernorm" and ln.weights == 64 and ln.elem_ops == 6 * 4 * 64 * 32
 
 
+def test_convtranspose_and_transposed_gemm_counts(tmp_path):
+    """Issue 35 (mutation check): ConvTranspose's MACs are every input element times its Cout/g x kernel taps
+    (W is [Cin, Cout/g, k...]), not the output's count as for Conv; Gemm with transA=1 reads K from A's first dim."""
+    nodes = [h.make_node("ConvTranspose", ["x", "wt"], ["up"], name="up", kernel_shape=[3, 3], strides=[2, 2],
+                         group=2),
+             h.make_node("Gemm", ["at", "wg", "bg"], ["y"], name="fc_t", transA=1)]
+    g = h.make_graph(nodes, "tr", [h.make_tensor_value_info("x", T.FLOAT, [2, 8, 4, 4]),
+                                   h.make_tensor_value_info("at", T.FLOAT, [32, 6])],
+                     [h.make_tensor_value_info("up", T.FLOAT, None), h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [_init("wt", 8, 4, 3, 3), _init("wg", 32, 10), _init("bg", 10)])
+    p = tmp_path / "tr.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(p))
+    up, fc = load_model(p).layers
+    assert up.op == "convtranspose" and (up.cin, up.cout, up.groups, up.kernel) == (8, 8, 2, (3, 3))
+    assert up.out_hw == (9, 9) and up.outputs == 2 * 8 * 9 * 9             # (4 - 1) x 2 + 3 = 9
+    assert up.macs == (2 * 8 * 4 * 4) * 4 * 9                              # inputs x Cout/g x taps
+    assert up.macs != 2 * 8 * 9 * 9 * 4 * 9                                # not Conv's rule on the output
+    assert fc.op == "gemm" and (fc.rows, fc.cin, fc.cout) == (6, 32, 10) and fc.macs == 6 * 10 * 32
+    assert fc.weights == 32 * 10 + 10 and fc.inputs == 32 * 6 and fc.outputs == 6 * 10
+
+
 def test_external_data_is_never_read(tmp_path):
     m = tiny_model()
     big = nh.from_array(np.ones((256, 256), np.float32), "wbig")
@@ -116,6 +137,101 @@ def test_external_data_is_never_read(tmp_path):
     (tmp_path / "ext.bin").write_bytes(b"")                   # truncated weights: a reader of data would fail
     a = analyze(tmp_path / "ext.onnx", PROFILE)
     assert a.model.params > 0 and len(a.layers) == 11
+
+
+def _reshape_model():
+    """x [2, 3, 4] -> Reshape to Concat([2], [12]) (shape arithmetic on two constants) -> MatMul by W [12, 5]: the
+    MatMul's rows and K are known only where the constants were read."""
+    a, b = nh.from_array(np.array([2], np.int64), "a"), nh.from_array(np.array([12], np.int64), "b")
+    nodes = [h.make_node("Concat", ["a", "b"], ["shape"], name="cat", axis=0),
+             h.make_node("Reshape", ["x", "shape"], ["r"], name="flat"),
+             h.make_node("MatMul", ["r", "w"], ["y"], name="mm")]
+    g = h.make_graph(nodes, "rs", [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], [_init("w", 12, 5), a, b])
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+
+
+def test_small_constants_in_external_data_are_read_from_their_offset(tmp_path):
+    """Issue 35 (mutation run): a shape constant kept in the external data file (after the weight, so at an
+    offset) is read from there, at its offset and length; where the file is gone the shape stays unknown."""
+    onnx.save(_reshape_model(), str(tmp_path / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m.bin", size_threshold=0)
+    info = {e.key: e.value for t in onnx.load(str(tmp_path / "m.onnx"), load_external_data=False).graph.initializer
+            if t.name == "b" for e in t.external_data}
+    assert int(info["offset"]) > 0                                  # the test needs the constant past the start
+    cat, flat, mm = load_model(tmp_path / "m.onnx").layers
+    assert cat.shape_only and mm.modelled and mm.macs == 2 * 5 * 12 and mm.cin == 12 and mm.rows == 2
+    assert flat.outputs == 24
+    (tmp_path / "m.bin").unlink()
+    mm = load_model(tmp_path / "m.onnx").layers[-1]
+    assert not mm.modelled and mm.macs == 0
+
+
+MODELLED_OPS = {"Conv": ["w4"], "ConvTranspose": ["w4"], "Gemm": ["w2"], "MatMul": ["w2"],
+                "BatchNormalization": ["s", "s", "s", "s"], "Concat": ["x"], "Softmax": [], "LogSoftmax": [],
+                "LayerNormalization": ["s"], "Relu": [], "Add": ["x"], "MaxPool": [], "GlobalAveragePool": [],
+                "Transpose": []}
+
+
+@pytest.mark.parametrize("op", sorted(MODELLED_OPS))
+def test_a_modelled_op_without_a_shape_says_so(tmp_path, op):
+    """Issue 35 (mutation run): each op hwprobe models, fed an input of unknown shape, is kept with its bytes and
+    the reason (shape not inferred), not called an op hwprobe does not model."""
+    attrs = {"axis": 0} if op == "Concat" else {"kernel_shape": [2, 2]} if op == "MaxPool" else {}
+    node = h.make_node(op, ["x", *MODELLED_OPS[op]], ["y"], name="n", **attrs)
+    g = h.make_graph([node], "u", [h.make_tensor_value_info("x", T.FLOAT, None)],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [_init("w4", 4, 3, 3, 3), _init("w2", 8, 8), _init("s", 3)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "u.onnx"))
+    (layer,) = load_model(tmp_path / "u.onnx").layers
+    assert layer.op == "other" and not layer.modelled
+    assert layer.note == f"{op}: shape not inferred (symbolic or unknown dims); bytes only (partly unknown)"
+
+
+def test_an_op_hwprobe_does_not_model_says_so(tmp_path):
+    node = h.make_node("Resize", ["x", "", "sc"], ["y"], name="up", mode="nearest")
+    g = h.make_graph([node], "r", [h.make_tensor_value_info("x", T.FLOAT, [1, 3, 4, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [nh.from_array(np.array([1, 1, 2, 2], np.float32), "sc")])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "r.onnx"))
+    (layer,) = load_model(tmp_path / "r.onnx").layers
+    assert layer.note == "Resize: not modelled; bytes only" and layer.outputs == 3 * 8 * 8
+
+
+def test_asymmetric_kernels_and_odd_operands_by_hand(tmp_path):
+    """Issue 35 (mutation run): a 3x5 convolution into a 6x4 output, a 2x3 pool, a three-input Sum, LogSoftmax,
+    and a MatMul by a vector (n = 1): each count by hand."""
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 5], pads=[0, 0, 0, 0]),
+             h.make_node("MaxPool", ["c", ], ["p"], name="pool", kernel_shape=[2, 3], strides=[2, 1]),
+             h.make_node("Sum", ["p", "p", "p"], ["s"], name="sum3"),
+             h.make_node("LogSoftmax", ["s"], ["l"], name="lsm", axis=-1),
+             h.make_node("Reshape", ["l", "flat"], ["f"], name="flat"),
+             h.make_node("MatMul", ["f", "v"], ["y"], name="mv")]
+    g = h.make_graph(nodes, "asym", [h.make_tensor_value_info("x", T.FLOAT, [1, 2, 8, 8])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)],
+                     [_init("w", 4, 2, 3, 5), nh.from_array(np.array([1, 4 * 3 * 2], np.int64), "flat"),
+                      _init("v", 24)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "a.onnx"))
+    m = {x.name: x for x in load_model(tmp_path / "a.onnx").layers}
+    conv = m["conv"]
+    assert conv.kernel == (3, 5) and conv.out_hw == (6, 4) and conv.groups == 1
+    assert conv.macs == 4 * 6 * 4 * 2 * 15 and (conv.cin, conv.cout) == (2, 4)
+    pool = m["pool"]
+    assert pool.op == "pool" and pool.kernel == (2, 3) and pool.outputs == 4 * 3 * 2 and pool.elem_ops == 24 * 6
+    assert m["sum3"].op == "eltwise" and m["sum3"].elem_ops == 24 * 2
+    assert m["lsm"].op == "softmax" and m["lsm"].modelled
+    mv = m["mv"]
+    assert mv.op == "gemm" and (mv.cin, mv.cout, mv.rows) == (24, 1, 1) and mv.macs == 24
+
+
+def test_duplicate_node_names_are_numbered(tmp_path):
+    """ONNX allows two nodes one name; a layer table does not: the second and third get #1 and #2."""
+    nodes = [h.make_node("Relu", ["x"], ["a"], name="act"), h.make_node("Relu", ["a"], ["b"], name="act"),
+             h.make_node("Relu", ["b"], ["c"], name="other"), h.make_node("Relu", ["c"], ["y"], name="act")]
+    g = h.make_graph(nodes, "dup", [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "d.onnx"))
+    assert [x.name for x in load_model(tmp_path / "d.onnx").layers] == ["act", "act#1", "other", "act#2"]
 
 
 def test_missing_and_malformed_onnx(tmp_path):

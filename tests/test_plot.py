@@ -7,12 +7,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hwprobe.profile_build import from_measurements
 from hwprobe.report import plots
-from hwprobe.report.plots import NoData
+from hwprobe.report.plots import NoData, gemm, memory, power, roofline
 from hwprobe.report.source import Run, load_run, load_runs
+from tests.figures import data_lines, outside_limits, points, saved_figures, series, texts
 from tests.refs import H100_FULL as H100
 from tests.refs import H200_COMPUTE_CLOCKS
 from tests.refs import H200_FULL as H200
@@ -36,13 +38,87 @@ def _texts(ax) -> list[str]:
     return [t.get_text() for t in ax.texts]
 
 
-def test_every_kind_writes_png_and_svg(tmp_path, h200):
-    done = plots.draw([h200], tmp_path)
+def test_every_kind_writes_png_and_svg_of_the_runs_data(tmp_path, h200):
+    """Each kind is written as PNG and SVG, and what was drawn is the run's data: the series, their labels, and
+    limits that hold every point (positions are left to the layout)."""
+    with saved_figures() as figs:
+        done = plots.draw([h200], tmp_path)
     assert not done.left_out and set(done.files) == set(plots.KINDS)
     for kind in plots.KINDS:
         assert (tmp_path / f"{kind}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         svg = (tmp_path / f"{kind}.svg").read_text()
         assert "<svg" in svg and "</svg>" in svg
+    assert len(figs) == len(plots.KINDS)
+    drawn = dict(zip(plots.KINDS, figs, strict=True))
+    for kind, fig in drawn.items():
+        assert "H200" in texts(fig), kind
+        for ax in fig.axes:
+            if ax.get_visible():
+                assert not outside_limits(ax).size, (kind, ax.get_title(loc="left"), outside_limits(ax)[:3])
+                assert ax.get_ylim()[1] >= max([p.get_height() for p in ax.patches] or [0]), kind
+    _roofline_is_the_measured_roofs(drawn["roofline"], h200)
+    _gemm_is_the_sweep(drawn["gemm"], h200)
+    _bars_are_the_rates(drawn["align"], [(p, r) for p, pts in gemm.align_pairs(h200).items() for r in
+                                         [x["rate"] for x in pts] + [x["odd_rate"] for x in pts if x["odd_rate"]]])
+    _bars_are_the_rates(drawn["power"], [("", d["rate"]) for _, pts in power.power_points(h200) for d in pts.values()])
+    sparse = plots_axes(drawn["sparse"])
+    for prec, params in power.sparse_points(h200).items():
+        (label,) = [k for k in series(sparse[0]) if k.startswith(prec.upper() + " ")]
+        x, y = series(sparse[0])[label]
+        pts = params["points"]
+        assert x.tolist() == [p["n"] for p in pts] and y.tolist() == [p["speedup"] for p in pts]
+        assert series(sparse[1])[f"{prec.upper()} 2:4 sparse"][1].tolist() == [p["sparse"] for p in pts]
+    assert sparse[0].get_ylim()[0] == 0 and sparse[0].get_ylim()[1] > 2       # the promised 2x is inside
+    lat = drawn["latency"].axes[0]
+    assert "ns" in lat.get_ylabel() and lat.get_xscale() == "log"
+    for level, (ws, secs) in memory._levels(h200).items():
+        assert any(np.allclose(p, (ws, secs * 1e9)) for p in points(lat)), level
+    host = next(ax for ax in drawn["bandwidth"].axes if ax.get_title(loc="left").startswith("Host"))
+    assert set(series(host)) == {f"{d}, {k}" for d in ("host to device", "device to host", "both ways")
+                                 for k in ("pinned", "pageable")}
+    assert all(x.size >= 10 and (y > 0).all() for x, y in series(host).values())
+    for ax in drawn["gap"].axes:
+        if ax.get_visible():
+            assert "(FLOP/s)" in ax.get_title(loc="left") or "(OP/s)" in ax.get_title(loc="left")
+            assert ax.get_ylim()[0] == 0
+
+
+def plots_axes(fig) -> list:
+    return [ax for ax in fig.axes if ax.get_visible()]
+
+
+def _roofline_is_the_measured_roofs(fig, run):
+    """A solid flat line at each measured tensor-core and CUDA-core ceiling, inside log-log axes."""
+    for ax, unit in zip(fig.axes[:2], ("tensor_core", "cuda_core"), strict=True):
+        assert ax.get_xscale() == ax.get_yscale() == "log"
+        flat = {float(ln.get_ydata()[0]) for ln in data_lines(ax) if len(ln.get_ydata()) == 2
+                and ln.get_linestyle() == "-" and ln.get_ydata()[0] == ln.get_ydata()[1]}
+        want = [r.value for r in roofline.roofs(run, unit)]
+        assert want and all(any(np.isclose(v, f, rtol=1e-9) for f in flat) for v in want), (unit, want, flat)
+        assert ax.get_ylim()[1] > max(want) and ax.get_ylim()[0] < min(want)
+        assert "intensity" in ax.get_xlabel() and "per second" in ax.get_ylabel()
+
+
+def _gemm_is_the_sweep(fig, run):
+    """Each precision's panel draws every (size, share of theory) of its 8 paths with the most sizes (the panel's
+    cap), labelled with the library and no other, shares on 0..1.05."""
+    panels = {ax.get_title(loc="left"): ax for ax in plots_axes(fig)}
+    sweep = gemm.series(run)
+    assert sweep and {p.upper() for p in sweep} <= set(panels)
+    for prec, by_path in sweep.items():
+        ax = panels[prec.upper()]
+        assert ax.get_ylim() == (0.0, 1.05) and ax.get_xscale() == "log"
+        drawn = points(ax)
+        kept = sorted(by_path.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:8]
+        assert {k for k in series(ax) if "size" not in k} == {gemm._label(base) for base, _ in kept}
+        for path, pts in kept:
+            for n, _, share in pts:
+                assert np.isclose(drawn, (n, share), rtol=1e-9).all(axis=1).any(), (prec, path, n)
+
+
+def _bars_are_the_rates(fig, want):
+    heights = [p.get_height() for ax in fig.axes for p in ax.patches]
+    assert want and all(any(np.isclose(h, r, rtol=1e-9) for h in heights) for _, r in want)
 
 
 def test_roofline_tells_tensor_and_cuda_cores_apart_with_labels_on_the_lines(roofline_fig):
@@ -152,6 +228,8 @@ def test_plot_cli_takes_a_profile_json_and_writes_one_file_or_a_folder(tmp_path)
     r = hw("plot", str(H200 / "profile.json"), "--kind", "roofline,gap", "-o", str(tmp_path / "d"), "-f", "svg")
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["gap.svg", "roofline.svg"]
+    assert "measured roofline" in (tmp_path / "d" / "roofline.svg").read_text()      # each file its own kind
+    assert "from the datasheet to the measured ceiling" in (tmp_path / "d" / "gap.svg").read_text()
     r = hw("plot", str(H200), "--kind", "sparse", "-o", str(tmp_path / "s.png"))
     assert r.returncode == 0 and (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
     assert "unknown plot kind nope" in one_line_error(hw("plot", str(H200), "--kind", "nope"))

@@ -128,3 +128,24 @@ def test_committed_profile_library_vs_instruction_ridge():
     ins = roofline.ridge_point(p, "fp16", unit="tensor_core", path="instruction")
     assert lib < ins                                       # cuBLAS reaches less than wgmma
     assert roofline.peak(p, "fp16", "tensor_core", "library").metric.startswith("fp16.tensor_core.cublas")
+
+
+def test_is_measured_reads_either_flag():
+    """Issue 35 (mutation run): the committed spec-derived runs set both flags, so a check of one alone passed."""
+    from types import SimpleNamespace as NS
+
+    assert roofline.is_measured(NS(environment=None, device={}))
+    assert roofline.is_measured(NS(environment={"measured": True}, device={"measured": True}))
+    assert not roofline.is_measured(NS(environment={"measured": False}, device={}))
+    assert not roofline.is_measured(NS(environment={}, device={"measured": False}))
+
+
+def test_the_defaults_are_any_unit_best_path_and_dram(prof):
+    """Issue 35 (mutation run): every query's defaults, spelled out, give the same answer."""
+    assert roofline.peak(prof, "fp16") == roofline.peak(prof, "fp16", None, "best")
+    assert roofline.peak_ceiling(prof, "fp16") == roofline.peak_ceiling(prof, "fp16", None, "best")
+    assert roofline.roof(prof, "fp16") == roofline.roof(prof, "fp16", None, "best", "dram")
+    assert roofline.bandwidth(prof) == roofline.bandwidth(prof, "dram")
+    assert roofline.attainable(prof, 8, "fp16") == roofline.attainable(prof, 8, "fp16", "dram", None, "best")
+    assert roofline.ridge_point(prof, "fp16") == roofline.ridge_point(prof, "fp16", "dram", None, "best")
+    assert roofline.datasheet_roof(prof, "fp16") == roofline.datasheet_roof(prof, "fp16", None, "best", "dram")

@@ -144,3 +144,13 @@ def test_attach_prefers_the_kernels_own_clock():
     assert m.theory.clock_mhz == 1750
     assert m.theory.at_clock == pytest.approx(132 * 2048 * 2 * 1750e6)
     assert m.valid
+
+
+def test_theory_edges():
+    """Issue 35 (mutation run): PCIe Gen5 x16 exactly, an architecture without facts, a unit an arch lacks."""
+    assert th.pcie_bandwidth(5, 16) == 32e9 * (128 / 130) * 16 / 8
+    assert th.pcie_bandwidth(9, 16) is None and th.pcie_bandwidth(4, 0) is None
+    assert th.sparse_factor("sm_999") is None and th.rates("sm_999", "fp16", "tensor_core") is None
+    assert th.rates("sm_90", "fp16", "npu") is None
+    assert th.rates("sm_53", "fp16", "tensor_core") is None                # Maxwell/Pascal Tegra: no tensor cores
+    assert th.dram_bandwidth(1000, 64) == 1000e6 * 2 * 64 / 8              # DDR, one channel by default

@@ -1,13 +1,16 @@
 """hwprobe's CPU STREAM beside a compiled STREAM on the same machine, in the same run (issue 23 item 7).
 
 Builds tools/stream_ref/stream_ref.c (the four STREAM kernels as McCalpin's stream.c times them: OpenMP static
-split, best of N) with ``gcc -O3 -fopenmp`` and, with ``--stream-c PATH``, McCalpin's own stream.c too, then
-runs hwprobe's cpu.stream, alternating the programs ``--rounds`` times. It prints every figure in GB/s (best
-and median where the program gives both) and the ratio of hwprobe's to the compiled one's best.
+split, best of N) with ``gcc -O3 -fopenmp`` (``--native`` adds ``-march=native``) and, with ``--stream-c PATH``,
+McCalpin's own stream.c too, then runs hwprobe's cpu.stream, alternating the programs ``--rounds`` times. It
+prints every figure in GB/s (best and median where the program gives both) and the ratio of hwprobe's to the
+compiled one's best.
 
-    python tools/cpu_stream_compare.py [--elements N] [--rounds 3] [--stream-c /path/to/stream.c] [--json]
+    python tools/cpu_stream_compare.py [--elements N] [--rounds 3] [--stream-c /path/to/stream.c] [--native] [--json]
 
-Both report the best pass (STREAM's convention; hwprobe keeps the median in params["median_Bps"]).
+Both report the best pass (STREAM's convention; hwprobe keeps the median in params["median_Bps"]). gcc -O3 makes
+the copy loop of both compiled programs a memcpy, as numba makes hwprobe's; ``--native`` is the build issue 35
+compared against.
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ HERE = Path(__file__).resolve().parent
 OPS = ("copy", "scale", "add", "triad")
 
 
-def build(src: Path, out: Path, defines: tuple[str, ...] = ()) -> Path:
+def build(src: Path, out: Path, defines: tuple[str, ...] = (), native: bool = False) -> Path:
     if not shutil.which("gcc"):
         sys.exit("cpu_stream_compare: gcc not found (apt-get install gcc)")
-    subprocess.run(["gcc", "-O3", "-fopenmp", *defines, str(src), "-o", str(out)], check=True)
+    march = ["-march=native"] if native else []
+    subprocess.run(["gcc", "-O3", *march, "-fopenmp", *defines, str(src), "-o", str(out)], check=True)
     return out
 
 
@@ -65,16 +69,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ntimes", type=int, default=20, help="passes per compiled run (best of these)")
     ap.add_argument("--rounds", type=int, default=3, help="alternations of the programs")
     ap.add_argument("--stream-c", type=Path, help="McCalpin's stream.c, built with the same array size")
+    ap.add_argument("--native", action="store_true", help="build the compiled programs with -march=native")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if a.elements <= 0 or a.ntimes < 2 or a.rounds < 1:
         print("cpu_stream_compare: --elements > 0, --ntimes >= 2, --rounds >= 1", file=sys.stderr)
         return 2
+    if a.stream_c and not a.stream_c.is_file():
+        print(f"cpu_stream_compare: --stream-c {a.stream_c}: no such file", file=sys.stderr)
+        return 2
     results: dict[str, list] = {"stream_ref": [], "hwprobe": [], "stream.c": []}
     with tempfile.TemporaryDirectory() as tmp:
-        ref = build(HERE / "stream_ref" / "stream_ref.c", Path(tmp) / "stream_ref")
+        ref = build(HERE / "stream_ref" / "stream_ref.c", Path(tmp) / "stream_ref", native=a.native)
         mcc = build(a.stream_c, Path(tmp) / "stream", (f"-DSTREAM_ARRAY_SIZE={a.elements}",
-                                                       f"-DNTIMES={a.ntimes}")) if a.stream_c else None
+                                                       f"-DNTIMES={a.ntimes}"), a.native) if a.stream_c else None
         for _ in range(a.rounds):
             results["stream_ref"].append(run_ref(ref, a.elements, a.ntimes))
             if mcc:

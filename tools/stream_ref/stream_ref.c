@@ -3,11 +3,17 @@
  * STREAM counts them (no write-allocate traffic). Written for hwprobe's comparison tool only
  * (tools/cpu_stream_compare.py); it is not McCalpin's code and reports under its own name.
  *
+ * Copy is a memcpy of each thread's static share, because that is what gcc -O3 makes of stream.c's copy loop:
+ * stream.c's arrays are distinct static objects, so the loop is a memcpy idiom (and libc's memcpy uses
+ * non-temporal stores on large arrays). Here the arrays are malloc'd pointers gcc cannot prove apart, and
+ * OpenMP outlining drops restrict, so the same loop would stay a loop of regular stores (issue 35).
+ *
  * Build: gcc -O3 -fopenmp stream_ref.c -o stream_ref      Run: ./stream_ref ELEMENTS NTIMES
  * Output: one line per kernel: "<name> <best GB/s> <median GB/s>". */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int cmp(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
@@ -25,8 +31,12 @@ int main(int argc, char **argv) {
     for (long j = 0; j < n; j++) { a[j] = 1.0; b[j] = 2.0; c[j] = 0.0; }
     for (int k = 0; k < ntimes; k++) {
         double t0 = omp_get_wtime();
-#pragma omp parallel for schedule(static)
-        for (long j = 0; j < n; j++) c[j] = a[j];
+#pragma omp parallel
+        {   /* schedule(static)'s split: the first n % nt threads take one element more */
+            long nt = omp_get_num_threads(), t = omp_get_thread_num(), q = n / nt, r = n % nt;
+            long lo = t * q + (t < r ? t : r), len = q + (t < r);
+            memcpy(c + lo, a + lo, len * sizeof(double));
+        }
         double t1 = omp_get_wtime();
 #pragma omp parallel for schedule(static)
         for (long j = 0; j < n; j++) b[j] = s * c[j];
