@@ -103,7 +103,7 @@ def test_plot_writes_a_png_of_the_valid_roofs(tmp_path, profile_file):
     from tests.figures import data_lines, saved_figures, texts
 
     with saved_figures() as figs, pytest.raises(SystemExit) as done:
-        main(["plot", str(profile_file.parent), "-o", str(tmp_path / "again.png")])
+        main(["plot", str(profile_file.parent), "-o", str(tmp_path / "again.png"), "--kind", "roofline"])
     assert done.value.code == 0 and len(figs) == 1
     fig = figs[0]
     assert "NVIDIA H200: measured roofline" in texts(fig)
