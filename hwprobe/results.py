@@ -23,6 +23,7 @@ from hwprobe.errors import InputError
 from hwprobe.measurement import Measurement
 
 MEASUREMENTS = "measurements.jsonl"
+RECORD_FILES = (MEASUREMENTS, MEASUREMENTS + ".gz")    # as a run writes it; gzipped in committed reference runs
 TABLE = "measurements.csv"
 ENVIRONMENT = "environment.json"
 PROFILE = "profile.json"
@@ -144,7 +145,7 @@ class Records:
 def records_file(run_dir: Path) -> Path | None:
     """measurements.jsonl of a results directory, or its gzipped copy (committed reference runs are stored
     compressed), or None when it has neither."""
-    for name in (MEASUREMENTS, MEASUREMENTS + ".gz"):
+    for name in RECORD_FILES:
         if (Path(run_dir) / name).is_file():
             return Path(run_dir) / name
     return None

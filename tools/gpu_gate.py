@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tools")]        # hwprobe's records reader, multigpu_compare's P2P ratios
 STEPS = ("tests", "default", "multigpu", "p2p", "mpi", "acceptance")
 ACCEPT_S = 60.0
 GOLDEN = {"H200": "profiles/h200-sxm/2026-11-26-full", "H100": "profiles/h100-sxm/2026-11-26-full"}
@@ -87,7 +88,6 @@ def profile_check(parent: Path, *, ranks: int | None = None, links: bool = False
         return False, f"expected one profile, found {len(found)}: {found}"
     p = json.loads((run_dir / "profile.json").read_text())
     errors, partial = p.get("errors") or [], p.get("partial")
-    sys.path.insert(0, str(ROOT))
     from hwprobe.results import load_records
 
     records = len(load_records(run_dir).measurements)
@@ -155,7 +155,6 @@ def step_p2p(out: Path) -> Row:
     if rc != 0 or not ref.exists() or run_dir is None:
         why = "no multigpu profile" if run_dir is None else "cudaMemcpyPeerAsync reference failed"
         return Row("p2p", "copy engine vs cudaMemcpyPeerAsync", rc, wall, False, why)
-    sys.path.insert(0, str(ROOT / "tools"))
     from multigpu_compare import p2p_ratios
 
     ratios = p2p_ratios(json.loads((run_dir / "profile.json").read_text()), json.loads(ref.read_text()))

@@ -16,9 +16,9 @@ from typing import Any
 
 from hwprobe.errors import InputError
 from hwprobe.flags import Code, has
+from hwprobe.results import MEASUREMENTS, RECORD_FILES, records_file
 
 PROFILE = "profile.json"
-MEASUREMENTS = "measurements.jsonl"
 _GLOB_CHARS = set("*?[")
 
 
@@ -156,9 +156,8 @@ def profile_path(p: Path) -> Path:
 
 
 def _records_only(p: Path) -> bool:
-    """A run directory that holds measurements.jsonl but no profile.json: a run killed before it wrote one."""
-    from hwprobe.results import records_file
-
+    """A run directory that holds its records (measurements.jsonl, or gzipped) but no profile.json: a run killed
+    before it wrote one."""
     return p.is_dir() and not (p / PROFILE).is_file() and records_file(p) is not None
 
 
@@ -242,8 +241,8 @@ def _runs_in(p: Path) -> list[Path]:
         return [p / PROFILE]
     if _records_only(p):
         return [p]
-    below = list(p.rglob(PROFILE)) + [f.parent for f in p.rglob(MEASUREMENTS + "*") if _records_only(f.parent)]
-    return sorted(below)
+    killed = {f.parent for name in RECORD_FILES for f in p.rglob(name) if _records_only(f.parent)}
+    return sorted([*p.rglob(PROFILE), *killed])
 
 
 def expand(inputs: list[str]) -> list[Path]:
