@@ -31,6 +31,17 @@ def test_parse_cases_and_plan():
                  ("hf-compiled", "prefill", 1, 512), ("hf-compiled", "decode", 16, 2048)]
 
 
+def test_kernel_cases_lists_every_case_only_for_the_named_models():
+    from types import SimpleNamespace
+
+    a = SimpleNamespace(runtimes=["hf", "hf-compiled"], prefill="1x512,8x512", decode="1x1024,16x1024",
+                        compiled_decode="16x2048", kernels_every_case={"llama-3.2-1b"})
+    assert val.kernel_cases("qwen3-8b", a) == [("hf", "prefill", 1, 512), ("hf", "decode", 1, 1024),
+                                               ("hf-compiled", "prefill", 1, 512), ("hf-compiled", "decode", 16, 2048)]
+    every = val.kernel_cases("llama-3.2-1b", a)
+    assert ("hf", "decode", 16, 1024) in every and ("hf", "prefill", 8, 512) in every and len(every) == 7
+
+
 def test_reduce_config_cuts_the_layer_pattern_with_the_layers():
     d = {"num_hidden_layers": 42, "layer_types": ["sliding_attention", "full_attention"] * 21,
          "mlp_only_layers": [1, 7]}

@@ -282,6 +282,19 @@ class Bench:
         return out
 
 
+def kernel_cases(name: str, args) -> list[tuple[str, str, int, int]]:
+    """The (runtime, phase, batch, length) steps whose kernels torch.profiler lists: the first case of each runtime
+    and phase, or every case for the models named in --kernels-every-case (a tuned family's batch effects)."""
+    every = name in args.kernels_every_case
+    out = []
+    for rt in args.runtimes:
+        for phase, lst in (("prefill", args.prefill), ("decode", args.compiled_decode if rt == "hf-compiled"
+                                                       else args.decode)):
+            cases = parse_cases(lst)
+            out += [(rt, phase, b, n) for b, n in (cases if every else cases[:1])]
+    return out
+
+
 def run_model(name: str, d: dict, args, out: dict) -> None:
     import torch
 
@@ -313,16 +326,13 @@ def run_model(name: str, d: dict, args, out: dict) -> None:
         else:
             print(f"{name} {rt} {phase} b={b} n={n}: skipped: {row['skipped']}", flush=True)
     if args.kernels:
-        for rt in args.runtimes:
-            for phase, lst in (("prefill", args.prefill), ("decode", args.compiled_decode if rt == "hf-compiled"
-                                                           else args.decode)):
-                b, n = parse_cases(lst)[0]
-                try:
-                    k = bench.kernels(rt, phase, b, n)
-                except Exception as e:  # noqa: BLE001
-                    k = {"error": f"{type(e).__name__}: {e}"[:300]}
-                out["kernels"].append({"model": name, "runtime": rt, "phase": phase, "batch": b, "length": n,
-                                       "cache_len": n, **k})
+        for rt, phase, b, n in kernel_cases(name, args):
+            try:
+                k = bench.kernels(rt, phase, b, n)
+            except Exception as e:  # noqa: BLE001
+                k = {"error": f"{type(e).__name__}: {e}"[:300]}
+            out["kernels"].append({"model": name, "runtime": rt, "phase": phase, "batch": b, "length": n,
+                                   "cache_len": n, **k})
     del bench
     torch.cuda.empty_cache()
     out["models"][name]["wall_s"] = round(time.perf_counter() - t0, 1)
@@ -359,11 +369,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=20, help="timed calls per case (>= 20)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--no-kernels", dest="kernels", action="store_false")
+    ap.add_argument("--kernels-every-case", default="", help="comma list of model names (config file stems) whose "
+                    "kernels are listed at every case, not only the first")
     ap.add_argument("--out", default="hf_llm_measured.json")
     args = ap.parse_args(argv)
     if args.reps < 20:
         ap.error("--reps must be >= 20")
     args.runtimes = [r.strip() for r in args.runtimes.split(",") if r.strip()]
+    args.kernels_every_case = {m.strip() for m in args.kernels_every_case.split(",") if m.strip()}
     bad = [r for r in args.runtimes if r not in RUNTIMES]
     if bad:
         ap.error(f"unknown runtime(s) {bad}; known: {', '.join(RUNTIMES)}")
