@@ -349,14 +349,7 @@ def _run_mpi(ctx, world, sweep: Sweep, min_ranks, engine, notes):
     n = comm.Get_size()
     if n < min_ranks:
         raise Skip(f"{n} MPI rank(s): collectives need at least {min_ranks} (min_ranks = 1 runs the path)")
-    eng, why = None, ""
-    try:
-        eng = ncclapi.load(engine)
-    except Skip as e:
-        why = str(e)
-    all_ok, reasons = distributed.agree(comm, eng is not None, why)
-    if not all_ok:
-        raise Skip("NCCL is not usable on every rank: " + "; ".join(reasons))
+    eng = ncclapi.load_on_every_rank(comm, engine)
     dev = ctx.device
     free = distributed.agree_min(comm, free_bytes_nvml([dev]) or 0) or None
     plan, cap_note = _plan(sweep, n, free, ctx.quick)

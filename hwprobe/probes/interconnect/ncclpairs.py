@@ -150,17 +150,9 @@ def run(ctx, size_mib: int = 64, samples: int = 3, min_gap: float = 0.05, z: flo
 def _run_mpi(ctx, comm, world, hosts, size, samples, min_gap, z, engine, runner=None):
     """The rounds under MPI. ``runner(eng, n, uid, rank_in_pair, size, samples) -> sample times`` times one pair's
     all_reduce on this rank (``time_pair``; tests pass a fake)."""
-    from hwprobe import distributed
     from hwprobe.probes.interconnect import ncclapi
 
-    eng, why = None, ""
-    try:
-        eng = ncclapi.load(engine)
-    except Skip as e:
-        why = str(e)
-    ok, reasons = distributed.agree(comm, eng is not None, why)
-    if not ok:
-        raise Skip("NCCL is not usable on every rank: " + "; ".join(reasons))
+    eng = ncclapi.load_on_every_rank(comm, engine)
     runner = runner or time_pair
     rank = comm.Get_rank()
     mine: list[tuple[HostPair, int, list[float]]] = []
