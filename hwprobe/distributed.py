@@ -26,7 +26,7 @@ from typing import Any
 
 from hwprobe import keys as K
 from hwprobe.errors import InputError
-from hwprobe.world import _LAUNCHERS, World, _int, detect  # noqa: F401  (the world, as hwprobe.distributed named it)
+from hwprobe.world import World, detect
 
 
 def local_ranks(hosts: list[str]) -> list[tuple[int, int]]:
