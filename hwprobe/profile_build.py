@@ -29,16 +29,14 @@ from hwprobe.profile import (
     superseded_note,
     validate_dict,
 )
-from hwprobe.results import ENVIRONMENT, MEASUREMENTS, PROFILE, load_records, records_file
+from hwprobe.results import ENVIRONMENT, MEASUREMENTS, PROFILE, load_records, records_file, version
 from hwprobe.vocab import SPARSE_SUFFIX, Kind, Status, profile_precision
 
 
 def from_measurements(device: dict[str, Any], ms: list[Measurement], **kw: Any) -> Profile:
     """File each record by its status: ok ones become ceilings (the best per slot, every repeat of the
     same metric kept as a run), invalid ones, skips and errors go to their lists."""
-    from hwprobe import __version__
-
-    prof = Profile(device=device, hwprobe_version=__version__, **kw)
+    prof = Profile(device=device, hwprobe_version=version(), **kw)
     build(prof, ms)
     return prof
 
