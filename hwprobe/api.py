@@ -106,7 +106,7 @@ def _filter_precisions(entries, wanted: set[str]):
         p = reg[e.probe]
         if not p.precisions:
             continue  # memory probes have no precision: a precision filter asks for compute only
-        have = e.params.get("precisions") or p.params().get("precisions") or p.precisions
+        have = e.params.get("precisions") or p.params().get("precisions") or p.precisions  # a probe's arguments
         keep = tuple(x for x in have if x in wanted)
         if keep:
             e.params = {**e.params, "precisions": keep}

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.roofline import RooflineError
 
 VARIANT_CHOICES = ("best", "out_of_place", "in_place")
@@ -87,19 +88,19 @@ def _links(profile, op: str) -> list[tuple[str, Any]]:
     for name, link in (getattr(profile, "links", None) or {}).items():
         c = link.ceilings.get("busbw")
         named = name.split(".")[1] if "." in name else name
-        if link.kind == "collective" and c is not None and (c.params or {}).get("op", named) == op:
+        if link.kind == "collective" and c is not None and (c.params or {}).get(K.OP, named) == op:
             out.append((name, c))
     return sorted(out, key=lambda nc: (nc[0] != f"nccl.{op}", nc[0]))
 
 
 def _variant_points(params: dict[str, Any], op: str, ranks: int) -> dict[str, list[CurvePoint]]:
-    curves = params.get("curves")
+    curves = params.get(K.CURVES)
     if curves:
         return {v: [CurvePoint(int(p[0]), float(p[1]), float(p[2]), float(p[3]), v) for p in pts]
                 for v, pts in curves.items()}
     f = bus_factor(op, ranks)       # an older run: [size, busbw], out of place
     return {"out_of_place": [CurvePoint(int(s), float(b), float(b) / f, int(s) * f / float(b), "out_of_place")
-                             for s, b in params.get("curve") or [] if b]}
+                             for s, b in params.get(K.CURVE) or [] if b]}
 
 
 def _best(by_variant: dict[str, list[CurvePoint]]) -> list[CurvePoint]:
@@ -123,18 +124,18 @@ def _pick(profile, o: str, ranks: int | None, variant: str) -> tuple[int, list[C
     """(the rank count chosen, its points) for collective_curve and collective_time."""
     if variant not in VARIANT_CHOICES:
         raise RooflineError(f"variant must be one of {', '.join(VARIANT_CHOICES)}, not {variant!r}")
-    cands = [(name, c) for name, c in _links(profile, o) if ranks is None or c.params.get("ranks") == ranks]
+    cands = [(name, c) for name, c in _links(profile, o) if ranks is None or c.params.get(K.RANKS) == ranks]
     if not cands:
-        have = sorted({(c.params.get("ranks")) for _, c in _links(profile, o)} - {None})
+        have = sorted({(c.params.get(K.RANKS)) for _, c in _links(profile, o)} - {None})
         raise RooflineError(f"no measured {o} curve" + (f" over {ranks} ranks" if ranks else "")
                             + (f" (measured over {', '.join(map(str, have))} ranks)" if have else
                                " in this profile (run --suite multigpu on two or more GPUs)"))
     top = ranks
     if ranks is None:
-        top = max(c.params.get("ranks") or 0 for _, c in cands)
-        cands = [(n, c) for n, c in cands if (c.params.get("ranks") or 0) == top]
+        top = max(c.params.get(K.RANKS) or 0 for _, c in cands)
+        cands = [(n, c) for n, c in cands if (c.params.get(K.RANKS) or 0) == top]
     _, ceiling = cands[0]
-    by_variant = _variant_points(ceiling.params, o, int(ceiling.params.get("ranks") or 2))
+    by_variant = _variant_points(ceiling.params, o, int(ceiling.params.get(K.RANKS) or 2))
     pts = _best(by_variant) if variant == "best" else by_variant.get(variant, [])
     if not pts:
         raise RooflineError(f"no verified {variant.replace('_', '-')} points for {o} in this profile "

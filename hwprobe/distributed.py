@@ -24,8 +24,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.errors import InputError
-from hwprobe.world import _LAUNCHERS, World, _int, detect  # noqa: F401  (the world, as hwprobe.distributed named it)
+from hwprobe.world import World, detect
 
 
 def local_ranks(hosts: list[str]) -> list[tuple[int, int]]:
@@ -135,15 +136,15 @@ def merge(outputs: list[RankOutput]):
         for d in o.records:
             m = Measurement.from_dict(d)
             p = m.params
-            if p.get("delegated_to") is not None and p["delegated_to"] in ranks and m.status == "skipped":
+            if p.get(K.DELEGATED_TO) is not None and p[K.DELEGATED_TO] in ranks and m.status == "skipped":
                 continue
-            if p.get("scope") == "world":
+            if p.get(K.SCOPE) == "world":
                 if m.metric in seen:
                     continue
             else:
-                p.setdefault("rank", o.rank)
-                p.setdefault("host", o.host)
-                p.setdefault("gpu", o.gpu)
+                p.setdefault(K.RANK, o.rank)
+                p.setdefault(K.HOST, o.host)
+                p.setdefault(K.GPU, o.gpu)
                 if m.metric in seen:
                     m.metric = f"rank{o.rank}.{m.metric}"
             seen.add(m.metric)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hwprobe import keys as K
 from hwprobe.profile import Ceiling, Profile
 from hwprobe.units import si
 from hwprobe.vocab import SPARSE_SUFFIX
@@ -68,7 +69,7 @@ def clock_steps(best: Ceiling) -> list[tuple[str, float, str]]:
     is the single step's factor; a shortfall inside the kernel (stragglers, a tail) is never here: it lowers
     the path's share at its clock instead."""
     factor = best.theory_at_clock / best.theory_at_max_clock
-    clocks = (best.params or {}).get("clocks_mhz") or {}
+    clocks = (best.params or {}).get(K.CLOCKS_MHZ) or {}
     kernel, nvml = clocks.get("kernel"), clocks.get("nvml")
     extra = "".join(f", {x}" for x in (", ".join(best.throttle_reasons) if best.throttle_reasons else None,
                                           f"{best.power_w:.0f} W" if best.power_w else None) if x)
@@ -87,7 +88,7 @@ def power_data_steps(p: Profile, precision: str, unit: str) -> list[tuple[str, f
     finding): at the power cap that is clock, so it belongs to the chain's power part."""
     out = []
     for f in p.findings:
-        pts = (f.get("params") or {}).get("points") or {}
+        pts = (f.get("params") or {}).get(K.POINTS) or {}
         if not (f.get("metric", "").startswith(f"{precision}.{unit}.") and f["metric"].endswith(".power_data")):
             continue
         u, z = pts.get("uniform"), pts.get("zeros")

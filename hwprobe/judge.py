@@ -131,7 +131,7 @@ def _check_bound(m: Measurement, bound: float, basis: str) -> None:
 
 def _theory_fn(m: Measurement, theory) -> Callable[[float | None], Theory | None] | None:
     if m.kind == Kind.COMPUTE and m.precision and m.exec_unit and m.unit in ("FLOP/s", "OP/s"):
-        sparse = bool(m.params.get(K.SPARSE)) or m.params.get("sparsity") == "2:4"
+        sparse = bool(m.params.get(K.SPARSE)) or m.params.get(K.SPARSITY) == "2:4"
         return lambda clk: theory.compute(m.precision, m.exec_unit, clk, sparse=sparse)
     if m.kind == Kind.MEMORY and m.level and m.unit == "B/s":
         level = _LEVEL_ALIASES.get(m.level, m.level)

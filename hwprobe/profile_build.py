@@ -29,16 +29,14 @@ from hwprobe.profile import (
     superseded_note,
     validate_dict,
 )
-from hwprobe.results import ENVIRONMENT, MEASUREMENTS, PROFILE, load_records, records_file
+from hwprobe.results import ENVIRONMENT, MEASUREMENTS, PROFILE, load_records, records_file, version
 from hwprobe.vocab import SPARSE_SUFFIX, Kind, Status, profile_precision
 
 
 def from_measurements(device: dict[str, Any], ms: list[Measurement], **kw: Any) -> Profile:
     """File each record by its status: ok ones become ceilings (the best per slot, every repeat of the
     same metric kept as a run), invalid ones, skips and errors go to their lists."""
-    from hwprobe import __version__
-
-    prof = Profile(device=device, hwprobe_version=__version__, **kw)
+    prof = Profile(device=device, hwprobe_version=version(), **kw)
     build(prof, ms)
     return prof
 
@@ -189,9 +187,9 @@ def _link(prof: Profile, best: Measurement, same: list[Measurement]) -> None:
         key = p.get(K.CEILING_KEY, best.metric)
         if key not in link.ceilings or best.value > link.ceilings[key].value:
             link.ceilings[key] = _ceiling(best, same)
-    for k in (K.SIZE_AT_90PCT, "ranks", "hosts"):
+    for k in (K.SIZE_AT_90PCT, K.RANKS, K.HOSTS):
         if k in p:
-            link.params.setdefault(f"{p.get('ceiling_key', best.metric)}.{k}", p[k])
+            link.params.setdefault(f"{p.get(K.CEILING_KEY, best.metric)}.{k}", p[k])
 
 
 def _sustained(prof: Profile) -> None:
@@ -200,7 +198,7 @@ def _sustained(prof: Profile) -> None:
         metric = f.get("metric", "")
         if not metric.endswith(".power_data"):
             continue
-        pts: dict[str, Any] = (f.get("params") or {}).get("points") or {}
+        pts: dict[str, Any] = (f.get("params") or {}).get(K.POINTS) or {}
         rate = (pts.get("uniform") or {}).get("rate")
         prec, unit = metric.split(".")[:2]
         c = prof.compute.get(profile_precision(prec), {}).get(unit, {}).get("library")

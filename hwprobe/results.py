@@ -241,13 +241,19 @@ def tidy_frame(measurements: list[Measurement]):
     return pd.DataFrame(rows)
 
 
+def version() -> str:
+    """The running hwprobe's version, as a run's environment and profile record it (hwprobe.__version__; read here,
+    below the package's lazy exports, so that profile_build does not import the package that exports it)."""
+    from hwprobe import __version__
+
+    return __version__
+
+
 def environment(device: Any, suite_name: str, argv: list[str] | None = None, devices: list | None = None,
                 rounds: int = 1) -> dict[str, Any]:
     """What produced these numbers: host, device(s), driver, CUDA and library versions, and who else was using
     the GPU when the run began (their figures may be skewed)."""
     from importlib import metadata
-
-    from hwprobe import __version__
 
     libs = {}
     for name in ("numpy", "numba", "pandas", "cupy-cuda13x", "cupy-cuda12x", "cupy", "nvidia-ml-py",
@@ -257,7 +263,7 @@ def environment(device: Any, suite_name: str, argv: list[str] | None = None, dev
         except metadata.PackageNotFoundError:
             pass
     env: dict[str, Any] = {
-        "hwprobe_version": __version__, "suite": suite_name, "argv": argv or sys.argv,
+        "hwprobe_version": version(), "suite": suite_name, "argv": argv or sys.argv,
         "host": socket.gethostname(), "platform": platform.platform(), "python": sys.version.split()[0],
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "libraries": libs,
         "device": device.to_dict(), "rounds": rounds,

@@ -211,3 +211,34 @@ def test_plain_run_hooks_change_nothing(tmp_path):
     assert D.rank_device("3", env={}) == "3" and D.rank_device(None, env={}) is None
     assert D.rank_out(tmp_path, env={}) == tmp_path
     assert D.finish_run(tmp_path, "p", [], {}, world=D.World()) == "p"
+
+
+@pytest.mark.parametrize("bad", [set(), {2}, {0, 3}])
+def test_nccl_loads_on_every_rank_or_none(monkeypatch, bad):
+    """gpu.nccl and gpu.nccl_pairs load NCCL through one rule: a rank without it makes every rank skip, each naming
+    the ranks that failed and why; where every rank loads it, each goes on with its own engine."""
+    from hwprobe.errors import Skip
+    from hwprobe.probes.interconnect import ncclapi
+
+    here = threading.local()
+
+    def load(prefer="auto"):
+        assert prefer == "ctypes"
+        if here.rank in bad:
+            raise Skip(f"no libnccl.so.2 on rank {here.rank}")
+        return f"engine {here.rank}"
+
+    def body(comm, r):
+        here.rank = r
+        try:
+            return ncclapi.load_on_every_rank(comm, "ctypes")
+        except Skip as e:
+            return str(e)
+
+    monkeypatch.setattr(ncclapi, "load", load)
+    got = run_ranks(4, body)
+    if not bad:
+        assert got == [f"engine {r}" for r in range(4)]
+    else:
+        why = "; ".join(f"rank {r}: no libnccl.so.2 on rank {r}" for r in sorted(bad))
+        assert got == [f"NCCL is not usable on every rank: {why}"] * 4

@@ -202,3 +202,35 @@ def test_plots_live_in_one_package():
                    (getattr(n, "module", None) or a.name).startswith("matplotlib") for a in n.names)
                    for n in ast.walk(ast.parse(f.read_text())))]
     assert drawing and all(d.startswith("hwprobe/report/plots/") for d in drawing), drawing
+
+
+def _face_imports(source: str, face_names: set[str]) -> list[int]:
+    """Lines that import the package's face itself: ``import hwprobe`` or ``from hwprobe import <a name the face
+    defines>`` (``from hwprobe import keys`` names a module, not the face)."""
+    return [n.lineno for n in ast.walk(ast.parse(source))
+            if (isinstance(n, ast.Import) and any(a.name == "hwprobe" for a in n.names))
+            or (isinstance(n, ast.ImportFrom) and n.module == "hwprobe" and not n.level
+                and any(a.name in face_names for a in n.names))]
+
+
+def test_what_the_package_exports_lazily_does_not_import_the_package():
+    """hwprobe/__init__ hands on run, load_profile and analyze by lazy imports, the only imports that run up the
+    house; a module it imports that imports the face back closes a loop (profile_build once took __version__ from
+    it: hwprobe.results.version() reads it from below)."""
+    face = ROOT / "hwprobe" / "__init__.py"
+    tree = ast.parse(face.read_text())
+    names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)} | {
+        t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    exported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    files = [f for m in exported for f in ([ROOT / (m.replace(".", "/") + ".py")] if
+                                            (ROOT / (m.replace(".", "/") + ".py")).exists() else
+                                            sorted((ROOT / m.replace(".", "/")).rglob("*.py")))]
+    assert len(exported) >= 3 and files
+    back = [f"{f.relative_to(ROOT)}:{line}" for f in files for line in _face_imports(f.read_text(), names)]
+    assert not back, back
+
+
+def test_face_import_check_finds_the_version_import():
+    names = {"__version__", "run", "load_profile", "analyze"}
+    assert _face_imports("def f():\n    from hwprobe import __version__\n", names) == [2]
+    assert _face_imports("import hwprobe\nfrom hwprobe import keys as K\nfrom . import run\n", names) == [1]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from hwprobe import keys as K
 from hwprobe import roofline
 from hwprobe.roofline import Roof, RooflineError
 from hwprobe.vocab import ExecUnit, Path
@@ -118,7 +119,7 @@ class Measured(Source):
     def _point_ratio(self, precision: str, align: int, rule: int) -> tuple[float | None, str]:
         """Rate at the rule's alignment over the rate at the layer's alignment, where gpu.gemm_align measured both."""
         f = self._finding(f"align.{precision}.slowdown")
-        pts = {p.get("align"): p for p in ((f or {}).get("params") or {}).get("points", []) if p.get("rate")}
+        pts = {p.get("align"): p for p in ((f or {}).get("params") or {}).get(K.POINTS, []) if p.get("rate")}
         ref = next((pts[a]["rate"] for a in sorted(pts) if a >= rule), None)
         mine = pts.get(align)
         if ref and mine and align < rule:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.errors import InputError
 from hwprobe.fleet.records import PROFILE, RunRecord, expand, labels_for, load_run, record_of
 from hwprobe.fleet.validate import Check, Tolerances, Validation, load_reference, validate
@@ -132,9 +133,9 @@ def _records(run_dir: Path) -> list[dict[str, Any]]:
 
 def _rank_of(d: dict[str, Any]) -> int:
     p = d.get("params") or {}
-    if p.get("scope") == "world":
+    if p.get(K.SCOPE) == "world":
         return WORLD
-    r = p.get("rank")
+    r = p.get(K.RANK)
     return int(r) if isinstance(r, int) else 0
 
 
@@ -159,7 +160,7 @@ def split(rec: RunRecord, run_dir: Path | None) -> list[RankPart]:
             m = Measurement.from_dict(d)
             m.metric = m.metric.removeprefix(f"rank{r}.")
             ms.append(m)
-        host = next((str(d["params"]["host"]) for d in ds if (d.get("params") or {}).get("host")), host0)
+        host = next((str(d["params"][K.HOST]) for d in ds if (d.get("params") or {}).get(K.HOST)), host0)
         dev = devices.get(r, rec.device) if r != WORLD else rec.device
         prof = from_measurements(dev, ms, environment=rec.environment)
         sub = record_of(prof.to_dict(), f"{rec.path}#rank{r}", f"{host}:rank{r}" if r != WORLD else rec.label)

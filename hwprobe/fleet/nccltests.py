@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from hwprobe import keys as K
+
 GB = 1e9
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+(.*)$")
 _HALF = re.compile(r"^([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(N/A|\d+)\s*")
@@ -96,9 +98,9 @@ def hwprobe_points(records: list[dict[str, Any]]) -> dict[tuple[str, int], dict[
         p = r.get("params") or {}
         if r.get("probe") != "gpu.nccl" or r.get("kind") != "sweep" or r.get("verified") is not True:
             continue
-        if ".single." in r.get("metric", "") or p.get("op", "").endswith(".avg"):
+        if ".single." in r.get("metric", "") or p.get(K.OP, "").endswith(".avg"):
             continue
-        out.setdefault((p["op"], int(p["bytes"])), {})[p.get("variant", "out_of_place")] = float(p["busbw"])
+        out.setdefault((p[K.OP], int(p[K.BYTES])), {})[p.get(K.VARIANT, "out_of_place")] = float(p[K.BUSBW])
     return out
 
 

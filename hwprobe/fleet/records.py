@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.errors import InputError
 from hwprobe.flags import Code, has
 from hwprobe.results import MEASUREMENTS, RECORD_FILES, records_file
@@ -147,7 +148,7 @@ def record_of(d: dict[str, Any], path: str, label: str | None = None) -> RunReco
                      version=str(d.get("hwprobe_version") or ""), partial=bool(d.get("partial")),
                      measured=env.get("measured", True) is not False,
                      health=[f for f in d.get("findings") or [] if isinstance(f, dict)
-                             and isinstance((f.get("params") or {}).get("health"), dict)],
+                             and isinstance((f.get("params") or {}).get(K.HEALTH), dict)],
                      devices=[x for x in d.get("devices") or [] if isinstance(x, dict)])
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.vocab import Kind, Verdict
 
-HEALTH = "health"                 # the params key a verdict record carries
 _ORDER = (Verdict.FAIL, Verdict.WARN, Verdict.PASS, Verdict.NOT_AVAILABLE)
 
 
@@ -53,12 +53,12 @@ def to_measurement(v: HealthVerdict, probe: str, index: int | None = None):
 
     metric = f"health.{v.check}" + (f".gpu{index}" if index is not None else "")
     return Measurement(probe=probe, metric=metric, kind=Kind.INFO, value=0.0, unit="",
-                       params={HEALTH: v.to_dict()}, notes=[f"{v.device + ': ' if v.device else ''}{v.line()}"])
+                       params={K.HEALTH: v.to_dict()}, notes=[f"{v.device + ': ' if v.device else ''}{v.line()}"])
 
 
 def from_measurement(d: dict[str, Any]) -> HealthVerdict | None:
     """The verdict of a finding or record dict (profile findings and measurements.jsonl lines), else None."""
-    h = (d.get("params") or {}).get(HEALTH)
+    h = (d.get("params") or {}).get(K.HEALTH)
     if not isinstance(h, dict) or "check" not in h or "verdict" not in h:
         return None
     try:

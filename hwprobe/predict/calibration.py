@@ -43,19 +43,19 @@ class GemmTable:
 
     @classmethod
     def of(cls, grid: C.GemmGrid) -> GemmTable:
-        return cls.from_finding(grid.params())
+        t = np.array([[[np.nan if x is None else x for x in row] for row in plane] for plane in grid.time_s],
+                     dtype=float)
+        if t.ndim != 3 or not np.isfinite(t).any():
+            raise InputError(f"GEMM calibration for {grid.precision} holds no measured point")
+        log_t = np.log(t)
+        _fill(log_t, [grid.m, grid.n, grid.k])
+        return cls(grid.precision, np.asarray(grid.m, float), np.asarray(grid.n, float), np.asarray(grid.k, float),
+                   log_t)
 
     @classmethod
     def from_finding(cls, params: dict) -> GemmTable:
-        """From a grid's params (a GemmGrid's, or a calibration record's)."""
-        t = np.array([[[np.nan if x is None else x for x in row] for row in plane] for plane in params["time_s"]],
-                     dtype=float)
-        if t.ndim != 3 or not np.isfinite(t).any():
-            raise InputError(f"GEMM calibration for {params.get('precision')} holds no measured point")
-        log_t = np.log(t)
-        _fill(log_t, [params["m"], params["n"], params["k"]])
-        return cls(params["precision"], np.asarray(params["m"], float), np.asarray(params["n"], float),
-                   np.asarray(params["k"], float), log_t)
+        """From a calibration record's params (the GemmGrid's fields, hwprobe.calibration)."""
+        return cls.of(C.GemmGrid.from_params(params))
 
     def covers(self, m: float, n: float, k: float) -> bool:
         return all(a[0] <= x <= a[-1] for a, x in ((self.m, m), (self.n, n), (self.k, k)))
@@ -131,13 +131,14 @@ class MemCurve:
 
     @classmethod
     def of(cls, curve: C.KernelCurve) -> MemCurve:
-        return cls.from_finding(curve.params())
+        b, t = np.asarray(curve.bytes, float), np.asarray(curve.time_s, float)
+        order = np.argsort(b)
+        return cls(curve.kind, b[order], t[order])
 
     @classmethod
     def from_finding(cls, params: dict) -> MemCurve:
-        b, t = np.asarray(params["bytes"], float), np.asarray(params["time_s"], float)
-        order = np.argsort(b)
-        return cls(params["kind"], b[order], t[order])
+        """From a calibration record's params (the KernelCurve's fields, hwprobe.calibration)."""
+        return cls.of(C.KernelCurve.from_params(params))
 
     def covers(self, nbytes: float) -> bool:
         return nbytes <= self.bytes[-1]
@@ -213,7 +214,7 @@ def calibration_hint(precision: str) -> str:
         entries = suites.load("predict").entries
     except InputError:
         entries = []
-    lists = {e.probe: tuple(e.params.get("precisions") or ()) for e in entries}
+    lists = {e.probe: tuple(e.params.get("precisions") or ()) for e in entries}  # a probe's arguments
     probes = [p for p in ("gpu.torch_kernels", "gpu.gemm_shapes") if precision in lists.get(p, ())]
     if probes:
         return (f"`hwprobe run --suite predict` on this GPU measures {precision} ({' and '.join(probes)}"

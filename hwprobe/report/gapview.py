@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hwprobe import keys as K
 from hwprobe.gap import Gap, gaps
 from hwprobe.profile import Profile
 from hwprobe.report import tables as tb
@@ -85,7 +86,7 @@ def _data_steps(p: Profile, prec: str, unit: str) -> list[Step]:
         metric = str(f.get("metric", ""))
         if not (metric.startswith(f"{prec}.{unit}.") and metric.endswith(".power_data")):
             continue
-        pts = (f.get("params") or {}).get("points") or {}
+        pts = (f.get("params") or {}).get(K.POINTS) or {}
         u, z = pts.get("uniform") or {}, pts.get("zeros") or {}
         if not (u.get("rate") and z.get("rate")):
             continue

@@ -235,7 +235,7 @@ def links_table(p: Profile) -> Table:
     for name, link in sorted((getattr(p, "links", None) or {}).items()):
         lat = min(link.latency_s.values()) if link.latency_s else None
         for what, c in sorted(link.ceilings.items()):
-            variant = (c.params or {}).get("variant")
+            variant = (c.params or {}).get(K.VARIANT)
             t.rows.append({"link": name, "kind": link.kind, "type": link.link_type, "what": what, "_unit": c.unit,
                            "variant": variant.replace("_", "-") if variant else None,
                            "value": c.value, "theory": c.theory_at_clock, "pct": c.ratio_at_clock, "latency": lat})

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from hwprobe import calibration as C
+from hwprobe import keys as K
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common
 from hwprobe.vocab import Curve
@@ -86,7 +87,7 @@ def _grid(ctx, env, v, prec: str, ms: list[int], nks: list[int]):
     done = int(np.isfinite(table).sum())
     yield ctx.derived(
         C.metric(Curve.GEMM, prec), done, unit="points", kind="info",
-        params={"precision": prec, "variant": v.key, "layout": "TN (linear layer: x @ W^T)", "api": "cublasGemmEx",
+        params={"precision": prec, K.VARIANT: v.key, "layout": "TN (linear layer: x @ W^T)", "api": "cublasGemmEx",
                 "m": ms, "n": nks, "k": nks,
                 "time_s": [[[None if not np.isfinite(x) else float(x) for x in row] for row in plane]
                            for plane in table],
@@ -125,7 +126,7 @@ def _align(ctx, env, v, prec: str):
                                  "aligned_time_s": t0, "factor": t / (t0 * scale)})
     if rows:
         yield ctx.derived(curve, len(rows), unit="points", kind="info",
-                          params={"precision": prec, "points": rows},
+                          params={"precision": prec, K.POINTS: rows},
                           notes=["misaligned over aligned seconds per GEMM (scaled for the extra elements)"])
 
 

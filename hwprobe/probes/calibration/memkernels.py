@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hwprobe import calibration as C
+from hwprobe import keys as K
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common
 from hwprobe.vocab import Curve
@@ -132,7 +133,7 @@ def curve_finding(ctx, kind: str, points: list[tuple[int, float, str]], clocks: 
     pts = sorted(points)
     return ctx.derived(
         C.metric(Curve.MEMORY, kind), len(pts), unit="points", kind="info",
-        params={"kind": kind, "bytes": [p[0] for p in pts], "time_s": [p[1] for p in pts],
+        params={"kind": kind, K.BYTES: [p[0] for p in pts], "time_s": [p[1] for p in pts],
                 "shapes": [p[2] for p in pts], "dtype": "float16", "runtime": "cuda_graph",
                 "sm_mhz_median": float(np.median(clocks)) if clocks else None},
         notes=[f"{kind} kernel: seconds per kernel against bytes moved (read + written), replayed back to back in "
@@ -160,7 +161,7 @@ def run(ctx, kinds: list[str] | None = None, max_bytes: int = 1 << 30):
                 m = ctx.measure(metric, g.launch, work=float(pt.bytes * reps), unit="B/s", kind="sweep",
                                 check=pt.check, warmup=1, rule=common.point_rule().name,
                                 bytes_counted="read + write",
-                                params={"kernel": kind, "bytes": pt.bytes, "shape": pt.shape, "reps": reps,
+                                params={"kernel": kind, K.BYTES: pt.bytes, "shape": pt.shape, "reps": reps,
                                         "cuda_graph": True})
                 yield m
                 if m.valid:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from hwprobe import calibration as C
+from hwprobe import keys as K
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common, grids
 from hwprobe.probes.calibration.torch_timing import capture, check_close, graph_time, param_copies, replay_s, warm
@@ -181,11 +182,11 @@ def _curves(ctx, torch, kinds, sizes):
                 torch.cuda.empty_cache()
             pts.append((moved, t, shape))
             yield ctx.derived(metric, moved / t, unit="B/s", kind="sweep", verified=True,
-                              params={"kernel": kind, "bytes": moved, "time_s": t, "shape": shape, "reps": reps})
+                              params={"kernel": kind, K.BYTES: moved, "time_s": t, "shape": shape, "reps": reps})
         if pts:
             pts.sort()
             yield ctx.derived(curve, len(pts), unit="points", kind="info",
-                              params={"kind": kind, "bytes": [p[0] for p in pts], "time_s": [p[1] for p in pts],
+                              params={"kind": kind, K.BYTES: [p[0] for p in pts], "time_s": [p[1] for p in pts],
                                       "shapes": [p[2] for p in pts], "dtype": "float16", "runtime": "cuda_graph",
                                       "framework": f"torch {torch.__version__}"},
                               notes=[f"PyTorch {kind} kernel: seconds per kernel against bytes moved, replayed in a "
@@ -291,7 +292,7 @@ def _switch(ctx, torch):
         return
     switch = max(0.0, t_mixed - float(np.mean(alone)))
     yield ctx.derived(C.metric(Curve.SWITCH), switch, unit="s", kind="info",
-                      params={"alone_s": alone, "mixed_per_kernel_s": t_mixed, "bytes": SWITCH_BYTES,
+                      params={"alone_s": alone, "mixed_per_kernel_s": t_mixed, K.BYTES: SWITCH_BYTES,
                               "kernels": ["add", "clamp_min", "layer_norm", "softmax", "copy"]},
                       notes=["per-kernel cost of following a different kernel (alternating add, relu, layer norm, "
                              "softmax, copy in one CUDA graph) over the same kernels replayed alone"])

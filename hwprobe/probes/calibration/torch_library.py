@@ -17,6 +17,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from hwprobe import calibration as C
+from hwprobe import keys as K
 from hwprobe.probes.calibration import grids
 from hwprobe.probes.calibration.torch_timing import check_close, graph_time, param_copies, sweep
 from hwprobe.vocab import Curve
@@ -99,7 +100,7 @@ def convs(ctx, torch, precisions, quick: bool):
                               C.point_metric(C.metric(Curve.CONV), prec), f"torch conv2d {prec}", rows)
     if rows:
         yield ctx.derived(C.metric(Curve.CONV), len(rows), unit="points", kind="info",
-                          params={"points": rows, "framework": f"torch {torch.__version__}",
+                          params={K.POINTS: rows, "framework": f"torch {torch.__version__}",
                                   "precisions": sorted({r["precision"] for r in rows}),
                                   "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True},
                           notes=["PyTorch conv2d (cuDNN) per precision: seconds per convolution over output pixels "
@@ -207,7 +208,7 @@ def sdpa(ctx, torch, precisions, quick: bool):
                       rows)
     if rows:
         yield ctx.derived(C.metric(Curve.SDPA), len(rows), unit="points", kind="info",
-                          params={"points": rows, "framework": f"torch {torch.__version__}",
+                          params={K.POINTS: rows, "framework": f"torch {torch.__version__}",
                                   "precisions": sorted({r["precision"] for r in rows})},
                           notes=["PyTorch scaled_dot_product_attention (its fused kernels), seconds per call over "
                                  "batch x heads, sequence (queries = keys) and head size per precision, replayed "

@@ -448,7 +448,7 @@ def record_sentinel(m: Measurement, before, after) -> None:
     from hwprobe.timing import sentinel as sn
 
     sn.record(m.params, before, after)
-    if "sentinel_sm_mhz" in m.params:
+    if K.SENTINEL_SM_MHZ in m.params:
         m.notes.append(sn.NOTE)
 
 
@@ -489,7 +489,7 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
 
                 names = captured_kernel_names(env.cp, g.call, g.set_stream)
                 meas.params["kernels"] = names
-                meas.params["kernel_tensor_core"], meas.params["kernel_evidence"] = tensor_evidence(names)
+                meas.params[K.KERNEL_TENSOR_CORE], meas.params[K.KERNEL_EVIDENCE] = tensor_evidence(names)
         finally:
             close = getattr(g, "close", None)
             if close:
@@ -544,7 +544,7 @@ def ceiling_of(points: list[Measurement], metric: str, curve_points: list[Measur
         what += f", {best.params['algo']}"
     return dataclasses.replace(
         best, metric=metric, kind=Kind.COMPUTE, samples_s=list(best.samples_s), flags=list(best.flags),
-        params={**best.params, "curve": curve, "candidates": [candidate_row(p) for p in points],
+        params={**best.params, K.CURVE: curve, "candidates": [candidate_row(p) for p in points],
                 "ceiling_of": f"best of {len(points)} points ({what}) at {sm_mhz(best) or '?'} MHz"},
         notes=[*best.notes, "efficiency vs size: " + ", ".join(f"{c['n']}: {c['of_best']:.0%}" for c in curve)],
     )

@@ -21,6 +21,7 @@ from functools import cache
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.flags import Code, Flag, has
 from hwprobe.measurement import Measurement
@@ -565,7 +566,7 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
         m = ctx.measure(fam.metric, lambda: fd.launch(cfg, iters, outs), work=warp_instr, unit="warp-instr/s",
                         kind=Kind.SWEEP, check=check, exec_unit=ExecUnit.CUDA_CORE, path=Path.INSTRUCTION, params=p,
                         notes=notes, flags=flags)
-        p["flop_per_s"] = {o.instr: m.value * n / sass_per_trip * 32 * (o.ops_per_step / o.sass_per_step)
+        p[K.FLOP_PER_S] = {o.instr: m.value * n / sass_per_trip * 32 * (o.ops_per_step / o.sass_per_step)
                            for o, n in (counts or expect).items()}
     else:
         m = ctx.measure(fam.metric, lambda: fd.launch(cfg, iters, outs),

@@ -236,7 +236,7 @@ def run_gemm(ctx, precisions=GEMM_PRECISIONS, sizes=(1024, 2048, 4096, 8192),
                            path=Path.LIBRARY), None
         if v.key == "int8.nn":    # the kernel's name where it was read, else the rate against TN (measured first)
             m.exec_unit, note, inferred = gc.kernel_unit(
-                m.params.get("kernel_tensor_core"), m.params.get("kernel_evidence", ""),
+                m.params.get(K.KERNEL_TENSOR_CORE), m.params.get(K.KERNEL_EVIDENCE, ""),
                 gc.int8_layout_exec_unit(m.value, rates.get("int8.tn", {}).get(n)))
             m.notes.append(note)
             m.params[K.EXEC_UNIT_INFERRED] = inferred
@@ -300,7 +300,7 @@ def power_capped(sweeps: dict[str, list[Measurement]]) -> set[str]:
 
 def start_note(m: Measurement) -> str | None:
     """Where a ceiling's point started from and where it ended: a power-capped figure depends on both."""
-    st = m.params.get("start_state") or {}
+    st = m.params.get(K.START_STATE) or {}
     end = m.clocks.temp_c if m.clocks else None
     if not st and end is None:
         return None
@@ -378,7 +378,7 @@ def run_align(ctx, precisions=ALIGN_PRECISIONS, base=4096, aligns=(8, 16, 32, 64
         if rows:
             worst, text = gc.alignment_finding(prec, rows)
             yield ctx.derived(f"align.{prec}.slowdown", worst or 0.0, unit="x", kind=Kind.INFO, precision=prec,
-                              path=Path.LIBRARY, params={"points": rows}, notes=[text])
+                              path=Path.LIBRARY, params={K.POINTS: rows}, notes=[text])
 
 
 def _align_points(ctx, env: CublasEnv, v: gc.GemmVariant, plan, rows_checked: int):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.errors import VerificationError
 from hwprobe.vocab import ExecUnit, Precision
 
@@ -543,13 +544,13 @@ def sparse_speedups(rows: Sequence[dict]) -> dict:
     with_dense = [r for r in rows if r.get("dense")]
     per_size = {int(r["n"]): r["sparse"] / r["dense"] for r in with_dense}
     if not with_dense:
-        return {"per_size": {}, "best_vs_best": None, "best_sparse_n": None, "best_dense_n": None, "suspect": [],
+        return {"per_size": {}, K.BEST_VS_BEST: None, "best_sparse_n": None, "best_dense_n": None, "suspect": [],
                 "per_size_per_clock": {}, "best_vs_best_per_clock": None}
     bs = max(rows, key=lambda r: r["sparse"])
     bd = max(with_dense, key=lambda r: r["dense"])
     # a same-size ratio above 2x (plus noise) says the dense baseline there was inefficient
     suspect = sorted(n for n, s in per_size.items() if s > 2.1)
-    return {"per_size": per_size, "best_vs_best": bs["sparse"] / bd["dense"], "best_sparse_n": int(bs["n"]),
+    return {"per_size": per_size, K.BEST_VS_BEST: bs["sparse"] / bd["dense"], "best_sparse_n": int(bs["n"]),
             "best_dense_n": int(bd["n"]), "suspect": suspect,
             "per_size_per_clock": {int(r["n"]): x for r in with_dense if (x := per_clock_ratio(r, r)) is not None},
             "best_vs_best_per_clock": per_clock_ratio(bs, bd)}

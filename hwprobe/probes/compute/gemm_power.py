@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hwprobe import keys as K
 from hwprobe.errors import Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
@@ -163,8 +164,8 @@ def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, sett
         ratio, text = summarize(f"{prec} ({path.variant}, {path.api})", size, points, limit)
         yield ctx.derived(f"{path.stem}.power_data", ratio, unit="x", kind=Kind.INFO, precision=prec,
                           exec_unit=ExecUnit.TENSOR_CORE, path=Path.LIBRARY, notes=[text],
-                          params={"size": size, "power_limit_w": limit, "variant": path.variant,
-                                  "points": {p.params["data"]: {"rate": p.value,
+                          params={"size": size, K.POWER_LIMIT_W: limit, K.VARIANT: path.variant,
+                                  K.POINTS: {p.params["data"]: {"rate": p.value,
                                                                 "sm_mhz": p.clocks.sm_mhz if p.clocks else None,
                                                                 "power_w": p.clocks.power_w if p.clocks else None,
                                                                 "j_per_op": p.energy_per_op_j,

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hwprobe import keys as K
+
 CLK_FIELDS = 6          # entry cycles, exit cycles, entry ns, exit ns, loop cycles, loop ns (per CTA, per launch)
 AGREEMENT = 0.03        # clocks further apart than this are flagged
 OFF_LAUNCHES = 0.1      # ... and so is a share of launches above this whose event time is off the span by as much
@@ -110,9 +112,9 @@ def verdict(lc: LaunchClocks, work: float, nvml_mhz: float | None, peak_at: Call
     clocks = {"kernel": kernel, "nvml": nvml_mhz}
     busy = float(np.median(lc.busy_share)) if lc.busy_share else None
     params = {
-        "kernel_sm_mhz": [round(x, 1) for x in lc.kernel_mhz],
-        "clocks_mhz": {k: round(v, 1) for k, v in clocks.items() if v},
-        "theory_clock_source": "kernel",
+        K.KERNEL_SM_MHZ: [round(x, 1) for x in lc.kernel_mhz],
+        K.CLOCKS_MHZ: {k: round(v, 1) for k, v in clocks.items() if v},
+        K.THEORY_CLOCK_SOURCE: "kernel",
         "rate_span": value, "rate_event": rate_event,
         "span_s": span, "event_s": event_s, "event_over_span": event_s / span,
         "cta_busy_share": busy,

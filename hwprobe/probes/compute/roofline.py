@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.curves import fit_roofline, ridge_note
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
@@ -139,8 +140,8 @@ def run(ctx, precisions: tuple[str, ...] = tuple(ROOF_PRECISIONS), lo: float = 0
                     metric, repeat(launch, reps), work=flops * reps, unit=unit, kind=Kind.SWEEP,
                     check=_check(prec, m, n_elem, out, grid), warmup=1, rule=trace.name, precision=prec,
                     exec_unit=ExecUnit.CUDA_CORE, path=Path.INSTRUCTION,
-                    params={"intensity": intensity, "precision": prec, "flops": flops,
-                            "bytes": nvec * VECTOR_BYTES, "fma_chain": m, "launches_per_sample": reps,
+                    params={K.INTENSITY: intensity, "precision": prec, "flops": flops,
+                            K.BYTES: nvec * VECTOR_BYTES, "fma_chain": m, "launches_per_sample": reps,
                             "grid": grid, "block": BLOCK, "lanes": "half2" if prec == "fp16" else prec},
                     bytes_counted="bytes read from DRAM (the array, once per launch)",
                 )
@@ -197,6 +198,6 @@ def _ridge(ctx, prec: str, xs: list[float], ys: list[float]) -> Iterator[Measure
         notes.append("no clearly bandwidth-bound point: the slope is a lower bound from the lowest intensity")
     yield ctx.derived(f"roofline.{prec}.ridge", fit.ridge, unit=unit, kind=Kind.INFO, precision=prec,
                       exec_unit=ExecUnit.CUDA_CORE,
-                      params={"bandwidth_Bps": fit.bandwidth, "roof": fit.roof, "reach_90pct_intensity": fit.reach,
+                      params={"bandwidth_Bps": fit.bandwidth, K.ROOF: fit.roof, "reach_90pct_intensity": fit.reach,
                               "memory_bound_points": fit.n_memory_points, "theoretical_ridge": theory},
                       notes=notes)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
@@ -270,7 +271,7 @@ def _sparse_point(ctx, cp, lt, cs, handle, spec, n, rows, l2, version, sustain, 
         prep = {"prune_s": statistics.median(g.prune_s), "compress_s": statistics.median(g.compress_s),
                 "compressed_bytes": g.compressed_bytes, "prune_samples_s": g.prune_s,
                 "compress_samples_s": g.compress_s}
-        params = {"m": n, "n": n, "k": n, "sparse": True, "sparsity": "2:4 (A)", "reps": runner.reps,
+        params = {"m": n, "n": n, "k": n, K.SPARSE: True, K.SPARSITY: "2:4 (A)", "reps": runner.reps,
                   "operand_sets": sets, "cuda_graph": runner.graph, "cusparselt_version": version,
                   "compressed_bytes": g.compressed_bytes, "prune_s": prep["prune_s"], "compress_s": prep["compress_s"],
                   "flop_convention": CONVENTION, "operands": g.operands, "alpha": float(g.alpha),
@@ -334,7 +335,7 @@ def _one_precision(ctx, cp, lt, cs, handle, prec, spec, plan, rows, l2, version)
         ceil = ceiling_of(points, base)
         ceil.params["speedups"] = {r["n"]: r.get("speedup") for r in summary}
         ceil.params["speedups_per_clock"] = {r["n"]: r.get("speedup_per_clock") for r in summary}
-        ceil.params["speedup_best_vs_best"] = sp["best_vs_best"]
+        ceil.params["speedup_best_vs_best"] = sp[K.BEST_VS_BEST]
         ceil.params["speedup_best_vs_best_per_clock"] = sp["best_vs_best_per_clock"]
         yield ceil
         yield _speedup_summary(ctx, prec, spec, summary)
@@ -360,21 +361,21 @@ def _prep_measurement(ctx, prec, spec, n, prep: dict, row: dict) -> Measurement:
 def _speedup_summary(ctx, prec, spec, summary: list[dict]) -> Measurement:
     """Sparse ceiling / dense ceiling (best vs best) is the finding; same-size ratios are listed beside it."""
     sp = gc.sparse_speedups(summary)
-    if sp["best_vs_best"] is None:
+    if sp[K.BEST_VS_BEST] is None:
         return ctx.derived(f"sparse.{prec}.speedup", 0.0, unit="x", kind=Kind.INFO, precision=spec.precision,
-                           path=Path.LIBRARY, params={"points": summary},
+                           path=Path.LIBRARY, params={K.POINTS: summary},
                            notes=["no dense baseline ran: speedup unknown"])
     curve = ", ".join(f"{n}: {s:.2f}x" for n, s in sorted(sp["per_size"].items()))
     prep = {r["n"]: r["prep_s"] for r in summary}
     per_clock = sp["best_vs_best_per_clock"]
     text = (f"2:4 sparse {prec.upper()}: best sparse ({sp['best_sparse_n']}^3) / best dense "
-            f"({sp['best_dense_n']}^3) = {sp['best_vs_best']:.2f}x as measured"
+            f"({sp['best_dense_n']}^3) = {sp[K.BEST_VS_BEST]:.2f}x as measured"
             + (f", {per_clock:.2f}x per clock (each rate over its own settled NVML clock)" if per_clock else "")
             + f" (promised 2x); same-size ratios {curve}; "
             f"pruning + compressing A takes {prep[sp['best_sparse_n']] * 1e3:.2f} ms at {sp['best_sparse_n']}^3")
     if sp["suspect"]:
         text += (f"; same-size ratios above 2x at {', '.join(map(str, sp['suspect']))} come from an inefficient "
                  f"dense baseline there, not from the sparse tensor cores")
-    return ctx.derived(f"sparse.{prec}.speedup", sp["best_vs_best"], unit="x", kind=Kind.INFO,
+    return ctx.derived(f"sparse.{prec}.speedup", sp[K.BEST_VS_BEST], unit="x", kind=Kind.INFO,
                        precision=spec.precision, path=Path.LIBRARY,
-                       params={"points": summary, "promised": 2.0, **sp}, notes=[text])
+                       params={K.POINTS: summary, K.PROMISED: 2.0, **sp}, notes=[text])

@@ -119,7 +119,7 @@ def _measure(ctx, max_mib: int | None, pageable: bool) -> Iterator[Measurement]:
                     m = ctx.measure(f"host.{direction}.{kind}.{size}", fn, work=work, unit="B/s", kind=Kind.SWEEP,
                                     check=check, warmup=1, rule=sweep.name, exec_unit=ExecUnit.COPY_ENGINE,
                                     bytes_counted=_counted(direction),
-                                    params={"bytes": size, "direction": direction, "host_memory": kind},
+                                    params={K.BYTES: size, "direction": direction, "host_memory": kind},
                                     notes=list(notes))
                     if m.verified and (best is None or m.value > best[0]):
                         best = (m.value, size)
@@ -134,7 +134,7 @@ def _measure(ctx, max_mib: int | None, pageable: bool) -> Iterator[Measurement]:
                 yield retried(functools.partial(
                     ctx.measure, f"host.{direction}.{kind}", fn, work=work, unit="B/s", kind=Kind.MEMORY, check=check,
                     level=f"host_{direction}", exec_unit=ExecUnit.COPY_ENGINE, bytes_counted=_counted(direction),
-                    params={"bytes": best[1], "direction": direction, "host_memory": kind,
+                    params={K.BYTES: best[1], "direction": direction, "host_memory": kind,
                             K.CEILING: kind == "pinned"},
                     notes=notes + ([] if kind == "pinned" else
                                    ["pageable host memory: staged by the driver; not the ceiling"])), best[0])

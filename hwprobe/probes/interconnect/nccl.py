@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from hwprobe import keys as K
 from hwprobe.errors import Skip
 from hwprobe.measurement import ClockSummary, Measurement, Stats
 from hwprobe.probes.base import probe
@@ -102,12 +103,12 @@ def _sweep_record(r: dict, n: int, meta: dict, common: dict, suffix: str) -> Mea
     extra = {"api": r["api"]} if r.get("api") else {}
     m = timed_record(PROBE, sweep_metric(op, variant, r["size"], suffix), "sweep", r["samples"], work=work,
                      unit="B/s", bytes_counted="busbw (nccl-tests)" if n > 1 else "algbw (one rank)",
-                     params={**common, "endpoints": meta.get("endpoints", []), "op": op, "variant": variant,
-                             "bytes": r["size"], "count": r["count"], "ranks": n, "iters": r["iters"],
+                     params={**common, K.ENDPOINTS: meta.get("endpoints", []), K.OP: op, K.VARIANT: variant,
+                             K.BYTES: r["size"], "count": r["count"], K.RANKS: n, "iters": r["iters"],
                              "warmup": r.get("warmup"), "timed_iters": r["iters"] * len(r["samples"]),
-                             "time_s": t, "algbw": r["size"] / t, "busbw": r["size"] * f / t,
+                             "time_s": t, "algbw": r["size"] / t, K.BUSBW: r["size"] * f / t,
                              "spread": spread(r["samples"], work), "wrong": r["wrong"], "checked": r["checked"],
-                             "scope": "world", **extra})
+                             K.SCOPE: "world", **extra})
     _verdict(m, r)
     if r["wrong"] and variant == "in_place" and op in C.UNDEFINED_IN_PLACE:
         m.notes.append(f"in-place {op} has no defined result in NCCL (its send and receive share the buffer); "
@@ -125,8 +126,8 @@ def _verdict(m: Measurement, r: dict) -> None:
 
 def _avg_check(r: dict, n: int, common: dict, suffix: str) -> Measurement:
     m = Measurement(probe=PROBE, metric=f"nccl.{r['op']}{suffix}.check", kind="info", value=float(r["wrong"]),
-                    unit="elements", params={**common, "bytes": r["size"], "ranks": n, "wrong": r["wrong"],
-                                             "checked": r["checked"], "scope": "world"})
+                    unit="elements", params={**common, K.BYTES: r["size"], K.RANKS: n, "wrong": r["wrong"],
+                                             "checked": r["checked"], K.SCOPE: "world"})
     m.notes.append(f"all_reduce with ncclAvg at {r['size']} B over {n} ranks: {r['wrong']} of {r['checked']} "
                    "elements further than 2 ulp from the correctly rounded mean")
     _verdict(m, r)
@@ -139,7 +140,7 @@ def curves(ok: list[tuple[dict, Measurement]]) -> dict[str, list[list[float]]]:
     out: dict[str, list[list[float]]] = {}
     for _, m in sorted(ok, key=lambda rm: rm[0]["size"]):
         p = m.params
-        out.setdefault(p["variant"], []).append([p["bytes"], p["busbw"], p["algbw"], p["time_s"],
+        out.setdefault(p[K.VARIANT], []).append([p[K.BYTES], p[K.BUSBW], p["algbw"], p["time_s"],
                                                  m.stats.cv if m.stats else 0.0])
     return out
 
@@ -177,10 +178,10 @@ def _ceilings(op: str, pts: list[tuple[dict, Measurement]], n: int, meta: dict, 
                          work=best_r["size"] * factor, unit="B/s", clocks=clocks, theory=th, link=f"nccl.{op}{suffix}",
                          bytes_counted=f"{key} (nccl-tests: S = {best_r['size']} B"
                                        + (f", x {f:.3g}" if key == "busbw" else "") + f"; {variant.replace('_', '-')})",
-                         params=link_params("collective", meta.get("endpoints", []), meta.get("link_type"), key,
-                                            **common, op=op, ranks=n, bytes=best_r["size"], size_at_90pct=at90,
-                                            variant=variant, by_variant=by_variant, curve=curve, curves=per_variant,
-                                            spread=best_m.params.get("spread"), scope="world"))
+                         params={**link_params("collective", meta.get("endpoints", []), meta.get("link_type"), key),
+                                 **common, K.OP: op, K.RANKS: n, K.BYTES: best_r["size"], K.SIZE_AT_90PCT: at90,
+                                 K.VARIANT: variant, "by_variant": by_variant, K.CURVE: curve, K.CURVES: per_variant,
+                                 "spread": best_m.params.get("spread"), K.SCOPE: "world"})
         m.verified = True
         m.notes += list(meta.get("notes") or [])
         others = [f"{v.replace('_', '-')} {d['busbw'] / 1e9:.4g} GB/s busbw at {d['bytes']} B"
@@ -309,7 +310,7 @@ def _local_meta(devs, mode, eng, plan, notes, cap_note, took) -> dict[str, Any]:
     host = socket.gethostname()
     meta = {"mode": mode, "engine": eng.name, "nccl_version": eng.version_text(),
             "library": eng.library,  # not vocab: the NCCL library's file
-            "hosts": [host], "wall_s": round(took, 2), "notes": list(notes) + ([cap_note] if cap_note else []),
+            K.HOSTS: [host], "wall_s": round(took, 2), "notes": list(notes) + ([cap_note] if cap_note else []),
             "endpoints": [{"rank": r, "host": host, "gpu": d.index, "name": d.name, "uuid": d.uuid}
                           for r, d in enumerate(devs)],
             "link_type": _common_type(pairs), "max_bytes": plan.sizes[-1], **plan_meta(plan)}
@@ -348,14 +349,7 @@ def _run_mpi(ctx, world, sweep: Sweep, min_ranks, engine, notes):
     n = comm.Get_size()
     if n < min_ranks:
         raise Skip(f"{n} MPI rank(s): collectives need at least {min_ranks} (min_ranks = 1 runs the path)")
-    eng, why = None, ""
-    try:
-        eng = ncclapi.load(engine)
-    except Skip as e:
-        why = str(e)
-    all_ok, reasons = distributed.agree(comm, eng is not None, why)
-    if not all_ok:
-        raise Skip("NCCL is not usable on every rank: " + "; ".join(reasons))
+    eng = ncclapi.load_on_every_rank(comm, engine)
     dev = ctx.device
     free = distributed.agree_min(comm, free_bytes_nvml([dev]) or 0) or None
     plan, cap_note = _plan(sweep, n, free, ctx.quick)
@@ -379,7 +373,7 @@ def _run_mpi(ctx, world, sweep: Sweep, min_ranks, engine, notes):
     hosts = sorted({m["host"] for _, m in got})
     meta = {"mode": "mpi", "engine": eng.name, "nccl_version": eng.version_text(),
             "library": eng.library,  # not vocab: the NCCL library's file
-            "hosts": hosts, "wall_s": round(time.perf_counter() - t0, 2), "launcher": world.launcher,
+            K.HOSTS: hosts, "wall_s": round(time.perf_counter() - t0, 2), "launcher": world.launcher,
             "notes": list(notes) + ([cap_note] if cap_note else []), "endpoints": [m for _, m in got],
             "link_type": None, "max_bytes": plan.sizes[-1], "nccl_env": ncclapi.nccl_env(), **plan_meta(plan)}
     if len(hosts) == 1 and all(m["link_Bps"] for _, m in got):

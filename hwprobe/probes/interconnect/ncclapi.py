@@ -311,3 +311,20 @@ def load(prefer: str = "auto") -> Engine:
         except OSError as e:
             tried.append(f"ctypes {path}: {e}")
     raise Skip("NCCL not found (pip install nvidia-nccl-cu12/-cu13, or CuPy with NCCL): " + "; ".join(tried))
+
+
+def load_on_every_rank(comm, prefer: str = "auto") -> Engine:
+    """``load`` on every rank of ``comm``; where any rank cannot, every rank raises Skip with each failing rank's
+    reason (a rank that went on alone would wait forever in a collective the others never enter)."""
+    from hwprobe import distributed
+    from hwprobe.errors import Skip
+
+    eng, why = None, ""
+    try:
+        eng = load(prefer)
+    except Skip as e:
+        why = str(e)
+    ok, reasons = distributed.agree(comm, eng is not None, why)
+    if not ok or eng is None:
+        raise Skip("NCCL is not usable on every rank: " + "; ".join(reasons))
+    return eng

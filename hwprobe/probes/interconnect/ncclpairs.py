@@ -20,6 +20,7 @@ import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from hwprobe import keys as K
 from hwprobe.errors import Skip
 from hwprobe.health import HealthVerdict, to_measurement
 from hwprobe.measurement import Measurement
@@ -119,8 +120,8 @@ def pair_records(results: dict[HostPair, tuple[list[float], int, int]], size: in
         m = timed_record(PROBE, f"nccl_pairs.all_reduce.{pair_key(pair)}.busbw", "memory", samples,
                          work=nbytes * f, unit="B/s", link=f"nccl_pair.{pair_key(pair)}",
                          bytes_counted=f"busbw (nccl-tests: S = {nbytes} B x {f:.3g}, {n} ranks)",
-                         params=link_params("collective", list(pair), None, "busbw", op="all_reduce", ranks=n,
-                                            bytes=nbytes, scope="world", **meta))
+                         params={**link_params("collective", list(pair), None, "busbw"), K.OP: "all_reduce", K.RANKS: n,
+                                 K.BYTES: nbytes, K.SCOPE: "world", **meta})
         m.verified = True
         out.append(m)
     return out
@@ -149,17 +150,9 @@ def run(ctx, size_mib: int = 64, samples: int = 3, min_gap: float = 0.05, z: flo
 def _run_mpi(ctx, comm, world, hosts, size, samples, min_gap, z, engine, runner=None):
     """The rounds under MPI. ``runner(eng, n, uid, rank_in_pair, size, samples) -> sample times`` times one pair's
     all_reduce on this rank (``time_pair``; tests pass a fake)."""
-    from hwprobe import distributed
     from hwprobe.probes.interconnect import ncclapi
 
-    eng, why = None, ""
-    try:
-        eng = ncclapi.load(engine)
-    except Skip as e:
-        why = str(e)
-    ok, reasons = distributed.agree(comm, eng is not None, why)
-    if not ok:
-        raise Skip("NCCL is not usable on every rank: " + "; ".join(reasons))
+    eng = ncclapi.load_on_every_rank(comm, engine)
     runner = runner or time_pair
     rank = comm.Get_rank()
     mine: list[tuple[HostPair, int, list[float]]] = []
@@ -185,13 +178,13 @@ def _run_mpi(ctx, comm, world, hosts, size, samples, min_gap, z, engine, runner=
     for pair, got in per_pair.items():
         k = min(len(t) for _, t in got)
         results[pair] = ([statistics.fmean(t[i] for _, t in got) for i in range(k)], got[0][0], size)
-    meta = {"engine": eng.name, "nccl_version": eng.version_text(), "hosts": sorted(set(hosts)),
+    meta = {"engine": eng.name, "nccl_version": eng.version_text(), K.HOSTS: sorted(set(hosts)),
             "rounds": [[list(p) for p in r] for r in rounds]}
     recs = pair_records(results, size, meta)
     yield from recs
     pv = judge_pairs({p: m.value for p, m in zip(sorted(results), recs, strict=True)}, min_gap, z)
     v = to_measurement(verdict(pv, size), PROBE)
-    v.params["scope"] = "world"                  # made once for the world: merged once, never per rank
+    v.params[K.SCOPE] = "world"                  # made once for the world: merged once, never per rank
     yield v
 
 

@@ -85,7 +85,7 @@ def run(ctx, gpus: str = "auto", methods: tuple[str, ...] = P.METHODS, max_mib: 
         leader = hosts.index(world.host)
         if leader != world.rank:
             yield ctx.skip("p2p.delegated", f"rank {world.rank}: this host's GPU pairs are measured by rank "
-                                            f"{leader} on {world.host}", params={"delegated_to": leader})
+                                            f"{leader} on {world.host}", params={K.DELEGATED_TO: leader})
             return
         tag = f".{world.host}" if len(set(hosts)) > 1 else ""
     devs, why = pick_gpus(ctx.devices, visible_gpus() if gpus != "run" else [], gpus)
@@ -416,7 +416,7 @@ def _concurrency_check(ctx, setup, plan, results) -> Iterator[Measurement]:
     alone = size * reps / sorted(groups[0].samples)[len(groups[0].samples) // 2]
     ratio = together / alone
     m = ctx.derived("p2p.concurrency_check", ratio, unit="x", kind=Kind.INFO,
-                    params={"pair": [a, b], "alone_Bps": alone, "together_Bps": together, "bytes": size,
+                    params={"pair": [a, b], "alone_Bps": alone, "together_Bps": together, K.BYTES: size,
                             "tolerance": CONCURRENCY_TOLERANCE})
     m.notes.append(f"ce {a}->{b}: {together / 1e9:.1f} GB/s beside the other pairs of its round, {alone / 1e9:.1f} "
                    f"GB/s alone ({ratio:.1%})" + ("" if ratio >= CONCURRENCY_TOLERANCE else

@@ -117,7 +117,7 @@ def _chase(ctx, setup, a: int, b: int, name: str, ws: int, words, buf, pos: int,
     want = chase_end(words, pos, launches * steps)
     link, ltype = _link(setup, a, b)
     key = f"chase.{name}.{a}-{b}"
-    params = {"reader": a, "memory_of": b, "working_set_bytes": ws, "lines_in_cycle": len(words), "steps": steps,
+    params = {"reader": a, "memory_of": b, K.WORKING_SET_BYTES: ws, "lines_in_cycle": len(words), "steps": steps,
               "start_position": pos, "kernel_ns_per_step": ns / (launches * steps), "loopback": setup.loopback or None}
     if link:
         params.update(link_params("p2p", [a, b], ltype, key))

@@ -314,9 +314,9 @@ def _sweep(ctx, scope: str, sizes: list[int], point, repeats: int = 3) -> Iterat
     for size in sizes:
         try:
             fn, work, check, it = point(size)
-            params = {"working_set_bytes": size, "scope": scope, "iters": it}
+            params = {K.WORKING_SET_BYTES: size, K.SCOPE: scope, "iters": it}
             if getattr(point, "label", None):
-                params["variant"] = point.label
+                params[K.VARIANT] = point.label
             m = ctx.measure(f"cache.sweep.{scope}.{size}", fn, work=work, unit="B/s", kind=Kind.SWEEP, check=check,
                             warmup=1, repeats=repeats, exec_unit=ExecUnit.CUDA_CORE, params=params,
                             bytes_counted="bytes requested by 16-byte loads (all SMs)")
@@ -325,7 +325,7 @@ def _sweep(ctx, scope: str, sizes: list[int], point, repeats: int = 3) -> Iterat
             yield m
         except Exception as e:
             yield info(ctx, f"cache.sweep.{scope}.{size}", f"sweep point {size} B failed", e,
-                       params={"working_set_bytes": size, "scope": scope})
+                       params={K.WORKING_SET_BYTES: size, K.SCOPE: scope})
     return pts
 
 
@@ -362,7 +362,7 @@ def _refine(ctx, scope: str, pts: dict[int, float], point, window: tuple[float, 
 
 def _ceiling(ctx, metric: str, point, size: int, level: str, scope: str, notes: list[str], **extra) -> Measurement:
     fn, work, check, it = point(size, target=policy.rule("stream").sample_s)
-    params = {"working_set_bytes": size, "scope": scope, "iters": it, **extra}
+    params = {K.WORKING_SET_BYTES: size, K.SCOPE: scope, "iters": it, **extra}
     if getattr(point, "label", None):
         params["variant_label"] = point.label
     return ctx.measure(metric, fn, work=work, unit="B/s", kind=Kind.MEMORY, check=check, level=level,
@@ -409,7 +409,7 @@ def _report_l1(ctx, pts: dict[int, float], point, l1_reported: int, carve_note: 
         notes.append(f"the curve's exit ({ex.size / 1024:.1f} KiB) lies past the physical {l1_reported / 1024:.0f} KiB "
                      "(the 10% rule fires a step late): reported at the physical size")
     yield ctx.derived("cache.l1.capacity", size, unit="B", kind=Kind.CAPACITY, level="l1",
-                      params={"bracket": list(ex.bracket), "reported_bytes": l1_reported, "drop": EXIT_DROP,
+                      params={"bracket": list(ex.bracket), K.REPORTED_BYTES: l1_reported, "drop": EXIT_DROP,
                               "plateau_bps": ex.level, "value_after_bps": ex.after, "exit_bytes": ex.size},
                       notes=notes)
 
@@ -499,10 +499,10 @@ def _report_capacity(ctx, pts: dict[int, float], l2: int) -> Iterator[Measuremen
         notes.append("the curve left its plateau only past the physical size (a cache that replaces lines "
                      "randomly keeps hitting a little past its size): reported as the physical size")
     yield ctx.derived("cache.l2.capacity.effective", eff.value, unit="B", kind=Kind.CAPACITY, level="l2",
-                      params={"bracket": list(eff.exit.bracket), "reported_bytes": l2, "drop": EXIT_DROP,
+                      params={"bracket": list(eff.exit.bracket), K.REPORTED_BYTES: l2, "drop": EXIT_DROP,
                               "plateau_bps": eff.exit.level, "value_after_bps": eff.exit.after,
                               "exit_bytes": eff.exit.size, "clamped": eff.clamped, K.PRIMARY: False,
-                              "curve": [{"bytes": s, "bps": pts[s]} for s in sizes]},
+                              K.CURVE: [{"bytes": s, "bps": pts[s]} for s in sizes]},
                       notes=notes)
 
 
@@ -516,7 +516,7 @@ def _partition_finding(ctx, low: dict[int, float], l2: int) -> Measurement:
     variant = l2plan.LOW_MLP.as_dict()
     if split is None:
         return ctx.derived("cache.l2.partitions", 0.0, unit="", kind=Kind.INFO, level="l2",
-                           params={"curve": curve, "variant": variant},
+                           params={K.CURVE: curve, K.VARIANT: variant},
                            notes=["no near/far step in the latency-bound all-SM read curve inside L2"])
     text = (f"near/far L2 step in bandwidth: with {variant['bytes_in_flight_per_sm']} B of loads in flight per SM "
             f"(latency-bound) the all-SM read rate falls {split.ratio:.2f}x, from {split.upper.level / 1e12:.2f} to "
@@ -524,7 +524,7 @@ def _partition_finding(ctx, low: dict[int, float], l2: int) -> Measurement:
             "past it the lines come from the far partition at about twice the latency. At full MLP the rate is "
             "bound by L2 throughput, not latency, and the step does not show.")
     return ctx.derived("cache.l2.partitions", split.size, unit="B", kind=Kind.INFO, level="l2",
-                       params={"curve": curve, "variant": variant, "split_fraction": split.size / l2,
+                       params={K.CURVE: curve, K.VARIANT: variant, "split_fraction": split.size / l2,
                                "near_bps": split.upper.level, "far_bps": split.lower.level, "ratio": split.ratio},
                        notes=[text])
 

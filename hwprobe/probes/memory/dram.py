@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from hwprobe import keys as K
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
@@ -464,7 +465,7 @@ def _memcpy(ctx, src, dst, nbytes: int, check: Callable[[], None]) -> Iterator[M
             "dram.memcpy_d2d", repeat(launch, reps), work=stream_bytes("copy", nbytes) * reps, unit="B/s",
             kind=Kind.MEMORY, check=check, level="dram", exec_unit=ExecUnit.COPY_ENGINE,
             bytes_counted=bytes_counted("memcpy_d2d"),
-            params={"op": "memcpy_d2d", "array_bytes": nbytes, "calls_per_sample": reps, "api": "cudaMemcpyAsync"},
+            params={K.OP: "memcpy_d2d", "array_bytes": nbytes, "calls_per_sample": reps, "api": "cudaMemcpyAsync"},
             notes=["same-device cudaMemcpy: the driver may use a copy engine or an SM copy kernel"],
         )
     except Exception as e:

@@ -109,7 +109,7 @@ def random_set(dram_set: int, budget: int, quick: bool) -> int:
 def random_note(rnd: Measurement, local: Measurement) -> str:
     """What the fully random chase adds over the page-local one, both with L2 flushed: TLB misses, or none."""
     r, p = rnd.params[K.CYCLES], local.params[K.CYCLES]
-    span = f"random over {rnd.params['working_set_bytes'] / 2**30:.1f} GiB"
+    span = f"random over {rnd.params[K.WORKING_SET_BYTES] / 2**30:.1f} GiB"
     if r >= TLB_COST * p:
         return (f"{span}: {r:.0f} cycles against {p:.0f} page-local ({r / p - 1:+.1%}): includes TLB misses "
                 "(the page-local chase stays in one 2 MiB page for 16384 steps)")
@@ -180,7 +180,7 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
     curve = [{"bytes": s, "ns": m.value * 1e9, "cycles": m.params[K.CYCLES]} for s, m in chases.items()]
     split = far_step(list(chases), [m.value for m in chases.values()], l2)
     text = ", ".join(f"{p['bytes'] / 2**20:.1f} MiB {p['ns']:.0f} ns" for p in curve)
-    params = {"curve": curve, "l2_bytes": l2, "far_step_min": FAR_STEP,
+    params = {K.CURVE: curve, "l2_bytes": l2, "far_step_min": FAR_STEP,
               "unverified_bytes": [s for s in sizes if s not in chases]}
     yield l2_capacity_check(ctx, list(chases), [m.value for m in chases.values()], l2,
                             split.lower.lo_size if split else None)
@@ -194,7 +194,7 @@ def _l2_sweep(ctx, mod, out, rng, top: int) -> Iterator[Measurement]:
     step = (f"L2 chase latency steps {split.ratio:.2f}x at {split.size / 2**20:.1f} MiB "
             f"({split.size / l2:.2f} of L2): near partition {1e9 / split.upper.level:.0f} ns, far "
             f"{1e9 / split.lower.level:.0f} ns")
-    params["split_bytes"] = split.size
+    params[K.SPLIT_BYTES] = split.size
     yield ctx.derived("latency.l2.sweep", split.size, unit="B", kind=Kind.INFO, params=params, notes=[f"{step};", text])
     far = chases[far_size]
     far.metric, far.level = "latency.l2_far", "l2_far"
@@ -214,7 +214,7 @@ def l2_capacity_check(ctx, sizes, seconds, l2: int, far_from: float | None) -> M
                     f"sizes up to {max(sizes, default=0) / 2**20:.0f} MiB", level="l2")
     consistent = abs(ex.size / l2 - 1) <= 0.15
     m = ctx.derived("latency.l2.capacity", min(ex.size, l2), unit="B", kind=Kind.CAPACITY, level="l2",
-                    params={"exit_bytes": ex.size, "bracket": list(ex.bracket), "reported_bytes": l2,
+                    params={"exit_bytes": ex.size, "bracket": list(ex.bracket), K.REPORTED_BYTES: l2,
                             "consistent": consistent, K.PRIMARY: False,
                             "plateau_ns": 1e9 / ex.level, "after_ns": 1e9 / ex.after},
                     notes=[f"single-SM chase: latency leaves the L2 plateau ({1e9 / ex.level:.0f} ns) for DRAM between "

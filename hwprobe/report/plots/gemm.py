@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.judge import ABOVE_THEORY, own_clock
 from hwprobe.report import text as tx
 from hwprobe.report.plots import absent
@@ -40,7 +41,7 @@ def align_pairs(run: Run) -> dict[str, list[dict]]:
     out = {}
     for f in run.findings("align.", ".slowdown"):
         prec = str(f["metric"]).split(".")[1]
-        pts = (f.get("params") or {}).get("points") or []
+        pts = (f.get("params") or {}).get(K.POINTS) or []
         if pts:
             out[prec] = pts
     return out
@@ -53,7 +54,7 @@ def _align_eff(run: Run) -> dict[str, list[tuple[int, float, bool]]]:
         theory = _theory(run, m)
         if not theory:
             continue
-        n = int(m.params.get("m") or m.metric.split(".")[-1])
+        n = int(m.metric.split(".")[-1])          # align.<precision>.<n>: an n^3 GEMM
         prec = profile_precision(m.precision)
         out.setdefault(prec, []).append((n, m.value / theory, n % 2 == 1))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.report import text as tx
 from hwprobe.report.plots import absent
 from hwprobe.report.plots import style as st
@@ -25,8 +26,8 @@ def _capacity(run: Run, level: str) -> tuple[float | None, float | None]:
     d = run.profile.device
     physical = d.get("l2_bytes") if level == "l2" else d.get("l1_smem_bytes_per_sm")
     m = run.measurement(f"cache.{level}.capacity")
-    if m and m.params.get("reported_bytes"):
-        physical = m.params["reported_bytes"]
+    if m and m.params.get(K.REPORTED_BYTES):
+        physical = m.params[K.REPORTED_BYTES]
     return measured, physical
 
 
@@ -169,7 +170,7 @@ def _overlay(ax, runs: list[Run], prefix: str, level: str, name: str) -> None:
 
 def _split(run: Run) -> float | None:
     f = run.finding("latency.l2.sweep")
-    return ((f.get("params") or {}).get("split_bytes") or None) if f else None
+    return ((f.get("params") or {}).get(K.SPLIT_BYTES) or None) if f else None
 
 
 def _host(ax, runs: list[Run]) -> None:
@@ -256,7 +257,7 @@ def _level_labels(ax, runs: list[Run]) -> None:
 
 def _latency_curve(run: Run) -> list[dict]:
     f = run.finding("latency.l2.sweep")
-    return [c for c in ((f.get("params") or {}).get("curve") or []) if c.get("bytes") and c.get("ns")] if f else []
+    return [c for c in ((f.get("params") or {}).get(K.CURVE) or []) if c.get("bytes") and c.get("ns")] if f else []
 
 
 def _levels(run: Run) -> dict[str, tuple[float, float]]:
@@ -266,7 +267,7 @@ def _levels(run: Run) -> dict[str, tuple[float, float]]:
         if not lvl.latency_s:
             continue
         m = next((m for m in run.measurements if m.kind == "latency" and m.level == level), None)
-        ws = (m.params.get("working_set_bytes") if m else None) or _default_ws(run, level)
+        ws = (m.params.get(K.WORKING_SET_BYTES) if m else None) or _default_ws(run, level)
         if ws:
             out[level] = (float(ws), lvl.latency_s)
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.report import text as tx
 from hwprobe.report.plots import absent
 from hwprobe.report.plots import style as st
@@ -22,7 +23,7 @@ def sparse_points(run: Run) -> dict[str, dict]:
     out = {}
     for f in run.findings("sparse.", ".speedup"):
         params = f.get("params") or {}
-        if params.get("points"):
+        if params.get(K.POINTS):
             prec = str(f["metric"]).split(".")[1]
             out[profile_precision(prec)] = params
     return out
@@ -42,14 +43,14 @@ def sparse(runs: list[Run]):
             params = d.get(prec)
             if not params:
                 continue
-            promised = params.get("promised") or promised
-            pts = sorted(params["points"], key=lambda p: p["n"])
+            promised = params.get(K.PROMISED) or promised
+            pts = sorted(params[K.POINTS], key=lambda p: p["n"])
             ns = [p["n"] for p in pts]
             color = st.RUN_COLORS[i] if multi else st.precision_color(prec)
             ls = ["-", "--", ":"][precs.index(prec) % 3] if multi else "-"
             who = f"{run.label}: " if multi else ""
             ax.plot(ns, [p["speedup"] for p in pts], marker="o", color=color, ls=ls, lw=1.4,
-                    label=f"{who}{prec.upper()} (best sparse / best dense {params.get('best_vs_best', 0):.2f}x)")
+                    label=f"{who}{prec.upper()} (best sparse / best dense {params.get(K.BEST_VS_BEST, 0):.2f}x)")
             ax_rate.plot(ns, [p["sparse"] for p in pts], marker="o", color=color, ls=ls, lw=1.4,
                          label=f"{who}{prec.upper()} 2:4 sparse")
             ax_rate.plot(ns, [p["dense"] for p in pts], marker="s", color=color, ls=ls, lw=0.9, alpha=0.6,
@@ -80,7 +81,7 @@ def power_points(run: Run) -> list[tuple[str, dict]]:
     """[(library path, {distribution: {rate, sm_mhz, power_w, j_per_op, per_clock}})] from gpu.gemm_power."""
     out = []
     for f in run.findings(suffix=".power_data"):
-        pts = (f.get("params") or {}).get("points") or {}
+        pts = (f.get("params") or {}).get(K.POINTS) or {}
         if pts:
             out.append((str(f["metric"])[: -len(".power_data")], pts))
     return out
@@ -146,7 +147,7 @@ def power(runs: list[Run]):
 
 def _power_limit(run: Run) -> float | None:
     for f in run.findings(suffix=".power_data"):
-        lim = (f.get("params") or {}).get("power_limit_w")
+        lim = (f.get("params") or {}).get(K.POWER_LIMIT_W)
         if lim:
             return float(lim)
     return (run.profile.device.get("nvml") or {}).get("power_limit_w")

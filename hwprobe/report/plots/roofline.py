@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hwprobe import keys as K
 from hwprobe.report import text as tx
 from hwprobe.report.plots import NoData
 from hwprobe.report.plots import style as st
@@ -65,7 +66,7 @@ def roofs(run: Run, unit: str, index: int = 0) -> list[Roof]:
     if not out and unit == ExecUnit.CUDA_CORE and not p.compute:
         for f in run.findings("roofline.", ".ridge"):
             prec = str(f["metric"]).split(".")[1]
-            roof = (f.get("params") or {}).get("roof")
+            roof = (f.get("params") or {}).get(K.ROOF)
             if roof and bw:
                 unit_name = "OP/s" if tx.is_integer(prec) else "FLOP/s"
                 out.append(Roof(prec, unit, roof, unit_name, str(f["metric"]), None, index, roof / bw,
@@ -190,8 +191,8 @@ def _limits(unit: str, runs: list[Run]) -> tuple[float, float, float, float]:
     xmin = 1 / 8
     xmax = 2 ** np.ceil(np.log2(max(ridges + [8]) * 8))
     if pts:
-        xmin = min(xmin, min(m.params.get("intensity", 1) for m in pts) / 2)
-        xmax = max(xmax, 2 * max(m.params.get("intensity", 1) for m in pts))
+        xmin = min(xmin, min(m.params.get(K.INTENSITY, 1) for m in pts) / 2)
+        xmax = max(xmax, 2 * max(m.params.get(K.INTENSITY, 1) for m in pts))
     xmax = min(xmax, 2.0 ** 15)
     bw = min(level_bw(run, "dram") or np.inf for run in runs)
     ymax = max(tops) * 2.2
@@ -258,8 +259,8 @@ def _slopes(ax, run: Run, unit: str, i: int, multi: bool, xmin: float, xmax: flo
 def _sweep(ax, run: Run, unit: str, i: int, multi: bool) -> None:
     by_prec: dict[str, list[tuple[float, float]]] = {}
     for m in run.sweeps("roofline."):
-        if m.exec_unit in (unit, None) and "intensity" in m.params:
-            by_prec.setdefault(m.precision or m.params.get("precision", "?"), []).append((m.params["intensity"],
+        if m.exec_unit in (unit, None) and K.INTENSITY in m.params:
+            by_prec.setdefault(m.precision or "?", []).append((m.params[K.INTENSITY],
                                                                                           m.value))
     for prec, pts in by_prec.items():
         xs, ys = np.array(sorted(pts)).T
@@ -271,7 +272,7 @@ def _sweep(ax, run: Run, unit: str, i: int, multi: bool) -> None:
 def _fp16_note(ax, unit: str, runs: list[Run]) -> None:
     """Where the FP16 sweep levels off under the CUDA-core FP16 roof, say why on the plot."""
     run = runs[0]
-    pts = [m for m in run.sweeps("roofline.fp16.") if "intensity" in m.params]
+    pts = [m for m in run.sweeps("roofline.fp16.") if K.INTENSITY in m.params]
     roof = run.profile.peak("fp16", unit)
     if unit != ExecUnit.CUDA_CORE or not pts or not roof:
         return
@@ -279,13 +280,13 @@ def _fp16_note(ax, unit: str, runs: list[Run]) -> None:
     if top > 0.75 * roof.value:
         return
     pipe = run.measurement("experiment.cuda_core.hfma2_fma_pipe")
-    pipe_rate = ((pipe.params.get("flop_per_s") or {}).get("hfma") if pipe else None) or None
+    pipe_rate = ((pipe.params.get(K.FLOP_PER_S) or {}).get("hfma") if pipe else None) or None
     src = (f"HFMA2 on the FMA pipe alone runs {si(pipe_rate, 'FLOP/s')} (gpu.fma)" if pipe_rate else
            f"the sweep tops out at {si(top, 'FLOP/s')}")
     ax.annotate(f"FP16 sweep levels off at {si(top, 'FLOP/s')}, half the {si(roof.value, 'FLOP/s')} HFMA2 roof:\n"
                 f"its half2 FMA chains issue as plain HFMA2 on the FMA pipe only;\n"
                 f"the full rate also issues HFMA2.MMA on the MMA pipe ({src})",
-                xy=(sorted(m.params["intensity"] for m in pts)[-3], top), xytext=(0.98, 0.06),
+                xy=(sorted(m.params[K.INTENSITY] for m in pts)[-3], top), xytext=(0.98, 0.06),
                 textcoords="axes fraction", ha="right", va="bottom", fontsize=7.5, color="#225522",
                 arrowprops={"arrowstyle": "->", "color": "#225522", "lw": 0.8},
                 bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "#99bb99", "lw": 0.6})
