@@ -15,6 +15,9 @@ import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from hwprobe.results import records_file, records_text  # noqa: E402
+
 MIB = 1 << 20
 FIGURES = ("cache.l2.read", "cache.l2.read.peer_method", "cache.l2.read.merge_free")
 # gpu-benches' sumKernel<64, 1024>: 200000 blocks x 1024 threads x 64 doubles requested per launch
@@ -41,7 +44,7 @@ def bench_median(curve: dict[int, float], lo: float = 2 * MIB, hi: float = 20 * 
 
 
 def hwprobe_figures(run: Path) -> dict[str, dict]:
-    recs = [json.loads(x) for x in (run / "measurements.jsonl").read_text().splitlines() if x.strip()]
+    recs = [json.loads(x) for x in records_text(run).splitlines() if x.strip()]
     return {r["metric"]: r for r in recs if r.get("metric") in FIGURES}
 
 
@@ -72,7 +75,7 @@ def main(lease: str) -> int:
     ref = statistics.median(benches.values())
     worst = 1.0
     print(f"{'hwprobe run':14s} {'l2.read':>8s} {'peer_method':>11s} {'/ bench':>7s} {'merge_free':>10s}  (TB/s)")
-    for run in sorted(p for p in d.iterdir() if (p / "measurements.jsonl").exists()):
+    for run in sorted(p for p in d.iterdir() if records_file(p) is not None):
         f = hwprobe_figures(run)
         peer = f["cache.l2.read.peer_method"]["value"]
         worst = min(worst, peer / ref)
