@@ -57,3 +57,21 @@ def test_the_committed_validation_file_is_what_the_tool_writes_and_follows_the_s
     assert doc["cases"] and all(c["split"] == split_of(c["model"]) for c in doc["cases"])
     assert {c["family"] for c in doc["cases"]} == {"cnn", "transformer"}
     assert {c["gpu"] for c in doc["cases"]} == {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}
+
+
+def test_onnx_folder_or_its_committed_archive(tmp_path):
+    """--onnx takes the exports' folder or the committed onnx.tgz (unpacked for the run, then removed)."""
+    import tarfile
+
+    mod = load_tool("compare_predictions")
+    src = tmp_path / "onnx"
+    src.mkdir()
+    (src / "m-b1.onnx").write_bytes(b"x")
+    with mod.onnx_dir(src) as d:
+        assert d == src
+    with tarfile.open(tmp_path / "onnx.tgz", "w:gz") as tar:
+        tar.add(src, arcname="onnx")
+    with mod.onnx_dir(tmp_path / "onnx.tgz") as d:
+        assert mod.onnx_for(d, "m", 1) == d / "m-b1.onnx" and mod.onnx_for(d, "m", 2) is None
+        kept = d
+    assert not kept.exists()

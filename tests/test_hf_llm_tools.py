@@ -132,3 +132,13 @@ def test_compare_main_on_the_real_profile(tmp_path, capsys):
     bad.write_text("{}")
     assert cmp.main([str(bad), "--profile", str(H200)]) == 2
     assert "not tools/validate_hf_llm.py output" in capsys.readouterr().err
+
+
+def test_the_committed_h100_run_reads_gzipped_with_a_tuned_familys_kernels_at_every_case():
+    doc = cmp.load_measured(str(ROOT / "profiles/h100-sxm/2026-11-27-hf-llm/hf_llm_measured.json.gz"))
+    assert doc["gpu"].startswith("NVIDIA H100") and doc["transformers"].startswith("5.")
+    llama = {(k["runtime"], k["phase"], k["batch"], k["length"]) for k in doc["kernels"]
+             if k["model"] == "llama-3.2-1b"}
+    assert ("hf", "decode", 64, 1024) in llama and ("hf", "prefill", 8, 2048) in llama
+    qwen = {(k["runtime"], k["phase"]) for k in doc["kernels"] if k["model"] == "qwen3-8b"}
+    assert len(qwen) == sum(k["model"] == "qwen3-8b" for k in doc["kernels"])      # held out: first case only

@@ -60,9 +60,12 @@ class Row:
 def load_measured(path: str) -> dict:
     from hwprobe.errors import InputError
 
+    import gzip
+
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
+        raw = Path(path).read_bytes()
+        doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)   # committed runs are gzipped
+    except (OSError, ValueError) as e:
         raise InputError(f"cannot read {path!r}: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list) or not isinstance(doc.get("models"), dict):
         raise InputError(f"{path!r} is not tools/validate_hf_llm.py output (no 'cases' and 'models')")

@@ -21,6 +21,9 @@ import importlib.util
 import json
 import statistics
 import sys
+import tarfile
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 RUNTIME = {"cuda_graph": "graph", "eager": "eager"}
@@ -39,6 +42,18 @@ def onnx_for(onnx_dir: Path, model: str, batch: int) -> Path | None:
         if (onnx_dir / name).exists():
             return onnx_dir / name
     return None
+
+
+@contextmanager
+def onnx_dir(path: Path):
+    """The folder of ONNX exports: ``path`` itself, or a committed archive of it (``onnx.tgz``, whose ``onnx/``
+    folder is unpacked into a temporary folder for the run)."""
+    if path.is_dir():
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="hwprobe-onnx-") as tmp, tarfile.open(path) as tar:
+        tar.extractall(tmp, filter="data")
+        yield Path(tmp) / "onnx"
 
 
 def compare(measured: dict, onnx_dir: Path, profile, variants: set[str]) -> list[dict]:
@@ -118,6 +133,26 @@ def dump_summary(doc: dict) -> str:
     return f'{head},\n "cases": [\n{cases}\n ]\n}}\n'
 
 
+def split_table(doc: dict, source_prefix: str = "") -> str:
+    """The validation file summed up as Markdown: per GPU, split, family, runtime and layout, the cases, the median
+    and worst |error| and how many are within 20% (only cases filed under ``source_prefix``, when given)."""
+    import pandas as pd
+
+    df = pd.DataFrame([c for c in doc["cases"] if str(c.get("source", "")).startswith(source_prefix)])
+    if df.empty:
+        return "(no cases)\n"
+    df["abs"] = df["error_pct"].abs()
+    g = df.groupby(["gpu", "split", "family", "runtime", "layout"])["abs"]
+    out = g.agg(cases="count", median="median", worst="max",
+                within_20=lambda e: int((e <= 20).sum())).reset_index()
+    lines = ["| GPU | split | family | runtime | layout | cases | median |error| | worst | within 20% |",
+             "|---|---|---|---|---|---:|---:|---:|---:|"]
+    for r in out.itertuples(index=False):
+        lines.append(f"| {r.gpu} | {r.split} | {r.family} | {r.runtime} | {r.layout} | {r.cases} | "
+                     f"{r.median:.1f}% | {r.worst:.1f}% | {r.within_20} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--measured", required=True)
@@ -130,11 +165,18 @@ def main() -> None:
     ap.add_argument("--where", default="", help="the source these cases are filed under in the summary (the "
                     "committed validation run's directory); its earlier cases there are replaced")
     ap.add_argument("--title", default="Predicted vs measured model time")
+    if "--table" in sys.argv[1:]:         # the summary mode: compare_predictions.py --table FILE [--source PREFIX]
+        tp = argparse.ArgumentParser(description="the split table of a validation file")
+        tp.add_argument("--table", required=True, metavar="VALIDATION_JSON")
+        tp.add_argument("--source", default="", help="only cases filed under this source prefix")
+        t = tp.parse_args()
+        print(split_table(read_json(Path(t.table)), t.source), end="")
+        return
     a = ap.parse_args()
     from hwprobe.profile_build import load_profile
 
-    rows = compare(read_json(Path(a.measured)), Path(a.onnx), load_profile(a.profile),
-                   set(a.variants.split(",")))
+    with onnx_dir(Path(a.onnx)) as where:
+        rows = compare(read_json(Path(a.measured)), where, load_profile(a.profile), set(a.variants.split(",")))
     Path(a.out).write_text(markdown(rows, a.title))
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
