@@ -163,11 +163,11 @@ def test_masked_attention_streams_its_bytes_at_dram_speed_at_any_batch():
     assert t16.time_s == pytest.approx(fixed + many.bytes / pricer.dram_bw)
 
 
-def test_repeat_kv_is_priced_as_a_broadcast_copy():
+def test_repeat_kv_is_priced_as_a_strided_copy():
     """repeat_kv's expand + reshape runs PyTorch's non-vectorized copy kernel (the tuned families' profiler lists:
     llama-3.2-1b b16 x 1024 on the H100, 78.6 us a copy for 67 MB written, a third of the contiguous copy's speed):
-    an ``expand`` of 2 x its output's bytes, on the bias curve (the same kernel template over a broadcast input),
-    said in the note and outside the calibration."""
+    an ``expand`` of 2 x its output's bytes, on the cat curve (the calibrated strided copy), said in the note and
+    outside the calibration."""
     from hwprobe.analysis.llm import predictor
     from hwprobe.lowering.ops import KernelOp
 
@@ -176,8 +176,8 @@ def test_repeat_kv_is_priced_as_a_broadcast_copy():
     assert rk.kind == "expand" and rk.bytes == 2 * 16 * 32 * 1024 * 128 * 2
     pricer, _ = predictor(str(H200), "graph")
     t = pricer.time(rk)
-    assert t.source == "framework.bias" and not t.covered and "no expand curve: the bias curve" in t.note
-    assert t.time_s == pytest.approx(pricer.time(KernelOp("b", "bias", "bf16", bytes=rk.bytes)).time_s)
+    assert t.source == "framework.cat" and not t.covered and "no expand curve: the cat curve" in t.note
+    assert t.time_s == pytest.approx(pricer.time(KernelOp("b", "cat", "bf16", bytes=rk.bytes)).time_s)
     assert t.time_s > 2 * pricer.time(KernelOp("c", "copy", "bf16", bytes=rk.bytes)).time_s
 
 

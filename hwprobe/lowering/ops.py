@@ -15,7 +15,7 @@ from dataclasses import dataclass
 # batchnorm: an unfused inference BatchNorm, a per-channel scale and shift; groupnorm: GroupNorm or InstanceNorm,
 # statistics per group of channels; resize: an upsampling or downsampling; expand: a broadcast (expanded) view
 # made contiguous, such as transformers' ``repeat_kv``: ``bytes`` = 2 x its output's, each output element read and
-# written by PyTorch's non-vectorized elementwise kernel); allreduce: ``bytes`` per rank.
+# written by PyTorch's non-vectorized copy kernel); allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
                 "embedding", "batchnorm", "groupnorm", "resize", "unary", "expand")

@@ -44,7 +44,7 @@ from hwprobe.vocab import ExecUnit, Path
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
-                "resize": "unary", "unary": "unary", "expand": "bias"}
+                "resize": "unary", "unary": "unary", "expand": "transpose"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
@@ -53,13 +53,15 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 # Where a profile lacks a kind's own framework curve: the curve of the kernel nearest in what it does (pool and
 # cat: profiles measured before those curves; unary: before the unary curve). The kinds in STAND_IN_UNCOVERED are
 # then outside the calibration: an unfused BatchNorm on the broadcast-add curve, GroupNorm/InstanceNorm on
-# LayerNorm's, a resize on the copy's, and an expand (a broadcast view made contiguous: ``repeat_kv``) on the
-# broadcast-add curve: no curve times that copy, and the bias kernel is the same non-vectorized elementwise template
-# over a broadcast operand (the contiguous copy curve runs the vectorized one, about three times faster per byte).
+# LayerNorm's, a resize on the copy's, and an expand (a broadcast view made contiguous: ``repeat_kv``) on the cat
+# curve: no curve times that copy; both are strided copies, one 2-byte load and one store per element through an
+# index map, not vectorized (the contiguous copy curve is, about three times faster per byte). The tuned families'
+# profiler lists put repeat_kv within 2-10% of the cat curve per element (the bias curve, the same elementwise
+# template over two inputs, 9-19% slower).
 FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "unary": "copy", "batchnorm": "bias", "groupnorm": "norm",
-                      "resize": "copy", "expand": "bias"}
+                      "resize": "copy", "expand": "cat"}
 STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "expand")
-STAND_IN_WHY = {"expand": "the same non-vectorized elementwise kernel over a broadcast input, per output element"}
+STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectorized"}
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
 # before 2026-11-26's eighth session: 1x1/3x3 channels-last only, stems in both).
