@@ -89,6 +89,19 @@ def test_compiled_and_eager_and_fused_llama_decode():
     assert sum(per_layer(lower_serving(LLAMA, Case.decode(16, 2048))).values()) == 10
 
 
+def test_dynamic_cache_cat_is_a_contiguous_copy():
+    """DynamicLayer.update's cat along the sequence runs PyTorch's vectorized cat (the tuned families' profiler
+    lists, eager decode: CatArrayBatchedCopy_vectorized, llama-3.2-1b 64 x 4096 on the H100: 537 MB in 189 us,
+    2.8 TB/s), priced as a copy, not on the cat curve (rotary's non-vectorized half-row cat, 0.43 G elements/s)."""
+    from hwprobe.analysis.llm import predictor
+
+    ops = lower_hf(LLAMA, Step("dynamic", Case.decode(64, 4096), 4096))
+    cat = next(o for o in ops if o.name == "layers.0.k_cache_cat")
+    assert cat.kind == "copy" and cat.bytes == 2 * 64 * 8 * 4095 * 128 * 2 + 2 * 64 * 8 * 128 * 2
+    pricer, _ = predictor(str(H200), "eager")
+    assert pricer.time(cat).source == "framework.copy"
+
+
 def test_family_traits_change_the_kernels():
     dec = Case.decode(1, 2048)
 

@@ -181,8 +181,9 @@ def _cache_write(e: _HF, p: str, i: int) -> int:
     if not step.static:                     # DynamicLayer / DynamicSlidingWindowLayer.update: cat
         keys = cfg.keys(i, case.context)
         held = keys - e.t if not cfg.slides(i) else min(case.context - e.t, cfg.sliding_window - 1)
-        for kv in ("k", "v"):
-            e.k(f"{p}{kv}_cache_cat", "cat", 2 * e.b * kvh * held * d * A + 2 * new)
+        for kv in ("k", "v"):               # along the sequence: each (sequence, head) block contiguous, so
+            #                                 PyTorch runs its vectorized cat, a contiguous copy's speed
+            e.k(f"{p}{kv}_cache_cat", "copy", 2 * e.b * kvh * held * d * A + 2 * new)
         return keys if not cfg.slides(i) else held + e.t
     length = min(cfg.sliding_window, step.cache_len) if cfg.slides(i) else step.cache_len
     start = case.context - e.t                  # positions already in the cache
