@@ -58,9 +58,9 @@ class Row:
 
 
 def load_measured(path: str) -> dict:
-    from hwprobe.errors import InputError
-
     import gzip
+
+    from hwprobe.errors import InputError
 
     try:
         raw = Path(path).read_bytes()

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 # a fused (flash) attention over ``batch`` = sequences x heads, ``m`` queries, ``n`` keys, head size ``k``;
 # the memory kinds move ``bytes`` (read + written) with little arithmetic (norm: a row norm such as LayerNorm;
 # batchnorm: an unfused inference BatchNorm, a per-channel scale and shift; groupnorm: GroupNorm or InstanceNorm,
-# statistics per group of channels; resize: an upsampling or downsampling); allreduce: ``bytes`` per rank.
+# statistics per group of channels; resize: an upsampling or downsampling; expand: a broadcast (expanded) view
+# made contiguous, such as transformers' ``repeat_kv``: ``bytes`` = 2 x its output's, each output element read and
+# written by PyTorch's non-vectorized copy kernel); allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
-                "embedding", "batchnorm", "groupnorm", "resize", "unary")
+                "embedding", "batchnorm", "groupnorm", "resize", "unary", "expand")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")
@@ -44,8 +46,8 @@ class KernelOp:
     #                                   implicit GEMM reads its input once, not the kh x kw times larger im2col matrix
     conv_stride: int = 1              # gemm from a convolution: its stride
     conv_images: int = 0              # a convolution: images in the batch (0: not known)
-    backend: str = ""                 # attention: "efficient" = SDPA's masked (memory-efficient) kernel, one block of
-    #                                   queries per (sequence, head): no split over the keys; "" = flash
+    backend: str = ""                 # attention: "efficient" = SDPA's masked kernel (cuDNN's or the
+    #                                   memory-efficient one) over K/V already expanded to every head; "" = flash
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

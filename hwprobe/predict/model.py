@@ -44,19 +44,24 @@ from hwprobe.vocab import ExecUnit, Path
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
-                "resize": "unary", "unary": "unary"}
+                "resize": "unary", "unary": "unary", "expand": "transpose"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
-                   "resize": "resize", "unary": "unary"}
+                   "resize": "resize", "unary": "unary", "expand": "expand"}
 # Where a profile lacks a kind's own framework curve: the curve of the kernel nearest in what it does (pool and
 # cat: profiles measured before those curves; unary: before the unary curve). The kinds in STAND_IN_UNCOVERED are
 # then outside the calibration: an unfused BatchNorm on the broadcast-add curve, GroupNorm/InstanceNorm on
-# LayerNorm's, a resize on the copy's.
+# LayerNorm's, a resize on the copy's, and an expand (a broadcast view made contiguous: ``repeat_kv``) on the cat
+# curve: no curve times that copy; both are strided copies, one 2-byte load and one store per element through an
+# index map, not vectorized (the contiguous copy curve is, about three times faster per byte). The tuned families'
+# profiler lists put repeat_kv within 2-10% of the cat curve per element (the bias curve, the same elementwise
+# template over two inputs, 9-19% slower).
 FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "unary": "copy", "batchnorm": "bias", "groupnorm": "norm",
-                      "resize": "copy"}
-STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize")
+                      "resize": "copy", "expand": "cat"}
+STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "expand")
+STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectorized"}
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
 # before 2026-11-26's eighth session: 1x1/3x3 channels-last only, stems in both).
@@ -279,20 +284,23 @@ class Predictor:
                             note, max(self.gemm_floor_s(op.precision), mem_floor))
 
     def _efficient_attention(self, op: KernelOp, nbytes: float) -> OpTime:
-        """SDPA's memory-efficient kernel under a mask (what transformers runs with a static cache): the products at
-        the P @ V GEMM rate, the bytes (K and V already expanded to every query head, the mask) at the copy curve's
-        speed, but spread over only batch x ceil(queries / 64) blocks: with fewer blocks than SMs the kernel
-        streams the keys on that share of the SMs (no split over the keys, unlike flash decoding). The share is an
-        assumption, not a calibration: tools/compare_hf_llm.py sets it against the profiler's kernel times."""
+        """SDPA's masked kernel (what transformers runs with a static cache; cuDNN's fused attention on Hopper under
+        torch 2.11, the memory-efficient kernel before): the products at the P @ V GEMM rate, and a read stream of
+        its bytes (K and V already expanded to every query head, the mask; the output is small) at the profile's
+        measured DRAM bandwidth after the framework's fixed cost of a fused attention (the SDPA table's fastest
+        call; the copy curve's where the profile has no SDPA table). No copy curve prices the stream: its kernels
+        write as much as they read. Without a DRAM bandwidth: the copy curve at the bytes."""
         rows = op.batch * op.m
         t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
         rate = 2.0 * rows * op.k * op.n / t_pv
         mem_s, _, _, _, mem_floor = self._mem_time("copy", nbytes)
-        blocks = op.batch * -(-op.m // 64)
-        share = min(1.0, blocks / self.sms) if self.sms else 1.0
-        note = "; ".join(x for x in (note, f"masked SDPA: {blocks} blocks on {self.sms or '?'} SMs") if x)
-        floor_s = max(self.gemm_floor_s(op.precision), mem_floor)
-        return self._finish(op, max(op.gemm_flops / rate, mem_s / share), op.gemm_flops, nbytes, covered,
+        sdpa, _ = _own_or_sibling(self.cal.sdpa, op.precision, "SDPA") if self.cal.sdpa else (None, "")
+        fixed = sdpa.floor_s() if sdpa is not None else mem_floor
+        if self.dram_bw:
+            mem_s = fixed + nbytes / self.dram_bw
+            note = "; ".join(x for x in (note, "masked SDPA: its bytes read at the DRAM bandwidth") if x)
+        floor_s = max(self.gemm_floor_s(op.precision), fixed)
+        return self._finish(op, max(op.gemm_flops / rate, mem_s), op.gemm_flops, nbytes, covered,
                             "attention.efficient", note, floor_s)
 
     def _framework_curve(self, kind: str) -> str:
@@ -308,7 +316,8 @@ class Predictor:
         if fw is not None:
             own = FRAMEWORK_CURVE.get(kind, "copy")
             if fw_name != own and kind in STAND_IN_UNCOVERED:
-                return (fw.time(nbytes), False, f"no {own} curve: the {fw_name} curve", f"framework.{fw_name}",
+                why = f" ({STAND_IN_WHY[kind]})" if kind in STAND_IN_WHY else ""
+                return (fw.time(nbytes), False, f"no {own} curve: the {fw_name} curve{why}", f"framework.{fw_name}",
                         fw.floor_s())
             return fw.time(nbytes), fw.covers(nbytes), "", f"framework.{fw_name}", fw.floor_s()
         name = MEMORY_CURVE.get(kind, "unary")
@@ -317,6 +326,8 @@ class Predictor:
         if curve is None:
             raise InputError("the profile has no memory-kernel calibration (run the 'predict' suite)")
         note = "" if curve.kind == name else f"no {name} curve: the {curve.kind} curve"
+        if kind in STAND_IN_WHY and curve.kind == name:
+            note = f"no {kind} curve: the {name} curve ({STAND_IN_WHY[kind]})"
         covered = curve.covers(nbytes) and kind not in STAND_IN_UNCOVERED
         return curve.time(nbytes), covered, note, f"memory.{name}", curve.floor_s()
 

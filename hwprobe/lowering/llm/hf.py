@@ -26,9 +26,11 @@ q/k/v as ``nn.Linear`` (one GEMM each, a bias in cuBLASLt's epilogue; Phi-3 one 
 layer's device counter, the counter's ``add_``, ``index_copy_`` of K and of V; ``StaticSlidingWindowLayer`` once
 its window is full: ``roll``, ``index_put`` and ``copy_`` back of K and of V; ``DynamicLayer.update``: ``cat`` of K
 and of V); attention (``sdpa_attention_forward``): with a mask, ``repeat_kv`` copies K and V to every query head
-over the whole cache (``use_gqa_in_sdpa`` is false under a mask), ``convert_boolean_attn_mask`` turns the boolean
-mask into an additive one (a fill and a ``where``) and SDPA runs its memory-efficient kernel over every cached
-position, masked or not; without one, flash with ``enable_gqa``; ``o_proj``; the residual add; the MLP
+over the whole cache (``use_gqa_in_sdpa`` is false under a mask; ``expand`` + ``reshape`` of the cache: PyTorch's
+non-vectorized copy kernel, the ``expand`` kind), ``convert_boolean_attn_mask`` turns the boolean mask into an
+additive one (a fill and a ``where``) and SDPA runs its masked kernel (cuDNN's fused attention on Hopper under torch
+2.11, the memory-efficient one where cuDNN is not picked) over every cached position, masked or not; without one,
+flash with ``enable_gqa``; ``o_proj``; the residual add; the MLP
 (``LlamaMLP``: gate, act, up, multiply, down; Phi-3's ``gate_up_proj`` then act and multiply; Gemma's act is
 ``gelu_pytorch_tanh``, one kernel); the residual add; the final norm; ``lm_head`` on the last position only
 (``logits_to_keep=1``, which generate sets); Gemma2's final soft-cap (divide, ``tanh``, multiply). Gemma2 under
@@ -179,8 +181,9 @@ def _cache_write(e: _HF, p: str, i: int) -> int:
     if not step.static:                     # DynamicLayer / DynamicSlidingWindowLayer.update: cat
         keys = cfg.keys(i, case.context)
         held = keys - e.t if not cfg.slides(i) else min(case.context - e.t, cfg.sliding_window - 1)
-        for kv in ("k", "v"):
-            e.k(f"{p}{kv}_cache_cat", "cat", 2 * e.b * kvh * held * d * A + 2 * new)
+        for kv in ("k", "v"):               # along the sequence: each (sequence, head) block contiguous, so
+            #                                 PyTorch runs its vectorized cat, a contiguous copy's speed
+            e.k(f"{p}{kv}_cache_cat", "copy", 2 * e.b * kvh * held * d * A + 2 * new)
         return keys if not cfg.slides(i) else held + e.t
     length = min(cfg.sliding_window, step.cache_len) if cfg.slides(i) else step.cache_len
     start = case.context - e.t                  # positions already in the cache
@@ -205,7 +208,7 @@ def _cache_write(e: _HF, p: str, i: int) -> int:
 
 
 def _attention_kernels(e: _HF, p: str, i: int, keys: int) -> None:
-    """``sdpa_attention_forward``: masked -> repeat_kv, the mask made additive, the memory-efficient kernel over
+    """``sdpa_attention_forward``: masked -> repeat_kv, the mask made additive, SDPA's masked kernel over
     ``keys``; else flash (causal in the prefill, ``enable_gqa``), split over the keys where FlashAttention-2's
     heuristic splits (decode at small batch)."""
     cfg, case = e.cfg, e.case
@@ -213,8 +216,8 @@ def _attention_kernels(e: _HF, p: str, i: int, keys: int) -> None:
     q_bytes = 2 * e.b * h * e.t * d * A                  # Q read, O written
     if _masked(e, i, keys):
         if kvh < h:
-            for kv in ("k", "v"):
-                e.k(f"{p}repeat_kv_{kv}", "copy", e.b * (kvh + h) * keys * d * A)
+            for kv in ("k", "v"):         # expand + reshape of a strided view: PyTorch's non-vectorized copy
+                e.k(f"{p}repeat_kv_{kv}", "expand", 2 * e.b * h * keys * d * A)
         mask = e.b * e.t * keys
         e.tiny(f"{p}mask_fill")
         e.k(f"{p}mask_where", "elementwise", mask * (1 + A), mask)
