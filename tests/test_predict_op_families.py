@@ -196,3 +196,24 @@ class _FakeProfile:
 
     def bandwidth(self, level="dram"):
         return 4e12 if level == "dram" else None
+
+
+def test_a_convolution_is_never_priced_above_a_larger_one_of_its_family():
+    """The H200 generic calibration's one-image 3x3 depthwise channels-last points: 7 x 7 x 512 took 7.5 us where
+    28 x 28 x 512 took 3.4 us (cudnn.benchmark's pick for that one shape). Priced as measured, MobileNetV2's
+    7 x 7 x 960 depthwise layers came out at 14 us where the model ran them in 2.4 us (b1: +26%). A node of the
+    grid is held at most at any node with as much or more work on every axis; the groups axis of grouped points is
+    not a work axis (more groups at equal channels is less work) and keeps its measured order."""
+    us = 1e-6
+    dw = [{"k": 3, "m": m, "cin": c, "cout": c, "groups": c, "dw": True, "images": 1, "time_s": t * us}
+          for m, c, t in ((49, 32, 2.6), (784, 32, 2.7), (49, 512, 7.5), (784, 512, 3.4))]
+    table = ConvTable(dw)
+    assert table.dw_time(49, 512, 3, 1)[0] == pytest.approx(3.4 * us)       # was 7.5 us: its measured time
+    assert table.dw_time(49, 32, 3, 1)[0] == pytest.approx(2.6 * us)        # below the larger ones: as measured
+    assert table.dw_time(784, 512, 3, 1)[0] == pytest.approx(3.4 * us)
+    grouped = [{"k": 3, "m": m, "cin": c, "cout": c, "groups": g, "time_s": t * us}
+               for m, c, g, t in ((784, 64, 2, 3.0), (784, 64, 32, 9.0), (3136, 64, 2, 4.0), (3136, 64, 32, 12.0),
+                                  (784, 256, 2, 5.0), (784, 256, 32, 6.0), (3136, 256, 2, 8.0), (3136, 256, 32, 7.0))]
+    t = ConvTable(grouped)
+    assert t.grouped(784, 64, 32, 3)[0] == pytest.approx(6.0 * us)         # the 256-channel point is faster
+    assert t.grouped(784, 64, 2, 3)[0] == pytest.approx(3.0 * us)          # 32 groups slower: not held to them
