@@ -217,3 +217,21 @@ def test_a_convolution_is_never_priced_above_a_larger_one_of_its_family():
     t = ConvTable(grouped)
     assert t.grouped(784, 64, 32, 3)[0] == pytest.approx(6.0 * us)         # the 256-channel point is faster
     assert t.grouped(784, 64, 2, 3)[0] == pytest.approx(3.0 * us)          # 32 groups slower: not held to them
+
+
+def test_nchw_pooling_moves_its_bytes_at_the_pool_curves_top_rate(pred):
+    """The pool curve times channels-last max pooling, whose kernel runs one block row per image: flat near 18 us
+    from 60 kB to 8 MB. ResNet-18's NCHW stem pooling (64 x 112 x 112, one image) ran PyTorch's NCHW kernel in
+    5.4 us (H200) where the curve said 18 us; at 64 images both kernels take 210-217 us, the curve's top rate."""
+    from hwprobe.predict.model import Predictor
+
+    nchw = Predictor(pred.profile, "graph", layout="nchw")
+    curve = pred.cal.framework["pool"]
+    for images in (1, 64):
+        op = KernelOp("pool", "pool", bytes=2.0 * images * 64 * (112 * 112 + 56 * 56))
+        hw, ch = pred.time(op), nchw.time(op)
+        assert hw.time_s == pytest.approx(curve.time(op.bytes) + pred.cal.switch_s) and hw.covered
+        top = max(curve.floor_s(), op.bytes * curve.time_s[-1] / curve.bytes[-1])
+        assert ch.time_s == pytest.approx(top + pred.cal.switch_s) and not ch.covered and "NCHW" in ch.note
+    one = nchw.time(KernelOp("pool", "pool", bytes=2.0 * 64 * (112 * 112 + 56 * 56)))
+    assert one.time_s < pred.time(KernelOp("pool", "pool", bytes=2.0 * 64 * (112 * 112 + 56 * 56))).time_s / 2

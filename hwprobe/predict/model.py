@@ -338,9 +338,24 @@ class Predictor:
         return self._finish(op, got[0] * k * k / 9, op.flops, op.bytes, False, "framework.conv_dw",
                             "; ".join(x for x in (sibling, note) if x), table.floor_s(dw=True))
 
+    def _nchw_pool(self, op: KernelOp) -> OpTime | None:
+        """A windowed pooling in NCHW from the framework's pool curve, which times channels-last max pooling: that
+        kernel runs one block row per image (a one-image 64 x 112 x 112 pooling: 1 x 28 blocks), so the curve sits
+        flat from 60 kB to 8 MB; PyTorch's NCHW kernel runs a thread per output over the whole GPU and moves its
+        bytes at the rate the curve reaches at its largest size (many images). So: the bytes at that rate, never
+        below the curve's fastest kernel; outside the calibration (no NCHW pool curve)."""
+        curve = self.cal.framework.get("pool") if self.runtime != "fused" else None
+        if curve is None or self.layout != "nchw" or op.kind != "pool" or op.bytes <= 0:
+            return None
+        t = max(curve.floor_s(), op.bytes * float(curve.time_s[-1] / curve.bytes[-1]))
+        return self._finish(op, t, op.flops, op.bytes, False, "framework.pool",
+                            "NCHW: the channels-last pool curve's top rate (no NCHW pool curve)", curve.floor_s())
+
     def _memory(self, op: KernelOp) -> OpTime:
         if op.kind == "conv_dw" and (dw := self._conv_dw(op)) is not None:
             return dw
+        if op.kind == "pool" and (pool := self._nchw_pool(op)) is not None:
+            return pool
         t, covered, note, src, floor_s = self._mem_time(op.kind, op.bytes)
         if op.kind == "conv_dw" and op.conv_kernel != 3:      # the copy curve stood in for 3x3 ones only (validated)
             covered, note = False, "; ".join(x for x in (note, f"no depthwise {op.conv_kernel}x{op.conv_kernel} "
