@@ -235,3 +235,22 @@ def test_nchw_pooling_moves_its_bytes_at_the_pool_curves_top_rate(pred):
         assert ch.time_s == pytest.approx(top + pred.cal.switch_s) and not ch.covered and "NCHW" in ch.note
     one = nchw.time(KernelOp("pool", "pool", bytes=2.0 * 64 * (112 * 112 + 56 * 56)))
     assert one.time_s < pred.time(KernelOp("pool", "pool", bytes=2.0 * 64 * (112 * 112 + 56 * 56))).time_s / 2
+
+
+def test_a_non_square_convolution_is_priced_between_the_square_kernels_by_taps(tmp_path, pred):
+    """Inception-v3's 1x7 convolutions fell to the implicit-GEMM rule on the linear table, which prices the
+    calibration's own 5x5 and 7x7 points 35-77% too fast. Now: between the 1x1 and 3x3 points of its pixels and
+    channels, log time over log taps (7 of 9: mostly the 3x3 time), outside the calibration."""
+    conv = h.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[1, 7], pads=[0, 3, 0, 3])
+    low = _lower(tmp_path, [conv], [_w("w", 192, 160, 1, 7)], [("x", [1, 160, 17, 17])], ["y"])
+    op = next(o for o in low.kernels if o.kind == "gemm")
+    assert op.conv_kernel == 0 and op.conv_taps == 7 and op.k == 160 * 7
+    got = pred.time(op)
+    t1 = pred.cal.conv.time(289, 160, 192, 1)[0]
+    t3 = pred.cal.conv.time(289, 160, 192, 3)[0]
+    w = np.log(7) / np.log(9)
+    assert got.source == "framework.conv" and not got.covered and "7-tap" in got.note
+    assert got.time_s == pytest.approx(np.exp((1 - w) * np.log(t1) + w * np.log(t3)) + pred.cal.switch_s, rel=1e-6)
+    square = _lower(tmp_path, [h.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+                    [_w("w", 192, 160, 3, 3)], [("x", [1, 160, 17, 17])], ["y"])
+    assert next(o for o in square.kernels if o.kind == "gemm").conv_taps == 0

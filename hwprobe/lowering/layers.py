@@ -120,8 +120,11 @@ def _gemm_op(layer: Layer, prec: str, it: float) -> KernelOp:
     bmm = int(layer.extra.get("gemm_batch") or 1)           # a batched GEMM of two activations: batch x (m x n x k)
     if bmm > 1 and not conv and rows % bmm == 0:
         return KernelOp(layer.name, "gemm", prec, m=rows // bmm, n=n_total, k=k, batch=bmm, layers=(layer.name,))
+    kernel = layer.kernel or (1, 1)
+    taps = kernel[0] * kernel[-1] if conv and not kh else 0          # a non-square kernel (1x7, 3x1)
     return KernelOp(layer.name, "gemm", prec, m=rows, n=max(1, n_total // g), k=k, batch=g, layers=(layer.name,),
-                    conv_input_bytes=conv_in, conv_kernel=kh, conv_stride=stride, conv_images=images)
+                    conv_input_bytes=conv_in, conv_kernel=kh, conv_stride=stride, conv_images=images,
+                    conv_taps=taps)
 
 
 def _memory_kind(layer: Layer) -> str:

@@ -34,6 +34,8 @@ issue time), ``fused`` (as graph; the lowering folds pointwise ops into their pr
 
 from __future__ import annotations
 
+import math
+
 from hwprobe.errors import InputError
 from hwprobe.lowering.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp
 from hwprobe.models.conventions import ELEMENT_BYTES as ITEMSIZE
@@ -164,7 +166,7 @@ class Predictor:
         point of its kernel size was measured (the implicit-GEMM rule then prices it, flagged)."""
         table, sibling = self._conv_table(op.precision)
         if table is None or not op.conv_kernel:
-            return None
+            return self._conv_by_taps(table, op, sibling) if table is not None and op.conv_taps > 1 else None
         g, k, images = max(op.batch, 1), op.conv_kernel, op.conv_images or 1
         cin = op.k // (k * k)                               # per group
         layout, notes = self.layout, [sibling] if sibling else []
@@ -192,6 +194,32 @@ class Predictor:
         return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not notes, source, "; ".join(notes),
                             table.floor_s())
 
+    def _conv_by_taps(self, table, op: KernelOp, sibling: str) -> OpTime | None:
+        """A dense convolution of a non-square kernel (Inception's 1x7, 7x1, 1x3) from the measured square kernels
+        either side of its taps (kh x kw), log time over log taps at its pixels and channels, outside the
+        calibration. Priced so, each measured 3x3 point from the 1x1 and 5x5 ones lands within a median 0-26% of
+        its time and each 5x5 point from 3x3 and 7x7 within 26-49% (too slow); the implicit-GEMM rule on the
+        linear table prices the 5x5 and 7x7 points 35-77% too fast."""
+        taps, layout, images = op.conv_taps, self.layout, op.conv_images or 1
+        cin = op.k // taps
+        if op.batch > 1 or cin < STEM_CIN or layout not in table.layouts():
+            return None
+        sizes = sorted(table.kernels())
+        lo = max((k for k in sizes if k * k <= taps), default=None)
+        hi = min((k for k in sizes if k * k >= taps), default=None)
+        if lo is None or hi is None:
+            return None
+        got = [table.time(op.m, cin, op.n, k, op.conv_stride, layout, images) for k in (lo, hi)]
+        if None in got:
+            return None
+        w = 0.0 if hi == lo else math.log(taps / lo ** 2) / math.log(hi ** 2 / lo ** 2)
+        t = math.exp((1 - w) * math.log(got[0][0]) + w * math.log(got[1][0]))
+        note = f"a {taps}-tap non-square kernel: between the {lo}x{lo} and {hi}x{hi} points by taps"
+        it = ITEMSIZE.get(op.precision, 2)
+        nbytes = (op.conv_input_bytes or it * op.m * cin) + it * (op.n * op.k + op.m * op.n)
+        return self._finish(op, t, op.gemm_flops, nbytes, False, "framework.conv",
+                            "; ".join(x for x in (sibling, note) if x), table.floor_s())
+
     @staticmethod
     def _grouped_as_dense(table, op: KernelOp, cin: int, layout: str, images: int) -> tuple[float, bool] | None:
         """The groups as one batched convolution (the batched-GEMM rule: the tile count of one dense convolution
@@ -207,7 +235,7 @@ class Predictor:
         return got[0] * min(1.0, (cin * op.n) ** 0.5 / lo), False
 
     def _gemm(self, op: KernelOp) -> OpTime:
-        conv = self._conv(op) if op.conv_kernel else None
+        conv = self._conv(op) if op.conv_kernel or op.conv_taps else None
         if conv is not None:
             return conv
         if op.k == 1 and op.precision not in self.cal.precisions:
