@@ -133,8 +133,8 @@ def test_prediction_against_the_measured_h200_run(onnx_dir):
     assert abs(p.time_s / measured - 1) < 0.15, (p.time_s, measured)
     assert p.time_s >= p.roofline_s
     assert sum(p.parts().values()) == pytest.approx(p.time_s)
-    err = p.expected_error()                                               # only seen cases are committed yet
-    assert err.held_out is None and err.seen.cases >= 10 and not err.measured
+    err = p.expected_error()                 # the held-out zoo (2026-11-27) is filed beside the seen cases
+    assert err.held_out is not None and err.held_out.cases >= 40 and err.seen.cases >= 10 and err.measured
 
 
 def test_nchw_prediction_against_the_measured_h200_run(onnx_dir):
@@ -154,7 +154,7 @@ def test_nchw_prediction_against_the_measured_h200_run(onnx_dir):
         p = predict_model(model, load_profile(refs.H200_PREDICT), "fp16", "graph", layout="nchw")
         assert abs(p.time_s / measured - 1) < 0.10, (name, p.time_s, measured)
         err = p.expected_error()                                           # the NCHW cases, not the nhwc ones
-        assert err.layout == "nchw" and err.family == "cnn" and err.seen.cases == 14
+        assert err.layout == "nchw" and err.family == "cnn" and err.seen.cases >= 14
         old = predict_model(model, load_profile(PREDICT), "fp16", "graph", layout="nchw")
         assert old.time_s < 0.85 * measured and any("no NCHW points" in k.note for k in old.kernels)
 

@@ -5,6 +5,7 @@ graphs are built here with the onnx package; prices come from the committed H200
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -254,3 +255,36 @@ def test_a_non_square_convolution_is_priced_between_the_square_kernels_by_taps(t
     square = _lower(tmp_path, [h.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
                     [_w("w", 192, 160, 3, 3)], [("x", [1, 160, 17, 17])], ["y"])
     assert next(o for o in square.kernels if o.kind == "gemm").conv_taps == 0
+
+
+def test_an_nchw_models_convolution_on_a_channels_last_input_runs_channels_last(tmp_path, pred):
+    """ConvNeXt permutes to NHWC around its LayerNorm and back: in PyTorch the permute back is a view with
+    channels-last strides, and cuDNN runs the next convolution channels-last (an NCHW ConvNeXt-T at 32 images ran
+    the channels-last 7x7 depthwise kernel, 77 us, not the NCHW one its NCHW points price at 4x that). A reshape
+    ends the channels-last run."""
+    from hwprobe.predict.model import Predictor
+
+    perm = lambda x, y, p: h.make_node("Transpose", [x], [y], perm=p)              # noqa: E731
+    dw = lambda x, y, w: h.make_node("Conv", [x, w], [y], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=64)  # noqa: E731
+    nodes = [dw("x", "a", "w1"), perm("a", "b", [0, 2, 3, 1]), h.make_node("Relu", ["b"], ["c"]),
+             perm("c", "d", [0, 3, 1, 2]), dw("d", "e", "w2"), h.make_node("Relu", ["e"], ["f"]),
+             h.make_node("MaxPool", ["f"], ["g"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             h.make_node("Reshape", ["g", "s"], ["r"]), dw("r", "z", "w3")]
+    inits = [_w("w1", 64, 1, 3, 3), _w("w2", 64, 1, 3, 3), _w("w3", 64, 1, 3, 3),
+             nh.from_array(np.array([8, 64, 14, 14], np.int64), "s")]
+    from hwprobe.lowering.layers import lower
+    from hwprobe.models import load_model
+
+    graph = h.make_graph(nodes, "t", [h.make_tensor_value_info("x", T.FLOAT16, [8, 64, 28, 28])],
+                         [h.make_tensor_value_info("z", T.FLOAT16, None)], inits)
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 18)]), str(tmp_path / "m.onnx"))
+    model = load_model(tmp_path / "m.onnx", 8)
+    layouts = [(o.kind, o.layout) for o in lower(model, "fp16", "graph", "nchw").kernels
+               if o.kind in ("conv_dw", "pool")]
+    assert layouts == [("conv_dw", ""), ("conv_dw", "nhwc"), ("pool", "nhwc"), ("conv_dw", "")]
+    assert all(o.layout == "" for o in lower(model, "fp16", "graph", "nhwc").kernels)     # the model's own
+    op = KernelOp("c", "gemm", m=8 * 784, n=64, k=64 * 9, conv_kernel=3, conv_images=8,
+                  conv_input_bytes=2 * 8 * 784 * 64)
+    nchw = Predictor(pred.profile, "graph", layout="nchw")
+    assert nchw.time(replace(op, layout="nhwc")).time_s == pytest.approx(pred.time(op).time_s)
+    assert nchw.time(op).time_s != pytest.approx(pred.time(op).time_s)

@@ -394,6 +394,8 @@ def load_onnx(path: str | Path, batch: int = 1, dims: dict[str, int] | None = No
         else:
             layer = _layer(g, node, name)
         layer.extra["io"] = _edges(g, node)
+        if node.op_type == "Transpose":
+            layer.extra["perm"] = list(_attr(node, "perm", []))     # NCHW <-> NHWC permutes set a memory format
         layers.append(layer)
     notes = []
     if free:

@@ -169,7 +169,7 @@ class Predictor:
             return self._conv_by_taps(table, op, sibling) if table is not None and op.conv_taps > 1 else None
         g, k, images = max(op.batch, 1), op.conv_kernel, op.conv_images or 1
         cin = op.k // (k * k)                               # per group
-        layout, notes = self.layout, [sibling] if sibling else []
+        layout, notes = op.layout or self.layout, [sibling] if sibling else []
         if cin * g >= STEM_CIN and layout not in table.layouts() and table.layouts():
             other = "nhwc" if "nhwc" in table.layouts() else sorted(table.layouts())[0]
             notes.append("NCHW: priced from the channels-last conv table (this profile has no NCHW points); "
@@ -200,7 +200,7 @@ class Predictor:
         calibration. Priced so, each measured 3x3 point from the 1x1 and 5x5 ones lands within a median 0-26% of
         its time and each 5x5 point from 3x3 and 7x7 within 26-49% (too slow); the implicit-GEMM rule on the
         linear table prices the 5x5 and 7x7 points 35-77% too fast."""
-        taps, layout, images = op.conv_taps, self.layout, op.conv_images or 1
+        taps, layout, images = op.conv_taps, op.layout or self.layout, op.conv_images or 1
         cin = op.k // taps
         if op.batch > 1 or cin < STEM_CIN or layout not in table.layouts():
             return None
@@ -355,11 +355,12 @@ class Predictor:
         if table is None or not (op.conv_kernel and op.m and op.n):
             return None
         k, images = op.conv_kernel, op.conv_images or 1
-        got = table.dw_time(op.m, op.n, k, op.conv_stride, self.layout, images)
+        layout = op.layout or self.layout
+        got = table.dw_time(op.m, op.n, k, op.conv_stride, layout, images)
         if got is not None:
             return self._finish(op, got[0], op.flops, op.bytes, got[1] and not sibling, "framework.conv_dw", sibling,
                                 table.floor_s(dw=True))
-        got = table.dw_time(op.m, op.n, 3, op.conv_stride, self.layout, images) if k != 3 else None
+        got = table.dw_time(op.m, op.n, 3, op.conv_stride, layout, images) if k != 3 else None
         if got is None:
             return None
         note = f"no depthwise {k}x{k} points: the 3x3 points x {k * k / 9:.2f} (taps)"
@@ -373,7 +374,7 @@ class Predictor:
         bytes at the rate the curve reaches at its largest size (many images). So: the bytes at that rate, never
         below the curve's fastest kernel; outside the calibration (no NCHW pool curve)."""
         curve = self.cal.framework.get("pool") if self.runtime != "fused" else None
-        if curve is None or self.layout != "nchw" or op.kind != "pool" or op.bytes <= 0:
+        if curve is None or (op.layout or self.layout) != "nchw" or op.kind != "pool" or op.bytes <= 0:
             return None
         t = max(curve.floor_s(), op.bytes * float(curve.time_s[-1] / curve.bytes[-1]))
         return self._finish(op, t, op.flops, op.bytes, False, "framework.pool",
