@@ -288,3 +288,16 @@ def test_an_nchw_models_convolution_on_a_channels_last_input_runs_channels_last(
     nchw = Predictor(pred.profile, "graph", layout="nchw")
     assert nchw.time(replace(op, layout="nhwc")).time_s == pytest.approx(pred.time(op).time_s)
     assert nchw.time(op).time_s != pytest.approx(pred.time(op).time_s)
+
+
+def test_a_dilated_convolution_is_flagged_outside_the_calibration(tmp_path, pred):
+    """DeepLab's ASPP and dilated backbones: the conv tables hold no dilated point, so a dilated convolution is
+    priced as its undilated twin and says so (its time then quotes no error figure)."""
+    conv = lambda d: h.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[d] * 4,  # noqa: E731
+                                 dilations=[d, d])
+    ops = [next(o for o in _lower(tmp_path, [conv(d)], [_w("w", 64, 64, 3, 3)], [("x", [1, 64, 28, 28])],
+                                  ["y"]).kernels if o.kind == "gemm") for d in (1, 2)]
+    assert (ops[0].conv_dilation, ops[1].conv_dilation) == (1, 2)
+    plain, atrous = pred.time(ops[0]), pred.time(ops[1])
+    assert plain.covered and not atrous.covered and "dilation 2: priced as undilated" in atrous.note
+    assert atrous.time_s == pytest.approx(plain.time_s)

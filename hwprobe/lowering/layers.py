@@ -466,6 +466,8 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
             op = _memory_op(g, i, op, it)
         if op is not None and i in cl and (op.conv_kernel or op.conv_taps or op.kind in ("conv_dw", "pool")):
             op = replace(op, layout="nhwc")
+        if op is not None and layer.extra.get("dilation", 1) > 1 and op.kind in ("gemm", "conv_dw"):
+            op = replace(op, conv_dilation=int(layer.extra["dilation"]))
         emit(op, span)
         if runtime != "fused" and layer.op in ("conv", "convtranspose") and len([x for x in g.io[i]["in"] if x]) > 2:
             counts["conv_bias"] += 1     # aten's cuDNN convolution adds the bias in a kernel of its own

@@ -45,6 +45,7 @@ class KernelOp:
     conv_stride: int = 1              # gemm from a convolution: its stride
     conv_images: int = 0              # a convolution: images in the batch (0: not known)
     conv_taps: int = 0                # a convolution of a non-square kernel (conv_kernel 0): kh x kw (0: square)
+    conv_dilation: int = 1            # a convolution's dilation (its largest; 1: none)
     layout: str = ""                  # a convolution or pooling of an NCHW model run channels-last ("nhwc": its
     #                                   input is); "" = the model's layout
     backend: str = ""                 # attention: "efficient" = SDPA's masked (memory-efficient) kernel, one block of

@@ -446,6 +446,14 @@ class Predictor:
         return nbytes / self.dram_bw if self.dram_bw else 0.0
 
     def time(self, op: KernelOp) -> OpTime:
+        t = self._time(op)
+        if op.conv_dilation > 1:        # priced as the undilated convolution: the calibration holds no dilated one
+            t.covered = False
+            t.note = "; ".join(x for x in (t.note, f"dilation {op.conv_dilation}: priced as undilated (no dilated "
+                                                   "conv points)") if x)
+        return t
+
+    def _time(self, op: KernelOp) -> OpTime:
         if op.kind == "gemm":
             return self._gemm(op)
         if op.kind == "attention":
