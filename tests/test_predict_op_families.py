@@ -311,3 +311,19 @@ def test_a_dense_grid_keeps_a_point_above_a_larger_one():
            for m, ci, co, t in ((196, 64, 64, 3.0), (196, 64, 256, 12.0), (196, 256, 64, 3.5), (196, 256, 256, 4.0),
                                 (784, 64, 64, 3.1), (784, 64, 256, 3.3), (784, 256, 64, 3.6), (784, 256, 256, 4.2))]
     assert ConvTable(pts).time(196, 64, 256, 1, 1, "nchw")[0] == pytest.approx(12.0 * us)
+
+
+def test_depthwise_channels_past_the_grid_grow_as_the_last_step_did():
+    """One-image 3x3 depthwise points at 7 x 7 take 2.6, 2.7, 2.8 us at 32, 128, 512 channels (H200): a 960-channel
+    layer is about 2.9 us (MobileNetV2 ran its three in 2.4 us), not 5.3 us (linear growth past 512)."""
+    us = 1e-6
+    pts = [{"k": 3, "m": m, "cin": c, "cout": c, "groups": c, "dw": True, "images": 1, "time_s": t * us}
+           for m, c, t in ((49, 32, 2.58), (49, 128, 2.70), (49, 512, 2.81),
+                           (784, 32, 2.68), (784, 128, 2.88), (784, 512, 5.08))]
+    table = ConvTable(pts)
+    t, covered = table.dw_time(49, 960, 3, 1)
+    power = np.log(2.81 / 2.70) / np.log(4)
+    assert t == pytest.approx(2.81 * us * (960 / 512) ** power) and t < 2.9 * us and not covered
+    t, _ = table.dw_time(784, 960, 3, 1)                        # 128 -> 512 grew 1.76x: the power 0.41 carries on
+    assert t == pytest.approx(5.08 * us * (960 / 512) ** (np.log(5.08 / 2.88) / np.log(4)))
+    assert table.dw_time(784, 256, 3, 1)[1]                      # inside the grid: as before, covered
