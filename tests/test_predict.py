@@ -155,7 +155,7 @@ def test_nchw_prediction_against_the_measured_h200_run(onnx_dir):
         p = predict_model(model, load_profile(refs.H200_PREDICT), "fp16", "graph", layout="nchw")
         assert abs(p.time_s / measured - 1) < 0.10, (name, p.time_s, measured)
         err = p.expected_error()                                           # the NCHW cases, not the nhwc ones
-        assert err.layout == "nchw" and err.family == "cnn" and err.seen.cases == 14
+        assert err.layout == "nchw" and err.family == "cnn" and err.seen.cases >= 14
         old = predict_model(model, load_profile(PREDICT), "fp16", "graph", layout="nchw")
         assert old.time_s < 0.85 * measured and any("no NCHW points" in k.note for k in old.kernels)
 

@@ -120,8 +120,11 @@ def _gemm_op(layer: Layer, prec: str, it: float) -> KernelOp:
     bmm = int(layer.extra.get("gemm_batch") or 1)           # a batched GEMM of two activations: batch x (m x n x k)
     if bmm > 1 and not conv and rows % bmm == 0:
         return KernelOp(layer.name, "gemm", prec, m=rows // bmm, n=n_total, k=k, batch=bmm, layers=(layer.name,))
+    kernel = layer.kernel or (1, 1)
+    taps = kernel[0] * kernel[-1] if conv and not kh else 0          # a non-square kernel (1x7, 3x1)
     return KernelOp(layer.name, "gemm", prec, m=rows, n=max(1, n_total // g), k=k, batch=g, layers=(layer.name,),
-                    conv_input_bytes=conv_in, conv_kernel=kh, conv_stride=stride, conv_images=images)
+                    conv_input_bytes=conv_in, conv_kernel=kh, conv_stride=stride, conv_images=images,
+                    conv_taps=taps)
 
 
 def _memory_kind(layer: Layer) -> str:
@@ -379,8 +382,35 @@ def _patterns(g: _Graph, model: Model, prec: str, runtime: str, it: float, done:
     return attention, gelus, claimed
 
 
-def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
+TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
+FORMAT_KEEPING = ("conv", "convtranspose", "act", "eltwise", "bn", "pool")
+
+
+def _channels_last(g: _Graph) -> set[int]:
+    """Layers of an NCHW model whose data input is channels-last in memory: PyTorch's permute of a plain NHWC
+    tensor back to NCHW order (an ONNX Transpose with perm 0,3,1,2, as ConvNeXt writes around its LayerNorm) is a
+    view with channels-last strides, convolutions (cuDNN runs channels-last where its input or weight is),
+    pointwise ops and pooling keep their input's format, and anything else (a reshape, a GEMM, another permute)
+    gives a plain tensor."""
+    cl_tensors: set[str] = set()
+    out: set[int] = set()
+    for i, layer in enumerate(g.layers):
+        ins = g.data_inputs(i)
+        cl_in = any(x in cl_tensors for x in ins)
+        if cl_in:
+            out.add(i)
+        if layer.source_op == "Transpose":
+            cl_out = layer.extra.get("perm") == TO_NCHW and not cl_in
+        else:
+            cl_out = cl_in and layer.op in FORMAT_KEEPING
+        if cl_out:
+            cl_tensors.update(x for x in g.io[i]["out"] if x)
+    return out
+
+
+def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Lowered:
     g = _Graph(model.layers)
+    cl = _channels_last(g) if layout == "nchw" else set()
     it = ITEMSIZE.get(prec, 2)
     out = Lowered([])
     done: set[int] = set(g.host)
@@ -434,6 +464,10 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
         op = kernel_of(layer, prec)
         if op is not None and op.kind in MEMORY_KINDS and op.kind != "conv_dw":
             op = _memory_op(g, i, op, it)
+        if op is not None and i in cl and (op.conv_kernel or op.conv_taps or op.kind in ("conv_dw", "pool")):
+            op = replace(op, layout="nhwc")
+        if op is not None and layer.extra.get("dilation", 1) > 1 and op.kind in ("gemm", "conv_dw"):
+            op = replace(op, conv_dilation=int(layer.extra["dilation"]))
         emit(op, span)
         if runtime != "fused" and layer.op in ("conv", "convtranspose") and len([x for x in g.io[i]["in"] if x]) > 2:
             counts["conv_bias"] += 1     # aten's cuDNN convolution adds the bias in a kernel of its own
@@ -450,10 +484,11 @@ def _lower_graph(model: Model, prec: str, runtime: str) -> Lowered:
     return out
 
 
-def lower(model: Model, precision: str, runtime: str = "graph") -> Lowered:
-    """The kernels ``model`` launches at ``precision`` under ``runtime`` (eager, graph or fused)."""
+def lower(model: Model, precision: str, runtime: str = "graph", layout: str = "") -> Lowered:
+    """The kernels ``model`` launches at ``precision`` under ``runtime`` (eager, graph or fused); ``layout`` nchw:
+    convolutions and pooling whose input is channels-last in memory say so (``KernelOp.layout``)."""
     if any("io" in x.extra for x in model.layers):
-        return _lower_graph(model, precision, runtime)
+        return _lower_graph(model, precision, runtime, layout)
     out = Lowered([])
     prev_gemm = False
     for layer in model.layers:

@@ -46,6 +46,10 @@ class KernelOp:
     #                                   implicit GEMM reads its input once, not the kh x kw times larger im2col matrix
     conv_stride: int = 1              # gemm from a convolution: its stride
     conv_images: int = 0              # a convolution: images in the batch (0: not known)
+    conv_taps: int = 0                # a convolution of a non-square kernel (conv_kernel 0): kh x kw (0: square)
+    conv_dilation: int = 1            # a convolution's dilation (its largest; 1: none)
+    layout: str = ""                  # a convolution or pooling of an NCHW model run channels-last ("nhwc": its
+    #                                   input is); "" = the model's layout
     backend: str = ""                 # attention: "efficient" = SDPA's masked kernel (cuDNN's or the
     #                                   memory-efficient one) over K/V already expanded to every head; "" = flash
 

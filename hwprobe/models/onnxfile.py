@@ -123,8 +123,12 @@ def _conv(g: _Graph, node, name: str) -> Layer | None:
         macs = _prod(x) * w[1] * _prod(k)
         cin, cout = x[1], y[1]
     op = "conv" if node.op_type == "Conv" else "convtranspose"
-    return Layer(name, op, macs=macs, weights=wts, inputs=ins, outputs=outs, cin=cin, cout=cout, groups=groups,
-                 kernel=(k[0], k[-1]), out_hw=(y[2], y[-1]) if len(y) > 2 else None, source_op=node.op_type)
+    layer = Layer(name, op, macs=macs, weights=wts, inputs=ins, outputs=outs, cin=cin, cout=cout, groups=groups,
+                  kernel=(k[0], k[-1]), out_hw=(y[2], y[-1]) if len(y) > 2 else None, source_op=node.op_type)
+    dilation = max(int(d) for d in _attr(node, "dilations", [1]) or [1])
+    if dilation > 1 and _prod(k) > 1:
+        layer.extra["dilation"] = dilation          # atrous (DeepLab's ASPP, a dilated backbone): no points of its own
+    return layer
 
 
 def _gemm(g: _Graph, node, name: str) -> Layer | None:
@@ -394,6 +398,8 @@ def load_onnx(path: str | Path, batch: int = 1, dims: dict[str, int] | None = No
         else:
             layer = _layer(g, node, name)
         layer.extra["io"] = _edges(g, node)
+        if node.op_type == "Transpose":
+            layer.extra["perm"] = list(_attr(node, "perm", []))     # NCHW <-> NHWC permutes set a memory format
         layers.append(layer)
     notes = []
     if free:

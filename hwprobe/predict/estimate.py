@@ -77,7 +77,7 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
     from hwprobe.lowering.layers import lower
 
     pred = Predictor(profile, runtime, cal, layout)
-    low = lower(model, precision, runtime)
+    low = lower(model, precision, runtime, layout)
     times = [pred.time(op) for op in low.kernels]
     notes = list(low.notes)
     power = pred.power_adjust(times, precision)

@@ -34,6 +34,8 @@ issue time), ``fused`` (as graph; the lowering folds pointwise ops into their pr
 
 from __future__ import annotations
 
+import math
+
 from hwprobe.errors import InputError
 from hwprobe.lowering.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp
 from hwprobe.models.conventions import ELEMENT_BYTES as ITEMSIZE
@@ -169,10 +171,10 @@ class Predictor:
         point of its kernel size was measured (the implicit-GEMM rule then prices it, flagged)."""
         table, sibling = self._conv_table(op.precision)
         if table is None or not op.conv_kernel:
-            return None
+            return self._conv_by_taps(table, op, sibling) if table is not None and op.conv_taps > 1 else None
         g, k, images = max(op.batch, 1), op.conv_kernel, op.conv_images or 1
         cin = op.k // (k * k)                               # per group
-        layout, notes = self.layout, [sibling] if sibling else []
+        layout, notes = op.layout or self.layout, [sibling] if sibling else []
         if cin * g >= STEM_CIN and layout not in table.layouts() and table.layouts():
             other = "nhwc" if "nhwc" in table.layouts() else sorted(table.layouts())[0]
             notes.append("NCHW: priced from the channels-last conv table (this profile has no NCHW points); "
@@ -197,6 +199,32 @@ class Predictor:
         return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not notes, source, "; ".join(notes),
                             table.floor_s())
 
+    def _conv_by_taps(self, table, op: KernelOp, sibling: str) -> OpTime | None:
+        """A dense convolution of a non-square kernel (Inception's 1x7, 7x1, 1x3) from the measured square kernels
+        either side of its taps (kh x kw), log time over log taps at its pixels and channels, outside the
+        calibration. Priced so, each measured 3x3 point from the 1x1 and 5x5 ones lands within a median 0-26% of
+        its time and each 5x5 point from 3x3 and 7x7 within 26-49% (too slow); the implicit-GEMM rule on the
+        linear table prices the 5x5 and 7x7 points 35-77% too fast."""
+        taps, layout, images = op.conv_taps, op.layout or self.layout, op.conv_images or 1
+        cin = op.k // taps
+        if op.batch > 1 or cin < STEM_CIN or layout not in table.layouts():
+            return None
+        sizes = sorted(table.kernels())
+        lo = max((k for k in sizes if k * k <= taps), default=None)
+        hi = min((k for k in sizes if k * k >= taps), default=None)
+        if lo is None or hi is None:
+            return None
+        got = [table.time(op.m, cin, op.n, k, op.conv_stride, layout, images) for k in (lo, hi)]
+        if None in got:
+            return None
+        w = 0.0 if hi == lo else math.log(taps / lo ** 2) / math.log(hi ** 2 / lo ** 2)
+        t = math.exp((1 - w) * math.log(got[0][0]) + w * math.log(got[1][0]))
+        note = f"a {taps}-tap non-square kernel: between the {lo}x{lo} and {hi}x{hi} points by taps"
+        it = ITEMSIZE.get(op.precision, 2)
+        nbytes = (op.conv_input_bytes or it * op.m * cin) + it * (op.n * op.k + op.m * op.n)
+        return self._finish(op, t, op.gemm_flops, nbytes, False, "framework.conv",
+                            "; ".join(x for x in (sibling, note) if x), table.floor_s())
+
     @staticmethod
     def _grouped_as_dense(table, op: KernelOp, cin: int, layout: str, images: int) -> tuple[float, bool] | None:
         """The groups as one batched convolution (the batched-GEMM rule: the tile count of one dense convolution
@@ -212,7 +240,7 @@ class Predictor:
         return got[0] * min(1.0, (cin * op.n) ** 0.5 / lo), False
 
     def _gemm(self, op: KernelOp) -> OpTime:
-        conv = self._conv(op) if op.conv_kernel else None
+        conv = self._conv(op) if op.conv_kernel or op.conv_taps else None
         if conv is not None:
             return conv
         if op.k == 1 and op.precision not in self.cal.precisions:
@@ -338,20 +366,36 @@ class Predictor:
         if table is None or not (op.conv_kernel and op.m and op.n):
             return None
         k, images = op.conv_kernel, op.conv_images or 1
-        got = table.dw_time(op.m, op.n, k, op.conv_stride, self.layout, images)
+        layout = op.layout or self.layout
+        got = table.dw_time(op.m, op.n, k, op.conv_stride, layout, images)
         if got is not None:
             return self._finish(op, got[0], op.flops, op.bytes, got[1] and not sibling, "framework.conv_dw", sibling,
                                 table.floor_s(dw=True))
-        got = table.dw_time(op.m, op.n, 3, op.conv_stride, self.layout, images) if k != 3 else None
+        got = table.dw_time(op.m, op.n, 3, op.conv_stride, layout, images) if k != 3 else None
         if got is None:
             return None
         note = f"no depthwise {k}x{k} points: the 3x3 points x {k * k / 9:.2f} (taps)"
         return self._finish(op, got[0] * k * k / 9, op.flops, op.bytes, False, "framework.conv_dw",
                             "; ".join(x for x in (sibling, note) if x), table.floor_s(dw=True))
 
+    def _nchw_pool(self, op: KernelOp) -> OpTime | None:
+        """A windowed pooling in NCHW from the framework's pool curve, which times channels-last max pooling: that
+        kernel runs one block row per image (a one-image 64 x 112 x 112 pooling: 1 x 28 blocks), so the curve sits
+        flat from 60 kB to 8 MB; PyTorch's NCHW kernel runs a thread per output over the whole GPU and moves its
+        bytes at the rate the curve reaches at its largest size (many images). So: the bytes at that rate, never
+        below the curve's fastest kernel; outside the calibration (no NCHW pool curve)."""
+        curve = self.cal.framework.get("pool") if self.runtime != "fused" else None
+        if curve is None or (op.layout or self.layout) != "nchw" or op.kind != "pool" or op.bytes <= 0:
+            return None
+        t = max(curve.floor_s(), op.bytes * float(curve.time_s[-1] / curve.bytes[-1]))
+        return self._finish(op, t, op.flops, op.bytes, False, "framework.pool",
+                            "NCHW: the channels-last pool curve's top rate (no NCHW pool curve)", curve.floor_s())
+
     def _memory(self, op: KernelOp) -> OpTime:
         if op.kind == "conv_dw" and (dw := self._conv_dw(op)) is not None:
             return dw
+        if op.kind == "pool" and (pool := self._nchw_pool(op)) is not None:
+            return pool
         t, covered, note, src, floor_s = self._mem_time(op.kind, op.bytes)
         if op.kind == "conv_dw" and op.conv_kernel != 3:      # the copy curve stood in for 3x3 ones only (validated)
             covered, note = False, "; ".join(x for x in (note, f"no depthwise {op.conv_kernel}x{op.conv_kernel} "
@@ -413,6 +457,14 @@ class Predictor:
         return nbytes / self.dram_bw if self.dram_bw else 0.0
 
     def time(self, op: KernelOp) -> OpTime:
+        t = self._time(op)
+        if op.conv_dilation > 1:        # priced as the undilated convolution: the calibration holds no dilated one
+            t.covered = False
+            t.note = "; ".join(x for x in (t.note, f"dilation {op.conv_dilation}: priced as undilated (no dilated "
+                                                   "conv points)") if x)
+        return t
+
+    def _time(self, op: KernelOp) -> OpTime:
         if op.kind == "gemm":
             return self._gemm(op)
         if op.kind == "attention":
