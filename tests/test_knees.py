@@ -322,3 +322,95 @@ def test_curve_readers_refuse_bad_input_with_their_reason():
         find_plateaus([1, 2, 3], [1, 0, 1])
     (p,) = find_plateaus([1.0, 1.25, 1.5, 1.75], [5.0, 5.0, 5.0, 5.0])
     assert (p.start, p.stop, p.level, p.lo_size, p.hi_size) == (0, 4, 5.0, 1.0, 1.75)
+
+
+# ---------------------------------------------------------------- issue 35 (mutation run, merged code): edges by hand
+
+def test_step_inside_at_its_defaults_counts_the_points_up_to_top_frac_and_stops_at_hi_frac():
+    """Six points at or below 0.9 x capacity (the last exactly there) are enough; a drop at 0.85 x capacity (past
+    hi_frac 0.8) is the level's own exit, not a step inside it; the drop at half the capacity is."""
+    cap = 10.0
+    sizes, vals = [2.0, 3.0, 4.0, 6.0, 7.0, 9.0], [10.0, 10.0, 10.0, 5.0, 5.0, 5.0]
+    k = step_inside(sizes, vals, cap)
+    assert k is not None and 4.0 < k.size < 6.0 and k.ratio == 2.0
+    assert step_inside(sizes[:-1], vals[:-1], cap) is None                  # five points: too few
+    late = step_inside([2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 8.6, 8.8, 9.0], [10.0] * 7 + [5.0] * 3, cap)
+    assert late is None                                                       # the knee lies past 0.8 x capacity
+    past = step_inside(sizes + [9.5, 9.8, 9.9], vals + [1.0, 1.0, 1.0], cap)
+    assert past is not None and past.ratio == 2.0                           # points past 0.9 x capacity left out
+
+
+def test_a_small_step_is_found_only_with_the_band_and_step_asked_for():
+    """A 12% step: two plateaus at band 0.06 and min_step 1.10 (a near/far L2 partition), one plateau at the
+    defaults (band 0.15 holds both levels); both options reach find_plateaus through find_knees and step_inside."""
+    sizes = [float(x) for x in range(1, 13)]
+    vals = [112.0] * 6 + [100.0] * 6
+    plats, knees = find_knees(sizes, vals, band=0.06, min_step=1.10)
+    assert len(plats) == 2 and len(knees) == 1 and knees[0].bracket == (6.0, 7.0)
+    assert find_knees(sizes, vals)[1] == []
+    assert find_knees(sizes, vals, band=0.06)[1] == []                     # 1.12 < the default min_step 1.15
+    k = step_inside(sizes, vals, 13.0, band=0.06, min_step=1.10)
+    assert k is not None and k.bracket == (6.0, 7.0)
+    assert step_inside(sizes, vals, 13.0, band=0.06) is None
+
+
+def test_a_rise_before_a_drop_still_gives_the_drop_its_knee():
+    sizes = [float(x) for x in range(1, 13)]
+    plats, knees = find_knees(sizes, [10.0] * 4 + [20.0] * 4 + [5.0] * 4)
+    assert [p.level for p in plats] == [10.0, 20.0, 5.0]
+    assert len(knees) == 1 and knees[0].upper.level == 20.0 and knees[0].bracket == (8.0, 9.0)
+
+
+def test_a_dip_inside_the_upper_plateau_does_not_move_the_knee():
+    """The walk to the threshold crossing starts at the plateau's last point: a dip below the threshold in the
+    middle of the plateau (97 on a 100 plateau, threshold 97.8 for a drop to 80) is not the knee."""
+    sizes = [float(x) for x in range(1, 11)]
+    _, knees = find_knees(sizes, [100.0, 100.0, 97.0, 100.0, 100.0, 100.0, 80.0, 80.0, 80.0, 80.0])
+    assert len(knees) == 1 and knees[0].bracket == (6.0, 7.0)
+
+
+def test_a_slow_drift_over_three_levels_merges_into_one_plateau():
+    """Levels 100, 106, 112 (separate runs at band 0.03): the first two merge (6% < min_step), then the merged
+    level and 112 (under 9% apart) merge again."""
+    sizes = [float(x) for x in range(1, 13)]
+    (p,) = find_plateaus(sizes, [100.0] * 4 + [106.0] * 4 + [112.0] * 4, band=0.03)
+    assert (p.start, p.stop, p.level) == (0, 12, 106.0)
+
+
+def test_plateau_exit_needs_two_points_below_and_refuses_repeated_sizes():
+    sizes = [float(x) for x in range(1, 11)]
+    vals = [10.0, 10.0, 10.0, 10.0, 8.0, 8.0, 10.0, 10.0, 5.0, 5.0]
+    ex = plateau_exit(sizes, vals, 1.0, 3.0)
+    assert ex is not None and ex.bracket == (4.0, 5.0) and ex.after == 8.0    # two points below: an exit
+    assert plateau_exit(sizes, vals, 1.0, 3.0, confirm=3).bracket == (8.0, 9.0)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        plateau_exit([1.0, 2.0, 2.0, 3.0], [1.0, 1.0, 1.0, 1.0], 1.0, 2.0)
+
+
+def test_effective_capacity_passes_its_drop_on():
+    from hwprobe.curves import effective_capacity
+
+    sizes = [float(x) for x in range(1, 9)]
+    vals = [10.0, 10.0, 10.0, 10.0, 8.0, 8.0, 5.0, 5.0]
+    assert effective_capacity(sizes, vals, 1.0, 3.0, 100.0).exit.bracket == (4.0, 5.0)
+    assert effective_capacity(sizes, vals, 1.0, 3.0, 100.0, drop=0.3).exit.bracket == (6.0, 7.0)
+
+
+def test_level_exit_on_a_plateau_to_the_end_and_one_of_four_points():
+    from hwprobe.curves import level_exit
+
+    sizes = [float(x) for x in range(1, 9)]
+    assert level_exit(sizes, [100.0] * 8, 1.0) is None                       # never leaves: no exit, no error
+    ex = level_exit(sizes[:6], [100.0, 100.0, 100.0, 100.0, 200.0, 200.0], 1.0)
+    assert ex is not None and ex.level == pytest.approx(1 / 100.0) and ex.bracket == (4.0, 5.0)
+
+
+def test_fit_roofline_by_hand():
+    """No point under half the roof: the slope is the first point's rate / intensity; the reach interpolates
+    log-log between intensities two octaves apart."""
+    fit = fit_roofline([2.0, 4.0], [80.0, 100.0])
+    assert fit.n_memory_points == 0 and fit.bandwidth == 40.0 and fit.ridge == 2.5
+    fit = fit_roofline([1.0, 4.0, 16.0], [10.0, 40.0, 100.0])
+    t = (np.log(90.0) - np.log(40.0)) / (np.log(100.0) - np.log(40.0))
+    assert fit.reach == pytest.approx(2.0 ** (2.0 + 2.0 * t), rel=1e-12)
+    assert fit.bandwidth == 10.0 and fit.n_memory_points == 2

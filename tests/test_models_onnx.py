@@ -250,3 +250,157 @@ def test_cli_bad_onnx_is_one_line(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("hwprobe: error: ") and "bad.onnx" in lines[0]
+
+
+# ---- issue 35 (mutation run on the merged code): counts by hand, refusals and notes word for word
+
+def _save(tmp_path, nodes, inputs, inits=(), opset=17, name="m", outputs=("y",)):
+    g = h.make_graph(nodes, name, [h.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
+                     [h.make_tensor_value_info(o, T.FLOAT, None) for o in outputs], list(inits))
+    p = tmp_path / f"{name}.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", opset)]), str(p))
+    return p
+
+
+def _fields(x):
+    return (x.op, x.macs, x.weights, x.inputs, x.outputs, x.cin, x.cout, x.rows, x.source_op,
+            x.extra.get("gemm_batch"))
+
+
+def test_einsum_as_the_batched_gemm_torch_runs_by_hand(tmp_path):
+    """Q K^T written with spaces (batch b h = 2 x 3, M 5, N 6, K 4) between two activations; x W with W a weight
+    (batch 1: no batch entry); a letter of size 1 in both operands; and an equation hwprobe does not model (an
+    ellipsis) on known shapes, called "not modelled" (before: "shape not inferred", though every shape was)."""
+    nodes = [h.make_node("Einsum", ["q", "k"], ["s"], name="qk", equation="bhqd, bhkd -> bhqk"),
+             h.make_node("Einsum", ["x", "w"], ["xw"], name="xw", equation="ij,jk->ik"),
+             h.make_node("Einsum", ["u", "v"], ["uv"], name="uv", equation="bij,bjk->bik"),
+             h.make_node("Einsum", ["x", "w"], ["e"], name="ell", equation="...j,jk->...k")]
+    p = _save(tmp_path, nodes, [("q", [2, 3, 5, 4]), ("k", [2, 3, 6, 4]), ("x", [7, 4]), ("u", [1, 5, 4]),
+                                ("v", [1, 4, 6])], [_init("w", 4, 6)], opset=17, outputs=("s", "xw", "uv", "e"))
+    m = {x.name: x for x in load_model(p).layers}
+    assert _fields(m["qk"]) == ("matmul", 6 * 5 * 6 * 4, 0, 6 * 5 * 4 + 6 * 6 * 4, 6 * 5 * 6, 4, 6, 30,
+                                "Einsum", 6)
+    assert _fields(m["xw"]) == ("gemm", 7 * 6 * 4, 24, 28, 42, 4, 6, 7, "Einsum", None)
+    assert _fields(m["uv"]) == ("matmul", 5 * 6 * 4, 0, 20 + 24, 30, 4, 6, 5, "Einsum", None)
+    ell = m["ell"]
+    assert ell.op == "other" and not ell.modelled and ell.note == "Einsum: not modelled; bytes only"
+    assert ell.macs == 0 and ell.weights == 24 and ell.inputs == 28 and ell.outputs == 42
+
+
+def test_matmul_shapes_by_hand(tmp_path):
+    """A rank-3 input times a vector (N = 1, rows 2 x 3); two activations of rank 3 (bmm: batch 4) and an
+    activation of rank 3 times a 2-D activation (one GEMM of 4 x 64 rows, no batch)."""
+    nodes = [h.make_node("MatMul", ["a", "v"], ["av"], name="av"),
+             h.make_node("MatMul", ["b3", "c3"], ["bc"], name="bmm"),
+             h.make_node("MatMul", ["b3", "c2"], ["b2"], name="mm2")]
+    p = _save(tmp_path, nodes, [("a", [2, 3, 24]), ("v", [24]), ("b3", [4, 64, 128]), ("c3", [4, 128, 32]),
+                                ("c2", [128, 32])], outputs=("av", "bc", "b2"))
+    m = {x.name: x for x in load_model(p).layers}
+    assert _fields(m["av"]) == ("matmul", 6 * 24, 0, 6 * 24 + 24, 6, 24, 1, 6, "MatMul", None)
+    assert _fields(m["bmm"]) == ("matmul", 4 * 64 * 32 * 128, 0, 4 * 64 * 128 + 4 * 128 * 32, 4 * 64 * 32, 128, 32,
+                                 256, "MatMul", 4)
+    assert _fields(m["mm2"]) == ("matmul", 4 * 64 * 32 * 128, 0, 4 * 64 * 128 + 128 * 32, 4 * 64 * 32, 128, 32,
+                                 256, "MatMul", None)
+
+
+def test_1d_and_3d_convolutions_and_pools_by_hand(tmp_path):
+    """Conv1d (kernel 3 over 10 -> 8), Conv3d with a 1x3x5 kernel, a 2x2x3 MaxPool after it: kernel is
+    (first, last) spatial size, out_hw (first, last) spatial output; a scalar Add has no channel count."""
+    nodes = [h.make_node("Conv", ["x1", "w1"], ["c1"], name="c1d", kernel_shape=[3]),
+             h.make_node("Conv", ["x3", "w3"], ["c3"], name="c3d", kernel_shape=[1, 3, 5]),
+             h.make_node("MaxPool", ["c3"], ["p3"], name="p3d", kernel_shape=[2, 2, 3], strides=[2, 2, 3]),
+             h.make_node("Add", ["s1", "s2"], ["s"], name="scalar")]
+    p = _save(tmp_path, nodes, [("x1", [1, 2, 10]), ("x3", [1, 2, 4, 6, 9]), ("s1", []), ("s2", [])],
+              [_init("w1", 4, 2, 3), _init("w3", 4, 2, 1, 3, 5)], outputs=("c1", "p3", "s"))
+    m = {x.name: x for x in load_model(p).layers}
+    c1 = m["c1d"]
+    assert (c1.kernel, c1.out_hw, c1.macs, c1.cout) == ((3, 3), (8, 8), 4 * 8 * 2 * 3, 4)
+    c3 = m["c3d"]                                                    # y: [1, 4, 4, 4, 5]
+    assert (c3.kernel, c3.out_hw, c3.macs) == ((1, 5), (4, 5), 4 * 4 * 4 * 5 * 2 * 15)
+    p3 = m["p3d"]                                                    # [1, 4, 2, 2, 1]
+    assert (p3.kernel, p3.outputs, p3.elem_ops) == ((2, 3), 16, 16 * 12)
+    s = m["scalar"]
+    assert s.op == "eltwise" and s.cout is None and s.outputs == 1
+
+
+def test_attention_nodes_keep_their_heads_and_causality(tmp_path):
+    nodes = [h.make_node("Attention", ["q", "k", "v"], ["o"], name="att", q_num_heads=8, kv_num_heads=2,
+                         is_causal=1),
+             h.make_node("MultiHeadAttention", ["o", "o", "o"], ["y"], name="mha", domain="com.microsoft",
+                         num_heads=8, unidirectional=1)]
+    g = h.make_graph(nodes, "a", [h.make_tensor_value_info(n, T.FLOAT, [1, 16, 512 if n == "q" else 128])
+                                  for n in "qkv"], [h.make_tensor_value_info("y", T.FLOAT, None)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 23), h.make_opsetid("com.microsoft", 1)]),
+              str(tmp_path / "a.onnx"))
+    att, mha = load_model(tmp_path / "a.onnx").layers
+    assert att.extra["io"]["attrs"] == {"q_num_heads": 8, "kv_num_heads": 2, "is_causal": 1}
+    assert mha.extra["io"]["attrs"] == {"num_heads": 8, "unidirectional": 1}
+
+
+def test_the_model_and_its_notes_word_for_word(tmp_path):
+    """The model's name, source and batch; free dimensions named in the note; --dim pins a free dimension after a
+    fixed one, past an initializer listed as a graph input (old exporters)."""
+    node = h.make_node("MatMul", ["x", "w"], ["y"], name="mm")
+    g = h.make_graph([node], "free", [h.make_tensor_value_info("w", T.FLOAT, [8, 8]),
+                                      h.make_tensor_value_info("x", T.FLOAT, ["N", "s", "t", 8])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], [_init("w", 8, 8)])
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), str(tmp_path / "free.onnx"))
+    m = load_model(tmp_path / "free.onnx", batch=2)
+    assert (m.name, m.source, m.batch) == ("free", "onnx", 2)
+    assert m.notes[0] == ("free input dimension(s) without a value: s, t (give --dim NAME=VALUE); layers that "
+                          "depend on them have no shape")
+    pinned = load_model(tmp_path / "free.onnx", batch=2, dims={"s": 3, "t": 5}).layers[0]
+    assert pinned.modelled and pinned.rows == 2 * 3 * 5 and pinned.macs == 30 * 8 * 8
+    with pytest.raises(InputError) as e:
+        load_model(tmp_path / "free.onnx", dims={"seq": 3})
+    assert str(e.value) == "--dim seq: no graph input has a free dimension of that name; free dimensions: N, s, t"
+    with pytest.raises(InputError) as e:
+        load_model(_save(tmp_path, [node], [("x", [2, 8])], [_init("w", 8, 8)], name="fixed"), dims={"seq": 3})
+    assert str(e.value).endswith("free dimensions: none")
+    x = onnx.load(str(tmp_path / "fixed.onnx"))
+    x.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "b"
+    onnx.save(x, str(tmp_path / "fixed.onnx"))
+    with pytest.raises(InputError, match=r"free dimensions: b$"):
+        load_model(tmp_path / "fixed.onnx", dims={"seq": 3})
+
+
+def test_refusals_name_the_file_word_for_word(tmp_path, monkeypatch):
+    missing = tmp_path / "none.onnx"
+    with pytest.raises(InputError) as e:
+        load_model(missing)
+    assert str(e.value) == f"ONNX file {str(missing)!r} does not exist"
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\xff\xff\xff\xff")
+    with pytest.raises(InputError) as e:
+        load_model(bad)
+    assert str(e.value).startswith(f"ONNX file {str(bad)!r} is malformed (not an ONNX protobuf): ")
+    folder = tmp_path / "dir.onnx"
+    folder.mkdir()
+    with pytest.raises(InputError) as e:
+        load_model(folder)
+    assert str(e.value).startswith(f"cannot read ONNX file {str(folder)!r}: ")
+    empty = tmp_path / "empty.onnx"
+    onnx.save(h.make_model(h.make_graph([], "e", [], [])), str(empty))
+    with pytest.raises(InputError) as e:
+        load_model(empty)
+    assert str(e.value) == f"ONNX file {str(empty)!r} has no graph nodes (malformed or empty)"
+    monkeypatch.setitem(sys.modules, "onnx", None)                   # the onnx extra not installed
+    with pytest.raises(InputError) as e:
+        load_model(bad)
+    assert str(e.value) == "reading ONNX needs the onnx package: pip install 'hwprobe[models]'"
+
+
+def test_a_shape_constant_without_an_offset_key_is_read_from_the_file_start(tmp_path):
+    """ONNX's external data keys: offset is optional (0 when absent); a writer that leaves it out at the start
+    of the file still gets its shape constant read."""
+    m = _reshape_model()
+    b = next(t for t in m.graph.initializer if t.name == "b")
+    (tmp_path / "b.bin").write_bytes(np.array([12], np.int64).tobytes())
+    b.ClearField("raw_data")
+    b.ClearField("int64_data")
+    b.data_location = onnx.TensorProto.EXTERNAL
+    for k, v in (("location", "b.bin"), ("length", "8")):
+        b.external_data.add(key=k, value=v)
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    mm = load_model(tmp_path / "m.onnx").layers[-1]
+    assert mm.modelled and mm.macs == 2 * 5 * 12 and mm.rows == 2

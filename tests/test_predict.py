@@ -283,3 +283,237 @@ def test_a_prediction_under_the_layer_by_layer_bound_says_why_it_may_be():
     p = a.prediction
     assert p.roofline_s <= p.time_s < a.totals["time_s"]
     assert any(n.startswith("below the layer-by-layer roofline bound") for n in p.notes)
+
+
+# ---- issue 35 (mutation run on the merged code): prices on a hand calibration, each by its rule
+#
+# A GEMM table that is one power law (2 m n k at 50 TFLOP/s: exact between its two grid points on each axis), the
+# lean memory curves at 1 TB/s (elementwise) and 0.1 TB/s (unary, which a copy uses), a library ceiling of
+# 400 TFLOP/s (300 sustained), 2 TB/s DRAM, 8 TB/s L2 of 40 MB, 100 SMs.
+
+HAND_RATE, HAND_DRAM, HAND_L2 = 50e12, 2e12, 8e12
+
+
+def _hand_table(precision, rate=HAND_RATE):
+    ax = [1, 16384]
+    t = [[[2.0 * m * n * k / rate for k in ax] for n in ax] for m in ax]
+    return GemmTable.from_finding({"precision": precision, "m": ax, "n": ax, "k": ax, "time_s": t})
+
+
+def _curve(kind, bps):
+    return MemCurve(kind, np.array([1e3, 1e10]), np.array([1e3 / bps, 1e10 / bps]))
+
+
+class _HandProfile:
+    def __init__(self, dram=HAND_DRAM, sms=100, peaks=True, collectives=None):
+        self.device = {"l2_bytes": 40e6, **({"sms": sms} if sms else {})}
+        self._dram, self._peaks = dram, peaks
+        if collectives is not None:
+            self.collective_time = collectives
+
+    def peak(self, precision, unit=None, path="best"):
+        from hwprobe.vocab import ExecUnit, Path
+        if not self._peaks:
+            return None
+        if unit == ExecUnit.TENSOR_CORE and path == Path.LIBRARY:
+            return {"fp16": _Ceiling(400e12, 300e12), "fp32": _Ceiling(20e12, 20e12)}.get(precision)
+        return _Ceiling(900e12, None)                          # the best ceiling, off the library path
+
+    def bandwidth(self, level="dram"):
+        return {"dram": self._dram, "l2": HAND_L2 if self._dram else None}.get(level)
+
+
+def _hand(runtime="graph", profile=None, **cal):
+    from hwprobe.predict.calibration import Calibration
+    from hwprobe.predict.model import Predictor
+
+    c = Calibration(gemm={"fp16": _hand_table("fp16"), "fp32": _hand_table("fp32", 10e12)},
+                    memory={"elementwise": _curve("elementwise", 1e12), "unary": _curve("unary", 0.1e12)},
+                    launch={"graph_node_s": 2e-6, "host_issue_s": 5e-6})
+    for k, v in cal.items():
+        setattr(c, k, v)
+    return Predictor(profile or _HandProfile(), runtime, cal=c)
+
+
+def test_a_gemm_by_hand_in_each_precision():
+    for prec, it, rate, peak in (("fp16", 2, HAND_RATE, 400e12), ("fp32", 4, 10e12, 20e12)):
+        t = _hand().time(KernelOp("g", "gemm", prec, m=1024, n=1024, k=1024))
+        assert t.time_s == pytest.approx(2 * 1024 ** 3 / rate, rel=1e-9)
+        assert t.compute_s == pytest.approx(2 * 1024 ** 3 / peak, rel=1e-12)         # the library ceiling
+        assert t.memory_s == pytest.approx(it * 3 * 1024 ** 2 / HAND_DRAM, rel=1e-12)
+        assert (t.bound, t.source, t.covered, t.launch_s) == ("compute", "gemm", True, 2e-6)
+
+
+def test_an_outer_product_without_gemm_points_moves_like_an_elementwise_kernel():
+    """K = 1 at TF32 (no TF32 GEMM points): its bytes (4 x batch x (m n + m + n)) on the elementwise curve."""
+    t = _hand().time(KernelOp("rope", "gemm", "tf32", m=4096, n=64, k=1, batch=2))
+    nbytes = 4 * 2 * (4096 * 64 + 4096 + 64)
+    assert t.time_s == pytest.approx(nbytes / 1e12, rel=1e-9) and t.memory_s == pytest.approx(nbytes / HAND_DRAM)
+    assert t.compute_s == pytest.approx(t.op.gemm_flops / 900e12)              # no library ceiling: the best
+    assert t.covered is False and t.source == "memory.elementwise"
+    assert t.note == "an outer product (K = 1) with no tf32 GEMM points: its bytes on the elementwise curve"
+
+
+def test_masked_attention_reads_its_bytes_at_the_dram_bandwidth():
+    """SDPA's masked kernel (cuDNN's on Hopper): the fixed cost of a fused attention (here, no SDPA table: the copy
+    curve's fastest kernel, 1 kB at 0.1 TB/s) plus its bytes at the profile's DRAM bandwidth, or the products at
+    the P @ V rate where they take longer; without a DRAM figure, the copy curve at its bytes."""
+    op = KernelOp("att", "attention", m=1, n=2048, k=64, batch=2, backend="efficient")     # one decode step
+    nbytes = 2 * 2 * (2 * 1 * 64 + 2 * 2048 * 64)
+    fixed = 1e3 / 0.1e12
+    t = _hand().time(op)
+    assert t.time_s == pytest.approx(fixed + nbytes / HAND_DRAM, rel=1e-9) and t.covered is True
+    assert (t.source, t.note, t.bound) == ("attention.efficient", "masked SDPA: its bytes read at the DRAM bandwidth",
+                                           "memory")
+    t = _hand(profile=_HandProfile(dram=0)).time(op)
+    assert t.time_s == pytest.approx(nbytes / 0.1e12, rel=1e-9) and t.note == ""
+    wide = KernelOp("att", "attention", m=130, n=2048, k=1024, batch=2, backend="efficient", bytes=1e3)
+    t = _hand().time(wide)
+    assert t.time_s == pytest.approx(wide.gemm_flops / HAND_RATE, rel=1e-9)
+
+
+def test_flash_attention_bytes_by_precision():
+    op = dict(name="a", kind="attention", m=256, n=256, k=64, batch=4)
+    for prec, it in (("fp16", 2), ("fp32", 4)):
+        t = _hand().time(KernelOp(precision=prec, **op))
+        assert t.memory_s == pytest.approx(it * 4 * (2 * 256 * 64 + 2 * 256 * 64) / HAND_DRAM, rel=1e-12)
+
+
+def test_the_per_kernel_floor_of_each_runtime():
+    """eager: a tiny kernel waits for the host (the framework's time per op where measured, else a bare launch's);
+    graph: the graph node's gap is the launch floor; without either figure there is no floor."""
+    tiny = KernelOp("add", "elementwise", bytes=1e3)
+    eager = _hand("eager")
+    t = eager.time(tiny)
+    assert (t.time_s, t.launch_s, t.bound, eager.host_source) == (5e-6, 5e-6, "latency", "cuda_launch")
+    fw = _hand("eager", eager_op_s=8e-6)
+    assert fw.time(tiny).time_s == 8e-6 and fw.host_source == "framework"
+    bare = _hand("eager", launch={})
+    assert bare.time(tiny).time_s == pytest.approx(1e-9) and bare.time(tiny).launch_s == 0.0
+    assert _hand("graph", launch={}).time(tiny).launch_s == 0.0
+    assert _hand("graph").time(tiny).launch_s == pytest.approx(1e-9)           # min(node gap, its own time)
+
+
+def test_a_profile_without_ceilings_or_dram_figure_prices_without_those_bounds():
+    """No library ceiling and no DRAM bandwidth: the table's time stands, with no compute or memory term and no
+    implicit-GEMM byte credit (it needs the DRAM slope)."""
+    pred = _hand(profile=_HandProfile(dram=None, peaks=False))
+    g = pred.time(KernelOp("g", "gemm", m=64, n=4096, k=4096, batch=2))
+    assert g.time_s == pytest.approx(2 * 128 * 4096 * 4096 / HAND_RATE, rel=1e-9)
+    assert (g.compute_s, g.memory_s, g.roofline_s) == (0.0, 0.0, 0.0)
+    conv = pred.time(KernelOp("c", "gemm", m=12544, n=8, k=147, conv_kernel=7, conv_input_bytes=301056.0))
+    assert conv.time_s == pytest.approx(2 * 12544 * 8 * 147 / HAND_RATE, rel=1e-9) and conv.roofline_s == 0.0
+    assert pred.memory_floor(1e6) == 0.0 and pred.memory_floor(1e6, True) == 0.0
+
+
+def test_memory_floor_by_hand():
+    pred = _hand()
+    assert pred.memory_floor(0.0) == 0.0 and pred.memory_floor(1.0) == 1.0 / HAND_DRAM
+    assert pred.memory_floor(40e6, True) == 40e6 / HAND_L2                      # exactly the L2 size: fits
+    assert pred.memory_floor(40e6 + 1, True) == (40e6 + 1) / HAND_DRAM
+    assert pred.memory_floor(1e6) == 1e6 / HAND_DRAM                             # a GEMM's weights: DRAM
+
+
+def test_implicit_gemm_convolutions_by_hand():
+    """A 7x7 stem with 8 output channels: the table's GEMM read the 49x larger im2col matrix; without it the
+    time falls below the convolution's own bytes (input once, weights, output) at the DRAM slope, which holds
+    it. A 1x1 convolution reads its input once either way: the table's time exactly."""
+    pred = _hand()
+    stem = pred.time(KernelOp("c", "gemm", m=12544, n=8, k=147, conv_kernel=7, conv_input_bytes=301056.0))
+    own = 301056 + 2 * (8 * 147 + 12544 * 8)
+    assert stem.time_s == pytest.approx(own / HAND_DRAM, rel=1e-12)
+    assert "held_at_floor_s" not in stem.extra and stem.note == "" and stem.source == "gemm"
+    one = pred.time(KernelOp("c1", "gemm", m=3136, n=256, k=64, conv_kernel=1, conv_input_bytes=2.0 * 3136 * 64))
+    assert one.time_s == pytest.approx(2 * 3136 * 256 * 64 / HAND_RATE, rel=1e-12)
+
+
+def test_a_batched_gemm_reads_a_b_matrix_per_entry_and_a_gemv_is_held_at_its_bytes():
+    pred = _hand()
+    b2 = pred.time(KernelOp("moe", "gemm", m=16, n=4096, k=4096, batch=2))
+    nbytes = 2 * 32 * 4096 + 2 * (2 * 4096 * 4096 + 32 * 4096)
+    assert b2.time_s == pytest.approx(nbytes / HAND_DRAM, rel=1e-12) and "held_at_floor_s" not in b2.extra
+    gemv = pred.time(KernelOp("gemv", "gemm", m=1, n=4096, k=4096))
+    own = 2 * (4096 + 4096 * 4096 + 4096)
+    table = 2 * 4096 * 4096 / HAND_RATE
+    assert gemv.time_s == pytest.approx(own / HAND_DRAM, rel=1e-12)
+    assert gemv.extra["held_at_floor_s"] == pytest.approx(own / HAND_DRAM - table, rel=1e-9)
+    assert gemv.note == f"priced at {table / (own / HAND_DRAM):.0%} of its roofline bound: held at the bound"
+
+
+def test_the_switch_cost_is_added_outside_the_fused_runtime():
+    op = KernelOp("add", "elementwise", bytes=1e8)
+    assert _hand("graph", switch_s=1e-6).time(op).time_s == pytest.approx(1e8 / 1e12 + 1e-6, rel=1e-12)
+    assert _hand("fused", switch_s=1e-6).time(op).time_s == pytest.approx(1e8 / 1e12, rel=1e-12)
+
+
+def test_collectives_without_a_curve_say_so():
+    pred = _hand()
+    two = pred.time(KernelOp("ar", "allreduce", bytes=1e6, ranks=2))
+    assert (two.time_s, two.covered, two.source, two.bound) == (0.0, False, "collective", "comm")
+    assert two.note == "missing: no measured collective curve in this profile"
+    one = pred.time(KernelOp("ar", "allreduce", bytes=1e6, ranks=1))
+    assert (one.time_s, one.covered, one.note) == (0.0, True, "")
+
+    def refuse(kind, nbytes, ranks):
+        raise KeyError(f"no {kind} curve at {ranks} ranks")
+
+    t = _hand(profile=_HandProfile(collectives=refuse)).time(KernelOp("ag", "allgather", bytes=1e6, ranks=4))
+    assert t.covered is False and t.note == "missing: 'no allgather curve at 4 ranks'"
+
+
+def test_memory_kernels_on_stand_in_curves_say_which():
+    """A kind without its own curve: the unary curve, else any; a profile without memory curves is refused. In the
+    framework's table a stand-in curve marks only BatchNorm/GroupNorm/resize as outside the calibration."""
+    soft = {"softmax": _curve("softmax", 2e12)}
+    t = _hand("fused", memory=soft).time(KernelOp("add", "elementwise", bytes=1e6))
+    assert t.time_s == pytest.approx(1e6 / 2e12) and t.note == "no elementwise curve: the softmax curve"
+    dw = _hand("fused", memory=soft).time(KernelOp("dw", "conv_dw", bytes=1e6, conv_kernel=5))
+    assert dw.note == "no unary curve: the softmax curve; no depthwise 5x5 points: the copy curve at its bytes"
+    with pytest.raises(Exception) as e:
+        _hand("fused", memory={}).time(KernelOp("add", "elementwise", bytes=1e6))
+    assert str(e.value) == "the profile has no memory-kernel calibration (run the 'predict' suite)"
+    fw = {"reduction": _curve("reduction", 1e12), "batch_norm": _curve("batch_norm", 1e12)}
+    pool = _hand(framework=fw).time(KernelOp("p", "pool", bytes=1e6))
+    bn = _hand(framework=fw).time(KernelOp("bn", "batchnorm", bytes=1e6))
+    assert (pool.source, pool.covered, pool.note) == ("framework.reduction", True, "")
+    assert (bn.source, bn.covered, bn.note) == ("framework.batch_norm", True, "")
+
+
+def test_the_fused_runtime_says_when_it_uses_the_frameworks_linear_table():
+    pts = [{"dim": "n", "align": 4, "m": 1024, "factor": 1.5}]
+    fused = _hand("fused", gemm={}, framework_gemm={"fp16": _hand_table("fp16")}, align={"fp16": pts})
+    t = fused.time(KernelOp("g", "gemm", m=1024, n=4100, k=1024, weight_bits=4))
+    assert t.note == ("no cuBLAS fp16 table: the framework's linear layers; weights in 4 bits: inferred from the "
+                      "FP16 table (no quantized-GEMM calibration); n=4100 not a multiple of 8: x1.50 (measured)")
+    graph = _hand("graph", gemm={}, framework_gemm={"fp16": _hand_table("fp16")})
+    g = graph.time(KernelOp("g", "gemm", m=1024, n=1024, k=1024))
+    assert g.note == "" and g.source == "framework.linear"
+
+
+def test_the_alignment_price_by_hand():
+    """The measured factor of the nearest M for each of N and K off a multiple of 8 (the worse one; N's where
+    they tie), from the other 16-bit type's points where a precision has none of its own."""
+    pts = [{"dim": "n", "align": 4, "m": 1024, "factor": 1.5}, {"dim": "k", "align": 4, "m": 1024, "factor": 1.5},
+           {"dim": "k", "align": 2, "m": 1024, "factor": 1.2}, {"dim": "k", "align": 1, "m": 64, "factor": 1.1},
+           {"dim": "k", "align": 1, "m": 4096, "factor": 1.3}]
+    pred = _hand(align={"fp16": pts})
+    assert pred.align_factor("bf16", 1024, 4100, 4096) == (1.5, "n=4100 not a multiple of 8: x1.50 (measured)")
+    assert pred.align_factor("fp16", 1024, 4100, 4100) == (1.5, "n=4100 not a multiple of 8: x1.50 (measured)")
+    assert pred.align_factor("fp16", 1024, 4097, 4098) == (1.2, "k=4098 not a multiple of 8: x1.20 (measured)")
+    assert pred.align_factor("fp16", 64, 4096, 1)[0] == 1.1 and pred.align_factor("fp16", 4000, 4096, 1)[0] == 1.3
+    assert pred.align_factor("fp32", 1024, 4100, 4100) == (1.0, "")
+
+
+def test_the_power_cap_by_hand():
+    pred = _hand()
+    assert pred.power_ratio("bf16") == (4 / 3, "fp16 library 400 TFLOP/s in bursts, 300 sustained at the power "
+                                                "cap (gpu.gemm_power)")
+    assert pred.power_ratio("fp32") == (1.0, "")                              # burst = sustained: no cap
+    op = KernelOp("g", "gemm", m=1, n=1, k=1)
+    half = OpTime(op, 2.0, compute_s=1.0, bound="compute")                      # exactly at half its roof
+    mem = OpTime(op, 2.0, bound="memory")
+    note = pred.power_adjust([half, half, mem], "fp16")
+    f = 1 + (4.0 / 6.0) * (4 / 3 - 1)                                          # 4 s of 6 s at the roof
+    assert half.time_s == pytest.approx(2.0 * f) and mem.time_s == 2.0 and note.startswith("power cap: ")
+    slow = OpTime(op, 2.0, compute_s=0.9, bound="compute")
+    assert pred.power_adjust([slow, mem], "fp16") == "" and slow.time_s == 2.0

@@ -327,3 +327,61 @@ def test_depthwise_channels_past_the_grid_grow_as_the_last_step_did():
     t, _ = table.dw_time(784, 960, 3, 1)                        # 128 -> 512 grew 1.76x: the power 0.41 carries on
     assert t == pytest.approx(5.08 * us * (960 / 512) ** (np.log(5.08 / 2.88) / np.log(4)))
     assert table.dw_time(784, 256, 3, 1)[1]                      # inside the grid: as before, covered
+
+
+# --- issue 35 (mutation run on the merged code): notes word for word, grouped points through the predictor --------
+def test_bf16_kernels_on_fp16_points_say_so_word_for_word(pred):
+    sib = "no bf16 conv points: the fp16 ones (same datapath), outside the calibration"
+    dw = dict(name="dw", kind="conv_dw", precision="bf16", m=8 * 3136, n=96, bytes=2 * 2 * 8 * 3136 * 96,
+              flops=2 * 8 * 3136 * 96 * 9, conv_stride=1, conv_images=8)
+    k3 = pred.time(KernelOp(conv_kernel=3, **dw))
+    assert k3.source == "framework.conv_dw" and k3.covered is False and k3.note == sib
+    k7 = pred.time(KernelOp(conv_kernel=7, **dw))
+    assert k7.covered is False and k7.note == f"{sib}; no depthwise 7x7 points: the 3x3 points x 5.44 (taps)"
+    att = pred.time(KernelOp("a", "attention", "bf16", m=1024, n=1024, k=128, batch=32, causal=True))
+    assert att.note == "no bf16 SDPA points: the fp16 ones (same datapath), outside the calibration"
+    c5 = pred.time(KernelOp("c5", "gemm", "bf16", m=3136, n=64, k=64 * 25, conv_kernel=5,
+                            conv_input_bytes=2 * 3136 * 64, conv_images=1))
+    assert c5.note == "no bf16 conv points: the implicit-GEMM rule on the bf16 GEMM table"
+
+
+def test_a_non_square_kernel_is_the_implicit_gemm_rule_flagged(pred):
+    """A 1x7 convolution (conv_kernel 0: no square size, conv_images set) has no conv points of its own."""
+    got = pred.time(KernelOp("c17", "gemm", m=3136, n=128, k=128 * 7, conv_input_bytes=2 * 3136 * 128,
+                             conv_images=1))
+    assert got.covered is False and got.note == "a non-square kernel: the implicit-GEMM rule on the fp16 GEMM table"
+
+
+def test_grouped_points_price_a_grouped_convolution_through_the_predictor():
+    """ResNeXt's 32 groups of 4 channels at 56 x 56 on eight images: the grouped points' power law at C = 128
+    (sqrt(C_in x C_out) per group x groups), in the runtime's layout and image regime; its bytes by hand."""
+    from hwprobe.predict.model import Predictor
+
+    law = lambda m, c, g: 1e-12 * m * c * c / g                           # noqa: E731
+    pts = [{"k": 3, "m": m, "cin": c, "cout": c, "groups": g, "time_s": law(m, c, g), "layout": "nhwc",
+            "images": 8} for m in (784, 25088) for c in (64, 256) for g in (2, 32)]
+    pred = Predictor(_FakeProfile(), "graph", layout="nhwc")
+    op = KernelOp("g", "gemm", "fp32", m=25088, n=4, k=36, batch=32, conv_kernel=3, conv_images=8,
+                  conv_input_bytes=4 * 25088 * 128)
+    pred.cal.conv = ConvTable([dict(p, precision="fp32") for p in pts])
+    got = pred.time(op)
+    assert got.source == "framework.conv_grouped" and got.covered is True and got.note == ""
+    assert got.time_s == pytest.approx(law(25088, 128, 32), rel=1e-9)
+    assert got.memory_s == pytest.approx((4 * 25088 * 128 + 4 * 32 * (4 * 36 + 25088 * 4)) / 4e12, rel=1e-12)
+
+
+def test_grouped_without_grouped_points_is_one_dense_convolution_scaled_by_hand():
+    """No grouped points: the 32 groups as one dense 3x3 over 32x the pixels at the grid's fewest channels (64),
+    scaled down by sqrt(4 x 4) / 64."""
+    from hwprobe.predict.model import Predictor
+
+    law = lambda m, c: 1e-13 * m * c * c                                   # noqa: E731
+    pts = [{"k": 3, "m": m, "cin": c, "cout": c, "layout": "nhwc", "precision": "fp32", "time_s": law(m, c)}
+           for m in (784, 200704) for c in (64, 256)]
+    pred = Predictor(_FakeProfile(), "graph", layout="nhwc")
+    pred.cal.conv = ConvTable(pts)
+    got = pred.time(KernelOp("g", "gemm", "fp32", m=3136, n=4, k=36, batch=32, conv_kernel=3, conv_images=1,
+                             conv_input_bytes=4 * 3136 * 128))
+    assert got.time_s == pytest.approx(law(3136 * 32, 64) * 4 / 64, rel=1e-9) and got.covered is False
+    assert got.note == ("grouped (32 groups of 4->4 channels): no grouped points; priced as one dense convolution "
+                        "over 32x the pixels at the per-group channels")

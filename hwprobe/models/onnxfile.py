@@ -228,10 +228,8 @@ def _layer(g: _Graph, node, name: str) -> Layer:
     if layer is not None:
         return layer
     wts, ins, outs, known = _io(g, node)
-    modelled_op = t in ("Conv", "ConvTranspose", "Gemm", "MatMul", "Einsum", "BatchNormalization", "Concat",
-                        "Softmax", "LogSoftmax", "LayerNormalization") or t in (
-        ACTIVATIONS | ELTWISE | POOLS | GLOBAL_POOLS | MOVES)
-    why = "shape not inferred (symbolic or unknown dims)" if modelled_op or not known else "not modelled"
+    # every tensor's size known: the op's reader gave up on the op itself (an Einsum equation it does not model)
+    why = "not modelled" if known else "shape not inferred (symbolic or unknown dims)"
     return Layer(name, "other", weights=wts, inputs=ins, outputs=outs, source_op=t, modelled=False,
                  note=f"{t}: {why}; bytes only" + ("" if known else " (partly unknown)"))
 
