@@ -1,0 +1,30 @@
+"""The device-side shell scripts in tools/: each one parses (bash -n), and the suite A/B's pack step, which runs
+here, archives the old method's package and suites (issue 33)."""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("script", sorted((ROOT / "tools").rglob("*.sh")), ids=lambda p: p.name)
+def test_every_device_script_parses(script):
+    r = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_suite_ab_packs_the_old_methods_package_and_suites(tmp_path):
+    if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", "9fd4823^{commit}"], capture_output=True).returncode:
+        pytest.skip("a shallow clone: commit 9fd4823 is not here")
+    r = subprocess.run(["bash", str(ROOT / "tools/device_suite_ab.sh"), "pack", "9fd4823"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "wrote .ab/old.tar (9fd4823)" in r.stdout, r.stderr
+    with tarfile.open(ROOT / ".ab/old.tar") as tar:
+        names = set(tar.getnames())
+    assert {"hwprobe/suites.py", "suites/full.toml", "suites/default.toml"} <= names
+    assert not any(n.startswith(("profiles/", "tests/")) for n in names)

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Issue 33's same-lease A/B on one GPU (offline): this checkout's `default` and `full` suites against an older
+# method's, in one lease, with cupy.matmul's FP64 rate before and after; then `hwprobe validate` of the new `full`
+# against the old one at 1% (every ceiling within 1%, or higher). The two `full` runs together outlast one device
+# command, so the session runs detached and a second command waits for it:
+#   here:    bash tools/device_suite_ab.sh pack [COMMIT]       # .ab/old.tar: the old method's package (default 9fd4823)
+#   device:  MODE=start bash tools/device_suite_ab.sh          # starts the session, waits up to WAIT_S (570 s)
+#   device:  MODE=wait bash tools/device_suite_ab.sh           # waits again, then copies the results under $OUT
+# (carry [".whl", ".ab"]; the machine must stay warm between the two commands: call again within its idle time).
+set -uo pipefail
+MODE=${MODE:-${1:-wait}}; OUT=${OUT:-/tmp/hwprobe-out}; WORK=/tmp/ab; WAIT_S=${WAIT_S:-570}
+if [[ "$MODE" == pack ]]; then
+  mkdir -p .ab && git archive -o .ab/old.tar "${2:-9fd4823}" hwprobe suites && echo "wrote .ab/old.tar (${2:-9fd4823})"
+  exit 0
+fi
+if [[ "$MODE" == start ]]; then
+  rm -rf "$WORK"; mkdir -p "$WORK/old"; tar xf .ab/old.tar -C "$WORK/old" || exit 2
+  cat > "$WORK/job.sh" <<'EOF'
+set -u; cd "$1"; W=/tmp/ab; export PYTHONUNBUFFERED=1
+source tools/device_install.sh; device_install "$W/install.log"
+fp64() { python3 - <<'PY' >> "$W/cupy_fp64.txt"
+import cupy as cp
+a = cp.random.rand(8192, 8192); b = cp.random.rand(8192, 8192); s, e = cp.cuda.Event(), cp.cuda.Event()
+for _ in range(3): a @ b
+ts = []
+for _ in range(20):
+    s.record(); a @ b; e.record(); e.synchronize(); ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3)
+ts.sort(); print(f"cupy.matmul fp64 8192: median {2 * 8192 ** 3 / ts[10] / 1e12:.2f} TFLOP/s")
+PY
+}
+run() {   # run NAME TREE SUITE: one suite from one tree, its wall time beside it
+  local t0 rc; t0=$(date +%s.%N)
+  (cd "$2" && python3 -m hwprobe run --device 0 --suite "$3" --out "$W/$1" -q) > "$W/$1.log" 2>&1; rc=$?
+  echo "$1: exit $rc wall $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s" >> "$W/walls.txt"
+}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$W/smi.txt"
+fp64
+run new-default "$PWD" default; run old-default "$W/old" default
+run old-full "$W/old" full; run new-full "$PWD" full
+fp64
+python3 -m hwprobe validate "$(ls -d $W/new-full/*/ | head -1)" --against "$(ls -d $W/old-full/*/ | head -1)" \
+  --tolerance 1% --json > "$W/validate.json" 2> "$W/validate.err"; echo "validate: exit $?" >> "$W/walls.txt"
+touch "$W/DONE"
+EOF
+  setsid nohup bash "$WORK/job.sh" "$PWD" > "$WORK/job.log" 2>&1 < /dev/null &
+fi
+for _ in $(seq "$WAIT_S"); do [[ -f "$WORK/DONE" ]] && break; sleep 1; done
+cat "$WORK/walls.txt" "$WORK/cupy_fp64.txt" 2>/dev/null
+if [[ -f "$WORK/DONE" ]]; then
+  mkdir -p "$OUT" && tar czf "$OUT/ab.tgz" -C "$WORK" --exclude=old . && echo "ab: done, $OUT/ab.tgz"
+else
+  echo "ab: still running (call again with MODE=wait)"
+fi
