@@ -14,7 +14,6 @@ median 7% or less; eager decode within 25%. Exit 1 when a targeted case misses, 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -58,13 +57,12 @@ class Row:
 
 
 def load_measured(path: str) -> dict:
-    import gzip
+    from compare_predictions import read_json  # beside this file: JSON, gzipped (committed runs) or not
 
     from hwprobe.errors import InputError
 
     try:
-        raw = Path(path).read_bytes()
-        doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)   # committed runs are gzipped
+        doc = read_json(Path(path))
     except (OSError, ValueError) as e:
         raise InputError(f"cannot read {path!r}: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list) or not isinstance(doc.get("models"), dict):

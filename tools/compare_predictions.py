@@ -155,24 +155,25 @@ def split_table(doc: dict, source_prefix: str = "") -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--measured", required=True)
-    ap.add_argument("--onnx", required=True)
-    ap.add_argument("--profile", required=True)
+    ap.add_argument("--measured")
+    ap.add_argument("--onnx")
+    ap.add_argument("--profile")
     ap.add_argument("--variants", default="bn_folded_nhwc,default")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
     ap.add_argument("--json", default=None)
     ap.add_argument("--summary", default=None, help="write the error summary hwprobe shows beside predictions")
     ap.add_argument("--where", default="", help="the source these cases are filed under in the summary (the "
                     "committed validation run's directory); its earlier cases there are replaced")
     ap.add_argument("--title", default="Predicted vs measured model time")
-    if "--table" in sys.argv[1:]:         # the summary mode: compare_predictions.py --table FILE [--source PREFIX]
-        tp = argparse.ArgumentParser(description="the split table of a validation file")
-        tp.add_argument("--table", required=True, metavar="VALIDATION_JSON")
-        tp.add_argument("--source", default="", help="only cases filed under this source prefix")
-        t = tp.parse_args()
-        print(split_table(read_json(Path(t.table)), t.source), end="")
-        return
+    ap.add_argument("--table", metavar="VALIDATION_JSON", help="only print the split table of a validation file")
+    ap.add_argument("--source", default="", help="with --table: only cases filed under this source prefix")
     a = ap.parse_args()
+    if a.table:
+        print(split_table(read_json(Path(a.table)), a.source), end="")
+        return
+    missing = [f"--{k}" for k in ("measured", "onnx", "profile", "out") if not getattr(a, k)]
+    if missing:
+        ap.error(f"the following arguments are required: {', '.join(missing)}")
     from hwprobe.profile_build import load_profile
 
     with onnx_dir(Path(a.onnx)) as where:
