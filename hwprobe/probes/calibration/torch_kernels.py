@@ -77,7 +77,7 @@ def _case(torch, kind: str, nbytes: int):
                      f"{rows} x (64 + 64)")
     if kind == "bias":            # each launch adds its own bias vector (a layer's), read cold
         rows = max(1, nbytes // (4 * HIDDEN))
-        bias = param_copies(torch, lambda: rnd(HIDDEN), 2 * HIDDEN)
+        bias = param_copies(torch, (HIDDEN,), lambda s: rnd(*s))
         last = {}
 
         def step(a):
@@ -89,7 +89,8 @@ def _case(torch, kind: str, nbytes: int):
     if kind in ("norm", "softmax"):
         rows = max(1, nbytes // (4 * HIDDEN))
         if kind == "norm":        # each launch with its own scale and shift (a layer's), read cold
-            wb = param_copies(torch, lambda: (rnd(HIDDEN), rnd(HIDDEN)), 4 * HIDDEN)
+            scale, shift = (param_copies(torch, (HIDDEN,), lambda s: rnd(*s)) for _ in range(2))
+            wb = lambda: (scale(), shift())  # noqa: E731
             last = {}
 
             def step(a):

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from hwprobe import calibration as C
 from hwprobe import keys as K
 from hwprobe.probes.calibration import grids
-from hwprobe.probes.calibration.torch_timing import check_close, graph_time, param_copies, sweep
+from hwprobe.probes.calibration.torch_timing import check_close, graph_time, param_copies, reference_mode, sweep
 from hwprobe.vocab import Curve
 
 CHECK_TOL = {"fp16": 2e-2, "bf16": 4e-2, "tf32": 2e-2, "fp32": 1e-3, "int8": 1e-6, "fp8": 6e-2}
@@ -66,8 +66,8 @@ def _conv_point(torch, **case) -> float:
     fmt = torch.channels_last if case["layout"] == "nhwc" else torch.contiguous_format
     x = torch.randn(*x_shape, device="cuda", dtype=dtype).to(memory_format=fmt)
     fan_in = w_shape[1] * w_shape[2] * w_shape[3]
-    weights = param_copies(torch, lambda: (torch.randn(*w_shape, device="cuda", dtype=dtype)
-                                      / fan_in ** 0.5).to(memory_format=fmt), x.element_size() * w_shape[0] * fan_in)
+    weights = param_copies(torch, w_shape, lambda s: torch.randn(*s, device="cuda", dtype=dtype).mul_(fan_in ** -0.5),
+                           channels_last=case["layout"] == "nhwc")
     conv = {"stride": case.get("stride", 1), "padding": pad, "groups": case.get("groups", 1)}
     holder = {}
 
@@ -77,7 +77,7 @@ def _conv_point(torch, **case) -> float:
 
     t, _ = graph_time(torch, call)
     w = holder["w"].float()
-    with math_mode(torch, "fp32"):
+    with reference_mode(torch):
         if crop:
             s, border = conv["stride"], w_shape[2] // 2
             inner = slice(border, crop - border)
@@ -117,7 +117,7 @@ def _linear_call(torch, precision: str, m: int, n: int, k: int):
     holder = {}
     if precision == "int8":
         x = torch.randint(-4, 5, (m, k), device="cuda", dtype=torch.int8)
-        weights = param_copies(torch, lambda: torch.randint(-4, 5, (n, k), device="cuda", dtype=torch.int8), n * k)
+        weights = param_copies(torch, (n, k), lambda s: torch.randint(-4, 5, s, device="cuda", dtype=torch.int8))
 
         def call() -> None:
             holder["w"] = weights()
@@ -126,7 +126,7 @@ def _linear_call(torch, precision: str, m: int, n: int, k: int):
         f8 = _dtype(torch, "fp8")
         x = (torch.rand(m, k, device="cuda") * 2 - 1).to(f8)
         one = torch.ones((), device="cuda")
-        weights = param_copies(torch, lambda: ((torch.rand(n, k, device="cuda") * 2 - 1) / k ** 0.5).to(f8), n * k)
+        weights = param_copies(torch, (n, k), lambda s: ((torch.rand(*s, device="cuda") * 2 - 1) / k ** 0.5).to(f8))
 
         def call() -> None:
             holder["w"] = weights()
@@ -134,15 +134,14 @@ def _linear_call(torch, precision: str, m: int, n: int, k: int):
     else:
         dtype = _dtype(torch, precision)
         x = torch.randn(m, k, device="cuda", dtype=dtype)
-        weights = param_copies(torch, lambda: torch.randn(n, k, device="cuda", dtype=dtype) / k ** 0.5,
-                          x.element_size() * n * k)
+        weights = param_copies(torch, (n, k), lambda s: torch.randn(*s, device="cuda", dtype=dtype).div_(k ** 0.5))
 
         def call() -> None:
             holder["w"] = weights()
             holder["y"] = F.linear(x, holder["w"])
 
     def check() -> None:
-        with math_mode(torch, "fp32"):
+        with reference_mode(torch):
             want = x[:4].float() @ holder["w"].float().T
         check_close((holder["y"][:4].float(), want), f"{precision} linear {m}x{k}->{n}", CHECK_TOL[precision])
 
@@ -195,7 +194,7 @@ def _sdpa_point(torch, bh: int, seq: int, dim: int, causal: bool, precision: str
     holder = {}
     t, _ = graph_time(torch, lambda: holder.__setitem__(
         "o", F.scaled_dot_product_attention(q, k, v, is_causal=causal)))
-    with math_mode(torch, "fp32"):
+    with reference_mode(torch):
         ref = F.scaled_dot_product_attention(q[:, :2].float(), k[:, :2].float(), v[:, :2].float(), is_causal=causal)
     check_close((holder["o"][:, :2].float(), ref), f"{precision} sdpa {bh}x{seq}x{dim}", CHECK_TOL[precision])
     return t

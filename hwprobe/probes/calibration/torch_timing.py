@@ -4,6 +4,8 @@ with other data and timed alone, each launch on its own parameters; the output c
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from hwprobe.probes.calibration import common
@@ -23,17 +25,52 @@ def _flush(torch) -> None:
     _FLUSH["buf"].fill_(1)
 
 
-def param_copies(torch, make, nbytes: int):
-    """A callable giving a different copy of a layer's parameters (weights, bias, norm scale) on each call, as each
-    layer of a model reads its own: enough copies that one pass over them moves 3 x L2 (so none is L2-resident
-    when it comes round again), at most one per launch of a replay."""
-    import itertools
+COPY_ALIGN = 512   # bytes: where the caching allocator would start each copy (it rounds blocks to 512 B)
 
+
+def copy_count(torch, nbytes: int) -> int:
+    """Copies of a layer's parameters so that one pass over them moves 3 x L2 (none L2-resident when it comes
+    round again), at most one per launch of a replay."""
     from hwprobe.probes.compute.gemm_common import rotation_sets
 
-    copies = rotation_sets(max(int(nbytes), 1), _l2_bytes(torch), 3.0, cap=common.MAX_REPS)
-    it = itertools.cycle([make() for _ in range(copies)])
+    return rotation_sets(max(int(nbytes), 1), _l2_bytes(torch), 3.0, cap=common.MAX_REPS)
+
+
+def param_copies(torch, shape: tuple, fill, channels_last: bool = False):
+    """A callable giving a different copy of a layer's parameter (weights, bias, norm scale) of ``shape`` on each
+    call, as each layer of a model reads its own: copy_count copies, each starting 512-B aligned as its own
+    allocation would, cut from the one allocation ``fill((copies, stride))`` makes. One fill for them all: made
+    one by one, a small layer's 512 copies were 512 allocations and three launches each, at every point.
+    ``channels_last``: 4-D weights in PyTorch's channels-last strides."""
+    import itertools
+    import math
+
+    numel = math.prod(shape)
+    probe = fill((1, 1))
+    esize = probe.element_size()
+    stride = -(-numel * esize // COPY_ALIGN) * COPY_ALIGN // esize
+    buf = fill((copy_count(torch, numel * esize), stride))
+    if channels_last:
+        o, i, kh, kw = shape
+        views = [buf[c, :numel].view(o, kh, kw, i).permute(0, 3, 1, 2) for c in range(buf.shape[0])]
+    else:
+        views = [buf[c, :numel].view(*shape) for c in range(buf.shape[0])]
+    it = itertools.cycle(views)
     return lambda: next(it)
+
+
+@contextmanager
+def reference_mode(torch):
+    """FP32 arithmetic for a check's reference (no TF32), outside cuDNN: PyTorch's own im2col-and-GEMM and depthwise
+    kernels, so a cuDNN convolution is checked against other code, with no algorithm search or plan built for a
+    shape the timing never runs (the reference took a conv point 30 ms with cuDNN on, on an H200)."""
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    old = matmul.allow_tf32, cudnn.allow_tf32, cudnn.enabled
+    matmul.allow_tf32 = cudnn.allow_tf32 = cudnn.enabled = False
+    try:
+        yield
+    finally:
+        matmul.allow_tf32, cudnn.allow_tf32, cudnn.enabled = old
 
 
 def warm(torch, fn, calls: int = 2) -> None:
@@ -71,12 +108,15 @@ def graph_time(torch, fn, reps: int | None = None) -> tuple[float, int]:
     """Seconds per call of ``fn`` replayed ``reps`` times back to back in a CUDA graph (median of the rule's
     replays), each replay after a flush of L2 (_flush) and timed alone, as a model's replay is."""
     warm(torch, fn)
-    if reps is None:
+    g = None
+    if reps is None:                 # a pilot of MIN_REPS sizes the replay; a long call's pilot is the replay
         g = capture(torch, fn, common.MIN_REPS)
         g.replay()
         reps = common.reps_for_time(replay_s(torch, g) / common.MIN_REPS)
-    g = capture(torch, fn, reps)
-    g.replay()
+        g = g if reps == common.MIN_REPS else None
+    if g is None:
+        g = capture(torch, fn, reps)
+        g.replay()
     return float(np.median([replay_s(torch, g) for _ in range(common.point_rule().min_samples)])) / reps, reps
 
 
