@@ -105,6 +105,7 @@ class Runner:
             cp.cuda.Device(self.plan.device.index).use()
         reg = probes.registry()
         entries = self.plan.suite.entries
+        self._compile_ahead([reg[e.probe] for e in entries])
         total = len(entries) * self.plan.rounds
         for r in range(1, self.plan.rounds + 1):
             for i, entry in enumerate(entries):
@@ -120,6 +121,18 @@ class Runner:
                 self._write_env()
         self.guard.check()
         self.run_at_end()
+
+    def _compile_ahead(self, todo) -> None:
+        """Start the suite's kernel compiles (each probe's ``ahead`` hook, in suite order) on worker threads. A
+        hook that fails costs nothing: its probe compiles when it loads, and reports a failure there."""
+        if self.plan.device.kind != "gpu":
+            return
+        for p in {p.name: p for p in todo}.values():
+            if p.ahead is not None:
+                try:
+                    p.ahead(self.plan.device)
+                except Exception as e:
+                    self.log(f"{p.name}: no compile ahead ({type(e).__name__}: {e})")
 
     def run_at_end(self) -> None:
         """What probes registered for the end of the run (``ProbeContext.at_end``), in order; one that fails is

@@ -5,9 +5,13 @@ CuPy caches compiled modules on disk (~/.cupy/kernel_cache), so a second run ski
 
 from __future__ import annotations
 
+import queue
 import re
-from functools import cache
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from importlib import resources
+from typing import Any
 
 
 def source(name: str) -> str:
@@ -23,10 +27,92 @@ def arch_flag(cc_major: int, cc_minor: int, *, arch_specific: bool = False) -> s
     return f"-arch=sm_{cc_major}{cc_minor}{suffix}"
 
 
-@cache
+# Compiling ahead (issue 33): NVRTC compiles of the suite's large modules cost a cold run 45 s on an H200, one after
+# another. A probe names what it will compile (``@probe(ahead=...)``: ``prefetch`` its modules, ``ahead`` its SASS
+# cubins); the runner calls those hooks at the start, and a few threads compile while the first probes measure
+# (NVRTC runs with the GIL released, in CuPy and in cuda-python). ``load`` returns the compiled module, waiting for
+# a compile already under way; one compile per key.
+Key = tuple   # (name, options, name_expressions, arch_specific) of ``load``, or any key of ``once``
+_LOCK = threading.Lock()
+_DONE: dict[Key, Future] = {}
+_QUEUE: queue.Queue = queue.Queue()
+_WORKERS: list[threading.Thread] = []
+WORKERS = 4
+
+
+def once(key: Key, make: Callable[[], Any]) -> Any:
+    """``make()``'s result, computed once per ``key`` (by this call, or by a ``prefetch``/``ahead`` already under
+    way, which it waits for). A failure is raised to every waiter and forgotten, so a later call tries again."""
+    with _LOCK:
+        fut = _DONE.get(key)
+        mine = fut is None
+        if mine:
+            fut = _DONE[key] = Future()
+    if mine:
+        try:
+            fut.set_result(make())
+        except BaseException as e:
+            fut.set_exception(e)
+    try:
+        return fut.result()
+    except BaseException:
+        with _LOCK:
+            if _DONE.get(key) is fut:
+                del _DONE[key]
+        raise
+
+
+def ahead(key: Key, make: Callable[[], Any]) -> None:
+    """Start ``once(key, make)`` on a worker thread (no-op when the key is done or under way). The workers are
+    daemon threads: Ctrl-C or the end of a run never waits for a compile nobody needs any more."""
+    with _LOCK:
+        if key in _DONE:
+            return
+        if not _WORKERS:
+            _WORKERS.extend(threading.Thread(target=_work, name=f"hwprobe-compile-{i}", daemon=True)
+                            for i in range(WORKERS))
+            for t in _WORKERS:
+                t.start()
+    _QUEUE.put((key, make))
+
+
+def _work() -> None:
+    while True:
+        key, make = _QUEUE.get()
+        try:
+            once(key, make)
+        except BaseException:   # the probe that loads it compiles again and reports the error where it measures
+            pass
+
+
+def prefetch(specs: list[Key]) -> None:
+    """Compile ``load``'s modules ahead, each (name, options, name_expressions, arch_specific), for the current
+    device (the worker threads use the caller's device)."""
+    import cupy as cp
+
+    dev = cp.cuda.Device().id
+    for name, options, names, arch_specific in specs:
+        key = (name, tuple(options), tuple(names) if names is not None else None, bool(arch_specific), dev)
+
+        def make(key=key):
+            with cp.cuda.Device(dev):
+                return _compile(*key[:4])
+
+        ahead(key, make)
+
+
 def load(name: str, options: tuple[str, ...] = (), name_expressions: tuple[str, ...] | None = None,
          arch_specific: bool = False):
-    """Compile ``name`` (a .cu file here) for the current device and return the cupy.RawModule."""
+    """Compile ``name`` (a .cu file here) for the current device and return the cupy.RawModule (once per
+    arguments and device; a compile under way from ``prefetch`` is waited for)."""
+    import cupy as cp
+
+    key = (name, tuple(options), tuple(name_expressions) if name_expressions is not None else None,
+           bool(arch_specific), cp.cuda.Device().id)
+    return once(key, lambda: _compile(*key[:4]))
+
+
+def _compile(name: str, options: tuple[str, ...], name_expressions: tuple[str, ...] | None, arch_specific: bool):
     import cupy as cp
 
     dev = cp.cuda.Device()

@@ -32,6 +32,7 @@ class Probe:
     precisions: tuple[str, ...] = ()
     choices: dict[str, tuple] = field(default_factory=dict)     # parameter -> allowed values
     ranges: dict[str, tuple] = field(default_factory=dict)      # parameter -> (lo, hi); numbers default to >= 0
+    ahead: Callable[[Any], None] | None = None  # ahead(device): start its NVRTC compiles (hwprobe.kernels.prefetch)
 
     def params(self) -> dict[str, Any]:
         """Parameters a suite may set, with their defaults."""
@@ -63,13 +64,15 @@ class Probe:
 
 
 def probe(*, name: str, target: str, family: str, summary: str, precisions: tuple[str, ...] = (),
-          choices: dict[str, tuple] | None = None, ranges: dict[str, tuple] | None = None):
+          choices: dict[str, tuple] | None = None, ranges: dict[str, tuple] | None = None,
+          ahead: Callable[[Any], None] | None = None):
     """Register a probe function under ``name``; ``choices`` and ``ranges`` declare its parameters' allowed
-    values beyond the types its defaults give (checked when a suite is planned, before any measuring)."""
+    values beyond the types its defaults give (checked when a suite is planned, before any measuring);
+    ``ahead(device)`` starts the probe's kernel compiles on worker threads when a run begins."""
 
     def deco(func: ProbeFunc) -> ProbeFunc:
         _REGISTRY[name] = Probe(name, target, family, summary, func, precisions, dict(choices or {}),
-                                dict(ranges or {}))
+                                dict(ranges or {}), ahead)
         return func
 
     return deco
@@ -134,7 +137,7 @@ class ProbeContext:
             # energy counter (it steps every ~0.1 s), and at least the rule's (or the caller's) count.
             r = policy.rule("energy", min_samples=r.min_samples, min_total_s=self.energy_window_s)
             batch = r.min_samples
-        with self.sampler.window() as win:
+        with self.sampler.window(energy=r.energy) as win:
             if warmup:
                 self._time(fn, warmup, 0)
             taken = policy.sample(lambda k: self._time(fn, 0, k), r, batch=batch)

@@ -75,7 +75,7 @@ def _finding(ctx, name: str, samples: list[float], text: str):
                        notes=[text])
 
 
-@probe(name="gpu.launch", target="gpu", family="calibration",
+@probe(name="gpu.launch", target="gpu", family="calibration", ahead=common.ahead,
        summary="Prediction calibration: per-kernel floors (CUDA graph node, host launch into a stream, round trip)")
 def run(ctx):
     import cupy as cp

@@ -140,7 +140,7 @@ def curve_finding(ctx, kind: str, points: list[tuple[int, float, str]], clocks: 
                f"a CUDA graph; {len(pts)} sizes from {pts[0][0]} to {pts[-1][0]} B" if pts else "no points"])
 
 
-@probe(name="gpu.mem_kernels", target="gpu", family="calibration",
+@probe(name="gpu.mem_kernels", target="gpu", family="calibration", ahead=common.ahead,
        summary="Prediction calibration: elementwise, norm, softmax, reduction and transpose kernels, time vs bytes "
                "(L2-resident to DRAM) in CUDA graphs",
        choices={"kinds": KINDS})

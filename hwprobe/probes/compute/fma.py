@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 
@@ -373,9 +372,14 @@ def sass_flags(counts: dict[Op, int] | None, expect: dict[Op, int]) -> list[str]
 # ----------------------------------------------------------------------------------------------------
 # Device side.
 
-@cache
 def _sass_text(options: tuple[str, ...]) -> str | None:
-    """SASS of the module compiled with exactly these NVRTC options (once per process)."""
+    """SASS of the module compiled with exactly these NVRTC options (once per process; ``_ahead`` starts it)."""
+    from hwprobe.kernels import once
+
+    return once(("sass", KERNEL_FILE, options), lambda: _compile_sass(options))
+
+
+def _compile_sass(options: tuple[str, ...]) -> str | None:
     from hwprobe.kernels import sass, source
 
     if not sass.can_disassemble():
@@ -473,7 +477,18 @@ def _meta(fam: Family) -> dict:
                 path=Path.INSTRUCTION)
 
 
-@probe(name="gpu.fma", target="gpu", family="compute", precisions=PRECISIONS,
+def _ahead(dev) -> None:
+    """Start compiling every family's module and SASS cubin the device can run (hwprobe.kernels.prefetch)."""
+    from hwprobe.kernels import ahead, prefetch
+
+    fams = [f for f in (*FAMILIES, *EXPERIMENTS) if (dev.cc_major, dev.cc_minor) >= f.min_cc]
+    prefetch([(KERNEL_FILE, f.options(), None, False) for f in fams])
+    for f in fams:
+        opts = _Family.sass_options_for(f, dev)
+        ahead(("sass", KERNEL_FILE, opts), lambda o=opts: _compile_sass(o))
+
+
+@probe(name="gpu.fma", target="gpu", family="compute", precisions=PRECISIONS, ahead=_ahead,
        summary="CUDA-core multiply-add throughput per precision and instruction (DFMA/FFMA/HFMA2/IMAD/IDP), "
                "chains x occupancy searched, SASS-checked")
 def run(ctx: ProbeContext, precisions: tuple[str, ...] = PRECISIONS, search: bool = True,

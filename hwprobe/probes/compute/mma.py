@@ -20,7 +20,7 @@ import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import partial
 
 import numpy as np
 
@@ -585,8 +585,14 @@ def _module(v: Variant) -> tuple[object, tuple[str, ...]]:
     return mod, opts
 
 
-@cache
 def _sass_text(file: str, options: tuple[str, ...]) -> str | None:
+    """SASS of ``file`` compiled with these options (once per process; ``_measure`` starts it on a worker)."""
+    from hwprobe.kernels import once
+
+    return once(("sass", file, options), lambda: _compile_sass(file, options))
+
+
+def _compile_sass(file: str, options: tuple[str, ...]) -> str | None:
     try:
         from hwprobe.kernels import sass, source
 
@@ -770,8 +776,10 @@ def _measure(ctx, cp, v: Variant):
         notes.append("fp8 mma.sync needs PTX ISA 8.4+ (CUDA 12.4+) and sm_89+")
     notes += [f"config {config_label(c)} could not run or failed its check: {e}" for c, e in errors.items()]
     function = kernel_name(v, best)
-    line, has = sass_evidence(v, function, _nvrtc_options(ctx.device, v.api, _sass_options(v, best, extra)))
-    notes.append(line)
+    sass_opts = _nvrtc_options(ctx.device, v.api, _sass_options(v, best, extra))
+    from hwprobe.kernels import ahead
+
+    ahead(("sass", _source_file(v.api), sass_opts), lambda: _compile_sass(_source_file(v.api), sass_opts))
     params = {
         "instruction": v.ptx,  # not vocab: the PTX instruction
         "shape": v.shape_name, "kernel": function, "grid": launch.grid, "block": launch.block,
@@ -798,6 +806,8 @@ def _measure(ctx, cp, v: Variant):
                     precision=v.metric_precision, exec_unit=ExecUnit.TENSOR_CORE, path=Path.INSTRUCTION, params=params,
                     notes=notes)
     m.notes += checked
+    line, has = sass_evidence(v, function, sass_opts)     # compiled on a worker while the samples ran
+    m.notes.append(line)
     _account_clocks(ctx, m, v, launch, work, best)
     if flags := sass_flags(has, v):
         from hwprobe.kernels.sass import invalidate
@@ -844,13 +854,23 @@ def _run(ctx, api: str, precisions):
                 yield ctx.error(v.metric, v.metric, e, **_meta(v))
 
 
-@probe(name="gpu.mma_sync", target="gpu", family="compute", precisions=MMA_SYNC_PRECISIONS,
+def _ahead(api: str):
+    """The probe's compile-ahead hook: its all-variants module (wgmma's on sm_90 only, its sm_90a target)."""
+    def hook(dev) -> None:
+        from hwprobe.kernels import prefetch
+
+        if api == "mma_sync" or (dev.cc_major, dev.cc_minor) == (9, 0):
+            prefetch([(_source_file(api), _base_options(api), None, api == "wgmma")])
+    return hook
+
+
+@probe(name="gpu.mma_sync", target="gpu", family="compute", precisions=MMA_SYNC_PRECISIONS, ahead=_ahead("mma_sync"),
        summary="Tensor Core peak through warp-level PTX mma.sync (registers only), per precision")
 def run_mma_sync(ctx, precisions=MMA_SYNC_PRECISIONS):
     yield from _run(ctx, "mma_sync", precisions)
 
 
-@probe(name="gpu.wgmma", target="gpu", family="compute", precisions=WGMMA_PRECISIONS,
+@probe(name="gpu.wgmma", target="gpu", family="compute", precisions=WGMMA_PRECISIONS, ahead=_ahead("wgmma"),
        summary="Tensor Core peak through Hopper wgmma (sm_90a, operands in shared memory), per precision")
 def run_wgmma(ctx, precisions=WGMMA_PRECISIONS):
     yield from _run(ctx, "wgmma", precisions)

@@ -73,7 +73,13 @@ def expected_total(precision: str, m: int, n_elem: int) -> float | int:
     return float(per.astype(np.float64).sum()) * count
 
 
-@probe(name="gpu.roofline", target="gpu", family="compute",
+def _ahead(dev) -> None:
+    from hwprobe.kernels import prefetch
+
+    prefetch([("mem_roofline.cu", (), None, False)])
+
+
+@probe(name="gpu.roofline", target="gpu", family="compute", ahead=_ahead,
        summary="Measured roofline: FLOP/s vs arithmetic intensity (1/8..1024 FLOP/B) and the ridge point",
        precisions=tuple(ROOF_PRECISIONS))
 def run(ctx, precisions: tuple[str, ...] = tuple(ROOF_PRECISIONS), lo: float = 0.125, hi: float = 1024.0,

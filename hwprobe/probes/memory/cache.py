@@ -35,7 +35,13 @@ LOADS_PER_ITER = 4         # sweep_read unrolls 4 loads of 16 B per iteration
 SMEM_BLOCK, SMEM_VECS = 256, 8  # must match mem_cache.cu
 
 
-@probe(name="gpu.cache", target="gpu", family="memory",
+def _ahead(dev) -> None:
+    from hwprobe.kernels import prefetch
+
+    prefetch([("mem_cache.cu", (), CACHE_KERNELS + l2plan.kernel_names(), False)])
+
+
+@probe(name="gpu.cache", target="gpu", family="memory", ahead=_ahead,
        summary="L1/L2 bandwidth and capacity from working-set sweeps, L2 near/far partitions, shared-memory bandwidth")
 def run(ctx, per_octave: int | None = None, refine: bool = True, shared: bool = True,
         screen: bool = True) -> Iterator[Measurement]:

@@ -358,7 +358,13 @@ class DramBench:
 # ---------------------------------------------------------------------------------------------------------------
 # The probe
 
-@probe(name="gpu.dram", target="gpu", family="memory",
+def _ahead(dev) -> None:
+    from hwprobe.kernels import prefetch
+
+    prefetch([("memory.cu", (), all_kernel_names(), False)])
+
+
+@probe(name="gpu.dram", target="gpu", family="memory", ahead=_ahead,
        summary="DRAM bandwidth: read, write, copy, scale, triad (BabelStream bytes) and cudaMemcpy D2D")
 def run(ctx, array_mib: int | None = None, ops: tuple[str, ...] = OPS, search: bool = True) -> Iterator[Measurement]:
     """``array_mib``: bytes per array (default: screen at 1 GiB, then try 2 and 4 GiB with the best variants;

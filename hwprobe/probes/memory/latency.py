@@ -41,7 +41,13 @@ SWEEP_FROM, SWEEP_TO = 1 / 16, 2.0   # L2 latency sweep, in units of the reporte
 FAR_STEP = 1.10            # a latency step inside L2 counts as near/far when the plateaus differ this much
 
 
-@probe(name="gpu.latency", target="gpu", family="memory",
+def _ahead(dev) -> None:
+    from hwprobe.kernels import prefetch
+
+    prefetch([("mem_cache.cu", (), CACHE_KERNELS, False)])
+
+
+@probe(name="gpu.latency", target="gpu", family="memory", ahead=_ahead,
        summary="Load-to-use latency (cycles and ns) of L1, L2 and DRAM by single-thread pointer chasing")
 def run(ctx, l1_kib: int = 16, l2_mib: int | None = None, dram_mib: int | None = None,
         seed: int = 0, l2_sweep: bool = True) -> Iterator[Measurement]:

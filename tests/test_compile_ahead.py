@@ -1,0 +1,112 @@
+"""Compiling ahead (hwprobe.kernels.once/ahead, the runner's hook): one compile per key however many threads ask,
+a failure forgotten so a later load tries again, and hooks called once per probe, on GPU runs only."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from hwprobe import kernels
+from hwprobe.probes.base import Probe
+from hwprobe.runner import Runner
+
+
+def _slow_counter(result="module", delay=0.05):
+    calls = []
+
+    def make():
+        calls.append(threading.current_thread().name)
+        time.sleep(delay)
+        return result
+
+    return make, calls
+
+
+def test_once_compiles_once_however_many_threads_ask():
+    make, calls = _slow_counter()
+    key = ("test", "once", time.monotonic())
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(kernels.once(key, make))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == ["module"] * 6 and len(calls) == 1
+
+
+def test_a_load_waits_for_the_compile_started_ahead_and_does_not_compile_again():
+    make, calls = _slow_counter("ahead", delay=0.2)
+    key = ("test", "ahead", time.monotonic())
+    kernels.ahead(key, make)
+    time.sleep(0.05)                         # the worker has started it
+    assert kernels.once(key, lambda: "main thread") == "ahead"
+    assert len(calls) == 1 and calls[0].startswith("hwprobe-compile")
+
+
+def test_a_failed_compile_is_raised_and_forgotten():
+    key = ("test", "fail", time.monotonic())
+
+    def bad():
+        raise RuntimeError("nvrtc: error")
+
+    with pytest.raises(RuntimeError, match="nvrtc"):
+        kernels.once(key, bad)
+    assert kernels.once(key, lambda: "second try") == "second try"
+
+
+def test_a_failure_ahead_is_not_lost_for_the_probe_that_loads():
+    key = ("test", "fail-ahead", time.monotonic())
+    done = threading.Event()
+
+    def bad():
+        done.set()
+        raise RuntimeError("nvrtc: error")
+
+    kernels.ahead(key, bad)
+    assert done.wait(5)
+    time.sleep(0.05)
+    assert kernels.once(key, lambda: "compiled at load") == "compiled at load"
+
+
+def _probe(name, hook):
+    return Probe(name, "gpu", "compute", "s", lambda ctx: iter(()), ahead=hook)
+
+
+def test_the_runner_calls_each_probes_hook_once_on_a_gpu_run_and_logs_a_failing_one():
+    seen, logs = [], []
+
+    def bad(dev):
+        raise ImportError("no cupy")
+
+    dev = SimpleNamespace(kind="gpu")
+    runner = SimpleNamespace(plan=SimpleNamespace(device=dev), log=logs.append)
+    todo = [_probe("a", seen.append), _probe("b", None), _probe("a", seen.append), _probe("c", bad)]
+    Runner._compile_ahead(runner, todo)
+    assert seen == [dev]
+    assert logs == ["c: no compile ahead (ImportError: no cupy)"]
+
+
+def test_the_runner_compiles_nothing_ahead_on_a_cpu_run():
+    seen = []
+    runner = SimpleNamespace(plan=SimpleNamespace(device=SimpleNamespace(kind="cpu")), log=print)
+    Runner._compile_ahead(runner, [_probe("a", seen.append)])
+    assert seen == []
+
+
+def test_the_heavy_compilers_register_a_hook():
+    from hwprobe import probes
+
+    reg = probes.registry()
+    for name in ("gpu.fma", "gpu.mma_sync", "gpu.wgmma", "gpu.dram", "gpu.cache", "gpu.latency", "gpu.roofline",
+                 "gpu.mem_kernels", "gpu.launch"):
+        assert reg[name].ahead is not None, name
+
+
+def test_short_rules_skip_the_energy_counter_and_ceilings_keep_it():
+    from hwprobe.timing import policy
+
+    assert not policy.rule("graph_point").energy and not policy.rule("sweep").energy
+    assert policy.rule("ceiling").energy and policy.rule("sustained").energy and policy.rule("energy").energy
