@@ -44,6 +44,8 @@ class StoppingRule:
     max_noise: float = 0.0     # target relative standard error of the median (noise()); 0: none
     max_total_s: float = math.inf   # timed seconds at most, once the minimums (samples and time) are in
     timeout_s: float = 60.0    # wall-clock seconds at most, minimums or not
+    energy: bool = True        # read the energy counter around the samples (False: windows far under the 1 s
+    #                            joules per operation need; each read costs an H200 ~5 ms, twice per figure)
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_samples <= self.max_samples:
@@ -77,8 +79,8 @@ CPU_QUICK = StoppingRule("cpu_quick", sample_s=0.03, min_samples=3, max_samples=
 STREAM = StoppingRule("stream", sample_s=0.004, min_samples=3, max_samples=10, max_noise=0.01)
 # - sweep and calibration points (a curve, not a ceiling): 3 (a median that one outlier cannot move), more
 #   only where they disagree by over 2%
-SWEEP = StoppingRule("sweep", sample_s=0.002, min_samples=3, max_samples=3)
-GRAPH_POINT = StoppingRule("graph_point", sample_s=0.001, min_samples=3, max_samples=5, max_noise=0.02)
+SWEEP = StoppingRule("sweep", sample_s=0.002, min_samples=3, max_samples=3, energy=False)
+GRAPH_POINT = StoppingRule("graph_point", sample_s=0.001, min_samples=3, max_samples=5, max_noise=0.02, energy=False)
 # ... one CUDA-graph replay of back-to-back kernels lasting ~1 ms (a prediction calibration point)
 # - screens and searches: fixed counts (a screen ranks variants; the winner is then measured under a ceiling rule)
 SCREEN = StoppingRule("screen", sample_s=0.002, min_samples=2, max_samples=2)

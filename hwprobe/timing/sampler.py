@@ -82,7 +82,7 @@ class NullSampler:
     """For targets with nothing to read."""
 
     @contextmanager
-    def window(self):
+    def window(self, energy: bool = True):
         w = _Window()
         yield w
         w.summary = ClockSummary()
@@ -132,8 +132,9 @@ class ClockSampler:
             time.sleep(self._interval)
 
     @contextmanager
-    def window(self):
-        w = _Window(energy_mj_start=self._energy(), t_start=time.perf_counter())
+    def window(self, energy: bool = True):
+        """Clocks, power and throttle reasons over the ``with`` block; the energy counter too where ``energy``."""
+        w = _Window(energy_mj_start=self._energy() if energy else None, t_start=time.perf_counter())
         with self._lock:
             self._win = w
             self._read(w)
@@ -143,7 +144,7 @@ class ClockSampler:
             with self._lock:
                 self._read(w)
                 self._win = None
-            w.energy_mj_end = self._energy()
+            w.energy_mj_end = self._energy() if energy else None
             w.t_end = time.perf_counter()
             w.summary = w.summarize("nvml")
 
@@ -162,7 +163,7 @@ class CpuClockSampler:
         return current_mhz()
 
     @contextmanager
-    def window(self):
+    def window(self, energy: bool = True):
         w = _Window()
         a = self.read_mhz()
         try:

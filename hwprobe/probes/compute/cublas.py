@@ -169,10 +169,10 @@ def fp8_finite_values(fmt: str = "e4m3") -> np.ndarray:
     return codes[order], table[codes[order]]
 
 
-def fp8_operand(cp, shape: tuple[int, ...], seed: int, data: str = "uniform", role: str = "a"):
-    """E4M3 codes (uint8; CuPy has no FP8 dtype) of a distribution in DATA."""
+def fp8_operand(cp, shape: tuple[int, ...], seed: int, data: str = "uniform", role: str = "a", rs=None):
+    """E4M3 codes (uint8; CuPy has no FP8 dtype) of a distribution in DATA (drawn from ``rs`` where given)."""
     codes, values = fp8_finite_values("e4m3")
-    rs = cp.random.RandomState(seed)
+    rs = rs or gc.operand_rng(cp, seed)
     if data == "zeros":
         return cp.zeros(shape, dtype=cp.uint8)
     if data == "uniform":
@@ -187,15 +187,17 @@ def fp8_operand(cp, shape: tuple[int, ...], seed: int, data: str = "uniform", ro
 
 
 def random_operand(cp, kind: str, shape: tuple[int, ...], seed: int, scale: float = 1.0, data: str = "uniform",
-                   role: str = "a"):
-    """Random data of a storage kind (``data``: a key of DATA; ``role`` "a" or "b" for the relu pair).
+                   role: str = "a", rs=None):
+    """Random data of a storage kind (``data``: a key of DATA; ``role`` "a" or "b" for the relu pair), drawn from
+    ``rs`` where given (one generator for a point's operand sets: seeding one per operand cost a small GEMM point
+    128 generator set-ups), else from a generator seeded with ``seed``.
 
     uniform, the ceilings' data, is never all zero: uniform(-scale, scale) floats, int8 in [-127, 127]."""
     if data not in DATA:
         raise ValueError(f"unknown operand data {data!r}; known: {', '.join(DATA)}")
     if kind == "fp8":
-        return fp8_operand(cp, shape, seed, data, role)
-    rs = cp.random.RandomState(seed)
+        return fp8_operand(cp, shape, seed, data, role, rs)
+    rs = rs or gc.operand_rng(cp, seed)
     if data == "zeros":
         x = cp.zeros(shape, dtype=cp.float32)
     elif data == "uniform":
@@ -364,8 +366,9 @@ class CublasGemm:
         # Sums of k products stay near 1 for 16-bit types, so fp16 accumulation cannot overflow.
         scale = k ** -0.25 if v.storage in ("float16", "bf16") else 1.0
         self.operands = operands_desc(v.storage, data, scale)
-        self.ops = [(random_operand(cp, v.storage, sa, seed + 2 * i, scale, data, "a"),
-                     random_operand(cp, v.storage, sb, seed + 2 * i + 1, scale, data, "b"),
+        rs = gc.operand_rng(cp, seed)
+        self.ops = [(random_operand(cp, v.storage, sa, seed + 2 * i, scale, data, "a", rs),
+                     random_operand(cp, v.storage, sb, seed + 2 * i + 1, scale, data, "b", rs),
                      empty_operand(cp, v.out, sc)) for i in range(self.sets)]
         self.alpha = np.ones((), dtype=v.scalar)
         self.beta = np.zeros((), dtype=v.scalar)
