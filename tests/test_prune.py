@@ -176,3 +176,21 @@ def test_prune_cli_writes_the_profile_the_probes_would_now_make(tmp_path):
     cells = [c for plane in sec.gemm["fp16"].time_s for row in plane for c in row]
     assert cells.count(None) == len(pg.pruned().gemm["fp16"])
     assert len(sec.conv.points) == 950 - len(pg.pruned().conv)
+
+
+def test_convolution_families_keep_precisions_groups_and_strides_apart():
+    """The generic grid's points: each precision, grouped kernel, stride and image regime is its own table, as the
+    predictor reads them (a 2% judgement across two precisions' times would prune nothing real)."""
+    from hwprobe.probes.calibration import grids
+
+    fam = load_tool("suite_speed").conv_family
+    cases = {p: grids.conv_cases(p) for p in ("fp16", "fp32")}
+    one = {fam(c) for c in cases["fp16"]}
+    assert not one & {fam(c) for c in cases["fp32"]}
+    kinds = {f[0] for f in one}
+    assert kinds == {"dense1", "dense", "grouped", "dw", "stem"}
+    g = next(c for c in cases["fp16"] if c["groups"] == 4 and c["cin"] == 256 and c["layout"] == "nhwc")
+    assert fam(g)[0] == "grouped" and fam({**g, "groups": 8}) == fam(g) and fam({**g, "stride": 2}) != fam(g)
+    d = next(c for c in cases["fp16"] if c["k"] == 1 and c["layout"] == "nchw" and c["images"] > 1)
+    assert fam(d) != fam({**d, "images": 1, "m": 49}) and fam({**d, "layout": "nhwc"}) == fam({**d, "layout":
+                                                                                                "nhwc", "images": 1})

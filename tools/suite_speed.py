@@ -142,8 +142,8 @@ def run_replay(a) -> int:
 
 
 # --- prune -------------------------------------------------------------------------------------------------
-CONV_FAMILY = ("k", "stride", "layout", "dw")     # a convolution point's table: what the predictor keeps apart
-CONV_AXES = {"dense1": ("m", "cin", "cout"), "dense3": ("m", "cin"), "dw": ("m", "cin"), "stem": ("m",)}
+CONV_AXES = {"dense1": ("m", "cin", "cout"), "dense": ("m", "cin"), "grouped": ("m", "cin", "groups"),
+             "dw": ("m", "cin"), "stem": ("m",)}
 
 
 @dataclass
@@ -219,14 +219,19 @@ def _curves(secs: list, sizes: list[int]) -> tuple[dict, int, float]:
 
 
 def conv_family(p: dict) -> tuple:
-    """The table a convolution point is priced from (hwprobe.predict.calibration.ConvTable): stems by kernel, stride
-    and C_out; depthwise by kernel, stride, layout; 1x1/3x3 by kernel, layout and one image or several."""
+    """The table a convolution point is priced from (hwprobe.predict.calibration.ConvTable), per precision: stems by
+    kernel, stride and C_out; depthwise by kernel, stride, layout and image regime; grouped by kernel, layout and
+    image regime (over pixels x channels x groups); dense by kernel, stride, layout and (NCHW) one image or several
+    (1x1 over pixels x C_in x C_out, larger kernels over pixels x C)."""
+    prec, layout, k, stride = p.get("precision", "fp16"), p.get("layout", "nhwc"), p["k"], p.get("stride", 1)
+    many = p.get("images", 1) > 1
     if p["cin"] < 8:
-        return ("stem", p["k"], p.get("stride", 1), p["cout"], p.get("layout", "nhwc"))
+        return ("stem", prec, k, stride, p["cout"], layout)
     if p.get("dw"):
-        return ("dw", p["k"], p.get("stride", 1), p.get("layout", "nhwc"))
-    batched = p.get("layout", "nhwc") == "nchw" and p.get("images", 1) > 1
-    return (f"dense{p['k']}", p["k"], p.get("layout", "nhwc"), batched)
+        return ("dw", prec, k, stride, layout, many)
+    if p.get("groups", 1) > 1:
+        return ("grouped", prec, k, stride, layout, many)
+    return ("dense1" if k == 1 else "dense", prec, k, stride, layout, layout == "nchw" and many)
 
 
 def _conv(secs: list) -> tuple[list[dict], int, float]:
