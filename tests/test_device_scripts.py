@@ -28,3 +28,25 @@ def test_the_suite_ab_packs_the_old_methods_package_and_suites(tmp_path):
         names = set(tar.getnames())
     assert {"hwprobe/suites.py", "suites/full.toml", "suites/default.toml"} <= names
     assert not any(n.startswith(("profiles/", "tests/")) for n in names)
+
+
+def test_calib_point_cost_refuses_in_one_line_without_cuda_torch_or_a_bad_step(capsys, monkeypatch):
+    """Exit 2 and one line, no traceback: here without PyTorch (or without a GPU), and for --every 0."""
+    import builtins
+
+    from tests.helpers import load_tool
+
+    tool = load_tool("calib_point_cost")
+    real_import = builtins.__import__
+
+    def no_torch(name, *a, **k):
+        if name == "torch":
+            raise ImportError("No module named 'torch'")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    assert tool.main([]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["calib_point_cost: needs PyTorch with CUDA (No module named 'torch')"]
+    assert tool.main(["--every", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "calib_point_cost: --every must be 1 or more"

@@ -28,15 +28,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--every", type=int, default=12, help="profile every n-th point of each grid (default 12)")
     ap.add_argument("--json", type=Path, help="write the per-family table here")
     a = ap.parse_args(argv)
+    if a.every < 1:
+        print("calib_point_cost: --every must be 1 or more", file=sys.stderr)
+        return 2
     try:
         import torch
         if not torch.cuda.is_available():
             raise ImportError("no CUDA device")
     except ImportError as e:
         print(f"calib_point_cost: needs PyTorch with CUDA ({e})", file=sys.stderr)
-        return 2
-    if a.every < 1:
-        print("calib_point_cost: --every must be 1 or more", file=sys.stderr)
         return 2
     from hwprobe.probes.calibration import grids
     from hwprobe.probes.calibration import torch_library as L
