@@ -56,3 +56,20 @@ def test_costs_split_each_probes_wall_time_into_samples_and_the_rest(capsys):
     assert slow == []                                     # records from before issue 33 carry no wall_s
     assert mod.main(["costs", str(RUNS[0])]) == 0
     assert "gpu.gemm_shapes" in capsys.readouterr().out
+
+
+def test_costs_against_an_older_run_sets_each_probe_beside_itself(capsys):
+    """The A/B table: every probe of either run, the new run's slowest first, a probe one run lacks shown as '-'."""
+    mod = load_tool("suite_speed")
+    h200, h100 = mod.costs(RUNS[0])[0], mod.costs(RUNS[1])[0]
+    rows = mod.compare(h200, h100)
+    assert {r[0] for r in rows} == {c.probe for c in h200} | {c.probe for c in h100}
+    assert rows[0] == ("gpu.gemm_shapes", {c.probe: c.wall_s for c in h100}["gpu.gemm_shapes"], 129.15)
+    assert [r[2] or 0 for r in rows] == sorted((r[2] or 0 for r in rows), reverse=True)
+    only_old = mod.compare(h200[1:], h200)
+    assert (h200[0].probe, h200[0].wall_s, None) in only_old
+    assert mod.main(["costs", str(RUNS[0]), "--against", str(RUNS[0])]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["probe", "old", "s", "new", "s", "new-old"]
+    assert out[-1].split()[-1] == "+0.0" and all(line.split()[-1] == "+0.0" for line in out[1:])
+    assert mod.main(["costs", str(RUNS[0]), "--against", str(RUNS[0] / "nothing")]) == 2

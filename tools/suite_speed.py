@@ -2,7 +2,7 @@
 """The suite's own speed, checked on committed runs (issue 33): where a run's time went, stopping rules replayed on
 raw samples, and the calibration points interpolation makes redundant.
 
-    .venv/bin/python tools/suite_speed.py costs RUN [--top 15]
+    .venv/bin/python tools/suite_speed.py costs RUN [--top 15] [--against OLD_RUN]
     .venv/bin/python tools/suite_speed.py replay profiles/h200-sxm/2026-11-26-full profiles/h100-sxm/2026-11-26-full \\
         [--rule ceiling] [--noise 0.003 0.005] [--count 10]
     .venv/bin/python tools/suite_speed.py prune profiles/h200-sxm/2026-11-26-predict-conv \\
@@ -63,12 +63,30 @@ def costs(run_dir: Path) -> tuple[list[ProbeCost], list[tuple[float, str]]]:
     return sorted(out, key=lambda c: -c.wall_s), slow
 
 
+def compare(new: list[ProbeCost], old: list[ProbeCost]) -> list[tuple[str, float | None, float | None]]:
+    """(probe, old wall s, new wall s) for every probe of either run, the slowest in the new run first (a probe
+    only one run has: None in the other)."""
+    o, n = {c.probe: c.wall_s for c in old}, {c.probe: c.wall_s for c in new}
+    return sorted(((p, o.get(p), n.get(p)) for p in o.keys() | n.keys()), key=lambda t: (-(t[2] or 0), t[0]))
+
+
 def run_costs(a) -> int:
     from hwprobe.results import records_file
 
-    if not (a.run / "environment.json").exists() or records_file(a.run) is None:
-        return fail(f"{a.run}: not a results directory (environment.json and measurements.jsonl)")
+    for run in (a.run, a.against) if a.against else (a.run,):
+        if not (run / "environment.json").exists() or records_file(run) is None:
+            return fail(f"{run}: not a results directory (environment.json and measurements.jsonl)")
     probes, slow = costs(a.run)
+    if a.against:                     # an A/B: the same probes in an older run, side by side
+        rows = compare(probes, costs(a.against)[0])
+        cell = lambda x: f"{x:8.1f}" if x is not None else f"{'-':>8}"   # noqa: E731
+        print(f"{'probe':<20} {'old s':>8} {'new s':>8} {'new-old':>8}")
+        for p, o, n in rows:
+            d = f"{n - o:+8.1f}" if o is not None and n is not None else f"{'-':>8}"
+            print(f"{p:<20} {cell(o)} {cell(n)} {d}")
+        to, tn = (sum(x or 0 for x in col) for col in ([r[1] for r in rows], [r[2] for r in rows]))
+        print(f"{'total':<20} {to:8.1f} {tn:8.1f} {tn - to:+8.1f}")
+        return 0
     print(f"{'probe':<20} {'wall s':>8} {'samples s':>10} {'rest s':>8} {'records':>8}")
     for c in probes:
         print(f"{c.probe:<20} {c.wall_s:8.1f} {c.samples_s:10.1f} {c.wall_s - c.samples_s:8.1f} {c.records:8d}")
@@ -343,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("costs", help="where a run's time went, per probe and per record")
     c.add_argument("run", type=Path)
     c.add_argument("--top", type=int, default=15)
+    c.add_argument("--against", type=Path, default=None, help="an older run of the same suite: per probe, side by side")
     r = sub.add_parser("replay", help="a stopping rule over committed raw samples")
     r.add_argument("runs", nargs="+", type=Path, help="run directories holding measurements.jsonl")
     r.add_argument("--rule", default="ceiling")
