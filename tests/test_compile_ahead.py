@@ -110,3 +110,19 @@ def test_short_rules_skip_the_energy_counter_and_ceilings_keep_it():
 
     assert not policy.rule("graph_point").energy and not policy.rule("sweep").energy
     assert policy.rule("ceiling").energy and policy.rule("sustained").energy and policy.rule("energy").energy
+
+
+def test_a_spec_compiled_ahead_is_the_key_its_probe_loads():
+    """A probe's module spec, handed to prefetch as a tuple and to load unpacked, names one compile: lists or
+    tuples, defaults spelled out or not."""
+    from hwprobe.probes.calibration import common
+    from hwprobe.probes.compute import roofline
+    from hwprobe.probes.memory import latency
+
+    for spec in (common.MODULE, roofline.MODULE, latency.MODULE):
+        name, *rest = spec
+        kw = dict(zip(("options", "name_expressions", "arch_specific"), rest, strict=False))
+        loose = {k: list(v) if isinstance(v, tuple) else v for k, v in kw.items()}
+        assert kernels._key(*spec, dev=0) == kernels._key(name, **loose, dev=0)
+    assert kernels._key("x.cu", dev=0) == kernels._key("x.cu", (), None, False, dev=0)
+    assert kernels._key("x.cu", dev=0) != kernels._key("x.cu", dev=1)

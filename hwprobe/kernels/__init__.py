@@ -86,13 +86,13 @@ def _work() -> None:
 
 
 def prefetch(specs: list[Key]) -> None:
-    """Compile ``load``'s modules ahead, each (name, options, name_expressions, arch_specific), for the current
-    device (the worker threads use the caller's device)."""
+    """Compile ``load``'s modules ahead, each given as ``load``'s positional arguments (name, then optionally
+    options, name_expressions, arch_specific), for the current device (the worker threads use the caller's)."""
     import cupy as cp
 
     dev = cp.cuda.Device().id
-    for name, options, names, arch_specific in specs:
-        key = (name, tuple(options), tuple(names) if names is not None else None, bool(arch_specific), dev)
+    for spec in specs:
+        key = _key(*spec, dev=dev)
 
         def make(key=key):
             with cp.cuda.Device(dev):
@@ -101,14 +101,20 @@ def prefetch(specs: list[Key]) -> None:
         ahead(key, make)
 
 
+def _key(name: str, options: tuple[str, ...] = (), name_expressions: tuple[str, ...] | None = None,
+         arch_specific: bool = False, *, dev: int) -> Key:
+    """One compile's identity: ``load``'s arguments, normalized (lists as tuples), and the device."""
+    return (name, tuple(options), tuple(name_expressions) if name_expressions is not None else None,
+            bool(arch_specific), dev)
+
+
 def load(name: str, options: tuple[str, ...] = (), name_expressions: tuple[str, ...] | None = None,
          arch_specific: bool = False):
     """Compile ``name`` (a .cu file here) for the current device and return the cupy.RawModule (once per
     arguments and device; a compile under way from ``prefetch`` is waited for)."""
     import cupy as cp
 
-    key = (name, tuple(options), tuple(name_expressions) if name_expressions is not None else None,
-           bool(arch_specific), cp.cuda.Device().id)
+    key = _key(name, options, name_expressions, arch_specific, dev=cp.cuda.Device().id)
     return once(key, lambda: _compile(*key[:4]))
 
 

@@ -15,19 +15,20 @@ MAX_REPS = 512              # launches captured in one graph at most (a replay's
 MIN_REPS = 4                # ... and at least: only a call of 250 us or more gets fewer than 16, where the ~1 us
 #                             gap between two graph nodes and a replay's fixed cost are under 0.5% of a call
 KERNELS = ("empty_kernel", "ew_add", "ew_relu", "row_norm", "row_softmax", "row_mean", "transpose2d", "bias_add")
+MODULE = ("calibration.cu", (), KERNELS)   # ``load``'s arguments: module() loads it, ahead() compiles it early
 
 
 def module():
     from hwprobe.kernels import load
 
-    return load("calibration.cu", name_expressions=KERNELS)
+    return load(*MODULE)
 
 
 def ahead(dev) -> None:
     """The calibration probes' compile-ahead hook: calibration.cu (hwprobe.kernels.prefetch)."""
     from hwprobe.kernels import prefetch
 
-    prefetch([("calibration.cu", (), KERNELS, False)])
+    prefetch([MODULE])
 
 
 def kernel(name: str):

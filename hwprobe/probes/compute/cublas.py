@@ -367,8 +367,8 @@ class CublasGemm:
         scale = k ** -0.25 if v.storage in ("float16", "bf16") else 1.0
         self.operands = operands_desc(v.storage, data, scale)
         rs = gc.operand_rng(cp, seed)
-        self.ops = [(random_operand(cp, v.storage, sa, seed + 2 * i, scale, data, "a", rs),
-                     random_operand(cp, v.storage, sb, seed + 2 * i + 1, scale, data, "b", rs),
+        self.ops = [(random_operand(cp, v.storage, sa, seed, scale, data, "a", rs),
+                     random_operand(cp, v.storage, sb, seed, scale, data, "b", rs),
                      empty_operand(cp, v.out, sc)) for i in range(self.sets)]
         self.alpha = np.ones((), dtype=v.scalar)
         self.beta = np.zeros((), dtype=v.scalar)

@@ -73,10 +73,13 @@ def expected_total(precision: str, m: int, n_elem: int) -> float | int:
     return float(per.astype(np.float64).sum()) * count
 
 
+MODULE = ("mem_roofline.cu",)   # ``load``'s arguments: run loads it, _ahead compiles it early
+
+
 def _ahead(dev) -> None:
     from hwprobe.kernels import prefetch
 
-    prefetch([("mem_roofline.cu", (), None, False)])
+    prefetch([MODULE])
 
 
 @probe(name="gpu.roofline", target="gpu", family="compute", ahead=_ahead,
@@ -97,7 +100,7 @@ def run(ctx, precisions: tuple[str, ...] = tuple(ROOF_PRECISIONS), lo: float = 0
         need = stream_array_bytes(dev.l2_bytes, free_bytes(), n_arrays=1, target_bytes=4 * dev.l2_bytes)
     except ValueError as e:
         raise Skip(str(e)) from None
-    mod = load("mem_roofline.cu")
+    mod = load(*MODULE)
     kernels, nvecs = {}, {}
     for prec in precisions:
         k = mod.get_function(ROOF_PRECISIONS[prec].kernel)

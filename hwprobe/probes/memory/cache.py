@@ -35,10 +35,15 @@ LOADS_PER_ITER = 4         # sweep_read unrolls 4 loads of 16 B per iteration
 SMEM_BLOCK, SMEM_VECS = 256, 8  # must match mem_cache.cu
 
 
+def _module() -> tuple:
+    """``load``'s arguments for mem_cache.cu with the sweep and L2-plan kernels (run loads it, _ahead early)."""
+    return ("mem_cache.cu", (), CACHE_KERNELS + l2plan.kernel_names())
+
+
 def _ahead(dev) -> None:
     from hwprobe.kernels import prefetch
 
-    prefetch([("mem_cache.cu", (), CACHE_KERNELS + l2plan.kernel_names(), False)])
+    prefetch([_module()])
 
 
 @probe(name="gpu.cache", target="gpu", family="memory", ahead=_ahead,
@@ -56,7 +61,7 @@ def run(ctx, per_octave: int | None = None, refine: bool = True, shared: bool = 
     need = max(dev.sms * L1_SWEEP_FACTOR * l1_reported(dev), L2_SWEEP_TO * dev.l2_bytes + (4 << 20))
     if need > budget_bytes():
         raise Skip(f"the sweeps need {need / 2**20:.0f} MiB, more than 25% of free device memory")
-    mod = load("mem_cache.cu", name_expressions=CACHE_KERNELS + l2plan.kernel_names())
+    mod = load(*_module())
     yield from _l1(ctx, mod, ppo, refine)
     release()
     yield from _l2(ctx, mod, ppo, refine, screen)

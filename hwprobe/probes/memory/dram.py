@@ -257,7 +257,7 @@ class DramBench:
         from hwprobe.kernels import load
 
         self.ctx, self.alloc, self.n_max = ctx, alloc, alloc // 8
-        self.mod = load("memory.cu", name_expressions=all_kernel_names())
+        self.mod = load(*_module())
         self._init, self._mismatch = self.mod.get_function("init_pattern"), self.mod.get_function("count_mismatch")
         self.arrays = {k: cp.empty(self.n_max, dtype=cp.float64) for k in "abc"}
         self.bad = cp.zeros(1, dtype=cp.uint64)
@@ -358,10 +358,15 @@ class DramBench:
 # ---------------------------------------------------------------------------------------------------------------
 # The probe
 
+def _module() -> tuple:
+    """``load``'s arguments for memory.cu with every stream kernel: what DramBench loads, _ahead compiles early."""
+    return ("memory.cu", (), all_kernel_names())
+
+
 def _ahead(dev) -> None:
     from hwprobe.kernels import prefetch
 
-    prefetch([("memory.cu", (), all_kernel_names(), False)])
+    prefetch([_module()])
 
 
 @probe(name="gpu.dram", target="gpu", family="memory", ahead=_ahead,

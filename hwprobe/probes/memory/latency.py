@@ -41,10 +41,13 @@ SWEEP_FROM, SWEEP_TO = 1 / 16, 2.0   # L2 latency sweep, in units of the reporte
 FAR_STEP = 1.10            # a latency step inside L2 counts as near/far when the plateaus differ this much
 
 
+MODULE = ("mem_cache.cu", (), CACHE_KERNELS)   # ``load``'s arguments: run loads it, _ahead compiles it early
+
+
 def _ahead(dev) -> None:
     from hwprobe.kernels import prefetch
 
-    prefetch([("mem_cache.cu", (), CACHE_KERNELS, False)])
+    prefetch([MODULE])
 
 
 @probe(name="gpu.latency", target="gpu", family="memory", ahead=_ahead,
@@ -69,7 +72,7 @@ def run(ctx, l1_kib: int = 16, l2_mib: int | None = None, dram_mib: int | None =
         dram_set = budget // PAGE * PAGE
         if dram_set < 2 * dev.l2_bytes:
             raise Skip(f"a DRAM chase set of 2x L2 does not fit in 25% of free memory ({budget / 2**20:.0f} MiB)")
-    mod = load("mem_cache.cu", name_expressions=CACHE_KERNELS)
+    mod = load(*MODULE)
     out = cp.zeros(OUT_SLOTS * 4, dtype=cp.uint64)
     quick = ctx.quick
     # warm: in-kernel warm-up steps (None = one full pass); prewarm: one full pass in a launch before timing;
