@@ -5,6 +5,7 @@
 # command, so the session runs detached and a second command waits for it:
 #   here:    bash tools/device_suite_ab.sh pack [COMMIT]       # .ab/old.tar: the old method's package (default 9fd4823)
 #   device:  MODE=start bash tools/device_suite_ab.sh          # starts the session, waits up to WAIT_S (570 s)
+#            (ORDER=new-first runs the new full before the old one: the second run meets a warmer GPU)
 #   device:  MODE=wait bash tools/device_suite_ab.sh           # waits again, then copies the results under $OUT
 # (carry [".whl", ".ab"]; the machine must stay warm between the two commands: call again within its idle time).
 set -uo pipefail
@@ -37,13 +38,17 @@ run() {   # run NAME TREE SUITE: one suite from one tree, its wall time beside i
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$W/smi.txt"
 fp64
 run new-default "$PWD" default; run old-default "$W/old" default
-run old-full "$W/old" full; run new-full "$PWD" full
+if [[ "${ORDER:-old-first}" == new-first ]]; then    # ORDER=new-first: the new full before the old one
+  run new-full "$PWD" full; run old-full "$W/old" full
+else
+  run old-full "$W/old" full; run new-full "$PWD" full
+fi
 fp64
 python3 -m hwprobe validate "$(ls -d $W/new-full/*/ | head -1)" --against "$(ls -d $W/old-full/*/ | head -1)" \
   --tolerance 1% --json > "$W/validate.json" 2> "$W/validate.err"; echo "validate: exit $?" >> "$W/walls.txt"
 touch "$W/DONE"
 EOF
-  setsid nohup bash "$WORK/job.sh" "$PWD" > "$WORK/job.log" 2>&1 < /dev/null &
+  ORDER=${ORDER:-old-first} setsid nohup bash "$WORK/job.sh" "$PWD" > "$WORK/job.log" 2>&1 < /dev/null &
 fi
 for _ in $(seq "$WAIT_S"); do [[ -f "$WORK/DONE" ]] && break; sleep 1; done
 cat "$WORK/walls.txt" "$WORK/cupy_fp64.txt" 2>/dev/null

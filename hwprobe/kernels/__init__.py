@@ -5,6 +5,7 @@ CuPy caches compiled modules on disk (~/.cupy/kernel_cache), so a second run ski
 
 from __future__ import annotations
 
+import itertools
 import queue
 import re
 import threading
@@ -35,54 +36,77 @@ def arch_flag(cc_major: int, cc_minor: int, *, arch_specific: bool = False) -> s
 Key = tuple   # (name, options, name_expressions, arch_specific) of ``load``, or any key of ``once``
 _LOCK = threading.Lock()
 _DONE: dict[Key, Future] = {}
-_QUEUE: queue.Queue = queue.Queue()
+_CLAIMED: set[Key] = set()       # keys whose work a thread has taken on (the rest of _DONE's are queued)
+_QUEUE: queue.PriorityQueue = queue.PriorityQueue()
+_SEQ = itertools.count()
 _WORKERS: list[threading.Thread] = []
 WORKERS = 4
 
 
-def once(key: Key, make: Callable[[], Any]) -> Any:
-    """``make()``'s result, computed once per ``key`` (by this call, or by a ``prefetch``/``ahead`` already under
-    way, which it waits for). A failure is raised to every waiter and forgotten, so a later call tries again."""
-    with _LOCK:
-        fut = _DONE.get(key)
-        mine = fut is None
-        if mine:
-            fut = _DONE[key] = Future()
-    if mine:
-        try:
-            fut.set_result(make())
-        except BaseException as e:
-            fut.set_exception(e)
+def _run(key: Key, fut: Future, make: Callable[[], Any]) -> None:
     try:
-        return fut.result()
-    except BaseException:
-        with _LOCK:
+        fut.set_result(make())
+    except BaseException as e:
+        fut.set_exception(e)
+        with _LOCK:                  # forgotten, so a later call tries again
             if _DONE.get(key) is fut:
                 del _DONE[key]
-        raise
+                _CLAIMED.discard(key)
 
 
-def ahead(key: Key, make: Callable[[], Any]) -> None:
-    """Start ``once(key, make)`` on a worker thread (no-op when the key is done or under way). The workers are
-    daemon threads: Ctrl-C or the end of a run never waits for a compile nobody needs any more."""
+def once(key: Key, make: Callable[[], Any]) -> Any:
+    """``make()``'s result, computed once per ``key``: by this call, by a ``prefetch``/``ahead`` already under way
+    (waited for), or here where one is still queued. A failure is raised to every waiter and forgotten, so a later
+    call tries again."""
+    with _LOCK:
+        fut = _DONE.get(key)
+        if fut is None:
+            fut = _DONE[key] = Future()
+        mine = key not in _CLAIMED
+        _CLAIMED.add(key)
+    if mine:
+        _run(key, fut, make)
+    return fut.result()
+
+
+def ahead(key: Key, make: Callable[[], Any], first: bool = False) -> None:
+    """Queue ``once(key, make)`` for a worker thread (no-op when the key is done, under way or queued), in the
+    order asked, ``first`` ones before the rest. The workers are daemon threads: Ctrl-C or the end of a run never
+    waits for a compile nobody needs any more."""
     with _LOCK:
         if key in _DONE:
             return
+        _DONE[key] = Future()
         if not _WORKERS:
             _WORKERS.extend(threading.Thread(target=_work, name=f"hwprobe-compile-{i}", daemon=True)
                             for i in range(WORKERS))
             for t in _WORKERS:
                 t.start()
-    _QUEUE.put((key, make))
+    _QUEUE.put((0 if first else 1, next(_SEQ), key, make))
 
 
 def _work() -> None:
     while True:
-        key, make = _QUEUE.get()
-        try:
-            once(key, make)
-        except BaseException:   # the probe that loads it compiles again and reports the error where it measures
-            pass
+        _, _, key, make = _QUEUE.get()
+        with _LOCK:
+            fut = _DONE.get(key)
+            if fut is None or key in _CLAIMED:     # done already by a load that did not wait for the queue
+                continue
+            _CLAIMED.add(key)
+        _run(key, fut, make)    # a failure: the probe that loads it compiles again and reports it where it measures
+
+
+def wait(keys: list[Key]) -> None:
+    """Wait for the ``ahead`` work of ``keys``, queued or under way (a failed one is not raised: its user redoes
+    it)."""
+    for key in keys:
+        with _LOCK:
+            fut = _DONE.get(key)
+        if fut is not None:
+            try:
+                fut.result()
+            except BaseException:
+                pass
 
 
 def prefetch(specs: list[Key]) -> None:

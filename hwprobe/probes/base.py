@@ -32,7 +32,8 @@ class Probe:
     precisions: tuple[str, ...] = ()
     choices: dict[str, tuple] = field(default_factory=dict)     # parameter -> allowed values
     ranges: dict[str, tuple] = field(default_factory=dict)      # parameter -> (lo, hi); numbers default to >= 0
-    ahead: Callable[[Any], None] | None = None  # ahead(device): start its NVRTC compiles (hwprobe.kernels.prefetch)
+    # ahead(device): start its NVRTC compiles (hwprobe.kernels.prefetch); it may return jobs the run waits for
+    ahead: Callable[[Any], list | None] | None = None
 
     def params(self) -> dict[str, Any]:
         """Parameters a suite may set, with their defaults."""
@@ -65,7 +66,7 @@ class Probe:
 
 def probe(*, name: str, target: str, family: str, summary: str, precisions: tuple[str, ...] = (),
           choices: dict[str, tuple] | None = None, ranges: dict[str, tuple] | None = None,
-          ahead: Callable[[Any], None] | None = None):
+          ahead: Callable[[Any], list | None] | None = None):
     """Register a probe function under ``name``; ``choices`` and ``ranges`` declare its parameters' allowed
     values beyond the types its defaults give (checked when a suite is planned, before any measuring);
     ``ahead(device)`` starts the probe's kernel compiles on worker threads when a run begins."""

@@ -24,6 +24,7 @@ from hwprobe.errors import Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.compute import gemm_common as gc
+from hwprobe.timing import policy
 from hwprobe.timing.sentinel import clock_of
 from hwprobe.units import si
 from hwprobe.vocab import ExecUnit, Kind, Path, Precision
@@ -99,11 +100,21 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
     return ratio, text
 
 
-@probe(name="gpu.gemm_power", target="gpu", family="compute",
+def _ahead(device) -> list:
+    """CuPy's kernels of every path's operands per distribution, compiled before the run measures."""
+    from hwprobe.probes.compute.cublas import DATA, warm_ahead
+
+    keys = [(path.variant, gc.variant(path.variant).layout, d, "check") for paths in PATHS.values()
+            for path in paths for d in DATA]
+    return warm_ahead(keys, device)
+
+
+@probe(name="gpu.gemm_power", target="gpu", family="compute", ahead=_ahead,
        summary="Library GEMM sustained at the power cap: rate, clock, power and J/op against operand data",
        precisions=tuple(PATHS))
 def run(ctx, precisions=(Precision.INT8, Precision.FP16, Precision.FP8), size=8192,
-        data=("uniform", "normal", "relu", "zeros"), settle_s=0.5, sustain_s=2.0, check_rows=8):
+        data=("uniform", "normal", "relu", "zeros"), settle_s=0.5, sustain_s=policy.SUSTAINED.min_total_s,
+        check_rows=8):
     from hwprobe.probes.compute.cublas import DATA, cublas_env, failure
     from hwprobe.specs.live import device_theory
 

@@ -138,8 +138,8 @@ def power(runs: list[Run]):
     name = " vs ".join(r.label for r in runs) if len(runs) > 1 else runs[0].device_name
     fig.suptitle(f"{name}: library GEMM sustained at the power cap, per operand distribution", fontsize=12,
                  fontweight="bold", x=0.01, ha="left")
-    fig.text(0.01, 0.905, "each bar: 2 s of back-to-back GEMMs (8192^3) after settling; the same kernel on "
-             "different operand bits draws different power, so the power cap sets a different clock",
+    fig.text(0.01, 0.905, "each bar: a sustained window of back-to-back GEMMs (8192^3) after settling; the same "
+             "kernel on different operand bits draws different power, so the power cap sets a different clock",
              fontsize=8, color="#333333")
     fig.tight_layout(rect=(0, 0.07, 1, 0.89))
     return fig
