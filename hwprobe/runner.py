@@ -124,24 +124,15 @@ class Runner:
 
     def _compile_ahead(self, todo) -> None:
         """Start the suite's kernel compiles (each probe's ``ahead`` hook, in suite order) on worker threads. A
-        hook that fails costs nothing: its probe compiles when it loads, and reports a failure there. The jobs a
-        hook returns (CuPy's own kernels, which compile by launching) are waited for before the first probe, so
-        no launch of theirs lands in a measurement."""
+        hook that fails costs nothing: its probe compiles when it loads, and reports a failure there."""
         if self.plan.device.kind != "gpu":
             return
-        waits: list = []
         for p in {p.name: p for p in todo}.values():
             if p.ahead is not None:
                 try:
-                    waits += p.ahead(self.plan.device) or []
+                    p.ahead(self.plan.device)
                 except Exception as e:
                     self.log(f"{p.name}: no compile ahead ({type(e).__name__}: {e})")
-        if waits:
-            from hwprobe import kernels
-
-            t0 = time.perf_counter()
-            kernels.wait(waits)
-            self.log(f"CuPy kernels compiled ahead: {len(waits)} jobs, {time.perf_counter() - t0:.1f} s")
 
     def run_at_end(self) -> None:
         """What probes registered for the end of the run (``ProbeContext.at_end``), in order; one that fails is

@@ -128,42 +128,20 @@ def test_a_spec_compiled_ahead_is_the_key_its_probe_loads():
     assert kernels._key("x.cu", dev=0) != kernels._key("x.cu", dev=1)
 
 
-def test_the_runner_waits_for_the_jobs_a_hook_returns_before_any_probe_runs():
-    done = threading.Event()
-    key = ("test", "warm", time.monotonic())
-
-    def hook(dev):
-        kernels.ahead(key, lambda: (time.sleep(0.2), done.set()), first=True)
-        return [key]
-
-    logs = []
-    runner = SimpleNamespace(plan=SimpleNamespace(device=SimpleNamespace(kind="gpu")), log=logs.append)
-    Runner._compile_ahead(runner, [_probe("a", hook)])
-    assert done.is_set()
-    assert logs and logs[0].startswith("CuPy kernels compiled ahead: 1 jobs")
-
-
-def test_first_jobs_jump_the_queue_and_a_failed_wait_is_not_raised():
+def test_a_load_runs_a_job_still_queued_itself_and_the_worker_skips_it():
     gates = [threading.Event() for _ in range(kernels.WORKERS)]
     started = [threading.Event() for _ in range(kernels.WORKERS)]
     t = time.monotonic()
     for i, (g, s) in enumerate(zip(gates, started, strict=True)):     # every worker busy
         kernels.ahead(("test", "busy", i, t), lambda g=g, s=s: (s.set(), g.wait(5)))
     assert all(s.wait(5) for s in started)
-    order = []
-    kernels.ahead(("test", "late", t), lambda: order.append("late"))
-    kernels.ahead(("test", "first", t), lambda: order.append("first"), first=True)
-    gates[0].set()                                                    # one worker free: it takes the first job
-    kernels.wait([("test", "first", t)])
-    assert order[:1] == ["first"]
+    ran = []
+    kernels.ahead(("test", "queued", t), lambda: ran.append("worker") or "worker")
+    assert kernels.once(("test", "queued", t), lambda: ran.append("load") or "load") == "load"
     for g in gates:
         g.set()
-
-    def bad():
-        raise RuntimeError("nvrtc")
-
-    kernels.ahead(("test", "bad", t), bad, first=True)
-    kernels.wait([("test", "bad", t), ("test", "never asked", t)])  # returns, raises nothing
+    time.sleep(0.1)
+    assert ran == ["load"]
 
 
 def test_gemm_probes_warm_cupy_for_every_point_kind_they_run(monkeypatch):
@@ -176,7 +154,7 @@ def test_gemm_probes_warm_cupy_for_every_point_kind_they_run(monkeypatch):
     for key, layout, _, _ in keys:
         assert gc.variant(key).with_layout(layout).layout == layout
     got = []
-    monkeypatch.setattr(cublas, "warm_ahead", lambda keys, dev: got.extend(keys) or ["job"])
-    assert gemm_power._ahead(None) == ["job"]
+    monkeypatch.setattr(cublas, "warm_ahead", lambda keys, dev: got.extend(keys))
+    gemm_power._ahead(None)
     assert {(k[0], k[2]) for k in got} == {(p.variant, d) for ps in gemm_power.PATHS.values() for p in ps
                                            for d in cublas.DATA}

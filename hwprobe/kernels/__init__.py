@@ -5,7 +5,6 @@ CuPy caches compiled modules on disk (~/.cupy/kernel_cache), so a second run ski
 
 from __future__ import annotations
 
-import itertools
 import queue
 import re
 import threading
@@ -37,8 +36,7 @@ Key = tuple   # (name, options, name_expressions, arch_specific) of ``load``, or
 _LOCK = threading.Lock()
 _DONE: dict[Key, Future] = {}
 _CLAIMED: set[Key] = set()       # keys whose work a thread has taken on (the rest of _DONE's are queued)
-_QUEUE: queue.PriorityQueue = queue.PriorityQueue()
-_SEQ = itertools.count()
+_QUEUE: queue.Queue = queue.Queue()
 _WORKERS: list[threading.Thread] = []
 WORKERS = 4
 
@@ -69,10 +67,10 @@ def once(key: Key, make: Callable[[], Any]) -> Any:
     return fut.result()
 
 
-def ahead(key: Key, make: Callable[[], Any], first: bool = False) -> None:
+def ahead(key: Key, make: Callable[[], Any]) -> None:
     """Queue ``once(key, make)`` for a worker thread (no-op when the key is done, under way or queued), in the
-    order asked, ``first`` ones before the rest. The workers are daemon threads: Ctrl-C or the end of a run never
-    waits for a compile nobody needs any more."""
+    order asked. The workers are daemon threads: Ctrl-C or the end of a run never waits for a compile nobody needs
+    any more."""
     with _LOCK:
         if key in _DONE:
             return
@@ -82,31 +80,18 @@ def ahead(key: Key, make: Callable[[], Any], first: bool = False) -> None:
                             for i in range(WORKERS))
             for t in _WORKERS:
                 t.start()
-    _QUEUE.put((0 if first else 1, next(_SEQ), key, make))
+    _QUEUE.put((key, make))
 
 
 def _work() -> None:
     while True:
-        _, _, key, make = _QUEUE.get()
+        key, make = _QUEUE.get()
         with _LOCK:
             fut = _DONE.get(key)
             if fut is None or key in _CLAIMED:     # done already by a load that did not wait for the queue
                 continue
             _CLAIMED.add(key)
         _run(key, fut, make)    # a failure: the probe that loads it compiles again and reports it where it measures
-
-
-def wait(keys: list[Key]) -> None:
-    """Wait for the ``ahead`` work of ``keys``, queued or under way (a failed one is not raised: its user redoes
-    it)."""
-    for key in keys:
-        with _LOCK:
-            fut = _DONE.get(key)
-        if fut is not None:
-            try:
-                fut.result()
-            except BaseException:
-                pass
 
 
 def prefetch(specs: list[Key]) -> None:

@@ -32,8 +32,7 @@ class Probe:
     precisions: tuple[str, ...] = ()
     choices: dict[str, tuple] = field(default_factory=dict)     # parameter -> allowed values
     ranges: dict[str, tuple] = field(default_factory=dict)      # parameter -> (lo, hi); numbers default to >= 0
-    # ahead(device): start its NVRTC compiles (hwprobe.kernels.prefetch); it may return jobs the run waits for
-    ahead: Callable[[Any], list | None] | None = None
+    ahead: Callable[[Any], None] | None = None  # ahead(device): start its NVRTC compiles (hwprobe.kernels.prefetch)
 
     def params(self) -> dict[str, Any]:
         """Parameters a suite may set, with their defaults."""
@@ -66,7 +65,7 @@ class Probe:
 
 def probe(*, name: str, target: str, family: str, summary: str, precisions: tuple[str, ...] = (),
           choices: dict[str, tuple] | None = None, ranges: dict[str, tuple] | None = None,
-          ahead: Callable[[Any], list | None] | None = None):
+          ahead: Callable[[Any], None] | None = None):
     """Register a probe function under ``name``; ``choices`` and ``ranges`` declare its parameters' allowed
     values beyond the types its defaults give (checked when a suite is planned, before any measuring);
     ``ahead(device)`` starts the probe's kernel compiles on worker threads when a run begins."""

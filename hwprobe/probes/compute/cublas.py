@@ -281,25 +281,21 @@ def warm_checks(keys: list[tuple[str, str, str, str]]) -> None:
         stream.synchronize()
 
 
-def warm_ahead(keys: list[tuple[str, str, str, str]], device) -> list:
-    """Start warm_checks of ``keys`` on the compile workers (hwprobe.kernels.ahead), one job per key; returns the
-    jobs' keys for the runner to wait on before the first probe measures."""
+def warm_ahead(keys: list[tuple[str, str, str, str]], device) -> None:
+    """Queue warm_checks of ``keys`` for the compile workers (hwprobe.kernels.ahead), one job per key, behind the
+    modules of the probes before: they compile while those measure. Their tiny launches run on a side stream, and
+    a CuPy capture (relaxed mode) does not mind them."""
     import cupy as cp
 
     from hwprobe import kernels
 
     dev = cp.cuda.Device().id
-    out = []
     for k in keys:
-        job = ("cupy-warm", *k, dev)
-
         def make(k=k):
             with cp.cuda.Device(dev):
                 warm_checks([k])
 
-        kernels.ahead(job, make, first=True)
-        out.append(job)
-    return out
+        kernels.ahead(("cupy-warm", *k, dev), make)
 
 
 # --- timed runners ---------------------------------------------------------------------------------------

@@ -209,10 +209,10 @@ def warm_keys(layouts=("NN", "TN")) -> list[tuple[str, str, str, str]]:
     return keys
 
 
-def _ahead(device) -> list:
+def _ahead(device) -> None:
     from hwprobe.probes.compute.cublas import warm_ahead
 
-    return warm_ahead(warm_keys(), device)
+    warm_ahead(warm_keys(), device)
 
 
 @probe(name="gpu.gemm", target="gpu", family="compute", ahead=_ahead,

@@ -100,13 +100,13 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
     return ratio, text
 
 
-def _ahead(device) -> list:
-    """CuPy's kernels of every path's operands per distribution, compiled before the run measures."""
+def _ahead(device) -> None:
+    """CuPy's kernels of every path's operands per distribution, compiled ahead (cublas.warm_ahead)."""
     from hwprobe.probes.compute.cublas import DATA, warm_ahead
 
     keys = [(path.variant, gc.variant(path.variant).layout, d, "check") for paths in PATHS.values()
             for path in paths for d in DATA]
-    return warm_ahead(keys, device)
+    warm_ahead(keys, device)
 
 
 @probe(name="gpu.gemm_power", target="gpu", family="compute", ahead=_ahead,
