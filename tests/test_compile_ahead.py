@@ -142,19 +142,3 @@ def test_a_load_runs_a_job_still_queued_itself_and_the_worker_skips_it():
         g.set()
     time.sleep(0.1)
     assert ran == ["load"]
-
-
-def test_gemm_probes_warm_cupy_for_every_point_kind_they_run(monkeypatch):
-    from hwprobe.probes.compute import cublas, gemm, gemm_power
-    from hwprobe.probes.compute import gemm_common as gc
-
-    keys = gemm.warm_keys()
-    assert ("int8.nn", "NN", "uniform", "both") in keys and ("fp16.f32acc", "TN", "uniform", "both") in keys
-    assert {k[0] for k in keys} == {v.key for vs in gc.GEMM_VARIANTS.values() for v in vs}
-    for key, layout, _, _ in keys:
-        assert gc.variant(key).with_layout(layout).layout == layout
-    got = []
-    monkeypatch.setattr(cublas, "warm_ahead", lambda keys, dev: got.extend(keys))
-    gemm_power._ahead(None)
-    assert {(k[0], k[2]) for k in got} == {(p.variant, d) for ps in gemm_power.PATHS.values() for p in ps
-                                           for d in cublas.DATA}

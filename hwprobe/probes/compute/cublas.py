@@ -246,58 +246,6 @@ def check_rows(cp, a_rows, b, c_rows, tol: float, what: str, epilogue: Callable 
     return gc.check_close(cp.asnumpy(c_rows), cp.asnumpy(ref), tol, what)
 
 
-# --- CuPy's own kernels, compiled ahead -----------------------------------------------------------------------
-class _NoLibrary:
-    """Stands in for the cuBLAS binding where warm_checks builds a point: no GEMM runs."""
-
-    def __getattr__(self, name: str):
-        return lambda *args, **kwargs: None
-
-
-WARM_N = 64   # the point size warm_checks builds: its kernels are the same as at any size (same dtypes and views)
-
-
-def warm_checks(keys: list[tuple[str, str, str, str]]) -> None:
-    """Compile the CuPy kernels of GEMM points ahead (issue 33): CuPy compiles each elementwise kernel (operand
-    generation, casts, the checks' float64 copies) with NVRTC on its first use, 16 s of a cold full run on an H200
-    (9 s in gpu.gemm). ``keys``: (variant key, layout, data, check) per point kind; each is built at WARM_N^3 by
-    CublasGemm's own code on a side stream, and checked with the library call left out (no GEMM runs, so the
-    checks fail, and are ignored)."""
-    import types
-
-    import cupy as cp
-
-    env = types.SimpleNamespace(cp=cp, l2_bytes=0, cublas=_NoLibrary(), handle=0)
-    with cp.cuda.Stream(non_blocking=True) as stream:
-        for key, layout, data, check in keys:
-            v = gc.variant(key)
-            g = CublasGemm(env, v.with_layout(layout) if layout != v.layout else v, WARM_N, WARM_N, WARM_N,
-                           data=data)
-            for step in ((g.check, g.precision_check) if check == "both" else (g.check,)):
-                try:
-                    step(8)
-                except Exception:
-                    pass
-        stream.synchronize()
-
-
-def warm_ahead(keys: list[tuple[str, str, str, str]], device) -> None:
-    """Queue warm_checks of ``keys`` for the compile workers (hwprobe.kernels.ahead), one job per key, behind the
-    modules of the probes before: they compile while those measure. Their tiny launches run on a side stream, and
-    a CuPy capture (relaxed mode) does not mind them."""
-    import cupy as cp
-
-    from hwprobe import kernels
-
-    dev = cp.cuda.Device().id
-    for k in keys:
-        def make(k=k):
-            with cp.cuda.Device(dev):
-                warm_checks([k])
-
-        kernels.ahead(("cupy-warm", *k, dev), make)
-
-
 # --- timed runners ---------------------------------------------------------------------------------------
 @dataclass
 class Runner:

@@ -198,24 +198,7 @@ GEMM_PRECISIONS = (Precision.FP64, Precision.FP32, Precision.TF32, Precision.FP1
 ALIGN_PRECISIONS = (Precision.FP16, Precision.BF16, Precision.INT8, Precision.TF32, Precision.FP8)
 
 
-def warm_keys(layouts=("NN", "TN")) -> list[tuple[str, str, str, str]]:
-    """The point kinds whose CuPy kernels gpu.gemm (and gpu.gemm_shapes, on the same variants) compiles: each
-    variant at each layout it runs, checked and precision-checked (cublas.warm_checks)."""
-    keys = []
-    for prec in GEMM_PRECISIONS:
-        for v in gc.GEMM_VARIANTS[prec]:
-            for lay in dict.fromkeys([v.layout, *(c.layout for c in gc.gemm_candidates(v, layouts, True))]):
-                keys.append((v.key, lay, "uniform", "both"))
-    return keys
-
-
-def _ahead(device) -> None:
-    from hwprobe.probes.compute.cublas import warm_ahead
-
-    warm_ahead(warm_keys(), device)
-
-
-@probe(name="gpu.gemm", target="gpu", family="compute", ahead=_ahead,
+@probe(name="gpu.gemm", target="gpu", family="compute",
        summary="cuBLAS gemmEx and cuBLASLt ceilings per precision (best over sizes, layouts, algos), size sweep, "
                "INT8 NN/TN pitfall, cupy/torch matmul beside",
        precisions=GEMM_PRECISIONS)

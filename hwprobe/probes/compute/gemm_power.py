@@ -100,16 +100,7 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
     return ratio, text
 
 
-def _ahead(device) -> None:
-    """CuPy's kernels of every path's operands per distribution, compiled ahead (cublas.warm_ahead)."""
-    from hwprobe.probes.compute.cublas import DATA, warm_ahead
-
-    keys = [(path.variant, gc.variant(path.variant).layout, d, "check") for paths in PATHS.values()
-            for path in paths for d in DATA]
-    warm_ahead(keys, device)
-
-
-@probe(name="gpu.gemm_power", target="gpu", family="compute", ahead=_ahead,
+@probe(name="gpu.gemm_power", target="gpu", family="compute",
        summary="Library GEMM sustained at the power cap: rate, clock, power and J/op against operand data",
        precisions=tuple(PATHS))
 def run(ctx, precisions=(Precision.INT8, Precision.FP16, Precision.FP8), size=8192,
