@@ -18,7 +18,7 @@ from hwprobe.interrupt import guarded
 from hwprobe.measurement import PRECISIONS, Measurement
 from hwprobe.profile import Profile
 
-ENERGY_WINDOW_S = 0.7   # seconds per compute measurement, so the NVML energy counter gives J/op (timing.sampler)
+ENERGY_WINDOW_S = 1.2   # seconds per compute measurement, so the NVML energy counter gives J/op
 
 
 @dataclass

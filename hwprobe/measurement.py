@@ -76,7 +76,7 @@ class ClockSummary:
     power_w_max: float | None = None
     temp_c: float | None = None          # max
     throttle_reasons: list[str] = field(default_factory=list)
-    energy_j: float | None = None        # from the energy counter, between two of its steps in the window
+    energy_j: float | None = None        # from the energy counter, whole window
     n_samples: int = 0
     source: str = "none"                 # "nvml" | "cpufreq" | "none"
 

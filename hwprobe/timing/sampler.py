@@ -29,15 +29,11 @@ THROTTLE_BITS = {
 }
 
 
-# NVML's energy counter advances in steps, one every 0.100 s on an H200 (2026-11-27: 25 steps in 2.5 s under load,
-# 98-102 ms apart), and a read costs ~3 ms (a call to the GPU's system processor; clocks and power read in ~2 us).
-# A window's power is read between two steps seen by polling the counter, not between its two ends: read at the
-# ends, the counter lags each of them by up to a step, up to +-17% of a 1.2-s window (the 700-W-capped GEMMs read
-# 651-717 W). The first step seen is not used (its count may end before the window's work began), and at least
-# MIN_ENERGY_STEPS steps must lie between the two used, so the span's error (the poll gap at each end,
-# ENERGY_POLL_S + one read) stays near 1%.
-MIN_ENERGY_STEPS = 4
-ENERGY_POLL_S = 0.002
+# The shortest window whose energy-counter reading is trusted (the counter steps every ~0.1 s). Reading it between
+# its steps by polling during the window was tried (2026-11-27) and dropped: a read is a ~3 ms call to the GPU's
+# system processor, and at ~200 reads/s CUDA-event times ran up to 12% over the kernels' globaltimer spans
+# (mma_sync on an H100), which failed the gate's quick mma tests on an H100 and an H200.
+MIN_ENERGY_WINDOW_S = 1.0
 
 
 def decode_throttle(mask: int) -> list[str]:
@@ -51,9 +47,8 @@ class _Window:
     power: list[float] = field(default_factory=list)
     temp: list[float] = field(default_factory=list)
     throttle: int = 0
-    energy: bool = False                                            # poll the energy counter
-    steps: list[tuple[float, float]] = field(default_factory=list)  # (s, mJ): each counter step seen
-    last_energy: tuple[float, float] | None = None                  # (s, mJ): the last read
+    energy_mj_start: float | None = None
+    energy_mj_end: float | None = None
     t_start: float = 0.0
     t_end: float = 0.0
     summary: ClockSummary | None = None
@@ -62,7 +57,20 @@ class _Window:
         def med(x):
             return float(np.median(x)) if x else None
 
-        energy, power = self.stepped_energy()
+        energy = power = None
+        span = self.t_end - self.t_start
+        if self.energy_mj_start is not None and self.energy_mj_end is not None and span >= MIN_ENERGY_WINDOW_S:
+            # NVML's power reading is a ~1 s moving average that lags a short probe (a 50 ms library GEMM
+            # read 123 W beside a power-cap throttle: the second before it), so it never stands for the
+            # window. The energy counter gives the window's true mean power, but it advances in steps
+            # (~0.1 s seen on an H200), so only a window of a second or more is read from it (shorter ones
+            # read 0 J or twice the cap); a shorter window has no power figure (power_w_max keeps NVML's
+            # highest reading, lag and all).
+            energy = (self.energy_mj_end - self.energy_mj_start) * 1e-3
+            if energy > 0:
+                power = energy / span
+            else:
+                energy = None
         return ClockSummary(
             sm_mhz=med(self.sm), sm_mhz_min=min(self.sm) if self.sm else None,
             sm_mhz_max=max(self.sm) if self.sm else None, mem_mhz=med(self.mem),
@@ -71,26 +79,6 @@ class _Window:
             throttle_reasons=[r for r in decode_throttle(self.throttle) if r != "gpu_idle"],
             energy_j=energy, n_samples=len(self.sm), source=source,
         )
-
-    def stepped_energy(self) -> tuple[float | None, float | None]:
-        """(joules, watts) between the second and the last counter step seen, or (None, None) with too few steps
-        between them. NVML's power reading is a ~1 s moving average that lags a short probe (a 50 ms library GEMM
-        read 123 W beside a power-cap throttle), so it never stands for the window."""
-        used = self.steps[1:]
-        if len(used) < MIN_ENERGY_STEPS + 1:
-            return None, None
-        (t0, e0), (t1, e1) = used[0], used[-1]
-        energy = (e1 - e0) * 1e-3
-        if energy <= 0 or t1 <= t0:
-            return None, None
-        return energy, energy / (t1 - t0)
-
-    def poll_energy(self, t_read: float, mj: float) -> None:
-        """A counter read at ``t_read`` (the read's midpoint): a new value is a step, placed halfway between this
-        read and the last one."""
-        if self.last_energy is not None and mj != self.last_energy[1]:
-            self.steps.append((0.5 * (self.last_energy[0] + t_read), mj))
-        self.last_energy = (t_read, mj)
 
 
 class NullSampler:
@@ -139,45 +127,27 @@ class ClockSampler:
         except n.NVMLError:
             return None
 
-    def _poll(self, w: _Window) -> None:
-        t0 = time.perf_counter()
-        mj = self._energy()
-        if mj is not None:
-            w.poll_energy(0.5 * (t0 + time.perf_counter()), mj)
-
     def _loop(self) -> None:
-        next_read = 0.0
         while not self._stop.is_set():
-            energy = False
             with self._lock:
-                w = self._win
-                if w is not None:
-                    if time.perf_counter() >= next_read:
-                        self._read(w)
-                        next_read = time.perf_counter() + self._interval
-                    if w.energy:
-                        self._poll(w)
-                        energy = True
-            time.sleep(ENERGY_POLL_S if energy else self._interval)
+                if self._win is not None:
+                    self._read(self._win)
+            time.sleep(self._interval)
 
     @contextmanager
     def window(self, energy: bool = True):
-        """Clocks, power and throttle reasons over the ``with`` block; where ``energy``, the energy counter is
-        polled too (its steps give the window's power: _Window.stepped_energy)."""
-        w = _Window(energy=energy, t_start=time.perf_counter())
+        """Clocks, power and throttle reasons over the ``with`` block; the energy counter too where ``energy``."""
+        w = _Window(energy_mj_start=self._energy() if energy else None, t_start=time.perf_counter())
         with self._lock:
-            self._read(w)
-            if energy:
-                self._poll(w)
             self._win = w
+            self._read(w)
         try:
             yield w
         finally:
             with self._lock:
                 self._read(w)
-                if energy:
-                    self._poll(w)
                 self._win = None
+            w.energy_mj_end = self._energy() if energy else None
             w.t_end = time.perf_counter()
             w.summary = w.summarize("nvml")
 
