@@ -35,10 +35,14 @@ def arch_flag(cc_major: int, cc_minor: int, *, arch_specific: bool = False) -> s
 Key = tuple   # (name, options, name_expressions, arch_specific) of ``load``, or any key of ``once``
 _LOCK = threading.Lock()
 _DONE: dict[Key, Future] = {}
-_CLAIMED: set[Key] = set()       # keys whose work a thread has taken on (the rest of _DONE's are queued)
 _QUEUE: queue.Queue = queue.Queue()
 _WORKERS: list[threading.Thread] = []
 WORKERS = 4
+
+
+def _claim(fut: Future) -> bool:
+    """Take on a key's work (under _LOCK): True where nobody has (its Future still pending, i.e. queued)."""
+    return not (fut.running() or fut.done()) and fut.set_running_or_notify_cancel()
 
 
 def _run(key: Key, fut: Future, make: Callable[[], Any]) -> None:
@@ -49,7 +53,6 @@ def _run(key: Key, fut: Future, make: Callable[[], Any]) -> None:
         with _LOCK:                  # forgotten, so a later call tries again
             if _DONE.get(key) is fut:
                 del _DONE[key]
-                _CLAIMED.discard(key)
 
 
 def once(key: Key, make: Callable[[], Any]) -> Any:
@@ -60,8 +63,7 @@ def once(key: Key, make: Callable[[], Any]) -> Any:
         fut = _DONE.get(key)
         if fut is None:
             fut = _DONE[key] = Future()
-        mine = key not in _CLAIMED
-        _CLAIMED.add(key)
+        mine = _claim(fut)
     if mine:
         _run(key, fut, make)
     return fut.result()
@@ -88,9 +90,8 @@ def _work() -> None:
         key, make = _QUEUE.get()
         with _LOCK:
             fut = _DONE.get(key)
-            if fut is None or key in _CLAIMED:     # done already by a load that did not wait for the queue
+            if fut is None or not _claim(fut):     # done already by a load that did not wait for the queue
                 continue
-            _CLAIMED.add(key)
         _run(key, fut, make)    # a failure: the probe that loads it compiles again and reports it where it measures
 
 
