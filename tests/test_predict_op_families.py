@@ -408,3 +408,39 @@ def test_grouped_points_left_out_are_priced_from_the_rest_by_channels_per_group(
                 got = ConvTable(sel[:i] + sel[i + 1:]).grouped(p["m"], p["cin"], p["groups"], 3, layout, p["images"])
                 errs.append(abs(got[0] / p["time_s"] - 1))
             assert len(sel) >= 24 and statistics.median(errs) < 0.30, (layout, many, statistics.median(errs))
+
+
+def test_per_channel_adds_over_a_map_are_marked_and_row_broadcasts_are_not(tmp_path):
+    """A convolution's bias (a kernel of its own in PyTorch) and a squeeze-excitation scale (N, C, 1, 1) x (N, C, H, W)
+    are per-channel adds over a map; a transformer's (rows, hidden) + (hidden) is a last-dim broadcast."""
+    conv = h.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    se = h.make_node("Mul", ["y", "s"], ["z"])
+    low = _lower(tmp_path, [conv, se], [_w("w", 64, 64, 3, 3), _w("b", 64)], [("x", [2, 64, 28, 28]),
+                                                                              ("s", [2, 64, 1, 1])], ["z"])
+    biases = [o for o in low.kernels if o.kind == "bias"]
+    assert len(biases) == 2 and all(o.channel_bias for o in biases)
+    row = h.make_node("Add", ["a", "c"], ["d"])
+    low = _lower(tmp_path, [row], [], [("a", [128, 768]), ("c", [768])], ["d"])
+    assert [(o.kind, o.channel_bias) for o in low.kernels] == [("bias", False)]
+
+
+def test_an_nchw_per_channel_add_is_priced_from_its_own_curve_where_the_profile_has_one(pred):
+    """ResNet-50 at 64 images in NCHW (H200, seen): its 53 conv bias adds ran PyTorch's plain elementwise kernel in
+    2.1 ms where the last-dim 'bias' curve priced 1.7 ms. A profile with a bias_nchw curve prices them from it; a
+    channels-last one, a row broadcast, and a profile without the curve keep the 'bias' curve."""
+    from hwprobe.predict.calibration import Calibration, MemCurve
+    from hwprobe.predict.model import Predictor
+
+    cal = Calibration.of(pred.profile)
+    plain = Predictor(pred.profile, "graph", cal=cal, layout="nchw")
+    b = np.array([1e4, 1e6, 1e8])
+    cal2 = Calibration.of(pred.profile)
+    cal2.framework["bias_nchw"] = MemCurve("bias_nchw", b, np.array([3e-6, 5e-6, 90e-6]))
+    nchw, nhwc = Predictor(pred.profile, "graph", cal=cal2, layout="nchw"), Predictor(pred.profile, "graph", cal=cal2)
+    op = KernelOp("c.bias", "bias", bytes=1e8, channel_bias=True)
+    got = nchw.time(op)
+    assert got.source == "framework.bias_nchw" and got.covered
+    assert got.time_s == pytest.approx(90e-6 + cal2.switch_s)
+    for p, o in ((nhwc, op), (nchw, replace(op, channel_bias=False)), (nchw, replace(op, layout="nhwc")),
+                 (plain, op)):
+        assert p.time(o).source == "framework.bias"

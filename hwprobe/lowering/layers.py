@@ -321,7 +321,8 @@ def _memory_op(g: _Graph, i: int, op: KernelOp, it: float) -> KernelOp:
     """A memory-bound kernel's bytes from its tensors' own element types (an FP32 island in an FP16 model moves
     twice the bytes), and the kernel PyTorch runs for it: a Gather from a weight table reads the rows it gathers
     (an embedding), not the table; a binary op whose operands differ in size (x * weight, q * cos) broadcasts,
-    which PyTorch runs on its slower non-vectorized path, priced as the 'bias' kernel (a broadcast add)."""
+    which PyTorch runs on its slower non-vectorized path, priced as the 'bias' kernel (a broadcast add), marked
+    ``channel_bias`` where the smaller operand is a (1 or N, C, 1, 1) scale or shift of a 4-D map."""
     io = g.io[i]
     names = [x for x in io["in"] if x] + [x for x in io["out"] if x]
     sizes = {x: _tensor_bytes(g, i, x, it) for x in names}
@@ -332,11 +333,14 @@ def _memory_op(g: _Graph, i: int, op: KernelOp, it: float) -> KernelOp:
     if src == "Gather" and ins and ins[0] in g.const:
         out = sum(sizes[x] for x in io["out"] if x)
         return replace(op, kind="embedding", bytes=2 * out + sum(sizes[x] for x in ins[1:]))
+    channel = False
     if src in BINARY_OPS and kind == "elementwise" and len(ins) >= 2:
         elems = [math.prod(io["dims"][x]) for x in ins]
         if min(elems) > 1 and max(elems) != min(elems):
             kind = "bias"
-    return replace(op, kind=kind, bytes=sum(sizes.values()))
+            big, small = (io["dims"][ins[elems.index(f(elems))]] for f in (max, min))
+            channel = len(big) == len(small) == 4 and tuple(small[2:]) == (1, 1) and small[1] == big[1]
+    return replace(op, kind=kind, bytes=sum(sizes.values()), channel_bias=channel)
 
 
 def _fuse_pointwise(g: _Graph, owner: dict[int, int], i: int) -> int | None:
@@ -472,7 +476,7 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
         if runtime != "fused" and layer.op in ("conv", "convtranspose") and len([x for x in g.io[i]["in"] if x]) > 2:
             counts["conv_bias"] += 1     # aten's cuDNN convolution adds the bias in a kernel of its own
             out.kernels.append(KernelOp(layer.name + ".bias", "bias", prec, bytes=2.0 * layer.outputs * it,
-                                        layers=(layer.name,)))
+                                        layers=(layer.name,), channel_bias=True, layout="nhwc" if i in cl else ""))
     out.notes.append(
         f"{len(out.kernels)} kernels from {len(model.layers)} layers: {counts['host']} shape/constant nodes run "
         f"none, {counts['views']} views, {counts['attention']} attention patterns as one fused kernel each, "

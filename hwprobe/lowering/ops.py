@@ -50,6 +50,9 @@ class KernelOp:
     conv_dilation: int = 1            # a convolution's dilation (its largest; 1: none)
     layout: str = ""                  # a convolution or pooling of an NCHW model run channels-last ("nhwc": its
     #                                   input is); "" = the model's layout
+    channel_bias: bool = False        # bias: a per-channel (1, C, 1, 1) operand over a 4-D feature map (a
+    #                                   convolution's bias, a squeeze-excitation scale); in NCHW PyTorch runs it on its
+    #                                   plain elementwise kernel, not the last-dim broadcast the 'bias' curve times
     backend: str = ""                 # attention: "efficient" = SDPA's masked kernel (cuDNN's or the
     #                                   memory-efficient one) over K/V already expanded to every head; "" = flash
 
