@@ -5,7 +5,9 @@
 # command, so the session runs detached and a second command waits for it:
 #   here:    bash tools/device_suite_ab.sh pack [COMMIT]       # .ab/old.tar: the old method's package (default 9fd4823)
 #   device:  MODE=start bash tools/device_suite_ab.sh          # starts the session, waits up to WAIT_S (570 s)
-#            (ORDER=new-first runs the new full before the old one: the second run meets a warmer GPU)
+#            (ORDER=new-first runs the new full before the old one: the second run meets a warmer GPU;
+#             SUITES="predict" pairs other suites than the default "default full": the 2026-11-27 predict A/B
+#             was `pack fadb379`, then SUITES=predict ORDER=new-first)
 #   device:  MODE=wait bash tools/device_suite_ab.sh           # waits again, then copies the results under $OUT
 # (carry [".whl", ".ab"]; the machine must stay warm between the two commands: call again within its idle time).
 set -uo pipefail
@@ -37,18 +39,22 @@ run() {   # run NAME TREE SUITE: one suite from one tree, its wall time beside i
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu --format=csv > "$W/smi.txt"
 fp64
-run new-default "$PWD" default; run old-default "$W/old" default
-if [[ "${ORDER:-old-first}" == new-first ]]; then    # ORDER=new-first: the new full before the old one
-  run new-full "$PWD" full; run old-full "$W/old" full
-else
-  run old-full "$W/old" full; run new-full "$PWD" full
-fi
+for s in ${SUITES:-default full}; do   # each suite's pair: default always new first, the others as ORDER says
+  if [[ "$s" == default || "${ORDER:-old-first}" == new-first ]]; then
+    run "new-$s" "$PWD" "$s"; run "old-$s" "$W/old" "$s"
+  else
+    run "old-$s" "$W/old" "$s"; run "new-$s" "$PWD" "$s"
+  fi
+done
 fp64
-python3 -m hwprobe validate "$(ls -d $W/new-full/*/ | head -1)" --against "$(ls -d $W/old-full/*/ | head -1)" \
-  --tolerance 1% --json > "$W/validate.json" 2> "$W/validate.err"; echo "validate: exit $?" >> "$W/walls.txt"
+if [[ " ${SUITES:-default full} " == *" full "* ]]; then
+  python3 -m hwprobe validate "$(ls -d $W/new-full/*/ | head -1)" --against "$(ls -d $W/old-full/*/ | head -1)" \
+    --tolerance 1% --json > "$W/validate.json" 2> "$W/validate.err"; echo "validate: exit $?" >> "$W/walls.txt"
+fi
 touch "$W/DONE"
 EOF
-  ORDER=${ORDER:-old-first} setsid nohup bash "$WORK/job.sh" "$PWD" > "$WORK/job.log" 2>&1 < /dev/null &
+  ORDER=${ORDER:-old-first} SUITES=${SUITES:-default full} setsid nohup bash "$WORK/job.sh" "$PWD" \
+    > "$WORK/job.log" 2>&1 < /dev/null &
 fi
 for _ in $(seq "$WAIT_S"); do [[ -f "$WORK/DONE" ]] && break; sleep 1; done
 cat "$WORK/walls.txt" "$WORK/cupy_fp64.txt" 2>/dev/null
