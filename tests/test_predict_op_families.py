@@ -444,3 +444,22 @@ def test_an_nchw_per_channel_add_is_priced_from_its_own_curve_where_the_profile_
     for p, o in ((nhwc, op), (nchw, replace(op, channel_bias=False)), (nchw, replace(op, layout="nhwc")),
                  (plain, op)):
         assert p.time(o).source == "framework.bias"
+
+
+def test_an_nchw_1x1_of_a_few_images_is_affine_in_images_between_one_and_the_batched_points():
+    """ResNet-50 at 8 images in NCHW (H200, seen): its stride-1 1x1 convolutions ran as one strided-batched GEMM
+    each (3.8-13.9 us). Read from the 32-image points at the layer's total pixels they came out 1.4-2.7x that (8
+    images of 28 x 28 sit between 32 of 7 x 7 and 32 of 28 x 28). Now: between one image and 32 at its pixels per
+    image, affine in the images; 3x3 and strided layers keep the total-pixel reading (cuDNN transforms and runs one
+    implicit GEMM over every pixel)."""
+    us = 1e-6
+    pts = [{"k": k, "m": m * n, "cin": 64, "cout": 64, "layout": "nchw", "images": n, "stride": 1,
+            "time_s": (t1 if n == 1 else t32) * us}
+           for k in (1, 3) for m, t1, t32 in ((49, 2.0, 4.0), (784, 3.0, 9.0), (3136, 5.0, 30.0)) for n in (1, 32)]
+    table = ConvTable(pts)
+    got, covered = table.time(8 * 784, 64, 64, 1, 1, "nchw", 8)
+    assert covered and got == pytest.approx((3.0 + (9.0 - 3.0) * 7 / 31) * us)
+    assert table.time(32 * 784, 64, 64, 1, 1, "nchw", 32)[0] == pytest.approx(9.0 * us)      # the points themselves
+    assert table.time(784, 64, 64, 1, 1, "nchw", 1)[0] == pytest.approx(3.0 * us)
+    three = table.time(8 * 784, 64, 64, 3, 1, "nchw", 8)[0]                                  # total pixels: 6272
+    assert 4.0 * us < three < 9.0 * us and three != pytest.approx(got)
