@@ -362,8 +362,8 @@ def _switch_library(ctx, torch):
 
 @probe(name="gpu.torch_kernels", target="gpu", family="calibration", precisions=grids.PRECISIONS,
        summary="Prediction calibration with PyTorch's own kernels (optional: skipped without torch): elementwise, "
-               "bias, norm, softmax, reduction, pooling, copy, BatchNorm, GroupNorm, resize, and per precision "
-               "linear layers, cuDNN convolutions and SDPA attention, in CUDA graphs",
+               "bias (last-dim and NCHW per-channel), norm, softmax, reduction, pooling, copy, BatchNorm, GroupNorm, "
+               "resize, and per precision linear layers, cuDNN convolutions and SDPA attention, in CUDA graphs",
        choices={"kinds": KINDS})
 def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = True, linears: bool = True,
         max_bytes: int = 1 << 30, precisions: list[str] | None = None):
