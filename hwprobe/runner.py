@@ -61,6 +61,7 @@ class Runner:
         self.sampler = sampler_for(dev)
         self.failed: list[str] = []
         self.probe_seconds: dict[str, float] = {}
+        self.settle_seconds: dict[str, float] = {}     # waited before each compute probe (not in probe_seconds)
         self.interrupted = False
         self.guard: Any = None
         self._settle: dict[str, Any] | None = None
@@ -169,6 +170,9 @@ class Runner:
 
         ctx = self._context(probe.name, round_)
         self._settle = self._let_settle() if probe.family == "compute" else None
+        if self._settle and self._settle.get("waited_s"):
+            self.settle_seconds[probe.name] = round(self.settle_seconds.get(probe.name, 0.0)
+                                                    + float(self._settle["waited_s"]), 2)
         t0 = last = time.perf_counter()
         try:
             with Watchdog(probe.name, timeout_s, on_stuck=self._stuck):
@@ -230,6 +234,8 @@ class Runner:
 
         self.env["finished"] = not self.interrupted
         self.env["probe_seconds"] = self.probe_seconds
+        if self.settle_seconds:
+            self.env["settle_seconds"] = self.settle_seconds
         self.env["wall_s"] = round(time.monotonic() - self.t_start, 1)
         contended = summarize(self.measurements)
         if contended:

@@ -227,3 +227,19 @@ def test_each_probes_wall_time_is_reported_slowest_first(tmp_path):
     md = markdown.render(load_run(full), tmp_path / "r.md")
     assert "### Probe wall time" in md and "| gpu.gemm_shapes | 129 s | 34.8% |" in md
     assert "Probe wall time" not in _terminal(from_measurements({"kind": "gpu"}, load_run(full).measurements[:5]), 80)
+
+
+def test_the_probe_time_table_shows_the_settle_before_each_probe():
+    from hwprobe.report.tables import probe_time_table
+
+    env = {"probe_seconds": {"gpu.gemm": 56.8, "gpu.dram": 2.7}, "settle_seconds": {"gpu.gemm": 1.1}}
+    t = probe_time_table(env)
+    assert [c.key for c in t.columns] == ["probe", "seconds", "settle", "share"]
+    assert t.rows[0] == {"probe": "gpu.gemm", "seconds": 56.8, "settle": 1.1, "share": 56.8 / 59.5}
+    assert t.rows[1]["settle"] is None and "1.1 s more letting the GPU settle" in t.note
+    p = load_profile(H200)
+    p.environment["settle_seconds"] = {"gpu.gemm": 1.1, "gpu.fma": 0.4}
+    out = _terminal(p, 80)
+    table = out[out.index("Probe wall time"):].splitlines()
+    assert max(len(x.rstrip()) for x in table) <= 80 and "settle" in out
+    assert "settle before it not counted" in probe_time_table({"probe_seconds": {"gpu.dram": 2.7}}).note

@@ -187,3 +187,16 @@ def test_each_record_carries_the_wall_time_it_took(tmp_path):
     assert 0.05 <= a.params["wall_s"] < 0.15 <= b.params["wall_s"] < 0.3
     total = json.loads((res.results_dir / "environment.json").read_text())["probe_seconds"]["test.paced"]
     assert a.params["wall_s"] + b.params["wall_s"] <= total + 0.01
+
+
+def test_the_settle_before_each_compute_probe_is_kept_apart_from_its_wall_time(tmp_path, monkeypatch):
+    """Issue 33: the GPU's settle before a compute probe is outside the probe's wall time (about 1 s before each on an
+    H200, 2026-11-27); the environment keeps it per probe so the summary says where the run's time went."""
+    from hwprobe.runner import Runner
+
+    state = {"settled": True, "waited_s": 0.25, "temp_c": 40.0, "power_w": 90.0, "sm_mhz": 1980.0, "rule": "test"}
+    monkeypatch.setattr(Runner, "_let_settle", lambda self: dict(state))
+    res = api.run("cpu", _suite(tmp_path, "test.two_then_fail", "test.paced"), tmp_path / "out")
+    env = json.loads((res.results_dir / "environment.json").read_text())
+    assert env["settle_seconds"] == {"test.two_then_fail": 0.25}          # compute probes only
+    assert set(env["probe_seconds"]) == {"test.two_then_fail", "test.paced"}

@@ -257,12 +257,20 @@ def unit_layout(cols: list[Column], rows: list[dict[str, Any]], digits: int = 3)
 
 
 def probe_time_table(env: dict[str, Any]) -> Table:
-    """Each probe's wall time in the run (environment ``probe_seconds``), slowest first, with its share."""
-    cols = [Column("probe", "probe"), Column("seconds", "wall time", "time"), Column("share", "share", "pct")]
+    """Each probe's wall time in the run (environment ``probe_seconds``), slowest first, with its share, and the
+    seconds the GPU was let settle before it (``settle_seconds``: outside its wall time) where the run waited."""
     secs = {k: float(v) for k, v in (env.get("probe_seconds") or {}).items()}
+    settle = {k: float(v) for k, v in (env.get("settle_seconds") or {}).items()}
+    cols = [Column("probe", "probe"), Column("seconds", "wall time", "time"), Column("share", "share", "pct")]
+    if settle:
+        cols.insert(2, Column("settle", "settle before", "time"))
     total = sum(secs.values())
-    t = Table("Probe wall time", cols, note=f"{total:.1f} s over {len(secs)} probes (a probe's settle before it "
-                                            "not counted)" if secs else "")
+    note = f"{total:.1f} s over {len(secs)} probes" if secs else ""
+    if secs:
+        note += (f"; {sum(settle.values()):.1f} s more letting the GPU settle before them" if settle
+                 else " (a probe's settle before it not counted)")
+    t = Table("Probe wall time", cols, note=note)
     for name, s in sorted(secs.items(), key=lambda kv: -kv[1]):
-        t.rows.append({"probe": name, "seconds": s, "share": s / total if total > 0 else None})
+        t.rows.append({"probe": name, "seconds": s, "share": s / total if total > 0 else None,
+                       **({"settle": settle.get(name)} if settle else {})})
     return t

@@ -221,7 +221,9 @@ def provenance(env: dict[str, Any], p: Profile) -> list[tuple[str, str]]:
     rows.append(("profile written (UTC)", p.created_utc or "-"))
     secs = env.get("probe_seconds") or {}
     if secs:
-        rows.append(("probe wall time", f"{sum(secs.values()):.1f} s over {len(secs)} probes"))
+        settle = sum((env.get("settle_seconds") or {}).values())
+        rows.append(("probe wall time", f"{sum(secs.values()):.1f} s over {len(secs)} probes"
+                                        + (f", {settle:.1f} s settling before them" if settle else "")))
     over = budget_note(env)
     if over:
         rows.append(("suite budget", over))
