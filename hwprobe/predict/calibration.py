@@ -234,7 +234,8 @@ class ConvTable:
     - dense (groups 1, C_in >= STEM_CIN): seconds over output pixels x C_in x C_out per kernel size, interpolated
       log-log (1x1 over C_in and C_out; larger kernels at C = sqrt(C_in x C_out)), from the points of the asked
       stride where there are some, else of stride 1 at the same output pixels; NCHW points of several images
-      price convolutions of batched models (cuDNN transforms NCHW data around those);
+      price convolutions of batched models (cuDNN transforms NCHW data around those; an NCHW 1x1 stride-1 layer of
+      fewer images than they hold is a strided-batched GEMM: affine in images between one image and them);
     - grouped (1 < groups < channels): over output pixels x C x channels per group from grouped points of the kernel;
       ``grouped`` is None without any (the predictor then prices the groups as one batched dense convolution);
     - depthwise (``dw``): over output pixels x channels by kernel, stride, layout and image regime;
