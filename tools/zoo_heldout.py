@@ -128,7 +128,8 @@ CATALOGUE: tuple[Entry, ...] = (
 # validate_models.py set first; a zoo model moves here in the commit of the change it motivated.
 SEEN = frozenset({"resnet50", "resnet18", "mobilenet_v2", "vit_b_16", "bert_base", "gpt2", "llama_prefill",
                   "llama_prefill_gqa",
-                  "convnext_tiny"})   # its NCHW b32 kernel list: channels-last convs after a permute (issue 31)
+                  "convnext_tiny",    # its NCHW b32 kernel list: channels-last convs after a permute (issue 31)
+                  "t5_encoder"})      # its b32 kernel list (2026-11-27, thirteenth session): attention in FP32
 
 
 def split_of(model: str) -> str:
