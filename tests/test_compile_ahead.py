@@ -142,3 +142,12 @@ def test_a_load_runs_a_job_still_queued_itself_and_the_worker_skips_it():
         g.set()
     time.sleep(0.1)
     assert ran == ["load"]
+
+
+def test_a_compile_ahead_hook_prefetches_its_modules_resolving_callables_when_the_run_begins(monkeypatch):
+    got, calls = [], []
+    monkeypatch.setattr(kernels, "prefetch", got.extend)
+    hook = kernels.compile_ahead(("a.cu",), lambda: calls.append(1) or ("b.cu", (), ("k",)))
+    assert calls == []                                       # nothing resolved when the probe registers
+    hook(object())
+    assert got == [("a.cu",), ("b.cu", (), ("k",))] and calls == [1]

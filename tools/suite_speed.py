@@ -239,8 +239,9 @@ def _curves(secs: list, sizes: list[int]) -> tuple[dict, int, float]:
 def conv_family(p: dict) -> tuple:
     """The table a convolution point is priced from (hwprobe.predict.calibration.ConvTable), per precision: stems by
     kernel, stride and C_out; depthwise by kernel, stride, layout and image regime; grouped by kernel, layout and
-    image regime (over pixels x channels x groups); dense by kernel, stride, layout and (NCHW) one image or several
-    (1x1 over pixels x C_in x C_out, larger kernels over pixels x C)."""
+    image regime (on the grid's own axes, pixels x channels x groups; the predictor reads them over channels per
+    group, and tests/test_prune.py checks it prices each left-out point within 2%); dense by kernel, stride, layout
+    and (NCHW) one image or several (1x1 over pixels x C_in x C_out, larger kernels over pixels x C)."""
     prec, layout, k, stride = p.get("precision", "fp16"), p.get("layout", "nhwc"), p["k"], p.get("stride", 1)
     many = p.get("images", 1) > 1
     if p["cin"] < 8:

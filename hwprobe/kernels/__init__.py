@@ -111,6 +111,14 @@ def prefetch(specs: list[Key]) -> None:
         ahead(key, make)
 
 
+def compile_ahead(*modules) -> Callable[[Any], None]:
+    """A probe's ``ahead`` hook (``@probe(ahead=...)``) that ``prefetch``es ``modules``: each ``load``'s positional
+    arguments, or a callable giving them (called when the run begins)."""
+    def hook(dev) -> None:
+        prefetch([m() if callable(m) else m for m in modules])
+    return hook
+
+
 def _key(name: str, options: tuple[str, ...] = (), name_expressions: tuple[str, ...] | None = None,
          arch_specific: bool = False, *, dev: int) -> Key:
     """One compile's identity: ``load``'s arguments, normalized (lists as tuples), and the device."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from hwprobe.kernels import compile_ahead
+
 MAX_REPS = 512              # launches captured in one graph at most (a replay's length: timing policy 'graph_point')
 MIN_REPS = 4                # ... and at least: only a call of 250 us or more gets fewer than 16, where the ~1 us
 #                             gap between two graph nodes and a replay's fixed cost are under 0.5% of a call
@@ -24,11 +26,7 @@ def module():
     return load(*MODULE)
 
 
-def ahead(dev) -> None:
-    """The calibration probes' compile-ahead hook: calibration.cu (hwprobe.kernels.prefetch)."""
-    from hwprobe.kernels import prefetch
-
-    prefetch([MODULE])
+ahead = compile_ahead(MODULE)   # the calibration probes' compile-ahead hook: calibration.cu
 
 
 def kernel(name: str):

@@ -372,11 +372,17 @@ def sass_flags(counts: dict[Op, int] | None, expect: dict[Op, int]) -> list[str]
 # ----------------------------------------------------------------------------------------------------
 # Device side.
 
+def _sass_job(options: tuple[str, ...]) -> tuple:
+    """(key, make) of the SASS of the module compiled with exactly these NVRTC options: what ``once`` runs once per
+    process and ``ahead`` starts early (``_ahead``)."""
+    return ("sass", KERNEL_FILE, options), lambda: _compile_sass(options)
+
+
 def _sass_text(options: tuple[str, ...]) -> str | None:
     """SASS of the module compiled with exactly these NVRTC options (once per process; ``_ahead`` starts it)."""
     from hwprobe.kernels import once
 
-    return once(("sass", KERNEL_FILE, options), lambda: _compile_sass(options))
+    return once(*_sass_job(options))
 
 
 def _compile_sass(options: tuple[str, ...]) -> str | None:
@@ -484,8 +490,7 @@ def _ahead(dev) -> None:
     fams = [f for f in (*FAMILIES, *EXPERIMENTS) if (dev.cc_major, dev.cc_minor) >= f.min_cc]
     prefetch([(KERNEL_FILE, f.options(), None, False) for f in fams])
     for f in fams:
-        opts = _Family.sass_options_for(f, dev)
-        ahead(("sass", KERNEL_FILE, opts), lambda o=opts: _compile_sass(o))
+        ahead(*_sass_job(_Family.sass_options_for(f, dev)))
 
 
 @probe(name="gpu.fma", target="gpu", family="compute", precisions=PRECISIONS, ahead=_ahead,

@@ -585,11 +585,17 @@ def _module(v: Variant) -> tuple[object, tuple[str, ...]]:
     return mod, opts
 
 
+def _sass_job(file: str, options: tuple[str, ...]) -> tuple:
+    """(key, make) of the SASS of ``file`` compiled with these options: what ``once`` runs once per process and
+    ``_measure`` starts early on a worker (``ahead``)."""
+    return ("sass", file, options), lambda: _compile_sass(file, options)
+
+
 def _sass_text(file: str, options: tuple[str, ...]) -> str | None:
     """SASS of ``file`` compiled with these options (once per process; ``_measure`` starts it on a worker)."""
     from hwprobe.kernels import once
 
-    return once(("sass", file, options), lambda: _compile_sass(file, options))
+    return once(*_sass_job(file, options))
 
 
 def _compile_sass(file: str, options: tuple[str, ...]) -> str | None:
@@ -779,7 +785,7 @@ def _measure(ctx, cp, v: Variant):
     sass_opts = _nvrtc_options(ctx.device, v.api, _sass_options(v, best, extra))
     from hwprobe.kernels import ahead
 
-    ahead(("sass", _source_file(v.api), sass_opts), lambda: _compile_sass(_source_file(v.api), sass_opts))
+    ahead(*_sass_job(_source_file(v.api), sass_opts))
     params = {
         "instruction": v.ptx,  # not vocab: the PTX instruction
         "shape": v.shape_name, "kernel": function, "grid": launch.grid, "block": launch.block,

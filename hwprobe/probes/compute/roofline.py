@@ -15,6 +15,7 @@ import numpy as np
 from hwprobe import keys as K
 from hwprobe.curves import fit_roofline, ridge_note
 from hwprobe.errors import Skip, VerificationError
+from hwprobe.kernels import compile_ahead
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.common import blocks_per_sm, calibrate, free_bytes, info, release, repeat, time_call
@@ -73,16 +74,10 @@ def expected_total(precision: str, m: int, n_elem: int) -> float | int:
     return float(per.astype(np.float64).sum()) * count
 
 
-MODULE = ("mem_roofline.cu",)   # ``load``'s arguments: run loads it, _ahead compiles it early
+MODULE = ("mem_roofline.cu",)   # ``load``'s arguments: run loads it, compile_ahead compiles it early
 
 
-def _ahead(dev) -> None:
-    from hwprobe.kernels import prefetch
-
-    prefetch([MODULE])
-
-
-@probe(name="gpu.roofline", target="gpu", family="compute", ahead=_ahead,
+@probe(name="gpu.roofline", target="gpu", family="compute", ahead=compile_ahead(MODULE),
        summary="Measured roofline: FLOP/s vs arithmetic intensity (1/8..1024 FLOP/B) and the ridge point",
        precisions=tuple(ROOF_PRECISIONS))
 def run(ctx, precisions: tuple[str, ...] = tuple(ROOF_PRECISIONS), lo: float = 0.125, hi: float = 1024.0,

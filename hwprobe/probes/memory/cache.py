@@ -18,6 +18,7 @@ import numpy as np
 from hwprobe import keys as K
 from hwprobe.curves import effective_capacity, plateau_exit, step_inside
 from hwprobe.errors import Skip, VerificationError
+from hwprobe.kernels import compile_ahead
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory import l2plan
@@ -36,17 +37,11 @@ SMEM_BLOCK, SMEM_VECS = 256, 8  # must match mem_cache.cu
 
 
 def _module() -> tuple:
-    """``load``'s arguments for mem_cache.cu with the sweep and L2-plan kernels (run loads it, _ahead early)."""
+    """``load``'s arguments for mem_cache.cu with the sweep and L2-plan kernels (run loads it, compile_ahead early)."""
     return ("mem_cache.cu", (), CACHE_KERNELS + l2plan.kernel_names())
 
 
-def _ahead(dev) -> None:
-    from hwprobe.kernels import prefetch
-
-    prefetch([_module()])
-
-
-@probe(name="gpu.cache", target="gpu", family="memory", ahead=_ahead,
+@probe(name="gpu.cache", target="gpu", family="memory", ahead=compile_ahead(_module),
        summary="L1/L2 bandwidth and capacity from working-set sweeps, L2 near/far partitions, shared-memory bandwidth")
 def run(ctx, per_octave: int | None = None, refine: bool = True, shared: bool = True,
         screen: bool = True) -> Iterator[Measurement]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from hwprobe import keys as K
 from hwprobe.errors import Skip, VerificationError
+from hwprobe.kernels import compile_ahead
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.common import MEM_FRACTION, blocks_per_sm, calibrate, free_bytes, info, release, repeat
@@ -359,17 +360,11 @@ class DramBench:
 # The probe
 
 def _module() -> tuple:
-    """``load``'s arguments for memory.cu with every stream kernel: what DramBench loads, _ahead compiles early."""
+    """``load``'s arguments for memory.cu with every stream kernel (DramBench loads it, compile_ahead early)."""
     return ("memory.cu", (), all_kernel_names())
 
 
-def _ahead(dev) -> None:
-    from hwprobe.kernels import prefetch
-
-    prefetch([_module()])
-
-
-@probe(name="gpu.dram", target="gpu", family="memory", ahead=_ahead,
+@probe(name="gpu.dram", target="gpu", family="memory", ahead=compile_ahead(_module),
        summary="DRAM bandwidth: read, write, copy, scale, triad (BabelStream bytes) and cudaMemcpy D2D")
 def run(ctx, array_mib: int | None = None, ops: tuple[str, ...] = OPS, search: bool = True) -> Iterator[Measurement]:
     """``array_mib``: bytes per array (default: screen at 1 GiB, then try 2 and 4 GiB with the best variants;

@@ -20,6 +20,7 @@ import numpy as np
 from hwprobe import keys as K
 from hwprobe.curves import level_exit, step_inside
 from hwprobe.errors import Skip, VerificationError
+from hwprobe.kernels import compile_ahead
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
 from hwprobe.probes.memory.chase import (
@@ -41,16 +42,10 @@ SWEEP_FROM, SWEEP_TO = 1 / 16, 2.0   # L2 latency sweep, in units of the reporte
 FAR_STEP = 1.10            # a latency step inside L2 counts as near/far when the plateaus differ this much
 
 
-MODULE = ("mem_cache.cu", (), CACHE_KERNELS)   # ``load``'s arguments: run loads it, _ahead compiles it early
+MODULE = ("mem_cache.cu", (), CACHE_KERNELS)   # ``load``'s arguments: run loads it, compile_ahead compiles it early
 
 
-def _ahead(dev) -> None:
-    from hwprobe.kernels import prefetch
-
-    prefetch([MODULE])
-
-
-@probe(name="gpu.latency", target="gpu", family="memory", ahead=_ahead,
+@probe(name="gpu.latency", target="gpu", family="memory", ahead=compile_ahead(MODULE),
        summary="Load-to-use latency (cycles and ns) of L1, L2 and DRAM by single-thread pointer chasing")
 def run(ctx, l1_kib: int = 16, l2_mib: int | None = None, dram_mib: int | None = None,
         seed: int = 0, l2_sweep: bool = True) -> Iterator[Measurement]:
