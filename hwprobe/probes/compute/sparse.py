@@ -18,6 +18,7 @@ is checked against a float64 product of the *pruned* A, so pruning is what chang
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,9 +107,13 @@ def _to_f64(cp, x, kind: str):
 class SparseGemm:
     """A cuSPARSELt plan for C (m x n) = A (m x k, 2:4, row-major) @ B^T (B stored n x k, row-major)."""
 
-    def __init__(self, cp, lt, cs, handle, spec: SparseSpec, m: int, n: int, k: int, sets: int, seed: int = 7):
+    def __init__(self, cp, lt, cs, handle, spec: SparseSpec, m: int, n: int, k: int, sets: int, seed: int = 7,
+                 search_iterations: int | None = None):
         self.cp, self.lt, self.h, self.spec = cp, lt, handle, spec
         self.m, self.n, self.k = m, n, k
+        self.search_iterations = search_iterations     # None: the library's default
+        self.chosen: dict[str, int] = {}
+        self.search_s = 0.0
         self._descs: list[tuple[Any, int]] = []
         self.ops: list[list] = []
         try:
@@ -131,6 +136,8 @@ class SparseGemm:
             self.mat_c, getattr(lt.ComputeType, spec.compute)))
         self.alg = self._keep(lt.matmul_alg_selection_destroy,
                               lt.matmul_alg_selection_init(handle, self.desc, lt.MatmulAlg.DEFAULT))
+        if self.search_iterations is not None:
+            self._alg_attr(lt.MatmulAlgAttribute.SEARCH_ITERATIONS, self.search_iterations)
         self.plan = self._keep(lt.matmul_plan_destroy, lt.matmul_plan_init(handle, self.desc, self.alg))
         self.alpha = np.ones((), dtype=np.float32)     # cuSPARSELt scalars are float for every compute type
         if spec.storage == "fp8":                      # full-range codes: scale the FP16 result near unit size
@@ -158,10 +165,25 @@ class SparseGemm:
             self.compress(i)
         self._check_pruned()
         self.ws = cp.empty(max(int(lt.matmul_get_workspace(handle, self.plan)), 1), dtype=cp.uint8)
+        t0 = time.perf_counter()
         self._matmul(lt.matmul_search, 0)      # picks the kernel (and split-k) for this plan; untimed
+        cp.cuda.get_current_stream().synchronize()
+        self.search_s = time.perf_counter() - t0
+        self.chosen = {name.lower(): self._alg_attr(getattr(lt.MatmulAlgAttribute, name))
+                       for name in ("CONFIG_ID", "SPLIT_K", "SEARCH_ITERATIONS")}
         ws = int(lt.matmul_get_workspace(handle, self.plan))
         if ws > self.ws.size:
             self.ws = cp.empty(ws, dtype=cp.uint8)
+
+    def _alg_attr(self, attr, value: int | None = None) -> int:
+        """Set (``value``) or read one attribute of the plan's algorithm selection."""
+        buf = np.zeros(1, dtype=self.lt.get_matmul_alg_attribute_dtype(attr))
+        if value is not None:
+            buf[0] = value
+            self.lt.matmul_alg_set_attribute(self.h, self.alg, attr, buf.ctypes.data, buf.itemsize)
+        else:
+            self.lt.matmul_alg_get_attribute(self.h, self.alg, attr, buf.ctypes.data, buf.itemsize)
+        return int(buf[0])
 
     def _keep(self, destroy, obj):
         self._descs.append((destroy, obj))
@@ -236,29 +258,43 @@ def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: tuple[f
        summary="2:4 structured-sparse GEMM (cuSPARSELt) vs the best dense path, same clock and power conditions: "
                "speedup as measured and per clock, compression cost",
        precisions=tuple(SPECS))
-def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_rows=16):
+def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_rows=16,
+               search_iterations: int | None = None):
+    """``search_iterations``: launches per candidate in cuSPARSELt's algorithm search (None: the library's)."""
     lt, cs, handle = _libs(ctx)
     try:
         import cupy as cp
     except Exception as e:
         raise Skip(f"CuPy not importable: {e}") from None
-    l2 = int(getattr(ctx.device, "l2_bytes", 0) or 50 << 20)
-    version = lt.get_version(handle)
+    lib = _Lib(cp, lt, cs, handle, int(getattr(ctx.device, "l2_bytes", 0) or 50 << 20), lt.get_version(handle),
+               search_iterations)
     plan = gc.plan_sizes(sizes, ctx.quick)
     try:
         for prec in precisions:
-            spec = SPECS[prec]
-            yield from _one_precision(ctx, cp, lt, cs, handle, prec, spec, plan, check_rows, l2, version)
+            yield from _one_precision(ctx, lib, prec, SPECS[prec], plan, check_rows)
     finally:
         lt.destroy(handle)
 
 
-def _sparse_point(ctx, cp, lt, cs, handle, spec, n, rows, l2, version, sustain, metric) -> tuple[Measurement, dict]:
+@dataclass(frozen=True)
+class _Lib:
+    """cuSPARSELt as this run uses it."""
+
+    cp: Any
+    lt: Any
+    cs: Any
+    handle: int
+    l2: int
+    version: int
+    search_iterations: int | None
+
+
+def _sparse_point(ctx, lib: _Lib, spec, n, rows, sustain, metric) -> tuple[Measurement, dict]:
     """One settled cuSPARSELt point: (measurement, {prune_s, compress_s})."""
-    g = None
+    cp, g = lib.cp, None
     try:
-        sets = gc.rotation_sets(gc.gemm_bytes(n, n, n, gc.ITEMSIZE[spec.storage], gc.ITEMSIZE[spec.out]), l2)
-        g = SparseGemm(cp, lt, cs, handle, spec, n, n, n, sets)
+        sets = gc.rotation_sets(gc.gemm_bytes(n, n, n, gc.ITEMSIZE[spec.storage], gc.ITEMSIZE[spec.out]), lib.l2)
+        g = SparseGemm(cp, lib.lt, lib.cs, lib.handle, spec, n, n, n, sets, search_iterations=lib.search_iterations)
         runner = build_runner(cp, g.call, sets)
         timing = settle_runner(cp, runner, sustain)
         err: dict = {}
@@ -272,7 +308,8 @@ def _sparse_point(ctx, cp, lt, cs, handle, spec, n, rows, l2, version, sustain, 
                 "compressed_bytes": g.compressed_bytes, "prune_samples_s": g.prune_s,
                 "compress_samples_s": g.compress_s}
         params = {"m": n, "n": n, "k": n, K.SPARSE: True, K.SPARSITY: "2:4 (A)", "reps": runner.reps,
-                  "operand_sets": sets, "cuda_graph": runner.graph, "cusparselt_version": version,
+                  "operand_sets": sets, "cuda_graph": runner.graph, "cusparselt_version": lib.version,
+                  "cusparselt_alg": g.chosen, "search_s": round(g.search_s, 3),
                   "compressed_bytes": g.compressed_bytes, "prune_s": prep["prune_s"], "compress_s": prep["compress_s"],
                   "flop_convention": CONVENTION, "operands": g.operands, "alpha": float(g.alpha),
                   "settle_s": sustain[0], "sustain_s": sustain[1], **timing}
@@ -294,7 +331,8 @@ def _clock(m: Measurement) -> float | None:
     return m.clocks.sm_mhz if m.clocks and m.clocks.sm_mhz else None
 
 
-def _one_precision(ctx, cp, lt, cs, handle, prec, spec, plan, rows, l2, version):
+def _one_precision(ctx, lib: _Lib, prec, spec, plan, rows):
+    cp = lib.cp
     base = f"{spec.precision}.tensor_core.sparse24"
     sustain = (SETTLE_S / 5, SUSTAIN_S / 5) if ctx.quick else (SETTLE_S, SUSTAIN_S)
     points, summary = [], []
@@ -307,7 +345,7 @@ def _one_precision(ctx, cp, lt, cs, handle, prec, spec, plan, rows, l2, version)
         dense = max(ok, key=lambda d: d.value) if ok else None
         cp.get_default_memory_pool().free_all_blocks()
         try:
-            m, prep = _sparse_point(ctx, cp, lt, cs, handle, spec, n, rows, l2, version, sustain, metric)
+            m, prep = _sparse_point(ctx, lib, spec, n, rows, sustain, metric)
         except Exception as e:
             yield failure(ctx, metric, f"cuSPARSELt {prec} {n}^3", e, precision=spec.precision, path=Path.LIBRARY)
             continue
