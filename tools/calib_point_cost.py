@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--every", type=int, default=12, help="profile every n-th point of each grid (default 12)")
     ap.add_argument("--json", type=Path, help="write the per-family table here")
+    ap.add_argument("--keep-cache", action="store_true",
+                    help="do not release the allocator's cache between points (what that release costs)")
     a = ap.parse_args(argv)
     if a.every < 1:
         print("calib_point_cost: --every must be 1 or more", file=sys.stderr)
@@ -92,23 +94,24 @@ def main(argv: list[str] | None = None) -> int:
     for fam, cases in families.items():
         sample = cases[::a.every]
         acc.clear()
-        wall = 0.0
+        wall, times = 0.0, []
         for prec, case in sample:
             t0 = time.perf_counter()
             with precision_mode(torch, prec):
-                measure[fam](prec, case)
-            timed("empty_cache", torch.cuda.empty_cache)()
+                times.append(measure[fam](prec, case))
+            if not a.keep_cache:
+                timed("empty_cache", torch.cuda.empty_cache)()
             wall += time.perf_counter() - t0
         n = max(1, len(sample))
         row = {ph: 1e3 * acc.get(ph, 0.0) / n for ph in PHASES[:-1]}
         row["other"] = 1e3 * wall / n - sum(row.values())
         table[fam] = {"points_sampled": len(sample), "points_in_grid": len(cases), "ms_per_point": row,
-                      "wall_ms_per_point": 1e3 * wall / n}
+                      "wall_ms_per_point": 1e3 * wall / n, "point_times_s": times}
         print(f"{fam:7s} {len(sample):4d} of {len(cases):5d} points, {1e3 * wall / n:7.1f} ms/point: "
               + " ".join(f"{k} {v:.1f}" for k, v in row.items()), flush=True)
     if a.json:
         a.json.write_text(json.dumps({"torch": torch.__version__, "device": torch.cuda.get_device_name(),
-                                      "every": a.every, "families": table}, indent=1))
+                                      "every": a.every, "keep_cache": a.keep_cache, "families": table}, indent=1))
     return 0
 
 
