@@ -29,7 +29,6 @@ def test_waits_until_cool_and_idle_then_records_the_state():
     state = st.settle(s1, read=read, clock=clock, sleep=clock.sleep)
     assert state["settled"] and state["temp_c"] == 44.0 and state["power_w"] == 100.0
     assert state["waited_s"] == round(3 * st.POLL_S, 2) and "at most 6 s" in state["rule"]
-    assert state["by"] == "averaged power"      # no instantaneous field in these readings
 
 
 def test_gives_up_after_the_limit_and_says_so():
@@ -65,43 +64,19 @@ def test_tighter_margins_wait_for_a_cooler_card():
     assert waited[5.0] == 0 and waited[2.0] > 0
 
 
-def _run_after_load(seq):
-    """The run's first (idle) reading, then a settle over ``seq``: (state, polls waited)."""
+
+def test_the_instantaneous_reading_is_recorded_but_the_average_ends_the_wait():
+    # H200-like (tools/rest_burst.py): the card idles at ~130 W within 0.1 s while the average lags at 550-690 W;
+    # a power-capped ceiling started that early read 5.7% low in the same-lease A/B (module docstring)
     st._floor.clear()
     clock = _Clock()
-    it = iter([{"temp_c": 40.0, "power_w": 90.0, "sm_mhz": 1980.0, "power_now_w": 85.0, "power_limit_w": 700.0},
-               *seq])
+    first = {"temp_c": 40.0, "power_w": 90.0, "sm_mhz": 1980.0, "power_now_w": 85.0, "power_limit_w": 700.0}
+    after = [(690, 620, 1395), (663, 127, 1845), (607, 132, 1965), (549, 130, 1980), (320, 129, 1980),
+             (130, 129, 1980)]
+    it = iter([first] + [{"temp_c": 42.0, "power_w": a, "sm_mhz": c, "power_now_w": p, "power_limit_w": 700.0}
+                         for a, p, c in after])
     s = object()
     st.settle(s, read=lambda _: next(it), clock=clock, sleep=clock.sleep)
     state = st.settle(s, read=lambda _: next(it), clock=clock, sleep=clock.sleep)
-    return state, round(state["waited_s"] / st.POLL_S)
-
-
-def _after(avg, now, mhz, temp=42.0):
-    return {"temp_c": temp, "power_w": avg, "sm_mhz": mhz, "power_now_w": now, "power_limit_w": 700.0}
-
-
-def test_instantaneous_power_and_clock_end_the_wait_before_the_average_does():
-    # H200-like (tools/rest_burst.py): the average lags at 550-690 W while the card already idles at ~130 W
-    seq = [_after(690, 620, 1395), _after(663, 127, 1845), _after(607, 132, 1965), _after(549, 130, 1980)]
-    state, polls = _run_after_load(seq + [_after(120, 130, 1980)] * 50)
-    assert state["settled"] and state["by"] == "instantaneous power and clock" and polls == 2
-    assert state["power_now_w"] == 132.0 and "25% of the limit" in state["rule"]
-
-
-def test_low_power_with_the_clock_still_held_down_keeps_waiting():
-    seq = [_after(660, 130, 1500)] * 5 + [_after(500, 130, 1975)]
-    state, polls = _run_after_load(seq + [_after(120, 130, 1980)] * 50)
-    assert state["by"] == "instantaneous power and clock" and polls == 5
-
-
-def test_temperature_still_binds_either_way():
-    seq = [_after(300, 130, 1980, temp=50.0)] * 4 + [_after(300, 130, 1980, temp=45.0)]
-    state, polls = _run_after_load(seq + [_after(120, 130, 1980)] * 50)
-    assert state["settled"] and polls == 4 and state["temp_c"] == 45.0
-
-
-def test_without_the_instantaneous_field_the_average_decides():
-    seq = [{"temp_c": 42.0, "power_w": p, "sm_mhz": 1980.0} for p in (600, 400, 200, 130)]
-    state, polls = _run_after_load(seq + [{"temp_c": 42.0, "power_w": 120.0, "sm_mhz": 1980.0}] * 50)
-    assert state["by"] == "averaged power" and polls == 3
+    assert state["settled"] and state["power_w"] == 130.0 and state["power_now_w"] == 129.0
+    assert state["waited_s"] == round(5 * st.POLL_S, 2)

@@ -72,12 +72,11 @@ SPECS = {
                       (("fp8.fast", "cublaslt"),)),
 }
 SETTLE_S, SUSTAIN_S = 0.25, 0.4         # per dense and sparse point (quick: a fifth)
-# cuSPARSELt's algorithm search times every candidate config over SEARCH_ITERATIONS launches (the library's
-# default: 5). At 16384^3 two launches last 9 ms or more per candidate (FP8 at ~1.9 POP/s), and on an H200
-# (2026-11-27, issue 33) the search at 2 picked the config the default search picked, in FP16, INT8 and FP8
-# alike, in half the time (3.5 s against 7.0 s for FP16). Smaller sizes keep the library's default: at 8192 a
-# 2-launch search picked another FP16 config, 4-6% slower.
-BIG_SEARCH_N, BIG_SEARCH_ITERATIONS = 16384, 2
+# cuSPARSELt's algorithm search times every candidate config over the library's SEARCH_ITERATIONS launches (5);
+# it takes 16.5 s of a full run on an H200, 7.0 s of it FP16 at 16384. Searching at 16384 over 2 launches was
+# tried (issue 33, 2026-11-27): the same config ids in FP16, INT8 and FP8, in half the time, but FP8 2:4 read
+# 1893 TFLOP/s in both runs that searched so against 1925-1941 in three that did not (per clock within 1%; the
+# power-capped clock differed), so the library's default stays and ``search_iterations`` is a probe parameter.
 
 
 def _libs(ctx):
@@ -266,8 +265,7 @@ def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: tuple[f
        precisions=tuple(SPECS))
 def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_rows=16,
                search_iterations: int | None = None):
-    """``search_iterations``: launches per candidate in cuSPARSELt's algorithm search at every size (None: the
-    library's default, BIG_SEARCH_ITERATIONS from BIG_SEARCH_N up)."""
+    """``search_iterations``: launches per candidate in cuSPARSELt's algorithm search (None: the library's)."""
     lt, cs, handle = _libs(ctx)
     try:
         import cupy as cp
@@ -301,8 +299,7 @@ def _sparse_point(ctx, lib: _Lib, spec, n, rows, sustain, metric) -> tuple[Measu
     cp, g = lib.cp, None
     try:
         sets = gc.rotation_sets(gc.gemm_bytes(n, n, n, gc.ITEMSIZE[spec.storage], gc.ITEMSIZE[spec.out]), lib.l2)
-        iterations = lib.search_iterations or (BIG_SEARCH_ITERATIONS if n >= BIG_SEARCH_N else None)
-        g = SparseGemm(cp, lib.lt, lib.cs, lib.handle, spec, n, n, n, sets, search_iterations=iterations)
+        g = SparseGemm(cp, lib.lt, lib.cs, lib.handle, spec, n, n, n, sets, search_iterations=lib.search_iterations)
         runner = build_runner(cp, g.call, sets)
         timing = settle_runner(cp, runner, sustain)
         err: dict = {}
