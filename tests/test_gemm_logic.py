@@ -1119,3 +1119,30 @@ def test_fp64_runs_first_after_the_tighter_settle(monkeypatch):
     from hwprobe.timing import settle as st
     assert gpu_gemm.COOL_SETTLE["temp_margin_c"] < st.TEMP_MARGIN_C
     assert gpu_gemm.COOL_SETTLE["power_factor"] == st.POWER_IDLE_FACTOR
+
+
+def test_sparse_algorithm_attributes_are_set_and_read_through_the_binding():
+    """cuSPARSELt's search iterations go in before the plan, and the chosen config comes back, each in the dtype
+    the binding names for the attribute (a fake binding that keeps what it is given)."""
+    import ctypes
+    import types
+
+    from hwprobe.probes.compute import sparse as gpu_sparse
+
+    store: dict[int, int] = {}
+    attrs = types.SimpleNamespace(CONFIG_ID=0, SPLIT_K=3, SEARCH_ITERATIONS=2)
+
+    def set_attr(handle, alg, attr, ptr, size):
+        assert (handle, alg, size) == (7, 11, 4)
+        store[attr] = int(np.ctypeslib.as_array((ctypes.c_int32 * 1).from_address(ptr))[0])
+
+    def get_attr(handle, alg, attr, ptr, size):
+        (ctypes.c_int32 * 1).from_address(ptr)[0] = store.get(attr, -1)
+
+    lt = types.SimpleNamespace(MatmulAlgAttribute=attrs, get_matmul_alg_attribute_dtype=lambda a: np.int32,
+                               matmul_alg_set_attribute=set_attr, matmul_alg_get_attribute=get_attr)
+    g = object.__new__(gpu_sparse.SparseGemm)
+    g.lt, g.h, g.alg = lt, 7, 11
+    assert g._alg_attr(attrs.SEARCH_ITERATIONS, 2) == 2 and store == {2: 2}
+    store[attrs.CONFIG_ID] = 25
+    assert g._alg_attr(attrs.CONFIG_ID) == 25 and g._alg_attr(attrs.SPLIT_K) == -1
