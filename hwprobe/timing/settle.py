@@ -9,11 +9,12 @@ anyway, and the record says so (``settled: false``). Clocks are only read, never
 Idle is NVML's averaged power (a ~1-s moving average), so every settle after work lasts about a second. The
 instantaneous power field, where the driver has it, is recorded beside it (``power_now_w``) but does not end
 the wait. Ending it there was tried (issue 33, 2026-11-27): on an H200 the card idles at ~130 W within 0.1 s of
-a 700-W load and its clock is back within 0.2-0.5 s (tools/rest_burst.py), and gpu.gemm's settles fell from
-~1 s to 0.1-0.5 s; but in the same-lease A/B the FP64 library ceiling (n4096, same kernel, NVML clock 1980 MHz
-in both) read 57.5 TFLOP/s after 0.25 s of rest, at 47 C with the average still at 331 W, against 61.0 after
-the usual 1.0 s (43 C, 159 W): the power limiter's own history is what a power-capped figure starts from, and
-the averaged reading is the one that follows it.
+a 700-W load and its clock is back within 0.2-0.5 s (tools/rest_burst.py: 50-ms FP64 bursts after 0.3 s of rest
+ran at 0.994-0.995 of a 5-s-rested one, the average still at 530-570 W), and gpu.gemm's settles fell from ~1 s
+to 0.1-0.5 s. But in the same-lease A/B the FP64 library ceiling (n4096, same kernel, NVML clock 1980 MHz in
+both) read 57.5 TFLOP/s after 0.25 s of rest, its samples spread 4.1% (against 1.2%), against 61.0 after the
+usual 1.0 s; in the lease before, 60.9 after 0.3 s. Which of the short wait or chance made the -5.7% is not
+established, so the rule that passed the earlier A/Bs stays.
 """
 
 from __future__ import annotations
