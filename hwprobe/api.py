@@ -17,8 +17,9 @@ from hwprobe.errors import InputError
 from hwprobe.interrupt import guarded
 from hwprobe.measurement import PRECISIONS, Measurement
 from hwprobe.profile import Profile
+from hwprobe.timing import policy
 
-ENERGY_WINDOW_S = 1.2   # seconds per compute measurement, so the NVML energy counter gives J/op
+ENERGY_WINDOW_S = policy.ENERGY.min_total_s   # seconds per compute measurement: the energy counter gives J/op
 
 
 @dataclass

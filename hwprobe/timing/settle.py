@@ -33,8 +33,8 @@ _floor: dict[str, float] = {}      # coolest temperature and lowest power seen i
 
 
 def read_state(sampler) -> dict[str, float] | None:
-    """Temperature, power (averaged; instantaneous and the enforced limit where the driver has them) and SM clock
-    now (None where the sampler has no NVML handle)."""
+    """Temperature, power (averaged; instantaneous too where the driver has it) and SM clock now (None where the
+    sampler has no NVML handle)."""
     h = getattr(sampler, "_h", None)
     if h is None:
         return None
@@ -50,7 +50,6 @@ def read_state(sampler) -> dict[str, float] | None:
         v = n.nvmlDeviceGetFieldValues(h, [getattr(n, "NVML_FI_DEV_POWER_INSTANT", FI_POWER_INSTANT)])[0]
         if v.nvmlReturn == 0:
             out["power_now_w"] = v.value.uiVal * 1e-3
-        out["power_limit_w"] = n.nvmlDeviceGetEnforcedPowerLimit(h) * 1e-3
     except (n.NVMLError, AttributeError, IndexError):
         pass
     return out
