@@ -553,3 +553,4 @@ def ceiling_of(points: list[Measurement], metric: str, curve_points: list[Measur
     )
 
 
+
