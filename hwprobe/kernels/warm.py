@@ -57,10 +57,9 @@ def parse(spec: str) -> tuple[Callable[..., None], list]:
 
 
 def cache_dir() -> Path:
-    """CuPy's kernel cache (CUPY_CACHE_DIR, else ~/.cupy/kernel_cache), as CuPy resolves it."""
-    from cupy.cuda import compiler
-
-    return Path(compiler.get_cache_dir())
+    """CuPy's kernel cache as its documentation gives it: CUPY_CACHE_DIR, else ~/.cupy/kernel_cache (CuPy 13 has
+    no public getter)."""
+    return Path(os.environ.get("CUPY_CACHE_DIR") or os.path.expanduser("~/.cupy/kernel_cache"))
 
 
 def cache_files(path: Path) -> int:
