@@ -8,7 +8,6 @@ started from is recorded with its figures.
 
 from __future__ import annotations
 
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -108,7 +107,6 @@ class Runner:
         reg = probes.registry()
         entries = self.plan.suite.entries
         self._compile_ahead([reg[e.probe] for e in entries])
-        self._warm_cupy([reg[e.probe] for e in entries])
         total = len(entries) * self.plan.rounds
         for r in range(1, self.plan.rounds + 1):
             for i, entry in enumerate(entries):
@@ -136,23 +134,6 @@ class Runner:
                     p.ahead(self.plan.device)
                 except Exception as e:
                     self.log(f"{p.name}: no compile ahead ({type(e).__name__}: {e})")
-
-    def _warm_cupy(self, todo) -> None:
-        """Compile CuPy's kernels that the suite's probes name (``@probe(warm=...)``) in worker processes, and
-        wait for them: nothing is timed yet (hwprobe.kernels.warm). HWPROBE_CUPY_WARM=0 turns it off."""
-        if self.plan.device.kind != "gpu" or os.environ.get("HWPROBE_CUPY_WARM", "1") == "0":
-            return
-        from hwprobe.kernels import warm
-
-        tasks = [t for p in {p.name: p for p in todo}.values() for t in p.warm]
-        if not tasks:
-            return
-        try:
-            self.env["cupy_warm"] = warm.run(tasks, self.plan.device.index, self.plan.device.arch, log=self.log)
-        except Exception as e:          # costs the saving only: each probe compiles on its own thread
-            self.env["cupy_warm"] = {"error": f"{type(e).__name__}: {e}"}
-            self.log(f"CuPy warm-up: not run ({type(e).__name__}: {e})")
-        self._write_env()
 
     def run_at_end(self) -> None:
         """What probes registered for the end of the run (``ProbeContext.at_end``), in order; one that fails is

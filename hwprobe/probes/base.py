@@ -33,7 +33,6 @@ class Probe:
     choices: dict[str, tuple] = field(default_factory=dict)     # parameter -> allowed values
     ranges: dict[str, tuple] = field(default_factory=dict)      # parameter -> (lo, hi); numbers default to >= 0
     ahead: Callable[[Any], None] | None = None  # ahead(device): start its NVRTC compiles (hwprobe.kernels.prefetch)
-    warm: tuple = ()        # hwprobe.kernels.warm.Warm tasks: CuPy's kernels compiled in worker processes first
 
     def params(self) -> dict[str, Any]:
         """Parameters a suite may set, with their defaults."""
@@ -66,15 +65,14 @@ class Probe:
 
 def probe(*, name: str, target: str, family: str, summary: str, precisions: tuple[str, ...] = (),
           choices: dict[str, tuple] | None = None, ranges: dict[str, tuple] | None = None,
-          ahead: Callable[[Any], None] | None = None, warm: tuple = ()):
+          ahead: Callable[[Any], None] | None = None):
     """Register a probe function under ``name``; ``choices`` and ``ranges`` declare its parameters' allowed
     values beyond the types its defaults give (checked when a suite is planned, before any measuring);
-    ``ahead(device)`` starts the probe's kernel compiles on worker threads when a run begins; ``warm`` names
-    the CuPy kernels its operand and check code will compile (hwprobe.kernels.warm), compiled before any probe."""
+    ``ahead(device)`` starts the probe's kernel compiles on worker threads when a run begins."""
 
     def deco(func: ProbeFunc) -> ProbeFunc:
         _REGISTRY[name] = Probe(name, target, family, summary, func, precisions, dict(choices or {}),
-                                dict(ranges or {}), ahead, tuple(warm))
+                                dict(ranges or {}), ahead)
         return func
 
     return deco

@@ -229,24 +229,3 @@ def test_fp8_sustained_on_full_range_codes(gpu_ctx_factory):
     for m in pts.values():
         assert m.verified and m.value > 0 and m.precision == "fp8_e4m3" and m.params["operands"]
     assert pts["uniform"].params["operands"].startswith("fp8 e4m3 uniform over its 254 finite codes")
-
-
-def test_cupy_warm_up_compiles_in_workers_what_the_points_then_find_on_disk(gpu_ctx_factory, tmp_path, monkeypatch):
-    """The worker processes fill CuPy's cache; the same point in this process then compiles nothing new; a
-    second warm-up of the same tasks starts no worker."""
-    from hwprobe import probes
-    from hwprobe.kernels import warm
-    from hwprobe.probes.compute.gemm_warm import warm_point
-
-    monkeypatch.setenv("CUPY_CACHE_DIR", str(tmp_path))
-    reg = probes.registry()
-    tasks = [*reg["gpu.gemm_align"].warm, *reg["gpu.mem_kernels"].warm]
-    dev = gpu_ctx_factory.device
-    out = warm.run(tasks, dev.index, dev.arch)
-    assert out["cache_dir"] == str(tmp_path)
-    assert "failures" not in out, out.get("failures")
-    assert out["cache_files_after"] > out["cache_files_before"]
-    before = warm.cache_files(tmp_path)
-    warm_point("bf16", "NN")        # gpu.gemm_align's bf16 task, in this process: every kernel on disk already
-    assert warm.cache_files(tmp_path) == before
-    assert warm.run(tasks, dev.index, dev.arch)["skipped"].startswith("done before")

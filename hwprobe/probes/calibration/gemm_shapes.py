@@ -130,13 +130,7 @@ def _align(ctx, env, v, prec: str):
                           notes=["misaligned over aligned seconds per GEMM (scaled for the extra elements)"])
 
 
-def _warm() -> tuple:
-    from hwprobe.probes.compute.gemm_warm import gemm_warm
-
-    return tuple(gemm_warm(VARIANT[p]) for p in PRECISIONS)
-
-
-@probe(name="gpu.gemm_shapes", target="gpu", family="calibration", precisions=PRECISIONS, warm=_warm(),
+@probe(name="gpu.gemm_shapes", target="gpu", family="calibration", precisions=PRECISIONS,
        summary="Prediction calibration: cuBLAS GEMM time over model shapes (M 1..64k x N x K) and the alignment "
                "price, in CUDA graphs")
 def run(ctx, precisions: list[str] | None = None, align: bool = True):

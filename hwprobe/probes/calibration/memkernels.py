@@ -21,7 +21,6 @@ import numpy as np
 
 from hwprobe import calibration as C
 from hwprobe import keys as K
-from hwprobe.kernels.warm import Warm
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common
 from hwprobe.vocab import Curve
@@ -141,18 +140,7 @@ def curve_finding(ctx, kind: str, points: list[tuple[int, float, str]], clocks: 
                f"a CUDA graph; {len(pts)} sizes from {pts[0][0]} to {pts[-1][0]} B" if pts else "no points"])
 
 
-def warm_kind(kind: str) -> None:
-    """A worker's task (hwprobe.kernels.warm): one kind's launch and check at 64 KiB, so CuPy compiles what its
-    checks at every size use."""
-    import cupy as cp
-
-    pt = make_point(cp, kind, 64 << 10)
-    pt.launch()
-    pt.check()
-
-
 @probe(name="gpu.mem_kernels", target="gpu", family="calibration", ahead=common.ahead,
-       warm=tuple(Warm(warm_kind, k) for k in KINDS),
        summary="Prediction calibration: elementwise, norm, softmax, reduction and transpose kernels, time vs bytes "
                "(L2-resident to DRAM) in CUDA graphs",
        choices={"kinds": KINDS})

@@ -553,4 +553,3 @@ def ceiling_of(points: list[Measurement], metric: str, curve_points: list[Measur
     )
 
 
-

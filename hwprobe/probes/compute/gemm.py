@@ -34,7 +34,6 @@ from hwprobe.probes.compute.cublas import (
     measure_gemm,
     random_operand,
 )
-from hwprobe.probes.compute.gemm_warm import gemm_warm, warm_gemm_tasks
 from hwprobe.vocab import ExecUnit, Kind, Path, Precision
 
 
@@ -204,7 +203,7 @@ ALIGN_PRECISIONS = (Precision.FP16, Precision.BF16, Precision.INT8, Precision.TF
 @probe(name="gpu.gemm", target="gpu", family="compute",
        summary="cuBLAS gemmEx and cuBLASLt ceilings per precision (best over sizes, layouts, algos), size sweep, "
                "INT8 NN/TN pitfall, cupy/torch matmul beside",
-       precisions=GEMM_PRECISIONS, warm=warm_gemm_tasks(lt_keys=("int8.tn", "int8.tn.i8out")))
+       precisions=GEMM_PRECISIONS)
 def run_gemm(ctx, precisions=GEMM_PRECISIONS, sizes=(1024, 2048, 4096, 8192),
              check_rows=16, frameworks=("cupy", "torch"), layouts=("NN", "TN"), tensor_op=True, big_sizes=(16384,),
              lt_sizes=(8192, 16384), int8_sizes=(6144, 12288)):
@@ -362,7 +361,7 @@ ALIGN_VARIANTS = {"fp16": "fp16.f32acc", "bf16": "bf16", "int8": "int8.tn", "tf3
 
 @probe(name="gpu.gemm_align", target="gpu", family="compute",
        summary="GEMM throughput at sizes aligned to 8/16/32/64 vs the same size + 1 (tensor-core alignment rule)",
-       precisions=ALIGN_PRECISIONS, warm=tuple(gemm_warm(k) for k in ALIGN_VARIANTS.values()))
+       precisions=ALIGN_PRECISIONS)
 def run_align(ctx, precisions=ALIGN_PRECISIONS, base=4096, aligns=(8, 16, 32, 64), check_rows=8):
     env = cublas_env(ctx)
     plan = gc.alignment_sizes(base, aligns[:1] if ctx.quick else aligns)

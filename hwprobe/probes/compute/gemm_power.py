@@ -100,17 +100,9 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
     return ratio, text
 
 
-def _warm() -> tuple:
-    from hwprobe.probes.compute.cublas import DATA
-    from hwprobe.probes.compute.gemm_warm import gemm_warm
-
-    return tuple(gemm_warm(p.variant, "", d, p.api == "cublaslt") for ps in PATHS.values() for p in ps
-                 for d in DATA)
-
-
 @probe(name="gpu.gemm_power", target="gpu", family="compute",
        summary="Library GEMM sustained at the power cap: rate, clock, power and J/op against operand data",
-       precisions=tuple(PATHS), warm=_warm())
+       precisions=tuple(PATHS))
 def run(ctx, precisions=(Precision.INT8, Precision.FP16, Precision.FP8), size=8192,
         data=("uniform", "normal", "relu", "zeros"), settle_s=0.5, sustain_s=policy.SUSTAINED.min_total_s,
         check_rows=8):

@@ -43,7 +43,6 @@ from hwprobe.probes.compute.cublas import (
     sentinel,
     settle_runner,
 )
-from hwprobe.probes.compute.gemm_warm import gemm_warm
 from hwprobe.timing import time_cuda
 from hwprobe.timing.sentinel import clock_of
 from hwprobe.vocab import ExecUnit, Kind, Path
@@ -260,16 +259,10 @@ def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: tuple[f
     return out
 
 
-def _warm() -> tuple:
-    """The dense baselines' warm tasks (hwprobe.kernels.warm), in the layout _dense runs them."""
-    return tuple(gemm_warm(key, "TN" if api == "cublaslt" else "", "uniform", api == "cublaslt")
-                 for spec in SPECS.values() for key, api in spec.dense)
-
-
 @probe(name="gpu.sparse", target="gpu", family="compute",
        summary="2:4 structured-sparse GEMM (cuSPARSELt) vs the best dense path, same clock and power conditions: "
                "speedup as measured and per clock, compression cost",
-       precisions=tuple(SPECS), warm=_warm())
+       precisions=tuple(SPECS))
 def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_rows=16,
                search_iterations: int | None = None):
     """``search_iterations``: launches per candidate in cuSPARSELt's algorithm search (None: the library's)."""
