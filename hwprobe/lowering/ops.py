@@ -15,10 +15,12 @@ from dataclasses import dataclass
 # batchnorm: an unfused inference BatchNorm, a per-channel scale and shift; groupnorm: GroupNorm or InstanceNorm,
 # statistics per group of channels; resize: an upsampling or downsampling; expand: a broadcast (expanded) view
 # made contiguous, such as transformers' ``repeat_kv``: ``bytes`` = 2 x its output's, each output element read and
-# written by PyTorch's non-vectorized copy kernel); allreduce: ``bytes`` per rank.
+# written by PyTorch's non-vectorized copy kernel); gather: rows picked by an index and written contiguous
+# (``index_select``, advanced indexing: an MoE's per-token expert weights and tokens), read and written whole by
+# PyTorch's vectorized gather kernel; allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
-                "embedding", "batchnorm", "groupnorm", "resize", "unary", "expand")
+                "embedding", "batchnorm", "groupnorm", "resize", "unary", "expand", "gather")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")

@@ -298,13 +298,13 @@ def _experts_batched(e: _HF, p: str) -> None:
     cfg, r, k, h, w = e.cfg, e.rows, e.cfg.experts_per_tok, e.cfg.hidden, e.cfg.expert_ffn
     s = r * k
     e.tiny(p + "experts_repeat_index", 2)
-    e.k(p + "experts_repeat", "copy", 2 * s * h * A)
+    e.k(p + "experts_repeat", "gather", 2 * s * h * A)
     e.tiny(p + "experts_clamp")
-    e.k(p + "experts_gather_gate_up", "copy", 2 * s * 2 * w * h * A)
+    e.k(p + "experts_gather_gate_up", "gather", 2 * s * 2 * w * h * A)
     e.gemm(p + "experts_gate_up", 1, 2 * w, h, batch=s)
     e.k(p + "experts_act", "unary", 2 * s * w * A, 8 * s * w)
     e.k(p + "experts_act_mul", "elementwise", 3 * s * w * A, s * w)
-    e.k(p + "experts_gather_down", "copy", 2 * s * w * h * A)
+    e.k(p + "experts_gather_down", "gather", 2 * s * w * h * A)
     e.gemm(p + "experts_down", 1, h, w, batch=s)
     out = F32 if cfg.family == "mixtral" else A           # Mixtral's routing weights stay FP32
     e.k(p + "experts_weight", "bias", s * h * (A + out) + s * out, s * h)
@@ -321,8 +321,8 @@ def _experts_grouped(e: _HF, p: str) -> None:
     s = r * k
     e.k(p + "experts_sort", "reduction", 4 * s * I64)
     e.tiny(p + "experts_perm_div")
-    e.k(p + "experts_gather_tokens", "copy", 2 * s * h * A)
-    e.k(p + "experts_gather_weights", "copy", 2 * s * F32)
+    e.k(p + "experts_gather_tokens", "gather", 2 * s * h * A)
+    e.k(p + "experts_gather_weights", "gather", 2 * s * F32)
     e.tiny(p + "experts_ids_int")
     e.k(p + "experts_histc", "reduction", s * 4 + cfg.experts * 4)
     e.tiny(p + "experts_cumsum")
@@ -338,7 +338,7 @@ def _experts_grouped(e: _HF, p: str) -> None:
     e.k(p + "experts_mask_down", "elementwise", 2 * s * h * A)
     e.k(p + "experts_weight", "bias", 2 * s * h * A + s * F32, s * h)
     e.tiny(p + "experts_inv_perm", 2)
-    e.k(p + "experts_unpermute", "copy", 2 * s * h * A)
+    e.k(p + "experts_unpermute", "gather", 2 * s * h * A)
     e.k(p + "experts_sum", "reduction", s * h * A + r * h * A, s * h)
 
 
