@@ -222,9 +222,8 @@ def predict() -> dict:
                     times.append(pr.time(op))
                 except Uncalibrated:                 # a precision without points of its own is refused
                     pass
-        note = pr.power_adjust(times, prec)
-        out["power"][prec] = {"ratio": list(pr.power_ratio(prec)), "note": note,
-                              "times": [[t.time_s, t.extra.get("power_factor")] for t in times]}
+        out["power"][prec] = {"ratio": list(pr.power_ratio(prec)), "note": pr.power_note(times, prec),
+                              "times": [t.time_s for t in times]}
     out["overhead"] = {rt: Predictor(prof, rt).run_overhead(predict_ops()) for rt in ("eager", "graph", "fused")}
     out["refused"] = {}
     for key, make in {"runtime": lambda: Predictor(prof, "jit"), "layout": lambda: Predictor(prof, layout="nchwc"),

@@ -80,7 +80,7 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
     low = lower(model, precision, runtime, layout)
     times = [pred.time(op) for op in low.kernels]
     notes = list(low.notes)
-    power = pred.power_adjust(times, precision)
+    power = pred.power_note(times, precision)
     if power:
         notes.append(power)
     overhead = pred.run_overhead(low.kernels)

@@ -517,26 +517,24 @@ class Predictor:
                                                f"{c.sustained / 1e12:.0f} sustained at the power cap (gpu.gemm_power)")
         return 1.0, ""
 
-    def power_adjust(self, times: list[OpTime], precision: str) -> str:
-        """Compute-bound kernels were calibrated in short bursts at the boost clock; a run whose time is mostly
-        compute-bound draws the power cap's worth and its clock settles where gpu.gemm_power measured it. The times of
-        the kernels at their compute roof grow by 1 + share x (burst/sustained - 1), share = their part of the run
-        (a kernel bound "compute" far below its roof draws less). Adjusts ``times`` in
-        place (each distinct OpTime once) and says what it did ("" when nothing)."""
+    def power_note(self, times: list[OpTime], precision: str) -> str:
+        """What the power cap could cost the run, said and not applied ("" when nothing to say).
+
+        The pricing keeps the calibrated times: the calibration's large GEMM points already ran under the cap (the
+        H200's PyTorch linear table reads 616-665 TFLOP/s from 8192 rows up against 750-790 at 1024), and a model
+        pass runs its GEMMs between lighter kernels. Scaling the compute-bound kernels by 1 + share x
+        (burst/sustained - 1), as the predictor did until 2026-11-28, put the tuned mistral-7b's prefill GEMMs at
+        1 x 512 29% above their profiled time (H200) and the `hf` prefills 2-15% high; without it the tuned
+        families' `hf` prefill median went 8.5 -> 2.4% (H200) and 7.3 -> 5.4% (H100). The note gives that factor
+        as the bound for a run that holds the cap for seconds."""
         ratio, why = self.power_ratio(precision)
         total = sum(t.time_s for t in times)
         comp = sum(t.time_s for t in times if _at_compute_roof(t))
         if ratio <= 1.0 or not total or not comp:
             return ""
         share = comp / total
-        f = 1.0 + share * (ratio - 1.0)
-        seen: set[int] = set()
-        for t in times:
-            if id(t) not in seen and _at_compute_roof(t):
-                seen.add(id(t))
-                t.time_s *= f
-                t.extra["power_factor"] = f
-        return (f"power cap: compute-bound kernels ({share:.0%} of the run) x{f:.3f}, from {why}")
+        return (f"power cap: not applied; a run that held it for seconds could be up to x{1 + share * (ratio - 1):.3f} "
+                f"slower (compute-bound kernels {share:.0%} of the run, from {why})")
 
 
 def _at_compute_roof(t: OpTime) -> bool:

@@ -112,9 +112,6 @@ def _price(ops: list[KernelOp], pricer: Pricer | None) -> list[Priced]:
             cache[key] = _price_one(key, pricer)
         p = cache[key]
         out.append(Priced(op, p.t, p.missing))
-    adjust = getattr(pricer, "power_adjust", None)
-    if adjust is not None:      # the power-capped clock of a long compute-bound pass (hwprobe.predict.model)
-        adjust([p.t for p in out if p.t is not None], ops[0].precision if ops else "fp16")
     return out
 
 
