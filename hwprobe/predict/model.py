@@ -46,12 +46,12 @@ from hwprobe.vocab import ExecUnit, Path
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
-                "resize": "unary", "unary": "unary", "expand": "transpose", "gather": "unary"}
+                "resize": "unary", "unary": "unary", "expand": "transpose", "gather": "unary", "strided": "bias"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
-                   "resize": "resize", "unary": "unary", "expand": "expand", "gather": "unary"}
+                   "resize": "resize", "unary": "unary", "expand": "expand", "gather": "unary", "strided": "bias"}
 # gather: PyTorch's vectorized gather kernel reads and writes whole rows as the unary kernel does, on the SMs. Not the
 # copy curve (a contiguous clone): its 1-GiB point reads 2.8 TB/s on an H200 and 2.4 on an H100 where the unary
 # curve reads 4.1 and 3.0 there, and the tuned MoE's eager profile (qwen3-30b-a3b, H200, one token) has its expert
