@@ -203,3 +203,35 @@ def test_a_batched_gemm_reads_every_batch_entrys_weights():
     op = KernelOp("x", "gemm", "bf16", m=1, n=2 * 14336, k=4096, batch=64)
     t = pricer.time(op)
     assert t.time_s >= 64 * 2 * 14336 * 4096 * 2 / pricer.dram_bw
+
+
+def test_kernels_over_rows_picked_or_viewed_take_the_template_pytorch_runs():
+    """Which PyTorch template a kernel runs sets its curve: an MoE's expert gathers (index_select, vectorized
+    rows) on the unary curve, not the contiguous clone's; the grouped experts' masked_fills (an (S, 1) mask
+    broadcast over the features) on the broadcast (bias) template; Phi-3's act and multiply over the chunk views
+    of its fused gate_up output as strided kernels, the same non-vectorized template."""
+    from hwprobe.analysis.llm import predictor
+    from hwprobe.lowering.ops import KernelOp
+
+    def layer0(name: str, case: Case, cache: int) -> dict:
+        cfg = LLAMA if name == "llama" else load(str(DATA / f"{name}.json"))
+        return {o.name.split(".", 2)[-1]: o.kind for o in lower_hf(cfg, Step("captured", case, cache))
+                if o.name.startswith("layers.0.")}
+
+    dec = layer0("qwen3-30b-a3b", Case.decode(16, 1024), 1024)
+    assert {dec[n] for n in ("experts_gather_gate_up", "experts_gather_down", "experts_repeat")} == {"gather"}
+    pre = layer0("qwen3-30b-a3b", Case.prefill(1, 512), 512)
+    assert {pre[n] for n in ("experts_mask_in", "experts_mask_up", "experts_mask_down")} == {"bias"}
+    assert {pre[n] for n in ("experts_gather_tokens", "experts_unpermute")} == {"gather"}
+    phi = layer0("phi-3-mini-4k-instruct", Case.prefill(1, 512), 512)
+    assert phi["act"] == phi["act_mul"] == "strided"
+    llama = layer0("llama", Case.prefill(1, 512), 512)
+    assert (llama["act"], llama["act_mul"]) == ("unary", "elementwise")      # separate gate and up: contiguous
+
+    pricer, _ = predictor(str(H200), "graph")
+    nbytes = 2e9
+    gather, strided = (pricer.time(KernelOp(k, k, "bf16", bytes=nbytes)) for k in ("gather", "strided"))
+    assert gather.source == "framework.unary" and strided.source == "framework.bias"
+    assert gather.time_s == pytest.approx(pricer.time(KernelOp("u", "unary", "bf16", bytes=nbytes)).time_s)
+    assert strided.time_s == pytest.approx(pricer.time(KernelOp("b", "bias", "bf16", bytes=nbytes)).time_s)
+    assert strided.time_s > 2 * gather.time_s                                  # non-vectorized: well under half
