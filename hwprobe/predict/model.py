@@ -55,7 +55,8 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 # gather: PyTorch's vectorized gather kernel reads and writes whole rows as the unary kernel does, on the SMs. Not the
 # copy curve (a contiguous clone): its 1-GiB point reads 2.8 TB/s on an H200 and 2.4 on an H100 where the unary
 # curve reads 4.1 and 3.0 there, and the tuned MoE's eager profile (qwen3-30b-a3b, H200, one token) has its expert
-# gathers at 4.1 TB/s.
+# gathers at 4.1 TB/s. strided: a pointwise op over a non-contiguous view runs PyTorch's non-vectorized template,
+# the one the bias curve times (its broadcast input is the same offset-calculator path).
 # Where a profile lacks a kind's own framework curve: the curve of the kernel nearest in what it does (pool and
 # cat: profiles measured before those curves; unary: before the unary curve). The kinds in STAND_IN_UNCOVERED are
 # then outside the calibration: an unfused BatchNorm on the broadcast-add curve, GroupNorm/InstanceNorm on
