@@ -128,6 +128,11 @@ def test_compare_main_on_the_real_profile(tmp_path, capsys):
     assert code == 1                   # the synthetic 1 ms is nowhere near a real prediction: misses are reported
     text = out.read_text()
     assert "MISS" in text and "qwen3-8b *" in text
+    hf = text.split("### hf\n")[1].split("### ")[0]
+    rows = [ln for ln in hf.splitlines() if "| ok (" in ln or "| MISS (" in ln]
+    missed = [ln for ln in rows if "MISS" in ln]
+    assert (f"- against the target: {len(rows)} cases" in hf
+            and f"{len(missed)} missed ({sum('*' in ln for ln in missed)} held out)" in hf)
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     assert cmp.main([str(bad), "--profile", str(H200)]) == 2
