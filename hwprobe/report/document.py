@@ -33,7 +33,8 @@ CAPTIONS = {
     "gemm": "Library GEMMs as a share of theory at the clock sampled during each point, per path and size.",
     "align": "The same GEMM at an aligned size and one past it.",
     "sparse": "cuSPARSELt 2:4 against the dense GEMM at the same size, beside the promised 2x.",
-    "power": "Library GEMMs sustained for 2 s at the power cap on different operand data.",
+    "power": "Library GEMMs held at the power cap on different operand data (each window's length, sustain_s, in its "
+             "record: 1.5 s since 2026-11-27, 2 s before).",
 }
 
 
