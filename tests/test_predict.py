@@ -218,7 +218,7 @@ def test_analyze_on_a_predict_suite_profile_prints_the_prediction(onnx_dir):
 def test_llm_pricing_keeps_the_calibrated_times_under_the_power_cap():
     """hwprobe.analysis.llm's pricing leaves a compute-bound pass at its calibrated times (the power cap is a note,
     hwprobe.predict.model.Predictor.power_note); identical kernels share one price."""
-    from hwprobe.analysis.llm.report import _price
+    from hwprobe.analysis.llm.report import _price, phase_dict, price
     from hwprobe.predict.model import Predictor
 
     pred = Predictor(_Profile(), "graph")
@@ -229,6 +229,10 @@ def test_llm_pricing_keeps_the_calibrated_times_under_the_power_cap():
     assert t0.bound == "compute"
     assert priced[0].t.time_s == pytest.approx(t0.time_s, rel=1e-12)
     assert priced[0].t is priced[1].t
+    res = price("prefill", 1, 8192, 8192, ops, pred)               # the pass says the bound beside its time
+    assert res.time_s == pytest.approx(2 * t0.time_s, rel=1e-6)
+    assert res.power_note.startswith("power cap: not applied") and "x1.333" in res.power_note
+    assert phase_dict(res)["power_note"] == res.power_note
 
 
 def test_a_point_past_the_sweep_cap_is_extrapolated_along_its_power_law():

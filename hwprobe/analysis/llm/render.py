@@ -45,6 +45,8 @@ def summary(a: LLMAnalysis) -> list[str]:
         if r and r.missing:
             out.append(f"[yellow]{r.phase}: communication missing[/yellow] (left out of the time above): "
                        + "; ".join(r.missing))
+        if r and r.power_note:
+            out.append(f"{r.phase}: {r.power_note}")
     return out
 
 

@@ -72,6 +72,7 @@ class PhaseResult:
     parts: dict[str, float] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     uncovered: int = 0
+    power_note: str = ""               # what the power cap could add, said, not applied (Predictor.power_note)
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -166,6 +167,9 @@ def price(phase: str, batch: int, tokens: int, context: int, ops: list[KernelOp]
         part = BOUND_PART.get(p.t.bound, "compute")
         res.parts[part] += p.t.time_s
         res.uncovered += 0 if p.t.covered else 1
+    note = getattr(pricer, "power_note", None)
+    if note is not None:
+        res.power_note = note([p.t for p in priced if p.t is not None], ops[0].precision if ops else "fp16")
     overhead = getattr(pricer, "run_overhead", None)
     if overhead is not None:    # once per pass: the graph replay, the library/framework switches (hwprobe.predict)
         extra = sum(overhead(ops).values())
@@ -183,6 +187,7 @@ def phase_dict(r: PhaseResult, all_rows: bool = True) -> dict:
         "tokens_per_s": r.tokens_per_s,
         "parts_s": r.parts, "shares": {k: (v / total if total else None) for k, v in r.parts.items()},
         "communication_missing": bool(r.missing), "missing": r.missing, "uncovered_kernels": r.uncovered,
+        "power_note": r.power_note,
         "ops": [{"op": x.group, "kind": x.kind, "count": x.count, "shape": x.shape, "time_s": x.time_s,
                  "share": (x.time_s / total if total else None), "bound": x.bound, "roofline_s": x.roofline_s,
                  "flops": x.flops, "bytes": x.bytes, "missing": x.missing, "uncovered": x.uncovered}
