@@ -78,3 +78,19 @@ def test_compare_llm_marks_missing_communication():
     rows = c.predict(doc, pricer=FakePricer(links=False))
     assert rows[0].missing and not rows[0].ok
     assert "communication missing" in c.table(rows, doc, "fake.json")
+
+
+def test_compare_llm_leaves_the_hand_written_models_eager_runs_unpriced():
+    """`--runtime eager` prices transformers' dynamic cache since 2026-11-27; the hand-written model's eager rows
+    (tp 2 among them, which the transformers runtimes refuse) are shown measured, not priced, and out of the
+    summary."""
+    c = load_tool("compare_llm")
+    doc = _doc()
+    doc["cases"].append({"model": "llama-3.2-1b", "phase": "decode", "batch": 1, "context": 512, "runtime": "eager",
+                         "tp": 2, "median_s": 5e-3, "p10_s": 4.9e-3, "p90_s": 5.1e-3})
+    rows = c.predict(doc, pricer=FakePricer())
+    eager = rows[-1]
+    assert eager.runtime == "eager" and eager.predicted_s is None and eager.error is None
+    md = c.table(rows, doc, "fake.json")
+    assert "not priced: `--runtime eager` is transformers' dynamic cache" in md
+    assert "decode (CUDA graph): 1 cases" in md and "eager (no target)" not in md
