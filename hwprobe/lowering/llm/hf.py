@@ -261,16 +261,15 @@ def _attention(e: _HF, i: int) -> None:
 def _dense_mlp(e: _HF, p: str, width: int, tag: str = "") -> None:
     """``LlamaMLP``: down(act(gate(x)) * up(x)) in that launch order; ``Phi3MLP``: gate_up, chunk (a view), act,
     multiply, down."""
-    cfg, r = e.cfg, e.rows
-    if cfg.gate_up_fused:     # act and multiply read the two halves of gate_up's output as strided views
+    cfg, r, fused = e.cfg, e.rows, e.cfg.gate_up_fused
+    if fused:                 # act and multiply then read the two halves of gate_up's output as strided views
         e.gemm(f"{p}{tag}gate_up_proj", r, 2 * width, cfg.hidden)
-        e.k(f"{p}{tag}act", "strided", 2 * r * width * A, 8 * r * width)
-        e.k(f"{p}{tag}act_mul", "strided", 3 * r * width * A, r * width)
     else:
         e.gemm(f"{p}{tag}gate_proj", r, width, cfg.hidden)
-        e.k(f"{p}{tag}act", "unary", 2 * r * width * A, 8 * r * width)
+    e.k(f"{p}{tag}act", "strided" if fused else "unary", 2 * r * width * A, 8 * r * width)
+    if not fused:
         e.gemm(f"{p}{tag}up_proj", r, width, cfg.hidden)
-        e.k(f"{p}{tag}act_mul", "elementwise", 3 * r * width * A, r * width)
+    e.k(f"{p}{tag}act_mul", "strided" if fused else "elementwise", 3 * r * width * A, r * width)
     e.gemm(f"{p}{tag}down_proj", r, cfg.hidden, width)
 
 
