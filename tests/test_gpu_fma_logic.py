@@ -613,7 +613,7 @@ def test_a_sass_mismatch_invalidates_the_figure(monkeypatch):
     assert g.sass_flags({g.F32: 256}, {g.F32: 512}) == [
         "sass_mismatch: SASS per trip found 256 ffma, expected 512 ffma"]
     # the run: the canned SASS has HFMA2 where FFMA is expected (every chain kernel name resolves to it)
-    monkeypatch.setattr(g, "_sass_text", lambda options: SASS_SM90_HFMA2.replace("hwp_fma_c4", "hwp_fma_c8"))
+    monkeypatch.setattr(g.sass, "once_of", lambda file, options: SASS_SM90_HFMA2.replace("hwp_fma_c4", "hwp_fma_c8"))
     out = _simulated_run(monkeypatch, _FakeDevice(), precisions=("fp32",), search=False, experiments=False)
     m = out[0]
     assert m.metric == "fp32.cuda_core.ffma" and m.verified is True

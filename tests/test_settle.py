@@ -80,3 +80,22 @@ def test_the_instantaneous_reading_is_recorded_but_the_average_ends_the_wait():
     state = st.settle(s, read=lambda _: next(it), clock=clock, sleep=clock.sleep)
     assert state["settled"] and state["power_w"] == 130.0 and state["power_now_w"] == 129.0
     assert state["waited_s"] == round(5 * st.POLL_S, 2)
+
+
+def test_instant_power_is_read_once_when_the_wait_ends():
+    st._floor.clear()
+    clock = _Clock()
+    powers = iter([80.0, 600.0, 300.0, 150.0, 100.0])
+    calls = []
+
+    def instant(_):
+        calls.append(clock())
+        return {"power_now_w": 95.0}
+
+    s = object()
+    read = lambda _: {"temp_c": 40.0, "power_w": next(powers), "sm_mhz": 1980.0}    # noqa: E731
+    st.settle(s, read=read, instant=instant, clock=clock, sleep=clock.sleep)
+    state = st.settle(s, read=read, instant=instant, clock=clock, sleep=clock.sleep)
+    assert len(calls) == 2 and calls[1] == max(calls)          # once per settle, after its last poll
+    assert state["power_now_w"] == 95.0 and state["power_w"] == 100.0
+    assert st.read_instant(object()) == {}                     # no NVML handle: nothing recorded

@@ -139,6 +139,33 @@ def can_disassemble() -> bool:
     return bool(m) and int(m.group(1)) < 13
 
 
+def of_source(file: str, options: tuple[str, ...]) -> str | None:
+    """SASS text of hwprobe/kernels' ``file`` compiled with exactly these NVRTC options (None where it can't be had
+    here: no disassembler, or the build failed: the probe then says its SASS was not checked)."""
+    from hwprobe.kernels import source
+
+    if not can_disassemble():
+        return None
+    try:
+        binary = cubin(source(file), options)
+        return disassemble(binary) if binary else None
+    except Exception:
+        return None
+
+
+def job(file: str, options: tuple[str, ...]) -> tuple:
+    """(key, make) of ``of_source(file, options)``: what ``hwprobe.kernels.once`` runs once per process and
+    ``ahead`` starts early on a worker, so a probe's SASS is ready when its samples end."""
+    return ("sass", file, options), functools.partial(of_source, file, options)
+
+
+def once_of(file: str, options: tuple[str, ...]) -> str | None:
+    """``of_source`` once per process (waiting for an ``ahead`` already under way)."""
+    from hwprobe.kernels import once
+
+    return once(*job(file, options))
+
+
 def disassemble(cubin_bytes: bytes) -> str | None:
     """``cuobjdump -sass`` of a cubin, or None when cuobjdump (or the nvdisasm it needs) is missing."""
     tool = find_cuobjdump()

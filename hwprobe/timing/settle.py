@@ -33,29 +33,38 @@ _floor: dict[str, float] = {}      # coolest temperature and lowest power seen i
 
 
 def read_state(sampler) -> dict[str, float] | None:
-    """Temperature, power (averaged; instantaneous too where the driver has it) and SM clock now (None where the
-    sampler has no NVML handle)."""
+    """Temperature, averaged power and SM clock now: what each poll reads (None where the sampler has no NVML
+    handle)."""
     h = getattr(sampler, "_h", None)
     if h is None:
         return None
     import pynvml as n
 
     try:
-        out = {"temp_c": float(n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU)),
-               "power_w": n.nvmlDeviceGetPowerUsage(h) * 1e-3,
-               "sm_mhz": float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM))}
+        return {"temp_c": float(n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU)),
+                "power_w": n.nvmlDeviceGetPowerUsage(h) * 1e-3,
+                "sm_mhz": float(n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM))}
     except n.NVMLError:
         return None
+
+
+def read_instant(sampler) -> dict[str, float]:
+    """The instantaneous power where the driver has it (``power_now_w``), read once when the wait ends: it is
+    recorded, and no poll decides on it."""
+    h = getattr(sampler, "_h", None)
+    if h is None:
+        return {}
+    import pynvml as n
+
     try:
         v = n.nvmlDeviceGetFieldValues(h, [getattr(n, "NVML_FI_DEV_POWER_INSTANT", FI_POWER_INSTANT)])[0]
-        if v.nvmlReturn == 0:
-            out["power_now_w"] = v.value.uiVal * 1e-3
+        return {"power_now_w": v.value.uiVal * 1e-3} if v.nvmlReturn == 0 else {}
     except (n.NVMLError, AttributeError, IndexError):
-        pass
-    return out
+        return {}
 
 
 def settle(sampler, *, check: Callable[[], None] = lambda: None, read: Callable[[Any], dict | None] = read_state,
+           instant: Callable[[Any], dict] = read_instant,
            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
            max_wait_s: float = MAX_WAIT_S, temp_margin_c: float = TEMP_MARGIN_C,
            power_factor: float = POWER_IDLE_FACTOR) -> dict[str, Any] | None:
@@ -77,6 +86,7 @@ def settle(sampler, *, check: Callable[[], None] = lambda: None, read: Callable[
         state = read(sampler) or state
         floor_t, floor_p = min(floor_t, state["temp_c"]), min(floor_p, state["power_w"])
     _floor[key + "t"], _floor[key + "p"] = floor_t, floor_p
+    state = {**state, **instant(sampler)}
     return {"settled": bool(ok), "waited_s": round(clock() - t0, 2), **{k: round(v, 1) for k, v in state.items()},
             "rule": f"temp <= {floor_t:.0f}+{temp_margin_c:.0f} C and power <= {power_factor}x "
                     f"{floor_p:.0f} W, at most {max_wait_s:.0f} s"}

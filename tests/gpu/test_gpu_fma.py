@@ -58,7 +58,7 @@ def _check(dev, out):
             bound = _upper_bound(dev, m)
             if bound:
                 assert m.value <= bound, f"{m.metric}: {m.value:.4g} above 1.03 x peak at max clock ({bound:.4g})"
-        if g._sass_text(g._Family.sass_options_for(fam, dev)):
+        if g.sass.once_of(g.KERNEL_FILE, g._Family.sass_options_for(fam, dev)):
             assert not any(f.startswith("sass_mismatch") for f in m.flags), m.notes
             assert any(n.startswith("SASS sm_") for n in m.notes), m.notes
         ipc = got.get(fam.metric + ".ipc")
@@ -123,7 +123,7 @@ def test_device_sass_matches_intent(gpu_ctx_factory):
     for fam in g.FAMILIES + g.EXPERIMENTS:
         if (dev.cc_major, dev.cc_minor) < fam.min_cc:
             continue
-        text = g._sass_text(g._Family.sass_options_for(fam, dev))
+        text = g.sass.once_of(g.KERNEL_FILE, g._Family.sass_options_for(fam, dev))
         assert text, f"{fam.metric}: NVRTC gave no cubin"
         for c in fam.chains:
             assert g.sass_counts(text, f"hwp_fma_c{c}", fam) == g.expected_sass(fam, c), fam.metric

@@ -57,8 +57,12 @@ def _check_points(dev, out, api):
             assert m.value < 1.03 * peak, f"{m.metric}: {m.value:.3e} above theory {peak:.3e}"
         kernel = float(np.median(m.params["kernel_sm_mhz"]))
         assert 500 <= kernel <= 1.01 * (dev.sm_clock_max_mhz or 1e9), f"{m.metric}: kernel clock {kernel}"
-        # the two wall clocks agree (a second wave is lost efficiency, never a clock: issue 23)
-        assert not any(f.startswith("timer_disagreement") for f in m.flags), m.flags
+        # the two wall clocks agree (a second wave is lost efficiency, never a clock: issue 23). A launch may run
+        # longer than its CTAs only while the clock moves under it (an H200 at its power cap: kernel clock 1750 vs
+        # NVML 1980 MHz): then the probe has taken its samples again, and says both.
+        if any(f.startswith("timer_disagreement") for f in m.flags):
+            assert m.params.get("remeasured") and any(n.startswith("re-measured once") for n in m.notes), m.notes
+            assert any(f.startswith("clock_disagreement") for f in m.flags), m.flags
         assert not any(f.startswith("clock_disagreement") and "event" in f for f in m.flags), m.flags
         assert m.params["span_s"] <= 1.001 * m.params["event_s"]          # the span lies inside the event time
         assert 0.3 <= m.params["pct_at_clock"]["kernel"] <= 1.03, m.params["pct_at_clock"]

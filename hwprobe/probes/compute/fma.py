@@ -23,6 +23,7 @@ import numpy as np
 from hwprobe import keys as K
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.flags import Code, Flag, has
+from hwprobe.kernels import sass
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import ProbeContext, probe
 from hwprobe.probes.compute import launch_search as S
@@ -351,8 +352,6 @@ def sass_counts(sass_text: str | None, function: str, fam: Family) -> dict[Op, i
     """SASS instructions of each op in the kernel's loop body, or None without SASS."""
     if not sass_text:
         return None
-    from hwprobe.kernels import sass
-
     body = sass.loop_body(sass.instructions(sass_text, function))
     full = sass.full_opcodes(body)
     return {o: sum(n for op, n in full.items() if re.search(o.sass_re, op)) for o in fam.ops}
@@ -371,28 +370,6 @@ def sass_flags(counts: dict[Op, int] | None, expect: dict[Op, int]) -> list[str]
 
 # ----------------------------------------------------------------------------------------------------
 # Device side.
-
-def _sass_job(options: tuple[str, ...]) -> tuple:
-    """(key, make) of the SASS of the module compiled with exactly these NVRTC options: what ``once`` runs once per
-    process and ``ahead`` starts early (``_ahead``)."""
-    return ("sass", KERNEL_FILE, options), lambda: _compile_sass(options)
-
-
-def _sass_text(options: tuple[str, ...]) -> str | None:
-    """SASS of the module compiled with exactly these NVRTC options (once per process; ``_ahead`` starts it)."""
-    from hwprobe.kernels import once
-
-    return once(*_sass_job(options))
-
-
-def _compile_sass(options: tuple[str, ...]) -> str | None:
-    from hwprobe.kernels import sass, source
-
-    if not sass.can_disassemble():
-        return None
-    binary = sass.cubin(source(KERNEL_FILE), options)
-    return sass.disassemble(binary) if binary else None
-
 
 def _resident(cp, kernel, threads: int, dev) -> int:
     """Blocks per SM the driver will co-schedule for this kernel (its occupancy calculator, else ours)."""
@@ -490,7 +467,7 @@ def _ahead(dev) -> None:
     fams = [f for f in (*FAMILIES, *EXPERIMENTS) if (dev.cc_major, dev.cc_minor) >= f.min_cc]
     prefetch([(KERNEL_FILE, f.options(), None, False) for f in fams])
     for f in fams:
-        ahead(*_sass_job(_Family.sass_options_for(f, dev)))
+        ahead(*sass.job(KERNEL_FILE, _Family.sass_options_for(f, dev)))
 
 
 @probe(name="gpu.fma", target="gpu", family="compute", precisions=PRECISIONS, ahead=_ahead,
@@ -548,7 +525,7 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
     configs, dropped = S.fit(planned, resident)
     if not configs:
         raise RuntimeError(f"no configuration fits on an SM (resident blocks per chain count: {resident})")
-    sass_text = _sass_text(fd.sass_options)        # compile for SASS now: no idle gap after the search
+    sass_text = sass.once_of(KERNEL_FILE, fd.sass_options)        # compile for SASS now: no idle gap after the search
     min_s, search_s = (0.3e-3, 1e-3) if ctx.quick else (0.5e-3, 2e-3)
     _warm_up(cp, fd, max(configs, key=lambda c: c.blocks_per_sm), warm_s)
     trials = [fd.trial(c, min_s, search_s) for c in configs]
