@@ -21,7 +21,16 @@ def test_the_conv_grid_spans_the_families_the_issue_lists():
     cases = grids.conv_cases("fp16")
     body = [c for c in cases if c["cin"] >= 8]
     assert {c["k"] for c in body if c.get("groups", 1) == 1} == {1, 3, 5, 7}
-    assert {c["groups"] for c in body if not c.get("dw")} == {1, 2, 4, 8, 32}
+    pow2 = [c for c in body if not c.get("dw") and c["cin"] in grids.C_GROUPED + grids.C3 + grids.C1]
+    assert {c["groups"] for c in pow2} == {1, 2, 4, 8, 32}
+    # group widths that are not powers of two (RegNet's), each a whole number of times in every channel count
+    odd = grids.conv_cases("fp16", families=["grouped_odd"])
+    assert {c["cin"] // c["groups"] for c in odd} == {24, 48, 120} and all(c["k"] == 3 for c in odd)
+    assert all(c in cases for c in odd) and {c["layout"] for c in odd} == {"nhwc", "nchw"}
+    assert [c for c in cases if c.get("groups", 1) > 1 and not c.get("dw") and (c["cin"] // c["groups"]) % 3 == 0] \
+        == odd
+    with pytest.raises(ValueError, match="unknown convolution families"):
+        grids.conv_cases("fp16", families=["grouped_even"])
     assert {c["k"] for c in body if c.get("dw")} == {3, 5, 7}
     assert {c["stride"] for c in body} == {1, 2} and {c["layout"] for c in cases} == {"nhwc", "nchw"}
     assert {c["images"] for c in body} == {1, grids.IMAGES_MANY}

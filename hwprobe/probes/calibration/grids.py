@@ -40,6 +40,15 @@ C57 = (16, 64, 256, 1024)                            # 5x5, 7x7
 C_STRIDED = (64, 256, 1024)                          # stride 2 (1x1 to 2C, 3x3 at C)
 GROUPS = (2, 4, 8, 32)                               # grouped 3x3 (1 < groups < channels)
 C_GROUPED = (64, 256, 1024)
+# Grouped 3x3 at group widths that are not powers of two (RegNet's 24, 48, 120): cuDNN runs them on other, slower
+# kernels. An H100 (PyTorch 2.11, cudnn.benchmark, 32 x 56 x 56, 8 groups, channels-last) ran 16 channels a group
+# at 97 TFLOP/s, 24 at 35, 32 at 205, 48 at 87, 64 at 431, 120 at 104 and 128 at 691 (NCHW: 40, 40, 86, 92, 179,
+# 235, 328), so no power-of-two point prices them. C_in = 240, 720, 1680 hold each width a whole number of times.
+CPG_ODD = (24, 48, 120)
+C_GROUPED_ODD = (240, 720, 1680)
+SIZES_GROUPED = ((1, 7), (1, 28), (1, 56), (IMAGES_MANY, 7), (IMAGES_MANY, 28))
+SIZES_GROUPED_ODD = ((1, 7), (1, 56), (IMAGES_MANY, 7), (IMAGES_MANY, 28))
+CONV_FAMILIES = ("dense", "strided", "grouped", "grouped_odd", "depthwise", "stem")
 DW = ((3, 1), (3, 2), (5, 1), (5, 2), (7, 1))        # depthwise (kernel, stride)
 C_DW = (32, 128, 512)
 # Stems on an image's 3 channels: (kernel, stride, C_out), patch embeddings of 4 to 32 and overlapping stems
@@ -78,37 +87,44 @@ def _conv(precision: str, k: int, cin: int, cout: int, images: int, side: int, l
     return out
 
 
-def conv_cases(precision: str, quick: bool = False) -> list[dict]:
-    """Every convolution point of ``precision``: dense (kernel 1, 3, 5, 7), strided, grouped, depthwise and stems,
-    in both layouts, one image and many; the reduced grid for the other precisions; none for those PyTorch cannot
-    convolve in (INT8, FP8). ``quick``: every seventh point (a smoke run)."""
+def conv_cases(precision: str, quick: bool = False, families: Iterable[str] | None = None) -> list[dict]:
+    """Every convolution point of ``precision``: dense (kernel 1, 3, 5, 7), strided, grouped (power-of-two and other
+    group widths), depthwise and stems, in both layouts, one image and many; the reduced grid for the other
+    precisions; none for those PyTorch cannot convolve in (INT8, FP8). ``families`` (CONV_FAMILIES): only those
+    (a run that adds one family to a profile). ``quick``: every seventh point (a smoke run)."""
     if precision not in CONV_PRECISIONS:
         return []
     full = precision in FULL_CONV
     layouts = LAYOUTS if full else ("nchw",)
-    cases: list[dict] = []
+    fam: dict[str, list[dict]] = {f: [] for f in CONV_FAMILIES}
     pairs = [(a, b) for a in C1 for b in C1] + list(C1_WIDE) if full else list(C1_REDUCED)
     dense = [(1, a, b, False) for a, b in pairs] + [(3, c, c, False) for c in (C3 if full else C3_REDUCED)]
     if full:
         dense += [(k, c, c, True) for k in (5, 7) for c in C57]
     for k, cin, cout, few in dense:
         sizes = _sizes(few) + (SE_SIZES if k == 1 else [])
-        cases += [_conv(precision, k, cin, cout, n, s, lay) for lay in layouts for n, s in sizes]
+        fam["dense"] += [_conv(precision, k, cin, cout, n, s, lay) for lay in layouts for n, s in sizes]
     if full:
         for c in C_STRIDED:
             for k, cout in ((1, 2 * c), (3, c)):
-                cases += [_conv(precision, k, c, cout, n, s, lay, stride=2) for lay in LAYOUTS
-                          for n, s in ((1, 7), (1, 28), (IMAGES_MANY, 7), (IMAGES_MANY, 28))]
-        cases += [_conv(precision, 3, c, c, n, s, lay, groups=g) for g in GROUPS for c in C_GROUPED if c // g >= 2
-                  for lay in LAYOUTS for n, s in ((1, 7), (1, 28), (1, 56), (IMAGES_MANY, 7), (IMAGES_MANY, 28))]
+                fam["strided"] += [_conv(precision, k, c, cout, n, s, lay, stride=2) for lay in LAYOUTS
+                                   for n, s in ((1, 7), (1, 28), (IMAGES_MANY, 7), (IMAGES_MANY, 28))]
+        fam["grouped"] += [_conv(precision, 3, c, c, n, s, lay, groups=g) for g in GROUPS for c in C_GROUPED
+                           if c // g >= 2 for lay in LAYOUTS for n, s in SIZES_GROUPED]
+        fam["grouped_odd"] += [_conv(precision, 3, c, c, n, s, lay, groups=c // w) for w in CPG_ODD
+                               for c in C_GROUPED_ODD for lay in LAYOUTS for n, s in SIZES_GROUPED_ODD]
     for k, stride in (DW if full else DW_REDUCED):
-        cases += [_conv(precision, k, c, c, n, s, lay, stride=stride, groups=c) for c in (C_DW if full else
-                  C_DW_REDUCED) for lay in layouts for n, s in _sizes(True) + ([(IMAGES_MANY, 28)] if full else [])]
+        fam["depthwise"] += [_conv(precision, k, c, c, n, s, lay, stride=stride, groups=c)
+                             for c in (C_DW if full else C_DW_REDUCED) for lay in layouts
+                             for n, s in _sizes(True) + ([(IMAGES_MANY, 28)] if full else [])]
     for k, stride, cout in (STEMS if full else STEMS_REDUCED):
         side = stem_geometry(k, stride)[1]
-        cases += [_conv(precision, k, 3, cout, b, side, lay, stride=stride)
-                  for b in (STEM_BATCH if full else STEM_BATCH_REDUCED) for lay in layouts]
-    cases = [c for c in cases if macs(c) <= MAX_MACS[precision]]
+        fam["stem"] += [_conv(precision, k, 3, cout, b, side, lay, stride=stride)
+                        for b in (STEM_BATCH if full else STEM_BATCH_REDUCED) for lay in layouts]
+    unknown = set(families or ()) - set(CONV_FAMILIES)
+    if unknown:
+        raise ValueError(f"unknown convolution families {sorted(unknown)}; families: {', '.join(CONV_FAMILIES)}")
+    cases = [c for f in (families or CONV_FAMILIES) for c in fam[f] if macs(c) <= MAX_MACS[precision]]
     return cases[::7] if quick else cases
 
 

@@ -30,7 +30,7 @@ from hwprobe.probes.calibration.torch_timing import capture, check_close, graph_
 from hwprobe.vocab import Curve
 
 KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "pool", "cat", "copy", "batch_norm",
-         "group_norm", "resize", "bias_nchw")
+         "group_norm", "resize", "bias_nchw", "sort")
 MAP_KINDS = ("batch_norm", "group_norm", "resize", "bias_nchw")
 MAP_C, MAP_HW = 64, 56    # feature maps of batch_norm and resize: 64 channels at 56 x 56 per image
 GN_C, GN_GROUPS = 128, 32  # group_norm: 128 channels in 32 groups (GroupNorm's usual 32)
@@ -38,6 +38,12 @@ SIZES, QUICK_SIZES = common.SIZES, common.QUICK_SIZES
 HIDDEN = 1024             # norm/softmax rows; bias channels
 POOL = 49                 # reduction: mean over a 7 x 7 map per channel (global average pooling)
 POOL_C, POOL_HW = 64, 112  # pool: a CNN stem's 3x3 stride-2 max pooling, channels-last, 64 channels at 112 x 112
+# sort: torch.sort of int64 keys (an MoE's expert ids, 128 experts) with their positions, as transformers' grouped_mm
+# experts sort their token-expert pairs; 32 bytes a key (the lowering's count: keys in, keys copied, values and
+# indices out). PyTorch sorts up to 4096 keys in one CTA and more with cub's radix sort, about twice as long at
+# 4097 as at 4096 on an H100 (39 and 78 us), so a point sits on each side of that step. Up to 64 MiB (2M keys).
+SORT_KEY_BYTES, SORT_EXPERTS = 32, 128
+SORT_MAX_BYTES, SORT_STEP_KEYS = 1 << 26, 4096
 
 
 def _chain(step, x0, ref_step):
@@ -112,6 +118,16 @@ def _case(torch, kind: str, nbytes: int):
         out_px = n * POOL_C * ((hw + 1) // 2) ** 2
         return ((lambda: holder.__setitem__("y", F.max_pool2d(x, 3, 2, 1))), 2 * (x.numel() + out_px),
                 lambda: (holder["y"].float(), F.max_pool2d(x.float(), 3, 2, 1)), f"{n} x {POOL_C} x {hw} x {hw}")
+    if kind == "sort":
+        n = max(256, nbytes // SORT_KEY_BYTES)
+        keys = torch.randint(0, SORT_EXPERTS, (n,), device="cuda", generator=gen)
+        holder = {}
+
+        def check():
+            values, order = holder["y"]
+            return torch.stack((values, keys[order])).float(), torch.sort(keys.cpu()).values.float().cuda().expand(2, n)
+
+        return (lambda: holder.__setitem__("y", torch.sort(keys))), SORT_KEY_BYTES * n, check, f"{n} int64 keys"
     rows = max(1, nbytes // (2 * POOL))          # reduction: NHWC global average pooling, [rows/C, 7, 7, C]
     c = 256 if rows >= 256 else rows
     x = rnd(max(1, rows // c), POOL, c)
@@ -181,7 +197,11 @@ def _curves(ctx, torch, kinds, sizes):
     for kind in kinds:
         pts = []
         curve = C.metric(Curve.FRAMEWORK, kind)
-        for nbytes in common.curve_sizes(ctx, C.curve_id(Curve.FRAMEWORK, kind), sizes):
+        if kind == "sort":
+            sizes_k = sorted({n for n in sizes if n <= SORT_MAX_BYTES} | {SORT_KEY_BYTES * (SORT_STEP_KEYS + 1)})
+        else:
+            sizes_k = sizes
+        for nbytes in common.curve_sizes(ctx, C.curve_id(Curve.FRAMEWORK, kind), sizes_k):
             metric = C.point_metric(curve, b=nbytes)
             try:
                 fn, moved, check, shape = _case(torch, kind, nbytes)
@@ -220,25 +240,33 @@ def _eager_ops(torch):
             "linear": lambda: F.linear(a, lw), "conv2d": lambda: F.conv2d(x, w, padding=1)}
 
 
-def _eager(ctx, torch):
-    """The framework's host time per op when it runs eagerly (no CUDA graph): what an eager model pays per kernel
-    once its kernels are faster than the host can issue them."""
+def eager_host_s(torch, ops: int = EAGER_OPS) -> dict[str, float]:
+    """Host seconds per eagerly issued op, per kind of small op (each the median of three loops of ``ops``): what
+    an eager model pays per kernel once its kernels are faster than the host can issue them. The host differs from
+    machine to machine (the same GPU kind's lent hosts, 2026-11-27/28: 11.6 and 18.4 us): tools/validate_hf_llm.py
+    takes it in the same process as the model timings it validates."""
     import time
 
     per = {}
-    try:
-        for name, fn in _eager_ops(torch).items():
-            for _ in range(50):
+    for name, fn in _eager_ops(torch).items():
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(ops):
                 fn()
             torch.cuda.synchronize()
-            samples = []
-            for _ in range(3):
-                t0 = time.perf_counter()
-                for _ in range(EAGER_OPS):
-                    fn()
-                torch.cuda.synchronize()
-                samples.append((time.perf_counter() - t0) / EAGER_OPS)
-            per[name] = float(np.median(samples))
+            samples.append((time.perf_counter() - t0) / ops)
+        per[name] = float(np.median(samples))
+    return per
+
+
+def _eager(ctx, torch):
+    """The framework's host time per op when it runs eagerly (no CUDA graph), the median over kinds."""
+    try:
+        per = eager_host_s(torch)
     except Exception as e:
         yield ctx.error(C.metric(Curve.EAGER), "torch eager host time", e)
         return
@@ -364,9 +392,9 @@ def _switch_library(ctx, torch):
        summary="Prediction calibration with PyTorch's own kernels (optional: skipped without torch): elementwise, "
                "bias (last-dim and NCHW per-channel), norm, softmax, reduction, pooling, copy, BatchNorm, GroupNorm, "
                "resize, and per precision linear layers, cuDNN convolutions and SDPA attention, in CUDA graphs",
-       choices={"kinds": KINDS})
+       choices={"kinds": KINDS, "conv_families": grids.CONV_FAMILIES})
 def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = True, linears: bool = True,
-        max_bytes: int = 1 << 30, precisions: list[str] | None = None):
+        max_bytes: int = 1 << 30, precisions: list[str] | None = None, conv_families: list[str] | None = None):
     try:
         import torch
     except Exception as e:
@@ -386,7 +414,7 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = Tr
 
         precs = list(precisions or ("fp16", "bf16"))
         if convs:
-            yield from lib.convs(ctx, torch, precs, ctx.quick)
+            yield from lib.convs(ctx, torch, precs, ctx.quick, conv_families)
         if linears:
             yield from lib.linears(ctx, torch, precs, ctx.quick)
         if sdpa:

@@ -90,11 +90,11 @@ def _conv_point(torch, **case) -> float:
     return t
 
 
-def convs(ctx, torch, precisions, quick: bool):
+def convs(ctx, torch, precisions, quick: bool, families: list[str] | None = None):
     torch.backends.cudnn.benchmark = True
     rows: list[dict] = []
     for prec in precisions:
-        cases = grids.conv_cases(prec, quick)
+        cases = grids.conv_cases(prec, quick, families)
         with math_mode(torch, prec):
             yield from sweep(ctx, torch, cases, lambda **c: _conv_point(torch, **c),
                               C.point_metric(C.metric(Curve.CONV), prec), f"torch conv2d {prec}", rows)
@@ -104,9 +104,10 @@ def convs(ctx, torch, precisions, quick: bool):
                                   "precisions": sorted({r["precision"] for r in rows}),
                                   "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True},
                           notes=["PyTorch conv2d (cuDNN) per precision: seconds per convolution over output pixels "
-                                 "x C_in x C_out at kernels 1, 3, 5, 7, strides 1 and 2, groups 1, 2, 4, 8, 32 and "
-                                 "depthwise, channels-last (nhwc) and NCHW (cuDNN's transforms included), one image "
-                                 "and many, and the stems on an image's 3 channels, replayed in a CUDA graph; each "
+                                 "x C_in x C_out at kernels 1, 3, 5, 7, strides 1 and 2, groups 1, 2, 4, 8, 32, "
+                                 "group widths 24, 48 and 120, and depthwise, channels-last (nhwc) and NCHW (cuDNN's "
+                                 "transforms included), one image and many, and the stems on an image's 3 channels, "
+                                 "replayed in a CUDA graph; each "
                                  "point names its precision, kernel, stride, groups, layout and images"])
 
 
