@@ -75,6 +75,25 @@ def test_grouped_points_price_a_grouped_convolution_when_the_profile_has_them(pr
     assert table.grouped(3136, 128, 32, 5) is None and table.kernels() == frozenset()   # not dense points
 
 
+def test_a_group_width_that_is_not_a_power_of_two_is_priced_from_such_widths_only():
+    """RegNetX's 24-channel groups: cuDNN's channels-last kernels run them about 3x slower than 16 or 32 (H100,
+    2026-11-28): power-of-two points price them too fast; points of other widths price them, and without any the
+    price is marked outside the calibration."""
+    fast = lambda m, c, w: 1e-6 + 1e-13 * m * c * w                     # noqa: E731
+    slow = lambda m, c, w: 1e-6 + 6e-13 * m * c * w                     # noqa: E731
+    even = [{"k": 3, "m": m, "cin": c, "cout": c, "groups": c // w, "time_s": fast(m, c, w), "layout": "nhwc"}
+            for m in (784, 3136, 12544) for c in (64, 256, 1024) for w in (8, 32) if c > w]
+    odd = [{"k": 3, "m": m, "cin": c, "cout": c, "groups": c // w, "time_s": slow(m, c, w), "layout": "nhwc"}
+           for m in (784, 3136, 12544) for c in (240, 720, 1680) for w in (24, 48, 120)]
+    t_even, cov_even = ConvTable(even).grouped(3136, 408, 17, 3)             # 17 groups of 24
+    assert not cov_even and t_even == pytest.approx(fast(3136, 408, 24), rel=0.1)
+    both = ConvTable(even + odd)
+    t, covered = both.grouped(3136, 408, 17, 3)
+    assert covered and t == pytest.approx(slow(3136, 408, 24), rel=0.1)
+    assert both.grouped(3136, 256, 8, 3)[0] == pytest.approx(fast(3136, 256, 32), rel=0.1)   # 32 a group: fast
+    assert both.has_grouped_odd(3, "nhwc") and not ConvTable(even).has_grouped_odd(3, "nhwc")
+
+
 def test_depthwise_7x7_without_points_is_the_3x3_points_times_the_taps(pred):
     """Before: 5x5 and 7x7 depthwise layers fell to the copy curve (a ConvNeXt at batch 1 24% low)."""
     op = dict(name="dw", kind="conv_dw", m=8 * 3136, n=96, bytes=2 * 2 * 8 * 3136 * 96,

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 # written by PyTorch's non-vectorized copy kernel); gather: rows picked by an index and written contiguous
 # (``index_select``, advanced indexing: an MoE's per-token expert weights and tokens), read and written whole by
 # PyTorch's vectorized gather kernel; strided: a pointwise op over a non-contiguous view (a ``chunk`` of a fused
-# projection's output), which PyTorch runs on its non-vectorized template, the bias curve's kernel; allreduce:
-# ``bytes`` per rank.
+# projection's output), which PyTorch runs on its non-vectorized template, the bias curve's kernel; sort:
+# ``torch.sort`` of int64 keys with their positions (an MoE's token-expert pairs), ``bytes`` = 32 a key (the
+# calibration's sort curve counts the same); allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
-                "embedding", "batchnorm", "groupnorm", "resize", "unary", "expand", "gather", "strided")
+                "embedding", "batchnorm", "groupnorm", "resize", "unary", "expand", "gather", "strided", "sort")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")

@@ -324,20 +324,37 @@ class ConvTable:
         None without any.
 
         Channels per group, not the group count, is the third axis: cuDNN's grouped kernels are chosen by the
-        width of a group, and a RegNet's 24-channel groups (3 to 38 of them) sit between grid points of that width
-        and not of its group count. Each point left out of the generic grids and priced from the rest lands a
-        median 10-28% from its time this way, 20-52% over pixels x channels x groups (H200 and H100 profiles of
-        2026-11-27, every layout and image regime)."""
-        key = ("grouped", k, layout, images > 1)
+        width of a group. Each point left out of the generic grids and priced from the rest lands a median 10-28%
+        from its time this way, 20-52% over pixels x channels x groups (H200 and H100 profiles of 2026-11-27, every
+        layout and image regime). A width that is not a power of two (RegNet's 24, 48, 120) runs on other, slower
+        kernels (grids.CPG_ODD): it is priced from the points of such widths only, and where the profile has none,
+        from the power-of-two ones, outside the calibration (``covered`` False)."""
+        odd = not pow2(channels / groups)
+        got = self._grouped_grid(k, layout, images, odd)
+        if got is None and odd:
+            got = self._grouped_grid(k, layout, images, False)
+            if got is None:
+                return None
+            t, _ = _interp(got[1], got[0], (m, channels, channels / groups))
+            return t, False
+        if got is None:
+            return None
+        return _interp(got[1], got[0], (m, channels, channels / groups))
+
+    def has_grouped_odd(self, k: int, layout: str) -> bool:
+        """Whether the profile measured grouped points of ``k`` at widths that are not powers of two."""
+        return any(p["k"] == k and 1 < p.get("groups", 1) < p["cin"] and not p.get("dw")
+                   and not pow2(p["cin"] / p["groups"]) and p.get("layout", "nhwc") == layout for p in self.points)
+
+    def _grouped_grid(self, k: int, layout: str, images: int, odd: bool):
+        key = ("grouped", k, layout, images > 1, odd)
         if key not in self._cache:
             pts = [dict(p, cpg=p["cin"] / p["groups"]) for p in self.points
                    if p["k"] == k and 1 < p.get("groups", 1) < p["cin"] and not p.get("dw")
+                   and pow2(p["cin"] / p["groups"]) != odd
                    and p.get("layout", "nhwc") == layout and (images > 1 or p.get("images", 1) == 1)]
             self._cache[key] = _grid(pts, ("m", "cin", "cpg"), 2) if pts else None
-        if self._cache[key] is None:
-            return None
-        axes, log_t = self._cache[key]
-        return _interp(log_t, axes, (m, channels, channels / groups))
+        return self._cache[key]
 
     def dw_time(self, m: float, channels: float, k: int, stride: int, layout: str = "nhwc",
                 images: int = 1) -> tuple[float, bool] | None:
@@ -409,6 +426,12 @@ def _row_time(row: list[dict], m: float) -> tuple[float, bool]:
 def _fastest(points: list[dict]) -> float:
     """The smallest measured time among ``points`` (0 where none)."""
     return min((float(p["time_s"]) for p in points if p.get("time_s")), default=0.0)
+
+
+def pow2(n: float) -> bool:
+    """Whether ``n`` channels a group is a power of two (cuDNN's fast grouped kernels; other widths run slower)."""
+    i = int(n)
+    return i == n and i > 0 and not i & (i - 1)
 
 
 def _grid(points: list[dict], keys: tuple[str, ...], work_axes: int = 0) -> tuple[list[list[float]], np.ndarray] | None:

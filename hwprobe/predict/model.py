@@ -39,19 +39,21 @@ import math
 from hwprobe.errors import InputError
 from hwprobe.lowering.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp
 from hwprobe.models.conventions import ELEMENT_BYTES as ITEMSIZE
-from hwprobe.predict.calibration import STEM_CIN, Calibration, GemmTable
+from hwprobe.predict.calibration import STEM_CIN, Calibration, GemmTable, pow2
 from hwprobe.predict.ops import OpTime
 from hwprobe.vocab import ExecUnit, Path
 
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
-                "resize": "unary", "unary": "unary", "expand": "transpose", "gather": "unary", "strided": "bias"}
+                "resize": "unary", "unary": "unary", "expand": "transpose", "gather": "unary", "strided": "bias",
+                "sort": "reduction"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
-                   "resize": "resize", "unary": "unary", "expand": "expand", "gather": "unary", "strided": "bias"}
+                   "resize": "resize", "unary": "unary", "expand": "expand", "gather": "unary", "strided": "bias",
+                   "sort": "sort"}
 # gather: PyTorch's vectorized gather kernel reads and writes whole rows as the unary kernel does, on the SMs. Not the
 # copy curve (a contiguous clone): its 1-GiB point reads 2.8 TB/s on an H200 and 2.4 on an H100 where the unary
 # curve reads 4.1 and 3.0 there, and the tuned MoE's eager profile (qwen3-30b-a3b, H200, one token) has its expert
@@ -66,9 +68,10 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 # profiler lists put repeat_kv within 2-10% of the cat curve per element (the bias curve, the same elementwise
 # template over two inputs, 9-19% slower).
 FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "unary": "copy", "batchnorm": "bias", "groupnorm": "norm",
-                      "resize": "copy", "expand": "cat"}
-STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "expand")
-STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectorized"}
+                      "resize": "copy", "expand": "cat", "sort": "reduction"}
+STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "expand", "sort")
+STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectorized",
+                "sort": "a radix sort's passes, not one reduction (profiles before the sort curve)"}
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
 # before 2026-11-26's eighth session: 1x1/3x3 channels-last only, stems in both).
@@ -193,6 +196,9 @@ class Predictor:
         else:
             source = "framework.conv_grouped"
             got = table.grouped(op.m, (cin * op.n) ** 0.5 * g, g, k, layout, images)
+            if got is not None and not got[1] and not pow2(cin) and not table.has_grouped_odd(k, layout):
+                notes.append(f"grouped, {cin} channels a group: no points at widths that are not powers of two "
+                             "(cuDNN runs them on slower kernels); priced from the power-of-two widths")
             if got is None:
                 got = self._grouped_as_dense(table, op, cin, layout, images)
                 notes.append(f"grouped ({g} groups of {cin}->{op.n} channels): no grouped points; priced as one "

@@ -322,7 +322,7 @@ def _experts_grouped(e: _HF, p: str) -> None:
     vectorized elementwise curve priced 64 us)."""
     cfg, r, k, h, w = e.cfg, e.rows, e.cfg.experts_per_tok, e.cfg.hidden, e.cfg.expert_ffn
     s = r * k
-    e.k(p + "experts_sort", "reduction", 4 * s * I64)
+    e.k(p + "experts_sort", "sort", 4 * s * I64)
     e.tiny(p + "experts_perm_div")
     e.k(p + "experts_gather_tokens", "gather", 2 * s * h * A)
     e.k(p + "experts_gather_weights", "gather", 2 * s * F32)
