@@ -213,11 +213,12 @@ PINNED = [
     (["resnet50", "-p", "fp16", "-b", "32", "--runtime", "graph"], H200, ("prediction", "time_s"),
      0.002332043292151203),    # the power cap a note since 2026-11-28 (was 0.002337742869128578)
     (["resnet50", "-p", "fp16", "-b", "1", "--runtime", "eager", "--layout", "nchw"], H100, ("prediction", "time_s"),
-     0.0022674077913819096),   # NCHW pooling at the pool curve's top rate since issue 31 (was 0.002273224607611133)
+     0.0021839764763645518),   # eager's host a queue since 2026-11-28 (was 0.0022674077913819096)
     ([str(BERT_B1), "-p", "fp16", "-b", "1", "--runtime", "eager"], H100, ("prediction", "time_s"),
-     0.0018515347279949885),
+     0.0018554100221643609),   # eager's host a queue since 2026-11-28 (was 0.0018515347279949885)
     (["llama-3-8b", "--runtime", "graph"], H200, ("ttft_s",), 0.02419529169730412),   # power cap a note (was 0.0273)
-    (["llama-3-8b", "--runtime", "eager"], H100, ("tpot_s",), 0.020283223376835958),   # eager: transformers' own
+    (["llama-3-8b", "--runtime", "eager"], H100, ("tpot_s",), 0.01705390202767948),   # eager: a host queue since
+    #                                                                                  2026-11-28 (was 0.02028)
 ]
 
 

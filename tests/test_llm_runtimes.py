@@ -60,7 +60,7 @@ def test_the_static_cache_length_not_the_context_prices_hf_decode():
     assert short < 0.5 * a[0]
     e = [analyze(LLAMA, str(H200), LLMOptions(phase="decode", context=c, batch=16, runtime="eager")).tpot_s
          for c in (1024, 8192)]
-    assert e[1] > 1.5 * e[0]
+    assert e[1] > 1.3 * e[0]                   # the host hides part of the longer attention (a queue)
 
 
 def test_hf_prefill_captured_masks_generate_prefill_does_not():

@@ -384,18 +384,35 @@ def test_flash_attention_bytes_by_precision():
 
 
 def test_the_per_kernel_floor_of_each_runtime():
-    """eager: a tiny kernel waits for the host (the framework's time per op where measured, else a bare launch's);
-    graph: the graph node's gap is the launch floor; without either figure there is no floor."""
+    """eager: a kernel keeps its GPU time; the host's time per op (the framework's where measured, else a bare
+    launch's) is the pass's queue (``host_wait``); graph: the graph node's gap is the launch floor; without either
+    figure there is no floor."""
     tiny = KernelOp("add", "elementwise", bytes=1e3)
     eager = _hand("eager")
     t = eager.time(tiny)
-    assert (t.time_s, t.launch_s, t.bound, eager.host_source) == (5e-6, 5e-6, "latency", "cuda_launch")
+    assert (t.time_s, t.launch_s, eager.host_source) == (pytest.approx(1e-9), 1e-9, "cuda_launch")
+    assert eager.run_overhead([tiny] * 10, [t] * 10)["host_wait"] == pytest.approx(10 * 5e-6 - 10 * 1e-9 + 1e-9)
     fw = _hand("eager", eager_op_s=8e-6)
-    assert fw.time(tiny).time_s == 8e-6 and fw.host_source == "framework"
+    assert fw.host_s == 8e-6 and fw.host_source == "framework"
+    assert "8.0 us" in fw.eager_note(1e-5, 3) and "framework's measured host time" in fw.eager_note(0, 3)
     bare = _hand("eager", launch={})
     assert bare.time(tiny).time_s == pytest.approx(1e-9) and bare.time(tiny).launch_s == 0.0
+    assert "host_wait" not in bare.run_overhead([tiny], [bare.time(tiny)])
     assert _hand("graph", launch={}).time(tiny).launch_s == 0.0
     assert _hand("graph").time(tiny).launch_s == pytest.approx(1e-9)           # min(node gap, its own time)
+    assert "host_wait" not in _hand("graph").run_overhead([tiny], [t])
+
+
+def test_the_eager_host_is_a_queue_not_a_floor_per_kernel():
+    """The host issues a kernel every host_s; the GPU runs each when issued and free. 10 us of host per kernel:
+    ten 1-us kernels wait 10 us each (the host bounds them: 100 us), but a 200-us kernel first lets the host issue
+    the next nine meanwhile, so the pass is 10 + 200 + 9 x 1 us, not 200 + 9 x 10."""
+    from hwprobe.predict.model import host_queue
+
+    assert host_queue([1e-6] * 10, 10e-6) == pytest.approx(101e-6 - 10e-6)
+    assert host_queue([200e-6] + [1e-6] * 9, 10e-6) == pytest.approx(10e-6)
+    assert host_queue([1e-6] * 9 + [200e-6], 10e-6) == pytest.approx(300e-6 - 209e-6)
+    assert host_queue([], 10e-6) == 0.0 and host_queue([5e-6], 0.0) == 0.0
 
 
 def test_a_profile_without_ceilings_or_dram_figure_prices_without_those_bounds():

@@ -83,7 +83,7 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
     power = pred.power_note(times, precision)
     if power:
         notes.append(power)
-    overhead = pred.run_overhead(low.kernels)
+    overhead = pred.run_overhead(low.kernels, times)
     if "replay" in overhead:
         notes.append(f"graph replay: {overhead['replay'] * 1e6:.1f} us once per forward (the framework's measured "
                      "fixed cost of one replay)")
@@ -91,13 +91,8 @@ def predict_model(model, profile, precision: str, runtime: str = "graph", cal=No
         notes.append(f"library/framework switches: {overhead['switches'] * 1e6:.1f} us "
                      f"({overhead['switches'] / pred.cal.switch_library_s:.0f} changes between cuBLAS/cuDNN and "
                      f"framework kernels at {pred.cal.switch_library_s * 1e9:.0f} ns each, measured)")
-    if runtime == "eager" and pred.host_source == "framework":
-        notes.append(f"eager: each kernel waits at least the framework's measured host time per op "
-                     f"({pred.host_s * 1e6:.1f} us, gpu.torch_kernels)")
-    elif runtime == "eager":
-        notes.append(f"eager: each kernel waits at least the measured host issue time ({pred.host_s * 1e6:.1f} us, a "
-                     "bare CUDA launch from Python); a framework's own per-op overhead comes on top (not measured "
-                     "in this profile: run the calibration where the framework is installed)")
+    if runtime == "eager":
+        notes.append(pred.eager_note(overhead.get("host_wait", 0.0), len(times)))
     p = Prediction(runtime, times, notes, overhead, layout)
     held = [t for t in times if t.extra.get("held_at_floor_s")]
     if held:

@@ -28,8 +28,10 @@ measured cost of each change between a library kernel and a framework kernel in 
 two framework kernels (five kinds alternating against each alone) is added per kernel.
 
 The runtime sets the per-kernel floor: ``graph`` (the curves were measured as CUDA graph replays, so their times
-already hold the gap between nodes), ``eager`` (a kernel also waits for the host to issue it: the measured host
-issue time), ``fused`` (as graph; the lowering folds pointwise ops into their producers).
+already hold the gap between nodes), ``eager`` (the host issues the kernels one by one, each at the measured host
+time per op, and the GPU runs them in order as they come: a queue, ``run_overhead``'s ``host_wait``; a long kernel
+lets the host run ahead, so a pass is not the sum of each kernel's larger of host and GPU time), ``fused`` (as
+graph; the lowering folds pointwise ops into their producers).
 """
 
 from __future__ import annotations
@@ -450,11 +452,7 @@ class Predictor:
         pk = self.peak(op.precision)
         compute_s = flops / pk if pk else 0.0
         memory_s = nbytes / self.dram_bw if self.dram_bw else 0.0
-        launch_s = self.node_s
-        if self.runtime == "eager" and self.host_s > t:
-            t = self.host_s
-        if self.runtime == "eager":
-            launch_s = self.host_s
+        launch_s = self.host_s if self.runtime == "eager" else self.node_s
         top = max(compute_s, memory_s)
         floor = max(compute_s, self.memory_floor(nbytes, op.kind in MEMORY_KINDS))
         extra = {}
@@ -498,12 +496,15 @@ class Predictor:
         return self._comm(op)
 
     # --- what a run of kernels costs beyond their own times ------------------------------------------------------
-    def run_overhead(self, ops: list[KernelOp]) -> dict[str, float]:
+    def run_overhead(self, ops: list[KernelOp], times: list[OpTime] | None = None) -> dict[str, float]:
         """Seconds a pass pays once or per change of kernel side, not per kernel shape: ``replay``, the framework's
-        fixed cost of one CUDA-graph replay (graph runtime; gpu.torch_kernels measured it), and ``switches``, the
+        fixed cost of one CUDA-graph replay (graph runtime; gpu.torch_kernels measured it), ``switches``, the
         measured cost of each change between a library kernel (cuBLAS, cuDNN) and a framework kernel in the
-        sequence (both from the profile; absent where it lacks them)."""
+        sequence (both from the profile; absent where it lacks them), and for the eager runtime ``host_wait``: how
+        long the GPU waits for the host (``host_queue`` over the kernels' ``times``, in launch order)."""
         out: dict[str, float] = {}
+        if self.runtime == "eager" and times and self.host_s:
+            out["host_wait"] = host_queue([t.time_s for t in times], self.host_s)
         if self.runtime == "graph" and self.cal.framework_replay_s:
             out["replay"] = self.cal.framework_replay_s
         if self.runtime != "fused" and self.cal.switch_library_s:
@@ -512,6 +513,15 @@ class Predictor:
             if n:
                 out["switches"] = n * self.cal.switch_library_s
         return out
+
+    def eager_note(self, host_wait_s: float, kernels: int) -> str:
+        """What the eager runtime's host costs a pass, and where the host time per op comes from."""
+        src = ("the framework's measured host time per op (gpu.torch_kernels)" if self.host_source == "framework" else
+               "a bare CUDA launch from Python (the framework's own per-op overhead comes on top: not measured in "
+               "this profile; run the calibration where the framework is installed)")
+        return (f"eager: the host issues each of the {kernels} kernels in {self.host_s * 1e6:.1f} us, {src}; the "
+                f"GPU waits for it {host_wait_s * 1e6:.0f} us over the kernels' own time (a queue: a long kernel "
+                "lets the host run ahead)")
 
     # --- the power-capped clock of a long compute-bound run ---------------------------------------------------------
     def power_ratio(self, precision: str) -> tuple[float, str]:
@@ -548,3 +558,16 @@ def _at_compute_roof(t: OpTime) -> bool:
     """A kernel that reaches half its compute roof: it draws the power a long compute-bound run settles at (one
     bound "compute" only because its work grows with FLOPs, far below the roof, does not)."""
     return t.bound == "compute" and t.compute_s >= 0.5 * t.time_s
+
+
+def host_queue(gpu_s: list[float], host_s: float) -> float:
+    """Seconds the GPU idles waiting for the host over a pass launched op by op: the host issues kernel i at
+    (i + 1) x ``host_s`` (no earlier), the GPU starts it when both it is issued and the previous kernel is done.
+    The pass ends when the last kernel does; what that adds to the kernels' own sum is returned. A run of short
+    kernels costs the host's time each; a long kernel lets the host run ahead, and the kernels issued meanwhile
+    cost nothing extra."""
+    issued = done = 0.0
+    for t in gpu_s:
+        issued += host_s
+        done = max(done, issued) + t
+    return max(0.0, done - sum(gpu_s))

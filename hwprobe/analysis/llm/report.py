@@ -172,7 +172,8 @@ def price(phase: str, batch: int, tokens: int, context: int, ops: list[KernelOp]
         res.power_note = note([p.t for p in priced if p.t is not None], ops[0].precision if ops else "fp16")
     overhead = getattr(pricer, "run_overhead", None)
     if overhead is not None:    # once per pass: the graph replay, the library/framework switches (hwprobe.predict)
-        extra = sum(overhead(ops).values())
+        extra = sum(overhead([p.op for p in priced if p.t is not None], [p.t for p in priced if p.t is not None])
+                    .values())
         res.time_s += extra
         res.parts["launch"] += extra
     return res
