@@ -147,3 +147,24 @@ def test_the_committed_h100_run_reads_gzipped_with_a_tuned_familys_kernels_at_ev
     assert ("hf", "decode", 64, 1024) in llama and ("hf", "prefill", 8, 2048) in llama
     qwen = {(k["runtime"], k["phase"]) for k in doc["kernels"] if k["model"] == "qwen3-8b"}
     assert len(qwen) == sum(k["model"] == "qwen3-8b" for k in doc["kernels"])      # held out: first case only
+
+
+def test_eager_is_priced_with_the_runs_own_host_time_where_it_measured_one(tmp_path):
+    """A lent machine's host is not the profile's: a run that measured hwprobe's eager calibration in its own
+    process prices its eager passes with that (the mean of before and after); --host profile keeps the profile's."""
+    doc = synthetic()
+    doc["host_before"] = {"eager_op_s": 40e-6, "per_op_s": {}}
+    doc["host_after"] = {"eager_op_s": 60e-6, "per_op_s": {}}
+    assert cmp.run_host_s(doc) == pytest.approx(50e-6) and cmp.run_host_s(synthetic()) is None
+    assert cmp.run_pricers(H200, 50e-6)["eager"].host_s == 50e-6
+    slow = {(r.model, r.runtime, r.phase, r.batch, r.length): r for r in cmp.predict(doc, str(H200))}
+    own = {(r.model, r.runtime, r.phase, r.batch, r.length): r for r in cmp.predict(doc, str(H200), host="profile")}
+    for key, r in slow.items():
+        if r.skipped:
+            continue
+        if key[1] == "hf" or (key[1], key[2]) == ("hf-compiled", "decode"):
+            assert r.predicted_s == own[key].predicted_s, key          # graph-priced: no host in them
+        else:
+            assert r.predicted_s > own[key].predicted_s, key           # 50 us a kernel against the profile's 18
+    assert "host time per op hwprobe measured in the validation's own process, 50.0 us" in cmp.table(
+        list(slow.values()), doc, "P")

@@ -84,10 +84,40 @@ def configs(doc: dict) -> dict:
     return out
 
 
-def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("llama",)) -> list[Row]:
+def run_host_s(doc: dict) -> float | None:
+    """The eager host time per op hwprobe measured in the validation's own process (the mean of its before and after
+    readings), or None where the run has none (runs before 2026-11-28)."""
+    got = [doc[k]["eager_op_s"] for k in ("host_before", "host_after") if (doc.get(k) or {}).get("eager_op_s")]
+    return sum(got) / len(got) if got else None
+
+
+def run_pricers(profile, host_s: float | None) -> dict:
+    """A predictor per pricing runtime over ``profile``, the eager one with ``host_s`` as its host time per op where
+    given: a lent machine's host is not the one the profile was measured on, and eager time is mostly host time."""
+    from hwprobe.predict.calibration import Calibration
+    from hwprobe.predict.model import Predictor
+    from hwprobe.profile_build import load_profile
+
+    prof = load_profile(profile)
+    out = {}
+    for kind in ("graph", "eager", "fused"):
+        cal = Calibration.of(prof)
+        if kind == "eager" and host_s:
+            cal.eager_op_s = host_s
+        out[kind] = Predictor(prof, kind, cal)
+    return out
+
+
+def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("llama",),
+            host: str = "run") -> list[Row]:
+    """Every case priced. ``host``: "run" prices the eager runtime with the host time the validation measured in its
+    own process (where it did), "profile" with the profile's."""
     from hwprobe.analysis.llm import LLMOptions, analyze
+    from hwprobe.lowering.llm.runtimes import RUNTIMES
 
     cfgs = configs(doc)
+    pricers = run_pricers(profile, run_host_s(doc) if host == "run" else None) \
+        if pricer is None and profile is not None else {}
     rows = []
     for c in doc["cases"]:
         cfg = cfgs[c["model"]]
@@ -97,7 +127,8 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
         if not row.skipped:
             opts = LLMOptions(phase=c["phase"], prompt=length, context=length, batch=c["batch"], runtime=c["runtime"],
                               cache_len=row.cache_len if c["runtime"] != "eager" else None)
-            a = analyze(cfg, profile, opts, pricer=pricer, sms=doc.get("sms"))
+            a = analyze(cfg, profile, opts, pricer=pricer or pricers.get(RUNTIMES[c["runtime"]].pricing(c["phase"])),
+                        sms=doc.get("sms"))
             r = a.phases[c["phase"]]
             row.predicted_s, row.kernels = r.time_s, r.kernels
         rows.append(row)
@@ -108,10 +139,15 @@ def _ms(x) -> str:
     return "-" if x is None else f"{x * 1e3:.3f}"
 
 
-def table(rows: list[Row], doc: dict, profile: str) -> str:
+def table(rows: list[Row], doc: dict, profile: str, host: str = "run") -> str:
     lines = [f"transformers {doc.get('transformers', '?')}, torch {doc.get('torch', '?')}, {doc.get('gpu', '?')}; "
              f"{doc.get('layers')} layers per model (the cut config priced); profile `{profile}`. "
              "Held-out families (not used to tune the lowering) are marked *.", ""]
+    got = run_host_s(doc)
+    if got and host == "run":
+        lines += [f"Eager-priced passes (eager; hf-compiled's prefill) use the host time per op hwprobe measured in "
+                  f"the validation's own process, {got * 1e6:.1f} us (gpu.torch_kernels' eager calibration, before and "
+                  "after the models), not the profile's: each lent machine's host differs.", ""]
     for rt in dict.fromkeys(r.runtime for r in rows):
         lines += [f"### {rt}", "", "| model | phase | batch | length | cache | measured ms | predicted ms | error | "
                   "target |", "|---|---|---|---|---|---|---|---|---|"]
@@ -198,11 +234,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", required=True)
     ap.add_argument("--tuned", default="llama", help="families used to tune the lowering (the rest: held out)")
     ap.add_argument("--out", default=None, help="write the Markdown here (default: stdout)")
+    ap.add_argument("--host", choices=("run", "profile"), default="run",
+                    help="the eager host time per op: the validation run's own measurement (where it has one) or the "
+                         "profile's")
     args = ap.parse_args(argv)
     try:
         doc = load_measured(args.measured)
-        rows = predict(doc, args.profile, tuned=tuple(x.strip() for x in args.tuned.split(",") if x.strip()))
-        md = table(rows, doc, args.profile) + "\n### kernels per step\n\n" + kernel_lines(doc) + "\n"
+        rows = predict(doc, args.profile, tuned=tuple(x.strip() for x in args.tuned.split(",") if x.strip()),
+                       host=args.host)
+        md = table(rows, doc, args.profile, args.host) + "\n### kernels per step\n\n" + kernel_lines(doc) + "\n"
     except InputError as e:
         print(f"compare_hf_llm: error: {e}", file=sys.stderr)
         return 2

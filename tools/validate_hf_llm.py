@@ -15,7 +15,9 @@ Runtimes, as hwprobe.lowering.llm.runtimes defines them:
   reduce-overhead, transformers' ``CompileConfig`` defaults), warmed up, timed as hf; prefill = the same
   static-cache forward launched op by op (generate never compiles the prefill), timed with the host in it.
 - eager: transformers' ``DynamicCache`` (decode: filled to context - 1, the new position cropped off after each
-  step), launched op by op, timed with the host in it.
+  step), launched op by op, timed with the host in it. hwprobe's own eager calibration (its host time per op) runs
+  in the same process before and after the models (``host_before``, ``host_after``): the host is part of what
+  eager measures, and each lent machine's differs.
 MoE models decode with ``experts_implementation="batched_mm"`` and prefill with transformers' default, as
 ``generate`` switches them (``_optimize_model_for_decode``).
 
@@ -357,6 +359,21 @@ def load_configs(spec: str, layers: int) -> dict[str, dict]:
     return out
 
 
+def host_calibration(torch) -> dict:
+    """hwprobe's eager calibration (gpu.torch_kernels' host time per op) on this machine, now: the eager runtime's
+    predictions are priced with it (tools/compare_hf_llm.py), since a lent host's speed differs from the one the
+    committed profile was measured on. Empty where hwprobe is not importable."""
+    try:
+        import numpy as np
+
+        from hwprobe.probes.calibration.torch_kernels import eager_host_s
+    except ImportError as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+    with torch.inference_mode():
+        per = eager_host_s(torch)
+    return {"eager_op_s": float(np.median(list(per.values()))), "per_op_s": per}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default=DEFAULT_CONFIGS, help="comma list of config.json paths or built-in names")
@@ -400,8 +417,10 @@ def main(argv: list[str] | None = None) -> int:
            "attn_implementation": "sdpa", "layers": args.layers, "reps": args.reps, "clocks_before": clocks(),
            "models": {k: {kk: vv for kk, vv in v.items()} for k, v in configs.items()},
            "cases": [], "kernels": [], "errors": []}
+    out["host_before"] = host_calibration(torch)
     for name, c in configs.items():
         run_model(name, c["config"], args, out)
+    out["host_after"] = host_calibration(torch)
     out["clocks_after"] = clocks()
     out["wall_s"] = round(time.perf_counter() - t0, 1)
     Path(args.out).write_text(json.dumps(out, indent=1))

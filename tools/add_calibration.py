@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Add what a later, narrower 'predict' run measured to a committed calibration profile, without touching the rest:
+framework curves of the kinds named (a new kind, e.g. ``sort``) and convolution points of the families named
+(e.g. ``grouped_odd``: group widths that are not powers of two). Those curves and points go into profile.json's
+``calibration`` (a point of the same shape already there is replaced); the run's records, all of them, are kept
+beside the profile's own as added/RUN.measurements.jsonl.gz (its own measurements.jsonl.gz stays the run that made
+it). Say in the profile's README which lease and commit measured them: they come from another lease.
+
+    python tools/add_calibration.py RUN_DIR PROFILE_DIR --framework sort --conv grouped_odd
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SHAPE = ("k", "cin", "cout", "m", "layout", "images", "stride", "groups", "precision")
+
+
+def conv_family(p: dict) -> str:
+    """The grid family (hwprobe.probes.calibration.grids.CONV_FAMILIES) a conv point belongs to."""
+    from hwprobe.predict.calibration import pow2
+
+    g = p.get("groups", 1)
+    if p.get("dw") or (g > 1 and g == p["cin"]):
+        return "depthwise"
+    if g > 1:
+        return "grouped" if pow2(p["cin"] / g) else "grouped_odd"
+    if p["cin"] == 3:
+        return "stem"
+    return "strided" if p.get("stride", 1) > 1 else "dense"
+
+
+def _records(path: Path) -> list[dict]:
+    f = next((path / n for n in ("measurements.jsonl.gz", "measurements.jsonl") if (path / n).exists()), None)
+    if f is None:
+        raise SystemExit(f"add_calibration: error: no measurements.jsonl(.gz) in {path}")
+    opener = gzip.open if f.suffix == ".gz" else open
+    with opener(f, "rt") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def merge(run: Path, profile: Path, framework: list[str], conv: list[str]) -> dict[str, int]:
+    """Merge into ``profile`` in place; returns how many curves, points and records were added."""
+    src = json.loads((run / "profile.json").read_text())["calibration"]
+    doc = json.loads((profile / "profile.json").read_text())
+    cal = doc["calibration"]
+    added = {"curves": 0, "points": 0, "records": 0}
+    for kind in framework:
+        if kind not in src.get("framework", {}):
+            raise SystemExit(f"add_calibration: error: the run has no framework curve {kind!r}")
+        cal.setdefault("framework", {})[kind] = src["framework"][kind]
+        added["curves"] += 1
+    new = [p for p in (src.get("conv") or {}).get("points", []) if conv_family(p) in conv]
+    if conv and not new:
+        raise SystemExit(f"add_calibration: error: the run has no conv points of {conv}")
+    if new:
+        keys = {tuple(p.get(k) for k in SHAPE) for p in new}
+        cal["conv"]["points"] = [p for p in cal["conv"]["points"] if tuple(p.get(k) for k in SHAPE) not in keys] + new
+        added["points"] = len(new)
+    dest = profile / "added" / f"{run.name}.measurements.jsonl.gz"
+    dest.parent.mkdir(exist_ok=True)
+    recs = _records(run)
+    with gzip.open(dest, "wt") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in recs)
+    added["records"] = len(recs)
+    (profile / "profile.json").write_text(json.dumps(doc, indent=1) + "\n")
+    return added
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run", type=Path)
+    ap.add_argument("profile", type=Path)
+    ap.add_argument("--framework", default="", help="comma list of framework curve kinds to add")
+    ap.add_argument("--conv", default="", help="comma list of conv grid families whose points to add")
+    args = ap.parse_args(argv)
+    for d in (args.run, args.profile):
+        if not (d / "profile.json").exists():
+            ap.error(f"{d} holds no profile.json")
+    got = merge(args.run, args.profile, [x for x in args.framework.split(",") if x],
+                [x for x in args.conv.split(",") if x])
+    print(f"added to {args.profile}: {got}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
