@@ -322,6 +322,28 @@ def test_a_dilated_convolution_is_flagged_outside_the_calibration(tmp_path, pred
     assert atrous.time_s == pytest.approx(plain.time_s)
 
 
+def test_a_dilated_depthwise_convolution_is_priced_from_dilated_points_where_measured(pred):
+    """MobileNetV3's dilated last stage (DeepLab, LR-ASPP): dilated depthwise points price it, inside the
+    calibration; a dilation with no points of its own falls back to the undilated ones, flagged."""
+    from hwprobe.predict.model import Predictor
+
+    law = lambda m, c, d: 2e-6 + 1e-12 * m * c * (3 if d > 1 else 1)      # noqa: E731
+    pts = [{"k": 3, "m": m, "cin": c, "cout": c, "groups": c, "dw": True, "time_s": law(m, c, d), "layout": "nhwc",
+            "images": 1, "stride": 1, **({"dilation": d} if d > 1 else {})}
+           for m in (49, 784, 12544) for c in (32, 128, 512) for d in (1, 2)]
+    table = ConvTable(pts)
+    assert table.dw_time(784, 128, 3, 1, dilation=2)[0] == pytest.approx(law(784, 128, 2), rel=1e-6)
+    assert table.dw_time(784, 128, 3, 1)[0] == pytest.approx(law(784, 128, 1), rel=1e-6)
+    assert table.dw_time(784, 128, 3, 1, dilation=4) is None
+    p = Predictor(pred.profile, "graph", layout="nhwc")
+    p.cal.conv = table
+    op = KernelOp("dw", "conv_dw", m=784, n=128, bytes=2 * 2 * 784 * 128, flops=2 * 784 * 128 * 9, conv_kernel=3,
+                  conv_stride=1, conv_images=1)
+    two, four = p.time(replace(op, conv_dilation=2)), p.time(replace(op, conv_dilation=4))
+    assert two.covered and "dilation" not in two.note and two.time_s > p.time(op).time_s
+    assert not four.covered and "dilation 4: priced as undilated" in four.note
+
+
 def test_a_dense_grid_keeps_a_point_above_a_larger_one():
     """Dense conv points above a larger neighbour are shared by the shapes around them (the same bumps on the H200
     and the H100; left-out dense points of the pruned grid came out 8-22% low under the envelope): kept."""

@@ -2,9 +2,9 @@
 """Add what a later, narrower 'predict' run measured to a committed calibration profile, without touching the rest:
 framework curves of the kinds named (a new kind, e.g. ``sort``) and convolution points of the families named
 (e.g. ``grouped_odd``: group widths that are not powers of two). Those curves and points go into profile.json's
-``calibration`` (a point of the same shape already there is replaced); the run's records, all of them, are kept
-beside the profile's own as added/RUN.measurements.jsonl.gz (its own measurements.jsonl.gz stays the run that made
-it). Say in the profile's README which lease and commit measured them: they come from another lease.
+``calibration`` (a point of the same shape already there is replaced); the run itself (its profile.json and all
+its records) is kept beside the profile's own as added/RUN/ (the profile's measurements.jsonl.gz stays the run
+that made it). Say in the profile's README which lease and commit measured them: they come from another lease.
 
     python tools/add_calibration.py RUN_DIR PROFILE_DIR --framework sort --conv grouped_odd
 """
@@ -28,7 +28,7 @@ def conv_family(p: dict) -> str:
 
     g = p.get("groups", 1)
     if p.get("dw") or (g > 1 and g == p["cin"]):
-        return "depthwise"
+        return "depthwise_dilated" if p.get("dilation", 1) > 1 else "depthwise"
     if g > 1:
         return "grouped" if pow2(p["cin"] / g) else "grouped_odd"
     if p["cin"] == 3:
@@ -63,12 +63,14 @@ def merge(run: Path, profile: Path, framework: list[str], conv: list[str]) -> di
         keys = {tuple(p.get(k) for k in SHAPE) for p in new}
         cal["conv"]["points"] = [p for p in cal["conv"]["points"] if tuple(p.get(k) for k in SHAPE) not in keys] + new
         added["points"] = len(new)
-    dest = profile / "added" / f"{run.name}.measurements.jsonl.gz"
-    dest.parent.mkdir(exist_ok=True)
-    recs = _records(run)
-    with gzip.open(dest, "wt") as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in recs)
-    added["records"] = len(recs)
+    dest = profile / "added" / run.name
+    if dest.resolve() != run.resolve():
+        dest.mkdir(parents=True, exist_ok=True)
+        recs = _records(run)
+        with gzip.open(dest / "measurements.jsonl.gz", "wt") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in recs)
+        (dest / "profile.json").write_text((run / "profile.json").read_text())
+        added["records"] = len(recs)
     (profile / "profile.json").write_text(json.dumps(doc, indent=1) + "\n")
     return added
 

@@ -357,14 +357,15 @@ class ConvTable:
         return self._cache[key]
 
     def dw_time(self, m: float, channels: float, k: int, stride: int, layout: str = "nhwc",
-                images: int = 1) -> tuple[float, bool] | None:
+                images: int = 1, dilation: int = 1) -> tuple[float, bool] | None:
         """A depthwise convolution from the depthwise points (output pixels x channels) of its kernel, stride,
-        layout and image regime (one image, or several: the points hold several images per pixel count where
-        they can, so a one-image layer is priced only from one-image points); None where none was measured."""
-        key = ("dw", k, stride, layout, images > 1)
+        dilation, layout and image regime (one image, or several: the points hold several images per pixel count
+        where they can, so a one-image layer is priced only from one-image points); None where none was measured."""
+        key = ("dw", k, stride, layout, images > 1, dilation)
         if key not in self._cache:
             self._cache[key] = _grid([p for p in self.points if p.get("dw") and p["k"] == k
                                       and p.get("stride", 1) == stride and p.get("layout", "nhwc") == layout
+                                      and p.get("dilation", 1) == dilation
                                       and (images > 1 or p.get("images", 1) == 1)], ("m", "cin"), 2)
         if self._cache[key] is None:
             return None

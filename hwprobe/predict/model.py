@@ -380,6 +380,13 @@ class Predictor:
             return None
         k, images = op.conv_kernel, op.conv_images or 1
         layout = op.layout or self.layout
+        if op.conv_dilation > 1:
+            got = table.dw_time(op.m, op.n, k, op.conv_stride, layout, images, op.conv_dilation)
+            if got is not None:
+                t = self._finish(op, got[0], op.flops, op.bytes, got[1] and not sibling, "framework.conv_dw",
+                                 sibling, table.floor_s(dw=True))
+                t.extra["dilated_points"] = True
+                return t
         got = table.dw_time(op.m, op.n, k, op.conv_stride, layout, images)
         if got is not None:
             return self._finish(op, got[0], op.flops, op.bytes, got[1] and not sibling, "framework.conv_dw", sibling,
@@ -480,7 +487,7 @@ class Predictor:
 
     def time(self, op: KernelOp) -> OpTime:
         t = self._time(op)
-        if op.conv_dilation > 1:        # priced as the undilated convolution: the calibration holds no dilated one
+        if op.conv_dilation > 1 and not t.extra.get("dilated_points"):   # priced as the undilated convolution
             t.covered = False
             t.note = "; ".join(x for x in (t.note, f"dilation {op.conv_dilation}: priced as undilated (no dilated "
                                                    "conv points)") if x)

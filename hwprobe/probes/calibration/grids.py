@@ -48,9 +48,11 @@ CPG_ODD = (24, 48, 120)
 C_GROUPED_ODD = (240, 720, 1680)
 SIZES_GROUPED = ((1, 7), (1, 28), (1, 56), (IMAGES_MANY, 7), (IMAGES_MANY, 28))
 SIZES_GROUPED_ODD = ((1, 7), (1, 56), (IMAGES_MANY, 7), (IMAGES_MANY, 28))
-CONV_FAMILIES = ("dense", "strided", "grouped", "grouped_odd", "depthwise", "stem")
+CONV_FAMILIES = ("dense", "strided", "grouped", "grouped_odd", "depthwise", "depthwise_dilated", "stem")
 DW = ((3, 1), (3, 2), (5, 1), (5, 2), (7, 1))        # depthwise (kernel, stride)
 C_DW = (32, 128, 512)
+DW_DILATED = ((3, 2), (5, 2))                        # depthwise at stride 1, (kernel, dilation): a dilated backbone's
+#                                                      last stage (DeepLab's and LR-ASPP's MobileNetV3)
 # Stems on an image's 3 channels: (kernel, stride, C_out), patch embeddings of 4 to 32 and overlapping stems
 STEMS = ((3, 1, 32), (3, 2, 32), (7, 2, 64), (11, 4, 64), (4, 4, 96), (8, 8, 384), (14, 14, 768), (16, 16, 768),
          (32, 32, 768))
@@ -79,11 +81,13 @@ def _sizes(few: bool) -> list[tuple[int, int]]:
 
 
 def _conv(precision: str, k: int, cin: int, cout: int, images: int, side: int, layout: str, stride: int = 1,
-          groups: int = 1) -> dict:
+          groups: int = 1, dilation: int = 1) -> dict:
     out = {"k": k, "cin": cin, "cout": cout, "m": images * side * side, "layout": layout, "images": images,
            "stride": stride, "groups": groups, "precision": precision}
     if groups == cin == cout and groups > 1:
         out["dw"] = True
+    if dilation > 1:
+        out["dilation"] = dilation
     return out
 
 
@@ -117,6 +121,9 @@ def conv_cases(precision: str, quick: bool = False, families: Iterable[str] | No
         fam["depthwise"] += [_conv(precision, k, c, c, n, s, lay, stride=stride, groups=c)
                              for c in (C_DW if full else C_DW_REDUCED) for lay in layouts
                              for n, s in _sizes(True) + ([(IMAGES_MANY, 28)] if full else [])]
+    if full:
+        fam["depthwise_dilated"] += [_conv(precision, k, c, c, n, s, lay, groups=c, dilation=d) for k, d in DW_DILATED
+                                     for c in C_DW for lay in LAYOUTS for n, s in _sizes(True) + [(IMAGES_MANY, 28)]]
     for k, stride, cout in (STEMS if full else STEMS_REDUCED):
         side = stem_geometry(k, stride)[1]
         fam["stem"] += [_conv(precision, k, 3, cout, b, side, lay, stride=stride)

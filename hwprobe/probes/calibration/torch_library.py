@@ -52,7 +52,9 @@ def conv_geometry(case: dict) -> tuple[tuple, tuple, int, int]:
         pad, _ = grids.stem_geometry(k, s)
         return (images, cin, grids.STEM_HW, grids.STEM_HW), (cout, cin, k, k), pad, 0
     side = int(round((case["m"] // images) ** 0.5))
-    return (images, cin, side * s, side * s), (cout, cin // g, k, k), k // 2, 8 if side >= 16 else 0
+    spread = case.get("dilation", 1) * (k // 2) - k // 2        # a dilated kernel's extra reach on each side
+    crop = 8 + 2 * spread
+    return (images, cin, side * s, side * s), (cout, cin // g, k, k), k // 2 + spread, crop if side >= 2 * crop else 0
 
 
 def _conv_point(torch, **case) -> float:
@@ -68,7 +70,8 @@ def _conv_point(torch, **case) -> float:
     fan_in = w_shape[1] * w_shape[2] * w_shape[3]
     weights = param_copies(torch, w_shape, lambda s: torch.randn(*s, device="cuda", dtype=dtype).mul_(fan_in ** -0.5),
                            channels_last=case["layout"] == "nhwc")
-    conv = {"stride": case.get("stride", 1), "padding": pad, "groups": case.get("groups", 1)}
+    conv = {"stride": case.get("stride", 1), "padding": pad, "groups": case.get("groups", 1),
+            "dilation": case.get("dilation", 1)}
     holder = {}
 
     def call() -> None:
@@ -79,13 +82,14 @@ def _conv_point(torch, **case) -> float:
     w = holder["w"].float()
     with reference_mode(torch):
         if crop:
-            s, border = conv["stride"], w_shape[2] // 2
+            s, border = conv["stride"], conv["dilation"] * (w_shape[2] // 2)
             inner = slice(border, crop - border)
             ref = F.conv2d(x[:1, :, :crop * s, :crop * s].float(), w, **conv)[..., inner, inner]
             got = holder["y"][:1, :, inner, inner].float()
         else:
             ref, got = F.conv2d(x[:1].float(), w, **conv), holder["y"][:1].float()
     check_close((got, ref), f"{precision} conv {case['k']}x{case['k']}/{conv['stride']} g{conv['groups']} "
+                       f"d{conv['dilation']} "
                        f"{case['cin']}->{case['cout']} at {case['m']}", CHECK_TOL[precision])
     return t
 
@@ -105,9 +109,9 @@ def convs(ctx, torch, precisions, quick: bool, families: list[str] | None = None
                                   "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True},
                           notes=["PyTorch conv2d (cuDNN) per precision: seconds per convolution over output pixels "
                                  "x C_in x C_out at kernels 1, 3, 5, 7, strides 1 and 2, groups 1, 2, 4, 8, 32, "
-                                 "group widths 24, 48 and 120, and depthwise, channels-last (nhwc) and NCHW (cuDNN's "
-                                 "transforms included), one image and many, and the stems on an image's 3 channels, "
-                                 "replayed in a CUDA graph; each "
+                                 "group widths 24, 48 and 120, and depthwise (3x3 and 5x5 also dilated by 2), "
+                                 "channels-last (nhwc) and NCHW (cuDNN's transforms included), one image and many, "
+                                 "and the stems on an image's 3 channels, replayed in a CUDA graph; each "
                                  "point names its precision, kernel, stride, groups, layout and images"])
 
 
