@@ -71,7 +71,7 @@ def merge(run: Path, profile: Path, framework: list[str], conv: list[str]) -> di
             fh.writelines(json.dumps(r) + "\n" for r in recs)
         (dest / "profile.json").write_text((run / "profile.json").read_text())
         added["records"] = len(recs)
-    (profile / "profile.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (profile / "profile.json").write_text(json.dumps(doc, indent=2) + "\n")
     return added
 
 

@@ -1,0 +1,67 @@
+"""tools/add_calibration.py on the committed H100 generic profile and the real later run kept beside it (added/):
+taken out of a copy and merged back, the curves and points are the same, and the predictor reads them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import add_calibration as add  # noqa: E402
+
+PROFILE = ROOT / "profiles/h100-sxm/2026-11-27-predict-generic"
+RUN = next((PROFILE / "added").iterdir())
+
+
+def _strip(doc: dict) -> dict:
+    cal = doc["calibration"]
+    cal["framework"].pop("sort")
+    cal["conv"]["points"] = [p for p in cal["conv"]["points"]
+                             if add.conv_family(p) not in ("grouped_odd", "depthwise_dilated")]
+    return doc
+
+
+def test_the_added_run_merges_back_into_the_profile_it_came_from(tmp_path):
+    target = tmp_path / "p"
+    target.mkdir()
+    full = json.loads((PROFILE / "profile.json").read_text())
+    (target / "profile.json").write_text(json.dumps(_strip(json.loads(json.dumps(full))), indent=2))
+    shutil.copy(PROFILE / "measurements.jsonl.gz", target)
+    got = add.merge(RUN, target, ["sort"], ["grouped_odd", "depthwise_dilated"])
+    assert got == {"curves": 1, "points": 144, "records": 22}
+    merged = json.loads((target / "profile.json").read_text())["calibration"]
+    assert merged["framework"]["sort"] == full["calibration"]["framework"]["sort"]
+    key = lambda p: tuple(sorted(p.items()))                                  # noqa: E731
+    assert sorted(map(key, merged["conv"]["points"])) == sorted(map(key, full["calibration"]["conv"]["points"]))
+    assert (target / "added" / RUN.name / "profile.json").exists()
+    again = add.merge(RUN, target, ["sort"], ["grouped_odd"])                # a point of the same shape: replaced
+    assert again["points"] == 72
+    assert len(json.loads((target / "profile.json").read_text())["calibration"]["conv"]["points"]) == len(
+        full["calibration"]["conv"]["points"])
+
+
+def test_the_merged_profile_prices_odd_widths_and_the_sort_from_their_own_points():
+    from hwprobe.lowering.ops import KernelOp
+    from hwprobe.predict.model import Predictor
+    from hwprobe.profile_build import load_profile
+
+    pred = Predictor(load_profile(PROFILE), "graph", layout="nhwc")
+    sort = pred.time(KernelOp("s", "sort", bytes=32 * 4096, precision="fp32"))
+    assert sort.covered and sort.source == "framework.sort" and 30e-6 < sort.time_s < 50e-6
+    assert pred.time(KernelOp("s", "sort", bytes=32 * 4097, precision="fp32")).time_s > 1.8 * sort.time_s
+    table = pred.cal.conv.only("fp16")
+    t24, covered = table.grouped(3136, 720, 30, 3, "nhwc", 1)                # 30 groups of 24
+    t32, _ = table.grouped(3136, 1024, 32, 3, "nhwc", 1)                     # 32 groups of 32: more work
+    assert covered and table.has_grouped_odd(3, "nhwc") and t24 > t32
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        add.main([str(tmp_path), str(PROFILE)])
+    assert e.value.code == 2 and "holds no profile.json" in capsys.readouterr().err
