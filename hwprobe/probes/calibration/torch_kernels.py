@@ -243,8 +243,9 @@ def _eager_ops(torch):
 def eager_host_s(torch, ops: int = EAGER_OPS) -> dict[str, float]:
     """Host seconds per eagerly issued op, per kind of small op (each the median of three loops of ``ops``): what
     an eager model pays per kernel once its kernels are faster than the host can issue them. The host differs from
-    machine to machine (the same GPU kind's lent hosts, 2026-11-27/28: 11.6 and 18.4 us): tools/validate_hf_llm.py
-    takes it in the same process as the model timings it validates."""
+    machine to machine (the medians were 11.6 us on an H100 lease and 18.4 on an H200 lease on 2026-11-27, and 10.1
+    then 15.2 us within one H100 run on 2026-11-28): tools/validate_hf_llm.py takes it in the same process as the
+    model timings it validates."""
     import time
 
     per = {}
