@@ -5,6 +5,7 @@ graphs are built here with the onnx package; prices come from the committed H200
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -504,3 +505,84 @@ def test_an_nchw_1x1_of_a_few_images_is_affine_in_images_between_one_and_the_bat
     assert table.time(784, 64, 64, 1, 1, "nchw", 1)[0] == pytest.approx(3.0 * us)
     three = table.time(8 * 784, 64, 64, 3, 1, "nchw", 8)[0]                                  # total pixels: 6272
     assert 4.0 * us < three < 9.0 * us and three != pytest.approx(got)
+
+
+# --- permutes made contiguous ------------------------------------------------------------------------------------
+def test_viewable_follows_pytorchs_stride_rule():
+    from hwprobe.lowering.layers import viewable
+
+    def permuted(shape, perm):
+        contiguous = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+        return [shape[d] for d in perm], [contiguous[d] for d in perm]
+
+    assert not viewable(*permuted([2, 2, 58, 7, 7], [0, 2, 1, 3, 4]), [2, 116, 7, 7])   # channel shuffle: a copy
+    assert not viewable(*permuted([2, 12, 50, 64], [0, 2, 1, 3]), [2, 50, 768])          # head merge, contiguous in
+    assert viewable(*permuted([2, 50, 12, 64], [0, 2, 1, 3]), [2, 12, 50, 64])           # no dims merged
+    assert viewable([2, 3, 4], [12, 4, 1], [6, 4]) and viewable([4, 1, 3], [1, 99, 4], [4, 3])
+    assert not viewable([4, 3], [1, 4], [12]) and not viewable([2, 3], [3, 1], [7])
+
+
+def _shuffle_nodes():
+    shapes = [nh.from_array(np.array(s, np.int64), n) for s, n in (([1, 2, 58, 28, 28], "s1"),
+                                                                    ([1, 116, 28, 28], "s2"))]
+    nodes = [h.make_node("Relu", ["x"], ["r"]), h.make_node("Reshape", ["r", "s1"], ["a"]),
+             h.make_node("Transpose", ["a"], ["b"], perm=[0, 2, 1, 3, 4]), h.make_node("Reshape", ["b", "s2"], ["y"]),
+             h.make_node("Relu", ["y"], ["z"])]
+    return nodes, shapes
+
+
+def test_a_channel_shuffle_is_a_strided_copy(tmp_path):
+    """ShuffleNetV2's x.view(b, g, c/g, h, w).transpose(1, 2).contiguous().view(b, c, h, w): PyTorch copies (the
+    reshape cannot view the permuted strides); it was lowered as a view, no kernel."""
+    nodes, shapes = _shuffle_nodes()
+    low = _lower(tmp_path, nodes, shapes, [("x", [1, 116, 28, 28])], ["z"])
+    kinds = [(k.kind, k.bytes) for k in low.kernels]
+    assert kinds[1] == ("expand", 2 * 2 * 116 * 28 * 28) and len(kinds) == 3
+    assert "1 permutes whose reshape cannot view them as strided copies" in low.notes[0]
+
+
+def test_a_head_merge_after_a_fused_attention_is_a_view_and_after_an_explicit_one_a_copy(tmp_path):
+    """(b, h, s, d) -> permute(0, 2, 1, 3) -> (b, s, h * d): after SDPA free (it writes sequence-major), after an
+    explicit matmul a copy, as PyTorch runs them."""
+    b, hh, s, d = 1, 4, 64, 32
+    shp = nh.from_array(np.array([b, s, hh * d], np.int64), "shp")
+
+    def graph(sdpa: bool):
+        """SDPA's export scales Q and K by sqrt(scale) each before the first MatMul; an explicit one the scores."""
+        pre = [h.make_node("Mul", ["q", "c"], ["qs"]), h.make_node("Mul", ["kt", "c"], ["ks"])] if sdpa else []
+        first = h.make_node("MatMul", ["qs", "ks"] if sdpa else ["q", "kt"], ["sc"])
+        scores = [] if sdpa else [h.make_node("Mul", ["sc", "c"], ["sc2"])]
+        nodes = [h.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]), *pre, first, *scores,
+                 h.make_node("Softmax", ["sc" if sdpa else "sc2"], ["p"], axis=-1),
+                 h.make_node("MatMul", ["p", "v"], ["o"]),
+                 h.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+                 h.make_node("Reshape", ["ot", "shp"], ["y"]), h.make_node("Relu", ["y"], ["z"])]
+        c = nh.from_array(np.array(d ** -0.25 if sdpa else d ** -0.5, np.float16), "c")
+        return nodes, [shp, c]
+
+    kinds = {}
+    for sdpa in (True, False):
+        nodes, inits = graph(sdpa)
+        low = _lower(tmp_path, nodes, inits, [(n, [b, hh, s, d]) for n in ("q", "k", "v")], ["z"])
+        kinds[sdpa] = [k.kind for k in low.kernels]
+    assert "attention" in kinds[True] and "expand" not in kinds[True]
+    assert "attention" not in kinds[False] and kinds[False].count("expand") == 1
+
+
+def test_a_permute_whose_reshapes_lead_into_a_fused_attention_stays_a_view(tmp_path):
+    """The dynamo exporter's K path at batch 32: (b, s, h, d) -> permute -> reshape to 3-D -> permute -> reshape
+    back to 4-D -> the SDPA scale: PyTorch hands SDPA the permuted tensor, no copy (DistilBERT, RoBERTa, CLIP)."""
+    b, hh, s, d = 2, 4, 64, 32
+    c = nh.from_array(np.array(d ** -0.25, np.float16), "c")
+    r3 = nh.from_array(np.array([b * hh, s, d], np.int64), "r3")
+    r4 = nh.from_array(np.array([b, hh, d, s], np.int64), "r4")
+    shp = nh.from_array(np.array([b, s, hh * d], np.int64), "shp")
+    nodes = [h.make_node("Transpose", ["k"], ["k1"], perm=[0, 2, 1, 3]), h.make_node("Reshape", ["k1", "r3"], ["k2"]),
+             h.make_node("Transpose", ["k2"], ["k3"], perm=[0, 2, 1]), h.make_node("Reshape", ["k3", "r4"], ["kt"]),
+             h.make_node("Mul", ["q", "c"], ["qs"]), h.make_node("Mul", ["kt", "c"], ["ks"]),
+             h.make_node("MatMul", ["qs", "ks"], ["sc"]), h.make_node("Softmax", ["sc"], ["p"], axis=-1),
+             h.make_node("MatMul", ["p", "v"], ["o"]), h.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+             h.make_node("Reshape", ["ot", "shp"], ["y"]), h.make_node("Relu", ["y"], ["z"])]
+    low = _lower(tmp_path, nodes, [c, r3, r4, shp], [("q", [b, hh, s, d]), ("k", [b, s, hh, d]),
+                                                     ("v", [b, hh, s, d])], ["z"])
+    assert [k.kind for k in low.kernels] == ["attention", "elementwise"]

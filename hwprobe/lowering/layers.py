@@ -304,8 +304,67 @@ def _bias_add(g: _Graph, i: int) -> int | None:
 
 
 def _transpose_is_view(g: _Graph, i: int) -> bool:
-    """A permute feeding a GEMM or attention is a stride for the library; one feeding a reshape is a copy."""
+    """A permute feeding a GEMM or attention is a stride for the library; one feeding a reshape may be a copy
+    (``_permute_copies``)."""
     return all(g.src(u) not in ("Reshape", "Flatten") for u in g.users(i))
+
+
+def viewable(shape: list[int], strides: list[int], target: list[int]) -> bool:
+    """Whether a tensor of ``shape`` and ``strides`` can be viewed as ``target`` without a copy: PyTorch's rule
+    (``computeStride``): every run of dims the new shape merges must be contiguous with itself in memory."""
+    if math.prod(shape) != math.prod(target):
+        return False
+    if not shape:
+        return True
+    view_d, base, numel, view_numel = len(target) - 1, strides[-1], 1, 1
+    for d in range(len(shape) - 1, -1, -1):
+        numel *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != numel * base):
+            while view_d >= 0 and (view_numel < numel or target[view_d] == 1):
+                view_numel *= target[view_d]
+                view_d -= 1
+            if view_numel != numel:
+                return False
+            if d > 0:
+                base, numel, view_numel = strides[d - 1], 1, 1
+    return view_d == -1
+
+
+LAYOUT_OPS = ("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze")
+
+
+def _feeds_only(g: _Graph, i: int, nodes: set[int]) -> bool:
+    """Whether every path from ``i``'s output through layout ops (reshapes, permutes) ends in ``nodes``."""
+    users = g.users(i)
+    return bool(users) and all(u in nodes or (g.src(u) in LAYOUT_OPS and _feeds_only(g, u, nodes)) for u in users)
+
+
+def _permute_copies(g: _Graph, i: int, fused: set[int]) -> bool:
+    """A permute that feeds a reshape is a copy where the reshape cannot view the permuted strides (a run of dims
+    merged across the permutation: ShuffleNet's channel shuffle, Swin's window partition), as ``.contiguous()`` or
+    ``reshape`` in PyTorch makes it; a head split or merge that the strides allow stays a view. Its input is taken
+    as contiguous, except a fused attention's output (``fused``: SDPA writes it sequence-major, so the head merge
+    after it is free): never a copy; nor is a permute whose chain of reshapes and permutes ends in the fused
+    attention (an exporter's 3-D batched-matmul form of Q, K or V: PyTorch hands SDPA the permuted 4-D tensor)."""
+    layer, ins = g.layers[i], g.data_inputs(i)
+    perm = layer.extra.get("perm")
+    if not ins or not perm or g.producer.get(ins[0]) in fused:
+        return False
+    shape = _dims(layer, ins[0])
+    if not shape or len(shape) != len(perm):
+        return False
+    contiguous = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    p_shape, p_strides = [shape[d] for d in perm], [contiguous[d] for d in perm]
+    if _feeds_only(g, i, fused):
+        return False          # the exporter's layout chain into a fused attention: SDPA takes the 4-D strides
+    for u in g.users(i):
+        if g.src(u) not in ("Reshape", "Flatten"):
+            continue
+        out = next((x for x in g.io[u]["out"] if x), None)
+        target = _dims(g.layers[u], out) if out else None
+        if target and not viewable(p_shape, p_strides, target):
+            return True
+    return False
 
 
 BINARY_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Where")
@@ -420,7 +479,7 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
     done: set[int] = set(g.host)
     owner: dict[int, int] = {}          # layer -> the layer whose kernel runs it
     counts = {"attention": 0, "gelu": 0, "bias": 0, "fused": 0, "views": 0, "host": len(g.host), "conv_bias": 0,
-              "explicit": 0}
+              "explicit": 0, "permute_copies": 0}
 
     def emit(op: KernelOp | None, span: list[int]) -> None:
         done.update(span)
@@ -432,6 +491,7 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
             owner[s] = span[0]
 
     attention, gelus, claimed = _patterns(g, model, prec, runtime, it, done, counts)
+    fused = {n for _, nodes in attention.values() for n in nodes}
     for i, layer in enumerate(model.layers):
         if i in done or i in claimed:
             continue
@@ -453,6 +513,10 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
                 owner[i] = host
                 done.add(i)
                 continue
+        if layer.source_op == "Transpose" and not _transpose_is_view(g, i) and _permute_copies(g, i, fused):
+            counts["permute_copies"] += 1         # a strided copy, the kind of repeat_kv's expand (cat curve)
+            emit(KernelOp(layer.name, "expand", prec, bytes=2.0 * layer.outputs * it, layers=(layer.name,)), [i])
+            continue
         if (layer.source_op == "Transpose" and _transpose_is_view(g, i)) or _is_select(g, i):
             emit(None, [i])
             continue
@@ -477,15 +541,22 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
             counts["conv_bias"] += 1     # aten's cuDNN convolution adds the bias in a kernel of its own
             out.kernels.append(KernelOp(layer.name + ".bias", "bias", prec, bytes=2.0 * layer.outputs * it,
                                         layers=(layer.name,), channel_bias=True, layout="nhwc" if i in cl else ""))
-    out.notes.append(
-        f"{len(out.kernels)} kernels from {len(model.layers)} layers: {counts['host']} shape/constant nodes run "
+    out.notes.append(_graph_note(len(out.kernels), len(model.layers), counts, runtime))
+    return out
+
+
+def _graph_note(kernels: int, layers: int, counts: dict[str, int], runtime: str) -> str:
+    """What the graph rules did, counted (the lowering's first note)."""
+    return (
+        f"{kernels} kernels from {layers} layers: {counts['host']} shape/constant nodes run "
         f"none, {counts['views']} views, {counts['attention']} attention patterns as one fused kernel each, "
         f"{counts['gelu']} erf GELUs as one kernel, {counts['bias']} bias adds in the GEMM epilogue, "
         f"{counts['conv_bias']} convolution biases as kernels of their own"
         + (f", {counts['explicit']} explicit attention patterns (no SDPA signature) as the kernels PyTorch runs for "
            "them: matmul, scale, softmax, matmul" if counts["explicit"] else "")
+        + (f", {counts['permute_copies']} permutes whose reshape cannot view them as strided copies"
+           if counts["permute_copies"] else "")
         + (f", {counts['fused']} pointwise ops folded into their producers" if runtime == "fused" else ""))
-    return out
 
 
 def lower(model: Model, precision: str, runtime: str = "graph", layout: str = "") -> Lowered:
