@@ -235,3 +235,12 @@ def test_kernels_over_rows_picked_or_viewed_take_the_template_pytorch_runs():
     assert gather.time_s == pytest.approx(pricer.time(KernelOp("u", "unary", "bf16", bytes=nbytes)).time_s)
     assert strided.time_s == pytest.approx(pricer.time(KernelOp("b", "bias", "bf16", bytes=nbytes)).time_s)
     assert strided.time_s > 2 * gather.time_s                                  # non-vectorized: well under half
+
+
+def test_an_eager_pass_says_what_the_host_costs_it_and_a_graph_pass_does_not():
+    e = analyze(LLAMA, str(H200), LLMOptions(phase="decode", context=1024, batch=1, runtime="eager")).phases["decode"]
+    assert e.host_note.startswith(f"eager: the host issues each of the {e.kernels} kernels in ")
+    wait_us = float(e.host_note.split("the GPU waits for it ")[1].split(" us")[0])
+    assert 0 < wait_us * 1e-6 <= e.parts["launch"] + 1e-9                  # the wait is part of the launch share
+    g = analyze(LLAMA, str(H200), LLMOptions(phase="decode", context=1024, batch=1)).phases["decode"]
+    assert g.host_note == ""

@@ -47,6 +47,8 @@ def summary(a: LLMAnalysis) -> list[str]:
                        + "; ".join(r.missing))
         if r and r.power_note:
             out.append(f"{r.phase}: {r.power_note}")
+        if r and r.host_note:
+            out.append(f"{r.phase}: {r.host_note}")
     return out
 
 

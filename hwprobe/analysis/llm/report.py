@@ -73,6 +73,7 @@ class PhaseResult:
     missing: list[str] = field(default_factory=list)
     uncovered: int = 0
     power_note: str = ""               # what the power cap could add, said, not applied (Predictor.power_note)
+    host_note: str = ""                # eager: the host's time per kernel and the GPU's wait for it (a queue)
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -172,10 +173,13 @@ def price(phase: str, batch: int, tokens: int, context: int, ops: list[KernelOp]
         res.power_note = note([p.t for p in priced if p.t is not None], ops[0].precision if ops else "fp16")
     overhead = getattr(pricer, "run_overhead", None)
     if overhead is not None:    # once per pass: the graph replay, the library/framework switches (hwprobe.predict)
-        extra = sum(overhead([p.op for p in priced if p.t is not None], [p.t for p in priced if p.t is not None])
-                    .values())
+        timed = [p for p in priced if p.t is not None]
+        parts = overhead([p.op for p in timed], [p.t for p in timed])
+        extra = sum(parts.values())
         res.time_s += extra
         res.parts["launch"] += extra
+        if "host_wait" in parts and hasattr(pricer, "eager_note"):
+            res.host_note = pricer.eager_note(parts["host_wait"], len(timed))
     return res
 
 
@@ -188,7 +192,7 @@ def phase_dict(r: PhaseResult, all_rows: bool = True) -> dict:
         "tokens_per_s": r.tokens_per_s,
         "parts_s": r.parts, "shares": {k: (v / total if total else None) for k, v in r.parts.items()},
         "communication_missing": bool(r.missing), "missing": r.missing, "uncovered_kernels": r.uncovered,
-        "power_note": r.power_note,
+        "power_note": r.power_note, "host_note": r.host_note,
         "ops": [{"op": x.group, "kind": x.kind, "count": x.count, "shape": x.shape, "time_s": x.time_s,
                  "share": (x.time_s / total if total else None), "bound": x.bound, "roofline_s": x.roofline_s,
                  "flops": x.flops, "bytes": x.bytes, "missing": x.missing, "uncovered": x.uncovered}
