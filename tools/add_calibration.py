@@ -19,6 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from hwprobe.results import records_text  # noqa: E402
+
 SHAPE = ("k", "cin", "cout", "m", "layout", "images", "stride", "groups", "precision")
 
 
@@ -34,15 +36,6 @@ def conv_family(p: dict) -> str:
     if p["cin"] == 3:
         return "stem"
     return "strided" if p.get("stride", 1) > 1 else "dense"
-
-
-def _records(path: Path) -> list[dict]:
-    f = next((path / n for n in ("measurements.jsonl.gz", "measurements.jsonl") if (path / n).exists()), None)
-    if f is None:
-        raise SystemExit(f"add_calibration: error: no measurements.jsonl(.gz) in {path}")
-    opener = gzip.open if f.suffix == ".gz" else open
-    with opener(f, "rt") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def merge(run: Path, profile: Path, framework: list[str], conv: list[str]) -> dict[str, int]:
@@ -66,11 +59,11 @@ def merge(run: Path, profile: Path, framework: list[str], conv: list[str]) -> di
     dest = profile / "added" / run.name
     if dest.resolve() != run.resolve():
         dest.mkdir(parents=True, exist_ok=True)
-        recs = _records(run)
+        text = records_text(run)             # the run's records as written, header line included
         with gzip.open(dest / "measurements.jsonl.gz", "wt") as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in recs)
+            fh.write(text)
         (dest / "profile.json").write_text((run / "profile.json").read_text())
-        added["records"] = len(recs)
+        added["records"] = sum(1 for line in text.splitlines() if line.strip())
     (profile / "profile.json").write_text(json.dumps(doc, indent=2) + "\n")
     return added
 

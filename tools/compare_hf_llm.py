@@ -94,18 +94,16 @@ def run_host_s(doc: dict) -> float | None:
 def run_pricers(profile, host_s: float | None) -> dict:
     """A predictor per pricing runtime over ``profile``, the eager one with ``host_s`` as its host time per op where
     given: a lent machine's host is not the one the profile was measured on, and eager time is mostly host time."""
+    from dataclasses import replace
+
     from hwprobe.predict.calibration import Calibration
     from hwprobe.predict.model import Predictor
     from hwprobe.profile_build import load_profile
 
     prof = load_profile(profile)
-    out = {}
-    for kind in ("graph", "eager", "fused"):
-        cal = Calibration.of(prof)
-        if kind == "eager" and host_s:
-            cal.eager_op_s = host_s
-        out[kind] = Predictor(prof, kind, cal)
-    return out
+    cal = Calibration.of(prof)                 # read once; the runtimes' predictors share it
+    eager = replace(cal, eager_op_s=host_s) if host_s else cal
+    return {kind: Predictor(prof, kind, eager if kind == "eager" else cal) for kind in ("graph", "eager", "fused")}
 
 
 def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("llama",),

@@ -348,15 +348,13 @@ def _permute_copies(g: _Graph, i: int, fused: set[int]) -> bool:
     attention (an exporter's 3-D batched-matmul form of Q, K or V: PyTorch hands SDPA the permuted 4-D tensor)."""
     layer, ins = g.layers[i], g.data_inputs(i)
     perm = layer.extra.get("perm")
-    if not ins or not perm or g.producer.get(ins[0]) in fused:
-        return False
+    if not ins or not perm or g.producer.get(ins[0]) in fused or _feeds_only(g, i, fused):
+        return False          # after a fused attention, or the exporter's layout chain into one: SDPA's strides
     shape = _dims(layer, ins[0])
     if not shape or len(shape) != len(perm):
         return False
     contiguous = [math.prod(shape[d + 1:]) for d in range(len(shape))]
     p_shape, p_strides = [shape[d] for d in perm], [contiguous[d] for d in perm]
-    if _feeds_only(g, i, fused):
-        return False          # the exporter's layout chain into a fused attention: SDPA takes the 4-D strides
     for u in g.users(i):
         if g.src(u) not in ("Reshape", "Flatten"):
             continue
@@ -513,11 +511,12 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
                 owner[i] = host
                 done.add(i)
                 continue
-        if layer.source_op == "Transpose" and not _transpose_is_view(g, i) and _permute_copies(g, i, fused):
+        view = layer.source_op == "Transpose" and _transpose_is_view(g, i)
+        if layer.source_op == "Transpose" and not view and _permute_copies(g, i, fused):
             counts["permute_copies"] += 1         # a strided copy, the kind of repeat_kv's expand (cat curve)
             emit(KernelOp(layer.name, "expand", prec, bytes=2.0 * layer.outputs * it, layers=(layer.name,)), [i])
             continue
-        if (layer.source_op == "Transpose" and _transpose_is_view(g, i)) or _is_select(g, i):
+        if view or _is_select(g, i):
             emit(None, [i])
             continue
         if layer.source_op in ATTENTION_OPS and (node := _attention_node(layer, prec, it)) is not None:

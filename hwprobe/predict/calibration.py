@@ -342,9 +342,14 @@ class ConvTable:
         return _interp(got[1], got[0], (m, channels, channels / groups))
 
     def has_grouped_odd(self, k: int, layout: str) -> bool:
-        """Whether the profile measured grouped points of ``k`` at widths that are not powers of two."""
-        return any(p["k"] == k and 1 < p.get("groups", 1) < p["cin"] and not p.get("dw")
-                   and not pow2(p["cin"] / p["groups"]) and p.get("layout", "nhwc") == layout for p in self.points)
+        """Whether the profile measured grouped points of ``k`` at widths that are not powers of two (read once;
+        every grouped layer asks)."""
+        key = ("has_grouped_odd", k, layout)
+        if key not in self._cache:
+            self._cache[key] = any(p["k"] == k and 1 < p.get("groups", 1) < p["cin"] and not p.get("dw")
+                                   and not pow2(p["cin"] / p["groups"]) and p.get("layout", "nhwc") == layout
+                                   for p in self.points)
+        return self._cache[key]
 
     def _grouped_grid(self, k: int, layout: str, images: int, odd: bool):
         key = ("grouped", k, layout, images > 1, odd)

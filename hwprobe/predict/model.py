@@ -380,17 +380,16 @@ class Predictor:
             return None
         k, images = op.conv_kernel, op.conv_images or 1
         layout = op.layout or self.layout
-        if op.conv_dilation > 1:
-            got = table.dw_time(op.m, op.n, k, op.conv_stride, layout, images, op.conv_dilation)
-            if got is not None:
-                t = self._finish(op, got[0], op.flops, op.bytes, got[1] and not sibling, "framework.conv_dw",
-                                 sibling, table.floor_s(dw=True))
-                t.extra["dilated_points"] = True
-                return t
-        got = table.dw_time(op.m, op.n, k, op.conv_stride, layout, images)
+        got = table.dw_time(op.m, op.n, k, op.conv_stride, layout, images, op.conv_dilation) \
+            if op.conv_dilation > 1 else None
+        dilated = got is not None           # its own dilation's points; else the undilated ones (time() flags it)
+        got = got or table.dw_time(op.m, op.n, k, op.conv_stride, layout, images)
         if got is not None:
-            return self._finish(op, got[0], op.flops, op.bytes, got[1] and not sibling, "framework.conv_dw", sibling,
-                                table.floor_s(dw=True))
+            t = self._finish(op, got[0], op.flops, op.bytes, got[1] and not sibling, "framework.conv_dw", sibling,
+                             table.floor_s(dw=True))
+            if dilated:
+                t.extra["dilated_points"] = True
+            return t
         got = table.dw_time(op.m, op.n, 3, op.conv_stride, layout, images) if k != 3 else None
         if got is None:
             return None
