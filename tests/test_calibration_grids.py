@@ -50,11 +50,12 @@ def test_the_conv_grid_spans_the_families_the_issue_lists():
 def test_every_conv_case_produces_the_output_it_names(precision):
     for c in grids.conv_cases(precision):
         x, w, pad, crop = lib.conv_geometry(c)
-        d = c.get("dilation", 1)
-        out = (x[2] + 2 * pad - d * (c["k"] - 1) - 1) // c["stride"] + 1
-        assert x[0] * out * out == c["m"], c
-        assert w == (c["cout"], c["cin"] // c["groups"], c["k"], c["k"])
-        assert crop == 0 or crop - 2 * d * (c["k"] // 2) >= 2               # the checked corner is not empty
+        d, kw = c.get("dilation", 1), c.get("kw", c["k"])
+        out_h = (x[2] + 2 * pad[0] - d * (c["k"] - 1) - 1) // c["stride"] + 1
+        out_w = (x[3] + 2 * pad[1] - d * (kw - 1) - 1) // c["stride"] + 1
+        assert x[0] * out_h * out_w == c["m"], c
+        assert w == (c["cout"], c["cin"] // c["groups"], c["k"], kw)
+        assert crop == 0 or crop - 2 * max(pad) >= 2                        # the checked corner is not empty
 
 
 def test_every_precision_a_user_can_ask_for_has_points_but_fp64():
@@ -92,7 +93,9 @@ def test_the_suite_stays_within_about_five_to_six_minutes():
     assert 'precisions = ["fp16", "bf16", "tf32", "fp32", "int8", "fp8"]' in suite
     gemm = 2 * (len(gemm_shapes.M_LIST) * len(gemm_shapes.NK_LIST) ** 2 + 30)
     est = grids.estimate_s(grids.PRECISIONS, gemm)
-    assert 240 < est["total"] < 360, est
+    # on the 2026-11-26 method's per-point costs (POINT_S): the suite measured 219 s at fab3711 where this basis gave
+    # 303 s; the grids of 2026-11-28 (seventeenth session: dilated, non-square, wider depthwise, larger maps) add 21 s
+    assert 240 < est["total"] < 380, est
     assert min(gemm_shapes.NK_LIST) == 16
 
 

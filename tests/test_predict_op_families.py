@@ -537,7 +537,7 @@ def test_a_channel_shuffle_is_a_strided_copy(tmp_path):
     nodes, shapes = _shuffle_nodes()
     low = _lower(tmp_path, nodes, shapes, [("x", [1, 116, 28, 28])], ["z"])
     kinds = [(k.kind, k.bytes) for k in low.kernels]
-    assert kinds[1] == ("expand", 2 * 2 * 116 * 28 * 28) and len(kinds) == 3
+    assert kinds[1] == ("permute", 2 * 2 * 116 * 28 * 28) and len(kinds) == 3
     assert "1 permutes whose reshape cannot view them as strided copies" in low.notes[0]
 
 
@@ -565,8 +565,8 @@ def test_a_head_merge_after_a_fused_attention_is_a_view_and_after_an_explicit_on
         nodes, inits = graph(sdpa)
         low = _lower(tmp_path, nodes, inits, [(n, [b, hh, s, d]) for n in ("q", "k", "v")], ["z"])
         kinds[sdpa] = [k.kind for k in low.kernels]
-    assert "attention" in kinds[True] and "expand" not in kinds[True]
-    assert "attention" not in kinds[False] and kinds[False].count("expand") == 1
+    assert "attention" in kinds[True] and "permute" not in kinds[True]
+    assert "attention" not in kinds[False] and kinds[False].count("permute") == 1
 
 
 def test_a_permute_whose_reshapes_lead_into_a_fused_attention_stays_a_view(tmp_path):

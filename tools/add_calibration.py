@@ -19,15 +19,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from hwprobe.probes.calibration.grids import shape_key  # noqa: E402
 from hwprobe.results import records_text  # noqa: E402
-
-SHAPE = ("k", "cin", "cout", "m", "layout", "images", "stride", "groups", "precision")
 
 
 def conv_family(p: dict) -> str:
-    """The grid family (hwprobe.probes.calibration.grids.CONV_FAMILIES) a conv point belongs to."""
+    """The grid family (hwprobe.probes.calibration.grids.CONV_FAMILIES) a conv point belongs to: the family whose
+    grid holds its shape; a shape no grid holds now (an older profile's) by what it is."""
     from hwprobe.predict.calibration import pow2
+    from hwprobe.probes.calibration import grids
 
+    fam = grids.conv_family(p)
+    if fam:
+        return fam
     g = p.get("groups", 1)
     if p.get("dw") or (g > 1 and g == p["cin"]):
         return "depthwise_dilated" if p.get("dilation", 1) > 1 else "depthwise"
@@ -35,6 +39,10 @@ def conv_family(p: dict) -> str:
         return "grouped" if pow2(p["cin"] / g) else "grouped_odd"
     if p["cin"] == 3:
         return "stem"
+    if p.get("kw"):
+        return "nonsquare"
+    if p.get("dilation", 1) > 1:
+        return "dilated"
     return "strided" if p.get("stride", 1) > 1 else "dense"
 
 
@@ -53,8 +61,9 @@ def merge(run: Path, profile: Path, framework: list[str], conv: list[str]) -> di
     if conv and not new:
         raise SystemExit(f"add_calibration: error: the run has no conv points of {conv}")
     if new:
-        keys = {tuple(p.get(k) for k in SHAPE) for p in new}
-        cal["conv"]["points"] = [p for p in cal["conv"]["points"] if tuple(p.get(k) for k in SHAPE) not in keys] + new
+        keys = {(p.get("precision"), shape_key(p)) for p in new}
+        cal["conv"]["points"] = [p for p in cal["conv"]["points"]
+                                 if (p.get("precision"), shape_key(p)) not in keys] + new
         added["points"] = len(new)
     dest = profile / "added" / run.name
     if dest.resolve() != run.resolve():

@@ -124,7 +124,7 @@ def _gemm_op(layer: Layer, prec: str, it: float) -> KernelOp:
     taps = kernel[0] * kernel[-1] if conv and not kh else 0          # a non-square kernel (1x7, 3x1)
     return KernelOp(layer.name, "gemm", prec, m=rows, n=max(1, n_total // g), k=k, batch=g, layers=(layer.name,),
                     conv_input_bytes=conv_in, conv_kernel=kh, conv_stride=stride, conv_images=images,
-                    conv_taps=taps)
+                    conv_taps=taps, conv_kw=kernel[-1] if taps else 0)
 
 
 def _memory_kind(layer: Layer) -> str:
@@ -513,8 +513,8 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
                 continue
         view = layer.source_op == "Transpose" and _transpose_is_view(g, i)
         if layer.source_op == "Transpose" and not view and _permute_copies(g, i, fused):
-            counts["permute_copies"] += 1         # a strided copy, the kind of repeat_kv's expand (cat curve)
-            emit(KernelOp(layer.name, "expand", prec, bytes=2.0 * layer.outputs * it, layers=(layer.name,)), [i])
+            counts["permute_copies"] += 1         # a strided copy of the permuted elements (the permute curve)
+            emit(KernelOp(layer.name, "permute", prec, bytes=2.0 * layer.outputs * it, layers=(layer.name,)), [i])
             continue
         if view or _is_select(g, i):
             emit(None, [i])

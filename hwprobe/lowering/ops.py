@@ -23,7 +23,8 @@ from dataclasses import dataclass
 # calibration's sort curve counts the same); allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
-                "embedding", "batchnorm", "groupnorm", "resize", "unary", "expand", "gather", "strided", "sort")
+                "embedding", "batchnorm", "groupnorm", "resize", "unary", "expand", "permute", "gather", "strided",
+                "sort")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")
@@ -52,6 +53,7 @@ class KernelOp:
     conv_stride: int = 1              # gemm from a convolution: its stride
     conv_images: int = 0              # a convolution: images in the batch (0: not known)
     conv_taps: int = 0                # a convolution of a non-square kernel (conv_kernel 0): kh x kw (0: square)
+    conv_kw: int = 0                  # ... and its width (kh = conv_taps // conv_kw; 0: not known)
     conv_dilation: int = 1            # a convolution's dilation (its largest; 1: none)
     layout: str = ""                  # a convolution or pooling of an NCHW model run channels-last ("nhwc": its
     #                                   input is); "" = the model's layout

@@ -261,8 +261,10 @@ class ConvTable:
 
     def time(self, m: float, cin: float, cout: float, k: int, stride: int = 1, layout: str = "nhwc",
              images: int = 1) -> tuple[float, bool] | None:
-        """A dense convolution (or a stem); None where no point of its kernel size was measured."""
-        if cin < STEM_CIN:
+        """A dense convolution (or a stem); None where no point of its kernel size was measured. A 1x1 convolution of
+        fewer than STEM_CIN input channels is no stem (a squeeze-excitation's expansion, C_in 4 to 6 on a 1 x 1 map):
+        the 1x1 grid, its C_in held at the fewest measured (outside the calibration)."""
+        if cin < STEM_CIN and k > 1:
             return self._stem(m, cin, cout, k, stride, layout)
         key = ("dense", k, stride, layout)
         if key not in self._cache:
@@ -302,6 +304,47 @@ class ConvTable:
         if "kernels" not in self._cache:
             self._cache["kernels"] = frozenset(p["k"] for p in self.points if _is_dense(p))
         return self._cache["kernels"]
+
+    def dilated(self, m: float, cin: float, cout: float, dilation: int, layout: str = "nhwc",
+                images: int = 1) -> tuple[float, bool] | None:
+        """A dilated dense 3x3 convolution (stride 1) from the dilated points of its layout and image regime (a
+        one-image layer from one-image points only): per measured dilation over output pixels x sqrt(C_in x C_out),
+        log time interpolated over log dilation between the measured dilations either side; past the measured
+        ones, the nearest, outside the calibration. None without dilated points. cuDNN runs a dilated convolution
+        on other kernels than the undilated one (no Winograd, other implicit-GEMM tilings)."""
+        key = ("dilated", layout, images > 1)
+        if key not in self._cache:
+            pts = [dict(p, c=(p["cin"] * p["cout"]) ** 0.5) for p in self.points
+                   if p.get("dilation", 1) > 1 and not p.get("dw") and p.get("groups", 1) == 1 and p["k"] == 3
+                   and p.get("layout", "nhwc") == layout and (images > 1 or p.get("images", 1) == 1)]
+            by = {d: _grid([p for p in pts if p["dilation"] == d], ("m", "c")) for d in {p["dilation"] for p in pts}}
+            self._cache[key] = {d: g for d, g in sorted(by.items()) if g is not None}
+        by = self._cache[key]
+        if not by:
+            return None
+        c = (cin * cout) ** 0.5
+        ds = sorted(by)
+        lo = max((d for d in ds if d <= dilation), default=ds[0])
+        hi = min((d for d in ds if d >= dilation), default=ds[-1])
+        (t_lo, c_lo), (t_hi, c_hi) = (_interp(by[d][1], by[d][0], (m, c, 1.0)) for d in (lo, hi))
+        w = 0.0 if hi == lo else float(np.log(dilation / lo) / np.log(hi / lo))
+        return float(np.exp((1 - w) * np.log(t_lo) + w * np.log(t_hi))), c_lo and c_hi and ds[0] <= dilation <= ds[-1]
+
+    def nonsquare(self, m: float, cin: float, cout: float, kh: int, kw: int, layout: str = "nhwc",
+                  images: int = 1) -> tuple[float, bool] | None:
+        """A dense convolution of a non-square kernel (stride 1) from the points of that kernel (kh x kw: a 1x7
+        and a 7x1 run on different kernels), its layout and image regime, over output pixels x sqrt(C_in x C_out);
+        None where that kernel was not measured."""
+        key = ("nonsquare", kh, kw, layout, images > 1)
+        if key not in self._cache:
+            pts = [dict(p, c=(p["cin"] * p["cout"]) ** 0.5) for p in self.points
+                   if p.get("kw") == kw and p["k"] == kh and p.get("groups", 1) == 1 and p.get("stride", 1) == 1
+                   and p.get("layout", "nhwc") == layout and (images > 1 or p.get("images", 1) == 1)]
+            self._cache[key] = _grid(pts, ("m", "c")) if pts else None
+        if self._cache[key] is None:
+            return None
+        axes, log_t = self._cache[key]
+        return _interp(log_t, axes, (m, (cin * cout) ** 0.5, 1.0))
 
     def _dense(self, k: int, stride: int, layout: str) -> tuple:
         """The grids of one kernel size and layout: one image per point, and (NCHW) several, kept apart because cuDNN
@@ -417,7 +460,10 @@ class ConvTable:
 
 
 def _is_dense(p: dict) -> bool:
-    return p["cin"] >= STEM_CIN and not p.get("dw") and p.get("groups", 1) == 1
+    """A point of the dense grids: square, undilated, ungrouped, not a stem (dilated and non-square points have
+    grids of their own)."""
+    return p["cin"] >= STEM_CIN and not p.get("dw") and p.get("groups", 1) == 1 and p.get("dilation", 1) == 1 \
+        and not p.get("kw")
 
 
 def _row_time(row: list[dict], m: float) -> tuple[float, bool]:

@@ -48,14 +48,14 @@ from hwprobe.vocab import ExecUnit, Path
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
-                "resize": "unary", "unary": "unary", "expand": "transpose", "gather": "unary", "strided": "bias",
-                "sort": "reduction"}
+                "resize": "unary", "unary": "unary", "expand": "transpose", "permute": "transpose", "gather": "unary",
+                "strided": "bias", "sort": "reduction"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
-                   "resize": "resize", "unary": "unary", "expand": "expand", "gather": "unary", "strided": "bias",
-                   "sort": "sort"}
+                   "resize": "resize", "unary": "unary", "expand": "expand", "permute": "permute", "gather": "unary",
+                   "strided": "bias", "sort": "sort"}
 # gather: PyTorch's vectorized gather kernel reads and writes whole rows as the unary kernel does, on the SMs. Not the
 # copy curve (a contiguous clone): its 1-GiB point reads 2.8 TB/s on an H200 and 2.4 on an H100 where the unary
 # curve reads 4.1 and 3.0 there, and the tuned MoE's eager profile (qwen3-30b-a3b, H200, one token) has its expert
@@ -69,10 +69,13 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 # index map, not vectorized (the contiguous copy curve is, about three times faster per byte). The tuned families'
 # profiler lists put repeat_kv within 2-10% of the cat curve per element (the bias curve, the same elementwise
 # template over two inputs, 9-19% slower).
+# A permute copy (a permute whose reshape cannot view it: ShuffleNet's channel shuffle, Swin's window partition) has
+# its own curve (permute: runs of 64 contiguous elements made contiguous); profiles before it: the cat curve.
 FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "unary": "copy", "batchnorm": "bias", "groupnorm": "norm",
-                      "resize": "copy", "expand": "cat", "sort": "reduction"}
-STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "expand", "sort")
+                      "resize": "copy", "expand": "cat", "permute": "cat", "sort": "reduction"}
+STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "expand", "permute", "sort")
 STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectorized",
+                "permute": "a strided copy of its output's elements, not vectorized",
                 "sort": "a radix sort's passes, not one reduction (profiles before the sort curve)"}
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
@@ -192,9 +195,11 @@ class Predictor:
                          f"{layout.upper()}: priced from the {other.upper()} conv points (no {layout.upper()} points "
                          f"at {op.precision}); the layout's own cost is not calibrated")
             layout = other
-        source = "framework.conv"
+        source, dilated = "framework.conv", None
+        if g == 1 and k == 3 and op.conv_dilation > 1 and op.conv_stride == 1:     # its own dilated points
+            dilated = table.dilated(op.m, cin, op.n, op.conv_dilation, layout, images)
         if g == 1:
-            got = table.time(op.m, cin, op.n, k, op.conv_stride, layout, images)
+            got = dilated or table.time(op.m, cin, op.n, k, op.conv_stride, layout, images)
         else:
             source = "framework.conv_grouped"
             got = table.grouped(op.m, (cin * op.n) ** 0.5 * g, g, k, layout, images)
@@ -209,8 +214,11 @@ class Predictor:
             return None
         it = ITEMSIZE.get(op.precision, 2)
         nbytes = (op.conv_input_bytes or it * op.m * op.k * g) + it * g * (op.n * op.k + op.m * op.n)
-        return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not notes, source, "; ".join(notes),
-                            table.floor_s())
+        t = self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not notes, source, "; ".join(notes),
+                         table.floor_s())
+        if dilated is not None:
+            t.extra["dilated_points"] = True
+        return t
 
     def _conv_by_taps(self, table, op: KernelOp, sibling: str) -> OpTime | None:
         """A dense convolution of a non-square kernel (Inception's 1x7, 7x1, 1x3) from the measured square kernels
@@ -222,6 +230,13 @@ class Predictor:
         cin = op.k // taps
         if op.batch > 1 or cin < STEM_CIN or layout not in table.layouts():
             return None
+        it = ITEMSIZE.get(op.precision, 2)
+        nbytes = (op.conv_input_bytes or it * op.m * cin) + it * (op.n * op.k + op.m * op.n)
+        if op.conv_kw and op.conv_stride == 1:
+            got = table.nonsquare(op.m, cin, op.n, taps // op.conv_kw, op.conv_kw, layout, images)
+            if got is not None:
+                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not sibling, "framework.conv",
+                                    sibling, table.floor_s())
         sizes = sorted(table.kernels())
         lo = max((k for k in sizes if k * k <= taps), default=None)
         hi = min((k for k in sizes if k * k >= taps), default=None)
@@ -233,8 +248,6 @@ class Predictor:
         w = 0.0 if hi == lo else math.log(taps / lo ** 2) / math.log(hi ** 2 / lo ** 2)
         t = math.exp((1 - w) * math.log(got[0][0]) + w * math.log(got[1][0]))
         note = f"a {taps}-tap non-square kernel: between the {lo}x{lo} and {hi}x{hi} points by taps"
-        it = ITEMSIZE.get(op.precision, 2)
-        nbytes = (op.conv_input_bytes or it * op.m * cin) + it * (op.n * op.k + op.m * op.n)
         return self._finish(op, t, op.gemm_flops, nbytes, False, "framework.conv",
                             "; ".join(x for x in (sibling, note) if x), table.floor_s())
 
@@ -398,13 +411,20 @@ class Predictor:
                             "; ".join(x for x in (sibling, note) if x), table.floor_s(dw=True))
 
     def _nchw_pool(self, op: KernelOp) -> OpTime | None:
-        """A windowed pooling in NCHW from the framework's pool curve, which times channels-last max pooling: that
+        """A windowed pooling in NCHW from the framework's pool_nchw curve (PyTorch's NCHW max pooling). Profiles
+        before that curve: from the pool curve, which times channels-last max pooling: that
         kernel runs one block row per image (a one-image 64 x 112 x 112 pooling: 1 x 28 blocks), so the curve sits
         flat from 60 kB to 8 MB; PyTorch's NCHW kernel runs a thread per output over the whole GPU and moves its
         bytes at the rate the curve reaches at its largest size (many images). So: the bytes at that rate, never
         below the curve's fastest kernel; outside the calibration (no NCHW pool curve)."""
-        curve = self.cal.framework.get("pool") if self.runtime != "fused" else None
-        if curve is None or (op.layout or self.layout) != "nchw" or op.kind != "pool" or op.bytes <= 0:
+        if self.runtime == "fused" or (op.layout or self.layout) != "nchw" or op.kind != "pool" or op.bytes <= 0:
+            return None
+        own = self.cal.framework.get("pool_nchw")
+        if own is not None:                                    # the NCHW kernel's own curve
+            return self._finish(op, own.time(op.bytes), op.flops, op.bytes, own.covers(op.bytes),
+                                "framework.pool_nchw", "", own.floor_s())
+        curve = self.cal.framework.get("pool")
+        if curve is None:
             return None
         t = max(curve.floor_s(), op.bytes * float(curve.time_s[-1] / curve.bytes[-1]))
         return self._finish(op, t, op.flops, op.bytes, False, "framework.pool",

@@ -45,12 +45,15 @@ C_GROUPED = (64, 256, 1024)
 # at 97 TFLOP/s, 24 at 35, 32 at 205, 48 at 87, 64 at 431, 120 at 104 and 128 at 691 (NCHW: 40, 40, 86, 92, 179,
 # 235, 328), so no power-of-two point prices them. C_in = 240, 720, 1680 hold each width a whole number of times.
 CPG_ODD = (24, 48, 120)
-C_GROUPED_ODD = (240, 720, 1680)
+C_GROUPED_ODD = (72, 240, 720, 1680)                 # each width where it divides C (72: RegNetX's first stage)
 SIZES_GROUPED = ((1, 7), (1, 28), (1, 56), (IMAGES_MANY, 7), (IMAGES_MANY, 28))
-SIZES_GROUPED_ODD = ((1, 7), (1, 56), (IMAGES_MANY, 7), (IMAGES_MANY, 28))
-CONV_FAMILIES = ("dense", "strided", "grouped", "grouped_odd", "depthwise", "depthwise_dilated", "stem")
+SIZES_GROUPED_ODD = ((1, 7), (1, 56), (IMAGES_MANY, 7), (IMAGES_MANY, 28), (IMAGES_MANY, 56))
+CONV_FAMILIES = ("dense", "dense_large", "strided", "dilated", "nonsquare", "grouped", "grouped_odd", "depthwise",
+                 "depthwise_dilated", "stem")
 DW = ((3, 1), (3, 2), (5, 1), (5, 2), (7, 1))        # depthwise (kernel, stride)
 C_DW = (32, 128, 512)
+C_DW_WIDE = 1024                                     # stride-1 3x3 and 5x5 (plain and dilated) also at 1024 channels:
+#                                                      MobileNetV3's 672-960 and EfficientNet's 1152 lie past 512
 DW_DILATED = ((3, 2), (5, 2))                        # depthwise at stride 1, (kernel, dilation): a dilated backbone's
 #                                                      last stage (DeepLab's and LR-ASPP's MobileNetV3)
 # Stems on an image's 3 channels: (kernel, stride, C_out), patch embeddings of 4 to 32 and overlapping stems
@@ -58,6 +61,19 @@ STEMS = ((3, 1, 32), (3, 2, 32), (7, 2, 64), (11, 4, 64), (4, 4, 96), (8, 8, 384
          (32, 32, 768))
 STEM_BATCH = (1, 8, 64)
 STEM_HW = 224
+# Dense convolutions past the body grid's pixels (one NCHW image at 224 x 224: a U-Net's or VGG's first stage;
+# IMAGES_MANY images at 160 x 160, 819200 pixels: 64 images at 112 x 112), at the few channels such maps have
+SIDE_ONE_LARGE, SIDE_MANY_LARGE = 224, 160
+C_LARGE = (16, 64, 256)                              # 1x1: C_in x C_out
+C3_LARGE = (16, 32, 64, 128)                         # 3x3: C_in = C_out
+# Dilated dense 3x3 (stride 1): FCN's and DeepLab's backbones (dilation 2 and 4) and ASPP heads (12, 24, 36)
+DILATIONS = (2, 12, 36)
+C_DILATED = (64, 512)
+SIZES_DILATED = ((1, 14), (1, 28), (IMAGES_MANY, 7), (IMAGES_MANY, 28))
+# Non-square kernels (kernel height, width): Inception's factorized 1x7 / 7x1 and 1x3 / 3x1
+NONSQUARE = ((1, 7), (7, 1), (1, 3), (3, 1))
+C_NONSQUARE = (128, 512)
+SIZES_NONSQUARE = ((1, 7), (1, 28), (IMAGES_MANY, 7), (IMAGES_MANY, 28))
 # Reduced grids (BF16, TF32, FP32): dense 1x1 and 3x3, 3x3 depthwise and four stems, in NCHW (PyTorch's default
 # layout, where FP32 models run; BF16's channels-last convolutions are priced from FP16's points, flagged)
 C1_REDUCED = ((16, 16), (64, 64), (256, 256), (1024, 1024), (64, 256), (256, 64), (256, 1024), (1024, 256))
@@ -81,13 +97,16 @@ def _sizes(few: bool) -> list[tuple[int, int]]:
 
 
 def _conv(precision: str, k: int, cin: int, cout: int, images: int, side: int, layout: str, stride: int = 1,
-          groups: int = 1, dilation: int = 1) -> dict:
+          groups: int = 1, dilation: int = 1, kw: int = 0) -> dict:
+    """One point; ``k`` is the kernel's height, ``kw`` its width where that differs (a non-square kernel)."""
     out = {"k": k, "cin": cin, "cout": cout, "m": images * side * side, "layout": layout, "images": images,
            "stride": stride, "groups": groups, "precision": precision}
     if groups == cin == cout and groups > 1:
         out["dw"] = True
     if dilation > 1:
         out["dilation"] = dilation
+    if kw and kw != k:
+        out["kw"] = kw
     return out
 
 
@@ -116,14 +135,24 @@ def conv_cases(precision: str, quick: bool = False, families: Iterable[str] | No
         fam["grouped"] += [_conv(precision, 3, c, c, n, s, lay, groups=g) for g in GROUPS for c in C_GROUPED
                            if c // g >= 2 for lay in LAYOUTS for n, s in SIZES_GROUPED]
         fam["grouped_odd"] += [_conv(precision, 3, c, c, n, s, lay, groups=c // w) for w in CPG_ODD
-                               for c in C_GROUPED_ODD for lay in LAYOUTS for n, s in SIZES_GROUPED_ODD]
+                               for c in C_GROUPED_ODD if c % w == 0 and c // w >= 2 for lay in LAYOUTS
+                               for n, s in SIZES_GROUPED_ODD]
+        large = [(1, a, b) for a in C_LARGE for b in C_LARGE] + [(3, c, c) for c in C3_LARGE]
+        where = ((1, SIDE_ONE_LARGE, ("nchw",)), (IMAGES_MANY, SIDE_MANY_LARGE, LAYOUTS))   # channels-last reads
+        fam["dense_large"] += [_conv(precision, k, cin, cout, n, s, lay) for k, cin, cout in large  # one image from
+                               for n, s, lays in where for lay in lays]                            # all points
+        fam["dilated"] += [_conv(precision, 3, c, c, n, s, lay, dilation=d) for d in DILATIONS for c in C_DILATED
+                           for lay in LAYOUTS for n, s in SIZES_DILATED]
+        fam["nonsquare"] += [_conv(precision, kh, c, c, n, s, lay, kw=kw) for kh, kw in NONSQUARE for c in C_NONSQUARE
+                             for lay in LAYOUTS for n, s in SIZES_NONSQUARE]
+    dw_sizes = _sizes(True) + ([(IMAGES_MANY, 28)] if full else [])
     for k, stride in (DW if full else DW_REDUCED):
+        wide = (C_DW_WIDE,) if full and stride == 1 and k in (3, 5) else ()
         fam["depthwise"] += [_conv(precision, k, c, c, n, s, lay, stride=stride, groups=c)
-                             for c in (C_DW if full else C_DW_REDUCED) for lay in layouts
-                             for n, s in _sizes(True) + ([(IMAGES_MANY, 28)] if full else [])]
+                             for c in (C_DW if full else C_DW_REDUCED) + wide for lay in layouts for n, s in dw_sizes]
     if full:
         fam["depthwise_dilated"] += [_conv(precision, k, c, c, n, s, lay, groups=c, dilation=d) for k, d in DW_DILATED
-                                     for c in C_DW for lay in LAYOUTS for n, s in _sizes(True) + [(IMAGES_MANY, 28)]]
+                                     for c in C_DW + (C_DW_WIDE,) for lay in LAYOUTS for n, s in dw_sizes]
     for k, stride, cout in (STEMS if full else STEMS_REDUCED):
         side = stem_geometry(k, stride)[1]
         fam["stem"] += [_conv(precision, k, 3, cout, b, side, lay, stride=stride)
@@ -135,9 +164,30 @@ def conv_cases(precision: str, quick: bool = False, families: Iterable[str] | No
     return cases[::7] if quick else cases
 
 
+def conv_family(point: dict) -> str | None:
+    """The family (CONV_FAMILIES) whose grid holds a point of this shape at its precision; None for a shape no grid
+    holds (an older profile's). tools/add_calibration.py merges a run's points by it."""
+    return _families(point.get("precision", "fp16")).get(shape_key(point))
+
+
+def shape_key(point: dict) -> tuple:
+    return tuple(point.get(k, d) for k, d in (("k", 0), ("kw", 0), ("cin", 0), ("cout", 0), ("m", 0),
+                                               ("layout", "nhwc"), ("images", 1), ("stride", 1), ("groups", 1),
+                                               ("dilation", 1)))
+
+
+_FAMILIES: dict[str, dict[tuple, str]] = {}
+
+
+def _families(precision: str) -> dict[tuple, str]:
+    if precision not in _FAMILIES:
+        _FAMILIES[precision] = {shape_key(c): f for f in CONV_FAMILIES for c in conv_cases(precision, families=[f])}
+    return _FAMILIES[precision]
+
+
 def macs(case: dict) -> int:
     """Multiply-adds of a convolution case (output pixels x C_out x C_in per group x kernel taps)."""
-    return case["m"] * case["cout"] * (case["cin"] // case.get("groups", 1)) * case["k"] ** 2
+    return case["m"] * case["cout"] * (case["cin"] // case.get("groups", 1)) * case["k"] * (case.get("kw") or case["k"])
 
 
 # --- linear layers ----------------------------------------------------------------------------------------------
@@ -198,7 +248,7 @@ RATE = {"fp16": 6e14, "bf16": 6e14, "tf32": 3e14, "fp32": 5e13, "int8": 1.2e15, 
 REPLAYS = 70                                  # calls timed per point (pilot + capture + 3 replays of >= 16 calls)
 FIXED_S = 55.0                                # the suite's other probes (FMA, library GEMM, power, DRAM, launch,
 #                                               memory kernels): 52 s on the committed H200 run
-CURVE_KINDS = 12                              # gpu.torch_kernels' memory-bound curves, 18 sizes each
+CURVE_KINDS = 14                              # gpu.torch_kernels' memory-bound curves, 18 sizes each
 CURVE_SIZES = 18
 
 

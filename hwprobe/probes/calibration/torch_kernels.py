@@ -29,8 +29,8 @@ from hwprobe.probes.calibration import common, grids
 from hwprobe.probes.calibration.torch_timing import capture, check_close, graph_time, param_copies, replay_s, warm
 from hwprobe.vocab import Curve
 
-KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "pool", "cat", "copy", "batch_norm",
-         "group_norm", "resize", "bias_nchw", "sort")
+KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "pool", "pool_nchw", "cat", "copy",
+         "permute", "batch_norm", "group_norm", "resize", "bias_nchw", "sort")
 MAP_KINDS = ("batch_norm", "group_norm", "resize", "bias_nchw")
 MAP_C, MAP_HW = 64, 56    # feature maps of batch_norm and resize: 64 channels at 56 x 56 per image
 GN_C, GN_GROUPS = 128, 32  # group_norm: 128 channels in 32 groups (GroupNorm's usual 32)
@@ -38,6 +38,11 @@ SIZES, QUICK_SIZES = common.SIZES, common.QUICK_SIZES
 HIDDEN = 1024             # norm/softmax rows; bias channels
 POOL = 49                 # reduction: mean over a 7 x 7 map per channel (global average pooling)
 POOL_C, POOL_HW = 64, 112  # pool: a CNN stem's 3x3 stride-2 max pooling, channels-last, 64 channels at 112 x 112
+#                            (pool_nchw: the same in NCHW, PyTorch's other kernel: a thread per output)
+# permute: a permuted tensor made contiguous (ShuffleNet's channel shuffle, Swin's window partition: a permute whose
+# reshape cannot view it), [rows, 2, 32, 64] -> [rows, 32, 2, 64]: runs of 64 contiguous elements, moved element by
+# element by PyTorch's strided copy
+PERMUTE_SHAPE = (2, 32, 64)
 # sort: torch.sort of int64 keys (an MoE's expert ids, 128 experts) with their positions, as transformers' grouped_mm
 # experts sort their token-expert pairs; 32 bytes a key (the lowering's count: keys in, keys copied, values and
 # indices out). PyTorch sorts up to 4096 keys in one CTA and more with cub's radix sort, about twice as long at
@@ -109,15 +114,21 @@ def _case(torch, kind: str, nbytes: int):
         return _pack(_chain(step, rnd(rows, HIDDEN), ref), 4 * rows * HIDDEN, f"{rows} x {HIDDEN}")
     if kind in MAP_KINDS:
         return _map_case(torch, kind, nbytes, rnd)
-    if kind == "pool":                           # max pooling 3x3 stride 2 (a CNN stem's), channels-last
+    if kind in ("pool", "pool_nchw"):            # max pooling 3x3 stride 2 (a CNN stem's), channels-last or NCHW
         per_px = 2 * POOL_C * 1.25                   # input bytes per pixel, plus a quarter for the output
         n = max(1, int(nbytes // (per_px * POOL_HW * POOL_HW)))
         hw = POOL_HW if n > 1 else max(8, int((nbytes / per_px) ** 0.5) // 2 * 2)
-        x = rnd(n, POOL_C, hw, hw).to(memory_format=torch.channels_last)
+        x = rnd(n, POOL_C, hw, hw)
+        x = x.to(memory_format=torch.channels_last) if kind == "pool" else x
         holder = {}
         out_px = n * POOL_C * ((hw + 1) // 2) ** 2
         return ((lambda: holder.__setitem__("y", F.max_pool2d(x, 3, 2, 1))), 2 * (x.numel() + out_px),
                 lambda: (holder["y"].float(), F.max_pool2d(x.float(), 3, 2, 1)), f"{n} x {POOL_C} x {hw} x {hw}")
+    if kind == "permute":
+        rows = max(1, nbytes // (4 * int(np.prod(PERMUTE_SHAPE))))
+        swap = lambda a: a.transpose(1, 2).contiguous().view(a.shape)  # noqa: E731
+        return _pack(_chain(swap, rnd(rows, *PERMUTE_SHAPE), swap), 4 * rows * int(np.prod(PERMUTE_SHAPE)),
+                     f"{rows} x {' x '.join(map(str, PERMUTE_SHAPE))} -> (0, 2, 1, 3)")
     if kind == "sort":
         n = max(256, nbytes // SORT_KEY_BYTES)
         keys = torch.randint(0, SORT_EXPERTS, (n,), device="cuda", generator=gen)
@@ -193,15 +204,19 @@ def _pack(chain, moved: int, shape: str):
     return fn, moved, check, shape
 
 
+def _sizes_of(kind: str, sizes: list[int]) -> list[int]:
+    """The bytes a kind's curve is measured at: the common sizes; sort's up to SORT_MAX_BYTES, with a point just past
+    PyTorch's one-CTA sort (SORT_STEP_KEYS + 1 keys)."""
+    if kind == "sort":
+        return sorted({n for n in sizes if n <= SORT_MAX_BYTES} | {SORT_KEY_BYTES * (SORT_STEP_KEYS + 1)})
+    return sizes
+
+
 def _curves(ctx, torch, kinds, sizes):
     for kind in kinds:
         pts = []
         curve = C.metric(Curve.FRAMEWORK, kind)
-        if kind == "sort":
-            sizes_k = sorted({n for n in sizes if n <= SORT_MAX_BYTES} | {SORT_KEY_BYTES * (SORT_STEP_KEYS + 1)})
-        else:
-            sizes_k = sizes
-        for nbytes in common.curve_sizes(ctx, C.curve_id(Curve.FRAMEWORK, kind), sizes_k):
+        for nbytes in common.curve_sizes(ctx, C.curve_id(Curve.FRAMEWORK, kind), _sizes_of(kind, sizes)):
             metric = C.point_metric(curve, b=nbytes)
             try:
                 fn, moved, check, shape = _case(torch, kind, nbytes)
@@ -391,8 +406,9 @@ def _switch_library(ctx, torch):
 
 @probe(name="gpu.torch_kernels", target="gpu", family="calibration", precisions=grids.PRECISIONS,
        summary="Prediction calibration with PyTorch's own kernels (optional: skipped without torch): elementwise, "
-               "bias (last-dim and NCHW per-channel), norm, softmax, reduction, pooling, copy, BatchNorm, GroupNorm, "
-               "resize, and per precision linear layers, cuDNN convolutions and SDPA attention, in CUDA graphs",
+               "bias (last-dim and NCHW per-channel), norm, softmax, reduction, pooling (both layouts), copy, "
+               "permuted copy, BatchNorm, GroupNorm, resize, sort, and per precision linear layers, cuDNN "
+               "convolutions and SDPA attention, in CUDA graphs",
        choices={"kinds": KINDS, "conv_families": grids.CONV_FAMILIES})
 def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = True, linears: bool = True,
         max_bytes: int = 1 << 30, precisions: list[str] | None = None, conv_families: list[str] | None = None):

@@ -42,19 +42,23 @@ def math_mode(torch, precision: str):
 
 
 # --- convolutions -----------------------------------------------------------------------------------------------
-def conv_geometry(case: dict) -> tuple[tuple, tuple, int, int]:
-    """(input shape, weight shape, padding, crop) of a conv case: 'same' padding at its stride for the body's
-    kernels (output side = input side / stride), whole STEM_HW images for stems; the check's crop of the first
-    image (an 8 x 8 output corner; 0: the whole image, for stems and maps under 16 x 16)."""
+def conv_geometry(case: dict) -> tuple[tuple, tuple, tuple[int, int], int]:
+    """(input shape, weight shape, padding (height, width), crop) of a conv case: 'same' padding at its stride for the
+    body's kernels (output side = input side / stride; a non-square kernel, ``kw``, padded per side), whole STEM_HW
+    images for stems; the check's crop of the first image (an 8 x 8 output corner; 0: the whole image, for stems and
+    maps under 16 x 16)."""
     k, s, cin, cout, g = case["k"], case.get("stride", 1), case["cin"], case["cout"], case.get("groups", 1)
+    kw = case.get("kw") or k
     images = case.get("images", 1)
     if cin < 8:
         pad, _ = grids.stem_geometry(k, s)
-        return (images, cin, grids.STEM_HW, grids.STEM_HW), (cout, cin, k, k), pad, 0
+        return (images, cin, grids.STEM_HW, grids.STEM_HW), (cout, cin, k, k), (pad, pad), 0
     side = int(round((case["m"] // images) ** 0.5))
-    spread = case.get("dilation", 1) * (k // 2) - k // 2        # a dilated kernel's extra reach on each side
-    crop = 8 + 2 * spread
-    return (images, cin, side * s, side * s), (cout, cin // g, k, k), k // 2 + spread, crop if side >= 2 * crop else 0
+    d = case.get("dilation", 1)
+    pads = (d * (k // 2), d * (kw // 2))                          # a dilated kernel reaches d x (k // 2) each side
+    reach = max(pads)
+    crop = 8 + 2 * (reach if kw != k else reach - k // 2)       # the corner keeps 8 x 8 outputs clear of the border
+    return (images, cin, side * s, side * s), (cout, cin // g, k, kw), pads, crop if side >= 2 * crop else 0
 
 
 def _conv_point(torch, **case) -> float:
@@ -82,13 +86,13 @@ def _conv_point(torch, **case) -> float:
     w = holder["w"].float()
     with reference_mode(torch):
         if crop:
-            s, border = conv["stride"], conv["dilation"] * (w_shape[2] // 2)
+            s, border = conv["stride"], max(pad)
             inner = slice(border, crop - border)
             ref = F.conv2d(x[:1, :, :crop * s, :crop * s].float(), w, **conv)[..., inner, inner]
             got = holder["y"][:1, :, inner, inner].float()
         else:
             ref, got = F.conv2d(x[:1].float(), w, **conv), holder["y"][:1].float()
-    check_close((got, ref), f"{precision} conv {case['k']}x{case['k']}/{conv['stride']} g{conv['groups']} "
+    check_close((got, ref), f"{precision} conv {w_shape[2]}x{w_shape[3]}/{conv['stride']} g{conv['groups']} "
                        f"d{conv['dilation']} "
                        f"{case['cin']}->{case['cout']} at {case['m']}", CHECK_TOL[precision])
     return t
@@ -108,7 +112,8 @@ def convs(ctx, torch, precisions, quick: bool, families: list[str] | None = None
                                   "precisions": sorted({r["precision"] for r in rows}),
                                   "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True},
                           notes=["PyTorch conv2d (cuDNN) per precision: seconds per convolution over output pixels "
-                                 "x C_in x C_out at kernels 1, 3, 5, 7, strides 1 and 2, groups 1, 2, 4, 8, 32, "
+                                 "x C_in x C_out at kernels 1, 3, 5, 7 (3x3 also dilated by 2, 12, 36) and 1x7, "
+                                 "7x1, 1x3, 3x1, strides 1 and 2, groups 1, 2, 4, 8, 32, "
                                  "group widths 24, 48 and 120, and depthwise (3x3 and 5x5 also dilated by 2), "
                                  "channels-last (nhwc) and NCHW (cuDNN's transforms included), one image and many, "
                                  "and the stems on an image's 3 channels, replayed in a CUDA graph; each "
