@@ -127,3 +127,33 @@ def test_the_grids_hold_the_new_families_and_name_each_point_s_family():
     for f, pts in fams.items():
         assert all(grids.conv_family(dict(p)) == f for p in pts), f
     assert grids.conv_family({"k": 9, "cin": 16, "cout": 16, "m": 3, "precision": "fp16"}) is None
+
+
+def test_a_bilinear_resize_is_its_own_kind_priced_on_its_layout_s_curve(tmp_path):
+    """Segmentation heads and U-Nets upsample bilinearly (ONNX Resize mode 'linear'), FPNs by nearest neighbour:
+    PyTorch runs other kernels, and the NCHW and channels-last bilinear kernels differ again."""
+    onnx = pytest.importorskip("onnx")
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hwprobe.lowering.layers import lower
+    from hwprobe.models import load_model
+
+    kinds = {}
+    for mode in ("linear", "nearest"):
+        scales = numpy_helper.from_array(np.array([1, 1, 4, 4], np.float32), "sc")
+        node = helper.make_node("Resize", ["x", "", "sc"], ["y"], mode=mode)
+        g = helper.make_graph([node], "r", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 32, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)], [scales])
+        path = tmp_path / f"{mode}.onnx"
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+        kinds[mode] = [k.kind for k in lower(load_model(path, 2), "fp16", "graph").kernels]
+    assert kinds == {"linear": ["resize_linear"], "nearest": ["resize"]}
+    op = KernelOp("r", "resize_linear", bytes=64e6)
+    old = _predictor({}, [])()
+    assert "a bilinear resize on the nearest-neighbour kernel's curve" in old.time(op).note
+    new = _predictor({"resize_linear_nchw": _curve("resize_linear_nchw", 5.0),
+                      "resize_linear": _curve("resize_linear", 1.5)}, [])
+    nchw, nhwc = new("nchw").time(op), new("nhwc").time(op)
+    assert nchw.covered and nchw.source == "framework.resize_linear_nchw"
+    assert nhwc.covered and nhwc.source == "framework.resize_linear" and nhwc.time_s < nchw.time_s

@@ -131,8 +131,8 @@ def _memory_kind(layer: Layer) -> str:
     src = layer.source_op
     if src in NORM_OPS:
         return NORM_OPS[src]
-    if src in RESIZE_OPS:
-        return "resize"
+    if src in RESIZE_OPS:           # bilinear (segmentation heads, U-Nets) runs another kernel than nearest (FPNs)
+        return "resize_linear" if layer.extra.get("mode") in ("linear", "cubic") else "resize"
     if layer.op == "bn":
         return "batchnorm"          # an inference BatchNorm left unfused: a per-channel scale and shift kernel
     if src in ("MaxPool", "AveragePool", "LpPool"):
@@ -292,6 +292,17 @@ def _gelu_erf(g: _Graph, i: int) -> list[int] | None:
     return span
 
 
+def _silu(g: _Graph, i: int) -> list[int] | None:
+    """Sigmoid(x) -> Mul(x, .): torch.nn.SiLU as the exporter writes it (ONNX before opset 24 has no Swish), one
+    kernel in PyTorch (EfficientNet's activations, a Llama MLP's gate)."""
+    if g.src(i) != "Sigmoid" or not g.io[i]["in"]:
+        return None
+    j = g.only_user(i)
+    if j is not None and g.src(j) == "Mul" and g.io[i]["in"][0] in g.io[j]["in"]:
+        return [i, j]
+    return None
+
+
 def _bias_add(g: _Graph, i: int) -> int | None:
     """The Add of a constant bias right after a weight GEMM (cuBLAS epilogue: no kernel of its own)."""
     if g.src(i) not in ("MatMul", "Gemm") or g.layers[i].weights == 0:
@@ -436,7 +447,7 @@ def _patterns(g: _Graph, model: Model, prec: str, runtime: str, it: float, done:
             scales = _scales_before(g, i)
             attention[i] = (op, att[0] + scales)
             claimed.update(scales)
-        gelu = _gelu_erf(g, i)
+        gelu = _gelu_erf(g, i) or _silu(g, i)
         if gelu:
             gelus[i] = gelu
             claimed.update(gelu[:gelu.index(i)])
@@ -476,8 +487,8 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
     out = Lowered([])
     done: set[int] = set(g.host)
     owner: dict[int, int] = {}          # layer -> the layer whose kernel runs it
-    counts = {"attention": 0, "gelu": 0, "bias": 0, "fused": 0, "views": 0, "host": len(g.host), "conv_bias": 0,
-              "explicit": 0, "permute_copies": 0}
+    counts = {"attention": 0, "gelu": 0, "silu": 0, "bias": 0, "fused": 0, "views": 0, "host": len(g.host),
+              "conv_bias": 0, "explicit": 0, "permute_copies": 0}
 
     def emit(op: KernelOp | None, span: list[int]) -> None:
         done.update(span)
@@ -499,7 +510,7 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
             continue
         gelu = gelus.get(i)
         if gelu:
-            counts["gelu"] += 1
+            counts["silu" if g.src(i) == "Sigmoid" else "gelu"] += 1
             x = model.layers[gelu[0]]
             emit(KernelOp(layer.name, "elementwise", prec, bytes=2.0 * x.outputs * it,
                           layers=tuple(model.layers[s].name for s in gelu)), gelu)
@@ -531,7 +542,8 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
         op = kernel_of(layer, prec)
         if op is not None and op.kind in MEMORY_KINDS and op.kind != "conv_dw":
             op = _memory_op(g, i, op, it)
-        if op is not None and i in cl and (op.conv_kernel or op.conv_taps or op.kind in ("conv_dw", "pool")):
+        if op is not None and i in cl and (op.conv_kernel or op.conv_taps
+                                           or op.kind in ("conv_dw", "pool", "resize", "resize_linear")):
             op = replace(op, layout="nhwc")
         if op is not None and layer.extra.get("dilation", 1) > 1 and op.kind in ("gemm", "conv_dw"):
             op = replace(op, conv_dilation=int(layer.extra["dilation"]))
@@ -549,7 +561,9 @@ def _graph_note(kernels: int, layers: int, counts: dict[str, int], runtime: str)
     return (
         f"{kernels} kernels from {layers} layers: {counts['host']} shape/constant nodes run "
         f"none, {counts['views']} views, {counts['attention']} attention patterns as one fused kernel each, "
-        f"{counts['gelu']} erf GELUs as one kernel, {counts['bias']} bias adds in the GEMM epilogue, "
+        f"{counts['gelu']} erf GELUs as one kernel, "
+        + (f"{counts['silu']} SiLUs (sigmoid, multiply) as one kernel, " if counts["silu"] else "")
+        + f"{counts['bias']} bias adds in the GEMM epilogue, "
         f"{counts['conv_bias']} convolution biases as kernels of their own"
         + (f", {counts['explicit']} explicit attention patterns (no SDPA signature) as the kernels PyTorch runs for "
            "them: matmul, scale, softmax, matmul" if counts["explicit"] else "")

@@ -398,6 +398,9 @@ def load_onnx(path: str | Path, batch: int = 1, dims: dict[str, int] | None = No
         layer.extra["io"] = _edges(g, node)
         if node.op_type == "Transpose":
             layer.extra["perm"] = list(_attr(node, "perm", []))     # NCHW <-> NHWC permutes set a memory format
+        if node.op_type in ("Resize", "Upsample"):                   # nearest or (bi)linear: other kernels
+            mode = _attr(node, "mode", b"nearest")
+            layer.extra["mode"] = mode.decode() if isinstance(mode, bytes) else str(mode)
         layers.append(layer)
     notes = []
     if free:

@@ -48,13 +48,15 @@ from hwprobe.vocab import ExecUnit, Path
 MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
-                "resize": "unary", "unary": "unary", "expand": "transpose", "permute": "transpose", "gather": "unary",
+                "resize": "unary", "resize_linear": "unary", "unary": "unary", "expand": "transpose",
+                "permute": "transpose", "gather": "unary",
                 "strided": "bias", "sort": "reduction"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
-                   "resize": "resize", "unary": "unary", "expand": "expand", "permute": "permute", "gather": "unary",
+                   "resize": "resize", "resize_linear": "resize_linear", "unary": "unary", "expand": "expand",
+                   "permute": "permute", "gather": "unary",
                    "strided": "bias", "sort": "sort"}
 # gather: PyTorch's vectorized gather kernel reads and writes whole rows as the unary kernel does, on the SMs. Not the
 # copy curve (a contiguous clone): its 1-GiB point reads 2.8 TB/s on an H200 and 2.4 on an H100 where the unary
@@ -72,10 +74,12 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 # A permute copy (a permute whose reshape cannot view it: ShuffleNet's channel shuffle, Swin's window partition) has
 # its own curve (permute: runs of 64 contiguous elements made contiguous); profiles before it: the cat curve.
 FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "unary": "copy", "batchnorm": "bias", "groupnorm": "norm",
-                      "resize": "copy", "expand": "cat", "permute": "cat", "sort": "reduction"}
-STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "expand", "permute", "sort")
+                      "resize": "copy", "resize_linear": "resize", "expand": "cat", "permute": "cat",
+                      "sort": "reduction"}
+STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "resize_linear", "expand", "permute", "sort")
 STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectorized",
                 "permute": "a strided copy of its output's elements, not vectorized",
+                "resize_linear": "a bilinear resize on the nearest-neighbour kernel's curve",
                 "sort": "a radix sort's passes, not one reduction (profiles before the sort curve)"}
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
@@ -441,9 +445,23 @@ class Predictor:
         return self._finish(op, curve.time(op.bytes), op.flops, op.bytes, curve.covers(op.bytes),
                             "framework.bias_nchw", "", curve.floor_s())
 
+    def _resize_linear(self, op: KernelOp) -> OpTime | None:
+        """A bilinear resize from the framework's curve of its layout (resize_linear: channels-last; the _nchw one:
+        PyTorch's NCHW kernel); profiles before those curves: None (the nearest-neighbour curve, flagged)."""
+        if self.runtime == "fused" or op.bytes <= 0:
+            return None
+        name = "resize_linear_nchw" if (op.layout or self.layout) == "nchw" else "resize_linear"
+        curve = self.cal.framework.get(name)
+        if curve is None:
+            return None
+        return self._finish(op, curve.time(op.bytes), op.flops, op.bytes, curve.covers(op.bytes), f"framework.{name}",
+                            "", curve.floor_s())
+
     def _memory(self, op: KernelOp) -> OpTime:
         if op.kind == "conv_dw" and (dw := self._conv_dw(op)) is not None:
             return dw
+        if op.kind == "resize_linear" and (rs := self._resize_linear(op)) is not None:
+            return rs
         if op.kind == "pool" and (pool := self._nchw_pool(op)) is not None:
             return pool
         if op.kind == "bias" and (bias := self._nchw_bias(op)) is not None:

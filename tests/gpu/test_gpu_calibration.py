@@ -126,19 +126,20 @@ def test_torch_kernels_every_precision(gpu_ctx_factory):
 def test_torch_kernels_dilated_nonsquare_and_large_convolutions(gpu_ctx_factory):
     """The conv families of 2026-11-28 (dilated dense 3x3, 1x7 / 7x1 / 1x3 / 3x1 kernels, maps past the body grid,
     the 1024-channel depthwise and 72-channel odd-width grouped points) run and check on the GPU, with the NCHW pool
-    and permute-copy curves."""
+    permute-copy and bilinear-resize curves."""
     pytest.importorskip("torch")
     from hwprobe.probes.calibration import grids, torch_kernels
 
     fams = ["dense_large", "dilated", "nonsquare", "grouped_odd", "depthwise"]
-    _, out = _run(gpu_ctx_factory, "gpu.torch_kernels", torch_kernels.run, kinds=["pool_nchw", "permute"],
-                  precisions=["fp16"], conv_families=fams, linears=False, sdpa=False)
+    kinds = ["pool_nchw", "permute", "resize_linear", "resize_linear_nchw"]
+    _, out = _run(gpu_ctx_factory, "gpu.torch_kernels", torch_kernels.run, kinds=kinds, precisions=["fp16"],
+                  conv_families=fams, linears=False, sdpa=False)
     errors = [(m.metric, m.reason) for m in out if m.status == "error"]
     assert not errors, errors
     info = {m.metric: m.params for m in out if m.kind == "info"}
     pts = info["predict.torch.conv"]["points"]
     assert {grids.conv_family(p) for p in pts} == set(fams)
     assert any(p.get("kw") for p in pts) and any(p.get("dilation", 1) > 1 and not p.get("dw") for p in pts)
-    for kind in ("pool_nchw", "permute"):
+    for kind in kinds:
         c = info[f"predict.torch.{kind}"]
         assert c["time_s"][-1] > c["time_s"][0] and c["bytes"] == sorted(c["bytes"])

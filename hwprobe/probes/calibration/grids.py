@@ -248,7 +248,7 @@ RATE = {"fp16": 6e14, "bf16": 6e14, "tf32": 3e14, "fp32": 5e13, "int8": 1.2e15, 
 REPLAYS = 70                                  # calls timed per point (pilot + capture + 3 replays of >= 16 calls)
 FIXED_S = 55.0                                # the suite's other probes (FMA, library GEMM, power, DRAM, launch,
 #                                               memory kernels): 52 s on the committed H200 run
-CURVE_KINDS = 14                              # gpu.torch_kernels' memory-bound curves, 18 sizes each
+CURVE_KINDS = 16                              # gpu.torch_kernels' memory-bound curves, 18 sizes each
 CURVE_SIZES = 18
 
 

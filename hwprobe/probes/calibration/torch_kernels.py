@@ -30,8 +30,10 @@ from hwprobe.probes.calibration.torch_timing import capture, check_close, graph_
 from hwprobe.vocab import Curve
 
 KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "pool", "pool_nchw", "cat", "copy",
-         "permute", "batch_norm", "group_norm", "resize", "bias_nchw", "sort")
-MAP_KINDS = ("batch_norm", "group_norm", "resize", "bias_nchw")
+         "permute", "batch_norm", "group_norm", "resize", "resize_linear", "resize_linear_nchw", "bias_nchw", "sort")
+MAP_KINDS = ("batch_norm", "group_norm", "resize", "resize_linear", "resize_linear_nchw", "bias_nchw")
+LINEAR_UP, LINEAR_C = 4, 32   # resize_linear(_nchw): bilinear 4x upsampling (half-pixel) of 32 channels, the way a
+#                              segmentation head or a U-Net's decoder scales its maps up; channels-last, and NCHW
 MAP_C, MAP_HW = 64, 56    # feature maps of batch_norm and resize: 64 channels at 56 x 56 per image
 GN_C, GN_GROUPS = 128, 32  # group_norm: 128 channels in 32 groups (GroupNorm's usual 32)
 SIZES, QUICK_SIZES = common.SIZES, common.QUICK_SIZES
@@ -164,6 +166,15 @@ def _map_case(torch, kind: str, nbytes: int, rnd):
     add chain; the upsampling reads one map each launch."""
     F = torch.nn.functional
     cl = torch.channels_last
+    if kind in ("resize_linear", "resize_linear_nchw"):
+        per_in = 2 * (1 + LINEAR_UP ** 2)                # 2 bytes in + 2 x 16 out per input element
+        n, hw = _map_shape(nbytes / per_in, LINEAR_C)
+        x = rnd(n, LINEAR_C, hw, hw)
+        x = x.to(memory_format=cl) if kind == "resize_linear" else x
+        holder = {}
+        up = lambda a: F.interpolate(a, scale_factor=float(LINEAR_UP), mode="bilinear")  # noqa: E731
+        return ((lambda: holder.__setitem__("y", up(x))), per_in * x.numel(), lambda: (holder["y"].float(),
+                up(x.float())), f"{n} x {LINEAR_C} x {hw} x {hw} -> {LINEAR_UP}x bilinear")
     if kind == "resize":
         n, hw = _map_shape(nbytes / 10, MAP_C)          # 2 bytes in + 8 out per input element
         x = rnd(n, MAP_C, hw, hw).to(memory_format=cl)
