@@ -16,30 +16,41 @@ sys.path.insert(0, str(ROOT / "tools"))
 import add_calibration as add  # noqa: E402
 
 PROFILE = ROOT / "profiles/h100-sxm/2026-11-27-predict-generic"
-RUN = next((PROFILE / "added").iterdir())
+RUNS = sorted((PROFILE / "added").iterdir())            # results directory names: in the order they were measured
+RUN = RUNS[0]
 
 
-def _strip(doc: dict) -> dict:
-    cal = doc["calibration"]
-    cal["framework"].pop("sort")
-    cal["conv"]["points"] = [p for p in cal["conv"]["points"]
-                             if add.conv_family(p) not in ("grouped_odd", "depthwise_dilated")]
-    return doc
+def _added(run: Path) -> tuple[list[str], set[str], set[tuple]]:
+    """What a run added: its framework curve kinds, its conv families, and (precision, family) of its points."""
+    cal = json.loads((run / "profile.json").read_text())["calibration"]
+    pts = (cal.get("conv") or {}).get("points", [])
+    return sorted(cal.get("framework", {})), {add.conv_family(p) for p in pts}, \
+        {(p.get("precision"), add.conv_family(p)) for p in pts}
 
 
-def test_the_added_run_merges_back_into_the_profile_it_came_from(tmp_path):
+def test_the_added_runs_merge_back_into_the_profile_they_came_from(tmp_path):
+    """The profile without what its added runs measured, then each run merged in the order it was measured (a later
+    run's points replace an earlier one's of the same shape), is the committed profile."""
     target = tmp_path / "p"
     target.mkdir()
     full = json.loads((PROFILE / "profile.json").read_text())
-    (target / "profile.json").write_text(json.dumps(_strip(json.loads(json.dumps(full))), indent=2))
+    doc = json.loads(json.dumps(full))
+    cal = doc["calibration"]
+    kinds = {k for r in RUNS for k in _added(r)[0]}
+    pairs = set().union(*(_added(r)[2] for r in RUNS))
+    cal["framework"] = {k: v for k, v in cal["framework"].items() if k not in kinds}
+    cal["conv"]["points"] = [p for p in cal["conv"]["points"] if (p.get("precision"), add.conv_family(p)) not in pairs]
+    (target / "profile.json").write_text(json.dumps(doc, indent=2))
     shutil.copy(PROFILE / "measurements.jsonl.gz", target)
-    got = add.merge(RUN, target, ["sort"], ["grouped_odd", "depthwise_dilated"])
-    assert got == {"curves": 1, "points": 144, "records": 22}
+    for run in RUNS:
+        fw, fams, _ = _added(run)
+        got = add.merge(run, target, fw, sorted(fams))
+        assert got["curves"] == len(fw) and got["records"] > 0
     merged = json.loads((target / "profile.json").read_text())["calibration"]
-    assert merged["framework"]["sort"] == full["calibration"]["framework"]["sort"]
+    assert {k: merged["framework"][k] for k in kinds} == {k: full["calibration"]["framework"][k] for k in kinds}
     key = lambda p: tuple(sorted(p.items()))                                  # noqa: E731
     assert sorted(map(key, merged["conv"]["points"])) == sorted(map(key, full["calibration"]["conv"]["points"]))
-    assert (target / "added" / RUN.name / "profile.json").exists()
+    assert all((target / "added" / r.name / "profile.json").exists() for r in RUNS)
     again = add.merge(RUN, target, ["sort"], ["grouped_odd"])                # a point of the same shape: replaced
     assert again["points"] == 72
     assert len(json.loads((target / "profile.json").read_text())["calibration"]["conv"]["points"]) == len(

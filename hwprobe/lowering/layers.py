@@ -480,6 +480,61 @@ def _channels_last(g: _Graph) -> set[int]:
     return out
 
 
+VIEW_OPS = ("Reshape", "Flatten", "Split", "Slice", "Squeeze", "Unsqueeze", "Identity")
+MAP_KINDS = ("pool", "resize", "resize_linear")          # memory kinds whose kernel depends on the map's layout
+
+
+def _layer_op(g: _Graph, i: int, prec: str, it: float, memory_format: str) -> KernelOp | None:
+    """A layer's own kernel: memory kinds with their tensors' bytes, a dilation said, and ``memory_format`` (nhwc:
+    a channels-last input in an NCHW model; nchw: an NCHW-ordered input in a channels-last one) on the kinds whose
+    kernel it changes."""
+    layer = g.layers[i]
+    op = kernel_of(layer, prec)
+    if op is None:
+        return None
+    if op.kind in MEMORY_KINDS and op.kind != "conv_dw":
+        op = _memory_op(g, i, op, it)
+    if memory_format == "nhwc" and (op.conv_kernel or op.conv_taps or op.kind == "conv_dw" or op.kind in MAP_KINDS):
+        op = replace(op, layout="nhwc")
+    if memory_format == "nchw" and op.kind in MAP_KINDS:
+        op = replace(op, layout="nchw")
+    if layer.extra.get("dilation", 1) > 1 and op.kind in ("gemm", "conv_dw"):
+        op = replace(op, conv_dilation=int(layer.extra["dilation"]))
+    return op
+
+
+def _plain_in_channels_last(g: _Graph, copies: set[int]) -> tuple[set[int], set[int], set[int]]:
+    """A channels-last model's layers whose data input a permute copy left in NCHW order (PyTorch's
+    ``.contiguous()`` of a permuted channels-last map writes a plain tensor: ShuffleNet's channel shuffle). Views and
+    format-keeping ops pass that order on (their first input's), a concatenation with any plain input is plain
+    (``cat`` keeps a format only where every input has it), a convolution converts its plain input back to
+    channels-last (a copy of its own, per convolution) and writes channels-last. Returns (convolutions that
+    convert their input, permute copies whose input is channels-last: a transposition of the map, other layers
+    that run on plain input: pooling and resizes in NCHW)."""
+    plain: set[str] = set()
+    converts, relayout, nchw = set(), set(), set()
+    for i, layer in enumerate(g.layers):
+        ins = g.data_inputs(i)
+        first = bool(ins) and ins[0] in plain
+        if i in copies:
+            out_plain = True
+            if not first:
+                relayout.add(i)
+        elif layer.op in ("conv", "convtranspose"):
+            out_plain = False
+            if first:
+                converts.add(i)
+        elif layer.source_op == "Concat":
+            out_plain = any(x in plain for x in ins)
+        else:
+            out_plain = first and (layer.op in FORMAT_KEEPING or layer.source_op in VIEW_OPS)
+            if first:
+                nchw.add(i)
+        if out_plain:
+            plain.update(x for x in g.io[i]["out"] if x)
+    return converts, relayout, nchw
+
+
 def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Lowered:
     g = _Graph(model.layers)
     cl = _channels_last(g) if layout == "nchw" else set()
@@ -488,7 +543,7 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
     done: set[int] = set(g.host)
     owner: dict[int, int] = {}          # layer -> the layer whose kernel runs it
     counts = {"attention": 0, "gelu": 0, "silu": 0, "bias": 0, "fused": 0, "views": 0, "host": len(g.host),
-              "conv_bias": 0, "explicit": 0, "permute_copies": 0}
+              "conv_bias": 0, "explicit": 0, "permute_copies": 0, "relayouts": 0}
 
     def emit(op: KernelOp | None, span: list[int]) -> None:
         done.update(span)
@@ -501,6 +556,9 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
 
     attention, gelus, claimed = _patterns(g, model, prec, runtime, it, done, counts)
     fused = {n for _, nodes in attention.values() for n in nodes}
+    copies = {i for i, x in enumerate(model.layers) if x.source_op == "Transpose" and not _transpose_is_view(g, i)
+              and _permute_copies(g, i, fused)}
+    converts, relayout, nchw = _plain_in_channels_last(g, copies) if layout == "nhwc" else (set(), set(), set())
     for i, layer in enumerate(model.layers):
         if i in done or i in claimed:
             continue
@@ -523,9 +581,10 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
                 done.add(i)
                 continue
         view = layer.source_op == "Transpose" and _transpose_is_view(g, i)
-        if layer.source_op == "Transpose" and not view and _permute_copies(g, i, fused):
+        if i in copies:
             counts["permute_copies"] += 1         # a strided copy of the permuted elements (the permute curve)
-            emit(KernelOp(layer.name, "permute", prec, bytes=2.0 * layer.outputs * it, layers=(layer.name,)), [i])
+            emit(KernelOp(layer.name, "relayout" if i in relayout else "permute", prec, bytes=2.0 * layer.outputs * it,
+                          layers=(layer.name,)), [i])
             continue
         if view or _is_select(g, i):
             emit(None, [i])
@@ -539,14 +598,11 @@ def _lower_graph(model: Model, prec: str, runtime: str, layout: str = "") -> Low
         if bias is not None:
             counts["bias"] += 1
             span.append(bias)
-        op = kernel_of(layer, prec)
-        if op is not None and op.kind in MEMORY_KINDS and op.kind != "conv_dw":
-            op = _memory_op(g, i, op, it)
-        if op is not None and i in cl and (op.conv_kernel or op.conv_taps
-                                           or op.kind in ("conv_dw", "pool", "resize", "resize_linear")):
-            op = replace(op, layout="nhwc")
-        if op is not None and layer.extra.get("dilation", 1) > 1 and op.kind in ("gemm", "conv_dw"):
-            op = replace(op, conv_dilation=int(layer.extra["dilation"]))
+        op = _layer_op(g, i, prec, it, "nhwc" if i in cl else "nchw" if i in nchw else "")
+        if i in converts:                # PyTorch converts the plain input to channels-last for cuDNN, per call
+            counts["relayouts"] += 1
+            out.kernels.append(KernelOp(layer.name + ".to_channels_last", "relayout", prec,
+                                        bytes=2.0 * layer.inputs * it, layers=(layer.name,)))
         emit(op, span)
         if runtime != "fused" and layer.op in ("conv", "convtranspose") and len([x for x in g.io[i]["in"] if x]) > 2:
             counts["conv_bias"] += 1     # aten's cuDNN convolution adds the bias in a kernel of its own
@@ -569,6 +625,8 @@ def _graph_note(kernels: int, layers: int, counts: dict[str, int], runtime: str)
            "them: matmul, scale, softmax, matmul" if counts["explicit"] else "")
         + (f", {counts['permute_copies']} permutes whose reshape cannot view them as strided copies"
            if counts["permute_copies"] else "")
+        + (f", {counts['relayouts']} convolutions converting an NCHW-ordered input back to channels-last"
+           if counts["relayouts"] else "")
         + (f", {counts['fused']} pointwise ops folded into their producers" if runtime == "fused" else ""))
 
 

@@ -49,14 +49,14 @@ MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "s
                 "reduction": "reduction", "pool": "reduction", "transpose": "transpose", "copy": "unary",
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
                 "resize": "unary", "resize_linear": "unary", "unary": "unary", "expand": "transpose",
-                "permute": "transpose", "gather": "unary",
+                "permute": "transpose", "relayout": "transpose", "gather": "unary",
                 "strided": "bias", "sort": "reduction"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
                    "resize": "resize", "resize_linear": "resize_linear", "unary": "unary", "expand": "expand",
-                   "permute": "permute", "gather": "unary",
+                   "permute": "permute", "relayout": "relayout", "gather": "unary",
                    "strided": "bias", "sort": "sort"}
 # gather: PyTorch's vectorized gather kernel reads and writes whole rows as the unary kernel does, on the SMs. Not the
 # copy curve (a contiguous clone): its 1-GiB point reads 2.8 TB/s on an H200 and 2.4 on an H100 where the unary
@@ -75,11 +75,12 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 # its own curve (permute: runs of 64 contiguous elements made contiguous); profiles before it: the cat curve.
 FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "unary": "copy", "batchnorm": "bias", "groupnorm": "norm",
                       "resize": "copy", "resize_linear": "resize", "expand": "cat", "permute": "cat",
-                      "sort": "reduction"}
-STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "resize_linear", "expand", "permute", "sort")
+                      "relayout": "permute", "sort": "reduction"}
+STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "resize_linear", "expand", "permute", "relayout", "sort")
 STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectorized",
                 "permute": "a strided copy of its output's elements, not vectorized",
-                "resize_linear": "a bilinear resize on the nearest-neighbour kernel's curve",
+                "resize_linear": "a bilinear resize, not the nearest-neighbour one",
+                "relayout": "a map transposed between NCHW and channels-last: no curve times that copy",
                 "sort": "a radix sort's passes, not one reduction (profiles before the sort curve)"}
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
