@@ -424,10 +424,9 @@ class Predictor:
         below the curve's fastest kernel; outside the calibration (no NCHW pool curve)."""
         if self.runtime == "fused" or (op.layout or self.layout) != "nchw" or op.kind != "pool" or op.bytes <= 0:
             return None
-        own = self.cal.framework.get("pool_nchw")
-        if own is not None:                                    # the NCHW kernel's own curve
-            return self._finish(op, own.time(op.bytes), op.flops, op.bytes, own.covers(op.bytes),
-                                "framework.pool_nchw", "", own.floor_s())
+        own = self._on_curve(op, "pool_nchw")                  # the NCHW kernel's own curve
+        if own is not None:
+            return own
         curve = self.cal.framework.get("pool")
         if curve is None:
             return None
@@ -440,19 +439,19 @@ class Predictor:
         ``bias_nchw`` curve, where the profile has it: PyTorch runs it on its plain elementwise kernel, which the
         last-dim 'bias' curve prices 19% short at 64 images (a ResNet-50's 53 bias adds: 2.1 ms measured on an
         H200, 1.7 ms priced) and 19% long at one image. Older profiles: None (the 'bias' curve, as before)."""
-        curve = self.cal.framework.get("bias_nchw") if self.runtime != "fused" else None
-        if curve is None or not op.channel_bias or (op.layout or self.layout) != "nchw" or op.bytes <= 0:
+        if not op.channel_bias or (op.layout or self.layout) != "nchw":
             return None
-        return self._finish(op, curve.time(op.bytes), op.flops, op.bytes, curve.covers(op.bytes),
-                            "framework.bias_nchw", "", curve.floor_s())
+        return self._on_curve(op, "bias_nchw")
 
     def _resize_linear(self, op: KernelOp) -> OpTime | None:
         """A bilinear resize from the framework's curve of its layout (resize_linear: channels-last; the _nchw one:
         PyTorch's NCHW kernel); profiles before those curves: None (the nearest-neighbour curve, flagged)."""
-        if self.runtime == "fused" or op.bytes <= 0:
-            return None
-        name = "resize_linear_nchw" if (op.layout or self.layout) == "nchw" else "resize_linear"
-        curve = self.cal.framework.get(name)
+        return self._on_curve(op, "resize_linear_nchw" if (op.layout or self.layout) == "nchw" else "resize_linear")
+
+    def _on_curve(self, op: KernelOp, name: str) -> OpTime | None:
+        """``op`` at its bytes on the framework's ``name`` curve; None where the profile has no such curve (or the
+        runtime is fused, or the op moves no bytes)."""
+        curve = self.cal.framework.get(name) if self.runtime != "fused" and op.bytes > 0 else None
         if curve is None:
             return None
         return self._finish(op, curve.time(op.bytes), op.flops, op.bytes, curve.covers(op.bytes), f"framework.{name}",
