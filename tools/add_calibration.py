@@ -19,31 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hwprobe.probes.calibration.grids import shape_key  # noqa: E402
+from hwprobe.probes.calibration.grids import conv_family, shape_key  # noqa: E402
 from hwprobe.results import records_text  # noqa: E402
-
-
-def conv_family(p: dict) -> str:
-    """The grid family (hwprobe.probes.calibration.grids.CONV_FAMILIES) a conv point belongs to: the family whose
-    grid holds its shape; a shape no grid holds now (an older profile's) by what it is."""
-    from hwprobe.predict.calibration import pow2
-    from hwprobe.probes.calibration import grids
-
-    fam = grids.conv_family(p)
-    if fam:
-        return fam
-    g = p.get("groups", 1)
-    if p.get("dw") or (g > 1 and g == p["cin"]):
-        return "depthwise_dilated" if p.get("dilation", 1) > 1 else "depthwise"
-    if g > 1:
-        return "grouped" if pow2(p["cin"] / g) else "grouped_odd"
-    if p["cin"] == 3:
-        return "stem"
-    if p.get("kw"):
-        return "nonsquare"
-    if p.get("dilation", 1) > 1:
-        return "dilated"
-    return "strided" if p.get("stride", 1) > 1 else "dense"
 
 
 def merge(run: Path, profile: Path, framework: list[str], conv: list[str]) -> dict[str, int]:

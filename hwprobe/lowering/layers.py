@@ -481,7 +481,7 @@ def _channels_last(g: _Graph) -> set[int]:
 
 
 VIEW_OPS = ("Reshape", "Flatten", "Split", "Slice", "Squeeze", "Unsqueeze", "Identity")
-MAP_KINDS = ("pool", "resize", "resize_linear")          # memory kinds whose kernel depends on the map's layout
+LAYOUT_KINDS = ("pool", "resize", "resize_linear")          # memory kinds whose kernel depends on the map's layout
 
 
 def _layer_op(g: _Graph, i: int, prec: str, it: float, memory_format: str) -> KernelOp | None:
@@ -494,9 +494,9 @@ def _layer_op(g: _Graph, i: int, prec: str, it: float, memory_format: str) -> Ke
         return None
     if op.kind in MEMORY_KINDS and op.kind != "conv_dw":
         op = _memory_op(g, i, op, it)
-    if memory_format == "nhwc" and (op.conv_kernel or op.conv_taps or op.kind == "conv_dw" or op.kind in MAP_KINDS):
+    if memory_format == "nhwc" and (op.conv_kernel or op.conv_taps or op.kind == "conv_dw" or op.kind in LAYOUT_KINDS):
         op = replace(op, layout="nhwc")
-    if memory_format == "nchw" and op.kind in MAP_KINDS:
+    if memory_format == "nchw" and op.kind in LAYOUT_KINDS:
         op = replace(op, layout="nchw")
     if layer.extra.get("dilation", 1) > 1 and op.kind in ("gemm", "conv_dw"):
         op = replace(op, conv_dilation=int(layer.extra["dilation"]))

@@ -314,10 +314,9 @@ class ConvTable:
         on other kernels than the undilated one (no Winograd, other implicit-GEMM tilings)."""
         key = ("dilated", layout, images > 1)
         if key not in self._cache:
-            pts = [dict(p, c=(p["cin"] * p["cout"]) ** 0.5) for p in self.points
-                   if p.get("dilation", 1) > 1 and not p.get("dw") and p.get("groups", 1) == 1 and p["k"] == 3
-                   and p.get("layout", "nhwc") == layout and (images > 1 or p.get("images", 1) == 1)]
-            by = {d: _grid([p for p in pts if p["dilation"] == d], ("m", "c")) for d in {p["dilation"] for p in pts}}
+            pts = self._regime(layout, images, lambda p: p.get("dilation", 1) > 1 and not p.get("dw")
+                               and p.get("groups", 1) == 1 and p["k"] == 3)
+            by = {d: _over_channels([p for p in pts if p["dilation"] == d]) for d in {p["dilation"] for p in pts}}
             self._cache[key] = {d: g for d, g in sorted(by.items()) if g is not None}
         by = self._cache[key]
         if not by:
@@ -337,14 +336,19 @@ class ConvTable:
         None where that kernel was not measured."""
         key = ("nonsquare", kh, kw, layout, images > 1)
         if key not in self._cache:
-            pts = [dict(p, c=(p["cin"] * p["cout"]) ** 0.5) for p in self.points
-                   if p.get("kw") == kw and p["k"] == kh and p.get("groups", 1) == 1 and p.get("stride", 1) == 1
-                   and p.get("layout", "nhwc") == layout and (images > 1 or p.get("images", 1) == 1)]
-            self._cache[key] = _grid(pts, ("m", "c")) if pts else None
+            self._cache[key] = _over_channels(self._regime(
+                layout, images, lambda p: p.get("kw") == kw and p["k"] == kh and p.get("groups", 1) == 1
+                and p.get("stride", 1) == 1))
         if self._cache[key] is None:
             return None
         axes, log_t = self._cache[key]
         return _interp(log_t, axes, (m, (cin * cout) ** 0.5, 1.0))
+
+    def _regime(self, layout: str, images: int, keep) -> list[dict]:
+        """The points of ``layout`` that ``keep`` takes, for a layer of ``images`` images: a one-image layer from
+        one-image points only (cuDNN picks other kernels for one image), a batched one from all."""
+        return [p for p in self.points if p.get("layout", "nhwc") == layout and (images > 1 or p.get("images", 1) == 1)
+                and keep(p)]
 
     def _dense(self, k: int, stride: int, layout: str) -> tuple:
         """The grids of one kernel size and layout: one image per point, and (NCHW) several, kept apart because cuDNN
@@ -397,10 +401,9 @@ class ConvTable:
     def _grouped_grid(self, k: int, layout: str, images: int, odd: bool):
         key = ("grouped", k, layout, images > 1, odd)
         if key not in self._cache:
-            pts = [dict(p, cpg=p["cin"] / p["groups"]) for p in self.points
-                   if p["k"] == k and 1 < p.get("groups", 1) < p["cin"] and not p.get("dw")
-                   and pow2(p["cin"] / p["groups"]) != odd
-                   and p.get("layout", "nhwc") == layout and (images > 1 or p.get("images", 1) == 1)]
+            pts = [dict(p, cpg=p["cin"] / p["groups"]) for p in self._regime(
+                layout, images, lambda p: p["k"] == k and 1 < p.get("groups", 1) < p["cin"] and not p.get("dw")
+                and pow2(p["cin"] / p["groups"]) != odd)]
             self._cache[key] = _grid(pts, ("m", "cin", "cpg"), 2) if pts else None
         return self._cache[key]
 
@@ -411,10 +414,9 @@ class ConvTable:
         where they can, so a one-image layer is priced only from one-image points); None where none was measured."""
         key = ("dw", k, stride, layout, images > 1, dilation)
         if key not in self._cache:
-            self._cache[key] = _grid([p for p in self.points if p.get("dw") and p["k"] == k
-                                      and p.get("stride", 1) == stride and p.get("layout", "nhwc") == layout
-                                      and p.get("dilation", 1) == dilation
-                                      and (images > 1 or p.get("images", 1) == 1)], ("m", "cin"), 2)
+            self._cache[key] = _grid(self._regime(layout, images, lambda p: p.get("dw") and p["k"] == k
+                                                  and p.get("stride", 1) == stride
+                                                  and p.get("dilation", 1) == dilation), ("m", "cin"), 2)
         if self._cache[key] is None:
             return None
         axes, log_t = self._cache[key]
@@ -464,6 +466,11 @@ def _is_dense(p: dict) -> bool:
     grids of their own)."""
     return p["cin"] >= STEM_CIN and not p.get("dw") and p.get("groups", 1) == 1 and p.get("dilation", 1) == 1 \
         and not p.get("kw")
+
+
+def _over_channels(points: list[dict]):
+    """A grid of ``points`` over output pixels x sqrt(C_in x C_out) (None without points)."""
+    return _grid([dict(p, c=(p["cin"] * p["cout"]) ** 0.5) for p in points], ("m", "c")) if points else None
 
 
 def _row_time(row: list[dict], m: float) -> tuple[float, bool]:
