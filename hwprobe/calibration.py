@@ -165,6 +165,8 @@ class KernelCurve(_Curve):
     runtime: str | None = None
     sm_mhz_median: float | None = None
     framework: str | None = None
+    grid: list[dict[str, Any]] | None = None   # a kind whose time is not a function of bytes alone (NCHW bilinear):
+    #                                            points of output ``pixels`` per plane x ``planes``, and ``time_s``
 
     @property
     def points(self) -> int:

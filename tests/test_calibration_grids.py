@@ -33,7 +33,10 @@ def test_the_conv_grid_spans_the_families_the_issue_lists():
         grids.conv_cases("fp16", families=["grouped_even"])
     assert {c["k"] for c in body if c.get("dw")} == {3, 5, 7}
     assert {c["stride"] for c in body} == {1, 2} and {c["layout"] for c in cases} == {"nhwc", "nchw"}
-    assert {c["images"] for c in body} == {1, grids.IMAGES_MANY}
+    assert {c["images"] for c in body} == {1, grids.IMAGES_FEW, grids.IMAGES_MANY}
+    few = [c for c in body if c["images"] == grids.IMAGES_FEW]        # depthwise only, every kernel and stride
+    assert all(c.get("dw") for c in few) and {(c["k"], c["stride"]) for c in few} == set(grids.DW)
+    assert {round((c["m"] / c["images"]) ** 0.5) for c in few} == set(grids.SIDES_FEW)
     stems = {(c["k"], c["stride"]) for c in cases if c["cin"] == 3}
     assert {(32, 32), (16, 16), (14, 14), (8, 8), (4, 4), (7, 2), (3, 2)} <= stems
     assert all(c["precision"] == "fp16" and c["cin"] % c["groups"] == 0 for c in cases)

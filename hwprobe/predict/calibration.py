@@ -128,12 +128,22 @@ class MemCurve:
     kind: str
     bytes: np.ndarray
     time_s: np.ndarray
+    grid: tuple | None = None      # (axes, log time) over output pixels x planes, where the curve has a grid
 
     @classmethod
     def of(cls, curve: C.KernelCurve) -> MemCurve:
         b, t = np.asarray(curve.bytes, float), np.asarray(curve.time_s, float)
         order = np.argsort(b)
-        return cls(curve.kind, b[order], t[order])
+        grid = _grid(list(curve.grid), ("pixels", "planes"), 2) if curve.grid else None
+        return cls(curve.kind, b[order], t[order], grid)
+
+    def grid_time(self, pixels: float, planes: float) -> tuple[float, bool] | None:
+        """Seconds at ``pixels`` output pixels per plane x ``planes`` from the curve's grid (log-log, each node held
+        at most at the time of a larger one); None without a grid."""
+        if self.grid is None or pixels <= 0 or planes <= 0:
+            return None
+        axes, log_t = self.grid
+        return _interp(log_t, axes, (pixels, planes, 1.0))
 
     @classmethod
     def from_finding(cls, params: dict) -> MemCurve:
@@ -410,16 +420,52 @@ class ConvTable:
     def dw_time(self, m: float, channels: float, k: int, stride: int, layout: str = "nhwc",
                 images: int = 1, dilation: int = 1) -> tuple[float, bool] | None:
         """A depthwise convolution from the depthwise points (output pixels x channels) of its kernel, stride,
-        dilation, layout and image regime (one image, or several: the points hold several images per pixel count
-        where they can, so a one-image layer is priced only from one-image points); None where none was measured."""
-        key = ("dw", k, stride, layout, images > 1, dilation)
+        dilation and layout; None where none was measured. A one-image layer from one-image points; a layer of
+        more images than any point holds from all but the few-image points, at its total pixels; a layer of a few
+        images (between one and the most measured), where the profile measured an image count between those, by
+        log time over log images between the measured image counts either side, each read at the layer's pixels
+        per image: cuDNN's time follows images x side, not pixels alone (channels-last dilated 5x5, 960 channels,
+        H200: 8 images of 14 x 14 took 144 us, 32 images of 7 x 7 with the same pixels 103 us)."""
+        keep = lambda p: p.get("dw") and p["k"] == k and p.get("stride", 1) == stride \
+            and p.get("dilation", 1) == dilation  # noqa: E731
+        key = ("dw_counts", k, stride, layout, dilation)
         if key not in self._cache:
-            self._cache[key] = _grid(self._regime(layout, images, lambda p: p.get("dw") and p["k"] == k
-                                                  and p.get("stride", 1) == stride
-                                                  and p.get("dilation", 1) == dilation), ("m", "cin"), 2)
-        if self._cache[key] is None:
+            self._cache[key] = sorted({p.get("images", 1) for p in self.points
+                                       if p.get("layout", "nhwc") == layout and keep(p)})
+        counts = self._cache[key]
+        if not counts:
             return None
-        axes, log_t = self._cache[key]
+        few = [n for n in counts if 1 < n < counts[-1]]
+        if images <= 1 or images >= counts[-1] or not few:
+            regime = 1 if images <= 1 else 0            # 0: every image count but the few-image ones
+            return self._dw_read(self._dw_grid(k, stride, layout, dilation, regime, few), m, channels)
+        lo = max(n for n in counts if n <= images)
+        hi = min(n for n in counts if n >= images)
+        got = [self._dw_read(self._dw_grid(k, stride, layout, dilation, n, few), m / images * n, channels)
+               for n in sorted({lo, hi})]
+        if any(g is None for g in got):
+            return self._dw_read(self._dw_grid(k, stride, layout, dilation, 0, few), m, channels)
+        if len(got) == 1:
+            return got[0]
+        w = float(np.log(images / lo) / np.log(hi / lo))
+        return float(np.exp((1 - w) * np.log(got[0][0]) + w * np.log(got[1][0]))), got[0][1] and got[1][1]
+
+    def _dw_grid(self, k: int, stride: int, layout: str, dilation: int, images: int, few: list[int]):
+        """The depthwise grid over output pixels x channels of one image count (``images``; 0: all but ``few``)."""
+        key = ("dw", k, stride, layout, dilation, images)
+        if key not in self._cache:
+            self._cache[key] = _grid([p for p in self.points if p.get("dw") and p["k"] == k
+                                      and p.get("stride", 1) == stride and p.get("dilation", 1) == dilation
+                                      and p.get("layout", "nhwc") == layout
+                                      and (p.get("images", 1) == images if images else p.get("images", 1) not in few)],
+                                     ("m", "cin"), 2)
+        return self._cache[key]
+
+    @staticmethod
+    def _dw_read(grid, m: float, channels: float) -> tuple[float, bool] | None:
+        if grid is None:
+            return None
+        axes, log_t = grid
         cs = axes[1]
         if channels <= cs[-1] or len(cs) < 2:
             return _interp(log_t, axes, (m, channels, 1.0))

@@ -445,8 +445,18 @@ class Predictor:
 
     def _resize_linear(self, op: KernelOp) -> OpTime | None:
         """A bilinear resize from the framework's curve of its layout (resize_linear: channels-last; the _nchw one:
-        PyTorch's NCHW kernel); profiles before those curves: None (the nearest-neighbour curve, flagged)."""
-        return self._on_curve(op, "resize_linear_nchw" if (op.layout or self.layout) == "nchw" else "resize_linear")
+        PyTorch's NCHW kernel); profiles before those curves: None (the nearest-neighbour curve, flagged). In NCHW
+        from the curve's grid over output pixels x planes where it has one: that kernel runs a thread per output
+        pixel looping over every plane, so a small output over many planes (an ASPP pooling branch's 1 x 1 ->
+        14 x 14 over 8 x 256 planes: 113 us on an H200) is latency-bound far above its bytes (8.5 us on the curve)."""
+        if (op.layout or self.layout) != "nchw":
+            return self._on_curve(op, "resize_linear")
+        curve = self.cal.framework.get("resize_linear_nchw") if self.runtime != "fused" else None
+        got = curve.grid_time(op.m, op.n) if curve is not None else None
+        if got is None:
+            return self._on_curve(op, "resize_linear_nchw")
+        return self._finish(op, got[0], op.flops, op.bytes, got[1], "framework.resize_linear_nchw", "",
+                            curve.floor_s())
 
     def _on_curve(self, op: KernelOp, name: str) -> OpTime | None:
         """``op`` at its bytes on the framework's ``name`` curve; None where the profile has no such curve (or the

@@ -143,3 +143,21 @@ def test_torch_kernels_dilated_nonsquare_and_large_convolutions(gpu_ctx_factory)
     for kind in kinds:
         c = info[f"predict.torch.{kind}"]
         assert c["time_s"][-1] > c["time_s"][0] and c["bytes"] == sorted(c["bytes"])
+
+
+def test_torch_bilinear_grid_loops_over_planes(gpu_ctx_factory):
+    """resize_linear_nchw's grid: every point checked against FP32; at a small output PyTorch's NCHW bilinear
+    kernel (a thread per output pixel, looping over the planes) takes far longer with more planes than its bytes
+    alone would, and the grid covers each side and plane count up to its byte cap."""
+    pytest.importorskip("cupy")
+    torch = pytest.importorskip("torch")
+    from hwprobe.probes.calibration import torch_kernels
+
+    ctx = gpu_ctx_factory("gpu.torch_kernels", quick=False)
+    rows: list[dict] = []
+    with torch.inference_mode():
+        errors = [(m.metric, m.reason) for m in torch_kernels._bilinear_grid(ctx, torch, 1 << 30, rows)]
+    assert not errors, errors
+    assert len(rows) == len(torch_kernels.BILINEAR_SIDES) * len(torch_kernels.BILINEAR_PLANES) - 1  # 224 x 16384
+    t = {(r["pixels"], r["planes"]): r["time_s"] for r in rows}
+    assert t[(196, 2048)] > 4 * t[(196, 256)] and t[(196, 2048)] > 20e-6

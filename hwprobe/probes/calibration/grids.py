@@ -27,6 +27,8 @@ SDPA_PRECISIONS = ("fp16", "bf16", "fp32")           # TF32/INT8/FP8 attention: 
 MAX_MACS = {"fp16": 1 << 38, "bf16": 1 << 38, "tf32": 1 << 36, "fp32": 1 << 34, "int8": 1 << 38, "fp8": 1 << 38}
 
 # --- convolutions -----------------------------------------------------------------------------------------------
+IMAGES_FEW = 8                                       # depthwise also at a few images, sides SIDES_FEW: its time
+SIDES_FEW = (7, 14, 28)                              # follows images x side, not pixels alone (below)
 IMAGES_MANY = 32                                     # the "many images" regime (a batched CNN); 32 x side^2 is
 SIDES_ONE = (7, 14, 28, 56, 112)                     # never a one-image point's pixel count (one grid holds both)
 SIDES_MANY = (3, 7, 28, 80)                          # ... output sides of IMAGES_MANY-image points: 288 .. 204800
@@ -145,7 +147,10 @@ def conv_cases(precision: str, quick: bool = False, families: Iterable[str] | No
                            for lay in LAYOUTS for n, s in SIZES_DILATED]
         fam["nonsquare"] += [_conv(precision, kh, c, c, n, s, lay, kw=kw) for kh, kw in NONSQUARE for c in C_NONSQUARE
                              for lay in LAYOUTS for n, s in SIZES_NONSQUARE]
-    dw_sizes = _sizes(True) + ([(IMAGES_MANY, 28)] if full else [])
+    # depthwise at IMAGES_FEW images too: cuDNN's channels-last dilated 5x5 depthwise ran 8 images of 14 x 14 at 1.4x
+    # the time of 32 images of 7 x 7 (the same pixels) on an H200, so a layer of 2-31 images is priced between the
+    # image counts either side at its pixels per image (hwprobe.predict.calibration.ConvTable.dw_time)
+    dw_sizes = _sizes(True) + ([(IMAGES_MANY, 28)] + [(IMAGES_FEW, s) for s in SIDES_FEW] if full else [])
     for k, stride in (DW if full else DW_REDUCED):
         wide = (C_DW_WIDE,) if full and stride == 1 and k in (3, 5) else ()
         fam["depthwise"] += [_conv(precision, k, c, c, n, s, lay, stride=stride, groups=c)

@@ -51,6 +51,12 @@ PERMUTE_SHAPE = (2, 32, 64)
 # 4097 as at 4096 on an H100 (39 and 78 us), so a point sits on each side of that step. Up to 64 MiB (2M keys).
 SORT_KEY_BYTES, SORT_EXPERTS = 32, 128
 SORT_MAX_BYTES, SORT_STEP_KEYS = 1 << 26, 4096
+# resize_linear_nchw's grid: PyTorch's NCHW bilinear kernel runs a thread per output pixel, each looping over every
+# plane (image x channel), so its time is not a function of bytes alone: 8 x 256 planes upsampled 1 -> 14 x 14 (an
+# ASPP pooling branch) took 113 us on an H200 where the bytes curve reads 8.5 us. Output sides x planes, each a 2x
+# upsampling (from side // 2, at least 1 x 1), up to max_bytes moved
+BILINEAR_SIDES = (7, 14, 28, 56, 112, 224)
+BILINEAR_PLANES = (32, 256, 2048, 16384)
 
 
 def _chain(step, x0, ref_step):
@@ -223,6 +229,35 @@ def _sizes_of(kind: str, sizes: list[int]) -> list[int]:
     return sizes
 
 
+def _bilinear_point(torch, side: int, planes: int) -> float:
+    """Seconds per NCHW bilinear 2x upsampling of ``planes`` planes to ``side`` x ``side`` (from side // 2), replayed
+    in a CUDA graph; the output checked against FP32."""
+    F = torch.nn.functional
+    src = max(1, side // 2)
+    x = (torch.rand(1, planes, src, src, device="cuda") * 2 - 1).half()
+    up = lambda a: F.interpolate(a, size=(side, side), mode="bilinear")  # noqa: E731
+    holder = {}
+    t, _ = graph_time(torch, lambda: holder.__setitem__("y", up(x)))
+    check_close((holder["y"].float(), up(x.float())), f"torch bilinear {planes} planes {src} -> {side}")
+    return t
+
+
+def _bilinear_grid(ctx, torch, max_bytes: int, rows: list[dict]):
+    """resize_linear_nchw's grid (BILINEAR_SIDES x BILINEAR_PLANES) into ``rows``; a point that fails is an error
+    record, the rest go on."""
+    metric = C.metric(Curve.FRAMEWORK, "resize_linear_nchw")
+    for side in BILINEAR_SIDES:
+        for planes in BILINEAR_PLANES:
+            if 2 * planes * (side * side + max(1, side // 2) ** 2) > max_bytes:
+                continue
+            try:
+                rows.append({"pixels": side * side, "planes": planes, "time_s": _bilinear_point(torch, side, planes)})
+            except Exception as e:
+                yield ctx.error(C.point_metric(metric, side=side, planes=planes), "torch bilinear grid", e)
+            finally:
+                torch.cuda.empty_cache()
+
+
 def _curves(ctx, torch, kinds, sizes):
     for kind in kinds:
         pts = []
@@ -243,14 +278,18 @@ def _curves(ctx, torch, kinds, sizes):
             pts.append((moved, t, shape))
             yield ctx.derived(metric, moved / t, unit="B/s", kind="sweep", verified=True,
                               params={"kernel": kind, K.BYTES: moved, "time_s": t, "shape": shape, "reps": reps})
+        grid: list[dict] = []
+        if kind == "resize_linear_nchw" and not ctx.quick:
+            yield from _bilinear_grid(ctx, torch, max(sizes, default=0), grid)
         if pts:
             pts.sort()
+            also = "; and a grid of 2x upsamplings over output pixels x planes (it loops over planes)" if grid else ""
             yield ctx.derived(curve, len(pts), unit="points", kind="info",
                               params={"kind": kind, K.BYTES: [p[0] for p in pts], "time_s": [p[1] for p in pts],
                                       "shapes": [p[2] for p in pts], "dtype": "float16", "runtime": "cuda_graph",
-                                      "framework": f"torch {torch.__version__}"},
+                                      "framework": f"torch {torch.__version__}", **({"grid": grid} if grid else {})},
                               notes=[f"PyTorch {kind} kernel: seconds per kernel against bytes moved, replayed in a "
-                                     "CUDA graph"])
+                                     f"CUDA graph{also}"])
 
 
 EAGER_OPS = 2000          # ops per host-overhead sample
