@@ -172,6 +172,13 @@ class KernelCurve(_Curve):
     def points(self) -> int:
         return len(self.bytes)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The fields, ``grid`` only where there is one (curves written before it stay as they were)."""
+        d = super().to_dict()
+        if d["grid"] is None:
+            del d["grid"]
+        return d
+
 
 @dataclass(frozen=True, kw_only=True)
 class ConvPoints(_Curve):

@@ -110,8 +110,9 @@ def test_the_predictor_prices_each_left_out_point_within_2_percent_of_its_measur
         conv = {pg.point_key(q): q for q in sec.conv.points}
         for key in done.conv:
             q = conv[key]
-            if q.get("dw"):            # a one-image depthwise point is priced in the grid of all depthwise points
-                got = cal.conv.dw_time(q["m"], q["cin"], q["k"], q["stride"], q["layout"], max(2, q["images"]))
+            if q.get("dw"):            # judged in the grid of all depthwise points of its kernel, stride and layout
+                grid = cal.conv._dw_grid(q["k"], q["stride"], q["layout"], 1, 0, [])   # (this older grid's image
+                got = cal.conv._dw_read(grid, q["m"], q["cin"])                         # counts have no regimes)
             else:
                 got = cal.conv.time(q["m"], q["cin"], q["cout"], q["k"], q.get("stride", 1), q.get("layout", "nhwc"),
                                     q.get("images", 1))

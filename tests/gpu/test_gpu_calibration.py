@@ -161,3 +161,26 @@ def test_torch_bilinear_grid_loops_over_planes(gpu_ctx_factory):
     assert len(rows) == len(torch_kernels.BILINEAR_SIDES) * len(torch_kernels.BILINEAR_PLANES) - 1  # 224 x 16384
     t = {(r["pixels"], r["planes"]): r["time_s"] for r in rows}
     assert t[(196, 2048)] > 4 * t[(196, 256)] and t[(196, 2048)] > 20e-6
+
+
+def test_conv_workers_time_the_points_one_process_times(gpu_ctx_factory):
+    """Convolution points measured by worker processes (cuDNN's searches in parallel, each point timed alone) come
+    back checked, one per case, and agree with the same points measured in this process: the median ratio within
+    10% (single points may differ: cudnn.benchmark's pick varies between searches)."""
+    pytest.importorskip("cupy")
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from hwprobe.probes.calibration import grids
+    from hwprobe.probes.calibration import torch_library as lib
+
+    ctx = gpu_ctx_factory("gpu.torch_kernels", quick=True)
+    with torch.inference_mode():
+        seq = list(lib.convs(ctx, torch, ["fp16"], True, ["dense", "depthwise"], workers=0))
+        par = list(lib.convs(ctx, torch, ["fp16"], True, ["dense", "depthwise"], workers=4))
+    errors = [(m.metric, m.reason) for m in seq + par if m.status == "error"]
+    assert not errors, errors
+    a, b = ({grids.shape_key(p): p["time_s"] for p in out[-1].params["points"]} for out in (seq, par))
+    assert a.keys() == b.keys() and len(a) == len(grids.conv_cases("fp16", True, ["dense", "depthwise"]))
+    assert par[-1].params["search_workers"] == 4 and seq[-1].params["search_workers"] == 1
+    assert 0.9 < float(np.median([b[k] / a[k] for k in a])) < 1.1

@@ -461,7 +461,8 @@ def _switch_library(ctx, torch):
                "convolutions and SDPA attention, in CUDA graphs",
        choices={"kinds": KINDS, "conv_families": grids.CONV_FAMILIES})
 def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = True, linears: bool = True,
-        max_bytes: int = 1 << 30, precisions: list[str] | None = None, conv_families: list[str] | None = None):
+        max_bytes: int = 1 << 30, precisions: list[str] | None = None, conv_families: list[str] | None = None,
+        conv_workers: int | None = None):
     try:
         import torch
     except Exception as e:
@@ -481,7 +482,11 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = Tr
 
         precs = list(precisions or ("fp16", "bf16"))
         if convs:
-            yield from lib.convs(ctx, torch, precs, ctx.quick, conv_families)
+            if conv_workers is None:        # worker processes where the grid is large enough to pay for them
+                from hwprobe.probes.calibration import conv_workers as pool
+
+                conv_workers = pool.count(sum(len(grids.conv_cases(p, ctx.quick, conv_families)) for p in precs))
+            yield from lib.convs(ctx, torch, precs, ctx.quick, conv_families, conv_workers)
         if linears:
             yield from lib.linears(ctx, torch, precs, ctx.quick)
         if sdpa:

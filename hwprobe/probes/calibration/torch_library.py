@@ -61,10 +61,9 @@ def conv_geometry(case: dict) -> tuple[tuple, tuple, tuple[int, int], int]:
     return (images, cin, side * s, side * s), (cout, cin // g, k, kw), pads, crop if side >= 2 * crop else 0
 
 
-def _conv_point(torch, **case) -> float:
-    """F.conv2d of one case as cuDNN runs it for PyTorch (cudnn.benchmark picks the algorithm), timed in a CUDA
-    graph, each launch on its own weight copy, in its layout (nchw: cuDNN's transforms included); the first image
-    checked in FP32 on a corner away from the border (or whole, for stems)."""
+def conv_search(torch, case: dict):
+    """One case's operands and F.conv2d call, called once (cudnn.benchmark's algorithm search for its shape: host
+    work, the same whichever process runs it); returns ``(call, check)`` for conv_time."""
     F = torch.nn.functional
     precision = case["precision"]
     x_shape, w_shape, pad, crop = conv_geometry(case)
@@ -82,35 +81,61 @@ def _conv_point(torch, **case) -> float:
         holder["w"] = weights()
         holder["y"] = F.conv2d(x, holder["w"], **conv)
 
-    t, _ = graph_time(torch, call)
-    w = holder["w"].float()
-    with reference_mode(torch):
-        if crop:
-            s, border = conv["stride"], max(pad)
-            inner = slice(border, crop - border)
-            ref = F.conv2d(x[:1, :, :crop * s, :crop * s].float(), w, **conv)[..., inner, inner]
-            got = holder["y"][:1, :, inner, inner].float()
-        else:
-            ref, got = F.conv2d(x[:1].float(), w, **conv), holder["y"][:1].float()
-    check_close((got, ref), f"{precision} conv {w_shape[2]}x{w_shape[3]}/{conv['stride']} g{conv['groups']} "
-                       f"d{conv['dilation']} "
-                       f"{case['cin']}->{case['cout']} at {case['m']}", CHECK_TOL[precision])
+    def check() -> None:
+        w = holder["w"].float()
+        with reference_mode(torch):
+            if crop:
+                s, border = conv["stride"], max(pad)
+                inner = slice(border, crop - border)
+                ref = F.conv2d(x[:1, :, :crop * s, :crop * s].float(), w, **conv)[..., inner, inner]
+                got = holder["y"][:1, :, inner, inner].float()
+            else:
+                ref, got = F.conv2d(x[:1].float(), w, **conv), holder["y"][:1].float()
+        check_close((got, ref), f"{precision} conv {w_shape[2]}x{w_shape[3]}/{conv['stride']} g{conv['groups']} "
+                           f"d{conv['dilation']} "
+                           f"{case['cin']}->{case['cout']} at {case['m']}", CHECK_TOL[precision])
+
+    with math_mode(torch, precision):
+        call()
+        torch.cuda.synchronize()
+    return call, check
+
+
+def conv_time(torch, precision: str, searched) -> float:
+    """Seconds per call of a searched case (conv_search), timed in a CUDA graph; its output checked in FP32."""
+    call, check = searched
+    with math_mode(torch, precision):
+        t, _ = graph_time(torch, call)
+        check()
     return t
 
 
-def convs(ctx, torch, precisions, quick: bool, families: list[str] | None = None):
+def _conv_point(torch, **case) -> float:
+    """F.conv2d of one case as cuDNN runs it for PyTorch (cudnn.benchmark picks the algorithm), timed in a CUDA
+    graph, each launch on its own weight copy, in its layout (nchw: cuDNN's transforms included); the first image
+    checked in FP32 on a corner away from the border (or whole, for stems)."""
+    return conv_time(torch, case["precision"], conv_search(torch, case))
+
+
+def convs(ctx, torch, precisions, quick: bool, families: list[str] | None = None, workers: int = 0):
+    """Every convolution point of ``precisions``; ``workers`` > 1: measured by that many worker processes
+    (conv_workers: cuDNN's searches in parallel, each point timed alone), else in this process."""
+    from hwprobe.probes.calibration import conv_workers
+
     torch.backends.cudnn.benchmark = True
     rows: list[dict] = []
-    for prec in precisions:
-        cases = grids.conv_cases(prec, quick, families)
-        with math_mode(torch, prec):
-            yield from sweep(ctx, torch, cases, lambda **c: _conv_point(torch, **c),
-                              C.point_metric(C.metric(Curve.CONV), prec), f"torch conv2d {prec}", rows)
+    with conv_workers.measuring(torch, workers) as measured:
+        for prec in precisions:
+            with math_mode(torch, prec):
+                yield from sweep(ctx, torch, grids.conv_cases(prec, quick, families),
+                                  lambda **c: _conv_point(torch, **c), C.point_metric(C.metric(Curve.CONV), prec),
+                                  f"torch conv2d {prec}", rows, measured)
     if rows:
         yield ctx.derived(C.metric(Curve.CONV), len(rows), unit="points", kind="info",
                           params={K.POINTS: rows, "framework": f"torch {torch.__version__}",
                                   "precisions": sorted({r["precision"] for r in rows}),
-                                  "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True},
+                                  "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True,
+                                  "search_workers": workers if workers > 1 else 1},
                           notes=["PyTorch conv2d (cuDNN) per precision: seconds per convolution over output pixels "
                                  "x C_in x C_out at kernels 1, 3, 5, 7 (3x3 also dilated by 2, 12, 36) and 1x7, "
                                  "7x1, 1x3, 3x1, strides 1 and 2, groups 1, 2, 4, 8, 32, "

@@ -127,18 +127,28 @@ def check_close(got_want, what: str, tol: float = 2e-2) -> None:
         raise AssertionError(f"{what}: max relative error {err:.3g} > {tol}")
 
 
-def sweep(ctx, torch, cases: list[dict], measure, metric: str, what: str, rows: list[dict]):
+def sweep(ctx, torch, cases: list[dict], measure, metric: str, what: str, rows: list[dict], measured=None):
     """Time every case (``measure(**case)``) into ``rows``; a case that fails is an error record, the rest go on.
-    Cases interpolation predicts within 2% (hwprobe.predict.prune) are left out, not in quick runs."""
+    Cases interpolation predicts within 2% (hwprobe.predict.prune) are left out, not in quick runs. ``measured``:
+    a function of the cases giving (case, seconds or the exception it raised) in their place (conv_workers)."""
     from hwprobe.calibration import point_metric
     from hwprobe.probes.calibration.pruned import point_key, pruned
 
     if not ctx.quick:
         cases = [c for c in cases if point_key(c) not in pruned().conv]
+    for case, got in (measured or (lambda cs: _one_by_one(torch, cs, measure)))(cases):
+        if isinstance(got, BaseException):
+            yield ctx.error(point_metric(metric, **case), what, got)
+        else:
+            rows.append({**case, "time_s": got})
+
+
+def _one_by_one(torch, cases: list[dict], measure):
     for case in cases:
         try:
-            rows.append({**case, "time_s": measure(**case)})
+            got = measure(**case)
         except Exception as e:
-            yield ctx.error(point_metric(metric, **case), what, e)
+            got = e
         finally:
             torch.cuda.empty_cache()
+        yield case, got
