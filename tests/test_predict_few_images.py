@@ -45,14 +45,19 @@ def test_a_few_images_are_priced_between_the_image_counts_either_side_at_their_p
     assert few.dw_time(784, 1024, 5, 1, "nhwc", 1, 2) == old.dw_time(784, 1024, 5, 1, "nhwc", 1, 2)
     assert few.dw_time(64 * 784, 1024, 5, 1, "nhwc", 64, 2) == old.dw_time(64 * 784, 1024, 5, 1, "nhwc", 64, 2)
     assert few.dw_time(784, 1024, 3, 1, "nhwc", 8, 2) is None                  # no 3x3 points
+    # past the few-image points' maps (8 images of 256 x 256: a detector's) the GPU is full: total pixels, as before
+    big = 8 * 256 * 256
+    assert few.dw_time(big, 1024, 5, 1, "nhwc", 8, 2) == old.dw_time(big, 1024, 5, 1, "nhwc", 8, 2)
 
 
 def _bilinear_curve() -> KernelCurve:
     """Bytes curve of a 4x upsampling (fast per byte) and a grid where the kernel loops over planes per output pixel:
     each thread's loop sets the time until the output pixels fill the GPU (here 4096)."""
     b = [float(2 ** i) for i in range(13, 31)]
-    grid = [{"pixels": s * s, "planes": n, "time_s": 2e-6 + 5e-8 * n * max(1.0, s * s / 4096)}
+    grid = [{"pixels": s * s, "planes": n, "source": (s // 2) ** 2, "time_s": 2e-6 + 5e-8 * n * max(1.0, s * s / 4096)}
             for s in (7, 14, 28, 56) for n in (32, 256, 2048)]
+    grid += [{"pixels": s * s, "planes": n, "source": 1, "time_s": 2e-6 + 1e-8 * n}
+             for s in (7, 56) for n in (32, 2048)]
     return KernelCurve(kind="resize_linear_nchw", bytes=b, time_s=[2e-6 + x / 5e11 for x in b], grid=grid)
 
 
@@ -62,6 +67,10 @@ def test_nchw_bilinear_reads_its_grid_over_output_pixels_and_planes():
     assert covered and t == pytest.approx(2e-6 + 5e-8 * 2048, rel=1e-6)
     assert curve.grid_time(196, 2048)[0] > 20 * curve.time(2 * 2048 * (196 + 49))    # far above its bytes
     assert MemCurve.of(KernelCurve(kind="x", bytes=[1.0, 2.0], time_s=[1.0, 2.0])).grid_time(196, 2048) is None
+    # from a 1 x 1 map (a pooled context broadcast back) its own points: one element feeds all four taps
+    t1, c1 = curve.grid_time(196, 2048, 1)
+    assert c1 and t1 == pytest.approx(2e-6 + 1e-8 * 2048, rel=1e-6)
+    assert curve.grid_time(196, 2048, 49)[0] == t                     # from a map: the 2x points
 
 
 def test_the_lowering_gives_a_bilinear_resize_its_output_pixels_and_planes(tmp_path):
@@ -78,7 +87,7 @@ def test_the_lowering_gives_a_bilinear_resize_its_output_pixels_and_planes(tmp_p
     path = tmp_path / "r.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), str(path))
     (op,) = lower(load_model(path, 8), "fp16", "graph").kernels
-    assert (op.kind, op.m, op.n) == ("resize_linear", 196, 2048)
+    assert (op.kind, op.m, op.n, op.k) == ("resize_linear", 196, 2048, 1)
 
 
 def test_the_predictor_prices_an_nchw_bilinear_resize_from_the_grid_and_channels_last_from_bytes():

@@ -39,7 +39,7 @@ class KernelOp:
     precision: str = "fp16"           # the math's precision (fp16, bf16, fp8, int8, tf32, fp32, fp64)
     m: int = 0                        # GEMM rows; conv_dw: output pixels; resize_linear: output pixels per plane
     n: int = 0                        # GEMM N; conv_dw: channels; resize_linear: planes (images x channels)
-    k: int = 0
+    k: int = 0                        # GEMM K; resize_linear: input pixels per plane (0: not known)
     batch: int = 1
     bytes: float = 0.0                # memory kinds: bytes read + written; GEMM kinds: 0 = from the shape
     flops: float = 0.0

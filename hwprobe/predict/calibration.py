@@ -129,20 +129,25 @@ class MemCurve:
     bytes: np.ndarray
     time_s: np.ndarray
     grid: tuple | None = None      # (axes, log time) over output pixels x planes, where the curve has a grid
+    broadcast: tuple | None = None  # ... of its points from a 1 x 1 input (``source`` 1), where it has them
 
     @classmethod
     def of(cls, curve: C.KernelCurve) -> MemCurve:
         b, t = np.asarray(curve.bytes, float), np.asarray(curve.time_s, float)
         order = np.argsort(b)
-        grid = _grid(list(curve.grid), ("pixels", "planes"), 2) if curve.grid else None
-        return cls(curve.kind, b[order], t[order], grid)
+        pts = list(curve.grid or ())
+        grids = [_grid(part, ("pixels", "planes"), 2) if part else None
+                 for part in ([p for p in pts if p.get("source", 0) != 1], [p for p in pts if p.get("source") == 1])]
+        return cls(curve.kind, b[order], t[order], *grids)
 
-    def grid_time(self, pixels: float, planes: float) -> tuple[float, bool] | None:
+    def grid_time(self, pixels: float, planes: float, source: float = 0.0) -> tuple[float, bool] | None:
         """Seconds at ``pixels`` output pixels per plane x ``planes`` from the curve's grid (log-log, each node held
-        at most at the time of a larger one); None without a grid."""
-        if self.grid is None or pixels <= 0 or planes <= 0:
+        at most at the time of a larger one): from a 1 x 1 input (``source`` 1) the points from one where the curve
+        has them, else those from larger maps; None without a grid."""
+        grid = self.broadcast if source == 1 and self.broadcast is not None else self.grid
+        if grid is None or pixels <= 0 or planes <= 0:
             return None
-        axes, log_t = self.grid
+        axes, log_t = grid
         return _interp(log_t, axes, (pixels, planes, 1.0))
 
     @classmethod
@@ -436,15 +441,18 @@ class ConvTable:
         if not counts:
             return None
         few = [n for n in counts if 1 < n < counts[-1]]
-        if images <= 1 or images >= counts[-1] or not few:
+        lo = max(n for n in counts if n <= images)
+        hi = min((n for n in counts if n >= images), default=counts[-1])
+        ends = sorted({lo, hi})
+        grids = [(self._dw_grid(k, stride, layout, dilation, n, few), n) for n in ends]
+        per_image = m / max(images, 1)
+        # the few-image rule only inside both image counts' measured maps: past them (a detector's 256 x 256 maps)
+        # the GPU is full and time follows total pixels
+        if images <= 1 or images >= counts[-1] or not few or any(
+                g is None or not g[0][0][0] <= per_image * n <= g[0][0][-1] for g, n in grids):
             regime = 1 if images <= 1 else 0            # 0: every image count but the few-image ones
             return self._dw_read(self._dw_grid(k, stride, layout, dilation, regime, few), m, channels)
-        lo = max(n for n in counts if n <= images)
-        hi = min(n for n in counts if n >= images)
-        got = [self._dw_read(self._dw_grid(k, stride, layout, dilation, n, few), m / images * n, channels)
-               for n in sorted({lo, hi})]
-        if any(g is None for g in got):
-            return self._dw_read(self._dw_grid(k, stride, layout, dilation, 0, few), m, channels)
+        got = [self._dw_read(g, per_image * n, channels) for g, n in grids]
         if len(got) == 1:
             return got[0]
         w = float(np.log(images / lo) / np.log(hi / lo))

@@ -448,11 +448,12 @@ class Predictor:
         PyTorch's NCHW kernel); profiles before those curves: None (the nearest-neighbour curve, flagged). In NCHW
         from the curve's grid over output pixels x planes where it has one: that kernel runs a thread per output
         pixel looping over every plane, so a small output over many planes (an ASPP pooling branch's 1 x 1 ->
-        14 x 14 over 8 x 256 planes: 113 us on an H200) is latency-bound far above its bytes (8.5 us on the curve)."""
+        14 x 14 over 8 x 256 planes: 113 us on an H200) is latency-bound far above its bytes (8.5 us on the curve);
+        from a 1 x 1 input (``op.k``, the input's pixels per plane) the grid's points from one."""
         if (op.layout or self.layout) != "nchw":
             return self._on_curve(op, "resize_linear")
         curve = self.cal.framework.get("resize_linear_nchw") if self.runtime != "fused" else None
-        got = curve.grid_time(op.m, op.n) if curve is not None else None
+        got = curve.grid_time(op.m, op.n, op.k) if curve is not None else None
         if got is None:
             return self._on_curve(op, "resize_linear_nchw")
         return self._finish(op, got[0], op.flops, op.bytes, got[1], "framework.resize_linear_nchw", "",

@@ -158,9 +158,10 @@ def test_torch_bilinear_grid_loops_over_planes(gpu_ctx_factory):
     with torch.inference_mode():
         errors = [(m.metric, m.reason) for m in torch_kernels._bilinear_grid(ctx, torch, 1 << 30, rows)]
     assert not errors, errors
-    assert len(rows) == len(torch_kernels.BILINEAR_SIDES) * len(torch_kernels.BILINEAR_PLANES) - 1  # 224 x 16384
-    t = {(r["pixels"], r["planes"]): r["time_s"] for r in rows}
-    assert t[(196, 2048)] > 4 * t[(196, 256)] and t[(196, 2048)] > 20e-6
+    assert len(rows) == 2 * (len(torch_kernels.BILINEAR_SIDES) * len(torch_kernels.BILINEAR_PLANES) - 1)  # 224 x 16384
+    t = {(r["pixels"], r["planes"], r["source"]): r["time_s"] for r in rows}     # from 7 x 7 / 2x
+    assert t[(196, 2048, 49)] > 4 * t[(196, 256, 49)] and t[(196, 2048, 49)] > 20e-6
+    assert t[(196, 2048, 1)] > 4 * t[(196, 256, 1)]                              # from 1 x 1 too
 
 
 def test_conv_workers_time_the_points_one_process_times(gpu_ctx_factory):
@@ -171,13 +172,14 @@ def test_conv_workers_time_the_points_one_process_times(gpu_ctx_factory):
     torch = pytest.importorskip("torch")
     import numpy as np
 
-    from hwprobe.probes.calibration import grids
+    from hwprobe.probes.calibration import conv_workers, grids
     from hwprobe.probes.calibration import torch_library as lib
 
     ctx = gpu_ctx_factory("gpu.torch_kernels", quick=True)
     with torch.inference_mode():
-        seq = list(lib.convs(ctx, torch, ["fp16"], True, ["dense", "depthwise"], workers=0))
-        par = list(lib.convs(ctx, torch, ["fp16"], True, ["dense", "depthwise"], workers=4))
+        seq = list(lib.convs(ctx, torch, ["fp16"], True, ["dense", "depthwise"]))
+        with conv_workers.measuring(torch, 4) as measured:
+            par = list(lib.convs(ctx, torch, ["fp16"], True, ["dense", "depthwise"], measured, 4))
     errors = [(m.metric, m.reason) for m in seq + par if m.status == "error"]
     assert not errors, errors
     a, b = ({grids.shape_key(p): p["time_s"] for p in out[-1].params["points"]} for out in (seq, par))

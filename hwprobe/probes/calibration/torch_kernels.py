@@ -53,8 +53,9 @@ SORT_KEY_BYTES, SORT_EXPERTS = 32, 128
 SORT_MAX_BYTES, SORT_STEP_KEYS = 1 << 26, 4096
 # resize_linear_nchw's grid: PyTorch's NCHW bilinear kernel runs a thread per output pixel, each looping over every
 # plane (image x channel), so its time is not a function of bytes alone: 8 x 256 planes upsampled 1 -> 14 x 14 (an
-# ASPP pooling branch) took 113 us on an H200 where the bytes curve reads 8.5 us. Output sides x planes, each a 2x
-# upsampling (from side // 2, at least 1 x 1), up to max_bytes moved
+# ASPP pooling branch) took 113 us on an H200 where the bytes curve reads 8.5 us. Output sides x planes, each from a
+# map of side // 2 (a 2x upsampling: a decoder's) and from a 1 x 1 map (a pooled global context broadcast back: its
+# four taps are one element, and a 2x upsampling's plane took 3.7x as long at 14 x 14 on an H200), up to max_bytes
 BILINEAR_SIDES = (7, 14, 28, 56, 112, 224)
 BILINEAR_PLANES = (32, 256, 2048, 16384)
 
@@ -229,11 +230,10 @@ def _sizes_of(kind: str, sizes: list[int]) -> list[int]:
     return sizes
 
 
-def _bilinear_point(torch, side: int, planes: int) -> float:
-    """Seconds per NCHW bilinear 2x upsampling of ``planes`` planes to ``side`` x ``side`` (from side // 2), replayed
-    in a CUDA graph; the output checked against FP32."""
+def _bilinear_point(torch, side: int, planes: int, src: int) -> float:
+    """Seconds per NCHW bilinear upsampling of ``planes`` planes from ``src`` x ``src`` to ``side`` x ``side``,
+    replayed in a CUDA graph; the output checked against FP32."""
     F = torch.nn.functional
-    src = max(1, side // 2)
     x = (torch.rand(1, planes, src, src, device="cuda") * 2 - 1).half()
     up = lambda a: F.interpolate(a, size=(side, side), mode="bilinear")  # noqa: E731
     holder = {}
@@ -243,19 +243,23 @@ def _bilinear_point(torch, side: int, planes: int) -> float:
 
 
 def _bilinear_grid(ctx, torch, max_bytes: int, rows: list[dict]):
-    """resize_linear_nchw's grid (BILINEAR_SIDES x BILINEAR_PLANES) into ``rows``; a point that fails is an error
-    record, the rest go on."""
+    """resize_linear_nchw's grid (BILINEAR_SIDES x BILINEAR_PLANES, from side // 2 and from 1 x 1) into ``rows``
+    (``source``: the input's pixels per plane); a point that fails is an error record, the rest go on."""
     metric = C.metric(Curve.FRAMEWORK, "resize_linear_nchw")
-    for side in BILINEAR_SIDES:
-        for planes in BILINEAR_PLANES:
-            if 2 * planes * (side * side + max(1, side // 2) ** 2) > max_bytes:
-                continue
-            try:
-                rows.append({"pixels": side * side, "planes": planes, "time_s": _bilinear_point(torch, side, planes)})
-            except Exception as e:
-                yield ctx.error(C.point_metric(metric, side=side, planes=planes), "torch bilinear grid", e)
-            finally:
-                torch.cuda.empty_cache()
+    for src_of in (lambda side: side // 2, lambda side: 1):
+        for side in BILINEAR_SIDES:
+            for planes in BILINEAR_PLANES:
+                src = src_of(side)
+                if 2 * planes * (side * side + src * src) > max_bytes:
+                    continue
+                try:
+                    t = _bilinear_point(torch, side, planes, src)
+                    rows.append({"pixels": side * side, "planes": planes, "source": src * src, "time_s": t})
+                except Exception as e:
+                    yield ctx.error(C.point_metric(metric, side=side, planes=planes, src=src), "torch bilinear grid",
+                                    e)
+                finally:
+                    torch.cuda.empty_cache()
 
 
 def _curves(ctx, torch, kinds, sizes):
@@ -283,7 +287,7 @@ def _curves(ctx, torch, kinds, sizes):
             yield from _bilinear_grid(ctx, torch, max(sizes, default=0), grid)
         if pts:
             pts.sort()
-            also = "; and a grid of 2x upsamplings over output pixels x planes (it loops over planes)" if grid else ""
+            also = "; and a grid over output pixels x planes from 2x and 1 x 1 maps (loops over planes)" if grid else ""
             yield ctx.derived(curve, len(pts), unit="points", kind="info",
                               params={"kind": kind, K.BYTES: [p[0] for p in pts], "time_s": [p[1] for p in pts],
                                       "shapes": [p[2] for p in pts], "dtype": "float16", "runtime": "cuda_graph",
@@ -482,11 +486,12 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = Tr
 
         precs = list(precisions or ("fp16", "bf16"))
         if convs:
-            if conv_workers is None:        # worker processes where the grid is large enough to pay for them
-                from hwprobe.probes.calibration import conv_workers as pool
+            from hwprobe.probes.calibration import conv_workers as pool
 
+            if conv_workers is None:        # worker processes where the grid is large enough to pay for them
                 conv_workers = pool.count(sum(len(grids.conv_cases(p, ctx.quick, conv_families)) for p in precs))
-            yield from lib.convs(ctx, torch, precs, ctx.quick, conv_families, conv_workers)
+            with pool.measuring(torch, conv_workers) as measured:
+                yield from lib.convs(ctx, torch, precs, ctx.quick, conv_families, measured, conv_workers)
         if linears:
             yield from lib.linears(ctx, torch, precs, ctx.quick)
         if sdpa:

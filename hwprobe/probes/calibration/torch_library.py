@@ -117,25 +117,21 @@ def _conv_point(torch, **case) -> float:
     return conv_time(torch, case["precision"], conv_search(torch, case))
 
 
-def convs(ctx, torch, precisions, quick: bool, families: list[str] | None = None, workers: int = 0):
-    """Every convolution point of ``precisions``; ``workers`` > 1: measured by that many worker processes
-    (conv_workers: cuDNN's searches in parallel, each point timed alone), else in this process."""
-    from hwprobe.probes.calibration import conv_workers
-
+def convs(ctx, torch, precisions, quick: bool, families: list[str] | None = None, measured=None, workers: int = 1):
+    """Every convolution point of ``precisions``, in this process or, given ``measured``, by the ``workers`` worker
+    processes behind it (conv_workers.measuring: cuDNN's searches in parallel, each point timed alone)."""
     torch.backends.cudnn.benchmark = True
     rows: list[dict] = []
-    with conv_workers.measuring(torch, workers) as measured:
-        for prec in precisions:
-            with math_mode(torch, prec):
-                yield from sweep(ctx, torch, grids.conv_cases(prec, quick, families),
-                                  lambda **c: _conv_point(torch, **c), C.point_metric(C.metric(Curve.CONV), prec),
-                                  f"torch conv2d {prec}", rows, measured)
+    for prec in precisions:
+        with math_mode(torch, prec):
+            yield from sweep(ctx, torch, grids.conv_cases(prec, quick, families), lambda **c: _conv_point(torch, **c),
+                              C.point_metric(C.metric(Curve.CONV), prec), f"torch conv2d {prec}", rows, measured)
     if rows:
         yield ctx.derived(C.metric(Curve.CONV), len(rows), unit="points", kind="info",
                           params={K.POINTS: rows, "framework": f"torch {torch.__version__}",
                                   "precisions": sorted({r["precision"] for r in rows}),
                                   "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True,
-                                  "search_workers": workers if workers > 1 else 1},
+                                  "search_workers": workers if measured else 1},
                           notes=["PyTorch conv2d (cuDNN) per precision: seconds per convolution over output pixels "
                                  "x C_in x C_out at kernels 1, 3, 5, 7 (3x3 also dilated by 2, 12, 36) and 1x7, "
                                  "7x1, 1x3, 3x1, strides 1 and 2, groups 1, 2, 4, 8, 32, "
