@@ -441,7 +441,7 @@ class ConvTable:
         if not counts:
             return None
         few = [n for n in counts if 1 < n < counts[-1]]
-        lo = max(n for n in counts if n <= images)
+        lo = max((n for n in counts if n <= images), default=counts[0])
         hi = min((n for n in counts if n >= images), default=counts[-1])
         ends = sorted({lo, hi})
         grids = [(self._dw_grid(k, stride, layout, dilation, n, few), n) for n in ends]
