@@ -408,13 +408,14 @@ def _memory_op(g: _Graph, i: int, op: KernelOp, it: float) -> KernelOp:
             kind = "bias"
             big, small = (io["dims"][ins[elems.index(f(elems))]] for f in (max, min))
             channel = len(big) == len(small) == 4 and tuple(small[2:]) == (1, 1) and small[1] == big[1]
+    shape = {}
     if kind == "resize_linear" and io["out"] and len(out := io["dims"].get(io["out"][0]) or ()) == 4:
         # PyTorch's NCHW bilinear kernel runs a thread per output pixel over every plane: priced by both (m, n) and
         # the input's pixels per plane (k; 1: a pooled 1 x 1 map broadcast back)
         src = io["dims"].get(ins[0]) or ()
-        return replace(op, bytes=sum(sizes.values()), m=int(out[2] * out[3]), n=int(out[0] * out[1]),
-                       k=int(src[2] * src[3]) if len(src) == 4 else 0)
-    return replace(op, kind=kind, bytes=sum(sizes.values()), channel_bias=channel)
+        shape = {"m": int(out[2] * out[3]), "n": int(out[0] * out[1]),
+                 "k": int(src[2] * src[3]) if len(src) == 4 else 0}
+    return replace(op, kind=kind, bytes=sum(sizes.values()), channel_bias=channel, **shape)
 
 
 def _fuse_pointwise(g: _Graph, owner: dict[int, int], i: int) -> int | None:

@@ -12,6 +12,7 @@ Nothing here is fitted: every number comes from the profile's typed calibration 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -341,8 +342,7 @@ class ConvTable:
         lo = max((d for d in ds if d <= dilation), default=ds[0])
         hi = min((d for d in ds if d >= dilation), default=ds[-1])
         (t_lo, c_lo), (t_hi, c_hi) = (_interp(by[d][1], by[d][0], (m, c, 1.0)) for d in (lo, hi))
-        w = 0.0 if hi == lo else float(np.log(dilation / lo) / np.log(hi / lo))
-        return float(np.exp((1 - w) * np.log(t_lo) + w * np.log(t_hi))), c_lo and c_hi and ds[0] <= dilation <= ds[-1]
+        return log_between(dilation, lo, hi, t_lo, t_hi), c_lo and c_hi and ds[0] <= dilation <= ds[-1]
 
     def nonsquare(self, m: float, cin: float, cout: float, kh: int, kw: int, layout: str = "nhwc",
                   images: int = 1) -> tuple[float, bool] | None:
@@ -431,13 +431,7 @@ class ConvTable:
         log time over log images between the measured image counts either side, each read at the layer's pixels
         per image: cuDNN's time follows images x side, not pixels alone (channels-last dilated 5x5, 960 channels,
         H200: 8 images of 14 x 14 took 144 us, 32 images of 7 x 7 with the same pixels 103 us)."""
-        keep = lambda p: p.get("dw") and p["k"] == k and p.get("stride", 1) == stride \
-            and p.get("dilation", 1) == dilation  # noqa: E731
-        key = ("dw_counts", k, stride, layout, dilation)
-        if key not in self._cache:
-            self._cache[key] = sorted({p.get("images", 1) for p in self.points
-                                       if p.get("layout", "nhwc") == layout and keep(p)})
-        counts = self._cache[key]
+        counts = sorted({p.get("images", 1) for p in self._dw_points(k, stride, layout, dilation)})
         if not counts:
             return None
         few = [n for n in counts if 1 < n < counts[-1]]
@@ -455,17 +449,22 @@ class ConvTable:
         got = [self._dw_read(g, per_image * n, channels) for g, n in grids]
         if len(got) == 1:
             return got[0]
-        w = float(np.log(images / lo) / np.log(hi / lo))
-        return float(np.exp((1 - w) * np.log(got[0][0]) + w * np.log(got[1][0]))), got[0][1] and got[1][1]
+        return log_between(images, lo, hi, got[0][0], got[1][0]), got[0][1] and got[1][1]
+
+    def _dw_points(self, k: int, stride: int, layout: str, dilation: int) -> list[dict]:
+        """The depthwise points of one kernel, stride, layout and dilation (every image count)."""
+        key = ("dw_points", k, stride, layout, dilation)
+        if key not in self._cache:
+            self._cache[key] = [p for p in self.points if p.get("dw") and p["k"] == k and p.get("stride", 1) == stride
+                                and p.get("dilation", 1) == dilation and p.get("layout", "nhwc") == layout]
+        return self._cache[key]
 
     def _dw_grid(self, k: int, stride: int, layout: str, dilation: int, images: int, few: list[int]):
         """The depthwise grid over output pixels x channels of one image count (``images``; 0: all but ``few``)."""
         key = ("dw", k, stride, layout, dilation, images)
         if key not in self._cache:
-            self._cache[key] = _grid([p for p in self.points if p.get("dw") and p["k"] == k
-                                      and p.get("stride", 1) == stride and p.get("dilation", 1) == dilation
-                                      and p.get("layout", "nhwc") == layout
-                                      and (p.get("images", 1) == images if images else p.get("images", 1) not in few)],
+            self._cache[key] = _grid([p for p in self._dw_points(k, stride, layout, dilation)
+                                      if (p.get("images", 1) == images if images else p.get("images", 1) not in few)],
                                      ("m", "cin"), 2)
         return self._cache[key]
 
@@ -539,6 +538,13 @@ def _row_time(row: list[dict], m: float) -> tuple[float, bool]:
 def _fastest(points: list[dict]) -> float:
     """The smallest measured time among ``points`` (0 where none)."""
     return min((float(p["time_s"]) for p in points if p.get("time_s")), default=0.0)
+
+
+def log_between(x: float, x0: float, x1: float, t0: float, t1: float) -> float:
+    """Log time interpolated over log x between (x0, t0) and (x1, t1) (t0 where x0 == x1): a quantity measured at
+    a few values either side (dilations, image counts, kernel taps)."""
+    w = 0.0 if x1 == x0 else math.log(x / x0) / math.log(x1 / x0)
+    return math.exp((1 - w) * math.log(t0) + w * math.log(t1))
 
 
 def pow2(n: float) -> bool:

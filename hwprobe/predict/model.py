@@ -36,12 +36,10 @@ graph; the lowering folds pointwise ops into their producers).
 
 from __future__ import annotations
 
-import math
-
 from hwprobe.errors import InputError
 from hwprobe.lowering.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp
 from hwprobe.models.conventions import ELEMENT_BYTES as ITEMSIZE
-from hwprobe.predict.calibration import STEM_CIN, Calibration, GemmTable, pow2
+from hwprobe.predict.calibration import STEM_CIN, Calibration, GemmTable, log_between, pow2
 from hwprobe.predict.ops import OpTime
 from hwprobe.vocab import ExecUnit, Path
 
@@ -250,8 +248,7 @@ class Predictor:
         got = [table.time(op.m, cin, op.n, k, op.conv_stride, layout, images) for k in (lo, hi)]
         if None in got:
             return None
-        w = 0.0 if hi == lo else math.log(taps / lo ** 2) / math.log(hi ** 2 / lo ** 2)
-        t = math.exp((1 - w) * math.log(got[0][0]) + w * math.log(got[1][0]))
+        t = log_between(taps, lo ** 2, hi ** 2, got[0][0], got[1][0])
         note = f"a {taps}-tap non-square kernel: between the {lo}x{lo} and {hi}x{hi} points by taps"
         return self._finish(op, t, op.gemm_flops, nbytes, False, "framework.conv",
                             "; ".join(x for x in (sibling, note) if x), table.floor_s())
