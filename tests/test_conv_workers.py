@@ -9,23 +9,25 @@ from hwprobe.probes.calibration import conv_workers
 
 
 def fake_serve(conn, device: int) -> None:
-    """Answers like conv_workers._serve: a point's 'time' is its m x 1e-9; m == 13 fails its search, m == 17 its
-    check, m == 19 kills the worker in the middle of its search."""
-    held = None
+    """Answers like conv_workers._serve: a point's 'time' is its m x 1e-9 plus, in whole seconds, how many points
+    this worker had searched; m == 13 fails its search, m == 17 its check, m == 19 kills the worker in the middle
+    of its search, m == 5 searches for 1 s."""
+    import time
+
+    searched = 0
     while (msg := conn.recv()) is not None:
         op, case = msg
         if op == "search":
             if case["m"] == 19:
                 os._exit(3)
-            if case["m"] == 13:
-                conn.send(("error", RuntimeError("no engine")))
-                continue
-            held = case
-            conn.send(("ok", None))
-        elif held["m"] == 17:
+            if case["m"] == 5:
+                time.sleep(1.0)
+            searched += 1
+            conn.send(("error", RuntimeError("no engine")) if case["m"] == 13 else ("ok", None))
+        elif case["m"] == 17:
             conn.send(("error", AssertionError("max relative error 0.5 > 0.02")))
         else:
-            conn.send(("ok", held["m"] * 1e-9 + device))
+            conn.send(("ok", case["m"] * 1e-9 + searched + device))
 
 
 class _Cuda:
@@ -53,10 +55,21 @@ def test_every_case_comes_back_in_order_with_its_time_or_its_error():
         again = list(run(cases[:4]))                    # the same workers serve a later sweep (another precision)
     assert [c for c, _ in got] == cases and [c for c, _ in again] == cases[:4]
     times = {c["m"]: t for c, t in got}
-    assert all(times[m] == m * 1e-9 for m in range(1, 24) if m not in (13, 17, 19))
+    assert all(abs(times[m] % 1 - m * 1e-9) < 1e-12 for m in range(1, 24) if m not in (13, 17, 19))
     assert str(times[13]) == "no engine" and isinstance(times[17], AssertionError)
     assert isinstance(times[19], RuntimeError) and "conv worker exited (3)" in str(times[19])
-    assert times[20] == 20e-9                            # the worker that died was replaced
+    assert times[20] % 1 > 0                             # the worker that died was replaced
+    assert set(run.phases) == {"start_s", "search_s", "time_s"} and run.phases["search_s"] >= 1.0
+
+
+def test_a_free_worker_takes_the_next_search():
+    """A slow search (1 s) holds its worker only: the two others search the rest meanwhile, so the slow point's
+    worker had searched few points when the timing began (each time says how many its worker had searched)."""
+    cases = [{"m": m} for m in range(1, 13) if m != 13]
+    with conv_workers.measuring(_Torch, 3, fake_serve) as run:
+        got = dict((c["m"], t) for c, t in run(cases))
+    searched_by_slow = int(got[5])
+    assert searched_by_slow <= 3 and max(int(t) for t in got.values()) >= 4
 
 
 def test_no_workers_below_two_or_for_a_small_grid():

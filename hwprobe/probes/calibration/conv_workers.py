@@ -6,33 +6,40 @@ sampled FP16 grid points) it took 13.6 s of wall, 12 ms of it on the GPU; py-spy
 and 20% in the driver. In one process it does not parallelize (8 threads searched 48 shapes in 4.2 s, one thread
 4.9 s) and PyTorch keeps the plan it picks per thread, so the point must be timed where it was searched.
 
-So each worker process holds one point at a time: all workers search their points at once (separate processes
-compile in parallel; the GPU sees only the searches' single timed runs of each plan, as in a user's first call),
-then each times its point in turn while the others wait, so no timed replay shares the GPU with other work. The
-timing and check are gpu.torch_kernels' own (torch_library.conv_search, conv_time). A worker that dies is
-replaced and its point reported as an error.
+So the points are measured in two phases per chunk of a sweep. First every worker process searches: each takes the
+next point as soon as it is free (a search takes 69 ms at the median and 0.3 s at the 90th percentile, so batches
+that wait for their slowest member leave most workers idle), calls it once and keeps only PyTorch's pick. Then the
+points are timed in the sweep's order, one at a time while the others wait, each by the worker that searched it:
+the worker builds the point's operands again (its first call finds the pick) and times and checks it with
+gpu.torch_kernels' own code (torch_library.conv_search, conv_time). No timed replay shares the GPU with other work.
+A worker that dies is replaced, the point it held reported as an error; a point whose searcher died is searched
+again by the one that times it.
 """
 
 from __future__ import annotations
 
 import os
+import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-WORKERS = 8            # worker processes at most (and at most half the CPUs this process may use)
+WORKERS = 12           # worker processes at most (and two CPUs left to this process and the system)
 MIN_POINTS = 64        # fewer points: measured in this process (starting the workers, ~5 s, would cost more)
+CHUNK = 512            # points searched before they are timed (a Ctrl-C loses at most one chunk's searches)
 
 
 def count(points: int) -> int:
     """Worker processes for a sweep of ``points`` convolution points (0: measure them in this process)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    n = min(WORKERS, cpus // 2)
+    n = min(WORKERS, cpus - 2)
     return n if points >= MIN_POINTS and n >= 2 else 0
 
 
 def _serve(conn, device: int) -> None:
-    """A worker: ("search", case) builds and first-calls the case, ("time", None) times and checks it; each answered
-    ("ok", seconds or None) or ("error", the exception); None ends it."""
+    """A worker: ("search", case) builds the case and calls it once (cuDNN's search; PyTorch keeps the pick),
+    ("time", case) builds it again, times and checks it; each answered ("ok", seconds or None) or ("error", the
+    exception); None ends it."""
     import signal
 
     import torch
@@ -42,25 +49,20 @@ def _serve(conn, device: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's: it ends the workers (Pool.close)
     torch.cuda.set_device(device)
     torch.backends.cudnn.benchmark = True
-    held = None
     with torch.inference_mode():
         while (msg := conn.recv()) is not None:
             op, case = msg
             try:
-                if op == "search":
-                    held = (case["precision"], lib.conv_search(torch, case))
-                    conn.send(("ok", None))
-                else:
-                    conn.send(("ok", lib.conv_time(torch, *held)))
+                searched = lib.conv_search(torch, case)
+                conn.send(("ok", None if op == "search" else lib.conv_time(torch, case["precision"], searched)))
             except Exception as e:
                 try:
                     conn.send(("error", e))
                 except Exception:                   # an exception that does not pickle: its text
                     conn.send(("error", RuntimeError(f"{type(e).__name__}: {e}")))
             finally:
-                if op != "search" or held is None:
-                    held = None
-                    torch.cuda.empty_cache()
+                searched = None
+                torch.cuda.empty_cache()
 
 
 class Pool:
@@ -92,6 +94,31 @@ class Pool:
             self.slots[i] = self._start()
             return "error", RuntimeError(f"conv worker exited ({proc.exitcode}): {type(e).__name__}")
 
+    def search(self, cases: list[dict], check=lambda: None) -> tuple[dict[int, int], dict[int, BaseException]]:
+        """Every case searched by whichever worker is free next: ({case index: its worker}, {case index: the
+        exception its search raised})."""
+        from multiprocessing.connection import wait
+
+        pending, busy, free = deque(range(len(cases))), {}, list(range(len(self.slots)))
+        owner: dict[int, int] = {}
+        failed: dict[int, BaseException] = {}
+        while pending or busy:
+            check()
+            while free and pending:
+                w, i = free.pop(), pending.popleft()
+                self.ask(w, ("search", cases[i]))
+                busy[w] = i
+            ready = set(wait([self.slots[w][0] for w in busy]))
+            for w in [w for w in busy if self.slots[w][0] in ready]:
+                i = busy.pop(w)
+                status, got = self.answer(w)
+                if status == "ok":
+                    owner[i] = w
+                else:
+                    failed[i] = got
+                free.append(w)
+        return owner, failed
+
     def close(self) -> None:
         for conn, _ in self.slots:
             try:
@@ -109,9 +136,10 @@ class Pool:
 @contextmanager
 def measuring(torch, workers: int, serve=None):
     """``sweep``'s ``measured`` for ``workers`` worker processes (None below two: measure in this process): the cases
-    in batches of ``workers``, each batch searched at once, then timed one point at a time; (case, seconds or the
-    exception) in the cases' order. The workers start at the first sweep and end with the block. ``serve``: the
-    workers' loop (_serve; a test's stand-in)."""
+    in chunks of CHUNK, each chunk searched by all workers at once, then timed one point at a time; (case, seconds
+    or the exception) in the cases' order. ``measured.phases`` adds up the seconds spent searching and timing. The
+    workers start at the first sweep and end with the block. ``serve``: the workers' loop (_serve; a test's
+    stand-in)."""
     if workers < 2:
         yield None
         return
@@ -121,22 +149,28 @@ def measuring(torch, workers: int, serve=None):
         from hwprobe.interrupt import check as check_interrupt
 
         if not pools:
+            t0 = time.perf_counter()
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
             pools.append(Pool(workers, torch.cuda.current_device(), serve))
+            run.phases["start_s"] += time.perf_counter() - t0
         pool = pools[0]
-        for start in range(0, len(cases), workers):
-            check_interrupt()
-            batch = cases[start:start + workers]
-            for i, case in enumerate(batch):
-                pool.ask(i, ("search", case))
-            searched = [pool.answer(i) for i in range(len(batch))]     # every search done: the GPU is quiet
-            for i, (case, (status, got)) in enumerate(zip(batch, searched, strict=True)):
-                if status == "ok":
-                    pool.ask(i, ("time", None))
-                    status, got = pool.answer(i)
+        for start in range(0, len(cases), CHUNK):
+            chunk = cases[start:start + CHUNK]
+            t0 = time.perf_counter()
+            owner, failed = pool.search(chunk, check_interrupt)     # every search done: the GPU is quiet
+            t1 = time.perf_counter()
+            run.phases["search_s"] += t1 - t0
+            for i, case in enumerate(chunk):
+                got = failed.get(i)
+                if got is None:
+                    check_interrupt()
+                    pool.ask(owner[i], ("time", case))
+                    _, got = pool.answer(owner[i])
                 yield case, got
+            run.phases["time_s"] += time.perf_counter() - t1
 
+    run.phases = {"start_s": 0.0, "search_s": 0.0, "time_s": 0.0}
     try:
         yield run
     finally:

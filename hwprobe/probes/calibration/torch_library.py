@@ -131,7 +131,9 @@ def convs(ctx, torch, precisions, quick: bool, families: list[str] | None = None
                           params={K.POINTS: rows, "framework": f"torch {torch.__version__}",
                                   "precisions": sorted({r["precision"] for r in rows}),
                                   "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True,
-                                  "search_workers": workers if measured else 1},
+                                  "search_workers": workers if measured else 1,
+                                  **({"pool_s": {k: round(v, 2) for k, v in measured.phases.items()}}
+                                     if getattr(measured, "phases", None) else {})},
                           notes=["PyTorch conv2d (cuDNN) per precision: seconds per convolution over output pixels "
                                  "x C_in x C_out at kernels 1, 3, 5, 7 (3x3 also dilated by 2, 12, 36) and 1x7, "
                                  "7x1, 1x3, 3x1, strides 1 and 2, groups 1, 2, 4, 8, 32, "
