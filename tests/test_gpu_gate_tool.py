@@ -96,12 +96,27 @@ def test_a_run_that_leaves_no_results_fails(tmp_path, monkeypatch, step):
     assert row.ok is False and row.exit == 1 and row.result == "no results directory"
 
 
-def test_acceptance_reference_is_the_committed_run_of_the_same_gpu_kind():
+def test_acceptance_reference_is_the_committed_run_of_the_same_node_kind():
     assert gate.golden_for("NVIDIA H200") == "profiles/h200-sxm/2026-11-26-full"
     assert gate.golden_for("NVIDIA H100 80GB HBM3") == "profiles/h100-sxm/2026-11-26-full"
+    assert gate.golden_for("NVIDIA H200", 2) == "profiles/h200x2/2026-11-28-acceptance"
+    assert gate.golden_for("NVIDIA H100 80GB HBM3", 2) is None       # no 2x H100 node reference yet
     assert gate.golden_for("NVIDIA A100-SXM4-80GB") is None
     for ref in gate.GOLDEN.values():
         assert (ROOT / ref / "profile.json").exists(), ref
+
+
+def test_the_two_gpu_reference_covers_the_node_links_and_its_own_host_link():
+    """The 2x H200 node's reference is an acceptance run of that node (2 ranks, merged): it has NCCL and P2P
+    ceilings the single-GPU reference lacks, and its host bidirectional ceiling is the node's, not the single
+    node's 101.6 GB/s."""
+    from hwprobe.results import read_measurements
+
+    ref = read_measurements(ROOT / gate.golden_for("NVIDIA H200", 2))
+    metrics = {m.metric for m in ref}
+    assert "nccl.all_reduce.busbw" in metrics and any(m.startswith("rank1.") for m in metrics)
+    bidir = [m.value for m in ref if m.metric == "host.bidir.pinned"]
+    assert bidir and 85e9 < bidir[0] < 100e9
 
 
 def test_acceptance_fails_past_its_time_or_a_failed_validate(tmp_path, monkeypatch):
