@@ -236,6 +236,15 @@ class EagerCost(_Curve):
     seconds: float | None
     per_op_s: dict[str, float] | None = None
     ops_per_sample: int | None = None
+    # transformers' own host seconds per kernel of an eager decode step, with what it came from
+    # (hwprobe.probes.calibration.hf_host.measure); None where transformers was not installed, and before 2026-11-28
+    transformers: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if out["transformers"] is None:     # profiles written before the field read back as written
+            del out["transformers"]
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

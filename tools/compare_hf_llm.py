@@ -84,16 +84,19 @@ def configs(doc: dict) -> dict:
     return out
 
 
-def run_host_s(doc: dict) -> float | None:
-    """The eager host time per op hwprobe measured in the validation's own process (the mean of its before and after
-    readings), or None where the run has none (runs before 2026-11-28)."""
-    got = [doc[k]["eager_op_s"] for k in ("host_before", "host_after") if (doc.get(k) or {}).get("eager_op_s")]
+def run_host_s(doc: dict, key: str = "eager_op_s") -> float | None:
+    """A host time hwprobe measured in the validation's own process (the mean of its before and after readings), or
+    None where the run has none: ``key`` "eager_op_s", the bare-op time per op (runs since 2026-11-28), or
+    "hf_eager_kernel_s", transformers' own per kernel of an eager decode step (hwprobe.probes.calibration.hf_host)."""
+    got = [doc[k][key] for k in ("host_before", "host_after") if (doc.get(k) or {}).get(key)]
     return sum(got) / len(got) if got else None
 
 
-def run_pricers(profile, host_s: float | None) -> dict:
-    """A predictor per pricing runtime over ``profile``, the eager one with ``host_s`` as its host time per op where
-    given: a lent machine's host is not the one the profile was measured on, and eager time is mostly host time."""
+def run_pricers(profile, host_s: float | None, hf_s: float | None = None) -> dict:
+    """A predictor per pricing runtime over ``profile``; the eager one prices transformers' host (the transformers
+    runtimes are all this compares), with the run's own readings where given: ``hf_s`` its transformers figure,
+    ``host_s`` its bare-op one (used where neither the run nor the profile has transformers'). A lent machine's host
+    is not the one the profile was measured on, and eager time is mostly host time."""
     from dataclasses import replace
 
     from hwprobe.predict.calibration import Calibration
@@ -102,8 +105,9 @@ def run_pricers(profile, host_s: float | None) -> dict:
 
     prof = load_profile(profile)
     cal = Calibration.of(prof)                 # read once; the runtimes' predictors share it
-    eager = replace(cal, eager_op_s=host_s) if host_s else cal
-    return {kind: Predictor(prof, kind, eager if kind == "eager" else cal) for kind in ("graph", "eager", "fused")}
+    eager = replace(cal, **({"eager_op_s": host_s} if host_s else {}), **({"hf_eager_kernel_s": hf_s} if hf_s else {}))
+    return {kind: Predictor(prof, kind, eager if kind == "eager" else cal, host="transformers")
+            for kind in ("graph", "eager", "fused")}
 
 
 def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("llama",),
@@ -114,8 +118,8 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
     from hwprobe.lowering.llm.runtimes import RUNTIMES
 
     cfgs = configs(doc)
-    pricers = run_pricers(profile, run_host_s(doc) if host == "run" else None) \
-        if pricer is None and profile is not None else {}
+    pricers = run_pricers(profile, *((run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")) if host == "run"
+                                     else (None, None))) if pricer is None and profile is not None else {}
     rows = []
     for c in doc["cases"]:
         cfg = cfgs[c["model"]]
@@ -141,8 +145,13 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run") -> str:
     lines = [f"transformers {doc.get('transformers', '?')}, torch {doc.get('torch', '?')}, {doc.get('gpu', '?')}; "
              f"{doc.get('layers')} layers per model (the cut config priced); profile `{profile}`. "
              "Held-out families (not used to tune the lowering) are marked *.", ""]
-    got = run_host_s(doc)
-    if got and host == "run":
+    got, hf = run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")
+    if hf and host == "run":
+        lines += [f"Eager-priced passes (eager; hf-compiled's prefill) use transformers' host time per kernel hwprobe "
+                  f"measured in the validation's own process, {hf * 1e6:.1f} us (gpu.torch_kernels' eager "
+                  "calibration: a tiny Llama's eager decode step, before and after the models), not the profile's: "
+                  "each lent machine's host differs.", ""]
+    elif got and host == "run":
         lines += [f"Eager-priced passes (eager; hf-compiled's prefill) use the host time per op hwprobe measured in "
                   f"the validation's own process, {got * 1e6:.1f} us (gpu.torch_kernels' eager calibration, before and "
                   "after the models), not the profile's: each lent machine's host differs.", ""]

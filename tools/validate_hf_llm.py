@@ -360,18 +360,26 @@ def load_configs(spec: str, layers: int) -> dict[str, dict]:
 
 
 def host_calibration(torch) -> dict:
-    """hwprobe's eager calibration (gpu.torch_kernels' host time per op) on this machine, now: the eager runtime's
-    predictions are priced with it (tools/compare_hf_llm.py), since a lent host's speed differs from the one the
-    committed profile was measured on. Empty where hwprobe is not importable."""
+    """hwprobe's eager calibration on this machine, now: gpu.torch_kernels' bare-op host time per op and, beside it,
+    transformers' own host time per kernel of a tiny Llama's eager decode step (hf_host). The eager runtime's
+    predictions are priced with them (tools/compare_hf_llm.py), since a lent host's speed differs from the one the
+    committed profile was measured on. An error entry where hwprobe is not importable."""
     try:
         import numpy as np
 
+        from hwprobe.probes.calibration import hf_host
         from hwprobe.probes.calibration.torch_kernels import eager_host_s
     except ImportError as e:
         return {"error": f"{type(e).__name__}: {e}"}
     with torch.inference_mode():
         per = eager_host_s(torch)
-    return {"eager_op_s": float(np.median(list(per.values()))), "per_op_s": per}
+    out = {"eager_op_s": float(np.median(list(per.values()))), "per_op_s": per}
+    try:
+        hf = hf_host.measure(torch)
+        out.update(hf_eager_kernel_s=hf["kernel_s"], hf=hf)
+    except Exception as e:  # noqa: BLE001 - the bare-op figure stands alone; the reason is kept
+        out["hf_error"] = f"{type(e).__name__}: {e}"[:300]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -613,6 +613,7 @@ class Calibration:
     conv: ConvTable | None = None
     switch_s: float = 0.0          # a framework kernel's cost beyond its back-to-back time among other kernels
     eager_op_s: float = 0.0        # the framework's host time per eagerly issued op (0: not measured)
+    hf_eager_kernel_s: float = 0.0  # transformers' own host time per kernel of an eager decode step (0: not measured)
     switch_library_s: float = 0.0  # ... per kernel where library (cuBLAS/cuDNN) and framework kernels alternate
     framework_replay_s: float = 0.0  # the framework's fixed cost of one CUDA-graph replay (0: not measured)
     framework_gemm: dict[str, GemmTable] = field(default_factory=dict)   # the framework's linear layers
@@ -631,6 +632,7 @@ class Calibration:
         if sec.launch_replay is not None:
             cal.launch["graph_replay_s"] = float(sec.launch_replay.seconds or sec.launch_replay.median_s or 0.0)
         cal.eager_op_s = float(sec.eager.seconds or 0.0) if sec.eager else 0.0
+        cal.hf_eager_kernel_s = float((sec.eager.transformers or {}).get("kernel_s") or 0.0) if sec.eager else 0.0
         cal.switch_s = float(sec.switch.seconds or 0.0) if sec.switch else 0.0
         cal.switch_library_s = float(sec.switch_library.seconds or 0.0) if sec.switch_library else 0.0
         cal.framework_replay_s = float(sec.framework_replay.seconds or 0.0) if sec.framework_replay else 0.0

@@ -84,6 +84,14 @@ STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectoriz
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
 # before 2026-11-26's eighth session: 1x1/3x3 channels-last only, stems in both).
 LAYOUTS = ("nhwc", "nchw")
+# The code that issues an eager run's kernels: a framework's own ops (a CNN, an ONNX graph), or transformers' modules
+# (its LLM runtimes), whose host time per kernel the calibration measures apart where transformers is installed.
+HOSTS = ("framework", "transformers")
+HOST_WORDS = {"transformers": "transformers' own measured host time per kernel of an eager decode step "
+                              "(gpu.torch_kernels)",
+              "framework": "the framework's measured host time per op (gpu.torch_kernels)",
+              "cuda_launch": "a bare CUDA launch from Python (the framework's own per-op overhead comes on top: not "
+                             "measured in this profile; run the calibration where the framework is installed)"}
 LIBRARY_KINDS = ("gemm", "attention", "conv_dw")    # kernels cuBLAS/cuDNN run (the rest: the framework's own)
 # Precisions whose calibration stands in for each other's in the secondary figures only (the alignment price, the
 # power cap's burst/sustained ratio): the same Tensor Core datapath at the same width. Times never cross precisions.
@@ -108,18 +116,27 @@ class Predictor:
     """Kernel times for one profile and runtime. ``time(op)`` never raises for a kernel it can price roughly: it
     says so (``covered`` False, ``note``) instead."""
 
-    def __init__(self, profile, runtime: str = "graph", cal: Calibration | None = None, layout: str = "nhwc") -> None:
+    def __init__(self, profile, runtime: str = "graph", cal: Calibration | None = None, layout: str = "nhwc",
+                 host: str = "framework") -> None:
         if runtime not in RUNTIMES:
             raise InputError(f"unknown runtime {runtime!r}; runtimes: {', '.join(RUNTIMES)}")
         if layout not in LAYOUTS:
             raise InputError(f"unknown layout {layout!r}; layouts: {', '.join(LAYOUTS)}")
+        if host not in HOSTS:
+            raise InputError(f"unknown host code {host!r}; hosts: {', '.join(HOSTS)}")
         self.profile, self.runtime, self.layout = profile, runtime, layout
         self.cal = cal or Calibration.of(profile)
         self.cal.require()
         self.node_s = self.cal.launch.get("graph_node_s", 0.0)
-        # eager: the framework's own host time per op where the profile measured it, else a bare CUDA launch's
-        self.host_s = self.cal.eager_op_s or self.cal.launch.get("host_issue_s", 0.0)
-        self.host_source = "framework" if self.cal.eager_op_s else "cuda_launch"
+        # eager: the host time per kernel of the code that issues them. ``host`` "transformers" (its LLM runtimes):
+        # transformers' own, where the profile measured it; else the framework's bare ops, else a bare CUDA launch
+        if host == "transformers" and self.cal.hf_eager_kernel_s:
+            self.host_s, self.host_source = self.cal.hf_eager_kernel_s, "transformers"
+        elif self.cal.eager_op_s:
+            self.host_s, self.host_source = self.cal.eager_op_s, "framework"
+        else:
+            self.host_s, self.host_source = self.cal.launch.get("host_issue_s", 0.0), "cuda_launch"
+        self.host_code = host
         self.dram_bw = profile.bandwidth("dram") or 0.0
         self.l2_bw = profile.bandwidth("l2") or 0.0
         self.l2_bytes = float((getattr(profile, "device", None) or {}).get("l2_bytes") or 0.0)
@@ -568,9 +585,10 @@ class Predictor:
 
     def eager_note(self, host_wait_s: float, kernels: int) -> str:
         """What the eager runtime's host costs a pass, and where the host time per op comes from."""
-        src = ("the framework's measured host time per op (gpu.torch_kernels)" if self.host_source == "framework" else
-               "a bare CUDA launch from Python (the framework's own per-op overhead comes on top: not measured in "
-               "this profile; run the calibration where the framework is installed)")
+        src = HOST_WORDS[self.host_source]
+        if self.host_code == "transformers" and self.host_source != "transformers":
+            src += ("; transformers' own code costs 1.3-1.6x the bare ops per kernel on the hosts measured, and this "
+                    "profile lacks its figure (run the calibration where transformers is installed)")
         return (f"eager: the host issues each of the {kernels} kernels in {self.host_s * 1e6:.1f} us, {src}; the "
                 f"GPU waits for it {host_wait_s * 1e6:.0f} us over the kernels' own time (a queue: a long kernel "
                 "lets the host run ahead)")

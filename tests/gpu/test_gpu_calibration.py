@@ -87,6 +87,10 @@ def test_torch_kernels(gpu_ctx_factory):
             continue
         if name == "predict.torch.eager_op_s":
             assert 1e-7 < min(c["per_op_s"].values()) < 1e-3
+            hf = c.get("transformers")       # transformers' own host per kernel, where transformers is installed
+            if hf is not None:
+                assert 50 <= hf["kernels_per_step"] <= 600 and 2e-6 < hf["kernel_s"] < 2e-4, hf
+                assert max(hf["step_s"]) < 2 * min(hf["step_s"]), hf["step_s"]
             continue
         if name == "predict.torch.switch_s":
             assert len(c["alone_s"]) == 5 and c["mixed_per_kernel_s"] > 0
@@ -186,3 +190,19 @@ def test_conv_workers_time_the_points_one_process_times(gpu_ctx_factory):
     assert a.keys() == b.keys() and len(a) == len(grids.conv_cases("fp16", True, ["dense", "depthwise"]))
     assert par[-1].params["search_workers"] == 4 and seq[-1].params["search_workers"] == 1
     assert 0.9 < float(np.median([b[k] / a[k] for k in a])) < 1.1
+
+
+def test_transformers_host_per_kernel_of_an_eager_decode_step(gpu_ctx_factory):
+    """hf_host on a GPU where transformers is installed: a tiny Llama's eager decode step over a DynamicCache costs
+    the host more per kernel than nothing and less than a millisecond, its rounds agree within 2x, and its kernel
+    count does not change between two counts (the step is the same every time: the cache is restored)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from hwprobe.probes.calibration import hf_host
+
+    with torch.inference_mode():
+        step, restore = hf_host.decoder(torch, transformers)
+        counts = [hf_host.kernels_per_step(torch, step, restore) for _ in range(2)]
+    got = hf_host.measure(torch)
+    assert counts[0] == counts[1] == got["kernels_per_step"] and 50 <= counts[0] <= 600
+    assert 2e-6 < got["kernel_s"] < 1e-3 and max(got["step_s"]) < 2 * min(got["step_s"]), got

@@ -110,14 +110,15 @@ def cases(opts: LLMOptions) -> list[Case]:
     return out
 
 
-def predictor(profile, runtime: str) -> tuple[Pricer, Any]:
-    """The calibrated predictor over a profile (path or Profile) and the loaded Profile."""
+def predictor(profile, runtime: str, host: str = "framework") -> tuple[Pricer, Any]:
+    """The calibrated predictor over a profile (path or Profile) and the loaded Profile; ``host``: the code that
+    issues an eager run's kernels (hwprobe.predict.model.HOSTS)."""
     from hwprobe.predict.model import Predictor
     from hwprobe.profile import Profile
     from hwprobe.profile_build import load_profile
 
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
-    return Predictor(prof, runtime=runtime), prof
+    return Predictor(prof, runtime=runtime, host=host), prof
 
 
 def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None,
@@ -136,7 +137,7 @@ def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None
         for phase in ("prefill", "decode"):
             kind = rt.pricing(phase)
             if kind not in pricers:
-                pricers[kind], prof = predictor(profile, kind)
+                pricers[kind], prof = predictor(profile, kind, "transformers" if rt.hf else "framework")
     if prof is not None:
         device = str(prof.device.get("name") or "")
         device_bytes = prof.device.get("mem_bytes")

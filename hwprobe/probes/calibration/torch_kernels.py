@@ -334,16 +334,33 @@ def eager_host_s(torch, ops: int = EAGER_OPS) -> dict[str, float]:
 
 
 def _eager(ctx, torch):
-    """The framework's host time per op when it runs eagerly (no CUDA graph), the median over kinds."""
+    """The framework's host time per op when it runs eagerly (no CUDA graph), the median over kinds; beside it, where
+    transformers is installed, transformers' own host time per kernel of an eager decode step (hf_host)."""
     try:
         per = eager_host_s(torch)
     except Exception as e:
         yield ctx.error(C.metric(Curve.EAGER), "torch eager host time", e)
         return
+    hf, notes = _transformers_host(torch)
     yield ctx.derived(C.metric(Curve.EAGER), float(np.median(list(per.values()))), unit="s", kind="info",
-                      params={"per_op_s": per, "ops_per_sample": EAGER_OPS},
+                      params={"per_op_s": per, "ops_per_sample": EAGER_OPS, "transformers": hf},
                       notes=["host time per eagerly issued PyTorch op (small relu, add, layer norm, linear, conv2d in "
-                             "Python loops; the GPU finishes each before the next is issued): the median over kinds"])
+                             "Python loops; the GPU finishes each before the next is issued): the median over kinds",
+                             *notes])
+
+
+def _transformers_host(torch) -> tuple[dict | None, list[str]]:
+    """hf_host.measure where it can run, else None and the reason (the bare-op figure stands alone then)."""
+    from hwprobe.probes.calibration import hf_host
+
+    try:
+        got = hf_host.measure(torch)
+    except ImportError as e:
+        return None, [f"transformers' host time not measured: transformers is not installed ({e})"]
+    except Exception as e:
+        return None, [f"transformers' host time not measured: {type(e).__name__}: {e}"[:300]]
+    return got, [f"transformers {got['version']}: {got['kernel_s'] * 1e6:.1f} us of host per kernel of an eager "
+                 f"decode step ({got['kernels_per_step']} kernels, a 4-layer Llama of hidden 64 over a DynamicCache)"]
 
 
 def _replay(ctx, torch):
