@@ -59,12 +59,15 @@ def test_kv_bytes_stats_and_kernel_summary():
     assert val.kv_bytes(d, 16, 4096) == 2 * 2 * 16 * 4096 * 128 * (4 * 8 + 32)
     s = val.stats([3.0, 1.0, 2.0, 4.0, 5.0])
     assert (s["median_s"], s["min_s"], s["reps"]) == (3.0, 1.0, 5)
+    r = val.merge_rounds([[3.0, 3.1, 2.9], [6.0, 6.2, 5.9], [3.05, 2.95, 3.0]])     # one disturbed round of three
+    assert r["median_s"] == 3.05 and r["rounds"] == 3 and r["reps"] == 9 and r["round_median_s"] == [3.0, 6.0, 3.0]
     k = val.summarize_kernels([("ampere_bf16_gemm", 10.0), ("elementwise_kernel", 1.5), ("ampere_bf16_gemm", 9.0)])
     assert k["total"] == 3 and k["by_name"][0] == {"name": "ampere_bf16_gemm", "count": 2, "us": 19.0}
 
 
 def test_the_tool_refuses_bad_arguments_before_touching_a_gpu():
-    for argv in (["--reps", "5"], ["--runtimes", "tensorrt"], ["--decode", "1x"], ["--configs", "nothere"]):
+    for argv in (["--reps", "5"], ["--rounds", "0"], ["--runtimes", "tensorrt"], ["--decode", "1x"],
+                 ["--configs", "nothere"]):
         with pytest.raises(SystemExit) as e:
             val.main(argv)
         assert e.value.code == 2

@@ -15,9 +15,11 @@ Runtimes, as hwprobe.lowering.llm.runtimes defines them:
   reduce-overhead, transformers' ``CompileConfig`` defaults), warmed up, timed as hf; prefill = the same
   static-cache forward launched op by op (generate never compiles the prefill), timed with the host in it.
 - eager: transformers' ``DynamicCache`` (decode: filled to context - 1, the new position cropped off after each
-  step), launched op by op, timed with the host in it. hwprobe's own eager calibration (its host time per op) runs
-  in the same process before and after the models (``host_before``, ``host_after``): the host is part of what
-  eager measures, and each lent machine's differs.
+  step), launched op by op, timed with the host in it. hwprobe's own eager calibration (its bare-op host time per
+  op, and transformers' own per kernel of a tiny Llama's eager decode step) runs in the same process before and
+  after the models (``host_before``, ``host_after``): the host is part of what eager measures, and each lent
+  machine's differs. ``--rounds 3`` measures every case three times, the cases in turn: a lent host's disturbances
+  (one case's median once read 5.46 ms where its fastest step took 3.74) spread over the cases.
 MoE models decode with ``experts_implementation="batched_mm"`` and prefill with transformers' default, as
 ``generate`` switches them (``_optimize_model_for_decode``).
 
@@ -28,6 +30,7 @@ Usage (one GPU; estimate for the defaults, 7 configs x 4 layers: ~7 min on an H2
 one Inductor compile per model ~25-40 s):
     python tools/validate_hf_llm.py --out hf_llm_measured.json
     python tools/validate_hf_llm.py --configs tests/data/llm_configs/qwen3-8b.json --runtimes hf --out q.json
+    python tools/validate_hf_llm.py --runtimes eager --no-kernels --rounds 3 --out eager.json
 Skipped (and said so in "cases" with a reason): cases whose cache and expanded K/V would not fit, and any case
 that raises (out of memory, a capture transformers cannot do); the run goes on.
 """
@@ -88,6 +91,14 @@ def kv_bytes(d: dict, batch: int, cache_len: int) -> float:
     hd = int(d.get("head_dim") or int(d.get("hidden_size", 0)) // heads)
     layers = int(d.get("num_hidden_layers", 1))
     return 2 * 2 * batch * cache_len * hd * (layers * kv + heads)
+
+
+def merge_rounds(rounds: list[list[float]]) -> dict:
+    """One case's rounds together: the stats of every call, and each round's median. A host disturbance that lasts
+    a round (a lent machine's other tenants) moves that round's median, and the median of all calls only where it
+    lasts half of them."""
+    return {**stats([t for r in rounds for t in r]), "rounds": len(rounds),
+            "round_median_s": [stats(r)["median_s"] for r in rounds]}
 
 
 def stats(times: list[float]) -> dict[str, float]:
@@ -260,10 +271,11 @@ class Bench:
         return g.replay, reset, True, length
 
     def measure(self, runtime: str, phase: str, batch: int, length: int) -> dict:
+        """One round of a case: its cache length, what the interval held, and its per-call times."""
         with self.torch.inference_mode():
             call, reset, gpu_only, cache_len = self.step(runtime, phase, batch, length)
             times = self._time(call, reset, gpu_only)
-        return {"cache_len": cache_len, "timing": "gpu" if gpu_only else "host", **stats(times)}
+        return {"cache_len": cache_len, "timing": "gpu" if gpu_only else "host", "times": times}
 
     def kernels(self, runtime: str, phase: str, batch: int, length: int) -> dict:
         from torch.profiler import ProfilerActivity, profile
@@ -309,24 +321,34 @@ def run_model(name: str, d: dict, args, out: dict) -> None:
     free = torch.cuda.mem_get_info()[0]
     cases = plan(args.runtimes, parse_cases(args.prefill), parse_cases(args.decode),
                  parse_cases(args.compiled_decode))
-    for rt, phase, b, n in cases:
-        row = {"model": name, "runtime": rt, "phase": phase, "batch": b, "prompt" if phase == "prefill" else
-               "context": n, "layers": d.get("num_hidden_layers")}
-        need = kv_bytes(d, b, n)
-        if need > 0.6 * free:
-            out["cases"].append({**row, "skipped": f"cache + expanded K/V {need / 2**30:.1f} GiB of "
-                                                   f"{free / 2**30:.0f} GiB free"})
-            continue
-        try:
-            row.update(bench.measure(rt, phase, b, n))
-        except Exception as e:  # noqa: BLE001 - out of memory, a capture transformers cannot do: said, skipped
-            row["skipped"] = f"{type(e).__name__}: {e}"[:300]
+    rows, times = [], []
+    for rnd in range(args.rounds):          # the cases in turn, round after round: a disturbance spreads over them
+        for i, (rt, phase, b, n) in enumerate(cases):
+            if rnd == 0:
+                rows.append({"model": name, "runtime": rt, "phase": phase, "batch": b,
+                             "prompt" if phase == "prefill" else "context": n, "layers": d.get("num_hidden_layers")})
+                times.append([])
+                need = kv_bytes(d, b, n)
+                if need > 0.6 * free:
+                    rows[i]["skipped"] = f"cache + expanded K/V {need / 2**30:.1f} GiB of {free / 2**30:.0f} GiB free"
+            if "skipped" in rows[i]:
+                continue
+            try:
+                got = bench.measure(rt, phase, b, n)
+                times[i].append(got.pop("times"))
+                rows[i].update(got)
+            except Exception as e:  # noqa: BLE001 - out of memory, a capture transformers cannot do: said, skipped
+                rows[i]["skipped"] = f"{type(e).__name__}: {e}"[:300]
+            torch.cuda.empty_cache()
+    for row, got in zip(rows, times, strict=True):
+        if "skipped" not in row and got:
+            row.update(merge_rounds(got))
         out["cases"].append(row)
-        torch.cuda.empty_cache()
+        what = f"{name} {row['runtime']} {row['phase']} b={row['batch']} n={row.get('prompt') or row.get('context')}"
         if "median_s" in row:
-            print(f"{name} {rt} {phase} b={b} n={n}: {row['median_s'] * 1e3:.3f} ms ({row['timing']})", flush=True)
+            print(f"{what}: {row['median_s'] * 1e3:.3f} ms ({row['timing']}, {row['rounds']} rounds)", flush=True)
         else:
-            print(f"{name} {rt} {phase} b={b} n={n}: skipped: {row['skipped']}", flush=True)
+            print(f"{what}: skipped: {row['skipped']}", flush=True)
     if args.kernels:
         for rt, phase, b, n in kernel_cases(name, args):
             try:
@@ -393,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="BATCHxCONTEXT cases for hf-compiled (each shape an Inductor compile)")
     ap.add_argument("--reps", type=int, default=20, help="timed calls per case (>= 20)")
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=1, help="times each case is measured, the cases in turn (>= 1; "
+                    "3 spreads a lent host's disturbances over the cases instead of one case's median)")
     ap.add_argument("--no-kernels", dest="kernels", action="store_false")
     ap.add_argument("--kernels-every-case", default="", help="comma list of model names (config file stems) whose "
                     "kernels are listed at every case, not only the first")
@@ -400,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.reps < 20:
         ap.error("--reps must be >= 20")
+    if args.rounds < 1:
+        ap.error("--rounds must be >= 1")
     args.runtimes = [r.strip() for r in args.runtimes.split(",") if r.strip()]
     args.kernels_every_case = {m.strip() for m in args.kernels_every_case.split(",") if m.strip()}
     bad = [r for r in args.runtimes if r not in RUNTIMES]
@@ -422,7 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     props = torch.cuda.get_device_properties(0)
     out = {"tool": "tools/validate_hf_llm.py", "torch": torch.__version__, "transformers": transformers.__version__,
            "cuda": torch.version.cuda, "gpu": props.name, "sms": props.multi_processor_count, "dtype": "bf16",
-           "attn_implementation": "sdpa", "layers": args.layers, "reps": args.reps, "clocks_before": clocks(),
+           "attn_implementation": "sdpa", "layers": args.layers, "reps": args.reps, "rounds": args.rounds,
+           "clocks_before": clocks(),
            "models": {k: {kk: vv for kk, vv in v.items()} for k, v in configs.items()},
            "cases": [], "kernels": [], "errors": []}
     out["host_before"] = host_calibration(torch)
