@@ -29,9 +29,13 @@ _METRIC: dict[Curve, str] = {
     Curve.CONV: "predict.torch.conv", Curve.SDPA: "predict.torch.sdpa",
     Curve.FRAMEWORK_REPLAY: "predict.torch.graph_replay_s", Curve.EAGER: "predict.torch.eager_op_s",
     Curve.SWITCH: "predict.torch.switch_s", Curve.SWITCH_LIBRARY: "predict.torch.switch_library_s",
+    Curve.GROUPED_GEMM: "predict.torch.grouped_mm",
 }
 KEYED = frozenset({Curve.GEMM, Curve.GEMM_ALIGN, Curve.MEMORY, Curve.LAUNCH, Curve.FRAMEWORK,
                    Curve.FRAMEWORK_LINEAR})
+# Curves added after profile schema v3's first files: a section without one writes no key for it (not null), so
+# those files read back as written
+LATER = frozenset({Curve.GROUPED_GEMM})
 
 # The launch floors (Curve.LAUNCH's keys)
 GRAPH_NODE_S, HOST_ISSUE_S, STREAM_S, ROUND_TRIP_S = "graph_node_s", "host_issue_s", "stream_s", "round_trip_s"
@@ -207,6 +211,16 @@ class SdpaPoints(_Curve):
 
 
 @dataclass(frozen=True, kw_only=True)
+class GroupedPoints(_Curve):
+    """The framework's grouped GEMM (torch._grouped_mm: transformers' MoE experts in a prefill): seconds per call by
+    ``experts``, ``rows`` per expert, ``n``, ``k`` and ``precision``."""
+
+    points: list[dict[str, Any]]
+    framework: str | None = None
+    api: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Floor(_Curve):
     """A launch floor in seconds (the median of repeated samples): what every kernel pays whatever its shape."""
 
@@ -270,7 +284,7 @@ CLASS: dict[Curve, type[_Curve]] = {
     Curve.GEMM: GemmGrid, Curve.GEMM_ALIGN: AlignPoints, Curve.MEMORY: KernelCurve, Curve.LAUNCH: Floor,
     Curve.LAUNCH_REPLAY: ReplayFit, Curve.FRAMEWORK: KernelCurve, Curve.FRAMEWORK_LINEAR: GemmGrid,
     Curve.CONV: ConvPoints, Curve.SDPA: SdpaPoints, Curve.FRAMEWORK_REPLAY: ReplayFit, Curve.EAGER: EagerCost,
-    Curve.SWITCH: SwitchCost, Curve.SWITCH_LIBRARY: LibrarySwitchCost,
+    Curve.SWITCH: SwitchCost, Curve.SWITCH_LIBRARY: LibrarySwitchCost, Curve.GROUPED_GEMM: GroupedPoints,
 }
 
 
@@ -291,6 +305,7 @@ class CalibrationSection:
     eager: EagerCost | None = None
     switch: SwitchCost | None = None
     switch_library: LibrarySwitchCost | None = None
+    grouped_gemm: GroupedPoints | None = None
 
     def put(self, curve: Curve, key: str, c: _Curve) -> None:
         """File ``c`` as ``curve`` (of ``key``); a later one of the same replaces it (the last round's)."""
@@ -328,6 +343,8 @@ class CalibrationSection:
         out: dict[str, Any] = {}
         for curve in Curve:
             held = getattr(self, curve.value)
+            if held is None and curve in LATER:
+                continue
             out[curve.value] = ({k: c.to_dict() for k, c in held.items()} if curve in KEYED
                                 else held.to_dict() if held is not None else None)
         return out
@@ -362,9 +379,10 @@ class CalibrationSection:
         if self.framework_linear:
             parts.append(f"{sum(g.points for g in self.framework_linear.values())} framework linear points "
                          f"({', '.join(self.framework_linear)})")
-        for pts, what in ((self.conv, "conv"), (self.sdpa, "SDPA")):
+        for pts, what in ((self.conv, "conv"), (self.sdpa, "SDPA"), (self.grouped_gemm, "grouped GEMM")):
             if pts is not None:
-                parts.append(f"{len(pts.points)} {what} points ({precs(points_with_precision(pts.points, pts.dtype))})")
+                held = points_with_precision(pts.points, getattr(pts, "dtype", None))
+                parts.append(f"{len(pts.points)} {what} points ({precs(held)})")
         costs = [name for name, c in (("replay", self.framework_replay), ("eager", self.eager),
                                       ("switch", self.switch), ("library switch", self.switch_library)) if c]
         if costs:

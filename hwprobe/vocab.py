@@ -107,6 +107,7 @@ class Curve(_Words):
     EAGER = "eager"                        # the framework's host time per eagerly issued op
     SWITCH = "switch"                      # a framework kernel's cost of following a different one
     SWITCH_LIBRARY = "switch_library"      # ... of alternating with a library (cuBLAS, cuDNN) kernel
+    GROUPED_GEMM = "grouped_gemm"          # the framework's grouped GEMM (MoE experts; every point its precision)
 
 
 class StopReason(_Words):

@@ -81,7 +81,7 @@ def test_a_committed_profile_loads_as_v3_with_its_calibration_lifted_whole(path)
 
 def test_the_predict_profiles_hold_every_curve_kind_but_none_left_among_findings():
     sec = load_profile(H200).calibration
-    assert {c for c, _, _ in sec.curves()} == set(Curve)
+    assert {c for c, _, _ in sec.curves()} == set(Curve) - C.LATER       # curves added since: none in this profile
     assert set(sec.launch) == {C.GRAPH_NODE_S, C.HOST_ISSUE_S, C.STREAM_S, C.ROUND_TRIP_S}
     assert (sec.gemm["fp16"].points, len(sec.conv.points), sec.framework["norm"].points) == (1377, 950, 18)
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Add what a later, narrower 'predict' run measured to a committed calibration profile, without touching the rest:
-framework curves of the kinds named (a new kind, e.g. ``sort``) and convolution points of the families named
-(e.g. ``grouped_odd``: group widths that are not powers of two). Those curves and points go into profile.json's
-``calibration`` (a point of the same shape already there is replaced); the run itself (its profile.json and all
-its records) is kept beside the profile's own as added/RUN/ (the profile's measurements.jsonl.gz stays the run
-that made it). Say in the profile's README which lease and commit measured them: they come from another lease.
+framework curves of the kinds named (a new kind, e.g. ``sort``), convolution points of the families named
+(e.g. ``grouped_odd``: group widths that are not powers of two) and whole curves of one table each, named as the
+calibration section names them (e.g. ``grouped_gemm``: MoE grouped GEMMs; ``eager``: the host times). Those curves
+and points go into profile.json's ``calibration`` (a point of the same shape already there is replaced); the run
+itself (its profile.json and all its records) is kept beside the profile's own as added/RUN/ (the profile's
+measurements.jsonl.gz stays the run that made it). Say in the profile's README which lease and commit measured
+them: they come from another lease.
 
-    python tools/add_calibration.py RUN_DIR PROFILE_DIR --framework sort --conv grouped_odd
+    python tools/add_calibration.py RUN_DIR PROFILE_DIR --framework sort --conv grouped_odd --curve grouped_gemm
 """
 
 from __future__ import annotations
@@ -23,12 +25,24 @@ from hwprobe.probes.calibration.grids import conv_family, shape_key  # noqa: E40
 from hwprobe.results import records_text  # noqa: E402
 
 
-def merge(run: Path, profile: Path, framework: list[str], conv: list[str]) -> dict[str, int]:
+def merge(run: Path, profile: Path, framework: list[str], conv: list[str], curves: list[str] = ()
+          ) -> dict[str, int]:
     """Merge into ``profile`` in place; returns how many curves, points and records were added."""
+    from hwprobe.calibration import KEYED
+    from hwprobe.vocab import Curve
+
     src = json.loads((run / "profile.json").read_text())["calibration"]
     doc = json.loads((profile / "profile.json").read_text())
     cal = doc["calibration"]
     added = {"curves": 0, "points": 0, "records": 0}
+    whole = {c.value for c in Curve if c not in KEYED}
+    for name in curves:
+        if name not in whole:
+            raise SystemExit(f"add_calibration: error: {name!r} is no whole curve; those: {', '.join(sorted(whole))}")
+        if not src.get(name):
+            raise SystemExit(f"add_calibration: error: the run has no {name!r} curve")
+        cal[name] = src[name]
+        added["curves"] += 1
     for kind in framework:
         if kind not in src.get("framework", {}):
             raise SystemExit(f"add_calibration: error: the run has no framework curve {kind!r}")
@@ -60,12 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("profile", type=Path)
     ap.add_argument("--framework", default="", help="comma list of framework curve kinds to add")
     ap.add_argument("--conv", default="", help="comma list of conv grid families whose points to add")
+    ap.add_argument("--curve", default="", help="comma list of whole curves to add (grouped_gemm, eager, ...)")
     args = ap.parse_args(argv)
     for d in (args.run, args.profile):
         if not (d / "profile.json").exists():
             ap.error(f"{d} holds no profile.json")
     got = merge(args.run, args.profile, [x for x in args.framework.split(",") if x],
-                [x for x in args.conv.split(",") if x])
+                [x for x in args.conv.split(",") if x], [x for x in args.curve.split(",") if x])
     print(f"added to {args.profile}: {got}")
     return 0
 

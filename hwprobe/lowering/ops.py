@@ -61,7 +61,8 @@ class KernelOp:
     #                                   convolution's bias, a squeeze-excitation scale); in NCHW PyTorch runs it on its
     #                                   plain elementwise kernel, not the last-dim broadcast the 'bias' curve times
     backend: str = ""                 # attention: "efficient" = SDPA's masked kernel (cuDNN's or the
-    #                                   memory-efficient one) over K/V already expanded to every head; "" = flash
+    #                                   memory-efficient one) over K/V already expanded to every head; "" = flash.
+    #                                   gemm: "grouped_mm" = torch._grouped_mm over ``batch`` experts of ``m`` rows
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -540,6 +540,66 @@ def _fastest(points: list[dict]) -> float:
     return min((float(p["time_s"]) for p in points if p.get("time_s")), default=0.0)
 
 
+@dataclass
+class GroupedTable:
+    """A framework's grouped GEMM (torch._grouped_mm: one GEMM per expert over its rows, MoE experts in a prefill):
+    seconds per call at experts x rows per expert x N x K. Between and beyond the measured row counts it is priced by
+    its efficiency against its roofline (the larger of the FLOPs at the library ceiling and the bytes, every
+    expert's weights and its rows in and out, at DRAM speed), interpolated over log rows: at a measured point that
+    is the measured time; a shape not measured takes the efficiency of the nearest measured one (log distance over
+    experts, N and K) and is marked outside the calibration."""
+
+    points: list[dict]
+    _series: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def only(self, precision: str) -> GroupedTable | None:
+        key = ("precision", precision)
+        if key not in self._series:
+            pts = _of_precision(self.points, precision)
+            self._series[key] = GroupedTable(pts) if pts else None
+        return self._series[key]
+
+    def shapes(self) -> dict[tuple[int, int, int], list[tuple[int, float]]]:
+        """(experts, n, k) -> its (rows, seconds) in rows' order."""
+        if "shapes" not in self._series:
+            out: dict[tuple[int, int, int], list[tuple[int, float]]] = {}
+            for p in self.points:
+                out.setdefault((int(p["experts"]), int(p["n"]), int(p["k"])), []).append(
+                    (int(p["rows"]), float(p["time_s"])))
+            self._series["shapes"] = {s: sorted(v) for s, v in out.items()}
+        return self._series["shapes"]
+
+    @staticmethod
+    def roof_s(experts: int, rows: float, n: int, k: int, peak: float, dram_bw: float, itemsize: int = 2) -> float:
+        flops = 2.0 * experts * rows * n * k
+        nbytes = itemsize * experts * (n * k + rows * (n + k))
+        return max(flops / peak if peak else 0.0, nbytes / dram_bw if dram_bw else 0.0)
+
+    def time(self, experts: int, rows: float, n: int, k: int, peak: float, dram_bw: float
+             ) -> tuple[float, bool, str] | None:
+        """(seconds, covered, note) of one grouped GEMM; None without points or without a roofline to scale by."""
+        shapes = self.shapes()
+        if not shapes or not (peak or dram_bw):
+            return None
+        want = (experts, n, k)
+        near = min(shapes, key=lambda s: sum(abs(math.log(a / b)) for a, b in zip(s, want, strict=True)))
+        series = shapes[near]
+        eff = [(r, self.roof_s(near[0], r, near[1], near[2], peak, dram_bw) / t) for r, t in series]
+        lo = max((x for x in eff if x[0] <= rows), default=eff[0], key=lambda x: x[0])
+        hi = min((x for x in eff if x[0] >= rows), default=eff[-1], key=lambda x: x[0])
+        e = log_between(rows, lo[0], hi[0], lo[1], hi[1]) if lo[0] != hi[0] else lo[1]
+        t = self.roof_s(experts, rows, n, k, peak, dram_bw) / e
+        inside = series[0][0] <= rows <= series[-1][0]
+        notes = []
+        if near != want:
+            notes.append(f"no grouped GEMM points at {experts} experts x {n} x {k}: the efficiency of "
+                         f"{near[0]} x {near[1]} x {near[2]}")
+        if not inside:
+            notes.append(f"{rows:.0f} rows an expert, outside the {series[0][0]}-{series[-1][0]} measured: the "
+                         "nearest one's efficiency")
+        return t, near == want and inside, "; ".join(notes)
+
+
 def log_between(x: float, x0: float, x1: float, t0: float, t1: float) -> float:
     """Log time interpolated over log x between (x0, t0) and (x1, t1) (t0 where x0 == x1): a quantity measured at
     a few values either side (dilations, image counts, kernel taps)."""
@@ -617,6 +677,7 @@ class Calibration:
     switch_library_s: float = 0.0  # ... per kernel where library (cuBLAS/cuDNN) and framework kernels alternate
     framework_replay_s: float = 0.0  # the framework's fixed cost of one CUDA-graph replay (0: not measured)
     framework_gemm: dict[str, GemmTable] = field(default_factory=dict)   # the framework's linear layers
+    grouped: GroupedTable | None = None   # the framework's grouped GEMM (MoE experts)
 
     @classmethod
     def of(cls, profile) -> Calibration:
@@ -640,6 +701,8 @@ class Calibration:
             cal.conv = ConvTable(points_with_precision(list(sec.conv.points), sec.conv.dtype))
         if sec.sdpa is not None:
             cal.sdpa = SdpaTable(points_with_precision(list(sec.sdpa.points), sec.sdpa.dtype))
+        if sec.grouped_gemm is not None:
+            cal.grouped = GroupedTable(list(sec.grouped_gemm.points))
         return cal
 
     @property

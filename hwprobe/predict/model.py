@@ -288,6 +288,9 @@ class Predictor:
         conv = self._conv(op) if op.conv_kernel or op.conv_taps else None
         if conv is not None:
             return conv
+        grouped = self._grouped(op) if op.backend == "grouped_mm" and self.runtime != "fused" else None
+        if grouped is not None:
+            return grouped
         if op.k == 1 and op.precision not in self.cal.precisions:
             return self._outer_product(op)
         m = op.m * op.batch
@@ -326,6 +329,22 @@ class Predictor:
             t = max(t, nbytes / self.dram_bw)
         return self._finish(op, t * f, op.gemm_flops, nbytes, covered, source,
                             "; ".join(x for x in (note, why) if x), floor_s)
+
+    def _grouped(self, op: KernelOp) -> OpTime | None:
+        """A grouped GEMM (torch._grouped_mm over ``op.batch`` experts of ``op.m`` rows each) from the framework's
+        grouped GEMM points where the profile has them (same datapath's points otherwise, said so); None without
+        them: then it is priced as the batched GEMM it also is."""
+        if self.cal.grouped is None:
+            return None
+        table, sibling = _own_or_sibling(self.cal.grouped, op.precision, "grouped GEMM")
+        got = table.time(op.batch, op.m, op.n, op.k, self.peak(op.precision), self.dram_bw) if table else None
+        if got is None:
+            return None
+        t, covered, note = got
+        it = ITEMSIZE.get(op.precision, 2)
+        nbytes = it * op.batch * (op.n * op.k + op.m * (op.n + op.k))
+        return self._finish(op, t, op.gemm_flops, nbytes, covered and not sibling, "framework.grouped_mm",
+                            "; ".join(x for x in (note, sibling) if x), self.gemm_floor_s(op.precision))
 
     def _outer_product(self, op: KernelOp) -> OpTime:
         """A K = 1 product (the rotary table's frequencies x positions, in FP32) at a precision without GEMM points:

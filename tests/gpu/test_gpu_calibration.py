@@ -105,6 +105,13 @@ def test_torch_kernels(gpu_ctx_factory):
         if name == "predict.torch.graph_replay_s":
             assert len(c["replay_s"]) == len(c["nodes"]) and c["per_node_s"] > 0
             continue
+        if name == "predict.torch.grouped_mm":      # MoE experts' grouped GEMM: each shape slower at 2048 rows
+            by: dict = {}
+            for p in c["points"]:
+                assert p["time_s"] > 0, p
+                by.setdefault((p["experts"], p["n"], p["k"]), []).append((p["rows"], p["time_s"]))
+            assert by and all(max(v)[1] > min(v)[1] for v in by.values()), by
+            continue
         assert c["bytes"] == sorted(c["bytes"]) and c["time_s"][-1] > c["time_s"][0], name
 
 

@@ -91,8 +91,10 @@ class _HF:
         for i in range(n):
             self.k(name if n == 1 else f"{name}.{i}", "elementwise", 16)
 
-    def gemm(self, name: str, m: int, n: int, k: int, batch: int = 1, precision: str | None = None) -> None:
-        self.ops.append(KernelOp(name, "gemm", precision=precision or self.act, m=m, n=n, k=k, batch=batch))
+    def gemm(self, name: str, m: int, n: int, k: int, batch: int = 1, precision: str | None = None,
+             backend: str = "") -> None:
+        self.ops.append(KernelOp(name, "gemm", precision=precision or self.act, m=m, n=n, k=k, batch=batch,
+                                 backend=backend))
 
     # --- recipes ----------------------------------------------------------------------------------------------------
     def rms_norm(self, name: str, rows: int, width: int) -> None:
@@ -333,11 +335,11 @@ def _experts_grouped(e: _HF, p: str) -> None:
     e.k(p + "experts_mask_in", "bias", 2 * s * h * A + s)
     used = experts_touched(cfg.experts, k, r)
     rows = math.ceil(s / used)
-    e.gemm(p + "experts_gate_up", rows, 2 * w, h, batch=used)
+    e.gemm(p + "experts_gate_up", rows, 2 * w, h, batch=used, backend="grouped_mm")
     e.k(p + "experts_mask_up", "bias", 4 * s * w * A + s)
     e.k(p + "experts_act", "unary", 2 * s * w * A, 8 * s * w)
     e.k(p + "experts_act_mul", "elementwise", 3 * s * w * A, s * w)
-    e.gemm(p + "experts_down", rows, h, w, batch=used)
+    e.gemm(p + "experts_down", rows, h, w, batch=used, backend="grouped_mm")
     e.k(p + "experts_mask_down", "bias", 2 * s * h * A + s)
     e.k(p + "experts_weight", "bias", 2 * s * h * A + s * F32, s * h)
     e.tiny(p + "experts_inv_perm", 2)

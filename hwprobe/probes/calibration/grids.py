@@ -242,6 +242,24 @@ def sdpa_cases(precision: str, quick: bool = False) -> list[dict]:
             and (precision != "fp32" or s <= 2048)]
 
 
+# torch._grouped_mm as transformers' MoE experts run it in a prefill (grouped_mm_experts_forward): (experts, N, K) of
+# the gate/up and down projections of Qwen3-30B-A3B (128 experts), Qwen2-MoE / DeepSeek-V2-Lite (64), Mixtral-8x7B
+# (8), over rows per expert (tokens x experts per token / experts: 32 for one 512-token prompt of Qwen3-30B-A3B,
+# 1024 for eight of 2048). BF16: the precision transformers' MoE checkpoints run in.
+GROUPED_SHAPES = ((128, 1536, 2048), (128, 2048, 768), (64, 2816, 2048), (64, 2048, 1408), (8, 28672, 4096),
+                  (8, 4096, 14336))
+GROUPED_ROWS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+GROUPED_PRECISIONS = ("bf16",)
+
+
+def grouped_cases(precision: str, quick: bool = False) -> list[dict]:
+    """torch._grouped_mm points of ``precision`` (none for a precision the MoE experts do not run in)."""
+    if precision not in GROUPED_PRECISIONS:
+        return []
+    shapes, rows = (GROUPED_SHAPES[:2], GROUPED_ROWS[::4]) if quick else (GROUPED_SHAPES, GROUPED_ROWS)
+    return [{"experts": e, "rows": r, "n": n, "k": k, "precision": precision} for e, n, k in shapes for r in rows]
+
+
 # --- what a grid costs ------------------------------------------------------------------------------------------
 # Host seconds per point by family (tensor set-up, a pilot and a timed capture, cuDNN's autotuning for a new conv
 # shape, the check), from the committed 2026-11-26 H200 'predict' run: gpu.torch_kernels took 122 s for 162 curve,

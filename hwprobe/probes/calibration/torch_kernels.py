@@ -479,11 +479,11 @@ def _switch_library(ctx, torch):
        summary="Prediction calibration with PyTorch's own kernels (optional: skipped without torch): elementwise, "
                "bias (last-dim and NCHW per-channel), norm, softmax, reduction, pooling (both layouts), copy, "
                "permuted copy, BatchNorm, GroupNorm, resize, sort, and per precision linear layers, cuDNN "
-               "convolutions and SDPA attention, in CUDA graphs",
+               "convolutions, SDPA attention and MoE grouped GEMMs, in CUDA graphs",
        choices={"kinds": KINDS, "conv_families": grids.CONV_FAMILIES})
 def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = True, linears: bool = True,
         max_bytes: int = 1 << 30, precisions: list[str] | None = None, conv_families: list[str] | None = None,
-        conv_workers: int | None = None):
+        conv_workers: int | None = None, grouped: bool = True):
     try:
         import torch
     except Exception as e:
@@ -513,3 +513,5 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = Tr
             yield from lib.linears(ctx, torch, precs, ctx.quick)
         if sdpa:
             yield from lib.sdpa(ctx, torch, precs, ctx.quick)
+        if grouped:
+            yield from lib.grouped(ctx, torch, precs, ctx.quick)

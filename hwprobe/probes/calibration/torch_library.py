@@ -245,3 +245,45 @@ def sdpa(ctx, torch, precisions, quick: bool):
                           notes=["PyTorch scaled_dot_product_attention (its fused kernels), seconds per call over "
                                  "batch x heads, sequence (queries = keys) and head size per precision, replayed "
                                  "in a CUDA graph"])
+
+
+# --- grouped GEMM (MoE experts) ---------------------------------------------------------------------------------
+def _grouped_point(torch, experts: int, rows: int, n: int, k: int, precision: str) -> float:
+    """torch._grouped_mm as transformers' ``_grouped_linear`` calls it: the tokens sorted by expert (``rows`` each),
+    the experts' (E, N, K) weights transposed, int32 offsets; timed in a CUDA graph (the weights, 100 MB and more,
+    stream from DRAM on every call), two rows of the first and last expert checked in FP32."""
+    dtype = _dtype(torch, precision)
+    w = torch.randn(experts, n, k, device="cuda", dtype=dtype).mul_(k ** -0.5)
+    x = torch.randn(experts * rows, k, device="cuda", dtype=dtype)
+    offs = torch.arange(rows, experts * rows + 1, rows, device="cuda", dtype=torch.int32)
+    wt, holder = w.transpose(-2, -1), {}
+    t, _ = graph_time(torch, lambda: holder.__setitem__("y", torch._grouped_mm(x, wt, offs=offs)))
+    for g in (0, experts - 1):
+        got = holder["y"][g * rows:g * rows + 2].float()
+        with reference_mode(torch):
+            want = x[g * rows:g * rows + 2].float() @ w[g].float().T
+        check_close((got, want), f"{precision} grouped_mm {experts} x {rows} rows x {n} x {k}", CHECK_TOL[precision])
+    return t
+
+
+def grouped(ctx, torch, precisions, quick: bool):
+    """The grouped GEMM of MoE experts (torch._grouped_mm) per precision where PyTorch has it on this GPU."""
+    cases = [c for p in precisions for c in grids.grouped_cases(p, quick)]
+    if not cases:
+        return
+    metric = C.metric(Curve.GROUPED_GEMM)
+    try:
+        _grouped_point(torch, 2, 8, 64, 64, cases[0]["precision"])
+    except (AttributeError, NotImplementedError, RuntimeError) as e:
+        yield ctx.skip(metric, f"torch {torch.__version__} has no grouped GEMM on this GPU: {type(e).__name__}: "
+                               f"{str(e)[:200]}")
+        return
+    rows: list[dict] = []
+    yield from sweep(ctx, torch, cases, lambda **c: _grouped_point(torch, **c), metric, "torch grouped_mm", rows)
+    if rows:
+        yield ctx.derived(metric, len(rows), unit="points", kind="info",
+                          params={K.POINTS: rows, "framework": f"torch {torch.__version__}",
+                                  "api": "torch._grouped_mm"},
+                          notes=["torch._grouped_mm as transformers' MoE experts run it in a prefill: seconds per "
+                                 "call over experts x rows per expert x N x K (the gate/up and down projections of "
+                                 "128-, 64- and 8-expert models), replayed in a CUDA graph"])
