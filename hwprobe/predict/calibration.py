@@ -171,6 +171,16 @@ class MemCurve:
         return float(np.exp(np.interp(np.log(nbytes), np.log(self.bytes), np.log(self.time_s))))
 
 
+def _one_precision(table, cache: dict, precision: str):
+    """``table``'s points of one precision as a table of its own kind, kept in the table's ``cache`` (None without
+    any)."""
+    key = ("precision", precision)
+    if key not in cache:
+        pts = _of_precision(table.points, precision)
+        cache[key] = type(table)(pts) if pts else None
+    return cache[key]
+
+
 def _of_precision(points: list[dict], precision: str) -> list[dict]:
     return [p for p in points if p.get("precision", "fp16") == precision]
 
@@ -189,11 +199,7 @@ class SdpaTable:
 
     def only(self, precision: str) -> SdpaTable | None:
         """The table of one precision's points (None without any)."""
-        key = ("precision", precision)
-        if key not in self._grids:
-            pts = _of_precision(self.points, precision)
-            self._grids[key] = SdpaTable(pts) if pts else None
-        return self._grids[key]
+        return _one_precision(self, self._grids, precision)
 
     def time(self, bh: float, seq: float, dim: int, causal: bool) -> tuple[float, bool] | None:
         dims = sorted({p["dim"] for p in self.points})
@@ -269,11 +275,7 @@ class ConvTable:
 
     def only(self, precision: str) -> ConvTable | None:
         """The table of one precision's points (points without one are FP16: older profiles); None without any."""
-        key = ("precision", precision)
-        if key not in self._cache:
-            pts = _of_precision(self.points, precision)
-            self._cache[key] = ConvTable(pts) if pts else None
-        return self._cache[key]
+        return _one_precision(self, self._cache, precision)
 
     def time(self, m: float, cin: float, cout: float, k: int, stride: int = 1, layout: str = "nhwc",
              images: int = 1) -> tuple[float, bool] | None:
@@ -553,11 +555,8 @@ class GroupedTable:
     _series: dict = field(default_factory=dict, repr=False, compare=False)
 
     def only(self, precision: str) -> GroupedTable | None:
-        key = ("precision", precision)
-        if key not in self._series:
-            pts = _of_precision(self.points, precision)
-            self._series[key] = GroupedTable(pts) if pts else None
-        return self._series[key]
+        """The table of one precision's points (None without any)."""
+        return _one_precision(self, self._series, precision)
 
     def shapes(self) -> dict[tuple[int, int, int], list[tuple[int, float]]]:
         """(experts, n, k) -> its (rows, seconds) in rows' order."""
