@@ -30,7 +30,7 @@ def decoder(torch, transformers) -> tuple[Any, Any]:
     """(step, restore): one eager decode step of the tiny Llama over a DynamicCache of FILLED positions, with its
     inputs as ``generate`` prepares them, and the cache put back as it was (DynamicCache grows by a cat)."""
     cfg = transformers.AutoConfig.for_model(**CONFIG)
-    with torch.device("cuda"):
+    with torch.inference_mode(False), torch.device("cuda"):    # parameters as a user's model has them, whoever calls
         model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa")
     model.eval()
     cache = transformers.DynamicCache(config=model.config)
