@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from hwprobe.vocab import Curve
 
@@ -97,6 +97,9 @@ class _Curve:
     probe: str = ""                                   # the probe that measured it
     note: str = ""                                    # what it is, in words (the record's notes)
     extra: dict[str, Any] = field(default_factory=dict)   # params it does not name (wall_s, round, rank), as recorded
+    # fields added after profiles were written with the curve: left out of to_dict while unset, so those profiles
+    # read back as written
+    LATER_FIELDS: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_params(cls, params: dict[str, Any], *, value: float | None = None, probe: str = "",
@@ -115,7 +118,8 @@ class _Curve:
         return {**{k: v for k, v in out.items() if v is not None}, **self.extra}
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in self.LATER_FIELDS or getattr(self, f.name) is not None}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> _Curve:
@@ -171,17 +175,11 @@ class KernelCurve(_Curve):
     framework: str | None = None
     grid: list[dict[str, Any]] | None = None   # a kind whose time is not a function of bytes alone (NCHW bilinear):
     #                                            points of output ``pixels`` per plane x ``planes``, and ``time_s``
+    LATER_FIELDS: ClassVar[tuple[str, ...]] = ("grid",)
 
     @property
     def points(self) -> int:
         return len(self.bytes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields, ``grid`` only where there is one (curves written before it stay as they were)."""
-        d = super().to_dict()
-        if d["grid"] is None:
-            del d["grid"]
-        return d
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,12 +251,7 @@ class EagerCost(_Curve):
     # transformers' own host seconds per kernel of an eager decode step, with what it came from
     # (hwprobe.probes.calibration.hf_host.measure); None where transformers was not installed, and before 2026-11-28
     transformers: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        if out["transformers"] is None:     # profiles written before the field read back as written
-            del out["transformers"]
-        return out
+    LATER_FIELDS: ClassVar[tuple[str, ...]] = ("transformers",)
 
 
 @dataclass(frozen=True, kw_only=True)

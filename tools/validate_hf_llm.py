@@ -207,25 +207,10 @@ class Bench:
         return cache
 
     def _time(self, fn, before, gpu_only: bool) -> list[float]:
-        """Per-call CUDA-event times; ``before`` (resetting counters) runs outside each timed pair; ``gpu_only``
-        queues a sleep kernel first so the host's launch work is not in the interval."""
-        torch = self.torch
-        for _ in range(self.warmup):
-            before()
-            fn()
-        torch.cuda.synchronize()
-        out = []
-        for _ in range(self.reps):
-            before()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            if gpu_only:
-                torch.cuda._sleep(2_000_000)
-            a.record()
-            fn()
-            b.record()
-            torch.cuda.synchronize()
-            out.append(a.elapsed_time(b) / 1e3)
-        return out
+        """Per-call CUDA-event times (hwprobe's hf_host.event_times, as its eager calibration times a step)."""
+        from hwprobe.probes.calibration.hf_host import event_times
+
+        return event_times(self.torch, fn, before, self.reps, self.warmup, gpu_only)
 
     def step(self, runtime: str, phase: str, batch: int, length: int):
         """(call, reset, gpu_only, cache_len) for one case, everything prepared and warmed."""
@@ -288,10 +273,9 @@ class Bench:
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 call()
                 torch.cuda.synchronize()
-        ev = [(e.name, float(getattr(e, "device_time", 0.0) or getattr(e, "cuda_time", 0.0) or 0.0))
-              for e in prof.events() if str(getattr(e, "device_type", "")).endswith("CUDA")
-              and not e.name.startswith(("cudaLaunch", "Memset", "cudaGraph"))]
-        out = summarize_kernels(ev)
+        from hwprobe.probes.calibration.hf_host import kernel_events
+
+        out = summarize_kernels(kernel_events(prof))
         out["traced"] = "graph replay" if runtime == "hf" else "call"
         return out
 

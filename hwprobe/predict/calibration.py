@@ -341,8 +341,7 @@ class ConvTable:
             return None
         c = (cin * cout) ** 0.5
         ds = sorted(by)
-        lo = max((d for d in ds if d <= dilation), default=ds[0])
-        hi = min((d for d in ds if d >= dilation), default=ds[-1])
+        lo, hi = _bracket(ds, dilation)
         (t_lo, c_lo), (t_hi, c_hi) = (_interp(by[d][1], by[d][0], (m, c, 1.0)) for d in (lo, hi))
         return log_between(dilation, lo, hi, t_lo, t_hi), c_lo and c_hi and ds[0] <= dilation <= ds[-1]
 
@@ -437,8 +436,7 @@ class ConvTable:
         if not counts:
             return None
         few = [n for n in counts if 1 < n < counts[-1]]
-        lo = max((n for n in counts if n <= images), default=counts[0])
-        hi = min((n for n in counts if n >= images), default=counts[-1])
+        lo, hi = _bracket(counts, images)
         ends = sorted({lo, hi})
         grids = [(self._dw_grid(k, stride, layout, dilation, n, few), n) for n in ends]
         per_image = m / max(images, 1)
@@ -569,9 +567,14 @@ class GroupedTable:
         return self._series["shapes"]
 
     @staticmethod
-    def roof_s(experts: int, rows: float, n: int, k: int, peak: float, dram_bw: float, itemsize: int = 2) -> float:
+    def bytes(experts: int, rows: float, n: int, k: int, itemsize: int = 2) -> float:
+        """What one grouped GEMM moves: every expert's weights, and its rows in and out."""
+        return itemsize * experts * (n * k + rows * (n + k))
+
+    @classmethod
+    def roof_s(cls, experts: int, rows: float, n: int, k: int, peak: float, dram_bw: float) -> float:
         flops = 2.0 * experts * rows * n * k
-        nbytes = itemsize * experts * (n * k + rows * (n + k))
+        nbytes = cls.bytes(experts, rows, n, k)
         return max(flops / peak if peak else 0.0, nbytes / dram_bw if dram_bw else 0.0)
 
     def time(self, experts: int, rows: float, n: int, k: int, peak: float, dram_bw: float
@@ -583,10 +586,9 @@ class GroupedTable:
         want = (experts, n, k)
         near = min(shapes, key=lambda s: sum(abs(math.log(a / b)) for a, b in zip(s, want, strict=True)))
         series = shapes[near]
-        eff = [(r, self.roof_s(near[0], r, near[1], near[2], peak, dram_bw) / t) for r, t in series]
-        lo = max((x for x in eff if x[0] <= rows), default=eff[0], key=lambda x: x[0])
-        hi = min((x for x in eff if x[0] >= rows), default=eff[-1], key=lambda x: x[0])
-        e = log_between(rows, lo[0], hi[0], lo[1], hi[1]) if lo[0] != hi[0] else lo[1]
+        eff = {r: self.roof_s(near[0], r, near[1], near[2], peak, dram_bw) / t for r, t in series}
+        lo, hi = _bracket(list(eff), rows)
+        e = log_between(rows, lo, hi, eff[lo], eff[hi])
         t = self.roof_s(experts, rows, n, k, peak, dram_bw) / e
         inside = series[0][0] <= rows <= series[-1][0]
         notes = []
@@ -597,6 +599,11 @@ class GroupedTable:
             notes.append(f"{rows:.0f} rows an expert, outside the {series[0][0]}-{series[-1][0]} measured: the "
                          "nearest one's efficiency")
         return t, near == want and inside, "; ".join(notes)
+
+
+def _bracket(xs: list, x: float) -> tuple:
+    """The measured values either side of ``x`` in the sorted ``xs`` (the end one twice past either end)."""
+    return max((v for v in xs if v <= x), default=xs[0]), min((v for v in xs if v >= x), default=xs[-1])
 
 
 def log_between(x: float, x0: float, x1: float, t0: float, t1: float) -> float:

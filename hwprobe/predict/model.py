@@ -341,8 +341,7 @@ class Predictor:
         if got is None:
             return None
         t, covered, note = got
-        it = ITEMSIZE.get(op.precision, 2)
-        nbytes = it * op.batch * (op.n * op.k + op.m * (op.n + op.k))
+        nbytes = table.bytes(op.batch, op.m, op.n, op.k, ITEMSIZE.get(op.precision, 2))
         return self._finish(op, t, op.gemm_flops, nbytes, covered and not sibling, "framework.grouped_mm",
                             "; ".join(x for x in (note, sibling) if x), self.gemm_floor_s(op.precision))
 

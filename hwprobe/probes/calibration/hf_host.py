@@ -53,8 +53,16 @@ def decoder(torch, transformers) -> tuple[Any, Any]:
     return (lambda: model(**args)), restore
 
 
+def kernel_events(prof) -> list[tuple[str, float]]:
+    """(name, GPU microseconds) of every CUDA kernel a torch.profiler run saw (launches, memsets and graph events
+    left out): how this calibration and tools/validate_hf_llm.py count a step's kernels alike."""
+    return [(e.name, float(getattr(e, "device_time", 0.0) or getattr(e, "cuda_time", 0.0) or 0.0))
+            for e in prof.events() if str(getattr(e, "device_type", "")).endswith("CUDA")
+            and not e.name.startswith(("cudaLaunch", "Memset", "cudaGraph"))]
+
+
 def kernels_per_step(torch, step, restore) -> int:
-    """The CUDA kernels one step launches, as torch.profiler lists them (tools/validate_hf_llm.py's count)."""
+    """The CUDA kernels one step launches, as torch.profiler lists them."""
     from torch.profiler import ProfilerActivity, profile
 
     restore()
@@ -62,30 +70,35 @@ def kernels_per_step(torch, step, restore) -> int:
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         step()
         torch.cuda.synchronize()
-    return sum(1 for e in prof.events() if str(getattr(e, "device_type", "")).endswith("CUDA")
-               and not e.name.startswith(("cudaLaunch", "Memset", "cudaGraph")))
+    return len(kernel_events(prof))
+
+
+def event_times(torch, fn, before, calls: int, warmup: int = 0, gpu_only: bool = False) -> list[float]:
+    """Seconds of each of ``calls`` calls of ``fn`` between two CUDA events, after ``warmup`` untimed ones; ``before``
+    (resetting a cache or counters) runs outside each timed pair. The host's issuing is in the interval unless
+    ``gpu_only`` queues a sleep kernel first (then the interval holds the GPU's work alone). This calibration and
+    tools/validate_hf_llm.py time a step alike."""
+    for _ in range(warmup):
+        before()
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(calls):
+        before()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if gpu_only:
+            torch.cuda._sleep(2_000_000)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        out.append(a.elapsed_time(b) * 1e-3)
+    return out
 
 
 def step_seconds(torch, step, restore, steps: int = STEPS, rounds: int = ROUNDS, warm: int = WARM) -> list[float]:
-    """The median seconds of a step per round, each step between two CUDA events (the host's issuing in the
-    interval, as the validation times the eager runtime), the cache restored outside it."""
-    for _ in range(warm):
-        restore()
-        step()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(rounds):
-        times = []
-        for _ in range(steps):
-            restore()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            step()
-            b.record()
-            torch.cuda.synchronize()
-            times.append(a.elapsed_time(b) * 1e-3)
-        out.append(float(np.median(times)))
-    return out
+    """The median seconds of a step per round (event_times, the host's issuing in the interval)."""
+    return [float(np.median(event_times(torch, step, restore, steps, warm if r == 0 else 0))) for r in range(rounds)]
 
 
 def per_kernel(step_s: list[float], kernels: int) -> float:
