@@ -178,7 +178,9 @@ def test_torch_bilinear_grid_loops_over_planes(gpu_ctx_factory):
 def test_conv_workers_time_the_points_one_process_times(gpu_ctx_factory):
     """Convolution points measured by worker processes (cuDNN's searches in parallel, each point timed alone) come
     back checked, one per case, and agree with the same points measured in this process: the median ratio within
-    10% (single points may differ: cudnn.benchmark's pick varies between searches)."""
+    10% (single points may differ: cudnn.benchmark's pick varies between searches). This process measures before
+    and after the workers and keeps each point's faster reading: in the gate's full run the one before read 10%
+    slow (median 0.896), where alone it agreed both times."""
     pytest.importorskip("cupy")
     torch = pytest.importorskip("torch")
     import numpy as np
@@ -187,16 +189,18 @@ def test_conv_workers_time_the_points_one_process_times(gpu_ctx_factory):
     from hwprobe.probes.calibration import torch_library as lib
 
     ctx = gpu_ctx_factory("gpu.torch_kernels", quick=True)
+    fams = ["dense", "depthwise"]
     with torch.inference_mode():
-        seq = list(lib.convs(ctx, torch, ["fp16"], True, ["dense", "depthwise"]))
+        before = list(lib.convs(ctx, torch, ["fp16"], True, fams))
         with conv_workers.measuring(torch, 4) as measured:
-            par = list(lib.convs(ctx, torch, ["fp16"], True, ["dense", "depthwise"], measured, 4))
-    errors = [(m.metric, m.reason) for m in seq + par if m.status == "error"]
+            par = list(lib.convs(ctx, torch, ["fp16"], True, fams, measured, 4))
+        after = list(lib.convs(ctx, torch, ["fp16"], True, fams))
+    errors = [(m.metric, m.reason) for m in before + par + after if m.status == "error"]
     assert not errors, errors
-    a, b = ({grids.shape_key(p): p["time_s"] for p in out[-1].params["points"]} for out in (seq, par))
-    assert a.keys() == b.keys() and len(a) == len(grids.conv_cases("fp16", True, ["dense", "depthwise"]))
-    assert par[-1].params["search_workers"] == 4 and seq[-1].params["search_workers"] == 1
-    assert 0.9 < float(np.median([b[k] / a[k] for k in a])) < 1.1
+    a0, b, a1 = ({grids.shape_key(p): p["time_s"] for p in out[-1].params["points"]} for out in (before, par, after))
+    assert a0.keys() == b.keys() == a1.keys() and len(b) == len(grids.conv_cases("fp16", True, fams))
+    assert par[-1].params["search_workers"] == 4 and before[-1].params["search_workers"] == 1
+    assert 0.9 < float(np.median([b[k] / min(a0[k], a1[k]) for k in b])) < 1.1
 
 
 def test_transformers_host_per_kernel_of_an_eager_decode_step(gpu_ctx_factory):
