@@ -97,6 +97,23 @@ def test_tolerance_and_per_ceiling_toml(tmp_path, capsys):
     assert code == 2 and "between 0 and 100%" in err and "Traceback" not in err
 
 
+
+def test_a_reference_brings_its_own_tolerance_file(tmp_path, capsys):
+    """Without --tolerance, a measured reference's tolerance.toml applies (the committed 2x H200 and H100 references
+    widen host_bidir to 15%, from their node kinds' spread); an explicit --tolerance wins over it."""
+    own = validate.parse_tolerance(None, str(ROOT / "profiles/h200x2/2026-11-28-acceptance"))
+    assert own.source.endswith("tolerance.toml") and own.for_key("host_bidir.bandwidth") == 0.15
+    assert own.for_key("dram.bandwidth") == 0.10
+    assert validate.parse_tolerance(None, str(H100 / "profile.json")).for_key("host_bidir.bandwidth") == 0.15
+    assert validate.parse_tolerance(None, str(H200)).source == "default"
+    d = load(H200)
+    ref = write(scaled(d, 1.0 / 0.87, {"host_bidir.bandwidth"}), tmp_path / "ref")     # the run reads 13% below
+    assert cli(capsys, "validate", H200, "--against", ref)[0] == 1
+    (tmp_path / "ref" / "tolerance.toml").write_text('[ceilings]\n"host_bidir.*" = "15%"\n')
+    code, out, _ = cli(capsys, "validate", H200, "--against", ref, "--json")
+    assert code == 0 and json.loads(out)["tolerance"]["source"].endswith("tolerance.toml")
+    assert cli(capsys, "validate", H200, "--against", ref, "--tolerance", "10%")[0] == 1
+
 def test_junit_xml(tmp_path, capsys):
     ref = write(scaled(load(H200_DEFAULT), 1.2, {"dram.bandwidth"}), tmp_path / "ref")
     junit = tmp_path / "out" / "validate.xml"

@@ -18,7 +18,8 @@ from hwprobe.cli import cli, console
                    "per kind of ceiling (see hwprobe/fleet/expect.py).")
 @click.option("--tolerance", default=None, metavar="PCT|FILE",
               help="How far below the reference a ceiling may fall: 10% (default), 0.05, or a TOML file "
-                   "(default = \"10%\", [ceilings] \"fp16.*\" = \"15%\").")
+                   "(default = \"10%\", [ceilings] \"fp16.*\" = \"15%\"). Default: the reference's own "
+                   "tolerance.toml where it has one, else 10%.")
 @click.option("--require-all", is_flag=True, help="A reference ceiling the run did not measure fails.")
 @click.option("--junit", "junit", default=None, type=click.Path(dir_okay=False), help="Write JUnit XML here.")
 @click.option("--wide", "-w", is_flag=True, help="Every table column, whatever the terminal's width.")
@@ -43,7 +44,7 @@ def validate(results, ref, expect, tolerance, require_all, junit, wide, as_json)
     paths = expand(list(results))
     expect_v = _expect(expect, val.parse_fraction) if expect is not None else None
     if acceptance.needs_nodes(paths):
-        acc = acceptance.judge(list(results), ref, val.parse_tolerance(tolerance), expect_v, require_all)
+        acc = acceptance.judge(list(results), ref, val.parse_tolerance(tolerance, ref), expect_v, require_all)
         if junit_path:
             write_text(junit_path, render.acceptance_junit(acc), "--junit")
         if as_json:
@@ -53,7 +54,7 @@ def validate(results, ref, expect, tolerance, require_all, junit, wide, as_json)
         sys.exit(acc.exit_code)
     run = load_run(paths[0], strict=True)
     reference = val.load_reference(ref, run, expect_v)
-    result = val.validate(run, reference, val.parse_tolerance(tolerance), require_all=require_all)
+    result = val.validate(run, reference, val.parse_tolerance(tolerance, ref), require_all=require_all)
     if junit_path:
         write_text(junit_path, render.junit_xml(result), "--junit")
     if as_json:

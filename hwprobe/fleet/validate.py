@@ -48,10 +48,16 @@ def parse_fraction(text: str | float, what: str = "tolerance") -> float:
     return v
 
 
-def parse_tolerance(text: str | None) -> Tolerances:
-    """--tolerance: "10%", "0.1", or a TOML file: ``default = "10%"`` and ``[ceilings]`` "pattern" = "5%"."""
+REFERENCE_TOLERANCE = "tolerance.toml"
+
+
+def parse_tolerance(text: str | None, ref: str | None = None) -> Tolerances:
+    """--tolerance: "10%", "0.1", or a TOML file: ``default = "10%"`` and ``[ceilings]`` "pattern" = "5%". Without
+    it, a measured reference's own ``tolerance.toml`` (beside its profile.json: the spread its node kind showed
+    over repeated runs), else 10%."""
     if text is None:
-        return Tolerances()
+        own = _reference_tolerance(ref)
+        return parse_tolerance(str(own)) if own else Tolerances()
     p = Path(text)
     if p.suffix != ".toml" and not p.is_file():
         return Tolerances(parse_fraction(text), [], f"--tolerance {text}")
@@ -74,6 +80,14 @@ def parse_tolerance(text: str | None) -> Tolerances:
     pats = [(k, parse_fraction(v, f"tolerance for {k!r} in {text}")) for k, v in table.items()]
     default = parse_fraction(data.get("default", DEFAULT_TOLERANCE), f"default tolerance in {text}")
     return Tolerances(default, pats, str(p))
+
+
+def _reference_tolerance(ref: str | None) -> Path | None:
+    if not ref:
+        return None
+    p = Path(ref)
+    own = (p if p.is_dir() else p.parent) / REFERENCE_TOLERANCE
+    return own if p.exists() and own.is_file() else None
 
 
 @dataclass
