@@ -65,6 +65,26 @@ def test_kv_bytes_stats_and_kernel_summary():
     assert k["total"] == 3 and k["by_name"][0] == {"name": "ampere_bf16_gemm", "count": 2, "us": 19.0}
 
 
+
+def test_routing_summary_counts_touched_experts_and_their_spread():
+    """Four experts, top-2 of 6 tokens in layer 0 (one expert untouched) and an even layer 1."""
+    got = val.routing_summary([[6, 0, 4, 2], [3, 3, 3, 3]], 4)
+    a, b = got["layers"]
+    assert (a["rows"], a["touched"], a["min"], a["median"], a["max"]) == (12, 3, 2, 4.0, 6)
+    assert a["cv"] == pytest.approx(0.4082, abs=1e-4) and b["cv"] == 0.0 and b["touched"] == 4
+    assert got["experts"] == 4 and got["counts"][0] == [6, 0, 4, 2]
+    assert val.routing_summary([[0, 0]], 2)["layers"][0] == {"rows": 0, "touched": 0, "min": 0, "median": 0.0,
+                                                             "max": 0, "cv": 0.0}
+
+
+def test_compare_lists_the_routing_the_validation_counted():
+    doc = {"kernels": [{"model": "qwen3-30b-a3b", "phase": "prefill", "batch": 1, "length": 512,
+                        "routing": val.routing_summary([[6, 0, 4, 2], [3, 3, 3, 3]], 4)},
+                       {"model": "llama-3.2-1b", "phase": "prefill", "batch": 1, "length": 512}]}
+    md = cmp.routing_lines(doc)
+    assert "| qwen3-30b-a3b | prefill | 1 x 512 | 4 | 3-4 | 2-3 / 3-4 / 3-6 | 0.41 |" in md
+    assert "llama" not in md and cmp.routing_lines({"kernels": doc["kernels"][1:]}) == ""
+
 def test_the_tool_refuses_bad_arguments_before_touching_a_gpu():
     for argv in (["--reps", "5"], ["--rounds", "0"], ["--runtimes", "tensorrt"], ["--decode", "1x"],
                  ["--configs", "nothere"]):

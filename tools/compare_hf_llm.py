@@ -233,6 +233,27 @@ def kernel_lines(doc: dict, sms: int | None = None) -> str:
     return "\n".join(lines)
 
 
+def routing_lines(doc: dict) -> str:
+    """The MoE cases' rows per expert as the validation counted them (tools/validate_hf_llm.py Bench.routing):
+    what a grouped expert GEMM's time follows. Empty where no kernel list carries a routing record."""
+    lines = []
+    for k in doc.get("kernels") or []:
+        r = k.get("routing")
+        if not r or "layers" not in r:
+            continue
+        lay = r["layers"]
+        span = {key: f"{min(x[key] for x in lay):g}-{max(x[key] for x in lay):g}"
+                for key in ("touched", "min", "median", "max")}
+        lines.append(f"| {k['model']} | {k['phase']} | {k['batch']} x {k['length']} | {r['experts']} | "
+                     f"{span['touched']} | {span['min']} / {span['median']} / {span['max']} | "
+                     f"{max(x['cv'] for x in lay):.2f} |")
+    if not lines:
+        return ""
+    return ("\n### MoE routing (rows per expert, over the layers)\n\n| model | phase | batch x length | experts | "
+            "touched | rows per touched expert: min / median / max | cv, worst layer |\n|---|---|---|---|---|---|---|\n"
+            + "\n".join(lines) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     from hwprobe.errors import InputError
 
@@ -249,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         doc = load_measured(args.measured)
         rows = predict(doc, args.profile, tuned=tuple(x.strip() for x in args.tuned.split(",") if x.strip()),
                        host=args.host)
-        md = table(rows, doc, args.profile, args.host) + "\n### kernels per step\n\n" + kernel_lines(doc) + "\n"
+        md = (table(rows, doc, args.profile, args.host) + "\n### kernels per step\n\n" + kernel_lines(doc) + "\n"
+              + routing_lines(doc))
     except InputError as e:
         print(f"compare_hf_llm: error: {e}", file=sys.stderr)
         return 2

@@ -124,6 +124,22 @@ def summarize_kernels(events: list[tuple[str, float]]) -> dict:
             "by_name": rows}
 
 
+def routing_summary(per_layer: list[list[int]], experts: int) -> dict:
+    """Rows each expert got per MoE layer (a bincount of the router's top-k picks) -> what a grouped GEMM's speed
+    follows: experts touched, rows per touched expert (min / median / max) and the spread over them."""
+    import numpy as np
+
+    layers = []
+    for counts in per_layer:
+        c = np.asarray(counts, dtype=np.int64)
+        hit = c[c > 0]
+        layers.append({"rows": int(c.sum()), "touched": int(hit.size),
+                       "min": int(hit.min()) if hit.size else 0, "median": float(np.median(hit)) if hit.size else 0.0,
+                       "max": int(hit.max()) if hit.size else 0,
+                       "cv": float(hit.std() / hit.mean()) if hit.size else 0.0})
+    return {"experts": experts, "layers": layers, "counts": [list(map(int, c)) for c in per_layer]}
+
+
 def plan(runtimes: list[str], prefill: list[tuple[int, int]], decode: list[tuple[int, int]],
          compiled_decode: list[tuple[int, int]]) -> list[tuple[str, str, int, int]]:
     """(runtime, phase, batch, length) in run order: hf-compiled decodes only its own (few) cases, each shape a
@@ -280,6 +296,36 @@ class Bench:
         return out
 
 
+    def routing(self, phase: str, batch: int, length: int) -> dict | None:
+        """An MoE's rows per expert at one case: one eager forward of the case's inputs, the top-k picks each
+        router returns counted per layer (None for a dense model)."""
+        if not self.moe:
+            return None
+        torch, cfg = self.torch, self.cfg
+        k = getattr(cfg, "num_experts_per_tok", None)
+        experts = getattr(cfg, "num_experts", None) or getattr(cfg, "num_local_experts", None)
+        picks: list = []
+
+        def hook(_mod, _inp, out):
+            for t in out if isinstance(out, tuple) else (out,):
+                if torch.is_tensor(t) and not t.is_floating_point() and t.dim() == 2 and t.shape[-1] == k:
+                    picks.append(torch.bincount(t.reshape(-1), minlength=experts).tolist())
+                    return
+        routers = [m for m in self.model.modules() if "Router" in type(m).__name__]
+        handles = [m.register_forward_hook(hook) for m in routers]
+        try:
+            with torch.inference_mode():
+                self.model.set_experts_implementation("batched_mm" if phase == "decode" else self.default_experts)
+                filled = 0 if phase == "prefill" else length - 1
+                self.model(**self.inputs(self.dynamic_cache(batch, filled), batch, length, phase))
+        finally:
+            for h in handles:
+                h.remove()
+        if not picks:
+            return {"error": f"no router output of top-{k} expert ids ({len(routers)} router modules)"}
+        return routing_summary(picks, experts)
+
+
 def kernel_cases(name: str, args) -> list[tuple[str, str, int, int]]:
     """The (runtime, phase, batch, length) steps whose kernels torch.profiler lists: the first case of each runtime
     and phase, or every case for the models named in --kernels-every-case (a tuned family's batch effects)."""
@@ -334,9 +380,13 @@ def run_model(name: str, d: dict, args, out: dict) -> None:
         else:
             print(f"{what}: skipped: {row['skipped']}", flush=True)
     if args.kernels:
+        routed: set = set()
         for rt, phase, b, n in kernel_cases(name, args):
             try:
                 k = bench.kernels(rt, phase, b, n)
+                if bench.moe and (phase, b, n) not in routed:    # once a case: every runtime routes alike
+                    routed.add((phase, b, n))
+                    k["routing"] = bench.routing(phase, b, n)
             except Exception as e:  # noqa: BLE001
                 k = {"error": f"{type(e).__name__}: {e}"[:300]}
             out["kernels"].append({"model": name, "runtime": rt, "phase": phase, "batch": b, "length": n,
