@@ -228,11 +228,16 @@ class Bench:
 
         return event_times(self.torch, fn, before, self.reps, self.warmup, gpu_only)
 
+    def experts_for(self, phase: str) -> None:
+        """An MoE's experts as generate runs them: batched_mm in decode, the model's default (grouped_mm) in the
+        prefill."""
+        if self.moe:
+            self.model.set_experts_implementation("batched_mm" if phase == "decode" else self.default_experts)
+
     def step(self, runtime: str, phase: str, batch: int, length: int):
         """(call, reset, gpu_only, cache_len) for one case, everything prepared and warmed."""
         torch = self.torch
-        if self.moe:
-            self.model.set_experts_implementation("batched_mm" if phase == "decode" else self.default_experts)
+        self.experts_for(phase)
         filled = 0 if phase == "prefill" else length - 1
         if runtime == "eager":
             cache = self.dynamic_cache(batch, filled)
@@ -295,7 +300,6 @@ class Bench:
         out["traced"] = "graph replay" if runtime == "hf" else "call"
         return out
 
-
     def routing(self, phase: str, batch: int, length: int) -> dict | None:
         """An MoE's rows per expert at one case: one eager forward of the case's inputs, the top-k picks each
         router returns counted per layer (None for a dense model)."""
@@ -315,7 +319,7 @@ class Bench:
         handles = [m.register_forward_hook(hook) for m in routers]
         try:
             with torch.inference_mode():
-                self.model.set_experts_implementation("batched_mm" if phase == "decode" else self.default_experts)
+                self.experts_for(phase)
                 filled = 0 if phase == "prefill" else length - 1
                 self.model(**self.inputs(self.dynamic_cache(batch, filled), batch, length, phase))
         finally:
