@@ -191,3 +191,25 @@ def test_eager_is_priced_with_the_runs_own_host_time_where_it_measured_one(tmp_p
             assert r.predicted_s > own[key].predicted_s, key           # 50 us a kernel against the profile's 18
     assert "host time per op hwprobe measured in the validation's own process, 50.0 us" in cmp.table(
         list(slow.values()), doc, "P")
+
+
+def test_each_eager_case_is_priced_with_the_host_read_around_its_rounds():
+    """Readings before round 0 and after every round: a round's host is the mean of the two around it. With --host
+    case, an eager case carrying its own reading is priced with it (a slower host: a longer step), a case without
+    one with the run's before-and-after reading; the graph-priced runtimes do not move."""
+    assert val.around_rounds([10e-6, 30e-6, 20e-6]) == pytest.approx([20e-6, 25e-6])
+    assert val.around_rounds([10e-6]) == [] and val.around_rounds([]) == []
+    doc = synthetic()
+    doc["host_before"] = doc["host_after"] = {"eager_op_s": 12e-6, "per_op_s": {}, "hf_eager_kernel_s": 20e-6}
+    slow = next(c for c in doc["cases"] if (c["model"], c["runtime"], c["phase"]) == ("llama-3-8b", "eager",
+                                                                                     "decode"))
+    slow["host_kernel_s"] = 40e-6
+    key = lambda r: (r.model, r.runtime, r.phase, r.batch, r.length)   # noqa: E731
+    case = {key(r): r for r in cmp.predict(doc, str(H200), host="case")}
+    run = {key(r): r for r in cmp.predict(doc, str(H200), host="run")}
+    moved = {k for k in case if not case[k].skipped and case[k].predicted_s != run[k].predicted_s}
+    assert moved == {("llama-3-8b", "eager", "decode", 16, 1024)}
+    k = ("llama-3-8b", "eager", "decode", 16, 1024)
+    assert case[k].predicted_s > 1.5 * run[k].predicted_s          # host-bound: twice the time a kernel
+    md = cmp.table(list(case.values()), doc, "P", host="case")
+    assert "read around each case's own rounds" in md and "40.0-40.0 us over 1 cases" in md

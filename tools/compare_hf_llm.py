@@ -14,6 +14,7 @@ median 7% or less; eager decode within 25%. Exit 1 when a targeted case misses, 
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import statistics
 import sys
@@ -92,6 +93,16 @@ def run_host_s(doc: dict, key: str = "eager_op_s") -> float | None:
     return sum(got) / len(got) if got else None
 
 
+@functools.lru_cache(maxsize=4)
+def _loaded(profile: str):
+    """(profile, its calibration), read once however many pricers are made over it."""
+    from hwprobe.predict.calibration import Calibration
+    from hwprobe.profile_build import load_profile
+
+    prof = load_profile(profile)
+    return prof, Calibration.of(prof)
+
+
 def run_pricers(profile, host_s: float | None, hf_s: float | None = None) -> dict:
     """A predictor per pricing runtime over ``profile``; the eager one prices transformers' host (the transformers
     runtimes are all this compares), with the run's own readings where given: ``hf_s`` its transformers figure,
@@ -99,12 +110,9 @@ def run_pricers(profile, host_s: float | None, hf_s: float | None = None) -> dic
     is not the one the profile was measured on, and eager time is mostly host time."""
     from dataclasses import replace
 
-    from hwprobe.predict.calibration import Calibration
     from hwprobe.predict.model import Predictor
-    from hwprobe.profile_build import load_profile
 
-    prof = load_profile(profile)
-    cal = Calibration.of(prof)                 # read once; the runtimes' predictors share it
+    prof, cal = _loaded(str(profile))
     eager = replace(cal, **({"eager_op_s": host_s} if host_s else {}), **({"hf_eager_kernel_s": hf_s} if hf_s else {}))
     return {kind: Predictor(prof, kind, eager if kind == "eager" else cal, host="transformers")
             for kind in ("graph", "eager", "fused")}
@@ -113,13 +121,14 @@ def run_pricers(profile, host_s: float | None, hf_s: float | None = None) -> dic
 def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("llama",),
             host: str = "run") -> list[Row]:
     """Every case priced. ``host``: "run" prices the eager runtime with the host time the validation measured in its
-    own process (where it did), "profile" with the profile's."""
+    own process (where it did), "case" with the reading taken around each case's rounds (``host_kernel_s``, runs
+    since 2026-11-28; the run's where a case has none), "profile" with the profile's."""
     from hwprobe.analysis.llm import LLMOptions, analyze
     from hwprobe.lowering.llm.runtimes import RUNTIMES
 
     cfgs = configs(doc)
-    pricers = run_pricers(profile, *((run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")) if host == "run"
-                                     else (None, None))) if pricer is None and profile is not None else {}
+    own = (run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")) if host in ("run", "case") else (None, None)
+    pricers = run_pricers(profile, *own) if pricer is None and profile is not None else {}
     rows = []
     for c in doc["cases"]:
         cfg = cfgs[c["model"]]
@@ -129,8 +138,11 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
         if not row.skipped:
             opts = LLMOptions(phase=c["phase"], prompt=length, context=length, batch=c["batch"], runtime=c["runtime"],
                               cache_len=row.cache_len if c["runtime"] != "eager" else None)
-            a = analyze(cfg, profile, opts, pricer=pricer or pricers.get(RUNTIMES[c["runtime"]].pricing(c["phase"])),
-                        sms=doc.get("sms"))
+            kind = RUNTIMES[c["runtime"]].pricing(c["phase"])
+            by = pricers.get(kind)
+            if host == "case" and kind == "eager" and c.get("host_kernel_s") and pricer is None and profile:
+                by = run_pricers(profile, own[0], c["host_kernel_s"])["eager"]
+            a = analyze(cfg, profile, opts, pricer=pricer or by, sms=doc.get("sms"))
             r = a.phases[c["phase"]]
             row.predicted_s, row.kernels = r.time_s, r.kernels
         rows.append(row)
@@ -146,12 +158,19 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run") -> str:
              f"{doc.get('layers')} layers per model (the cut config priced); profile `{profile}`. "
              "Held-out families (not used to tune the lowering) are marked *.", ""]
     got, hf = run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")
-    if hf and host == "run":
+    per_case = [c["host_kernel_s"] for c in doc.get("cases", []) if c.get("host_kernel_s")]
+    if per_case and host == "case":
+        lines += [f"Eager-priced cases use transformers' host time per kernel read around each case's own rounds (a "
+                  f"tiny Llama's eager decode step timed before each model's first round and after every round): "
+                  f"{min(per_case) * 1e6:.1f}-{max(per_case) * 1e6:.1f} us over {len(per_case)} cases, median "
+                  f"{statistics.median(per_case) * 1e6:.1f}; the run's before-and-after reading "
+                  f"{(hf or 0) * 1e6:.1f} us.", ""]
+    elif hf and host in ("run", "case"):
         lines += [f"Eager-priced passes (eager; hf-compiled's prefill) use transformers' host time per kernel hwprobe "
                   f"measured in the validation's own process, {hf * 1e6:.1f} us (gpu.torch_kernels' eager "
                   "calibration: a tiny Llama's eager decode step, before and after the models), not the profile's: "
                   "each lent machine's host differs.", ""]
-    elif got and host == "run":
+    elif got and host in ("run", "case"):
         lines += [f"Eager-priced passes (eager; hf-compiled's prefill) use the host time per op hwprobe measured in "
                   f"the validation's own process, {got * 1e6:.1f} us (gpu.torch_kernels' eager calibration, before and "
                   "after the models), not the profile's: each lent machine's host differs.", ""]
@@ -262,9 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", required=True)
     ap.add_argument("--tuned", default="llama", help="families used to tune the lowering (the rest: held out)")
     ap.add_argument("--out", default=None, help="write the Markdown here (default: stdout)")
-    ap.add_argument("--host", choices=("run", "profile"), default="run",
-                    help="the eager host time per op: the validation run's own measurement (where it has one) or the "
-                         "profile's")
+    ap.add_argument("--host", choices=("case", "run", "profile"), default="case",
+                    help="the eager host time: read around each case's rounds (case, where the run has it), the "
+                         "validation run's before-and-after reading (run), or the profile's")
     args = ap.parse_args(argv)
     try:
         doc = load_measured(args.measured)

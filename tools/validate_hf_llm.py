@@ -19,7 +19,10 @@ Runtimes, as hwprobe.lowering.llm.runtimes defines them:
   op, and transformers' own per kernel of a tiny Llama's eager decode step) runs in the same process before and
   after the models (``host_before``, ``host_after``): the host is part of what eager measures, and each lent
   machine's differs. ``--rounds 3`` measures every case three times, the cases in turn: a lent host's disturbances
-  (one case's median once read 5.46 ms where its fastest step took 3.74) spread over the cases.
+  (one case's median once read 5.46 ms where its fastest step took 3.74) spread over the cases. With the eager
+  runtime the tiny Llama's step is also timed before each model's first round and after every round: each case
+  carries the mean of the readings around its rounds (``host_kernel_s``), since a lent host's speed moved 1.8x
+  between one model's rounds.
 MoE models decode with ``experts_implementation="batched_mm"`` and prefill with transformers' default, as
 ``generate`` switches them (``_optimize_model_for_decode``).
 
@@ -343,7 +346,7 @@ def kernel_cases(name: str, args) -> list[tuple[str, str, int, int]]:
     return out
 
 
-def run_model(name: str, d: dict, args, out: dict) -> None:
+def run_model(name: str, d: dict, args, out: dict, clock: HostClock | None = None) -> None:
     import torch
 
     t0 = time.perf_counter()
@@ -356,6 +359,7 @@ def run_model(name: str, d: dict, args, out: dict) -> None:
     cases = plan(args.runtimes, parse_cases(args.prefill), parse_cases(args.decode),
                  parse_cases(args.compiled_decode))
     rows, times = [], []
+    readings = [clock.reading()] if clock else []
     for rnd in range(args.rounds):          # the cases in turn, round after round: a disturbance spreads over them
         for i, (rt, phase, b, n) in enumerate(cases):
             if rnd == 0:
@@ -374,9 +378,14 @@ def run_model(name: str, d: dict, args, out: dict) -> None:
             except Exception as e:  # noqa: BLE001 - out of memory, a capture transformers cannot do: said, skipped
                 rows[i]["skipped"] = f"{type(e).__name__}: {e}"[:300]
             torch.cuda.empty_cache()
+        if clock:
+            readings.append(clock.reading())
+    host = around_rounds(readings)
     for row, got in zip(rows, times, strict=True):
         if "skipped" not in row and got:
             row.update(merge_rounds(got))
+            if host:
+                row.update(host_kernel_s=sum(host) / len(host), host_kernel_s_rounds=host)
         out["cases"].append(row)
         what = f"{name} {row['runtime']} {row['phase']} b={row['batch']} n={row.get('prompt') or row.get('context')}"
         if "median_s" in row:
@@ -442,6 +451,33 @@ def host_calibration(torch) -> dict:
     return out
 
 
+class HostClock:
+    """transformers' host time per kernel now: hf_host's tiny Llama decode step (built and counted once), timed
+    between the rounds of every model's cases, so that each case is priced with the host as it was around it (a lent
+    host ran at two speeds, 1.8x apart, within one model's rounds on 2026-11-28)."""
+
+    def __init__(self, torch):
+        import transformers
+
+        from hwprobe.probes.calibration import hf_host
+
+        self.torch, self.hf_host = torch, hf_host
+        with torch.inference_mode():
+            self.step, self.restore = hf_host.decoder(torch, transformers)
+            self.kernels = hf_host.kernels_per_step(torch, self.step, self.restore)
+
+    def reading(self) -> float:
+        """Seconds per kernel: the median of one round of hf_host's steps over the step's kernels."""
+        with self.torch.inference_mode():
+            got = self.hf_host.step_seconds(self.torch, self.step, self.restore, rounds=1)
+        return self.hf_host.per_kernel(got, self.kernels)
+
+
+def around_rounds(readings: list[float]) -> list[float]:
+    """Readings taken before round 0 and after every round -> each round's host: the mean of the two around it."""
+    return [(a + b) / 2 for a, b in zip(readings[:-1], readings[1:], strict=True)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default=DEFAULT_CONFIGS, help="comma list of config.json paths or built-in names")
@@ -491,8 +527,9 @@ def main(argv: list[str] | None = None) -> int:
            "models": {k: {kk: vv for kk, vv in v.items()} for k, v in configs.items()},
            "cases": [], "kernels": [], "errors": []}
     out["host_before"] = host_calibration(torch)
+    clock = HostClock(torch) if "eager" in args.runtimes and "hf" in out["host_before"] else None
     for name, c in configs.items():
-        run_model(name, c["config"], args, out)
+        run_model(name, c["config"], args, out, clock)
     out["host_after"] = host_calibration(torch)
     out["clocks_after"] = clocks()
     out["wall_s"] = round(time.perf_counter() - t0, 1)
