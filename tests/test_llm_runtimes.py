@@ -152,7 +152,8 @@ def test_sliding_layers_follow_transformers_defaults():
 
 def test_refusals_are_one_line():
     for opts, needle in ((LLMOptions(weights="int4"), "needs --runtime fused or graph"),
-                         (LLMOptions(tp=2), "tensor parallel under transformers"),
+                         (LLMOptions(tp=3), "--tp 3 does not divide"),
+                         (LLMOptions(tp=2, runtime="hf-compiled"), "tensor parallel with generate's compiled step"),
                          (LLMOptions(phase="decode", context=4096, cache_len=1024), "--cache-len 1024 is shorter"),
                          (LLMOptions(runtime="graph", cache_len=1024), "--cache-len applies to"),
                          (LLMOptions(runtime="tensorrt"), "--runtime must be one of")):

@@ -55,6 +55,10 @@ from hwprobe.vocab import Precision
 A, F32, I64 = 2, 4, 8        # bytes of a BF16/FP16, an FP32 and an int64 element
 MODES = ("captured", "generate", "dynamic")
 DICT_MASK_FAMILIES = ("qwen2", "qwen3", "qwen2_moe", "gemma2")   # configs with layer_types: a mask per layer type
+# Families whose transformers 5.17 tp plan is modelled (base_model_tp_plan: q/k/v, gate/up colwise, o/down rowwise;
+# Phi-3's qkv and gate_up colwise_gather_output, o and down rowwise_split_input; qwen3_moe's experts sliced, not
+# spread; lm_head colwise_gather_output; tied embeddings vocab-parallel).
+TP_FAMILIES = ("llama", "qwen2", "qwen3", "gemma2", "phi3", "qwen3_moe")
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,11 @@ class _HF:
         self.b, self.t = step.case.batch, step.case.tokens
         self.rows = self.b * self.t                  # token rows of this step
         self.act = q.act
+        n = self.tp = step.case.tp                   # one rank's share under transformers' tp_plan (see _check)
+        full = n == 1 or cfg.family == "phi3"        # Phi-3 gathers qkv and gate_up: attention and act run whole
+        self.h, self.kvh = (cfg.heads, cfg.kv_heads) if full else (cfg.heads // n, cfg.kv_heads // n)
+        self.ffn = cfg.ffn if full else cfg.ffn // n
+        self.expert_ffn = cfg.expert_ffn // n        # qwen3_moe: every rank holds every expert, a slice of each
 
     # --- primitives -----------------------------------------------------------------------------------------------
     def k(self, name: str, kind: str, nbytes: float, flops: float = 0.0, precision: str | None = None) -> None:
@@ -95,6 +104,27 @@ class _HF:
              backend: str = "") -> None:
         self.ops.append(KernelOp(name, "gemm", precision=precision or self.act, m=m, n=n, k=k, batch=batch,
                                  backend=backend))
+
+    def all_reduce(self, name: str, rows: int, width: int) -> None:
+        """``RowwiseParallel``'s ``dist.all_reduce`` of a rank's partial sums, in place (eager c10d: one NCCL
+        kernel)."""
+        if self.tp > 1:
+            self.ops.append(KernelOp(name, "allreduce", precision=self.act, bytes=float(rows * width * A),
+                                     ranks=self.tp))
+
+    def all_gather(self, name: str, rows: int, width: int) -> None:
+        """``colwise_gather_output``: the shards along the last dim all-gathered (funcol, gathered along dim 0), then
+        ``cat(chunk(...), -1)`` back in place: a copy unless the leading dims are all 1."""
+        if self.tp > 1:
+            self.ops.append(KernelOp(name, "allgather", precision=self.act, bytes=float(rows * width * A),
+                                     ranks=self.tp))
+            if rows > 1:
+                self.k(f"{name}_cat", "cat", 2 * rows * width * A)
+
+    def split_input(self, name: str, rows: int, width: int) -> None:
+        """``rowwise_split_input``: a replicated input chunked to this rank's columns and cloned (one copy)."""
+        if self.tp > 1:
+            self.k(name, "copy", 2 * rows * (width // self.tp) * A)
 
     # --- recipes ----------------------------------------------------------------------------------------------------
     def rms_norm(self, name: str, rows: int, width: int) -> None:
@@ -154,7 +184,17 @@ def _check(cfg: LLMConfig, step: Step, q: Quant) -> None:
         raise InputError(f"transformers' runtimes are modelled with BF16/FP16 weights and cache; --weights "
                          f"{q.weights} --kv {q.kv} needs --runtime fused or graph")
     if case.tp > 1:
-        raise InputError("tensor parallel under transformers (tp_plan) is not modelled: use --runtime fused or graph")
+        if cfg.family not in TP_FAMILIES:
+            raise InputError(f"tensor parallel under transformers is modelled for the tp plans of "
+                             f"{', '.join(TP_FAMILIES)} (transformers 5.17), not {cfg.family}: use --runtime fused or "
+                             "graph")
+        n = case.tp
+        bad = [f"{f} {v}" for f, v in (("num_attention_heads", cfg.heads), ("num_key_value_heads", cfg.kv_heads),
+                                       ("intermediate_size", cfg.ffn), ("moe_intermediate_size", cfg.expert_ffn),
+                                       ("vocab_size", cfg.vocab)) if v % n]
+        if bad:
+            raise InputError(f"--tp {n} does not divide {cfg.name}'s {', '.join(bad)} (transformers shards them "
+                             "evenly)")
     if cfg.family == "gpt2":
         raise InputError("GPT-2 is not lowered for transformers' runtimes (learned positions, no static-cache "
                          "rotary path): use --runtime graph or fused")
@@ -178,7 +218,7 @@ def _masked(e: _HF, i: int, keys: int) -> bool:
 def _cache_write(e: _HF, p: str, i: int) -> int:
     """The cache update of layer ``i``; returns the keys its attention reads."""
     cfg, case, step = e.cfg, e.case, e.step
-    kvh, d = cfg.kv_heads, cfg.head_dim
+    kvh, d = e.kvh, cfg.head_dim
     new = e.b * kvh * e.t * d * A
     if not step.static:                     # DynamicLayer / DynamicSlidingWindowLayer.update: cat
         keys = cfg.keys(i, case.context)
@@ -214,7 +254,7 @@ def _attention_kernels(e: _HF, p: str, i: int, keys: int) -> None:
     ``keys``; else flash (causal in the prefill, ``enable_gqa``), split over the keys where FlashAttention-2's
     heuristic splits (decode at small batch)."""
     cfg, case = e.cfg, e.case
-    h, kvh, d = cfg.heads, cfg.kv_heads, cfg.head_dim
+    h, kvh, d = e.h, e.kvh, cfg.head_dim
     q_bytes = 2 * e.b * h * e.t * d * A                  # Q read, O written
     if _masked(e, i, keys):
         if kvh < h:
@@ -240,10 +280,11 @@ def _attention_kernels(e: _HF, p: str, i: int, keys: int) -> None:
 
 def _attention(e: _HF, i: int) -> None:
     cfg, p = e.cfg, f"layers.{i}."
-    h, kvh, d, hid = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.hidden
+    h, kvh, d, hid = e.h, e.kvh, cfg.head_dim, cfg.hidden
     e.rms_norm(p + "input_norm", e.rows, hid)
-    if cfg.qkv_fused:
-        e.gemm(p + "qkv_proj", e.rows, (h + 2 * kvh) * d, hid)
+    if cfg.qkv_fused:                     # Phi-3: each rank's slice of qkv, gathered whole
+        e.gemm(p + "qkv_proj", e.rows, (h + 2 * kvh) * d // e.tp, hid)
+        e.all_gather(p + "qkv_gather", e.rows, (h + 2 * kvh) * d)
     else:
         for name, n in (("q_proj", h * d), ("k_proj", kvh * d), ("v_proj", kvh * d)):
             e.gemm(p + name, e.rows, n, hid)
@@ -254,7 +295,10 @@ def _attention(e: _HF, i: int) -> None:
     e.rope(p, "k", kvh)
     keys = _cache_write(e, p, i)
     _attention_kernels(e, p, i, keys)
-    e.gemm(p + "o_proj", e.rows, hid, h * d)
+    if cfg.qkv_fused:
+        e.split_input(p + "o_proj_split", e.rows, h * d)
+    e.gemm(p + "o_proj", e.rows, hid, h * d // (e.tp if cfg.qkv_fused else 1))
+    e.all_reduce(p + "o_proj_allreduce", e.rows, hid)
     if cfg.sandwich:
         e.rms_norm(p + "post_attn_norm", e.rows, hid)
     e.k(p + "attn_residual", "elementwise", 3 * e.rows * hid * A, e.rows * hid)
@@ -265,14 +309,18 @@ def _dense_mlp(e: _HF, p: str, width: int, tag: str = "") -> None:
     multiply, down."""
     cfg, r, fused = e.cfg, e.rows, e.cfg.gate_up_fused
     if fused:                 # act and multiply then read the two halves of gate_up's output as strided views
-        e.gemm(f"{p}{tag}gate_up_proj", r, 2 * width, cfg.hidden)
+        e.gemm(f"{p}{tag}gate_up_proj", r, 2 * width // e.tp, cfg.hidden)
+        e.all_gather(f"{p}{tag}gate_up_gather", r, 2 * width)
     else:
         e.gemm(f"{p}{tag}gate_proj", r, width, cfg.hidden)
     e.k(f"{p}{tag}act", "strided" if fused else "unary", 2 * r * width * A, 8 * r * width)
     if not fused:
         e.gemm(f"{p}{tag}up_proj", r, width, cfg.hidden)
     e.k(f"{p}{tag}act_mul", "strided" if fused else "elementwise", 3 * r * width * A, r * width)
-    e.gemm(f"{p}{tag}down_proj", r, cfg.hidden, width)
+    if fused:
+        e.split_input(f"{p}{tag}down_split", r, width)
+    e.gemm(f"{p}{tag}down_proj", r, cfg.hidden, width // (e.tp if fused else 1))
+    e.all_reduce(f"{p}{tag}down_allreduce", r, cfg.hidden)
 
 
 def _router(e: _HF, p: str) -> None:
@@ -297,7 +345,7 @@ def _experts_batched(e: _HF, p: str) -> None:
     """``moe.batched_mm_experts_forward`` (decode): ``repeat_interleave`` of the tokens (index build, gather),
     ``clamp``, the selected experts' gate_up weights gathered (S = tokens x k copies), a batched GEMV, act, multiply,
     the down weights gathered, a batched GEMV, the routing-weight multiply, the sum over k, the cast back."""
-    cfg, r, k, h, w = e.cfg, e.rows, e.cfg.experts_per_tok, e.cfg.hidden, e.cfg.expert_ffn
+    cfg, r, k, h, w = e.cfg, e.rows, e.cfg.experts_per_tok, e.cfg.hidden, e.expert_ffn
     s = r * k
     e.tiny(p + "experts_repeat_index", 2)
     e.k(p + "experts_repeat", "gather", 2 * s * h * A)
@@ -322,7 +370,7 @@ def _experts_grouped(e: _HF, p: str) -> None:
     masked_fills take the sentinel mask as (S, 1), broadcast over the features: PyTorch's non-vectorized broadcast
     template, the bias curve's kernel (the tuned qwen3-30b-a3b's H200 1 x 512 list: 12 of them, 207 us, where the
     vectorized elementwise curve priced 64 us)."""
-    cfg, r, k, h, w = e.cfg, e.rows, e.cfg.experts_per_tok, e.cfg.hidden, e.cfg.expert_ffn
+    cfg, r, k, h, w = e.cfg, e.rows, e.cfg.experts_per_tok, e.cfg.hidden, e.expert_ffn
     s = r * k
     e.k(p + "experts_sort", "sort", 4 * s * I64)
     e.tiny(p + "experts_perm_div")
@@ -351,8 +399,9 @@ def _moe(e: _HF, p: str) -> None:
     cfg, r, h = e.cfg, e.rows, e.cfg.hidden
     if cfg.shared_ffn:            # Qwen2MoeSparseMoeBlock: the shared expert first, then the router
         _dense_mlp(e, p, cfg.shared_ffn, tag="shared_")
-    _router(e, p)
+    _router(e, p)                 # replicated under tp: every rank routes every token
     (_experts_batched if e.case.phase == "decode" else _experts_grouped)(e, p)
+    e.all_reduce(p + "experts_allreduce", r, h)     # moe_tp_experts' post-hook: each rank's slice of every expert
     if cfg.shared_ffn:
         e.gemm(p + "shared_gate", r, 1, h)
         e.k(p + "shared_sigmoid", "unary", 4 * r * A, r)
@@ -366,7 +415,7 @@ def _mlp(e: _HF, i: int) -> None:
     if cfg.is_moe(i):
         _moe(e, p)
     else:
-        _dense_mlp(e, p, cfg.ffn)
+        _dense_mlp(e, p, e.ffn)
     if cfg.sandwich:
         e.rms_norm(p + "post_ffn_norm", e.rows, cfg.hidden)
     e.k(p + "mlp_residual", "elementwise", 3 * e.rows * cfg.hidden * A, e.rows * cfg.hidden)
@@ -410,8 +459,18 @@ def _mask_build(e: _HF) -> None:
 
 
 def _embed(e: _HF) -> None:
+    """``nn.Embedding``; under tp a tied embedding is vocab-parallel (``embedding_rowwise``, through DTensor): the ids
+    outside this rank's rows masked and shifted (compares, or, subtract, fill), the lookup, the masked rows zeroed,
+    then a functional all-reduce (a clone and the NCCL kernel). An untied one stays whole on every rank."""
     cfg = e.cfg
+    vocab_parallel = e.tp > 1 and cfg.tied
+    if vocab_parallel:
+        e.tiny("embed_ids_mask", 5)
     e.k("embed", "embedding", 2 * e.rows * cfg.hidden * A + e.rows * I64)
+    if vocab_parallel:
+        e.k("embed_zero_masked", "bias", 2 * e.rows * cfg.hidden * A + e.rows, e.rows * cfg.hidden)
+        e.k("embed_allreduce_clone", "copy", 2 * e.rows * cfg.hidden * A)
+        e.all_reduce("embed_allreduce", e.rows, cfg.hidden)
     if cfg.embed_scale:            # *TextScaledWordEmbedding: embed_scale.to(dtype), then the multiply
         e.tiny("embed_scale_cast")
         e.k("embed_scale", "bias", 2 * e.rows * cfg.hidden * A, e.rows * cfg.hidden)
@@ -420,7 +479,8 @@ def _embed(e: _HF) -> None:
 def _head(e: _HF) -> None:
     cfg = e.cfg
     e.rms_norm("final_norm", e.rows, cfg.hidden)
-    e.gemm("lm_head", e.b, cfg.vocab, cfg.hidden)            # logits_to_keep=1: the last position of each sequence
+    e.gemm("lm_head", e.b, cfg.vocab // e.tp, cfg.hidden)    # logits_to_keep=1: the last position of each sequence
+    e.all_gather("logits_gather", e.b, cfg.vocab)             # colwise_gather_output under tp
     if cfg.logit_softcap:                                    # Gemma2ForCausalLM: / cap, tanh, * cap
         v = e.b * cfg.vocab
         for step in ("div", "tanh", "mul"):

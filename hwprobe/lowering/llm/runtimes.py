@@ -27,7 +27,7 @@ class Runtime:
     prefill: str          # the predictor runtime (hwprobe.lowering.ops.RUNTIMES) that prices the prefill's kernels
     decode: str           # ... and the decode step's
     validated: bool       # a committed device run backs its numbers
-    hf: bool = False      # transformers' modules (BF16/FP16 weights and cache, no tensor parallel modelled)
+    hf: bool = False      # transformers' modules (BF16/FP16 weights and cache; tp_plan for hf and eager)
 
     def pricing(self, phase: str) -> str:
         return self.prefill if phase == "prefill" else self.decode
