@@ -87,7 +87,7 @@ def test_compare_lists_the_routing_the_validation_counted():
 
 def test_the_tool_refuses_bad_arguments_before_touching_a_gpu():
     for argv in (["--reps", "5"], ["--rounds", "0"], ["--runtimes", "tensorrt"], ["--decode", "1x"],
-                 ["--configs", "nothere"]):
+                 ["--configs", "nothere"], ["--tp", "0"], ["--tp", "2", "--runtimes", "hf,hf-compiled"]):
         with pytest.raises(SystemExit) as e:
             val.main(argv)
         assert e.value.code == 2
@@ -213,3 +213,22 @@ def test_each_eager_case_is_priced_with_the_host_read_around_its_rounds():
     assert case[k].predicted_s > 1.5 * run[k].predicted_s          # host-bound: twice the time a kernel
     md = cmp.table(list(case.values()), doc, "P", host="case")
     assert "read around each case's own rounds" in md and "40.0-40.0 us over 1 cases" in md
+
+
+def test_a_tp_run_is_priced_per_rank():
+    """A validation run under torchrun (--tp 2) says so; the comparison prices one rank's step with its collectives
+    (a profile with NCCL curves: the 2x H200 composite) and counts one rank's kernels."""
+    doc = synthetic()
+    doc["tp"] = 2
+    doc["cases"] = [c for c in doc["cases"] if c["runtime"] != "hf-compiled"]
+    composite = ROOT / "profiles/h200x2/2026-11-26-tp2/composite"
+    two = {(r.model, r.runtime, r.phase): r for r in cmp.predict(doc, str(composite))}
+    doc["tp"] = 1
+    one = {(r.model, r.runtime, r.phase): r for r in cmp.predict(doc, str(composite))}
+    for key, r in two.items():
+        if not r.skipped:
+            assert r.kernels > one[key].kernels, key          # two all-reduces a layer, the logits' gather
+    doc["tp"] = 2
+    line = next(x for x in cmp.kernel_lines(doc).splitlines() if x.startswith("| llama-3-8b | hf | decode"))
+    one_line = next(x for x in cmp.kernel_lines({**doc, "tp": 1}).splitlines() if x.startswith("| llama-3-8b | hf"))
+    assert line != one_line

@@ -137,7 +137,7 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
                   c.get("cache_len") or length, c.get("median_s"), None, 0, c.get("skipped", ""))
         if not row.skipped:
             opts = LLMOptions(phase=c["phase"], prompt=length, context=length, batch=c["batch"], runtime=c["runtime"],
-                              cache_len=row.cache_len if c["runtime"] != "eager" else None)
+                              cache_len=row.cache_len if c["runtime"] != "eager" else None, tp=doc.get("tp", 1))
             kind = RUNTIMES[c["runtime"]].pricing(c["phase"])
             by = pricers.get(kind)
             if host == "case" and kind == "eager" and c.get("host_kernel_s") and pricer is None and profile:
@@ -239,7 +239,7 @@ def kernel_lines(doc: dict, sms: int | None = None) -> str:
             lines.append(f"| {k.get('model')} | {k.get('runtime')} | {k.get('phase')} | | error: "
                          f"{str(k.get('error'))[:60]} | | | |")
             continue
-        case = (Case.prefill if k["phase"] == "prefill" else Case.decode)(k["batch"], k["length"])
+        case = (Case.prefill if k["phase"] == "prefill" else Case.decode)(k["batch"], k["length"], doc.get("tp", 1))
         ops = lower_runtime(cfgs[k["model"]], case, Quant(), k["runtime"], sms or doc.get("sms"),
                             k.get("cache_len") if k["runtime"] != "eager" else None)
         low = lowered_classes(ops)

@@ -34,6 +34,8 @@ one Inductor compile per model ~25-40 s):
     python tools/validate_hf_llm.py --out hf_llm_measured.json
     python tools/validate_hf_llm.py --configs tests/data/llm_configs/qwen3-8b.json --runtimes hf --out q.json
     python tools/validate_hf_llm.py --runtimes eager --no-kernels --rounds 3 --out eager.json
+    torchrun --nproc-per-node 2 tools/validate_hf_llm.py --tp 2 --runtimes hf,eager --out tp2.json
+      (transformers' tp_plan: each model saved once with random weights, loaded with DistributedConfig(tp_size=2))
 Skipped (and said so in "cases" with a reason): cases whose cache and expanded K/V would not fit, and any case
 that raises (out of memory, a capture transformers cannot do); the run goes on.
 """
@@ -166,17 +168,57 @@ def clocks() -> dict:
 
 
 # --- device side -------------------------------------------------------------------------------------------------
+def tp_model(torch, cfg, tp: int):
+    """The model sharded by transformers' own tp_plan, as a user loads it: random BF16 weights saved once by rank 0
+    (``from_config`` takes no distributed config), then ``from_pretrained(distributed_config=DistributedConfig(
+    tp_size=tp))`` on every rank of the torchrun job."""
+    import hashlib
+    import tempfile
+
+    import torch.distributed as dist
+    from transformers import AutoModelForCausalLM, DistributedConfig
+
+    key = hashlib.sha1(cfg.to_json_string().encode()).hexdigest()[:12]
+    where = Path(tempfile.gettempdir()) / "hwprobe-hf-tp" / key
+    if dist.get_rank() == 0 and not (where / "config.json").exists():
+        with torch.device("cuda"):
+            m = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+        m.save_pretrained(where)
+        del m
+        torch.cuda.empty_cache()
+    dist.barrier()
+    return AutoModelForCausalLM.from_pretrained(where, dtype=torch.bfloat16, attn_implementation="sdpa",
+                                                distributed_config=DistributedConfig(tp_size=tp))
+
+
+def init_tp(torch, tp: int) -> int:
+    """Under torchrun (WORLD_SIZE = ``tp``): this rank's GPU and the NCCL group; returns the rank. Before any model."""
+    import torch.distributed as dist
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world != tp:
+        raise SystemExit(f"validate_hf_llm: error: --tp {tp} runs under `torchrun --nproc-per-node {tp}` "
+                         f"(WORLD_SIZE is {world})")
+    local = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    return dist.get_rank()
+
+
 class Bench:
     """One model on the GPU and the ways transformers runs a step of it."""
 
-    def __init__(self, d: dict, reps: int, warmup: int):
+    def __init__(self, d: dict, reps: int, warmup: int, tp: int = 1):
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM
 
-        self.torch, self.reps, self.warmup = torch, reps, warmup
+        self.torch, self.reps, self.warmup, self.tp = torch, reps, warmup, tp
         cfg = AutoConfig.for_model(**d)
-        with torch.device("cuda"):
-            self.model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa")
+        if tp > 1:
+            self.model = tp_model(torch, cfg, tp)
+        else:
+            with torch.device("cuda"):
+                self.model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa")
         self.model.eval()
         self.cfg = self.model.config
         self.moe = hasattr(self.model, "set_experts_implementation") and any(
@@ -198,11 +240,16 @@ class Bench:
         from transformers import StaticCache
 
         cache = StaticCache(config=self.cfg, max_cache_len=cache_len)
-        heads, hd = self.cfg.num_key_value_heads, getattr(self.cfg, "head_dim", None) or (
+        heads, hd = self.kv_heads(), getattr(self.cfg, "head_dim", None) or (
             self.cfg.hidden_size // self.cfg.num_attention_heads)
         cache.early_initialization(batch, heads, hd, self.torch.bfloat16, "cuda")
         self.set_counters(cache, filled)
         return cache
+
+    def kv_heads(self) -> int:
+        """The K/V heads this rank's cache holds: a tp slice of them (Phi-3 gathers qkv whole: all of them)."""
+        n = self.cfg.num_key_value_heads
+        return n if self.tp == 1 or self.cfg.model_type == "phi3" else n // self.tp
 
     @staticmethod
     def set_counters(cache, filled: int) -> None:
@@ -220,7 +267,7 @@ class Bench:
         cache = DynamicCache(config=cfg)
         hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         if filled:
-            kv = torch.zeros(batch, cfg.num_key_value_heads, filled, hd, dtype=torch.bfloat16, device="cuda")
+            kv = torch.zeros(batch, self.kv_heads(), filled, hd, dtype=torch.bfloat16, device="cuda")
             for i in range(cfg.num_hidden_layers):
                 cache.update(kv, kv, i)
         return cache
@@ -351,7 +398,7 @@ def run_model(name: str, d: dict, args, out: dict, clock: HostClock | None = Non
 
     t0 = time.perf_counter()
     try:
-        bench = Bench(d, args.reps, args.warmup)
+        bench = Bench(d, args.reps, args.warmup, args.tp)
     except Exception as e:  # noqa: BLE001 - a model transformers cannot build is reported, the run goes on
         out["errors"].append({"model": name, "error": f"build: {type(e).__name__}: {e}"[:400]})
         return
@@ -494,17 +541,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-kernels", dest="kernels", action="store_false")
     ap.add_argument("--kernels-every-case", default="", help="comma list of model names (config file stems) whose "
                     "kernels are listed at every case, not only the first")
+    ap.add_argument("--tp", type=int, default=1, help="tensor parallel through transformers' tp_plan: run under "
+                    "`torchrun --nproc-per-node N` (hf and eager; rank 0 writes --out)")
     ap.add_argument("--out", default="hf_llm_measured.json")
     args = ap.parse_args(argv)
     if args.reps < 20:
         ap.error("--reps must be >= 20")
     if args.rounds < 1:
         ap.error("--rounds must be >= 1")
+    if args.tp < 1:
+        ap.error("--tp must be >= 1")
     args.runtimes = [r.strip() for r in args.runtimes.split(",") if r.strip()]
     args.kernels_every_case = {m.strip() for m in args.kernels_every_case.split(",") if m.strip()}
     bad = [r for r in args.runtimes if r not in RUNTIMES]
     if bad:
         ap.error(f"unknown runtime(s) {bad}; known: {', '.join(RUNTIMES)}")
+    if args.tp > 1 and "hf-compiled" in args.runtimes:
+        ap.error("--tp: hf-compiled under transformers' tp_plan is not modelled; use --runtimes hf,eager")
     try:
         for text in (args.prefill, args.decode, args.compiled_decode):
             parse_cases(text)
@@ -515,6 +568,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import transformers
 
+    rank = init_tp(torch, args.tp) if args.tp > 1 else 0
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "0")
@@ -523,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {"tool": "tools/validate_hf_llm.py", "torch": torch.__version__, "transformers": transformers.__version__,
            "cuda": torch.version.cuda, "gpu": props.name, "sms": props.multi_processor_count, "dtype": "bf16",
            "attn_implementation": "sdpa", "layers": args.layers, "reps": args.reps, "rounds": args.rounds,
+           "tp": args.tp,
            "clocks_before": clocks(),
            "models": {k: {kk: vv for kk, vv in v.items()} for k, v in configs.items()},
            "cases": [], "kernels": [], "errors": []}
@@ -533,6 +588,8 @@ def main(argv: list[str] | None = None) -> int:
     out["host_after"] = host_calibration(torch)
     out["clocks_after"] = clocks()
     out["wall_s"] = round(time.perf_counter() - t0, 1)
+    if rank:                                 # every rank ran every step (their collectives pair up); rank 0 writes
+        return 0
     Path(args.out).write_text(json.dumps(out, indent=1))
     done = [c for c in out["cases"] if "median_s" in c]
     print(f"wrote {args.out}: {len(done)} cases timed, {len(out['cases']) - len(done)} skipped, "
