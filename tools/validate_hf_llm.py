@@ -43,6 +43,7 @@ that raises (out of memory, a capture transformers cannot do); the run goes on.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -201,8 +202,21 @@ def init_tp(torch, tp: int) -> int:
                          f"(WORLD_SIZE is {world})")
     local = int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    # a case one rank fails leaves the other in a collective: the group's timeout turns that hang into an error
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local), timeout=datetime.timedelta(minutes=5))
     return dist.get_rank()
+
+
+def free_bytes(torch, tp: int) -> int:
+    """Free GPU memory, the least over the ranks under tp: every rank must skip the same cases."""
+    free = torch.cuda.mem_get_info()[0]
+    if tp > 1:
+        import torch.distributed as dist
+
+        t = torch.tensor([free], dtype=torch.int64, device="cuda")
+        dist.all_reduce(t, op=dist.ReduceOp.MIN)
+        free = int(t.item())
+    return free
 
 
 class Bench:
@@ -402,7 +416,7 @@ def run_model(name: str, d: dict, args, out: dict, clock: HostClock | None = Non
     except Exception as e:  # noqa: BLE001 - a model transformers cannot build is reported, the run goes on
         out["errors"].append({"model": name, "error": f"build: {type(e).__name__}: {e}"[:400]})
         return
-    free = torch.cuda.mem_get_info()[0]
+    free = free_bytes(torch, args.tp)
     cases = plan(args.runtimes, parse_cases(args.prefill), parse_cases(args.decode),
                  parse_cases(args.compiled_decode))
     rows, times = [], []
