@@ -39,6 +39,12 @@ attention would apply it). Mixture of experts (``integrations.moe``): the router
 FP32, ``topk``, the renormalisation), the experts as generate runs them: ``grouped_mm`` in the prefill (sort,
 gathers, ``histc``, ``cumsum``, two grouped GEMMs, masks, the weighted sum) and ``batched_mm`` in decode
 (``_optimize_model_for_decode``: each token-expert pair's weights gathered, then a batched GEMV per projection).
+
+Tensor parallel (``Case.tp``; ``from_pretrained(distributed_config=DistributedConfig(tp_size=N))``) follows the
+families' 5.17 ``base_model_tp_plan`` and ``integrations.tensor_parallel``'s inference path (TP_FAMILIES): one
+rank's kernels, its heads and FFN slice; ``RowwiseParallel``'s in-place ``dist.all_reduce`` after o_proj and
+down_proj (and after qwen3_moe's experts); the lm_head gathered; tied embeddings vocab-parallel; Phi-3's gathered
+qkv and gate_up. Read from the source, not yet checked against a two-GPU kernel list.
 """
 
 from __future__ import annotations
