@@ -383,9 +383,8 @@ class Bench:
         handles = [m.register_forward_hook(hook) for m in routers]
         try:
             with torch.inference_mode():
-                self.experts_for(phase)
-                filled = 0 if phase == "prefill" else length - 1
-                self.model(**self.inputs(self.dynamic_cache(batch, filled), batch, length, phase))
+                call, _, _, _ = self.step("eager", phase, batch, length)     # the case's inputs, eagerly
+                call()
         finally:
             for h in handles:
                 h.remove()
@@ -497,18 +496,17 @@ def host_calibration(torch) -> dict:
     try:
         import numpy as np
 
-        from hwprobe.probes.calibration import hf_host
-        from hwprobe.probes.calibration.torch_kernels import eager_host_s
+        from hwprobe.probes.calibration.torch_kernels import _transformers_host, eager_host_s
     except ImportError as e:
         return {"error": f"{type(e).__name__}: {e}"}
     with torch.inference_mode():
         per = eager_host_s(torch)
     out = {"eager_op_s": float(np.median(list(per.values()))), "per_op_s": per}
-    try:
-        hf = hf_host.measure(torch)
+    hf, notes = _transformers_host(torch)      # as the eager calibration measures it, with its reason where it can't
+    if hf:
         out.update(hf_eager_kernel_s=hf["kernel_s"], hf=hf)
-    except Exception as e:  # noqa: BLE001 - the bare-op figure stands alone; the reason is kept
-        out["hf_error"] = f"{type(e).__name__}: {e}"[:300]
+    else:
+        out["hf_error"] = notes[0]
     return out
 
 
