@@ -108,14 +108,20 @@ def run_pricers(profile, host_s: float | None, hf_s: float | None = None) -> dic
     runtimes are all this compares), with the run's own readings where given: ``hf_s`` its transformers figure,
     ``host_s`` its bare-op one (used where neither the run nor the profile has transformers'). A lent machine's host
     is not the one the profile was measured on, and eager time is mostly host time."""
+    return {kind: run_pricer(profile, kind, host_s, hf_s) for kind in ("graph", "eager", "fused")}
+
+
+def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | None = None):
+    """One of run_pricers' predictors: ``kind`` "eager" with the run's host readings where given."""
     from dataclasses import replace
 
     from hwprobe.predict.model import Predictor
 
     prof, cal = _loaded(str(profile))
-    eager = replace(cal, **({"eager_op_s": host_s} if host_s else {}), **({"hf_eager_kernel_s": hf_s} if hf_s else {}))
-    return {kind: Predictor(prof, kind, eager if kind == "eager" else cal, host="transformers")
-            for kind in ("graph", "eager", "fused")}
+    if kind == "eager":
+        cal = replace(cal, **({"eager_op_s": host_s} if host_s else {}),
+                      **({"hf_eager_kernel_s": hf_s} if hf_s else {}))
+    return Predictor(prof, kind, cal, host="transformers")
 
 
 def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("llama",),
@@ -141,7 +147,7 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
             kind = RUNTIMES[c["runtime"]].pricing(c["phase"])
             by = pricers.get(kind)
             if host == "case" and kind == "eager" and c.get("host_kernel_s") and pricer is None and profile:
-                by = run_pricers(profile, own[0], c["host_kernel_s"])["eager"]
+                by = run_pricer(profile, "eager", own[0], c["host_kernel_s"])
             a = analyze(cfg, profile, opts, pricer=pricer or by, sms=doc.get("sms"))
             r = a.phases[c["phase"]]
             row.predicted_s, row.kernels = r.time_s, r.kernels
