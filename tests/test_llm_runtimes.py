@@ -102,6 +102,34 @@ def test_dynamic_cache_cat_is_a_contiguous_copy():
     assert pricer.time(cat).source == "framework.copy"
 
 
+def test_dynamic_cache_cat_with_a_strided_input_is_the_generic_cat():
+    """The H200's eager kernel lists (2026-11-28): every prefill's cache cats, Phi-3's value cat at batch > 1 (a view
+    of the fused qkv) and Gemma-2's sliding-window cats once a cat has dropped tokens ran PyTorch's generic 4-D cat
+    (0.65 TB/s), the rest the vectorized one. Older profiles price it on the 2-D cat curve, as a stand-in."""
+    from hwprobe.analysis.llm import predictor
+
+    def kinds(name, case):
+        ops = lower_hf(load(str(DATA / name)), Step("dynamic", case, case.context))
+        return {o.name: o.kind for o in ops if o.name.endswith("_cache_cat")}
+
+    pre = kinds("llama-3-8b.json", Case.prefill(1, 512))
+    assert set(pre.values()) == {"cat_strided"} and len(pre) == 2 * 32
+    phi = "phi-3-mini-4k-instruct.json"
+    one, many = kinds(phi, Case.decode(1, 4096)), kinds(phi, Case.decode(64, 4096))
+    assert set(one.values()) == {"copy"}
+    assert many["layers.0.v_cache_cat"] == "cat_strided" and many["layers.0.k_cache_cat"] == "copy"
+    gemma = "gemma-2-9b.json"                    # sliding window 4096 on the even layers
+    full = kinds(gemma, Case.decode(16, 8192))
+    assert full["layers.0.k_cache_cat"] == full["layers.0.v_cache_cat"] == "cat_strided"
+    assert full["layers.1.k_cache_cat"] == "copy"
+    assert set(kinds(gemma, Case.decode(64, 4096)).values()) == {"copy"}   # 4095 held: nothing dropped yet
+    pricer, _ = predictor(str(H200), "eager")
+    op = lower_hf(load(str(DATA / phi)), Step("dynamic", Case.decode(64, 4096), 4096))
+    v = next(o for o in op if o.name == "layers.0.v_cache_cat")
+    t = pricer.time(v)
+    assert t.source == "framework.cat" and not t.covered
+
+
 def test_family_traits_change_the_kernels():
     dec = Case.decode(1, 2048)
 

@@ -20,11 +20,13 @@ from dataclasses import dataclass
 # PyTorch's vectorized gather kernel; strided: a pointwise op over a non-contiguous view (a ``chunk`` of a fused
 # projection's output), which PyTorch runs on its non-vectorized template, the bias curve's kernel; sort:
 # ``torch.sort`` of int64 keys with their positions (an MoE's token-expert pairs), ``bytes`` = 32 a key (the
-# calibration's sort curve counts the same); allreduce: ``bytes`` per rank.
+# calibration's sort curve counts the same); cat_strided: a ``torch.cat`` with an input that is not contiguous
+# (a DynamicCache update of a sliding window's held slice or of a fused projection's view), which PyTorch runs on
+# its non-vectorized 4-D cat kernel, about a sixth of a contiguous copy's speed; allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
                 "embedding", "batchnorm", "groupnorm", "resize", "resize_linear", "unary", "expand", "permute",
-                "relayout", "gather", "strided", "sort")
+                "relayout", "gather", "strided", "sort", "cat_strided")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")

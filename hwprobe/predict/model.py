@@ -48,14 +48,14 @@ MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "s
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
                 "resize": "unary", "resize_linear": "unary", "unary": "unary", "expand": "transpose",
                 "permute": "transpose", "relayout": "transpose", "gather": "unary",
-                "strided": "bias", "sort": "reduction"}
+                "strided": "bias", "sort": "reduction", "cat_strided": "transpose"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
                    "resize": "resize", "resize_linear": "resize_linear", "unary": "unary", "expand": "expand",
                    "permute": "permute", "relayout": "relayout", "gather": "unary",
-                   "strided": "bias", "sort": "sort"}
+                   "strided": "bias", "sort": "sort", "cat_strided": "cat_strided"}
 # gather: PyTorch's vectorized gather kernel reads and writes whole rows as the unary kernel does, on the SMs. Not the
 # copy curve (a contiguous clone): its 1-GiB point reads 2.8 TB/s on an H200 and 2.4 on an H100 where the unary
 # curve reads 4.1 and 3.0 there, and the tuned MoE's eager profile (qwen3-30b-a3b, H200, one token) has its expert
@@ -65,21 +65,26 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 # cat: profiles measured before those curves; unary: before the unary curve). The kinds in STAND_IN_UNCOVERED are
 # then outside the calibration: an unfused BatchNorm on the broadcast-add curve, GroupNorm/InstanceNorm on
 # LayerNorm's, a resize on the copy's, and an expand (a broadcast view made contiguous: ``repeat_kv``) on the cat
-# curve: no curve times that copy; both are strided copies, one 2-byte load and one store per element through an
-# index map, not vectorized (the contiguous copy curve is, about three times faster per byte). The tuned families'
-# profiler lists put repeat_kv within 2-10% of the cat curve per element (the bias curve, the same elementwise
-# template over two inputs, 9-19% slower).
+# curve (profiles before the expand curve of 2026-11-28): both are strided copies, one 2-byte load and one store per
+# element through an index map, not vectorized (the contiguous copy curve is, about three times faster per byte).
+# The tuned families' profiler lists put repeat_kv within 2-10% of the cat curve per element (the bias curve, the
+# same elementwise template over two inputs, 9-19% slower); Gemma-2's, at 64 x 4096, read 1.34 TB/s where the cat
+# curve's 1-GiB point reads 1.88. A cat with a strided input (cat_strided: a DynamicCache's held window, Phi-3's
+# values) runs the 4-D form of that cat, slower again (0.62-0.67 TB/s): before its own curve, the cat curve.
 # A permute copy (a permute whose reshape cannot view it: ShuffleNet's channel shuffle, Swin's window partition) has
 # its own curve (permute: runs of 64 contiguous elements made contiguous); profiles before it: the cat curve.
 FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "unary": "copy", "batchnorm": "bias", "groupnorm": "norm",
                       "resize": "copy", "resize_linear": "resize", "expand": "cat", "permute": "cat",
-                      "relayout": "permute", "sort": "reduction"}
-STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "resize_linear", "expand", "permute", "relayout", "sort")
+                      "relayout": "permute", "sort": "reduction", "cat_strided": "cat"}
+STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "resize_linear", "expand", "permute", "relayout", "sort",
+                      "cat_strided")
 STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectorized",
                 "permute": "a strided copy of its output's elements, not vectorized",
                 "resize_linear": "a bilinear resize, not the nearest-neighbour one",
                 "relayout": "a map transposed between NCHW and channels-last: no curve times that copy",
-                "sort": "a radix sort's passes, not one reduction (profiles before the sort curve)"}
+                "sort": "a radix sort's passes, not one reduction (profiles before the sort curve)",
+                "cat_strided": "PyTorch's 4-D cat with a strided input, not the 2-D cat (profiles before its curve: "
+                               "about 2.8x faster per byte at 1 GiB on an H200)"}
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
 # want) or NCHW (PyTorch's default: cuDNN transforms around its kernels). The conv table measures both (profiles
 # before 2026-11-26's eighth session: 1x1/3x3 channels-last only, stems in both).

@@ -229,9 +229,9 @@ def _cache_write(e: _HF, p: str, i: int) -> int:
     if not step.static:                     # DynamicLayer / DynamicSlidingWindowLayer.update: cat
         keys = cfg.keys(i, case.context)
         held = keys - e.t if not cfg.slides(i) else min(case.context - e.t, cfg.sliding_window - 1)
-        for kv in ("k", "v"):               # along the sequence: each (sequence, head) block contiguous, so
-            #                                 PyTorch runs its vectorized cat, a contiguous copy's speed
-            e.k(f"{p}{kv}_cache_cat", "copy", 2 * e.b * kvh * held * d * A + 2 * new)
+        for kv in ("k", "v"):
+            kind = "cat_strided" if _strided_cat(e, i, kv) else "copy"
+            e.k(f"{p}{kv}_cache_cat", kind, 2 * e.b * kvh * held * d * A + 2 * new)
         return keys if not cfg.slides(i) else held + e.t
     length = min(cfg.sliding_window, step.cache_len) if cfg.slides(i) else step.cache_len
     start = case.context - e.t                  # positions already in the cache
@@ -253,6 +253,23 @@ def _cache_write(e: _HF, p: str, i: int) -> int:
     for kv in ("k", "v"):
         e.k(f"{p}{kv}_cache_index_copy", "copy", 2 * new + e.t * I64)
     return length
+
+
+def _strided_cat(e: _HF, i: int, kv: str) -> bool:
+    """Does layer ``i``'s DynamicCache cat of ``kv`` have an input that is not contiguous? PyTorch's vectorized cat
+    (a contiguous copy's speed) needs every input contiguous; otherwise its generic 4-D cat runs, about a sixth of
+    that speed. Not contiguous: the new K and V of a prefill (``view(b, t, heads, d).transpose(1, 2)`` with t > 1,
+    cat onto the empty cache), Phi-3's values at batch > 1 (a slice of the fused qkv output: its batch stride is the
+    whole qkv row), and a sliding window's held K and V once a cat has dropped tokens (``full[:, :, -window + 1:]``,
+    a slice unless batch x kv heads is 1). Seen in the H200's eager kernel lists of 2026-11-28: every prefill's 8
+    cache cats generic; Phi-3 at 16 and 64 x 1024-8192 one generic cat a layer (the values); Gemma-2 at 1 and
+    16 x 8192 two a sliding layer, and none at 64 x 4096 (the prefill held 4095 tokens, within its window)."""
+    cfg, case = e.cfg, e.case
+    if e.t > 1:
+        return True
+    if cfg.slides(i) and case.context - e.t >= cfg.sliding_window and e.b * e.kvh > 1:
+        return True
+    return kv == "v" and cfg.qkv_fused and e.b > 1
 
 
 def _attention_kernels(e: _HF, p: str, i: int, keys: int) -> None:

@@ -30,7 +30,8 @@ from hwprobe.probes.calibration.torch_timing import capture, check_close, graph_
 from hwprobe.vocab import Curve
 
 KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "pool", "pool_nchw", "cat", "copy",
-         "permute", "batch_norm", "group_norm", "resize", "resize_linear", "resize_linear_nchw", "bias_nchw", "sort")
+         "permute", "batch_norm", "group_norm", "resize", "resize_linear", "resize_linear_nchw", "bias_nchw", "sort",
+         "cat_strided", "expand")
 MAP_KINDS = ("batch_norm", "group_norm", "resize", "resize_linear", "resize_linear_nchw", "bias_nchw")
 LINEAR_UP, LINEAR_C = 4, 32   # resize_linear(_nchw): bilinear 4x upsampling (half-pixel) of 32 channels, the way a
 #                              segmentation head or a U-Net's decoder scales its maps up; channels-last, and NCHW
@@ -50,6 +51,14 @@ PERMUTE_SHAPE = (2, 32, 64)
 # indices out). PyTorch sorts up to 4096 keys in one CTA and more with cub's radix sort, about twice as long at
 # 4097 as at 4096 on an H100 (39 and 78 us), so a point sits on each side of that step. Up to 64 MiB (2M keys).
 SORT_KEY_BYTES, SORT_EXPERTS = 32, 128
+# cat_strided: transformers' DynamicCache update, torch.cat((held, new), dim=2) over [batch, kv heads, tokens, head]
+# with an input that is not contiguous: the sliding-window layer's held keys (a slice of the last cat) and Phi-3's
+# values (a view of the fused qkv output at batch > 1). PyTorch then runs its non-vectorized 4-D cat, a flat
+# 0.62-0.67 TB/s from 25 MB to 3.2 GB on an H200 where the same cat of contiguous inputs (the copy curve's speed)
+# read 3.5-3.9 (.ab/strided_cat.py, 2026-11-28). expand: transformers' repeat_kv, [b, kv heads, n, d] expanded to
+# a query-head count and made contiguous (PyTorch's non-vectorized copy through the broadcast view), each launch
+# from its own cache (read cold). Both with Llama-3-8B's heads: 8 kv heads of 128, 32 query heads.
+KV_HEADS, Q_HEADS, HEAD_DIM = 8, 32, 128
 SORT_MAX_BYTES, SORT_STEP_KEYS = 1 << 26, 4096
 # resize_linear_nchw's grid: PyTorch's NCHW bilinear kernel runs a thread per output pixel, each looping over every
 # plane (image x channel), so its time is not a function of bytes alone: 8 x 256 planes upsampled 1 -> 14 x 14 (an
@@ -95,6 +104,8 @@ def _case(torch, kind: str, nbytes: int):
         return _pack(_chain(lambda a: torch.cat((a[..., 64:], a[..., :64]), dim=-1), rnd(rows, 128),
                             lambda a: torch.cat((a[..., 64:], a[..., :64]), dim=-1)), 4 * rows * 128,
                      f"{rows} x (64 + 64)")
+    if kind in ("cat_strided", "expand"):
+        return _cache_case(torch, kind, nbytes, rnd)
     if kind == "bias":            # each launch adds its own bias vector (a layer's), read cold
         rows = max(1, nbytes // (4 * HIDDEN))
         bias = param_copies(torch, (HIDDEN,), lambda s: rnd(*s))
@@ -215,6 +226,34 @@ def _map_case(torch, kind: str, nbytes: int, rnd):
         step = lambda a: F.group_norm(a, GN_GROUPS, w, b)  # noqa: E731
         ref = lambda a: F.group_norm(a, GN_GROUPS, w.float(), b.float())  # noqa: E731
     return _pack(_chain(step, x, ref), 4 * x.numel(), f"{n} x {c} x {hw} x {hw}")
+
+
+def _cache_case(torch, kind: str, nbytes: int, rnd):
+    """cat_strided and expand (see KV_HEADS): the KV cache's copies under transformers' eager and static caches."""
+    d, kvh = HEAD_DIM, KV_HEADS
+    if kind == "cat_strided":       # the window slides: drop the oldest token, add one from a fused projection
+        rows = max(2 * kvh, nbytes // (4 * d))             # b * kvh * n, each element read once and written once
+        n = min(1024, rows // kvh)
+        b = max(1, rows // (kvh * n))
+        qkv = rnd(b, 1, (Q_HEADS + 2 * kvh) * d)
+        new = qkv[..., (Q_HEADS + kvh) * d:].view(b, 1, kvh, d).transpose(1, 2)
+        step = lambda a: torch.cat((a[:, :, 1:], new), dim=2)  # noqa: E731
+        ref = lambda a: torch.cat((a[:, :, 1:], new.float()), dim=2)  # noqa: E731
+        return _pack(_chain(step, rnd(b, kvh, n, d), ref), 4 * b * kvh * n * d,
+                     f"{b} x {kvh} x ({n} - 1 + 1) x {d}, new token strided")
+    rep = Q_HEADS // kvh
+    rows = max(Q_HEADS, nbytes // (4 * d))                 # b * heads * n output rows, each written and read once
+    n = min(1024, rows // Q_HEADS)
+    b = max(1, rows // (Q_HEADS * n))
+    cache = param_copies(torch, (b, kvh, n, d), lambda s: rnd(*s))
+    holder = {}
+
+    def step():
+        holder["x"] = cache()
+        holder["y"] = holder["x"][:, :, None].expand(b, kvh, rep, n, d).reshape(b, kvh * rep, n, d)
+
+    return step, 4 * b * Q_HEADS * n * d, lambda: (holder["y"].float(), holder["x"].float().repeat_interleave(
+        rep, dim=1)), f"{b} x {kvh} x {n} x {d} -> {Q_HEADS} heads"
 
 
 def _pack(chain, moved: int, shape: str):
@@ -478,7 +517,8 @@ def _switch_library(ctx, torch):
 @probe(name="gpu.torch_kernels", target="gpu", family="calibration", precisions=grids.PRECISIONS,
        summary="Prediction calibration with PyTorch's own kernels (optional: skipped without torch): elementwise, "
                "bias (last-dim and NCHW per-channel), norm, softmax, reduction, pooling (both layouts), copy, "
-               "permuted copy, BatchNorm, GroupNorm, resize, sort, and per precision linear layers, cuDNN "
+               "permuted copy, KV-cache cat and repeat_kv, BatchNorm, GroupNorm, resize, sort, and per precision "
+               "linear layers, cuDNN "
                "convolutions, SDPA attention and MoE grouped GEMMs, in CUDA graphs",
        choices={"kinds": KINDS, "conv_families": grids.CONV_FAMILIES})
 def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = True, linears: bool = True,
