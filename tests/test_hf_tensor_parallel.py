@@ -84,3 +84,45 @@ def test_tensor_parallel_refusals_name_the_reason():
         step("mixtral-8x7b", Case.decode(1, 1024, tp=2))
     with pytest.raises(InputError, match="--tp 3 does not divide .*num_attention_heads 32"):
         step("llama-3-8b", Case.decode(1, 1024, tp=3))
+
+
+GENERIC = Path(__file__).resolve().parents[1] / "profiles/h200-sxm/2026-11-27-predict-generic"
+X2 = Path(__file__).resolve().parents[1] / "profiles/h200x2/2026-11-28-tp2-hf/multigpu"
+
+
+def test_a_one_gpu_calibration_takes_a_node_runs_collectives():
+    """The kernel calibration is a one-GPU profile and has no NCCL curves: a tp 2 step's all-reduces are priced at
+    zero and flagged missing. With the x2 gate's multigpu run (the same lease as the tp 2 validation) they are
+    priced from its all-reduce curve, in range, and the rest of the step is unchanged."""
+    from hwprobe.analysis.llm import LLMOptions, analyze
+    from hwprobe.lowering.ops import COMM_KINDS
+
+    opts = LLMOptions(phase="prefill", prompt=2048, batch=1, tp=2, runtime="hf")
+    alone = analyze("llama-3.2-1b", str(GENERIC), opts).phases["prefill"]
+    both = analyze("llama-3.2-1b", str(GENERIC), opts, comm=str(X2)).phases["prefill"]
+    comm = [r for r in both.rows if r.kind in COMM_KINDS]
+    assert {r.kind for r in comm} == {"allreduce", "allgather"} and all(r.time_s > 5e-6 for r in comm)
+    assert all(r.time_s == 0 for r in alone.rows if r.kind in COMM_KINDS)
+    other = sum(r.time_s for r in both.rows if r.kind not in COMM_KINDS)
+    assert other == pytest.approx(sum(r.time_s for r in alone.rows if r.kind not in COMM_KINDS))
+    assert both.time_s - alone.time_s == pytest.approx(sum(r.time_s for r in comm))
+
+
+def run_cli(capsys, args: list[str]) -> tuple[int, str]:
+    from hwprobe.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    out = capsys.readouterr()
+    return e.value.code, out.out + out.err
+
+
+def test_comm_profile_without_collectives_is_a_one_line_error(capsys):
+    code, out = run_cli(capsys, ["analyze", "llama-3.2-1b", "--profile", str(GENERIC), "--tp", "2",
+                                 "--comm-profile", str(GENERIC)])
+    assert code == 2 and "no measured collective curves" in out and "Traceback" not in out
+    code, out = run_cli(capsys, ["analyze", "llama-3.2-1b", "--tp", "2", "--comm-profile", str(X2)])
+    assert code == 2 and "give --profile too" in out
+    code, out = run_cli(capsys, ["analyze", "llama-3.2-1b", "--profile", str(GENERIC), "--tp", "2", "--runtime", "hf",
+                                 "--comm-profile", str(X2), "--json"])
+    assert code == 0, out

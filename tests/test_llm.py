@@ -364,7 +364,8 @@ def test_cli_with_a_predictor(monkeypatch, capsys):
     import hwprobe.analysis.llm as llm
     from hwprobe.cli import cli
 
-    monkeypatch.setattr(llm, "predictor", lambda profile, runtime, host="framework": (FakePricer(links=False), None))
+    monkeypatch.setattr(llm, "predictor",
+                        lambda profile, runtime, host="framework", comm=None: (FakePricer(links=False), None))
     cli.main(args=["analyze", "llama-3-8b", "--profile", "x", "--tp", "2", "--batch", "2", "--runtime", "graph"],
              standalone_mode=False)
     out = capsys.readouterr().out

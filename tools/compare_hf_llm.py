@@ -94,30 +94,33 @@ def run_host_s(doc: dict, key: str = "eager_op_s") -> float | None:
 
 
 @functools.lru_cache(maxsize=4)
-def _loaded(profile: str):
-    """(profile, its calibration), read once however many pricers are made over it."""
+def _loaded(profile: str, comm: str | None = None):
+    """(profile, its calibration), read once however many pricers are made over it; with ``comm``'s collective
+    curves where the profile has none (a tensor-parallel run's all-reduces)."""
+    from hwprobe.analysis.llm import with_collectives
     from hwprobe.predict.calibration import Calibration
     from hwprobe.profile_build import load_profile
 
     prof = load_profile(profile)
+    prof = with_collectives(prof, comm) if comm else prof
     return prof, Calibration.of(prof)
 
 
-def run_pricers(profile, host_s: float | None, hf_s: float | None = None) -> dict:
+def run_pricers(profile, host_s: float | None, hf_s: float | None = None, comm: str | None = None) -> dict:
     """A predictor per pricing runtime over ``profile``; the eager one prices transformers' host (the transformers
     runtimes are all this compares), with the run's own readings where given: ``hf_s`` its transformers figure,
     ``host_s`` its bare-op one (used where neither the run nor the profile has transformers'). A lent machine's host
     is not the one the profile was measured on, and eager time is mostly host time."""
-    return {kind: run_pricer(profile, kind, host_s, hf_s) for kind in ("graph", "eager", "fused")}
+    return {kind: run_pricer(profile, kind, host_s, hf_s, comm) for kind in ("graph", "eager", "fused")}
 
 
-def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | None = None):
+def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | None = None, comm: str | None = None):
     """One of run_pricers' predictors: ``kind`` "eager" with the run's host readings where given."""
     from dataclasses import replace
 
     from hwprobe.predict.model import Predictor
 
-    prof, cal = _loaded(str(profile))
+    prof, cal = _loaded(str(profile), comm)
     if kind == "eager":
         cal = replace(cal, **({"eager_op_s": host_s} if host_s else {}),
                       **({"hf_eager_kernel_s": hf_s} if hf_s else {}))
@@ -125,7 +128,7 @@ def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | No
 
 
 def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("llama",),
-            host: str = "run") -> list[Row]:
+            host: str = "run", comm: str | None = None) -> list[Row]:
     """Every case priced. ``host``: "run" prices the eager runtime with the host time the validation measured in its
     own process (where it did), "case" with the reading taken around each case's rounds (``host_kernel_s``, runs
     since 2026-11-28; the run's where a case has none), "profile" with the profile's."""
@@ -134,7 +137,7 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
 
     cfgs = configs(doc)
     own = (run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")) if host in ("run", "case") else (None, None)
-    pricers = run_pricers(profile, *own) if pricer is None and profile is not None else {}
+    pricers = run_pricers(profile, *own, comm) if pricer is None and profile is not None else {}
     rows = []
     for c in doc["cases"]:
         cfg = cfgs[c["model"]]
@@ -147,7 +150,7 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
             kind = RUNTIMES[c["runtime"]].pricing(c["phase"])
             by = pricers.get(kind)
             if host == "case" and kind == "eager" and c.get("host_kernel_s") and pricer is None and profile:
-                by = run_pricer(profile, "eager", own[0], c["host_kernel_s"])
+                by = run_pricer(profile, "eager", own[0], c["host_kernel_s"], comm)
             a = analyze(cfg, profile, opts, pricer=pricer or by, sms=doc.get("sms"))
             r = a.phases[c["phase"]]
             row.predicted_s, row.kernels = r.time_s, r.kernels
@@ -285,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("measured")
     ap.add_argument("--profile", required=True)
+    ap.add_argument("--comm-profile", default=None, help="a tensor-parallel run's collectives: a multigpu profile "
+                    "of the node (the all-reduces are priced at zero without one)")
     ap.add_argument("--tuned", default="llama", help="families used to tune the lowering (the rest: held out)")
     ap.add_argument("--out", default=None, help="write the Markdown here (default: stdout)")
     ap.add_argument("--host", choices=("case", "run", "profile"), default="case",
@@ -294,8 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = load_measured(args.measured)
         rows = predict(doc, args.profile, tuned=tuple(x.strip() for x in args.tuned.split(",") if x.strip()),
-                       host=args.host)
-        md = (table(rows, doc, args.profile, args.host) + "\n### kernels per step\n\n" + kernel_lines(doc) + "\n"
+                       host=args.host, comm=args.comm_profile)
+        where = args.profile + (f"` with the collectives of `{args.comm_profile}" if args.comm_profile else "")
+        md = (table(rows, doc, where, args.host) + "\n### kernels per step\n\n" + kernel_lines(doc) + "\n"
               + routing_lines(doc))
     except InputError as e:
         print(f"compare_hf_llm: error: {e}", file=sys.stderr)

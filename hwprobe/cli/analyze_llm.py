@@ -23,6 +23,9 @@ LLM_OPTIONS = {
                     help="LLM: weight precision (int8/int4 weight-only, fp8 W8A8; default bf16)."),
     "kv": dict(type=click.Choice([str(k) for k in KV]), help="LLM: KV-cache precision (default bf16)."),
     "tp": dict(type=int, help="LLM: tensor-parallel ranks (default 1)."),
+    "comm_profile": dict(type=click.Path(exists=True),
+                         help="LLM with --tp: a profile whose measured collectives (a multigpu run on this node kind) "
+                              "price the all-reduces where --profile has none."),
     "cache_len": dict(type=int, help="LLM, runtimes hf/hf-compiled: the StaticCache's max_cache_len (default: the "
                                      "step's own length; generate sizes it prompt + max_new_tokens - 1)."),
 }
@@ -74,8 +77,11 @@ def run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_a
     if spec:
         raise InputError("an LLM is priced from a measured profile: give --profile, not --spec")
     given = {k.removeprefix("llm_"): v for k, v in llm.items() if v is not None}
+    comm = given.pop("comm_profile", None)
+    if comm and not profile_path:
+        raise InputError("--comm-profile adds collectives to a --profile: give --profile too")
     opts = LLMOptions(batch=batch, **given, **({"runtime": runtime} if runtime else {}))
-    a = analyze(model, profile_path, opts)
+    a = analyze(model, profile_path, opts, comm=comm)
     if csv_path:
         write_csv(a, csv_path)
     show(as_json, lambda: to_dict(a), lambda: render(a, console(), show_all, wide), (csv_path,))

@@ -110,22 +110,42 @@ def cases(opts: LLMOptions) -> list[Case]:
     return out
 
 
-def predictor(profile, runtime: str, host: str = "framework") -> tuple[Pricer, Any]:
-    """The calibrated predictor over a profile (path or Profile) and the loaded Profile; ``host``: the code that
-    issues an eager run's kernels (hwprobe.predict.model.HOSTS)."""
-    from hwprobe.predict.model import Predictor
+def _profile(p):
     from hwprobe.profile import Profile
     from hwprobe.profile_build import load_profile
 
-    prof = profile if isinstance(profile, Profile) else load_profile(profile)
+    return p if isinstance(p, Profile) else load_profile(p)
+
+
+def with_collectives(prof, comm):
+    """``prof`` with ``comm``'s measured collective curves (NCCL all-reduce, all-gather, ...) where it has none of its
+    own: the kernel calibration is a one-GPU run, the collectives a multigpu run on the node (two suites, often two
+    leases). A profile without them prices a tensor-parallel step's all-reduces at zero, flagged missing."""
+    import dataclasses
+
+    links = {k: v for k, v in _profile(comm).links.items() if v.kind == "collective"}
+    if not links:
+        raise InputError(f"{comm}: no measured collective curves (run --suite multigpu on two or more GPUs)")
+    return dataclasses.replace(prof, links={**links, **prof.links})
+
+
+def predictor(profile, runtime: str, host: str = "framework", comm=None) -> tuple[Pricer, Any]:
+    """The calibrated predictor over a profile (path or Profile) and the loaded Profile; ``host``: the code that
+    issues an eager run's kernels (hwprobe.predict.model.HOSTS); ``comm``: a profile whose collective curves price
+    the communication where ``profile`` has none (with_collectives)."""
+    from hwprobe.predict.model import Predictor
+
+    prof = _profile(profile)
+    if comm is not None:
+        prof = with_collectives(prof, comm)
     return Predictor(prof, runtime=runtime, host=host), prof
 
 
 def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None,
-            pricer: Pricer | None = None, sms: int | None = None) -> LLMAnalysis:
+            pricer: Pricer | None = None, sms: int | None = None, comm=None) -> LLMAnalysis:
     """Lower and price ``model``. ``pricer`` overrides the profile's predictor (tests use a fake one); with neither,
     the counts only (FLOPs, bytes, kernels, memory). ``sms`` (else the profile's device) decides FlashAttention's
-    split-KV kernels."""
+    split-KV kernels; ``comm``: the collectives' profile (predictor)."""
     opts = opts or LLMOptions()
     opts.check()
     cfg = model if isinstance(model, LLMConfig) else load(str(model))
@@ -137,7 +157,7 @@ def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None
         for phase in ("prefill", "decode"):
             kind = rt.pricing(phase)
             if kind not in pricers:
-                pricers[kind], prof = predictor(profile, kind, "transformers" if rt.hf else "framework")
+                pricers[kind], prof = predictor(profile, kind, "transformers" if rt.hf else "framework", comm)
     if prof is not None:
         device = str(prof.device.get("name") or "")
         device_bytes = prof.device.get("mem_bytes")
@@ -156,6 +176,11 @@ def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None
 def notes(cfg: LLMConfig, opts: LLMOptions, device_bytes) -> list[str]:
     rt = RUNTIMES[opts.runtime]
     out = [f"runtime {rt.name}: {rt.words}" + ("" if rt.validated else " (not yet validated on a device)")]
+    if opts.tp > 1 and opts.runtime == "eager":
+        out.append("eager with --tp: transformers' tensor-parallel hooks and c10d's all-reduce calls add host time "
+                   "that the calibration (one GPU's eager step) does not measure; on an H200 x2 (2026-11-28) the "
+                   "measured tp 2 steps took 0.96-3.1x this price (median 1.9x in decode, 1.4x in the prefill): "
+                   "read it as a floor")
     if not device_bytes:
         out.append("device memory unknown (no profile, or the profile's device lacks mem_bytes): fit not judged")
     if rt.hf and opts.runtime != "eager":
