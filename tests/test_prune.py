@@ -18,6 +18,7 @@ from tests.helpers import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 CONV = [ROOT / "profiles/h200-sxm/2026-11-26-predict-conv", ROOT / "profiles/h100-sxm/2026-11-26-predict-conv"]
+GENERIC = [ROOT / "profiles/h200-sxm/2026-11-27-predict-generic", ROOT / "profiles/h100-sxm/2026-11-27-predict-generic"]
 
 
 def _law(m, n, k):
@@ -69,15 +70,23 @@ def test_gemm_points_left_out_come_back_from_the_table_as_judged():
         assert tab.time(ms[i], ns[j], ns[q]) > t[i, j, q]                   # above: the chord of a convex bend
 
 
+def _rel(dirs) -> list[str]:
+    return [str(d.relative_to(ROOT)) for d in dirs]
+
+
 def test_the_committed_pruned_grid_is_what_the_tool_finds_in_the_committed_profiles():
+    """GEMM and curve points judged on the 2026-11-26 profiles (the generic profiles were measured without them);
+    convolution points on the generic profiles, whose points carry today's keys (precision, stride, groups)."""
     from hwprobe.probes.calibration.common import SIZES
     from hwprobe.profile_build import load_profile
 
     tool = load_tool("suite_speed")
-    p = tool.prune_profiles([load_profile(d) for d in CONV], SIZES)
-    committed = json.loads(pg.PRUNED_FILE.read_text())
-    assert committed == json.loads(tool.compact_json(p.as_json([str(d.relative_to(ROOT)) for d in CONV])))
-    assert p.worst <= prune.TOL and p.gemm_points > 100 and p.curve_points > 50 and p.conv_points > 20
+    old = tool.prune_profiles([load_profile(d) for d in CONV], SIZES)
+    new = tool.prune_profiles([load_profile(d) for d in GENERIC], SIZES)
+    want = new.as_json(_rel(GENERIC), ("conv",), old.as_json(_rel(CONV)))
+    assert json.loads(pg.PRUNED_FILE.read_text()) == json.loads(tool.compact_json(want))
+    assert old.worst <= prune.TOL and old.gemm_points > 100 and old.curve_points > 50
+    assert new.worst <= prune.TOL and new.conv_points > 20
 
 
 def test_the_predictor_prices_each_left_out_point_within_2_percent_of_its_measurement():
@@ -90,7 +99,7 @@ def test_the_predictor_prices_each_left_out_point_within_2_percent_of_its_measur
     for d in CONV:
         full = load_profile(d)
         p = tool.Pruned({k: sorted(v) for k, v in done.gemm.items()}, 0, {k: sorted(v) for k, v in done.curves.items()},
-                        0, [dict(c) for c in done.conv], 0, 0.0)
+                        0, [], 0, 0.0)
         cal = Calibration.of(tool.pruned_profile(full, p, SIZES))
         sec = full.calibration
         for prec, pts in done.gemm.items():
@@ -107,16 +116,15 @@ def test_the_predictor_prices_each_left_out_point_within_2_percent_of_its_measur
                 i = SIZES.index(s)
                 got = table[key].time(meas.bytes[i])
                 assert got == pytest.approx(meas.time_s[i], rel=prune.TOL), (d.name, curve, s)
-        conv = {pg.point_key(q): q for q in sec.conv.points}
+    for d in GENERIC:                  # each convolution left out, priced as the predictor reads its table
+        full = load_profile(d)
+        cal = Calibration.of(tool.pruned_profile(full, tool.Pruned({}, 0, {}, 0, [dict(c) for c in done.conv], 0,
+                                                                   0.0), SIZES))
+        conv = {pg.point_key(q): q for q in full.calibration.conv.points}
+        assert len(done.conv) > 20
         for key in done.conv:
             q = conv[key]
-            if q.get("dw"):            # judged in the grid of all depthwise points of its kernel, stride and layout
-                grid = cal.conv._dw_grid(q["k"], q["stride"], q["layout"], 1, 0, [])   # (this older grid's image
-                got = cal.conv._dw_read(grid, q["m"], q["cin"])                         # counts have no regimes)
-            else:
-                got = cal.conv.time(q["m"], q["cin"], q["cout"], q["k"], q.get("stride", 1), q.get("layout", "nhwc"),
-                                    q.get("images", 1))
-            assert got[0] == pytest.approx(q["time_s"], rel=prune.TOL), (d.name, q)
+            assert tool.conv_price(cal, q) == pytest.approx(q["time_s"], rel=prune.TOL), (d.name, q)
 
 
 def test_gemm_shapes_skips_the_left_out_points_and_says_so(monkeypatch):
@@ -166,17 +174,21 @@ def test_curve_and_convolution_sweeps_leave_out_their_pruned_points(monkeypatch)
 
 
 def test_prune_cli_writes_the_profile_the_probes_would_now_make(tmp_path):
+    """The whole file from the 2026-11-26 profiles, then its conv part alone from the generic ones (--only): the
+    committed file; and the profile the probes would now make, its pruned points left out."""
     from hwprobe.profile_build import load_profile
 
     tool = load_tool("suite_speed")
-    assert tool.main(["prune", *map(str, CONV), "--write", str(tmp_path / "g.json"),
-                      "--profile-out", str(tmp_path / "p")]) == 0
-    assert json.loads((tmp_path / "g.json").read_text()) == json.loads(pg.PRUNED_FILE.read_text()) | {
-        "sources": [str(d) for d in CONV]}
+    g = tmp_path / "g.json"
+    assert tool.main(["prune", *map(str, CONV), "--write", str(g), "--profile-out", str(tmp_path / "p")]) == 0
     sec = load_profile(tmp_path / "p").calibration
     cells = [c for plane in sec.gemm["fp16"].time_s for row in plane for c in row]
     assert cells.count(None) == len(pg.pruned().gemm["fp16"])
-    assert len(sec.conv.points) == 950 - len(pg.pruned().conv)
+    assert tool.main(["prune", *map(str, GENERIC), "--write", str(g), "--only", "conv"]) == 0
+    assert json.loads(g.read_text()) == json.loads(pg.PRUNED_FILE.read_text()) | {
+        "sources": {"gemm": [str(d) for d in CONV], "curves": [str(d) for d in CONV],
+                    "conv": [str(d) for d in GENERIC]}}
+    assert tool.main(["prune", *map(str, GENERIC), "--write", str(g), "--only", "convs"]) == 2
 
 
 def test_convolution_families_keep_precisions_groups_and_strides_apart():

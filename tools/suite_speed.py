@@ -7,7 +7,7 @@ raw samples, and the calibration points interpolation makes redundant.
         [--rule ceiling] [--noise 0.003 0.005] [--count 10]
     .venv/bin/python tools/suite_speed.py prune profiles/h200-sxm/2026-11-26-predict-conv \\
         profiles/h100-sxm/2026-11-26-predict-conv \\
-        [--write hwprobe/probes/calibration/pruned_grid.json] [--profile-out DIR]
+        [--write hwprobe/probes/calibration/pruned_grid.json [--only conv]] [--profile-out DIR]
 
 costs: per probe, its wall time (environment probe_seconds), the seconds its records' samples add up to, and the
 rest (setup, allocation, graph capture, warm-up, checks, settles); then the records that took longest to make
@@ -21,7 +21,8 @@ prune: the points of the GEMM grids (calibration.gemm.<precision>), the memory-k
 "torch.<kind>": calibration.memory and .framework) and the convolution table (calibration.conv) that interpolation
 from their neighbours
 predicts within 2% on every profile given (hwprobe.predict.prune). --write saves them for the calibration probes
-to skip; --profile-out writes the first profile as the probes would now make it (those points left out), for
+to skip (--only: rewrite those parts, keep the rest as judged before, each part naming its profiles);
+--profile-out writes the first profile as the probes would now make it (those points left out), for
 tools/compare_predictions.py. Exit 2 on bad input.
 """
 
@@ -164,6 +165,9 @@ CONV_AXES = {"dense1": ("m", "cin", "cout"), "dense": ("m", "cin"), "grouped": (
              "dw": ("m", "cin"), "stem": ("m",)}
 
 
+PARTS = ("gemm", "curves", "conv")
+
+
 @dataclass
 class Pruned:
     gemm: dict[str, list[tuple[int, int, int]]]       # precision -> (M, N, K) left out
@@ -174,11 +178,19 @@ class Pruned:
     conv_points: int
     worst: float                                      # the largest error at a point left out
 
-    def as_json(self, sources: list[str]) -> dict:
+    def as_json(self, sources: list[str], only: tuple[str, ...] = PARTS, old: dict | None = None) -> dict:
+        """The pruned_grid.json document; ``only``: the parts judged now, the others kept from ``old`` (the file as
+        it was) with the profiles they were judged on (``sources``, per part)."""
+        new = {"gemm": {p: [list(x) for x in pts] for p, pts in self.gemm.items()}, "curves": self.curves,
+               "conv": self.conv}
+        old = old or {}
+        was = old.get("sources", [])
+        was = was if isinstance(was, dict) else {part: was for part in PARTS}
         return {"rule": "left out where interpolation from the neighbours predicts the point within 2% on every "
-                        "source profile (hwprobe.predict.prune)", "sources": sources,
-                "gemm": {p: [list(x) for x in pts] for p, pts in self.gemm.items()},
-                "curves": self.curves, "conv": self.conv}
+                        "source profile (hwprobe.predict.prune)",
+                "sources": {part: sources if part in only else was.get(part, []) for part in PARTS},
+                **{part: new[part] if part in only else old.get(part, {} if part != "conv" else [])
+                   for part in PARTS}}
 
 
 def kernel_curves(sec) -> dict[str, tuple]:
@@ -264,36 +276,80 @@ def _conv(secs: list) -> tuple[list[dict], int, float]:
     sets = [{point_key(p): p for p in s.conv.points} for s in secs]
     common_keys = set.intersection(*[set(s) for s in sets])
     families: dict[tuple, list[tuple]] = {}
-    for key in common_keys:
+    for key in sorted(common_keys):
         families.setdefault(conv_family(dict(key)), []).append(key)
     out, worst = [], 0.0
     for fam, keys in families.items():
         names = CONV_AXES[fam[0]]
         axes = [sorted({dict(k)[a] for k in keys}) for a in names]
-        tables = [prune.as_grid({tuple(dict(k)[a] for a in names): np.log(s[k]["time_s"]) for k in keys}, axes)
-                  for s in sets]
+        cells: dict[tuple, list[tuple]] = {}     # a table cell may hold points that differ off its axes (images,
+        for k in keys:                           # dilation, a 1x7 kernel): such a cell is never left out, and
+            cells.setdefault(tuple(dict(k)[a] for a in names), []).append(k)   # its grid value is their mean
+        tables = [prune.as_grid({c: float(np.mean([np.log(s[k]["time_s"]) for k in ks])) for c, ks in cells.items()},
+                                axes) for s in sets]
         errs = prune.errors(tables, axes)
-        at = {tuple(dict(k)[a] for a in names): k for k in keys}
         for idx in prune.prunable(tables, axes):
-            key = at.get(tuple(axes[d][i] for d, i in enumerate(idx)))
-            if key is not None:
-                out.append(dict(key))
+            ks = cells.get(tuple(axes[d][i] for d, i in enumerate(idx)), [])
+            if len(ks) == 1:
+                out.append(dict(ks[0]))
                 worst = max(worst, errs[idx])
     out.sort(key=lambda d: json.dumps(d, sort_keys=True))
     return out, len(out), worst
+
+
+def conv_price(cal, q: dict) -> float | None:
+    """A convolution point's price as the predictor reads its precision's table (ConvTable): depthwise, grouped
+    (over channels per group), dense or stem; None where the table has nothing for it."""
+    t = cal.conv.only(q.get("precision", "fp16")) if cal.conv is not None else None
+    if t is None:
+        return None
+    layout, images = q.get("layout", "nhwc"), q.get("images", 1)
+    if q.get("dw"):
+        got = t.dw_time(q["m"], q["cin"], q["k"], q.get("stride", 1), layout, images)
+    elif q.get("groups", 1) > 1:
+        got = t.grouped(q["m"], q["cin"], q["groups"], q["k"], layout, images)
+    else:
+        got = t.time(q["m"], q["cin"], q["cout"], q["k"], q.get("stride", 1), layout, images)
+    return got[0] if got else None
+
+
+def _conv_confirmed(profiles: list, sizes: list[int], conv: list[dict]) -> tuple[list[dict], float]:
+    """The grid's candidates the predictor itself prices within 2% on every profile with all of them left out: its
+    tables differ from the judging grid (grouped points over channels per group, depthwise by image regime), so a
+    point that interpolates on the grid can land 80% off in the predictor. Those are put back, and the rest judged
+    again until every one left out passes."""
+    from hwprobe.predict import prune
+    from hwprobe.predict.calibration import Calibration
+    from hwprobe.probes.calibration.pruned import point_key
+
+    measured = [{point_key(q): q["time_s"] for q in p.calibration.conv.points} for p in profiles]
+    while True:
+        p = Pruned({}, 0, {}, 0, conv, 0, 0.0)
+        cals = [Calibration.of(pruned_profile(prof, p, sizes)) for prof in profiles]
+        errs = []
+        for c in conv:
+            key = point_key(c)
+            got = [conv_price(cal, c) for cal in cals]
+            errs.append(max((abs(g / m[key] - 1) if g else float("inf")) for g, m in zip(got, measured, strict=True)))
+        keep = [c for c, e in zip(conv, errs, strict=True) if e <= prune.TOL]
+        if len(keep) == len(conv):
+            return conv, max(errs, default=0.0)
+        conv = keep
 
 
 def prune_profiles(profiles: list, sizes: list[int]) -> Pruned:
     secs = [p.calibration for p in profiles]
     gemm, ng, wg = _gemm(secs)
     curves, nc, wc = _curves(secs, sizes)
-    conv, nv, wv = _conv(secs)
-    return Pruned(gemm, ng, curves, nc, conv, nv, max(wg, wc, wv))
+    conv, _, _ = _conv(secs)
+    conv, wv = _conv_confirmed(profiles, sizes, conv)
+    return Pruned(gemm, ng, curves, nc, conv, len(conv), max(wg, wc, wv))
 
 
 def pruned_profile(profile, p: Pruned, sizes: list[int]):
     """``profile`` as the calibration probes make it now: the pruned points left out (GEMM cells None, curve and
-    convolution points absent)."""
+    convolution points absent). A GEMM point off the profile's grid and a curve measured with points already left
+    out (fewer than ``sizes``: its index no longer names the size) have nothing to leave out."""
     import copy
 
     from hwprobe.probes.calibration.pruned import point_key
@@ -304,9 +360,10 @@ def pruned_profile(profile, p: Pruned, sizes: list[int]):
         if prec in p.gemm:
             pos = [{v: i for i, v in enumerate(axis)} for axis in (g.m, g.n, g.k)]
             for mm, n, k in p.gemm[prec]:
-                g.time_s[pos[0][mm]][pos[1][n]][pos[2][k]] = None
+                if mm in pos[0] and n in pos[1] and k in pos[2]:
+                    g.time_s[pos[0][mm]][pos[1][n]][pos[2][k]] = None
     for name, (kind, key, c) in kernel_curves(sec).items():
-        if name in p.curves:
+        if name in p.curves and len(c.bytes) == len(sizes):
             keep = [i for i, s in enumerate(sizes) if s not in set(p.curves[name])]
             sec.put(kind, key, dataclasses.replace(c, **{f: [getattr(c, f)[i] for i in keep] for f in
                                                          ("bytes", "time_s", "shapes") if getattr(c, f) is not None}))
@@ -333,7 +390,11 @@ def run_prune(a) -> int:
     print(f"convolutions: {p.conv_points} points")
     print(f"largest interpolation error at a point left out: {p.worst:.2%}")
     if a.write:
-        Path(a.write).write_text(compact_json(p.as_json([str(x) for x in a.profiles])))
+        only = tuple(a.only.split(",")) if a.only else PARTS
+        if set(only) - set(PARTS):
+            return fail(f"--only takes {', '.join(PARTS)}, not {a.only}")
+        old = json.loads(Path(a.write).read_text()) if Path(a.write).exists() and a.only else None
+        Path(a.write).write_text(compact_json(p.as_json([str(x) for x in a.profiles], only, old)))
     if a.profile_out:
         out = Path(a.profile_out)
         out.mkdir(parents=True, exist_ok=True)
@@ -371,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     q = sub.add_parser("prune", help="calibration points interpolation predicts within 2%%")
     q.add_argument("profiles", nargs="+", type=Path)
     q.add_argument("--write", type=Path, default=None)
+    q.add_argument("--only", default=None, help="comma list of the parts to rewrite in --write (gemm, curves, conv); "
+                   "the others stay as the file has them")
     q.add_argument("--profile-out", type=Path, default=None)
     a = ap.parse_args(argv)
     return {"costs": run_costs, "replay": run_replay, "prune": run_prune}[a.cmd](a)
