@@ -1,5 +1,5 @@
 """transformers' tensor parallel (tp_plan, 5.17) in the hf lowering: one rank's kernels. Read from the source (see
-hwprobe/lowering/llm/hf.py's TP_FAMILIES); not yet checked against a two-GPU kernel list."""
+hwprobe/lowering/llm/hf.py's TP_FAMILIES), and checked on 2x H200 (profiles/h200x2/2026-11-28-tp2-hf)."""
 
 from __future__ import annotations
 

@@ -44,7 +44,8 @@ Tensor parallel (``Case.tp``; ``from_pretrained(distributed_config=DistributedCo
 families' 5.17 ``base_model_tp_plan`` and ``integrations.tensor_parallel``'s inference path (TP_FAMILIES): one
 rank's kernels, its heads and FFN slice; ``RowwiseParallel``'s in-place ``dist.all_reduce`` after o_proj and
 down_proj (and after qwen3_moe's experts); the lm_head gathered; tied embeddings vocab-parallel; Phi-3's gathered
-qkv and gate_up. Read from the source, not yet checked against a two-GPU kernel list.
+qkv and gate_up. Read from the source; checked against rank 0's kernel lists on 2x H200 (2026-11-28,
+profiles/h200x2/2026-11-28-tp2-hf: prefill counts within 5 for every family, hf steps a median 4.4% off).
 """
 
 from __future__ import annotations
