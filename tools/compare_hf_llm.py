@@ -162,9 +162,10 @@ def _ms(x) -> str:
     return "-" if x is None else f"{x * 1e3:.3f}"
 
 
-def table(rows: list[Row], doc: dict, profile: str, host: str = "run") -> str:
+def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str | None = None) -> str:
+    with_comm = f" with the collectives of `{comm}`" if comm else ""
     lines = [f"transformers {doc.get('transformers', '?')}, torch {doc.get('torch', '?')}, {doc.get('gpu', '?')}; "
-             f"{doc.get('layers')} layers per model (the cut config priced); profile `{profile}`. "
+             f"{doc.get('layers')} layers per model (the cut config priced); profile `{profile}`{with_comm}. "
              "Held-out families (not used to tune the lowering) are marked *.", ""]
     got, hf = run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")
     per_case = [c["host_kernel_s"] for c in doc.get("cases", []) if c.get("host_kernel_s")]
@@ -300,9 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         doc = load_measured(args.measured)
         rows = predict(doc, args.profile, tuned=tuple(x.strip() for x in args.tuned.split(",") if x.strip()),
                        host=args.host, comm=args.comm_profile)
-        where = args.profile + (f"` with the collectives of `{args.comm_profile}" if args.comm_profile else "")
-        md = (table(rows, doc, where, args.host) + "\n### kernels per step\n\n" + kernel_lines(doc) + "\n"
-              + routing_lines(doc))
+        md = (table(rows, doc, args.profile, args.host, args.comm_profile) + "\n### kernels per step\n\n"
+              + kernel_lines(doc) + "\n" + routing_lines(doc))
     except InputError as e:
         print(f"compare_hf_llm: error: {e}", file=sys.stderr)
         return 2

@@ -265,20 +265,22 @@ def conv_family(p: dict) -> tuple:
     return ("dense1" if k == 1 else "dense", prec, k, stride, layout, layout == "nchw" and many)
 
 
-def _conv(secs: list) -> tuple[list[dict], int, float]:
+def _conv(secs: list) -> list[dict]:
+    """The convolution points the judging grids leave out (candidates: _conv_confirmed keeps the ones the predictor
+    agrees on)."""
     import numpy as np
 
     from hwprobe.predict import prune
     from hwprobe.probes.calibration.pruned import point_key
 
     if not all(s.conv is not None for s in secs):
-        return [], 0, 0.0
+        return []
     sets = [{point_key(p): p for p in s.conv.points} for s in secs]
     common_keys = set.intersection(*[set(s) for s in sets])
     families: dict[tuple, list[tuple]] = {}
     for key in sorted(common_keys):
         families.setdefault(conv_family(dict(key)), []).append(key)
-    out, worst = [], 0.0
+    out = []
     for fam, keys in families.items():
         names = CONV_AXES[fam[0]]
         axes = [sorted({dict(k)[a] for k in keys}) for a in names]
@@ -287,14 +289,11 @@ def _conv(secs: list) -> tuple[list[dict], int, float]:
             cells.setdefault(tuple(dict(k)[a] for a in names), []).append(k)   # its grid value is their mean
         tables = [prune.as_grid({c: float(np.mean([np.log(s[k]["time_s"]) for k in ks])) for c, ks in cells.items()},
                                 axes) for s in sets]
-        errs = prune.errors(tables, axes)
         for idx in prune.prunable(tables, axes):
             ks = cells.get(tuple(axes[d][i] for d, i in enumerate(idx)), [])
             if len(ks) == 1:
                 out.append(dict(ks[0]))
-                worst = max(worst, errs[idx])
-    out.sort(key=lambda d: json.dumps(d, sort_keys=True))
-    return out, len(out), worst
+    return sorted(out, key=lambda d: json.dumps(d, sort_keys=True))
 
 
 def conv_price(cal, q: dict) -> float | None:
@@ -341,8 +340,7 @@ def prune_profiles(profiles: list, sizes: list[int]) -> Pruned:
     secs = [p.calibration for p in profiles]
     gemm, ng, wg = _gemm(secs)
     curves, nc, wc = _curves(secs, sizes)
-    conv, _, _ = _conv(secs)
-    conv, wv = _conv_confirmed(profiles, sizes, conv)
+    conv, wv = _conv_confirmed(profiles, sizes, _conv(secs))
     return Pruned(gemm, ng, curves, nc, conv, len(conv), max(wg, wc, wv))
 
 
