@@ -48,7 +48,7 @@ def test_the_figure_rides_on_the_eager_curve_and_old_profiles_read_back_as_writt
     assert CalibrationSection.from_dict(json.loads(json.dumps(back.calibration.to_dict()))) == back.calibration
 
 
-def test_the_transformers_runtimes_pay_transformers_host_and_a_cnn_the_frameworks():
+def test_the_transformers_runtimes_paytransformers_host_and_a_cnn_the_frameworks():
     prof = load_profile(H200)
     cal = replace(Calibration.of(prof), hf_eager_kernel_s=HF["kernel_s"])
     hf = Predictor(prof, "eager", cal, host="transformers")
@@ -62,7 +62,7 @@ def test_the_transformers_runtimes_pay_transformers_host_and_a_cnn_the_framework
         Predictor(prof, "eager", cal, host="vllm")
 
 
-def test_an_eager_llm_step_is_priced_from_transformers_host_where_the_profile_has_it(tmp_path):
+def test_an_eager_llm_step_is_priced_fromtransformers_host_where_the_profile_has_it(tmp_path):
     from hwprobe.analysis.llm import LLMOptions, analyze
 
     prof = load_profile(H200)
@@ -94,8 +94,31 @@ def test_the_probe_keeps_the_bare_op_figure_and_says_why_transformers_was_not_me
         raise ImportError("No module named 'transformers'")
 
     monkeypatch.setattr(hf_host, "measure", missing)
-    got, notes = torch_kernels._transformers_host(None)
+    got, notes = torch_kernels.transformers_host(None)
     assert got is None and "transformers is not installed" in notes[0]
     monkeypatch.setattr(hf_host, "measure", lambda torch: {**HF, "model": "LlamaForCausalLM"})
-    got, notes = torch_kernels._transformers_host(None)
+    got, notes = torch_kernels.transformers_host(None)
     assert got["kernel_s"] == HF["kernel_s"] and "17.0 us of host per kernel" in notes[0] and "150 kernels" in notes[0]
+
+
+def test_the_import_ahead_loads_transformers_names_in_a_thread_and_nothing_without_it(monkeypatch):
+    import importlib.util
+    import types
+
+    asked = []
+
+    class Lazy(types.ModuleType):        # transformers resolves its top-level names lazily, on attribute access
+        def __getattr__(self, name):
+            asked.append(name)
+            return object()
+
+    fake = Lazy("transformers")
+    monkeypatch.setitem(sys.modules, "transformers", fake)
+    monkeypatch.setitem(sys.modules, "transformers.models.llama.modeling_llama", types.ModuleType("modeling_llama"))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object() if name == "transformers" else None)
+    thread = hf_host.import_ahead()
+    thread.join(timeout=10)
+    assert not thread.is_alive() and thread.daemon
+    assert asked == ["AutoConfig", "AutoModelForCausalLM", "DynamicCache"]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert hf_host.import_ahead() is None

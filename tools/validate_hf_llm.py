@@ -496,13 +496,13 @@ def host_calibration(torch) -> dict:
     try:
         import numpy as np
 
-        from hwprobe.probes.calibration.torch_kernels import _transformers_host, eager_host_s
+        from hwprobe.probes.calibration.torch_kernels import eager_host_s, transformers_host
     except ImportError as e:
         return {"error": f"{type(e).__name__}: {e}"}
     with torch.inference_mode():
         per = eager_host_s(torch)
     out = {"eager_op_s": float(np.median(list(per.values()))), "per_op_s": per}
-    hf, notes = _transformers_host(torch)      # as the eager calibration measures it, with its reason where it can't
+    hf, notes = transformers_host(torch)      # as the eager calibration measures it, with its reason where it can't
     if hf:
         out.update(hf_eager_kernel_s=hf["kernel_s"], hf=hf)
     else:

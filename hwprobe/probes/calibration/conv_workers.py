@@ -24,7 +24,12 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-WORKERS = 12           # worker processes at most (and two CPUs left to this process and the system)
+# Worker processes at most (and two CPUs left to this process and the system). The searches do not scale past
+# about four: on GPU 0 of a 2x H200 lease (32 CPUs, 2026-11-28, .ab/pool_scaling.py, each count on its own
+# 240-point sample of the grid) 4, 8, 12, 16 and 24 workers searched in 10.6, 13.6, 10.3, 10.8 and 15.3 s, so
+# something the processes share (not CPU) caps them at ~23 searches a second; and each idle worker slowed the
+# timing phase (16.8, 22.0, 22.9, 28.4 and 39.2 ms a point). Six keeps a margin for a slower host's searches.
+WORKERS = 6
 MIN_POINTS = 64        # fewer points: measured in this process (starting the workers, ~5 s, would cost more)
 CHUNK = 512            # points searched before they are timed (a Ctrl-C loses at most one chunk's searches)
 

@@ -232,9 +232,7 @@ def _cache_case(torch, kind: str, nbytes: int, rnd):
     """cat_strided and expand (see KV_HEADS): the KV cache's copies under transformers' eager and static caches."""
     d, kvh = HEAD_DIM, KV_HEADS
     if kind == "cat_strided":       # the window slides: drop the oldest token, add one from a fused projection
-        rows = max(2 * kvh, nbytes // (4 * d))             # b * kvh * n, each element read once and written once
-        n = min(1024, rows // kvh)
-        b = max(1, rows // (kvh * n))
+        b, n = _batch_tokens(nbytes, kvh, 2 * kvh)       # b * kvh * n rows, each element read once and written once
         qkv = rnd(b, 1, (Q_HEADS + 2 * kvh) * d)
         new = qkv[..., (Q_HEADS + kvh) * d:].view(b, 1, kvh, d).transpose(1, 2)
         step = lambda a: torch.cat((a[:, :, 1:], new), dim=2)  # noqa: E731
@@ -242,9 +240,7 @@ def _cache_case(torch, kind: str, nbytes: int, rnd):
         return _pack(_chain(step, rnd(b, kvh, n, d), ref), 4 * b * kvh * n * d,
                      f"{b} x {kvh} x ({n} - 1 + 1) x {d}, new token strided")
     rep = Q_HEADS // kvh
-    rows = max(Q_HEADS, nbytes // (4 * d))                 # b * heads * n output rows, each written and read once
-    n = min(1024, rows // Q_HEADS)
-    b = max(1, rows // (Q_HEADS * n))
+    b, n = _batch_tokens(nbytes, Q_HEADS, Q_HEADS)     # b * heads * n output rows, each written and read once
     cache = param_copies(torch, (b, kvh, n, d), lambda s: rnd(*s))
     holder = {}
 
@@ -254,6 +250,14 @@ def _cache_case(torch, kind: str, nbytes: int, rnd):
 
     return step, 4 * b * Q_HEADS * n * d, lambda: (holder["y"].float(), holder["x"].float().repeat_interleave(
         rep, dim=1)), f"{b} x {kvh} x {n} x {d} -> {Q_HEADS} heads"
+
+
+def _batch_tokens(nbytes: int, heads: int, min_rows: int) -> tuple[int, int]:
+    """(batch, tokens) of a [batch, heads, tokens, HEAD_DIM] cache whose rows moved twice (read and written) come to
+    ``nbytes``: up to 1024 tokens, then more sequences."""
+    rows = max(min_rows, nbytes // (4 * HEAD_DIM))
+    n = min(1024, rows // heads)
+    return max(1, rows // (heads * n)), n
 
 
 def _pack(chain, moved: int, shape: str):
@@ -380,7 +384,7 @@ def _eager(ctx, torch):
     except Exception as e:
         yield ctx.error(C.metric(Curve.EAGER), "torch eager host time", e)
         return
-    hf, notes = _transformers_host(torch)
+    hf, notes = transformers_host(torch)
     yield ctx.derived(C.metric(Curve.EAGER), float(np.median(list(per.values()))), unit="s", kind="info",
                       params={"per_op_s": per, "ops_per_sample": EAGER_OPS, "transformers": hf},
                       notes=["host time per eagerly issued PyTorch op (small relu, add, layer norm, linear, conv2d in "
@@ -388,7 +392,7 @@ def _eager(ctx, torch):
                              *notes])
 
 
-def _transformers_host(torch) -> tuple[dict | None, list[str]]:
+def transformers_host(torch) -> tuple[dict | None, list[str]]:
     """hf_host.measure where it can run, else None and the reason (the bare-op figure stands alone then)."""
     from hwprobe.probes.calibration import hf_host
 
@@ -518,8 +522,7 @@ def _switch_library(ctx, torch):
        summary="Prediction calibration with PyTorch's own kernels (optional: skipped without torch): elementwise, "
                "bias (last-dim and NCHW per-channel), norm, softmax, reduction, pooling (both layouts), copy, "
                "permuted copy, KV-cache cat and repeat_kv, BatchNorm, GroupNorm, resize, sort, and per precision "
-               "linear layers, cuDNN "
-               "convolutions, SDPA attention and MoE grouped GEMMs, in CUDA graphs",
+               "linear layers, cuDNN convolutions, SDPA attention and MoE grouped GEMMs, in CUDA graphs",
        choices={"kinds": KINDS, "conv_families": grids.CONV_FAMILIES})
 def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = True, linears: bool = True,
         max_bytes: int = 1 << 30, precisions: list[str] | None = None, conv_families: list[str] | None = None,
@@ -538,7 +541,7 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = Tr
         yield from _curves(ctx, torch, kinds or KINDS, sizes)
         yield from _switch(ctx, torch)
         yield from _replay(ctx, torch)
-        yield from _eager(ctx, torch)
+        from hwprobe.probes.calibration import hf_host
         from hwprobe.probes.calibration import torch_library as lib
 
         precs = list(precisions or ("fp16", "bf16"))
@@ -547,8 +550,11 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = Tr
 
             if conv_workers is None:        # worker processes where the grid is large enough to pay for them
                 conv_workers = pool.count(sum(len(grids.conv_cases(p, ctx.quick, conv_families)) for p in precs))
+            if conv_workers:                # this process waits on cuDNN's searches in the workers meanwhile
+                hf_host.import_ahead()
             with pool.measuring(torch, conv_workers) as measured:
                 yield from lib.convs(ctx, torch, precs, ctx.quick, conv_families, measured, conv_workers)
+        yield from _eager(ctx, torch)
         if linears:
             yield from lib.linears(ctx, torch, precs, ctx.quick)
         if sdpa:
