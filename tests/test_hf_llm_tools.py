@@ -77,16 +77,32 @@ def test_routing_summary_counts_touched_experts_and_their_spread():
                                                              "max": 0, "cv": 0.0}
 
 
+def test_balanced_routing_gives_each_token_distinct_experts_and_each_expert_its_share():
+    import numpy as np
+
+    for tokens, k, experts in ((4096, 8, 128), (7, 8, 128), (5, 2, 4), (1, 8, 8)):
+        ids = val.balanced_ids(np, tokens, k, experts)
+        assert ids.shape == (tokens, k)
+        assert all(len(set(row)) == k for row in ids.tolist())            # no expert twice for one token
+        counts = np.bincount(ids.ravel(), minlength=experts)
+        assert counts.max() - counts.min() <= 1 and counts.sum() == tokens * k
+    summary = val.routing_summary([np.bincount(val.balanced_ids(np, 4096, 8, 128).ravel()).tolist()], 128)
+    assert summary["layers"][0]["cv"] == 0.0 and summary["layers"][0]["touched"] == 128
+
+
 def test_compare_lists_the_routing_the_validation_counted():
     doc = {"kernels": [{"model": "qwen3-30b-a3b", "phase": "prefill", "batch": 1, "length": 512,
                         "routing": val.routing_summary([[6, 0, 4, 2], [3, 3, 3, 3]], 4)},
                        {"model": "llama-3.2-1b", "phase": "prefill", "batch": 1, "length": 512}]}
+    assert "MoE routing: balanced" in cmp.table([], {"routing": "balanced"}, "p")
+    assert "MoE routing" not in cmp.table([], {"routing": "model"}, "p")
     md = cmp.routing_lines(doc)
     assert "| qwen3-30b-a3b | prefill | 1 x 512 | 4 | 3-4 | 2-3 / 3-4 / 3-6 | 0.41 |" in md
     assert "llama" not in md and cmp.routing_lines({"kernels": doc["kernels"][1:]}) == ""
 
 def test_the_tool_refuses_bad_arguments_before_touching_a_gpu():
     for argv in (["--reps", "5"], ["--rounds", "0"], ["--runtimes", "tensorrt"], ["--decode", "1x"],
+                 ["--routing", "random"],
                  ["--configs", "nothere"], ["--tp", "0"], ["--tp", "2", "--runtimes", "hf,hf-compiled"]):
         with pytest.raises(SystemExit) as e:
             val.main(argv)

@@ -167,6 +167,9 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str
     lines = [f"transformers {doc.get('transformers', '?')}, torch {doc.get('torch', '?')}, {doc.get('gpu', '?')}; "
              f"{doc.get('layers')} layers per model (the cut config priced); profile `{profile}`{with_comm}. "
              "Held-out families (not used to tune the lowering) are marked *.", ""]
+    if doc.get("routing") == "balanced":
+        lines += ["MoE routing: balanced (`--routing balanced`: each router's top-k ids replaced so that every expert "
+                  "gets tokens x k / E rows, as a trained router aims for; the lowering prices uniform routing).", ""]
     got, hf = run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")
     per_case = [c["host_kernel_s"] for c in doc.get("cases", []) if c.get("host_kernel_s")]
     if per_case and host == "case":

@@ -24,7 +24,12 @@ Runtimes, as hwprobe.lowering.llm.runtimes defines them:
   carries the mean of the readings around its rounds (``host_kernel_s``), since a lent host's speed moved 1.8x
   between one model's rounds.
 MoE models decode with ``experts_implementation="batched_mm"`` and prefill with transformers' default, as
-``generate`` switches them (``_optimize_model_for_decode``).
+``generate`` switches them (``_optimize_model_for_decode``). Random weights route unevenly: qwen3-30b-a3b's routers
+sent up to 4086 of 4096 prefill tokens to one expert in a layer (2026-11-28), where a trained router is trained
+towards balance and hwprobe's lowering assumes uniform routing. ``--routing balanced`` replaces each router's top-k
+expert ids (a forward hook on transformers' router modules, after the router's own kernels ran) with token t's
+experts (t k + j) mod E, j < k: every expert gets t k / E rows, +-1. The ids are made once per token count, outside
+the timed calls, so the step launches what it launched before; the output's ``routing`` says which was measured.
 
 For each model, runtime and phase, torch.profiler records the CUDA kernels of one step (smallest case), by name,
 count and time, so the lowering can be compared kernel by kernel (tools/compare_hf_llm.py --kernels).
@@ -130,6 +135,12 @@ def summarize_kernels(events: list[tuple[str, float]]) -> dict:
             "by_name": rows}
 
 
+def balanced_ids(xp, tokens: int, per_token: int, experts: int, **where):
+    """[tokens, per_token] expert ids routing token t to experts (t k + j) mod E: distinct per token (k <= E), every
+    expert given tokens x k / E rows, +-1. ``xp``: torch (``where``: its device) or numpy."""
+    return (xp.arange(tokens * per_token, **where) % experts).reshape(tokens, per_token)
+
+
 def routing_summary(per_layer: list[list[int]], experts: int) -> dict:
     """Rows each expert got per MoE layer (a bincount of the router's top-k picks) -> what a grouped GEMM's speed
     follows: experts touched, rows per touched expert (min / median / max) and the spread over them."""
@@ -222,7 +233,7 @@ def free_bytes(torch, tp: int) -> int:
 class Bench:
     """One model on the GPU and the ways transformers runs a step of it."""
 
-    def __init__(self, d: dict, reps: int, warmup: int, tp: int = 1):
+    def __init__(self, d: dict, reps: int, warmup: int, tp: int = 1, routing: str = "model"):
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -238,6 +249,40 @@ class Bench:
         self.moe = hasattr(self.model, "set_experts_implementation") and any(
             "experts" in n for n, _ in self.model.named_modules())
         self.default_experts = self.model.get_experts_implementation() if self.moe else None
+        if self.moe and routing == "balanced":
+            self.balance()
+
+    def expert_counts(self) -> tuple[int | None, int | None]:
+        """(experts, experts per token) of an MoE's config."""
+        cfg = self.cfg
+        return (getattr(cfg, "num_experts", None) or getattr(cfg, "num_local_experts", None),
+                getattr(cfg, "num_experts_per_tok", None))
+
+    def routers(self) -> list:
+        return [m for m in self.model.modules() if "Router" in type(m).__name__]
+
+    def balance(self) -> None:
+        """--routing balanced: every router's top-k ids replaced by balanced_ids (the module docstring)."""
+        torch = self.torch
+        experts, k = self.expert_counts()
+        made: dict = {}
+
+        def hook(_mod, _inp, out):
+            outs = list(out) if isinstance(out, tuple) else [out]
+            for i, t in enumerate(outs):
+                if torch.is_tensor(t) and not t.is_floating_point() and t.dim() == 2 and t.shape[-1] == k:
+                    key = (t.shape[0], t.device, t.dtype)
+                    if key not in made:          # the warm-up calls make it, before any capture or timed call
+                        made[key] = balanced_ids(torch, t.shape[0], k, experts, device=t.device).to(t.dtype)
+                    outs[i] = made[key]
+                    return tuple(outs) if isinstance(out, tuple) else outs[0]
+            return None
+
+        routers = self.routers()
+        if not routers:
+            raise RuntimeError("--routing balanced: no router modules (a type named *Router*) in this model")
+        for m in routers:
+            m.register_forward_hook(hook)
 
     # inputs as generate makes them
     def inputs(self, cache, batch: int, length: int, phase: str) -> dict:
@@ -369,9 +414,8 @@ class Bench:
         router returns counted per layer (None for a dense model)."""
         if not self.moe:
             return None
-        torch, cfg = self.torch, self.cfg
-        k = getattr(cfg, "num_experts_per_tok", None)
-        experts = getattr(cfg, "num_experts", None) or getattr(cfg, "num_local_experts", None)
+        torch = self.torch
+        experts, k = self.expert_counts()
         picks: list = []
 
         def hook(_mod, _inp, out):
@@ -379,8 +423,8 @@ class Bench:
                 if torch.is_tensor(t) and not t.is_floating_point() and t.dim() == 2 and t.shape[-1] == k:
                     picks.append(torch.bincount(t.reshape(-1), minlength=experts).tolist())
                     return
-        routers = [m for m in self.model.modules() if "Router" in type(m).__name__]
-        handles = [m.register_forward_hook(hook) for m in routers]
+        routers = self.routers()
+        handles = [m.register_forward_hook(hook) for m in routers]     # after --routing balanced's: sees its ids
         try:
             with torch.inference_mode():
                 call, _, _, _ = self.step("eager", phase, batch, length)     # the case's inputs, eagerly
@@ -411,7 +455,7 @@ def run_model(name: str, d: dict, args, out: dict, clock: HostClock | None = Non
 
     t0 = time.perf_counter()
     try:
-        bench = Bench(d, args.reps, args.warmup, args.tp)
+        bench = Bench(d, args.reps, args.warmup, args.tp, args.routing)
     except Exception as e:  # noqa: BLE001 - a model transformers cannot build is reported, the run goes on
         out["errors"].append({"model": name, "error": f"build: {type(e).__name__}: {e}"[:400]})
         return
@@ -555,6 +599,9 @@ def main(argv: list[str] | None = None) -> int:
                     "kernels are listed at every case, not only the first")
     ap.add_argument("--tp", type=int, default=1, help="tensor parallel through transformers' tp_plan: run under "
                     "`torchrun --nproc-per-node N` (hf and eager; rank 0 writes --out)")
+    ap.add_argument("--routing", choices=("model", "balanced"), default="model",
+                    help="an MoE's routing: its random router's own (model) or every expert given the same rows "
+                    "(balanced, as a trained router aims for; the module docstring says how)")
     ap.add_argument("--out", default="hf_llm_measured.json")
     args = ap.parse_args(argv)
     if args.reps < 20:
@@ -589,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {"tool": "tools/validate_hf_llm.py", "torch": torch.__version__, "transformers": transformers.__version__,
            "cuda": torch.version.cuda, "gpu": props.name, "sms": props.multi_processor_count, "dtype": "bf16",
            "attn_implementation": "sdpa", "layers": args.layers, "reps": args.reps, "rounds": args.rounds,
-           "tp": args.tp,
+           "tp": args.tp, "routing": args.routing,
            "clocks_before": clocks(),
            "models": {k: {kk: vv for kk, vv in v.items()} for k, v in configs.items()},
            "cases": [], "kernels": [], "errors": []}
