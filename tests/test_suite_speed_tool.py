@@ -73,3 +73,15 @@ def test_costs_against_an_older_run_sets_each_probe_beside_itself(capsys):
     assert out[0].split() == ["probe", "old", "s", "new", "s", "new-old"]
     assert out[-1].split()[-1] == "+0.0" and all(line.split()[-1] == "+0.0" for line in out[1:])
     assert mod.main(["costs", str(RUNS[0]), "--against", str(RUNS[0] / "nothing")]) == 2
+
+
+def test_costs_show_the_settles_and_the_runs_wall_beside_the_probes(tmp_path):
+    """The runner's settles are outside every probe's seconds: on the twenty-second session's one-H200 full run two
+    of them hit their 6-s cap, 20 s that no probe row shows (its committed environment)."""
+    mod = load_tool("suite_speed")
+    env = ROOT / "profiles/h200-sxm/2026-11-28-suite-workers/environment-full-new.json"
+    (tmp_path / "environment.json").write_text(env.read_text())
+    got = mod.outside_probes(tmp_path)
+    assert got["settles"] == pytest.approx(20.02) and got["run wall"] == pytest.approx(311.1)
+    assert mod.outside_probes(RUNS[0])["settles"] == 0.0        # a run from before the settles were recorded
+

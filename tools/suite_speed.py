@@ -10,7 +10,8 @@ raw samples, and the calibration points interpolation makes redundant.
         [--write hwprobe/probes/calibration/pruned_grid.json [--only conv]] [--profile-out DIR]
 
 costs: per probe, its wall time (environment probe_seconds), the seconds its records' samples add up to, and the
-rest (setup, allocation, graph capture, warm-up, checks, settles); then the records that took longest to make
+rest (setup, allocation, graph capture, warm-up, checks, a probe's own settles); then the runner's settles before
+compute probes and the run's wall time, which no probe's seconds hold; then the records that took longest to make
 (params wall_s, recorded since issue 33).
 
 replay: only records that took exactly ``--count`` samples (the old fixed count) are replayed, in the order they
@@ -64,6 +65,14 @@ def costs(run_dir: Path) -> tuple[list[ProbeCost], list[tuple[float, str]]]:
     return sorted(out, key=lambda c: -c.wall_s), slow
 
 
+def outside_probes(run_dir: Path) -> dict[str, float]:
+    """What a run's wall time holds besides its probes: the settles before compute probes (the runner's
+    ``settle_seconds``, not in ``probe_seconds``) and the run's whole wall time (0 where the run did not record it)."""
+    env = json.loads((run_dir / "environment.json").read_text())
+    return {"settles": float(sum((env.get("settle_seconds") or {}).values())),
+            "run wall": float(env.get("wall_s") or 0)}
+
+
 def compare(new: list[ProbeCost], old: list[ProbeCost]) -> list[tuple[str, float | None, float | None]]:
     """(probe, old wall s, new wall s) for every probe of either run, the slowest in the new run first (a probe
     only one run has: None in the other)."""
@@ -87,11 +96,15 @@ def run_costs(a) -> int:
             print(f"{p:<20} {cell(o)} {cell(n)} {d}")
         to, tn = (sum(x or 0 for x in col) for col in ([r[1] for r in rows], [r[2] for r in rows]))
         print(f"{'total':<20} {to:8.1f} {tn:8.1f} {tn - to:+8.1f}")
+        o, n = outside_probes(a.against), outside_probes(a.run)
+        for k in o:
+            print(f"{k:<20} {o[k]:8.1f} {n[k]:8.1f} {n[k] - o[k]:+8.1f}")
         return 0
     print(f"{'probe':<20} {'wall s':>8} {'samples s':>10} {'rest s':>8} {'records':>8}")
     for c in probes:
         print(f"{c.probe:<20} {c.wall_s:8.1f} {c.samples_s:10.1f} {c.wall_s - c.samples_s:8.1f} {c.records:8d}")
     print(f"{'total':<20} {sum(c.wall_s for c in probes):8.1f} {sum(c.samples_s for c in probes):10.1f}")
+    print("; ".join(f"{k} {v:.1f} s" for k, v in outside_probes(a.run).items()))
     if slow:
         print("slowest records (wall_s): " + "; ".join(f"{m} {s:.2f} s" for s, m in slow[:a.top]))
     return 0
