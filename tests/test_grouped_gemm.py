@@ -74,6 +74,7 @@ def _op(precision="bf16", backend="grouped_mm") -> KernelOp:
 
 def test_the_predictor_prices_transformers_grouped_experts_from_the_table_and_nothing_else():
     prof = load_profile(H200)
+    assert Calibration.of(prof).grouped is not None        # the H200 profile's own curve (2026-11-28)
     cal = replace(Calibration.of(prof), grouped=GroupedTable(_points()))
     pred = Predictor(prof, "graph", cal)
     got = pred.time(_op())
@@ -81,7 +82,7 @@ def test_the_predictor_prices_transformers_grouped_experts_from_the_table_and_no
     assert got.time_s == pytest.approx(_points()[2]["time_s"] + cal.switch_s, rel=1e-6)
     batched = pred.time(_op(backend=""))                              # a batched GEMM: the GEMM table, as before
     assert batched.source != "framework.grouped_mm"
-    plain = Predictor(prof, "graph", Calibration.of(prof)).time(_op())  # no grouped points: the batched pricing
+    plain = Predictor(prof, "graph", replace(cal, grouped=None)).time(_op())  # no grouped points: batched pricing
     assert plain.source == batched.source and plain.time_s == pytest.approx(batched.time_s)
     fp16 = pred.time(_op("fp16"))                                       # the same datapath's points, said so
     assert fp16.source == "framework.grouped_mm" and not fp16.covered and "no fp16 grouped GEMM points" in fp16.note
@@ -126,6 +127,7 @@ def test_the_tool_adds_a_whole_curve_and_refuses_a_keyed_or_missing_one(tmp_path
     for d in (run, target):
         d.mkdir()
     doc = json.loads((H200 / "profile.json").read_text())
+    doc["calibration"].pop("grouped_gemm", None)           # a profile without the curve (H200's gained it later)
     (target / "profile.json").write_text(json.dumps(doc))
     src = json.loads(json.dumps(doc))
     src["calibration"]["grouped_gemm"] = {"points": _points(), "framework": "torch 2.11", "api": "torch._grouped_mm",
