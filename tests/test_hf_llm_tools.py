@@ -78,6 +78,8 @@ def test_routing_summary_counts_touched_experts_and_their_spread():
 
 
 def test_balanced_routing_gives_each_token_distinct_experts_and_each_expert_its_share():
+    import types
+
     import numpy as np
 
     for tokens, k, experts in ((4096, 8, 128), (7, 8, 128), (5, 2, 4), (1, 8, 8)):
@@ -86,6 +88,21 @@ def test_balanced_routing_gives_each_token_distinct_experts_and_each_expert_its_
         assert all(len(set(row)) == k for row in ids.tolist())            # no expert twice for one token
         counts = np.bincount(ids.ravel(), minlength=experts)
         assert counts.max() - counts.min() <= 1 and counts.sum() == tokens * k
+    class Tensor:                               # what topk_ids_at asks of a torch tensor
+        def __init__(self, shape, floating):
+            self.shape, self.floating = shape, floating
+
+        def is_floating_point(self):
+            return self.floating
+
+        def dim(self):
+            return len(self.shape)
+
+    fake = types.SimpleNamespace(is_tensor=lambda t: isinstance(t, Tensor))
+    logits, weights, ids = Tensor((5, 128), True), Tensor((5, 8), True), Tensor((5, 8), False)
+    assert val.topk_ids_at(fake, [logits, weights, ids], 8) == 2        # the integer [tokens, k] one
+    assert val.topk_ids_at(fake, [logits, ids], 4) is None
+    assert val.topk_ids_at(fake, [3, Tensor((40,), False)], 8) is None
     summary = val.routing_summary([np.bincount(val.balanced_ids(np, 4096, 8, 128).ravel()).tolist()], 128)
     assert summary["layers"][0]["cv"] == 0.0 and summary["layers"][0]["touched"] == 128
 

@@ -141,6 +141,12 @@ def balanced_ids(xp, tokens: int, per_token: int, experts: int, **where):
     return (xp.arange(tokens * per_token, **where) % experts).reshape(tokens, per_token)
 
 
+def topk_ids_at(torch, outs: list, k: int) -> int | None:
+    """Where a router's output holds its top-k expert ids (an integer [tokens, k] tensor), or None."""
+    return next((i for i, t in enumerate(outs) if torch.is_tensor(t) and not t.is_floating_point()
+                 and t.dim() == 2 and t.shape[-1] == k), None)
+
+
 def routing_summary(per_layer: list[list[int]], experts: int) -> dict:
     """Rows each expert got per MoE layer (a bincount of the router's top-k picks) -> what a grouped GEMM's speed
     follows: experts touched, rows per touched expert (min / median / max) and the spread over them."""
@@ -269,14 +275,15 @@ class Bench:
 
         def hook(_mod, _inp, out):
             outs = list(out) if isinstance(out, tuple) else [out]
-            for i, t in enumerate(outs):
-                if torch.is_tensor(t) and not t.is_floating_point() and t.dim() == 2 and t.shape[-1] == k:
-                    key = (t.shape[0], t.device, t.dtype)
-                    if key not in made:          # the warm-up calls make it, before any capture or timed call
-                        made[key] = balanced_ids(torch, t.shape[0], k, experts, device=t.device).to(t.dtype)
-                    outs[i] = made[key]
-                    return tuple(outs) if isinstance(out, tuple) else outs[0]
-            return None
+            i = topk_ids_at(torch, outs, k)
+            if i is None:
+                return None
+            t = outs[i]
+            key = (t.shape[0], t.device, t.dtype)
+            if key not in made:                  # the warm-up calls make it, before any capture or timed call
+                made[key] = balanced_ids(torch, t.shape[0], k, experts, device=t.device).to(t.dtype)
+            outs[i] = made[key]
+            return tuple(outs) if isinstance(out, tuple) else outs[0]
 
         routers = self.routers()
         if not routers:
@@ -419,10 +426,10 @@ class Bench:
         picks: list = []
 
         def hook(_mod, _inp, out):
-            for t in out if isinstance(out, tuple) else (out,):
-                if torch.is_tensor(t) and not t.is_floating_point() and t.dim() == 2 and t.shape[-1] == k:
-                    picks.append(torch.bincount(t.reshape(-1), minlength=experts).tolist())
-                    return
+            outs = list(out) if isinstance(out, tuple) else [out]
+            i = topk_ids_at(torch, outs, k)
+            if i is not None:
+                picks.append(torch.bincount(outs[i].reshape(-1), minlength=experts).tolist())
         routers = self.routers()
         handles = [m.register_forward_hook(hook) for m in routers]     # after --routing balanced's: sees its ids
         try:
