@@ -91,6 +91,11 @@ def load_profile(path: Path | str) -> Profile:
     return read_profile(p)
 
 
+def as_profile(profile: Profile | Path | str) -> Profile:
+    """``profile`` as given where it is a Profile already, else load_profile's reading of the path."""
+    return profile if isinstance(profile, Profile) else load_profile(profile)
+
+
 def build(prof: Profile, ms: list[Measurement]) -> None:
     runs: dict[str, list[Measurement]] = {}
     slopes: dict[str, dict[str, Ceiling]] = {}      # level -> metric -> bandwidth ceiling candidates

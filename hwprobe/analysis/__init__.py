@@ -35,10 +35,9 @@ def source(profile=None, spec: str | None = None) -> Source | None:
     if profile is None:
         return None
     from hwprobe.profile import Profile
-    from hwprobe.profile_build import load_profile
+    from hwprobe.profile_build import as_profile
 
-    prof = profile if isinstance(profile, Profile) else load_profile(profile)
-    return roofs.Measured(prof, "" if isinstance(profile, Profile) else str(profile))
+    return roofs.Measured(as_profile(profile), "" if isinstance(profile, Profile) else str(profile))
 
 
 def analyze(model, profile=None, *, spec: str | None = None, precision: str = "fp32", batch: int = 1,

@@ -110,20 +110,15 @@ def cases(opts: LLMOptions) -> list[Case]:
     return out
 
 
-def _profile(p):
-    from hwprobe.profile import Profile
-    from hwprobe.profile_build import load_profile
-
-    return p if isinstance(p, Profile) else load_profile(p)
-
-
 def with_collectives(prof, comm):
     """``prof`` with ``comm``'s measured collective curves (NCCL all-reduce, all-gather, ...) where it has none of its
     own: the kernel calibration is a one-GPU run, the collectives a multigpu run on the node (two suites, often two
     leases). A profile without them prices a tensor-parallel step's all-reduces at zero, flagged missing."""
     import dataclasses
 
-    links = {k: v for k, v in _profile(comm).links.items() if v.kind == "collective"}
+    from hwprobe.profile_build import as_profile
+
+    links = {k: v for k, v in as_profile(comm).links.items() if v.kind == "collective"}
     if not links:
         raise InputError(f"{comm}: no measured collective curves (run --suite multigpu on two or more GPUs)")
     return dataclasses.replace(prof, links={**links, **prof.links})
@@ -134,8 +129,9 @@ def predictor(profile, runtime: str, host: str = "framework", comm=None) -> tupl
     issues an eager run's kernels (hwprobe.predict.model.HOSTS); ``comm``: a profile whose collective curves price
     the communication where ``profile`` has none (with_collectives)."""
     from hwprobe.predict.model import Predictor
+    from hwprobe.profile_build import as_profile
 
-    prof = _profile(profile)
+    prof = as_profile(profile)
     if comm is not None:
         prof = with_collectives(prof, comm)
     return Predictor(prof, runtime=runtime, host=host), prof

@@ -128,10 +128,12 @@ class _HF:
             if rows > 1:
                 self.k(f"{name}_cat", "cat", 2 * rows * width * A)
 
-    def split_input(self, name: str, rows: int, width: int) -> None:
-        """``rowwise_split_input``: a replicated input chunked to this rank's columns and cloned (one copy)."""
+    def split_input(self, name: str, rows: int, width: int) -> int:
+        """``rowwise_split_input``: a replicated input chunked to this rank's columns and cloned (one copy); returns
+        the columns this rank's GEMM reads."""
         if self.tp > 1:
             self.k(name, "copy", 2 * rows * (width // self.tp) * A)
+        return width // self.tp
 
     # --- recipes ----------------------------------------------------------------------------------------------------
     def rms_norm(self, name: str, rows: int, width: int) -> None:
@@ -319,9 +321,8 @@ def _attention(e: _HF, i: int) -> None:
     e.rope(p, "k", kvh)
     keys = _cache_write(e, p, i)
     _attention_kernels(e, p, i, keys)
-    if cfg.qkv_fused:
-        e.split_input(p + "o_proj_split", e.rows, h * d)
-    e.gemm(p + "o_proj", e.rows, hid, h * d // (e.tp if cfg.qkv_fused else 1))
+    k = e.split_input(p + "o_proj_split", e.rows, h * d) if cfg.qkv_fused else h * d
+    e.gemm(p + "o_proj", e.rows, hid, k)
     e.all_reduce(p + "o_proj_allreduce", e.rows, hid)
     if cfg.sandwich:
         e.rms_norm(p + "post_attn_norm", e.rows, hid)
@@ -341,9 +342,8 @@ def _dense_mlp(e: _HF, p: str, width: int, tag: str = "") -> None:
     if not fused:
         e.gemm(f"{p}{tag}up_proj", r, width, cfg.hidden)
     e.k(f"{p}{tag}act_mul", "strided" if fused else "elementwise", 3 * r * width * A, r * width)
-    if fused:
-        e.split_input(f"{p}{tag}down_split", r, width)
-    e.gemm(f"{p}{tag}down_proj", r, cfg.hidden, width // (e.tp if fused else 1))
+    k = e.split_input(f"{p}{tag}down_split", r, width) if fused else width
+    e.gemm(f"{p}{tag}down_proj", r, cfg.hidden, k)
     e.all_reduce(f"{p}{tag}down_allreduce", r, cfg.hidden)
 
 
