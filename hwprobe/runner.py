@@ -2,8 +2,9 @@
 
 Every record a probe yields is judged against theory and appended (flushed, fsynced) to measurements.jsonl at
 once. A Skip becomes a skipped record, any other exception an error record (the run exits 1), and the next
-probe runs. Before each compute probe on a GPU the card is let settle (hwprobe.timing.settle) and the state it
-started from is recorded with its figures.
+probe runs. Before each compute probe on a GPU that asks for a cool start (all but a few: Probe.cool_start) the
+card is let settle (hwprobe.timing.settle); the state it started from is recorded with its figures, and each
+probe's in environment.json (``settle_states``).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class Runner:
         self.failed: list[str] = []
         self.probe_seconds: dict[str, float] = {}
         self.settle_seconds: dict[str, float] = {}     # waited before each compute probe (not in probe_seconds)
+        self.settle_states: dict[str, dict] = {}       # the state each probe's last settle ended in, and its rule
         self.interrupted = False
         self.guard: Any = None
         self._settle: dict[str, Any] | None = None
@@ -169,10 +171,12 @@ class Runner:
         from hwprobe.watchdog import Watchdog
 
         ctx = self._context(probe.name, round_)
-        self._settle = self._let_settle() if probe.family == "compute" else None
-        if self._settle and self._settle.get("waited_s"):
-            self.settle_seconds[probe.name] = round(self.settle_seconds.get(probe.name, 0.0)
-                                                    + float(self._settle["waited_s"]), 2)
+        self._settle = self._let_settle() if probe.family == "compute" and probe.cool_start else None
+        if self._settle:
+            self.settle_states[probe.name] = self._settle
+            if self._settle.get("waited_s"):
+                self.settle_seconds[probe.name] = round(self.settle_seconds.get(probe.name, 0.0)
+                                                        + float(self._settle["waited_s"]), 2)
         t0 = last = time.perf_counter()
         try:
             with Watchdog(probe.name, timeout_s, on_stuck=self._stuck):
@@ -236,6 +240,8 @@ class Runner:
         self.env["probe_seconds"] = self.probe_seconds
         if self.settle_seconds:
             self.env["settle_seconds"] = self.settle_seconds
+        if self.settle_states:
+            self.env["settle_states"] = self.settle_states
         self.env["wall_s"] = round(time.monotonic() - self.t_start, 1)
         contended = summarize(self.measurements)
         if contended:

@@ -199,4 +199,32 @@ def test_the_settle_before_each_compute_probe_is_kept_apart_from_its_wall_time(t
     res = api.run("cpu", _suite(tmp_path, "test.two_then_fail", "test.paced"), tmp_path / "out")
     env = json.loads((res.results_dir / "environment.json").read_text())
     assert env["settle_seconds"] == {"test.two_then_fail": 0.25}          # compute probes only
+    assert env["settle_states"] == {"test.two_then_fail": state}
     assert set(env["probe_seconds"]) == {"test.two_then_fail", "test.paced"}
+
+
+@probe(name="test.warm_ok", target="cpu", family="compute", summary="test", cool_start=False)
+def _warm_ok(ctx):
+    yield ctx.derived("test.warm_ok.x", 1.0, unit="FLOP/s", kind="compute")
+
+
+def test_a_compute_probe_that_needs_no_cool_start_is_not_waited_for(tmp_path, monkeypatch):
+    """Issue 33: gpu.gemm_power and gpu.roofline measured alike from a warm card (their modules say where), so the
+    runner's settle, which waited its full 6 s before each on an H200, is not taken for them; the others keep it."""
+    from hwprobe.runner import Runner
+
+    calls = []
+    monkeypatch.setattr(Runner, "_let_settle", lambda self: calls.append(1) or {"settled": True, "waited_s": 1.0})
+    res = api.run("cpu", _suite(tmp_path, "test.warm_ok", "test.two_then_fail"), tmp_path / "out")
+    env = json.loads((res.results_dir / "environment.json").read_text())
+    assert len(calls) == 1 and set(env["settle_states"]) == {"test.two_then_fail"}
+    rec = [m for m in read_measurements(res.results_dir) if m.probe == "test.warm_ok"]
+    assert rec and "start_state" not in rec[0].params
+
+
+def test_gemm_power_and_roofline_are_the_compute_probes_without_a_cool_start():
+    from hwprobe.probes import registry
+
+    warm = sorted(p.name for p in registry().values()
+                  if p.family == "compute" and not p.cool_start and p.name.startswith("gpu."))
+    assert warm == ["gpu.gemm_power", "gpu.roofline"]

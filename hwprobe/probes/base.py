@@ -33,6 +33,7 @@ class Probe:
     choices: dict[str, tuple] = field(default_factory=dict)     # parameter -> allowed values
     ranges: dict[str, tuple] = field(default_factory=dict)      # parameter -> (lo, hi); numbers default to >= 0
     ahead: Callable[[Any], None] | None = None  # ahead(device): start its NVRTC compiles (hwprobe.kernels.prefetch)
+    cool_start: bool = True         # compute probes: the runner lets the GPU settle first (hwprobe.timing.settle)
 
     def params(self) -> dict[str, Any]:
         """Parameters a suite may set, with their defaults."""
@@ -65,14 +66,16 @@ class Probe:
 
 def probe(*, name: str, target: str, family: str, summary: str, precisions: tuple[str, ...] = (),
           choices: dict[str, tuple] | None = None, ranges: dict[str, tuple] | None = None,
-          ahead: Callable[[Any], None] | None = None):
+          ahead: Callable[[Any], None] | None = None, cool_start: bool = True):
     """Register a probe function under ``name``; ``choices`` and ``ranges`` declare its parameters' allowed
     values beyond the types its defaults give (checked when a suite is planned, before any measuring);
-    ``ahead(device)`` starts the probe's kernel compiles on worker threads when a run begins."""
+    ``ahead(device)`` starts the probe's kernel compiles on worker threads when a run begins. ``cool_start``
+    False: a compute probe whose figures do not depend on the state the card starts in, measured as shown on the
+    device (its module says how), so the runner does not wait for the GPU to settle before it."""
 
     def deco(func: ProbeFunc) -> ProbeFunc:
         _REGISTRY[name] = Probe(name, target, family, summary, func, precisions, dict(choices or {}),
-                                dict(ranges or {}), ahead)
+                                dict(ranges or {}), ahead, cool_start)
         return func
 
     return deco

@@ -4,7 +4,8 @@ The rule (recorded with every compute figure as ``params["start_state"]``): befo
 until the GPU is back near where the run found it — temperature at most ``TEMP_MARGIN_C`` above the coolest
 reading seen so far in the run, and idle: power at most ``POWER_IDLE_FACTOR`` x the lowest idle power seen —
 polling NVML every ``POLL_S``, for at most ``MAX_WAIT_S``. A GPU that does not get there in time is measured
-anyway, and the record says so (``settled: false``). Clocks are only read, never set.
+anyway, and the record says so (``settled: false``). Clocks are only read, never set. A compute probe whose figures
+were shown not to depend on the start state (gpu.gemm_power, gpu.roofline: ``cool_start=False``) is not waited for.
 
 Idle is NVML's averaged power (a ~1-s moving average), so every settle after work lasts about a second. The
 instantaneous power field, where the driver has it, is recorded beside it (``power_now_w``) but does not end

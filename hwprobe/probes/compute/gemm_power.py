@@ -13,6 +13,12 @@ settled), once per operand distribution (gpu_gemm.DATA), so that
   power cap necessarily: their clock and power are stated, not assumed).
 
 The points are "sweep" records (zeros must never become a ceiling); one finding per precision sums them up.
+
+No cool start (``cool_start=False``): every point but the first already starts from the previous point's load at
+the cap, and the limiter's state is what is measured. Measured in two `full` runs on H200s (2026-11-28, records
+under profiles/h200-sxm/2026-11-27-predict-generic/added/): the sustained points ran at 53-55 C in one and 59-62 C
+in the other, and their rates agreed within 1.3% (INT8 1.238 / 1.237 POP/s, FP16 619.6 / 621.1 TFLOP/s, FP8 1.205
+/ 1.221 POP/s on uniform data), while the runner's settle before the probe waited its full 6 s for a cooler card.
 """
 
 from __future__ import annotations
@@ -100,7 +106,7 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
     return ratio, text
 
 
-@probe(name="gpu.gemm_power", target="gpu", family="compute",
+@probe(name="gpu.gemm_power", target="gpu", family="compute", cool_start=False,
        summary="Library GEMM sustained at the power cap: rate, clock, power and J/op against operand data",
        precisions=tuple(PATHS))
 def run(ctx, precisions=(Precision.INT8, Precision.FP16, Precision.FP8), size=8192,

@@ -4,6 +4,10 @@ the curve from bandwidth-bound to compute-bound, per precision (FP32, FP64, FP16
 
 The ridge point is fitted from the sweep (hwprobe.curves.fit_roofline): the intersection of the
 measured bandwidth slope and the measured compute roof.
+
+No cool start (``cool_start=False``): neither power nor temperature limits these kernels. In two `full` runs on
+H200s (2026-11-28) every point ran at 1980 MHz (its lowest sampled SM clock) with no throttle reason, at most
+308 / 326 W of the 700-W limit, from 35-47 C; the runner's settle before it waited its full 6 s for a cooler card.
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ def expected_total(precision: str, m: int, n_elem: int) -> float | int:
 MODULE = ("mem_roofline.cu",)   # ``load``'s arguments: run loads it, compile_ahead compiles it early
 
 
-@probe(name="gpu.roofline", target="gpu", family="compute", ahead=compile_ahead(MODULE),
+@probe(name="gpu.roofline", target="gpu", family="compute", cool_start=False, ahead=compile_ahead(MODULE),
        summary="Measured roofline: FLOP/s vs arithmetic intensity (1/8..1024 FLOP/B) and the ridge point",
        precisions=tuple(ROOF_PRECISIONS))
 def run(ctx, precisions: tuple[str, ...] = tuple(ROOF_PRECISIONS), lo: float = 0.125, hi: float = 1024.0,
