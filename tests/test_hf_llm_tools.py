@@ -265,3 +265,15 @@ def test_a_tp_run_is_priced_per_rank():
     line = next(x for x in cmp.kernel_lines(doc).splitlines() if x.startswith("| llama-3-8b | hf | decode"))
     one_line = next(x for x in cmp.kernel_lines({**doc, "tp": 1}).splitlines() if x.startswith("| llama-3-8b | hf"))
     assert line != one_line
+
+
+def test_a_grouped_gemms_prepare_kernel_is_not_counted_as_a_gemm():
+    """qwen3-30b-a3b's H200 prefill lists (balanced routing, 2026-11-28): each torch._grouped_mm launches
+    prepare_grouped_gemm_data before its CUTLASS kernel. Counted as GEMMs they read as 8 GEMMs the lowering lacked."""
+    doc = cmp.load_measured(str(ROOT / "profiles/h200-sxm/2026-11-28-hf-moe-balanced/hf_moe_balanced.json.gz"))
+    prep = [r["name"] for k in doc["kernels"] for r in k["by_name"] if "prepare_grouped_gemm_data" in r["name"]]
+    assert prep and {cmp.kernel_class(n) for n in prep} == {"other"}
+    grouped = [r["name"] for k in doc["kernels"] for r in k["by_name"] if "GroupProblemShape" in r["name"]]
+    assert grouped and {cmp.kernel_class(n) for n in grouped} == {"gemm"}
+    prefill = [line for line in cmp.kernel_lines(doc).splitlines() if "| hf | prefill |" in line]
+    assert prefill and all("| 30 / 30 |" in line for line in prefill)
