@@ -28,18 +28,11 @@ SHAPES = [(b, h, t, t, d) for b in (1, 8) for t in (512, 1024, 2048, 4096) for h
 
 
 def graph_time(fn, reps: int = 20) -> float:
-    """Median seconds of one call, replayed in a CUDA graph (as gpu.torch_kernels times its SDPA points)."""
+    """Median seconds of one call, its CUDA graph replayed ``reps`` times, each replay timed alone."""
     import torch
+    from validate_models import capture_graph  # three warm-up calls on a side stream, then the capture
 
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
+    g, _ = capture_graph(fn)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(reps):
