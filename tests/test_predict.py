@@ -83,6 +83,11 @@ def test_conv_and_sdpa_tables_interpolate_power_laws():
             for bh in (12, 96, 384) for s in (128, 512, 2048)]
     t, covered = SdpaTable(spts).time(50, 300, 64, False)
     assert covered and t == pytest.approx(slaw(50, 300), rel=1e-9)
+    assert SdpaTable(spts).time(50, 300, 64, False, masked=True) is None    # no masked call measured
+    masked = [{**p, "masked": True, "time_s": 2 * p["time_s"]} for p in spts]
+    both = SdpaTable(spts + masked)
+    assert both.time(50, 300, 64, False)[0] == pytest.approx(slaw(50, 300), rel=1e-9)         # the two kinds
+    assert both.time(50, 300, 64, False, masked=True)[0] == pytest.approx(2 * slaw(50, 300), rel=1e-9)  # apart
 
 
 def test_kernel_flops_count_a_multiply_add_as_two():

@@ -51,3 +51,47 @@ def test_the_masked_op_is_the_one_the_hf_lowering_lists():
     mine = sdpa_masked.masked_op({"batch": 1, "heads": 32, "queries": 4096, "keys": 4096, "dim": 128})
     assert ops and all((o.batch, o.m, o.n, o.k, o.backend, o.bytes) == (mine.batch, mine.m, mine.n, mine.k,
                                                                        mine.backend, mine.bytes) for o in ops)
+
+
+def _masked_points(rows: list[dict], keep=lambda r: True) -> list[dict]:
+    """The prefill rows' masked calls as SDPA table points (what a masked calibration point records)."""
+    return [{"bh": r["batch"] * r["heads"], "seq": r["queries"], "dim": r["dim"], "causal": False, "masked": True,
+             "precision": "bf16", "time_s": r["masked"]["time_s"]}
+            for r in rows if r["queries"] == r["keys"] and keep(r)]
+
+
+def _pricer(points: list[dict]):
+    from dataclasses import replace
+
+    from hwprobe.predict.calibration import Calibration, SdpaTable
+    from hwprobe.predict.model import Predictor
+    from hwprobe.profile_build import load_profile
+
+    prof = load_profile(PROFILE)
+    cal = Calibration.of(prof)
+    return Predictor(prof, "graph", replace(cal, sdpa=SdpaTable(cal.sdpa.points + points)))
+
+
+def test_masked_points_price_the_masked_call_and_leave_the_unmasked_one_alone():
+    """A profile with masked SDPA points prices transformers' masked call from them: the repeat run's points price
+    the first run's 2048-token calls within 7% (the two runs' own spread), and the 2048-token calls left out of the
+    table are interpolated within 15%. Without them it falls back to the P @ V rate (30% fast at 1 x 4096); an
+    unmasked causal call never reads masked points."""
+    from hwprobe.lowering.ops import KernelOp
+
+    first = [json.loads(line) for line in RUN.read_text().splitlines()]
+    repeat = [json.loads(line) for line in RUN.with_name("sdpa_masked-repeat.jsonl").read_text().splitlines()]
+    long = [r for r in first if r["queries"] == r["keys"] == 2048]
+    by_repeat = _pricer(_masked_points(repeat))
+    for r in long:
+        t = by_repeat.time(sdpa_masked.masked_op(r))
+        assert t.source == "framework.sdpa_masked" and t.covered
+        assert abs(t.time_s / r["masked"]["time_s"] - 1) < 0.07
+    left_out = _pricer(_masked_points(first, keep=lambda r: r["queries"] != 2048))
+    for r in long:
+        assert abs(left_out.time(sdpa_masked.masked_op(r)).time_s / r["masked"]["time_s"] - 1) < 0.15
+    big = next(r for r in first if (r["batch"], r["queries"], r["dim"]) == (1, 4096, 128))
+    fallback = _pricer([]).time(sdpa_masked.masked_op(big))
+    assert fallback.source == "attention.efficient" and fallback.time_s < 0.8 * big["masked"]["time_s"]
+    flash = KernelOp("attention", "attention", precision="bf16", batch=32, m=4096, n=4096, k=128, causal=True)
+    assert by_repeat.time(flash).time_s == _pricer([]).time(flash).time_s

@@ -381,16 +381,23 @@ class Predictor:
 
     def _efficient_attention(self, op: KernelOp, nbytes: float) -> OpTime:
         """SDPA's masked kernel (what transformers runs with a static cache; cuDNN's fused attention on Hopper under
-        torch 2.11, the memory-efficient kernel before): the products at the P @ V GEMM rate, and a read stream of
-        its bytes (K and V already expanded to every query head, the mask; the output is small) at the profile's
-        measured DRAM bandwidth after the framework's fixed cost of a fused attention (the SDPA table's fastest
-        call; the copy curve's where the profile has no SDPA table). No copy curve prices the stream: its kernels
-        write as much as they read. Without a DRAM bandwidth: the copy curve at the bytes."""
+        torch 2.11, the memory-efficient kernel before). From the SDPA table's masked points where the profile has
+        them (queries = keys: a prefill over its own cache). Otherwise, the products at the P @ V GEMM rate, and a
+        read stream of its bytes (K and V already expanded to every query head, the mask; the output is small) at
+        the profile's measured DRAM bandwidth after the framework's fixed cost of a fused attention (the SDPA
+        table's fastest call; the copy curve's where the profile has no SDPA table). No copy curve prices the
+        stream: its kernels write as much as they read. Without a DRAM bandwidth: the copy curve at the bytes. That
+        fallback prices the H200's masked prefill calls 15-69% fast (profiles/h200-sxm/2026-11-28-sdpa-masked)."""
+        sdpa, sibling = _own_or_sibling(self.cal.sdpa, op.precision, "SDPA") if self.cal.sdpa else (None, "")
+        if sdpa is not None and op.m == op.n and self.runtime != "fused":
+            got = sdpa.time(op.batch, op.m, op.k, False, masked=True)
+            if got is not None:
+                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not sibling,
+                                    "framework.sdpa_masked", sibling, sdpa.floor_s())
         rows = op.batch * op.m
         t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
         rate = 2.0 * rows * op.k * op.n / t_pv
         mem_s, _, _, _, mem_floor = self._mem_time("copy", nbytes)
-        sdpa, _ = _own_or_sibling(self.cal.sdpa, op.precision, "SDPA") if self.cal.sdpa else (None, "")
         fixed = sdpa.floor_s() if sdpa is not None else mem_floor
         if self.dram_bw:
             mem_s = fixed + nbytes / self.dram_bw
