@@ -2,8 +2,9 @@
 
 transformers' ``sdpa_attention_forward`` under a static cache expands K and V to every query head (``repeat_kv``)
 and passes a (batch, 1, queries, keys) additive mask in the activations' dtype; PyTorch then runs its masked
-kernel (cuDNN's fused attention with a bias on Hopper under torch 2.11). The predictor prices that kernel from
-the P @ V GEMM rate (hwprobe.predict.model ``_efficient_attention``). This measures, per shape, the masked call
+kernel (cuDNN's fused attention with a bias on Hopper under torch 2.11). The predictor prices that kernel from a
+profile's masked SDPA points where it has them, else from the P @ V GEMM rate (hwprobe.predict.model
+``_efficient_attention``). This measures, per shape, the masked call
 beside the unmasked causal and full (non-causal) calls that gpu.torch_kernels' SDPA table holds, each replayed
 in a CUDA graph, and names the kernel each ran (torch.profiler).
 
@@ -46,11 +47,11 @@ def graph_time(fn, reps: int = 20) -> float:
 
 def kernels_of(fn) -> list[str]:
     """The CUDA kernels one call launches."""
+    import torch
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
-        import torch
         torch.cuda.synchronize()
     return sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
 
