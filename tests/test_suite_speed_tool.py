@@ -85,3 +85,18 @@ def test_costs_show_the_settles_and_the_runs_wall_beside_the_probes(tmp_path):
     assert got["settles"] == pytest.approx(20.02) and got["run wall"] == pytest.approx(311.1)
     assert mod.outside_probes(RUNS[0])["settles"] == 0.0        # a run from before the settles were recorded
 
+
+
+def test_costs_show_each_settle_and_the_rule_it_ended_on():
+    """The twenty-third session's A/B run records every settle (``settle_states``): seven compute probes, all settled,
+    none before gpu.gemm_power or gpu.roofline (they declare no cool start)."""
+    import json
+
+    mod = load_tool("suite_speed")
+    env = json.loads((ROOT / "profiles/h200-sxm/2026-11-28-suite-ab5/environment-new-full.json").read_text())
+    lines = mod.settle_lines(env)
+    assert len(lines) == 7 and all(" settled " in line for line in lines)   # gpu.fma's settle waited 0 s
+    assert not any("gemm_power" in line or "roofline" in line for line in lines)
+    gemm = next(line for line in lines if line.startswith("gpu.gemm "))
+    assert "0.90 s" in gemm and "162.7 W" in gemm and "power <= 1.5x 140 W" in gemm
+    assert mod.settle_lines({}) == []                                      # a run from before they were kept

@@ -73,6 +73,18 @@ def outside_probes(run_dir: Path) -> dict[str, float]:
             "run wall": float(env.get("wall_s") or 0)}
 
 
+def settle_lines(env: dict) -> list[str]:
+    """One line per compute probe the runner let settle (environment.json's ``settle_states``, runs since
+    2026-11-28): how long it waited, whether the card got there, the state it ended in and the rule."""
+    out = []
+    for probe, st in (env.get("settle_states") or {}).items():
+        state = ", ".join(f"{v:g} {unit}" for k, unit in (("temp_c", "C"), ("power_w", "W"), ("sm_mhz", "MHz"))
+                          if (v := st.get(k)) is not None)
+        out.append(f"{probe:<20} {float(st.get('waited_s') or 0):5.2f} s "
+                   f"{'settled' if st.get('settled') else 'NOT settled':<11} {state}; {st.get('rule', '')}")
+    return out
+
+
 def compare(new: list[ProbeCost], old: list[ProbeCost]) -> list[tuple[str, float | None, float | None]]:
     """(probe, old wall s, new wall s) for every probe of either run, the slowest in the new run first (a probe
     only one run has: None in the other)."""
@@ -105,6 +117,8 @@ def run_costs(a) -> int:
         print(f"{c.probe:<20} {c.wall_s:8.1f} {c.samples_s:10.1f} {c.wall_s - c.samples_s:8.1f} {c.records:8d}")
     print(f"{'total':<20} {sum(c.wall_s for c in probes):8.1f} {sum(c.samples_s for c in probes):10.1f}")
     print("; ".join(f"{k} {v:.1f} s" for k, v in outside_probes(a.run).items()))
+    for line in settle_lines(json.loads((a.run / "environment.json").read_text())):
+        print("settle: " + line)
     if slow:
         print("slowest records (wall_s): " + "; ".join(f"{m} {s:.2f} s" for s, m in slow[:a.top]))
     return 0
