@@ -81,9 +81,9 @@ def test_costs_show_the_settles_and_the_runs_wall_beside_the_probes(tmp_path):
     mod = load_tool("suite_speed")
     env = ROOT / "profiles/h200-sxm/2026-11-28-suite-workers/environment-full-new.json"
     (tmp_path / "environment.json").write_text(env.read_text())
-    got = mod.outside_probes(tmp_path)
+    got = mod.outside_probes(mod.environment(tmp_path))
     assert got["settles"] == pytest.approx(20.02) and got["run wall"] == pytest.approx(311.1)
-    assert mod.outside_probes(RUNS[0])["settles"] == 0.0        # a run from before the settles were recorded
+    assert mod.outside_probes(mod.environment(RUNS[0]))["settles"] == 0.0     # a run from before settles were kept
 
 
 

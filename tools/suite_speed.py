@@ -65,10 +65,14 @@ def costs(run_dir: Path) -> tuple[list[ProbeCost], list[tuple[float, str]]]:
     return sorted(out, key=lambda c: -c.wall_s), slow
 
 
-def outside_probes(run_dir: Path) -> dict[str, float]:
-    """What a run's wall time holds besides its probes: the settles before compute probes (the runner's
-    ``settle_seconds``, not in ``probe_seconds``) and the run's whole wall time (0 where the run did not record it)."""
-    env = json.loads((run_dir / "environment.json").read_text())
+def environment(run_dir: Path) -> dict:
+    return json.loads((run_dir / "environment.json").read_text())
+
+
+def outside_probes(env: dict) -> dict[str, float]:
+    """What a run's wall time holds besides its probes (``env``: its environment.json): the settles before compute
+    probes (the runner's ``settle_seconds``, not in ``probe_seconds``) and the run's whole wall time (0 where the run
+    did not record it)."""
     return {"settles": float(sum((env.get("settle_seconds") or {}).values())),
             "run wall": float(env.get("wall_s") or 0)}
 
@@ -108,7 +112,7 @@ def run_costs(a) -> int:
             print(f"{p:<20} {cell(o)} {cell(n)} {d}")
         to, tn = (sum(x or 0 for x in col) for col in ([r[1] for r in rows], [r[2] for r in rows]))
         print(f"{'total':<20} {to:8.1f} {tn:8.1f} {tn - to:+8.1f}")
-        o, n = outside_probes(a.against), outside_probes(a.run)
+        o, n = outside_probes(environment(a.against)), outside_probes(environment(a.run))
         for k in o:
             print(f"{k:<20} {o[k]:8.1f} {n[k]:8.1f} {n[k] - o[k]:+8.1f}")
         return 0
@@ -116,8 +120,9 @@ def run_costs(a) -> int:
     for c in probes:
         print(f"{c.probe:<20} {c.wall_s:8.1f} {c.samples_s:10.1f} {c.wall_s - c.samples_s:8.1f} {c.records:8d}")
     print(f"{'total':<20} {sum(c.wall_s for c in probes):8.1f} {sum(c.samples_s for c in probes):10.1f}")
-    print("; ".join(f"{k} {v:.1f} s" for k, v in outside_probes(a.run).items()))
-    for line in settle_lines(json.loads((a.run / "environment.json").read_text())):
+    env = environment(a.run)
+    print("; ".join(f"{k} {v:.1f} s" for k, v in outside_probes(env).items()))
+    for line in settle_lines(env):
         print("settle: " + line)
     if slow:
         print("slowest records (wall_s): " + "; ".join(f"{m} {s:.2f} s" for s, m in slow[:a.top]))

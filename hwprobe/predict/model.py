@@ -364,14 +364,15 @@ class Predictor:
     def _attention(self, op: KernelOp) -> OpTime:
         it = ITEMSIZE.get(op.precision, 2)
         nbytes = op.bytes or it * op.batch * (2 * op.m * op.k + 2 * op.n * op.k)
-        if op.backend == "efficient":
-            return self._efficient_attention(op, nbytes)
+        masked = op.backend == "efficient"
         sdpa, sibling = _own_or_sibling(self.cal.sdpa, op.precision, "SDPA") if self.cal.sdpa else (None, "")
-        if sdpa is not None and op.m == op.n and self.runtime != "fused":
-            got = sdpa.time(op.batch, op.m, op.k, op.causal)
+        if sdpa is not None and op.m == op.n and self.runtime != "fused":   # the SDPA table's points of its kind
+            got = sdpa.time(op.batch, op.m, op.k, op.causal, masked=masked)
             if got is not None:
-                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not sibling, "framework.sdpa",
-                                    sibling, sdpa.floor_s())
+                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not sibling,
+                                    "framework.sdpa_masked" if masked else "framework.sdpa", sibling, sdpa.floor_s())
+        if masked:
+            return self._efficient_attention(op, nbytes, sdpa)
         rows = op.batch * op.m
         t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
         rate = 2.0 * rows * op.k * op.n / t_pv
@@ -379,21 +380,15 @@ class Predictor:
         return self._finish(op, max(op.gemm_flops / rate, mem_s), op.gemm_flops, nbytes, covered, "attention",
                             note, max(self.gemm_floor_s(op.precision), mem_floor))
 
-    def _efficient_attention(self, op: KernelOp, nbytes: float) -> OpTime:
+    def _efficient_attention(self, op: KernelOp, nbytes: float, sdpa) -> OpTime:
         """SDPA's masked kernel (what transformers runs with a static cache; cuDNN's fused attention on Hopper under
-        torch 2.11, the memory-efficient kernel before). From the SDPA table's masked points where the profile has
-        them (queries = keys: a prefill over its own cache). Otherwise, the products at the P @ V GEMM rate, and a
-        read stream of its bytes (K and V already expanded to every query head, the mask; the output is small) at
-        the profile's measured DRAM bandwidth after the framework's fixed cost of a fused attention (the SDPA
-        table's fastest call; the copy curve's where the profile has no SDPA table). No copy curve prices the
-        stream: its kernels write as much as they read. Without a DRAM bandwidth: the copy curve at the bytes. That
-        fallback prices the H200's masked prefill calls 15-69% fast (profiles/h200-sxm/2026-11-28-sdpa-masked)."""
-        sdpa, sibling = _own_or_sibling(self.cal.sdpa, op.precision, "SDPA") if self.cal.sdpa else (None, "")
-        if sdpa is not None and op.m == op.n and self.runtime != "fused":
-            got = sdpa.time(op.batch, op.m, op.k, False, masked=True)
-            if got is not None:
-                return self._finish(op, got[0], op.gemm_flops, nbytes, got[1] and not sibling,
-                                    "framework.sdpa_masked", sibling, sdpa.floor_s())
+        torch 2.11, the memory-efficient kernel before) where the SDPA table has no masked points for it
+        (``_attention`` prices it from them for a prefill over its own cache, queries = keys): the products at the
+        P @ V GEMM rate, and a read stream of its bytes (K and V already expanded to every query head, the mask; the
+        output is small) at the profile's measured DRAM bandwidth after the framework's fixed cost of a fused
+        attention (``sdpa``'s fastest call; the copy curve's where the profile has no SDPA table). No copy curve
+        prices the stream: its kernels write as much as they read. Without a DRAM bandwidth: the copy curve at the
+        bytes. This prices the H200's masked prefill calls 15-69% fast (profiles/h200-sxm/2026-11-28-sdpa-masked)."""
         rows = op.batch * op.m
         t_pv, covered, note = self.gemm_s(op.precision, rows, op.k, op.n)
         rate = 2.0 * rows * op.k * op.n / t_pv
