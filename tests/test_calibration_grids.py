@@ -167,3 +167,26 @@ def test_the_linear_sweep_writes_a_grid_per_precision(monkeypatch):
     torch.float8_e4m3fn = None                                              # a torch without FP8
     skipped = list(lib.linears(_ctx(), torch, ["fp8"], quick=True))
     assert [m.status for m in skipped] == ["skipped"]
+
+
+def test_the_masked_sdpa_points_cover_the_hf_validation_prefills():
+    """Issue 32: BF16 masked points (transformers' additive mask, no is_causal) at every head size of the hf
+    validation's default configs, over its default prefill cases (batch x tokens), each a (batch, heads) split of
+    ``bh``; FP16 and FP32 keep only the unmasked table, and a quick run keeps a corner of it."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import validate_hf_llm
+
+    from hwprobe.models.llm.config import load
+
+    masked = [c for c in grids.sdpa_cases("bf16") if c.get("masked")]
+    dims = {load(f).head_dim for f in validate_hf_llm.DEFAULT_CONFIGS.split(",")}
+    assert {c["dim"] for c in masked} == dims == {64, 96, 128, 256}
+    prefill = set(validate_hf_llm.parse_cases(validate_hf_llm.DEFAULT_PREFILL))
+    for d in dims:
+        assert {(c["batch"], c["seq"]) for c in masked if c["dim"] == d} >= prefill, d
+    assert all(not c["causal"] and c["bh"] % c["batch"] == 0 for c in masked)
+    assert not any(c.get("masked") for p in ("fp16", "fp32") for c in grids.sdpa_cases(p))
+    quick = [c for c in grids.sdpa_cases("bf16", quick=True) if c.get("masked")]
+    assert 0 < len(quick) < len(masked)

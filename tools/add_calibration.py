@@ -2,13 +2,15 @@
 """Add what a later, narrower 'predict' run measured to a committed calibration profile, without touching the rest:
 framework curves of the kinds named (a new kind, e.g. ``sort``), convolution points of the families named
 (e.g. ``grouped_odd``: group widths that are not powers of two) and whole curves of one table each, named as the
-calibration section names them (e.g. ``grouped_gemm``: MoE grouped GEMMs; ``eager``: the host times). Those curves
+calibration section names them (e.g. ``grouped_gemm``: MoE grouped GEMMs; ``eager``: the host times), and the SDPA
+table's masked points (transformers' masked call) beside the profile's unmasked ones. Those curves
 and points go into profile.json's ``calibration`` (a point of the same shape already there is replaced); the run
 itself (its profile.json and all its records) is kept beside the profile's own as added/RUN/ (the profile's
 measurements.jsonl.gz stays the run that made it). Say in the profile's README which lease and commit measured
 them: they come from another lease.
 
     python tools/add_calibration.py RUN_DIR PROFILE_DIR --framework sort --conv grouped_odd --curve grouped_gemm
+    python tools/add_calibration.py RUN_DIR PROFILE_DIR --sdpa-masked
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from hwprobe.probes.calibration.grids import conv_family, shape_key  # noqa: E40
 from hwprobe.results import records_text  # noqa: E402
 
 
-def merge(run: Path, profile: Path, framework: list[str], conv: list[str], curves: list[str] = ()
-          ) -> dict[str, int]:
+def merge(run: Path, profile: Path, framework: list[str], conv: list[str], curves: list[str] = (),
+          sdpa_masked: bool = False) -> dict[str, int]:
     """Merge into ``profile`` in place; returns how many curves, points and records were added."""
     from hwprobe.calibration import KEYED
     from hwprobe.vocab import Curve
@@ -56,6 +58,15 @@ def merge(run: Path, profile: Path, framework: list[str], conv: list[str], curve
         cal["conv"]["points"] = [p for p in cal["conv"]["points"]
                                  if (p.get("precision"), shape_key(p)) not in keys] + new
         added["points"] = len(new)
+    if sdpa_masked:
+        new = [p for p in (src.get("sdpa") or {}).get("points", []) if p.get("masked")]
+        if not new or not cal.get("sdpa"):
+            raise SystemExit("add_calibration: error: the run has no masked SDPA points, or the profile no SDPA "
+                             "table to add them to")
+        shape = lambda p: tuple(sorted((k, v) for k, v in p.items() if k != "time_s"))     # noqa: E731
+        keys = {shape(p) for p in new}
+        cal["sdpa"]["points"] = [p for p in cal["sdpa"]["points"] if shape(p) not in keys] + new
+        added["points"] += len(new)
     dest = profile / "added" / run.name
     if dest.resolve() != run.resolve():
         dest.mkdir(parents=True, exist_ok=True)
@@ -75,12 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--framework", default="", help="comma list of framework curve kinds to add")
     ap.add_argument("--conv", default="", help="comma list of conv grid families whose points to add")
     ap.add_argument("--curve", default="", help="comma list of whole curves to add (grouped_gemm, eager, ...)")
+    ap.add_argument("--sdpa-masked", action="store_true", help="add the run's masked SDPA points")
     args = ap.parse_args(argv)
     for d in (args.run, args.profile):
         if not (d / "profile.json").exists():
             ap.error(f"{d} holds no profile.json")
     got = merge(args.run, args.profile, [x for x in args.framework.split(",") if x],
-                [x for x in args.conv.split(",") if x], [x for x in args.curve.split(",") if x])
+                [x for x in args.conv.split(",") if x], [x for x in args.curve.split(",") if x], args.sdpa_masked)
     print(f"added to {args.profile}: {got}")
     return 0
 

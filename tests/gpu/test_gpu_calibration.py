@@ -77,6 +77,10 @@ def test_torch_kernels(gpu_ctx_factory):
     for name, c in curves.items():
         if name in ("predict.torch.sdpa", "predict.torch.conv"):
             assert c["points"] and all(p["time_s"] > 0 for p in c["points"])
+            if name == "predict.torch.sdpa":       # transformers' masked call (BF16), each output checked as causal
+                masked = [p for p in c["points"] if p.get("masked")]
+                assert masked and {p["precision"] for p in masked} == {"bf16"}, c["points"]
+                assert not any(p["causal"] for p in masked) and all(p["bh"] % p["batch"] == 0 for p in masked)
             if name == "predict.torch.conv":       # the stem convolutions (C_in = 3, strided) are in the table
                 pts = c["points"]
                 assert any(p.get("stride", 1) > 1 and p["cin"] == 3 for p in pts)

@@ -230,16 +230,37 @@ SDPA_MAX_ELEMS = 1 << 29                                      # batch x heads x 
 SDPA_REDUCED = ((12, 96, 384), (128, 512, 2048), (64, 128))
 
 
+# transformers' masked call under a static cache: an additive (batch, 1, queries, keys) mask in the activations'
+# dtype, K and V already expanded to every query head. PyTorch runs its masked kernel, at about half the unmasked
+# rate in a prefill (profiles/h200-sxm/2026-11-28-sdpa-masked), so these points are a table of their own. BF16 (what
+# transformers' checkpoints run in), the prefills of the hf validation (queries = keys): batch 1 and 8 at 32 query
+# heads (16 at head dim 256, as Gemma-2), 512-4096 tokens, batch x tokens at most 16384.
+SDPA_MASKED_PRECISIONS = ("bf16",)
+SDPA_MASKED_BATCH = (1, 8)
+SDPA_MASKED_SEQ = (512, 1024, 2048, 4096)
+SDPA_MASKED_DIM_HEADS = ((64, 32), (96, 32), (128, 32), (256, 16))
+SDPA_MASKED_TOKENS = 16384
+
+
 def sdpa_cases(precision: str, quick: bool = False) -> list[dict]:
-    """F.scaled_dot_product_attention points: FP16 on the full grid, BF16 and FP32 on a reduced one."""
+    """F.scaled_dot_product_attention points: FP16 on the full grid, BF16 and FP32 on a reduced one; then BF16's
+    masked points (``masked``: with transformers' additive mask, ``batch`` of its ``bh``)."""
     if precision not in SDPA_PRECISIONS:
         return []
     bhs, seqs, dims = (SDPA_BH, SDPA_SEQ, SDPA_DIM) if precision == "fp16" else SDPA_REDUCED
     if quick:
         bhs, seqs = bhs[:2], seqs[::2]
-    return [{"bh": bh, "seq": s, "dim": d, "causal": causal, "precision": precision} for causal in (False, True)
-            for d in dims for bh in bhs for s in seqs if bh * s * d <= SDPA_MAX_ELEMS
-            and (precision != "fp32" or s <= 2048)]
+    plain = [{"bh": bh, "seq": s, "dim": d, "causal": causal, "precision": precision} for causal in (False, True)
+             for d in dims for bh in bhs for s in seqs if bh * s * d <= SDPA_MAX_ELEMS
+             and (precision != "fp32" or s <= 2048)]
+    if precision not in SDPA_MASKED_PRECISIONS:
+        return plain
+    seqs, dim_heads = SDPA_MASKED_SEQ, SDPA_MASKED_DIM_HEADS
+    if quick:
+        seqs, dim_heads = seqs[::2], dim_heads[::2]
+    return plain + [{"bh": b * h, "seq": s, "dim": d, "causal": False, "masked": True, "batch": b,
+                     "precision": precision} for d, h in dim_heads for b in SDPA_MASKED_BATCH for s in seqs
+                    if b * s <= SDPA_MASKED_TOKENS]
 
 
 # torch._grouped_mm as transformers' MoE experts run it in a prefill (grouped_mm_experts_forward): (experts, N, K) of
@@ -287,7 +308,8 @@ def estimate_s(precisions: Iterable[str] = PRECISIONS, gemm_points: int = 0) -> 
     for p in precisions:
         out["conv"] += sum(point_s("conv", 2.0 * macs(c), p) for c in conv_cases(p))
         out["linear"] += sum(point_s("linear", 2.0 * c["m"] * c["n"] * c["k"], p) for c in linear_cases(p))
-        out["sdpa"] += sum(point_s("sdpa", 4.0 * c["bh"] * c["seq"] ** 2 * c["dim"], p) for c in sdpa_cases(p))
+        out["sdpa"] += sum(point_s("sdpa", (2 if c.get("masked") else 1) * 4.0 * c["bh"] * c["seq"] ** 2 * c["dim"], p)
+                           for c in sdpa_cases(p))                 # the masked kernel: about half the rate
     out["total"] = FIXED_S + sum(out.values())
     return out
 

@@ -220,16 +220,28 @@ _API = {"fp16": "torch.nn.functional.linear", "bf16": "torch.nn.functional.linea
 
 
 # --- attention --------------------------------------------------------------------------------------------------
-def _sdpa_point(torch, bh: int, seq: int, dim: int, causal: bool, precision: str) -> float:
+def _sdpa_point(torch, bh: int, seq: int, dim: int, causal: bool, precision: str, masked: bool = False,
+                batch: int = 1) -> float:
+    """One F.scaled_dot_product_attention call over (batch, bh / batch heads, seq, dim), checked on two heads in FP32.
+    ``masked``: as transformers calls it under a static cache, no ``is_causal`` but an additive causal mask of
+    (batch, 1, seq, seq) in the dtype (0 where a query may attend, the dtype's min elsewhere), so its output must
+    equal the causal call's."""
     F = torch.nn.functional
     dtype = _dtype(torch, precision)
-    q, k, v = (torch.randn(1, bh, seq, dim, device="cuda", dtype=dtype) for _ in range(3))
+    q, k, v = (torch.randn(batch, bh // batch, seq, dim, device="cuda", dtype=dtype) for _ in range(3))
+    mask = None
+    if masked:
+        allowed = torch.ones(seq, seq, device="cuda", dtype=torch.bool).tril_()
+        mask = torch.zeros(batch, 1, seq, seq, device="cuda", dtype=dtype).masked_fill_(~allowed,
+                                                                                       torch.finfo(dtype).min)
     holder = {}
     t, _ = graph_time(torch, lambda: holder.__setitem__(
-        "o", F.scaled_dot_product_attention(q, k, v, is_causal=causal)))
+        "o", F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)))
     with reference_mode(torch):
-        ref = F.scaled_dot_product_attention(q[:, :2].float(), k[:, :2].float(), v[:, :2].float(), is_causal=causal)
-    check_close((holder["o"][:, :2].float(), ref), f"{precision} sdpa {bh}x{seq}x{dim}", CHECK_TOL[precision])
+        ref = F.scaled_dot_product_attention(q[:, :2].float(), k[:, :2].float(), v[:, :2].float(),
+                                             is_causal=causal or masked)
+    what = f"{precision} sdpa {bh}x{seq}x{dim}" + (f" masked (batch {batch})" if masked else "")
+    check_close((holder["o"][:, :2].float(), ref), what, CHECK_TOL[precision])
     return t
 
 
@@ -244,7 +256,8 @@ def sdpa(ctx, torch, precisions, quick: bool):
                                   "precisions": sorted({r["precision"] for r in rows})},
                           notes=["PyTorch scaled_dot_product_attention (its fused kernels), seconds per call over "
                                  "batch x heads, sequence (queries = keys) and head size per precision, replayed "
-                                 "in a CUDA graph"])
+                                 "in a CUDA graph; the points marked masked with transformers' additive causal "
+                                 "mask of (batch, 1, seq, seq) in place of is_causal (its masked kernel)"])
 
 
 # --- grouped GEMM (MoE experts) ---------------------------------------------------------------------------------

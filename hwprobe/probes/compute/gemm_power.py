@@ -18,7 +18,7 @@ No cool start (``cool_start=False``): every point but the first already starts f
 the cap, and the limiter's state is what is measured. Measured in two `full` runs on H200s (2026-11-28, records
 under profiles/h200-sxm/2026-11-27-predict-generic/added/): the sustained points ran at 53-55 C in one and 59-62 C
 in the other, and their rates agreed within 1.3% (INT8 1.238 / 1.237 POP/s, FP16 619.6 / 621.1 TFLOP/s, FP8 1.205
-/ 1.221 POP/s on uniform data), while the runner's settle before the probe waited its full 6 s for a cooler card.
+/ 1.221 PFLOP/s on uniform data), while the runner's settle before the probe waited its full 6 s for a cooler card.
 """
 
 from __future__ import annotations
