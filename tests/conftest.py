@@ -7,13 +7,19 @@ import os
 
 import pytest
 
+# Whether the user set COLUMNS, decided once in the first process (pytest's, or xdist's controller) and passed on to
+# the xdist workers, which inherit readline's COLUMNS=80 (below) into their os.environ as if a user had set it.
+_USER_COLUMNS = "HWPROBE_TESTS_USER_COLUMNS"
+os.environ.setdefault(_USER_COLUMNS, "1" if "COLUMNS" in os.environ else "")
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_inherited_columns():
     """pytest imports readline, and GNU readline exports COLUMNS=80 into the process's environment (not into
     os.environ); every hwprobe started by a test would inherit it and, piped, print at 80 columns. A width the
     user set is kept; tests that want one pass COLUMNS themselves."""
-    if "COLUMNS" not in os.environ:
+    if not os.environ[_USER_COLUMNS]:
+        os.environ.pop("COLUMNS", None)
         os.unsetenv("COLUMNS")
     yield
 

@@ -36,6 +36,14 @@ def test_registered_as_pytest11_entry_point():
     assert eps and eps[0].value == "hwprobe.pytest_plugin"
 
 
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch):
+    """The inner pytest is a plain run: under xdist it would inherit the worker's variables, and pytest-benchmark
+    then disables its benchmarks (no stats, no JSON)."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def _run(pytester, *args):
     pytester.makepyfile(test_bench=BENCH)
     out = pytester.path / "bench.json"

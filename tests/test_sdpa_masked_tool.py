@@ -32,10 +32,16 @@ def test_the_table_of_the_h200_run_prices_the_masked_call_beside_it():
 
     lines = sdpa_masked.table(rows, load_profile(PROFILE)).splitlines()
     assert len(lines) == 2 + len(rows) == 2 + len(sdpa_masked.SHAPES)
-    big = next(line for line in lines if line.startswith("| 1 | 32 | 4096 | 4096 | 128 |")).split("|")
-    masked, full, priced = float(big[6]), float(big[7]), float(big[14])
+    priced = {}
+    for line in lines[2:]:
+        cells = line.split("|")
+        priced[tuple(int(c) for c in cells[1:6])] = float(cells[6]), float(cells[7]), float(cells[14])
+    masked, full, price = priced[(1, 32, 4096, 4096, 128)]
     assert 1.8 < masked / full < 2.2                 # the masked call took twice the unmasked one's time
-    assert priced < 0.8 * masked                     # and the predictor prices it too fast: issue 32's open item
+    # the profile's own masked points (gpu.torch_kernels, another lease) price the tool's prefills of 100 us and more
+    # within 10% (the probe replays its calls back to back, the tool one call a replay: the probe reads faster)
+    long = [v for k, v in priced.items() if k[2] == k[3] and v[0] >= 100]
+    assert len(long) >= 12 and all(-0.10 < p / m - 1 < 0.02 for m, _, p in long), long
     assert all(r["verified"] for r in rows)
 
 
@@ -69,7 +75,8 @@ def _pricer(points: list[dict]):
 
     prof = load_profile(PROFILE)
     cal = Calibration.of(prof)
-    return Predictor(prof, "graph", replace(cal, sdpa=SdpaTable(cal.sdpa.points + points)))
+    unmasked = [p for p in cal.sdpa.points if not p.get("masked")]       # the profile's own masked points left out
+    return Predictor(prof, "graph", replace(cal, sdpa=SdpaTable(unmasked + points)))
 
 
 def test_masked_points_price_the_masked_call_and_leave_the_unmasked_one_alone():
