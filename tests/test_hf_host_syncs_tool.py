@@ -1,0 +1,52 @@
+"""tools/hf_host_syncs.py's pure parts: its cases, and a step's figures from profiler events (blocking calls with
+where they ran; the harness's own synchronize, outside every module, and queued async copies left out)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+
+import hf_host_syncs as tool  # noqa: E402
+
+
+def test_cases_parse_and_bad_ones_say_why():
+    assert tool.parse_cases("prefill:1x512, decode:16x1024") == [("prefill", 1, 512), ("decode", 16, 1024)]
+    for bad in ("prefill:1x", "train:1x512", "decode:0x1024", "1x512"):
+        with pytest.raises(ValueError, match="bad case"):
+            tool.parse_cases(bad)
+
+
+def test_a_step_summary_counts_kernels_blocking_calls_and_host_ops():
+    ev = [{"name": "k1", "kind": "kernel", "us": 5.0}, {"name": "k2", "kind": "kernel", "us": 7.0},
+          {"name": "aten::nonzero", "kind": "cpu_op", "us": 300.0, "depth": 0, "top": "aten::nonzero",
+           "module": "Qwen3MoeSparseMoeBlock"},
+          {"name": "cudaStreamSynchronize", "kind": "runtime", "us": 250.0, "depth": 1, "top": "aten::nonzero",
+           "module": "Qwen3MoeSparseMoeBlock"},
+          {"name": "cudaMemcpyAsync", "kind": "runtime", "us": 4.0, "depth": 2, "top": "aten::nonzero",
+           "module": "Qwen3MoeSparseMoeBlock"},
+          {"name": "aten::add", "kind": "cpu_op", "us": 20.0, "depth": 0, "top": "aten::add", "module": "X"},
+          {"name": "aten::add", "kind": "cpu_op", "us": 10.0, "depth": 0, "top": "aten::add", "module": "X"},
+          {"name": "cudaDeviceSynchronize", "kind": "runtime", "us": 900.0, "depth": 0,
+           "top": "cudaDeviceSynchronize", "module": ""}]
+    s = tool.summarize(ev, 0.002)
+    assert (s["wall_us"], s["kernels"], s["kernel_us"]) == (2000.0, 2, 12.0)
+    assert s["blocking"] == [{"name": "cudaStreamSynchronize", "us": 250.0, "top": "aten::nonzero",
+                              "module": "Qwen3MoeSparseMoeBlock"}] and s["blocking_us"] == 250.0
+    assert s["host_ops"][0] == {"op": "aten::nonzero", "calls": 1, "us": 300.0}
+    assert s["host_ops"][1] == {"op": "aten::add", "calls": 2, "us": 30.0}
+    doc = {"gpu": "G", "torch": "t", "transformers": "x", "layers": 4,
+           "steps": [{"model": "m", "phase": "prefill", "batch": 1, "length": 512, **s}]}
+    row = tool.table(doc).splitlines()[-1]
+    assert row.startswith("| m | prefill | 1 x 512 | 2000 | 2 | 12 | 1000.0 | 1 | 250 |")
+    assert "aten::nonzero: Qwen3MoeSparseMoeBlock" in row
+
+
+def test_bad_arguments_exit_2(capsys):
+    with pytest.raises(SystemExit) as e:
+        tool.main([])
+    assert e.value.code == 2 and "--out" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        tool.main(["--table", "/nonexistent.json"])
+    assert e.value.code == 2

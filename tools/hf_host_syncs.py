@@ -1,0 +1,206 @@
+"""Where an eager transformers step's host time goes, and where the host waits for the GPU (issue 32).
+
+The eager runtimes (``eager``, and ``hf-compiled``'s prefill) are priced as a host queue: the host issues each kernel
+in a fixed time and runs ahead while a long kernel runs (hwprobe.predict.model ``host_queue``). A step that copies a
+device value to the host (``.item()``, ``.tolist()``, ``nonzero``, a boolean test of a tensor) breaks that: the host
+stops until the GPU has drained its queue. qwen3-30b-a3b's eager steps took about twice a dense model's host time
+per kernel on the H200 (13.4 ms for 384 kernels at 1 x 512 against Llama-3.2-1B's 5.0 ms for 184), and the queue
+cannot say why without knowing where the step waits.
+
+This runs one eager step of each model under torch.profiler (CPU and CUDA), as tools/validate_hf_llm.py builds it
+(transformers' own classes from config.json, random BF16 weights made on the GPU, the layer count cut), and
+reports per step: the wall time, the kernels launched and their GPU time, the host time of every blocking CUDA
+runtime call (synchronizations and device-to-host copies) with the top-level aten op and Python module it sits
+under, and the host time per top-level aten op kind.
+
+    python3 tools/hf_host_syncs.py --out DIR [--configs A,B] [--cases prefill:1x512,decode:1x1024]   # on the GPU
+    python3 tools/hf_host_syncs.py --table FILE                                                      # anywhere
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+DEFAULT_CONFIGS = "qwen3-30b-a3b.json,llama-3.2-1b.json"
+DEFAULT_CASES = "prefill:1x512,decode:1x1024"
+# CUDA runtime calls in which the host waits for the device
+BLOCKING = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+            "cudaMemcpyAsync", "cudaStreamWaitEvent")
+
+
+def parse_cases(text: str) -> list[tuple[str, int, int]]:
+    """'prefill:1x512,decode:1x1024' -> [("prefill", 1, 512), ("decode", 1, 1024)]."""
+    out = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        phase, _, shape = item.partition(":")
+        try:
+            b, n = (int(x) for x in shape.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"bad case {item!r}: want PHASE:BATCHxLENGTH") from None
+        if phase not in ("prefill", "decode") or b < 1 or n < 1:
+            raise ValueError(f"bad case {item!r}: phase prefill or decode, batch and length >= 1")
+        out.append((phase, b, n))
+    return out
+
+
+def summarize(events: list[dict], wall_s: float) -> dict:
+    """One profiled step's events (``name``, ``kind`` cpu_op / runtime / kernel, ``us``, ``top``: the top-level aten
+    op above it, ``module``: the innermost nn.Module) and its unprofiled wall time -> the step's figures. A blocking
+    call's host time is how long the host waited there (under the profiler, which slows the host)."""
+    kernels = [e for e in events if e["kind"] == "kernel"]
+    blocking = [e for e in events if e["kind"] == "runtime" and e["name"].startswith(BLOCKING) and e.get("module")
+                and not (e["name"].startswith("cudaMemcpyAsync") and e["us"] < 20)]      # an async copy that queued;
+    #                                                      outside every module: the harness's own synchronize
+    by_op: dict[str, list[float]] = {}
+    for e in events:
+        if e["kind"] == "cpu_op" and e.get("depth", 0) == 0:
+            by_op.setdefault(e["name"], []).append(e["us"])
+    return {"wall_us": wall_s * 1e6, "kernels": len(kernels), "kernel_us": sum(e["us"] for e in kernels),
+            "blocking": [{k: e.get(k) for k in ("name", "us", "top", "module")} for e in blocking],
+            "blocking_us": sum(e["us"] for e in blocking),
+            "host_ops": sorted(({"op": k, "calls": len(v), "us": sum(v)} for k, v in by_op.items()),
+                               key=lambda r: -r["us"])}
+
+
+MARK = "module:"                         # record_function markers around each nn.Module's forward (module_marks)
+
+
+def events_of(prof) -> list[dict]:
+    """torch.profiler's events as plain dicts: the kernels (counted as the validation counts them: hf_host's
+    ``kernel_events``), the aten ops (``depth``: how many aten ops they run under; ``top``: the outermost of those;
+    ``module``: the innermost nn.Module marked around them) and the CUDA runtime calls (the same). The module
+    markers themselves are left out."""
+    from hwprobe.probes.calibration.hf_host import kernel_events
+
+    out = [{"name": n, "kind": "kernel", "us": us} for n, us in kernel_events(prof)]
+    for e in prof.events():
+        if str(getattr(e, "device_type", "")).endswith("CUDA") or e.name.startswith(MARK):
+            continue
+        chain, p = [], e.cpu_parent
+        while p is not None:
+            chain.append(p.name)
+            p = p.cpu_parent
+        ops = [c for c in chain if not c.startswith(MARK)]
+        module = next((c[len(MARK):] for c in chain if c.startswith(MARK)), "")
+        out.append({"name": e.name, "kind": "runtime" if e.name.startswith("cuda") else "cpu_op",
+                    "us": float(e.cpu_time_total), "depth": len(ops), "top": ops[-1] if ops else e.name,
+                    "module": module})
+    return out
+
+
+def module_marks(torch, model) -> list:
+    """A record_function marker around every module's forward (forward hooks), so that each op and runtime call
+    names the module it ran in (torch.profiler's with_modules covers TorchScript only). Returns the hook handles."""
+    from torch.profiler import record_function
+
+    stack: list = []
+
+    def enter(mod, _inp):
+        rf = record_function(MARK + type(mod).__name__)
+        rf.__enter__()
+        stack.append(rf)
+
+    def leave(_mod, _inp, _out):
+        stack.pop().__exit__(None, None, None)
+
+    return [h for m in model.modules() for h in (m.register_forward_pre_hook(enter), m.register_forward_hook(leave))]
+
+
+def measure(configs: str, cases: list[tuple[str, int, int]], layers: int) -> dict:
+    import torch
+    import transformers
+    from torch.profiler import ProfilerActivity, profile
+    from validate_hf_llm import Bench, load_configs
+
+    out = {"torch": torch.__version__, "transformers": transformers.__version__,
+           "gpu": torch.cuda.get_device_name(), "layers": layers, "steps": []}
+    for name, c in load_configs(configs, layers).items():
+        bench = Bench(c["config"], reps=20, warmup=3)
+        for phase, batch, length in cases:
+            call, reset, _, _ = bench.step("eager", phase, batch, length)
+            with torch.inference_mode():
+                for _ in range(3):                   # warm: the first calls load kernels and plan
+                    reset()
+                    call()
+                torch.cuda.synchronize()
+                reset()
+                hooks = module_marks(torch, bench.model)
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                    t0 = time.perf_counter()
+                    call()
+                    torch.cuda.synchronize()
+                    wall = time.perf_counter() - t0
+                for h in hooks:
+                    h.remove()
+                walls = []
+                for _ in range(10):                  # the step's own wall time, without the profiler's cost
+                    reset()
+                    torch.cuda.synchronize()
+                    t1 = time.perf_counter()
+                    call()
+                    torch.cuda.synchronize()
+                    walls.append(time.perf_counter() - t1)
+            evs = events_of(prof)
+            row = {"model": name, "phase": phase, "batch": batch, "length": length,
+                   **summarize(evs, sorted(walls)[len(walls) // 2]), "profiled_wall_us": wall * 1e6}
+            out["steps"].append(row)
+            print(f"{name} {phase} {batch}x{length}: {row['wall_us']:.0f} us wall, {row['kernels']} kernels "
+                  f"({row['kernel_us']:.0f} us GPU), {len(row['blocking'])} blocking calls "
+                  f"({row['blocking_us']:.0f} us)", flush=True)
+        del bench
+        torch.cuda.empty_cache()
+    return out
+
+
+def table(doc: dict) -> str:
+    lines = [f"{doc['gpu']}, torch {doc['torch']}, transformers {doc['transformers']}, {doc['layers']} layers",
+             "", "| model | phase | batch x length | wall us | kernels | GPU us | host us / kernel | blocking calls "
+             "| blocking us | where (top op: module) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for s in doc["steps"]:
+        where = sorted({f"{b['top']}: {b['module']}" for b in s["blocking"]})
+        per = s["wall_us"] / s["kernels"] if s["kernels"] else 0.0
+        lines.append(f"| {s['model']} | {s['phase']} | {s['batch']} x {s['length']} | {s['wall_us']:.0f} | "
+                     f"{s['kernels']} | {s['kernel_us']:.0f} | {per:.1f} | {len(s['blocking'])} | "
+                     f"{s['blocking_us']:.0f} | {'; '.join(where)[:200]} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, help="write DIR/hf_host_syncs.json (runs on the GPU)")
+    ap.add_argument("--table", type=Path, help="print a run's JSON as a table")
+    ap.add_argument("--configs", default=DEFAULT_CONFIGS, help="comma list of config.json names in "
+                    "tests/data/llm_configs, paths, or built-in names")
+    ap.add_argument("--cases", default=DEFAULT_CASES, help="PHASE:BATCHxLENGTH, comma separated")
+    ap.add_argument("--layers", type=int, default=4)
+    args = ap.parse_args(argv)
+    if (args.out is None) == (args.table is None):
+        ap.error("give --out (measure) or --table (print)")
+    if args.table:
+        try:
+            print(table(json.loads(args.table.read_text())))
+        except (OSError, ValueError, KeyError) as e:
+            ap.error(f"{args.table}: {e}")
+        return 0
+    try:
+        cases = parse_cases(args.cases)
+    except ValueError as e:
+        ap.error(str(e))
+    from validate_hf_llm import DATA
+
+    configs = ",".join(str(DATA / c) if (DATA / c).exists() else c for c in args.configs.split(",") if c)
+    doc = measure(configs, cases, args.layers)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "hf_host_syncs.json").write_text(json.dumps(doc, indent=1) + "\n")
+    print(table(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
