@@ -76,3 +76,25 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         add.main([str(tmp_path), str(PROFILE)])
     assert e.value.code == 2 and "holds no profile.json" in capsys.readouterr().err
+
+
+def test_the_masked_sdpa_points_merge_back_beside_the_unmasked_table(tmp_path):
+    """The H200 generic profile without its masked SDPA points, with the real add32 run merged back by
+    ``--sdpa-masked``, is the committed profile: the 28 masked points join, the unmasked table stays the profile's own
+    (the run's BF16 unmasked points are not merged), and merging again replaces them rather than adding."""
+    h200 = ROOT / "profiles/h200-sxm/2026-11-27-predict-generic"
+    run = h200 / "added/20261128T151828Z-vm-nvidia-h200"
+    target = tmp_path / "p"
+    target.mkdir()
+    full = json.loads((h200 / "profile.json").read_text())
+    doc = json.loads(json.dumps(full))
+    doc["calibration"]["sdpa"]["points"] = [p for p in doc["calibration"]["sdpa"]["points"] if not p.get("masked")]
+    (target / "profile.json").write_text(json.dumps(doc))
+    shutil.copy(h200 / "measurements.jsonl.gz", target)
+    for _ in range(2):
+        got = add.merge(run, target, [], [], sdpa_masked=True)
+        assert got["points"] == 28 and got["records"] > 0
+        merged = json.loads((target / "profile.json").read_text())["calibration"]["sdpa"]["points"]
+        assert merged == full["calibration"]["sdpa"]["points"]
+    with pytest.raises(SystemExit, match="no masked SDPA points"):
+        add.merge(RUN, target, [], [], sdpa_masked=True)

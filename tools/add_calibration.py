@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hwprobe.probes.calibration.grids import conv_family, shape_key  # noqa: E402
+from hwprobe.probes.calibration.pruned import point_key  # noqa: E402
 from hwprobe.results import records_text  # noqa: E402
 
 
@@ -63,9 +64,8 @@ def merge(run: Path, profile: Path, framework: list[str], conv: list[str], curve
         if not new or not cal.get("sdpa"):
             raise SystemExit("add_calibration: error: the run has no masked SDPA points, or the profile no SDPA "
                              "table to add them to")
-        shape = lambda p: tuple(sorted((k, v) for k, v in p.items() if k != "time_s"))     # noqa: E731
-        keys = {shape(p) for p in new}
-        cal["sdpa"]["points"] = [p for p in cal["sdpa"]["points"] if shape(p) not in keys] + new
+        keys = {point_key(p) for p in new}
+        cal["sdpa"]["points"] = [p for p in cal["sdpa"]["points"] if point_key(p) not in keys] + new
         added["points"] += len(new)
     dest = profile / "added" / run.name
     if dest.resolve() != run.resolve():
