@@ -61,7 +61,7 @@ def test_readme_documents_the_models_extra_the_probe_key_and_the_test_time():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert "models" in extras and "'.[models]'" in README
     assert 'probe = "gpu.gemm"' in COMMANDS
-    assert "about 6 minutes on 2 cores" in README
+    assert "about 4 minutes on 2 cores" in README
 
 
 def test_layer_csv_m_is_one_side_and_a_pixel_count_is_refused(tmp_path):
