@@ -40,6 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 # --- costs -------------------------------------------------------------------------------------------------
+def environment(run_dir: Path) -> dict:
+    return json.loads((run_dir / "environment.json").read_text())
+
+
 @dataclass
 class ProbeCost:
     probe: str
@@ -48,13 +52,13 @@ class ProbeCost:
     records: int
 
 
-def costs(run_dir: Path) -> tuple[list[ProbeCost], list[tuple[float, str]]]:
-    """Per probe (slowest first) and the records by their own wall time (slowest first, where recorded)."""
+def costs(run_dir: Path, env: dict | None = None) -> tuple[list[ProbeCost], list[tuple[float, str]]]:
+    """Per probe (slowest first) and the records by their own wall time (slowest first, where recorded). ``env``:
+    the run's environment.json where the caller has read it already."""
     from hwprobe import keys as K
     from hwprobe.results import read_measurements
 
-    env = json.loads((run_dir / "environment.json").read_text())
-    secs = env.get("probe_seconds") or {}
+    secs = (env if env is not None else environment(run_dir)).get("probe_seconds") or {}
     ms = read_measurements(run_dir)
     timed: dict[str, dict[tuple, float]] = {}     # a ceiling record repeats its best point's samples: count once
     for m in ms:
@@ -63,10 +67,6 @@ def costs(run_dir: Path) -> tuple[list[ProbeCost], list[tuple[float, str]]]:
            for p, w in secs.items()]
     slow = sorted(((float(m.params[K.WALL_S]), m.metric) for m in ms if K.WALL_S in m.params), reverse=True)
     return sorted(out, key=lambda c: -c.wall_s), slow
-
-
-def environment(run_dir: Path) -> dict:
-    return json.loads((run_dir / "environment.json").read_text())
 
 
 def outside_probes(env: dict) -> dict[str, float]:
@@ -102,9 +102,11 @@ def run_costs(a) -> int:
     for run in (a.run, a.against) if a.against else (a.run,):
         if not (run / "environment.json").exists() or records_file(run) is None:
             return fail(f"{run}: not a results directory (environment.json and measurements.jsonl)")
-    probes, slow = costs(a.run)
+    env = environment(a.run)          # each run's environment.json read once
+    probes, slow = costs(a.run, env)
     if a.against:                     # an A/B: the same probes in an older run, side by side
-        rows = compare(probes, costs(a.against)[0])
+        old_env = environment(a.against)
+        rows = compare(probes, costs(a.against, old_env)[0])
         cell = lambda x: f"{x:8.1f}" if x is not None else f"{'-':>8}"   # noqa: E731
         print(f"{'probe':<20} {'old s':>8} {'new s':>8} {'new-old':>8}")
         for p, o, n in rows:
@@ -112,7 +114,7 @@ def run_costs(a) -> int:
             print(f"{p:<20} {cell(o)} {cell(n)} {d}")
         to, tn = (sum(x or 0 for x in col) for col in ([r[1] for r in rows], [r[2] for r in rows]))
         print(f"{'total':<20} {to:8.1f} {tn:8.1f} {tn - to:+8.1f}")
-        o, n = outside_probes(environment(a.against)), outside_probes(environment(a.run))
+        o, n = outside_probes(old_env), outside_probes(env)
         for k in o:
             print(f"{k:<20} {o[k]:8.1f} {n[k]:8.1f} {n[k] - o[k]:+8.1f}")
         return 0
@@ -120,7 +122,6 @@ def run_costs(a) -> int:
     for c in probes:
         print(f"{c.probe:<20} {c.wall_s:8.1f} {c.samples_s:10.1f} {c.wall_s - c.samples_s:8.1f} {c.records:8d}")
     print(f"{'total':<20} {sum(c.wall_s for c in probes):8.1f} {sum(c.samples_s for c in probes):10.1f}")
-    env = environment(a.run)
     print("; ".join(f"{k} {v:.1f} s" for k, v in outside_probes(env).items()))
     for line in settle_lines(env):
         print("settle: " + line)
