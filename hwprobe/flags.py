@@ -16,6 +16,7 @@ class Code(_Words):
     """The flag codes that code reads (others are only shown)."""
 
     ABOVE_THEORY = "above_theory"
+    BEST_ABOVE_THEORY = "best_above_theory"
     CLOCK_DISAGREEMENT = "clock_disagreement"
     CLOCK_LAG = "clock_lag"
     THEORY_CLOCK_MOVED = "theory_clock_moved"

@@ -262,3 +262,28 @@ def test_clock_readings_are_kept_by_source_and_flagged_once():
 def test_a_cpu_at_exactly_its_max_clock_is_not_moved():
     m = _cpu_fma(90e9, [2896.0])
     assert m.params["theory_clock_source"] == "max" and m.flags == []
+
+
+def test_a_best_above_theory_is_flagged_and_withheld_while_the_median_stands():
+    # the H200 gate's DFMA: median at 99.9% of theory, two samples 4% short, so best read 104.4%
+    m = _m(850 * T, {"kernel_sm_mhz": [1980.0]})
+    m.best, m.samples_s = 1.044 * 132 * 4096 * 1.98e9, [0.00988, 0.009454, 0.00990]
+    judge(m, _h200())
+    assert m.valid and m.best is None
+    assert len(m.flags) == 1 and m.flags[0].startswith("best_above_theory: ")
+    assert "(fastest sample 9.454 ms): a timing artifact" in m.flags[0]
+
+
+def test_a_best_within_theory_is_kept():
+    m = _m(850 * T, {"kernel_sm_mhz": [1980.0]})
+    m.best = 1.02 * 132 * 4096 * 1.98e9
+    judge(m, _h200())
+    assert m.best == pytest.approx(1.02 * 132 * 4096 * 1.98e9) and m.flags == []
+
+
+def test_an_invalid_value_keeps_its_own_verdict_and_its_best():
+    m = _m(1000 * T, {"kernel_sm_mhz": [1700.0]})
+    m.best = 1100 * T
+    judge(m, _h200())
+    assert not m.valid and m.best == 1100 * T
+    assert not any(f.startswith("best_above_theory") for f in m.flags)
