@@ -31,6 +31,12 @@ def test_parse_cases_and_plan():
                  ("hf-compiled", "prefill", 1, 512), ("hf-compiled", "decode", 16, 2048)]
 
 
+def test_the_host_is_read_around_the_cases_of_every_runtime_priced_with_it():
+    assert val.host_priced(["eager"]) and val.host_priced(["hf-compiled"])     # hf-compiled's prefill: op by op
+    assert val.host_priced(["hf", "hf-compiled"])
+    assert not val.host_priced(["hf"])
+
+
 def test_kernel_cases_lists_every_case_only_for_the_named_models():
     from types import SimpleNamespace
 

@@ -20,9 +20,9 @@ Runtimes, as hwprobe.lowering.llm.runtimes defines them:
   after the models (``host_before``, ``host_after``): the host is part of what eager measures, and each lent
   machine's differs. ``--rounds 3`` measures every case three times, the cases in turn: a lent host's disturbances
   (one case's median once read 5.46 ms where its fastest step took 3.74) spread over the cases. With the eager
-  runtime the tiny Llama's step is also timed before each model's first round and after every round: each case
-  carries the mean of the readings around its rounds (``host_kernel_s``), since a lent host's speed moved 1.8x
-  between one model's rounds.
+  runtime, or hf-compiled (its prefill is launched op by op), the tiny Llama's step is also timed before each model's
+  first round and after every round: each case carries the mean of the readings around its rounds
+  (``host_kernel_s``), since a lent host's speed moved 1.8x between one model's rounds.
 MoE models decode with ``experts_implementation="batched_mm"`` and prefill with transformers' default, as
 ``generate`` switches them (``_optimize_model_for_decode``). Random weights route unevenly: qwen3-30b-a3b's routers
 sent up to 4086 of 4096 prefill tokens to one expert in a layer (2026-11-28), where a trained router is trained
@@ -172,6 +172,14 @@ def plan(runtimes: list[str], prefill: list[tuple[int, int]], decode: list[tuple
         out += [(rt, "prefill", b, n) for b, n in prefill]
         out += [(rt, "decode", b, n) for b, n in (compiled_decode if rt == "hf-compiled" else decode)]
     return out
+
+
+def host_priced(runtimes: list[str]) -> bool:
+    """Whether any phase of these runtimes is priced with the host in it (eager; hf-compiled's prefill, launched op
+    by op), so that each case needs the host read around its rounds."""
+    from hwprobe.lowering.llm.runtimes import RUNTIMES as LOWERED
+
+    return any(LOWERED[r].pricing(p) == "eager" for r in runtimes if r in LOWERED for p in ("prefill", "decode"))
 
 
 def clocks() -> dict:
@@ -648,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
            "models": {k: {kk: vv for kk, vv in v.items()} for k, v in configs.items()},
            "cases": [], "kernels": [], "errors": []}
     out["host_before"] = host_calibration(torch)
-    clock = HostClock(torch) if "eager" in args.runtimes and "hf" in out["host_before"] else None
+    clock = HostClock(torch) if host_priced(args.runtimes) and "hf" in out["host_before"] else None
     for name, c in configs.items():
         run_model(name, c["config"], args, out, clock)
     out["host_after"] = host_calibration(torch)
