@@ -67,3 +67,70 @@ def test_the_h200_run_reads_back_with_the_moe_syncs_where_they_ran():
     assert not any(b["module"] == "Qwen3MoeExperts" for b in steps[("qwen3-30b-a3b", "decode")]["blocking"])
     assert moe["wall_us"] > 2 * steps[("llama-3.2-1b", "prefill")]["wall_us"]
     assert len(tool.table(doc).splitlines()) == 4 + len(doc["steps"])
+
+
+class _Handle:
+    def __init__(self, hooks, fn):
+        self.hooks, self.fn = hooks, fn
+
+    def remove(self):
+        self.hooks.remove(self.fn)
+
+
+class _Module:
+    """A stand-in nn.Module: hooks called around ``body`` as torch calls them around forward."""
+
+    def __init__(self, body, children=()):
+        self.body, self.children, self.pre, self.post = body, list(children), [], []
+
+    def modules(self):
+        yield self
+        for c in self.children:
+            yield from c.modules()
+
+    def register_forward_pre_hook(self, fn):
+        self.pre.append(fn)
+        return _Handle(self.pre, fn)
+
+    def register_forward_hook(self, fn):
+        self.post.append(fn)
+        return _Handle(self.post, fn)
+
+    def __call__(self):
+        for h in list(self.pre):
+            h(self, ())
+        self.body()
+        for h in list(self.post):
+            h(self, (), None)
+
+
+def test_the_sync_census_counts_each_synchronizing_line_in_its_module_and_times_modules_apart():
+    import types
+    import warnings
+
+    modes = []
+    cuda = types.SimpleNamespace(synchronize=lambda: None, set_sync_debug_mode=modes.append)
+    torch = types.SimpleNamespace(cuda=cuda)
+    # a transformers source line that synchronizes: a warning raised from a file under /transformers/, as PyTorch's
+    # sync debug mode raises it from the Python line that called the op
+    code = compile("def route():\n    if modes[-1] == 'warn':\n        warn('called a synchronizing CUDA operation')\n",
+                   "/site-packages/transformers/integrations/moe.py", "exec")
+    ns = {"warn": warnings.warn, "modes": modes}
+    exec(code, ns)
+
+    class Qwen3MoeExperts(_Module):
+        pass
+
+    experts = Qwen3MoeExperts(lambda: (ns["route"](), ns["route"]()))
+    model = _Module(lambda: (experts(), modes[-1] == "warn" and warnings.warn("unrelated", stacklevel=1)), [experts])
+    out = tool.sync_census(torch, model, model, lambda: None)
+    assert out["syncs"] == [{"module": "Qwen3MoeExperts", "where": "moe.py:3", "count": 2}]   # (no source to read)
+    assert modes == ["warn", 0]                                  # the debug mode is left off again
+    assert set(out["module_host_us"]) == {"_Module", "Qwen3MoeExperts"}
+    assert all(v >= 0 for v in out["module_host_us"].values())
+    assert not model.pre and not experts.post                   # the hooks are removed
+    doc = {"gpu": "G", "torch": "t", "transformers": "x", "layers": 4,
+           "steps": [{"model": "m", "phase": "prefill", "batch": 1, "length": 512, "wall_us": 1.0, "blocking": [],
+                      "blocking_us": 0, "host_ops": [], **out}]}
+    row = tool.table(doc).splitlines()[-1]
+    assert row.startswith("| m | prefill | 1 x 512 | 2 x Qwen3MoeExperts: moe.py:3 | ")

@@ -13,7 +13,14 @@ reports per step: the wall time (unprofiled, and under the profiler), the host t
 runtime call (synchronizations and device-to-host copies) with the top-level aten op and Python module it sits
 under, and the host time per top-level aten op kind.
 
-    python3 tools/hf_host_syncs.py --out DIR [--configs A,B] [--cases prefill:1x512,decode:1x1024]   # on the GPU
+The profiler's view of a wait is a threshold guess (a device-to-host copy that found the GPU idle takes as long as
+an asynchronous one that queued), so each step is also run once, unprofiled, under PyTorch's sync debug mode
+(``torch.cuda.set_sync_debug_mode("warn")``): every call that synchronizes warns, and ``syncs`` counts them by the
+module they ran in and the transformers source line that made them. A third call times each module's own host
+time (forward hooks, its children's taken out; ``module_host_us``), with no profiler in the way.
+
+    python3 tools/hf_host_syncs.py --out DIR [--configs A,B] [--cases prefill:1x512,decode:1x1024] \
+        [--runtime eager|hf-compiled]                                                              # on the GPU
     python3 tools/hf_host_syncs.py --table FILE                                                      # anywhere
 """
 
@@ -94,6 +101,62 @@ def events_of(prof) -> list[dict]:
     return out
 
 
+def sync_census(torch, model, call, reset) -> dict:
+    """One unprofiled call under the sync debug mode: each synchronizing call counted by (module, transformers source
+    line); then one more call with only the module hooks timing each module's own host seconds (its children's
+    taken out, waits at its syncs included)."""
+    import traceback
+    import warnings
+
+    stack: list = []                     # (module class, start, [children's seconds])
+    host: dict[str, float] = {}
+    found: dict[tuple[str, str], int] = {}
+
+    def enter(mod, _inp):
+        stack.append((type(mod).__name__, time.perf_counter(), [0.0]))
+
+    def leave(_mod, _inp, _out):
+        name, t0, child = stack.pop()
+        dt = time.perf_counter() - t0
+        host[name] = host.get(name, 0.0) + dt - child[0]
+        if stack:
+            stack[-1][2][0] += dt
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if "synchroniz" not in str(message):
+            return
+        frames = [f for f in traceback.extract_stack()[:-1] if "/transformers/" in f.filename]
+        f = frames[-1] if frames else None
+        where = f"{Path(f.filename).name}:{f.lineno} {(f.line or '').strip()}".strip() if f else \
+            f"{Path(filename).name}:{lineno}"
+        key = (stack[-1][0] if stack else "", where[:160])
+        found[key] = found.get(key, 0) + 1
+
+    hooks = [h for m in model.modules() for h in (m.register_forward_pre_hook(enter), m.register_forward_hook(leave))]
+    try:
+        reset()
+        torch.cuda.synchronize()
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = show
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                call()
+            finally:
+                torch.cuda.set_sync_debug_mode(0)
+        torch.cuda.synchronize()
+        host.clear()
+        reset()
+        torch.cuda.synchronize()
+        call()
+        torch.cuda.synchronize()
+    finally:
+        for h in hooks:
+            h.remove()
+    return {"syncs": [{"module": m, "where": w, "count": n} for (m, w), n in sorted(found.items())],
+            "module_host_us": {k: round(v * 1e6, 1) for k, v in sorted(host.items(), key=lambda kv: -kv[1])}}
+
+
 def module_marks(torch, model) -> list:
     """A record_function marker around every module's forward (forward hooks), so that each op and runtime call
     names the module it ran in (torch.profiler's with_modules covers TorchScript only). Returns the hook handles."""
@@ -112,18 +175,22 @@ def module_marks(torch, model) -> list:
     return [h for m in model.modules() for h in (m.register_forward_pre_hook(enter), m.register_forward_hook(leave))]
 
 
-def measure(configs: str, cases: list[tuple[str, int, int]], layers: int) -> dict:
+def measure(configs: str, cases: list[tuple[str, int, int]], layers: int, runtime: str = "eager") -> dict:
     import torch
     import transformers
     from torch.profiler import ProfilerActivity, profile
     from validate_hf_llm import Bench, load_configs
 
+    from hwprobe.probes.calibration.hf_host import event_times
+
     out = {"torch": torch.__version__, "transformers": transformers.__version__,
-           "gpu": torch.cuda.get_device_name(), "layers": layers, "steps": []}
+           "gpu": torch.cuda.get_device_name(), "layers": layers, "runtime": runtime, "steps": []}
     for name, c in load_configs(configs, layers).items():
         bench = Bench(c["config"], reps=20, warmup=3)
         for phase, batch, length in cases:
-            call, reset, _, _ = bench.step("eager", phase, batch, length)
+            if runtime == "hf-compiled" and phase == "decode":
+                continue                             # compiled: a CUDA graph, no host in the step
+            call, reset, _, _ = bench.step(runtime, phase, batch, length)
             with torch.inference_mode():
                 for _ in range(3):                   # warm: the first calls load kernels and plan
                     reset()
@@ -138,20 +205,15 @@ def measure(configs: str, cases: list[tuple[str, int, int]], layers: int) -> dic
                     wall = time.perf_counter() - t0
                 for h in hooks:
                     h.remove()
-                walls = []
-                for _ in range(10):                  # the step's own wall time, without the profiler's cost
-                    reset()
-                    torch.cuda.synchronize()
-                    t1 = time.perf_counter()
-                    call()
-                    torch.cuda.synchronize()
-                    walls.append(time.perf_counter() - t1)
+                census = sync_census(torch, bench.model, call, reset)
+                walls = event_times(torch, call, reset, 10)   # the step's own time, as the validation times it
             evs = events_of(prof)
             row = {"model": name, "phase": phase, "batch": batch, "length": length,
-                   **summarize(evs, sorted(walls)[len(walls) // 2]), "profiled_wall_us": wall * 1e6}
+                   **summarize(evs, sorted(walls)[len(walls) // 2]), "profiled_wall_us": wall * 1e6, **census}
             out["steps"].append(row)
             print(f"{name} {phase} {batch}x{length}: {row['wall_us']:.0f} us wall, {len(row['blocking'])} "
-                  f"blocking calls ({row['blocking_us']:.0f} us)", flush=True)
+                  f"blocking calls ({row['blocking_us']:.0f} us), {sum(x['count'] for x in row['syncs'])} syncs",
+                  flush=True)
         del bench
         torch.cuda.empty_cache()
     return out
@@ -171,6 +233,16 @@ def table(doc: dict) -> str:
         lines.append(f"| {s['model']} | {s['phase']} | {s['batch']} x {s['length']} | {s['wall_us']:.0f} | "
                      f"{s.get('profiled_wall_us', 0):.0f} | {len(s['blocking'])} | {s['blocking_us']:.0f} | "
                      f"{'; '.join(where)[:200]} | {ops} |")
+    steps = [s for s in doc["steps"] if "syncs" in s]      # runs before the sync census have none
+    if steps:
+        lines += ["", "Synchronizing calls (sync debug mode, one unprofiled call) and each module's own host time "
+                  "(us, unprofiled, its children's taken out):", "",
+                  "| model | phase | batch x length | syncs (count x module: transformers line) | host us by module |",
+                  "|---|---|---|---|---|"]
+        for s in steps:
+            syncs = "; ".join(f"{x['count']} x {x['module']}: {x['where']}" for x in s["syncs"]) or "none"
+            host = ", ".join(f"{k} {v:.0f}" for k, v in list(s["module_host_us"].items())[:6])
+            lines.append(f"| {s['model']} | {s['phase']} | {s['batch']} x {s['length']} | {syncs} | {host} |")
     return "\n".join(lines)
 
 
@@ -182,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
                     "tests/data/llm_configs, paths, or built-in names")
     ap.add_argument("--cases", default=DEFAULT_CASES, help="PHASE:BATCHxLENGTH, comma separated")
     ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--runtime", choices=("eager", "hf-compiled"), default="eager",
+                    help="hf-compiled: its prefill, the static-cache forward launched op by op")
     args = ap.parse_args(argv)
     if (args.out is None) == (args.table is None):
         ap.error("give --out (measure) or --table (print)")
@@ -198,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     from validate_hf_llm import DATA
 
     configs = ",".join(str(DATA / c) if (DATA / c).exists() else c for c in args.configs.split(",") if c)
-    doc = measure(configs, cases, args.layers)
+    doc = measure(configs, cases, args.layers, args.runtime)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "hf_host_syncs.json").write_text(json.dumps(doc, indent=1) + "\n")
     print(table(doc))
