@@ -134,3 +134,18 @@ def test_the_sync_census_counts_each_synchronizing_line_in_its_module_and_times_
                       "blocking_us": 0, "host_ops": [], **out}]}
     row = tool.table(doc).splitlines()[-1]
     assert row.startswith("| m | prefill | 1 x 512 | 2 x Qwen3MoeExperts: moe.py:3 | ")
+
+
+def test_each_ops_own_device_work_is_gathered_by_module_op_and_shapes():
+    dtod = "Memcpy DtoD (Device -> Device)"
+    ev = [{"name": "aten::copy_", "kind": "cpu_op", "us": 9.0, "depth": 2, "top": "aten::contiguous",
+           "module": "Qwen3MoeExperts", "shapes": "[[4096, 768]]", "launched": [[dtod, 37.0]]},
+          {"name": "aten::copy_", "kind": "cpu_op", "us": 8.0, "depth": 2, "top": "aten::contiguous",
+           "module": "Qwen3MoeExperts", "shapes": "[[4096, 768]]", "launched": [[dtod, 35.0]]},
+          {"name": "aten::sort", "kind": "cpu_op", "us": 50.0, "depth": 0, "top": "aten::sort",
+           "module": "Qwen3MoeExperts", "shapes": "[[32768]]", "launched": [["radix", 5.0], ["scan", 1.0]]}]
+    got = {(r["top"], r["op"]): r for r in tool.summarize(ev, 0.001)["op_launches"]}
+    assert got[("aten::contiguous", "aten::copy_")] == {
+        "module": "Qwen3MoeExperts", "top": "aten::contiguous", "op": "aten::copy_", "shapes": "[[4096, 768]]",
+        "calls": 2, "launched": 2, "us": 72.0, "names": [dtod]}
+    assert got[("aten::sort", "aten::sort")]["launched"] == 2 and got[("aten::sort", "aten::sort")]["calls"] == 1

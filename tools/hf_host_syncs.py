@@ -68,7 +68,18 @@ def summarize(events: list[dict], wall_s: float) -> dict:
     for e in events:
         if e["kind"] == "cpu_op" and e.get("depth", 0) == 0:
             by_op.setdefault(e["name"], []).append(e["us"])
+    launches: dict[tuple, dict] = {}             # (module, top op, op, shapes) -> calls, device work launched
+    for e in events:
+        if e.get("launched"):
+            r = launches.setdefault((e["module"], e["top"], e["name"], e.get("shapes", "")),
+                                    {"calls": 0, "launched": 0, "us": 0.0, "names": []})
+            r["calls"] += 1
+            r["launched"] += len(e["launched"])
+            r["us"] += sum(us for _, us in e["launched"])
+            r["names"] = sorted(set(r["names"]) | {n for n, _ in e["launched"]})[:6]
     return {"wall_us": wall_s * 1e6, "kernels": len(kernels), "kernel_us": sum(e["us"] for e in kernels),
+            "op_launches": [{"module": m, "top": t, "op": o, "shapes": sh, **r}
+                            for (m, t, o, sh), r in launches.items()],
             "blocking": [{k: e.get(k) for k in ("name", "us", "top", "module")} for e in blocking],
             "blocking_us": sum(e["us"] for e in blocking),
             "host_ops": sorted(({"op": k, "calls": len(v), "us": sum(v)} for k, v in by_op.items()),
@@ -95,9 +106,13 @@ def events_of(prof) -> list[dict]:
             p = p.cpu_parent
         ops = [c for c in chain if not c.startswith(MARK)]
         module = next((c[len(MARK):] for c in chain if c.startswith(MARK)), "")
-        out.append({"name": e.name, "kind": "runtime" if e.name.startswith("cuda") else "cpu_op",
-                    "us": float(e.cpu_time_total), "depth": len(ops), "top": ops[-1] if ops else e.name,
-                    "module": module})
+        row = {"name": e.name, "kind": "runtime" if e.name.startswith("cuda") else "cpu_op",
+               "us": float(e.cpu_time_total), "depth": len(ops), "top": ops[-1] if ops else e.name, "module": module}
+        launched = [k for k in (getattr(e, "kernels", None) or []) if not k.name.startswith(("Memset", "cudaGraph"))]
+        if row["kind"] == "cpu_op" and launched:          # the device work this op itself launched (memcpys too)
+            row["launched"] = [[k.name[:80], float(getattr(k, "duration", 0.0) or 0.0)] for k in launched]
+            row["shapes"] = str(getattr(e, "input_shapes", "") or "")[:160]
+        out.append(row)
     return out
 
 
@@ -198,7 +213,7 @@ def measure(configs: str, cases: list[tuple[str, int, int]], layers: int, runtim
                 torch.cuda.synchronize()
                 reset()
                 hooks = module_marks(torch, bench.model)
-                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
                     t0 = time.perf_counter()
                     call()
                     torch.cuda.synchronize()

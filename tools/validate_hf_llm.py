@@ -381,6 +381,9 @@ class Bench:
         if runtime == "hf-compiled" and phase == "prefill":
             return (lambda: self.model(**args)), reset, False, length
         if runtime == "hf-compiled":
+            reset()
+            self.model(**args)       # eager first: --routing balanced's ids are made outside the compile (made while
+            #                          dynamo traces, they were a CUDA graph's output, overwritten by the next replay)
             fwd = self.model.get_compiled_call(None)
             for _ in range(3):
                 reset()
