@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Re-price every committed transformers comparison after a change to the LLM lowering or the predictor (CPU only,
+# about a minute): each comparison*.md is rewritten as its README says it was made, against the profile it names.
+# compare_hf_llm.py exits 1 when a case misses its target; that is a finding, not a failure here.
+#   bash tools/reprice_hf.sh        (from the repository root, with hwprobe importable; PYTHON to choose one)
+set -uo pipefail
+PY=${PYTHON:-python3}
+cmp() {   # cmp DIR OUT MEASURED ARGS...: DIR/OUT from DIR/MEASURED
+  local dir=$1 out=$2 measured=$3; shift 3
+  "$PY" tools/compare_hf_llm.py "$dir/$measured" "$@" --out "$dir/$out" > /dev/null
+  [[ $? -le 1 ]] || { echo "reprice_hf: $dir/$out failed" >&2; exit 2; }
+}
+for gpu in h200-sxm h100-sxm; do
+  gen=profiles/$gpu/2026-11-27-predict-generic
+  cmp "profiles/$gpu/2026-11-27-hf-llm" comparison.md hf_llm_measured.json.gz --profile "$gen" --tuned llama,qwen3_moe
+  cmp "profiles/$gpu/2026-11-28-hf-eager" comparison.md hf_eager_measured.json.gz --profile "$gen" \
+    --tuned llama,qwen3_moe
+done
+gen=profiles/h200-sxm/2026-11-27-predict-generic
+d=profiles/h200-sxm/2026-11-28-hf-eager-host
+cmp $d comparison.md hf_eager_measured.json.gz --profile $gen --tuned llama,qwen3_moe
+cmp $d comparison-kernels.md hf_eager_kernels.json.gz --profile $gen --tuned llama,qwen3_moe
+d=profiles/h200-sxm/2026-11-28-hf-eager-kv          # (comparison-before.md is the old lowering's, kept as it was)
+cmp $d comparison.md hf_eager_measured.json.gz --profile $gen --tuned llama,qwen3_moe,phi3,gemma2 --host case
+cmp $d comparison-moe.md hf_moe_kernels.json.gz --profile $gen --tuned llama,qwen3_moe,phi3,gemma2 --host case
+cmp profiles/h200-sxm/2026-11-28-hf-moe-balanced comparison.md hf_moe_balanced.json.gz --profile $gen \
+  --tuned llama,qwen3_moe,phi3,gemma2 --host case
+d=profiles/h200x2/2026-11-28-tp2-hf
+cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \
+  --tuned llama,qwen3_moe,phi3,gemma2
+cmp $d comparison-no-collectives.md hf_tp2_measured.json.gz --profile $gen --tuned llama,qwen3_moe,phi3,gemma2
+git status --short -- 'profiles/*comparison*.md'
