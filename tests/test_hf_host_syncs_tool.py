@@ -149,3 +149,24 @@ def test_each_ops_own_device_work_is_gathered_by_module_op_and_shapes():
         "module": "Qwen3MoeExperts", "top": "aten::contiguous", "op": "aten::copy_", "shapes": "[[4096, 768]]",
         "calls": 2, "launched": 2, "us": 72.0, "names": [dtod]}
     assert got[("aten::sort", "aten::sort")]["launched"] == 2 and got[("aten::sort", "aten::sort")]["calls"] == 1
+    doc = {"gpu": "G", "torch": "t", "transformers": "x", "layers": 4,
+           "steps": [{"model": "m", "phase": "prefill", "batch": 1, "length": 512, **tool.summarize(ev, 0.001)}]}
+    rows = [r for r in tool.table(doc).splitlines() if r.startswith("| m | prefill | 1 x 512 | Qwen3MoeExperts |")]
+    assert [r.split(" | ")[4] for r in rows] == ["aten::copy_ (aten::contiguous)", "aten::sort (aten::sort)"]
+
+
+def test_the_committed_op_launches_show_the_moes_device_copies(tmp_path, capsys):
+    """profiles/h200-sxm/2026-11-28-hf-moe-ops: each out-of-place masked_fill of the grouped experts copies its whole
+    input (a DtoD memcpy of S x width), and the table reads the gzipped run."""
+    import gzip
+    import json
+
+    run = Path(__file__).resolve().parents[1] / "profiles/h200-sxm/2026-11-28-hf-moe-ops/hf_moe_ops.json.gz"
+    assert tool.main(["--table", str(run)]) == 0
+    assert "aten::copy_ (aten::masked_fill) | [[131072, 2048], [131072, 2048], []]" in capsys.readouterr().out
+    steps = json.loads(gzip.decompress(run.read_bytes()))["steps"]
+    big = next(s for s in steps if (s["batch"], s["length"]) == (8, 2048))
+    copies = [r for r in big["op_launches"] if r["top"] == "aten::masked_fill" and r["op"] == "aten::copy_"]
+    assert sorted(r["shapes"] for r in copies) == ["[[131072, 1536], [131072, 1536], []]",
+                                                   "[[131072, 2048], [131072, 2048], []]"]
+    assert all(r["calls"] == 4 and r["names"] == ["Memcpy DtoD (Device -> Device)"] for r in copies)

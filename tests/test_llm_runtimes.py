@@ -169,6 +169,28 @@ def test_family_traits_change_the_kernels():
     assert {"experts_histc", "experts_sort"} <= set(pre) and "experts_gather_gate_up" not in pre
 
 
+def test_the_moe_prefill_lists_every_launch_of_transformers_grouped_experts():
+    """What tools/hf_host_syncs.py saw each op of qwen3-30b-a3b's grouped experts launch on an H200
+    (profiles/h200-sxm/2026-11-28-hf-moe-ops): the out-of-place masked_fills copy their whole input first, histc
+    fills its bins, cumsum is two kernels, act and multiply read chunk views, and torch.sort is one kernel and four
+    small launches up to 4096 keys, eleven kernels and a copy above."""
+    def experts(case):
+        ops = [o for o in lower_hf(load(str(DATA / "qwen3-30b-a3b.json")), Step("captured", case, case.context))
+               if o.name.startswith("layers.0.experts_")]
+        return {o.name.removeprefix("layers.0.experts_"): o for o in ops}
+
+    small, big = experts(Case.prefill(1, 512)), experts(Case.prefill(8, 2048))   # 4096 and 131072 keys
+    s, w, h = 8 * 2048 * 8, 768, 2048
+    assert big["mask_up_copy"].kind == big["mask_down_copy"].kind == "copy"
+    assert (big["mask_up_copy"].bytes, big["mask_down_copy"].bytes) == (2 * s * 2 * w * 2, 2 * s * h * 2)
+    assert big["act"].kind == big["act_mul"].kind == "strided"
+    assert {"histc_fill", "cumsum.0", "cumsum.1"} <= set(big)
+    sort_launches = lambda ops: sorted(n.split(".")[0] for n in ops if n.startswith("sort_"))   # noqa: E731
+    assert sort_launches(small) == ["sort_arange"] + ["sort_copy"] * 3
+    assert sort_launches(big) == ["sort_copy"] + ["sort_pass"] * 10
+    assert len(big) - len(small) == 11 - 4                        # nothing else depends on the size
+
+
 def test_sliding_layers_follow_transformers_defaults():
     qwen25 = load(str(DATA / "qwen2.5-7b.json"))                # use_sliding_window false
     assert qwen25.sliding_layers == ()

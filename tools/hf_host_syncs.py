@@ -27,6 +27,7 @@ time (forward hooks, its children's taken out; ``module_host_us``), with no prof
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 import time
@@ -258,6 +259,17 @@ def table(doc: dict) -> str:
             syncs = "; ".join(f"{x['count']} x {x['module']}: {x['where']}" for x in s["syncs"]) or "none"
             host = ", ".join(f"{k} {v:.0f}" for k, v in list(s["module_host_us"].items())[:6])
             lines.append(f"| {s['model']} | {s['phase']} | {s['batch']} x {s['length']} | {syncs} | {host} |")
+    steps = [s for s in doc["steps"] if s.get("op_launches")]
+    if steps:
+        lines += ["", "Ops that launch more than one kernel a call, or a copy (profiled; device us summed over the "
+                  "calls):", "", "| model | phase | batch x length | module | op (under top op) | input shapes | "
+                  "calls | launches | device us | launched |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for s in steps:
+            for r in s["op_launches"]:
+                if r["launched"] > r["calls"] or any(n.startswith("Memcpy") for n in r["names"]):
+                    lines.append(f"| {s['model']} | {s['phase']} | {s['batch']} x {s['length']} | {r['module']} | "
+                                 f"{r['op']} ({r['top']}) | {r['shapes'][:60]} | {r['calls']} | {r['launched']} | "
+                                 f"{r['us']:.0f} | {'; '.join(n[:40] for n in r['names'])} |")
     return "\n".join(lines)
 
 
@@ -276,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give --out (measure) or --table (print)")
     if args.table:
         try:
-            print(table(json.loads(args.table.read_text())))
+            raw = gzip.decompress(args.table.read_bytes()) if args.table.suffix == ".gz" else args.table.read_bytes()
+            print(table(json.loads(raw)))
         except (OSError, ValueError, KeyError) as e:
             ap.error(f"{args.table}: {e}")
         return 0

@@ -61,6 +61,7 @@ from hwprobe.vocab import Precision
 
 A, F32, I64 = 2, 4, 8        # bytes of a BF16/FP16, an FP32 and an int64 element
 MODES = ("captured", "generate", "dynamic")
+SMALL_SORT = 4096      # torch.sort sorts up to this many keys in place (one kernel), more with cub's radix sort
 DICT_MASK_FAMILIES = ("qwen2", "qwen3", "qwen2_moe", "gemma2")   # configs with layer_types: a mask per layer type
 # Families whose transformers 5.17 tp plan is modelled (base_model_tp_plan: q/k/v, gate/up colwise, o/down rowwise;
 # Phi-3's qkv and gate_up colwise_gather_output, o and down rowwise_split_input; qwen3_moe's experts sliced, not
@@ -393,25 +394,43 @@ def _experts_grouped(e: _HF, p: str) -> None:
     each followed by a ``masked_fill``, act, multiply, the routing weights, the inverse permutation, the sum. The
     masked_fills take the sentinel mask as (S, 1), broadcast over the features: PyTorch's non-vectorized broadcast
     template, the bias curve's kernel (the tuned qwen3-30b-a3b's H200 1 x 512 list: 12 of them, 207 us, where the
-    vectorized elementwise curve priced 64 us)."""
+    vectorized elementwise curve priced 64 us).
+
+    Which op launches what (tools/hf_host_syncs.py's op launches, the tuned qwen3-30b-a3b on an H200,
+    ``profiles/h200-sxm/2026-11-28-hf-moe-ops``): the two ``masked_fill`` after the GEMMs are out of place, a device
+    copy of the whole output (a DtoD memcpy, 4.2-4.3 TB/s at 131072 rows) and then the fill in place; ``histc``
+    zero-fills its bins first and ``cumsum`` is two cub kernels; act and multiply read the two halves of gate_up's
+    output, ``chunk`` views, with the non-vectorized template (270 us each at 131072 x 768, where the contiguous
+    curves priced 100 and 140). ``torch.sort`` sorts up to 4096 keys in place (one kernel, three small copies and an
+    ``arange``) and more with cub's radix sort (eleven kernels and a copy): the sort curve times the whole call, so
+    its other launches are listed as tiny kernels, for the count and the host."""
     cfg, r, k, h, w = e.cfg, e.rows, e.cfg.experts_per_tok, e.cfg.hidden, e.expert_ffn
     s = r * k
     e.k(p + "experts_sort", "sort", 4 * s * I64)
+    if s <= SMALL_SORT:
+        e.tiny(p + "experts_sort_copy", 3)
+        e.tiny(p + "experts_sort_arange")
+    else:
+        e.tiny(p + "experts_sort_pass", 10)
+        e.tiny(p + "experts_sort_copy")
     e.tiny(p + "experts_perm_div")
     e.k(p + "experts_gather_tokens", "gather", 2 * s * h * A)
     e.k(p + "experts_gather_weights", "gather", 2 * s * F32)
     e.tiny(p + "experts_ids_int")
+    e.tiny(p + "experts_histc_fill")
     e.k(p + "experts_histc", "reduction", s * 4 + cfg.experts * 4)
-    e.tiny(p + "experts_cumsum")
+    e.tiny(p + "experts_cumsum", 2)
     e.tiny(p + "experts_sentinel", 2)
     e.k(p + "experts_mask_in", "bias", 2 * s * h * A + s)
     used = experts_touched(cfg.experts, k, r)
     rows = math.ceil(s / used)
     e.gemm(p + "experts_gate_up", rows, 2 * w, h, batch=used, backend="grouped_mm")
+    e.k(p + "experts_mask_up_copy", "copy", 4 * s * w * A)
     e.k(p + "experts_mask_up", "bias", 4 * s * w * A + s)
-    e.k(p + "experts_act", "unary", 2 * s * w * A, 8 * s * w)
-    e.k(p + "experts_act_mul", "elementwise", 3 * s * w * A, s * w)
+    e.k(p + "experts_act", "strided", 2 * s * w * A, 8 * s * w)
+    e.k(p + "experts_act_mul", "strided", 3 * s * w * A, s * w)
     e.gemm(p + "experts_down", rows, h, w, batch=used, backend="grouped_mm")
+    e.k(p + "experts_mask_down_copy", "copy", 2 * s * h * A)
     e.k(p + "experts_mask_down", "bias", 2 * s * h * A + s)
     e.k(p + "experts_weight", "bias", 2 * s * h * A + s * F32, s * h)
     e.tiny(p + "experts_inv_perm", 2)
