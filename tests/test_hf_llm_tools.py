@@ -233,11 +233,17 @@ def test_eager_is_priced_with_the_runs_own_host_time_where_it_measured_one(tmp_p
 
 
 def test_each_eager_case_is_priced_with_the_host_read_around_its_rounds():
-    """Readings before round 0 and after every round: a round's host is the mean of the two around it. With --host
-    case, an eager case carrying its own reading is priced with it (a slower host: a longer step), a case without
-    one with the run's before-and-after reading; the graph-priced runtimes do not move."""
-    assert val.around_rounds([10e-6, 30e-6, 20e-6]) == pytest.approx([20e-6, 25e-6])
-    assert val.around_rounds([10e-6]) == [] and val.around_rounds([]) == []
+    """Readings before the first case and after every case's round: a round's host is the mean of the two around it,
+    a case's the median of its rounds (a host that ran at two speeds, as a lent one did, lands on the speed most of
+    the case's rounds saw). With --host case, an eager case carrying its own reading is priced with it (a slower
+    host: a longer step), a case without one with the run's before-and-after reading; the graph-priced runtimes do
+    not move."""
+    h = val.HostRounds(10e-6)
+    for case, reading in ((0, 30e-6), (1, 20e-6), (0, 20e-6), (1, 40e-6), (0, 40e-6), (1, 40e-6)):
+        h.after(case, reading)
+    assert h.of(0) == {"host_kernel_s": pytest.approx(20e-6),
+                       "host_kernel_s_rounds": pytest.approx([20e-6, 20e-6, 40e-6])}
+    assert h.of(1)["host_kernel_s_rounds"] == pytest.approx([25e-6, 30e-6, 40e-6]) and h.of(2) == {}
     doc = synthetic()
     doc["host_before"] = doc["host_after"] = {"eager_op_s": 12e-6, "per_op_s": {}, "hf_eager_kernel_s": 20e-6}
     slow = next(c for c in doc["cases"] if (c["model"], c["runtime"], c["phase"]) == ("llama-3-8b", "eager",

@@ -174,7 +174,7 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str
     per_case = [c["host_kernel_s"] for c in doc.get("cases", []) if c.get("host_kernel_s")]
     if per_case and host == "case":
         lines += [f"Eager-priced cases use transformers' host time per kernel read around each case's own rounds (a "
-                  f"tiny Llama's eager decode step timed before each model's first round and after every round): "
+                  f"tiny Llama's eager decode step timed around them): "
                   f"{min(per_case) * 1e6:.1f}-{max(per_case) * 1e6:.1f} us over {len(per_case)} cases, median "
                   f"{statistics.median(per_case) * 1e6:.1f}; the run's before-and-after reading "
                   f"{(hf or 0) * 1e6:.1f} us.", ""]

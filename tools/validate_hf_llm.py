@@ -21,8 +21,11 @@ Runtimes, as hwprobe.lowering.llm.runtimes defines them:
   machine's differs. ``--rounds 3`` measures every case three times, the cases in turn: a lent host's disturbances
   (one case's median once read 5.46 ms where its fastest step took 3.74) spread over the cases. With the eager
   runtime, or hf-compiled (its prefill is launched op by op), the tiny Llama's step is also timed before each model's
-  first round and after every round: each case carries the mean of the readings around its rounds
-  (``host_kernel_s``), since a lent host's speed moved 1.8x between one model's rounds.
+  first case and after every case's round: each round of a case carries the mean of the two readings around it, and
+  the case the median of its rounds (``host_kernel_s``; the rounds' in ``host_kernel_s_rounds``), as its time is the
+  median of its rounds' samples. A lent host's speed moved 1.8x between one model's rounds (2026-11-28), and 2x
+  between two rounds of one case, with readings taken once per round of all cases missing it (2026-11-28, the
+  hf-compiled run of ``profiles/h200-sxm/2026-11-28-hf-compiled-host``).
 MoE models decode with ``experts_implementation="batched_mm"`` and prefill with transformers' default, as
 ``generate`` switches them (``_optimize_model_for_decode``). Random weights route unevenly: qwen3-30b-a3b's routers
 sent up to 4086 of 4096 prefill tokens to one expert in a layer (2026-11-28), where a trained router is trained
@@ -51,6 +54,7 @@ import argparse
 import datetime
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -481,7 +485,7 @@ def run_model(name: str, d: dict, args, out: dict, clock: HostClock | None = Non
     cases = plan(args.runtimes, parse_cases(args.prefill), parse_cases(args.decode),
                  parse_cases(args.compiled_decode))
     rows, times = [], []
-    readings = [clock.reading()] if clock else []
+    host = HostRounds(clock.reading()) if clock else None
     for rnd in range(args.rounds):          # the cases in turn, round after round: a disturbance spreads over them
         for i, (rt, phase, b, n) in enumerate(cases):
             if rnd == 0:
@@ -500,14 +504,12 @@ def run_model(name: str, d: dict, args, out: dict, clock: HostClock | None = Non
             except Exception as e:  # noqa: BLE001 - out of memory, a capture transformers cannot do: said, skipped
                 rows[i]["skipped"] = f"{type(e).__name__}: {e}"[:300]
             torch.cuda.empty_cache()
-        if clock:
-            readings.append(clock.reading())
-    host = around_rounds(readings)
-    for row, got in zip(rows, times, strict=True):
+            if host:                           # the host just before and just after this case's round
+                host.after(i, clock.reading())
+    for i, (row, got) in enumerate(zip(rows, times, strict=True)):
         if "skipped" not in row and got:
             row.update(merge_rounds(got))
-            if host:
-                row.update(host_kernel_s=sum(host) / len(host), host_kernel_s_rounds=host)
+            row.update(host.of(i) if host else {})
         out["cases"].append(row)
         what = f"{name} {row['runtime']} {row['phase']} b={row['batch']} n={row.get('prompt') or row.get('context')}"
         if "median_s" in row:
@@ -594,9 +596,20 @@ class HostClock:
         return self.hf_host.per_kernel(got, self.kernels)
 
 
-def around_rounds(readings: list[float]) -> list[float]:
-    """Readings taken before round 0 and after every round -> each round's host: the mean of the two around it."""
-    return [(a + b) / 2 for a, b in zip(readings[:-1], readings[1:], strict=True)]
+class HostRounds:
+    """The host readings around each case's rounds, taken in run order: the reading after one case's round is the one
+    before the next case's. A round's host is the mean of the two around it; a case's the median of its rounds."""
+
+    def __init__(self, first: float):
+        self.last, self.rounds = first, {}
+
+    def after(self, case: int, reading: float) -> None:
+        self.rounds.setdefault(case, []).append((self.last + reading) / 2)
+        self.last = reading
+
+    def of(self, case: int) -> dict:
+        got = self.rounds.get(case)
+        return {"host_kernel_s": statistics.median(got), "host_kernel_s_rounds": got} if got else {}
 
 
 def main(argv: list[str] | None = None) -> int:
