@@ -27,6 +27,7 @@ cmp profiles/h200-sxm/2026-11-28-hf-moe-balanced comparison.md hf_moe_balanced.j
   --tuned llama,qwen3_moe,phi3,gemma2 --host case
 d=profiles/h200-sxm/2026-11-28-hf-compiled-host
 cmp $d comparison.md hf_compiled_measured.json.gz --profile $gen --tuned llama,qwen3_moe --host case
+cmp $d comparison-2.md hf_compiled_measured-2.json.gz --profile $gen --tuned llama,qwen3_moe --host case
 cmp $d comparison-moe-balanced.md hf_moe_balanced.json.gz --profile $gen --tuned llama,qwen3_moe --host case
 cmp $d comparison-moe-balanced-decode.md hf_moe_balanced_decode.json --profile $gen --tuned llama,qwen3_moe --host case
 d=profiles/h200x2/2026-11-28-tp2-hf
