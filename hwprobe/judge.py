@@ -57,14 +57,14 @@ def judge(m: Measurement, theory) -> None:
     brought their own theory (interconnect probes) are only checked against it. Its ``best`` (work over the fastest
     sample) is then judged against the same theory."""
     _judge_value(m, theory)
-    _judge_best(m)
+    judge_best(m)
 
 
-def _judge_best(m: Measurement) -> None:
+def judge_best(m: Measurement) -> None:
     """Withhold a ``best`` that theory cannot explain where the value itself stands. The fastest of many samples
     is where a timing artifact lands: an H200's DFMA read two 10-ms samples 4% short in a row at NVML's maximum
     clock, so ``best`` said 104.4% of theory beside a median at 99.9%. It is flagged and dropped, never shown as
-    the hardware's."""
+    the hardware's. Records saved before this judgement are judged as they load (hwprobe.results)."""
     t = m.theory
     if not (m.best and t and t.at_clock) or m.best <= ABOVE_THEORY * t.at_clock:
         return

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hwprobe.errors import InputError
+from hwprobe.judge import judge_best
 from hwprobe.measurement import Measurement
 
 MEASUREMENTS = "measurements.jsonl"
@@ -183,7 +184,9 @@ def load_records(run_dir: Path) -> Records:
                     raise InputError(f"{MEASUREMENTS} in {str(run_dir)!r} has format version {version}, newer "
                                      f"than this hwprobe understands ({RECORDS_VERSION}): upgrade hwprobe")
                 continue
-            out.append(Measurement.from_dict(migrate_record(d) if version < 2 else d))
+            m = Measurement.from_dict(migrate_record(d) if version < 2 else d)
+            judge_best(m)           # a record saved before its best was judged (2026-11-28)
+            out.append(m)
         except InputError:
             raise
         except (ValueError, TypeError, KeyError) as e:

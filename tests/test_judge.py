@@ -287,3 +287,21 @@ def test_an_invalid_value_keeps_its_own_verdict_and_its_best():
     judge(m, _h200())
     assert not m.valid and m.best == 1100 * T
     assert not any(f.startswith("best_above_theory") for f in m.flags)
+
+
+def test_a_saved_record_whose_best_theory_cannot_explain_loads_without_it(tmp_path):
+    """Runs saved before best was judged (17 of the 724 committed records with a theory, mostly wgmma) load with it
+    withheld and flagged; one within theory loads as saved."""
+    import json
+
+    from hwprobe.results import load_records
+
+    t = Theory(at_clock=1000 * T, at_max_clock=1000 * T, basis="x", clock_mhz=1980.0)
+    over = _m(990 * T)
+    over.theory, over.best, over.samples_s = t, 1040 * T, [0.001]
+    within = _m(990 * T)
+    within.theory, within.best = t, 1020 * T
+    (tmp_path / "measurements.jsonl").write_text("".join(json.dumps(m.to_dict()) + "\n" for m in (over, within)))
+    a, b = load_records(tmp_path).measurements
+    assert a.best is None and a.flags[0].startswith("best_above_theory") and a.value == 990 * T
+    assert b.best == 1020 * T and b.flags == []
