@@ -3,11 +3,14 @@
 # about a minute): each comparison*.md is rewritten as its README says it was made, against the profile it names.
 # compare_hf_llm.py exits 1 when a case misses its target; that is a finding, not a failure here.
 #   bash tools/reprice_hf.sh        (from the repository root, with hwprobe importable; PYTHON to choose one)
+#   OUT=DIR bash tools/reprice_hf.sh    (the comparisons written under DIR, same paths: tests/test_reprice_hf.py
+#                                        checks that the committed ones are current)
 set -uo pipefail
 PY=${PYTHON:-python3}
 cmp() {   # cmp DIR OUT MEASURED ARGS...: DIR/OUT from DIR/MEASURED
   local dir=$1 out=$2 measured=$3; shift 3
-  "$PY" tools/compare_hf_llm.py "$dir/$measured" "$@" --out "$dir/$out" > /dev/null
+  mkdir -p "${OUT:-.}/$dir"
+  "$PY" tools/compare_hf_llm.py "$dir/$measured" "$@" --out "${OUT:-.}/$dir/$out" > /dev/null
   [[ $? -le 1 ]] || { echo "reprice_hf: $dir/$out failed" >&2; exit 2; }
 }
 for gpu in h200-sxm h100-sxm; do
@@ -34,4 +37,4 @@ d=profiles/h200x2/2026-11-28-tp2-hf
 cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \
   --tuned llama,qwen3_moe,phi3,gemma2
 cmp $d comparison-no-collectives.md hf_tp2_measured.json.gz --profile $gen --tuned llama,qwen3_moe,phi3,gemma2
-git status --short -- 'profiles/*comparison*.md'
+[[ -n "${OUT:-}" ]] || git status --short -- profiles | grep comparison || true
