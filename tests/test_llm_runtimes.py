@@ -300,3 +300,19 @@ def test_an_eager_pass_says_what_the_host_costs_it_and_a_graph_pass_does_not():
     assert 0 < wait_us * 1e-6 <= e.parts["launch"] + 1e-9                  # the wait is part of the launch share
     g = analyze(LLAMA, str(H200), LLMOptions(phase="decode", context=1024, batch=1)).phases["decode"]
     assert g.host_note == ""
+
+
+def test_a_sliding_layers_prefill_is_masked_only_once_the_static_cache_reaches_its_window():
+    """transformers' ``_ignore_causal_mask_sdpa`` drops a sliding layer's mask while the keys are fewer than the
+    window (Gemma-2's window is 4096): a static-cache prefill of 512 or 2048 runs flash with GQA on every layer, one of
+    4096 masks its sliding layers (seen with transformers 5.17 on the CPU: create_masks_for_generate's dict holds None
+    for both layer types at 512 and 2048, a (1, 1, 4096, 4096) sliding mask at 4096)."""
+    gemma2 = load(str(DATA / "gemma-2-9b.json"))
+    for mode in ("captured", "generate"):
+        for n, masked in ((512, False), (2048, False), (4096, True)):
+            ops = {o.name: o for o in lower_hf(gemma2, Step(mode, Case.prefill(1, n), n))
+                   if o.name.startswith("layers.0.")}
+            assert (ops["layers.0.attention"].backend == "efficient") is masked, (mode, n)
+            assert ("layers.0.repeat_kv_k" in ops) is masked, (mode, n)
+    dec = {o.name: o for o in lower_hf(gemma2, Step("captured", Case.decode(1, 1024), 1024))}
+    assert dec["layers.0.attention"].backend == dec["layers.1.attention"].backend == "efficient"   # decode: always

@@ -218,8 +218,10 @@ def _masked(e: _HF, i: int, keys: int) -> bool:
     sliding = cfg.slides(i)
     if step.mode == "dynamic":              # mask kept for a window once the keys reach it
         return sliding and keys >= cfg.sliding_window
-    if step.case.phase == "decode" or sliding:
-        return True                         # a static cache's decode masks always; a sliding window always
+    if step.case.phase == "decode":
+        return True                         # a static cache's decode masks always
+    if sliding:                             # a sliding layer's prefill: masked once the cache reaches the window
+        return step.cache_len >= cfg.sliding_window     # (_ignore_causal_mask_sdpa drops it while kv < window)
     if step.mode == "generate":
         return False                        # the empty-cache prefill drops the full-attention mask
     return cfg.family not in DICT_MASK_FAMILIES   # captured: rebuilt (and kept) in the step unless a dict came in
