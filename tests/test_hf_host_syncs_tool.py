@@ -53,8 +53,9 @@ def test_bad_arguments_exit_2(capsys):
 
 
 def test_the_h200_run_reads_back_with_the_moe_syncs_where_they_ran():
-    """The committed H200 run (profiles/h200-sxm/2026-11-28-hf-host-syncs): the MoE prefill waits inside its experts'
-    sort and masked_fill, every step once in the mask check, and the table has a row per step."""
+    """The committed H200 run (profiles/h200-sxm/2026-11-28-hf-host-syncs): the profiler's view lists long copies
+    inside the MoE prefill's experts (sort, masked_fill: device-to-device copies, not waits, as the sync census of
+    profiles/h200-sxm/2026-11-28-hf-moe-ops showed) and every step's mask check; the table has a row per step."""
     import json
 
     run = Path(__file__).resolve().parents[1] / "profiles/h200-sxm/2026-11-28-hf-host-syncs/hf_host_syncs.json"
