@@ -171,3 +171,18 @@ def test_the_committed_op_launches_show_the_moes_device_copies(tmp_path, capsys)
     assert sorted(r["shapes"] for r in copies) == ["[[131072, 1536], [131072, 1536], []]",
                                                    "[[131072, 2048], [131072, 2048], []]"]
     assert all(r["calls"] == 4 and r["names"] == ["Memcpy DtoD (Device -> Device)"] for r in copies)
+
+
+def test_the_census_finds_one_wait_a_step_the_mask_check():
+    """profiles/h200-sxm/2026-11-28-hf-moe-ops: under the sync debug mode each eager step synchronizes once, in
+    masking_utils' mask check, in both models and phases; hf-compiled's static-cache prefill never inside a module."""
+    import json
+
+    runs = Path(__file__).resolve().parents[1] / "profiles/h200-sxm/2026-11-28-hf-moe-ops"
+    eager = json.loads((runs / "hf_host_syncs-eager.json").read_text())["steps"]
+    assert {(s["model"], s["phase"]) for s in eager} >= {("qwen3-30b-a3b", "prefill"), ("llama-3.2-1b", "decode")}
+    for s in eager:
+        inside = [x for x in s["syncs"] if x["module"]]
+        assert [x["count"] for x in inside] == [1] and inside[0]["where"].startswith("masking_utils.py:"), s["model"]
+    compiled = json.loads((runs / "hf_host_syncs-compiled.json").read_text())["steps"]
+    assert compiled and all(not x["module"] for s in compiled for x in s["syncs"])
