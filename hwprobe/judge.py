@@ -64,17 +64,43 @@ def judge_best(m: Measurement) -> None:
     """Withhold a ``best`` that theory cannot explain where the value itself stands. The fastest of many samples
     is where a timing artifact lands: an H200's DFMA read two 10-ms samples 4% short in a row at NVML's maximum
     clock, so ``best`` said 104.4% of theory beside a median at 99.9%. It is flagged and dropped, never shown as
-    the hardware's. Records saved before this judgement are judged as they load (hwprobe.results)."""
-    t = m.theory
-    if not (m.best and t and t.at_clock) or m.best <= ABOVE_THEORY * t.at_clock:
+    the hardware's. The bound is theory at the highest clock the record saw (``best_bound``): the fastest sample
+    may have run at it, as a wgmma's samples spread 1574-1650 MHz under the power cap. Records saved before this
+    judgement are judged as they load (hwprobe.results)."""
+    bound = best_bound(m)
+    if not (m.best and bound) or m.best <= ABOVE_THEORY * bound:
         return
     if not m.valid or m.params.get(K.THEORY_CLOCK_SOURCE) == "l2_spec" or m.params.get(K.CEILING) is False:
         return      # the value's own verdict (invalid, or an inferred theory, or a comparison figure) says it
     fastest = min(m.samples_s) if m.samples_s else None
     at = f" (fastest sample {fastest * 1e3:.4g} ms)" if fastest else ""
-    m.flags.append(Flag(Code.BEST_ABOVE_THEORY, f"{si(m.best, m.unit)} > 1.03 x {si(t.at_clock, m.unit)} ({t.basis})"
-                                                f"{at}: a timing artifact, so best is withheld"))
+    m.flags.append(Flag(Code.BEST_ABOVE_THEORY, f"{si(m.best, m.unit)} > 1.03 x {si(bound, m.unit)} "
+                                                f"({m.theory.basis}, at the highest clock seen){at}: a timing "
+                                                "artifact, so best is withheld"))
     m.best = None
+
+
+def best_bound(m: Measurement) -> float | None:
+    """Theory at the highest SM clock the record saw (its kernel's or sentinel's clocks, NVML's maximum over the
+    window), never above theory at the max clock; theory at its own clock for figures judged on another clock
+    (DRAM's memory clock, the L2's spec, a CPU's)."""
+    t = m.theory
+    if not (t and t.at_clock):
+        return None
+    if m.params.get(K.THEORY_CLOCK_SOURCE) not in ("kernel", "sentinel", "nvml") or not t.clock_mhz:
+        return t.at_clock
+    seen = [v for key in (K.KERNEL_SM_MHZ, K.SENTINEL_SM_MHZ) for v in _as_list(m.params.get(key))]
+    if m.clocks and m.clocks.sm_mhz_max:
+        seen.append(m.clocks.sm_mhz_max)
+    top = max([t.clock_mhz, *seen])
+    bound = t.at_clock * top / t.clock_mhz
+    return min(bound, t.at_max_clock) if t.at_max_clock else bound
+
+
+def _as_list(v) -> list[float]:
+    if not v:
+        return []
+    return [float(x) for x in v] if isinstance(v, list) else [float(v)]
 
 
 def _judge_value(m: Measurement, theory) -> None:

@@ -305,3 +305,19 @@ def test_a_saved_record_whose_best_theory_cannot_explain_loads_without_it(tmp_pa
     a, b = load_records(tmp_path).measurements
     assert a.best is None and a.flags[0].startswith("best_above_theory") and a.value == 990 * T
     assert b.best == 1020 * T and b.flags == []
+
+
+def test_a_best_is_judged_at_the_highest_clock_its_samples_saw():
+    """A wgmma's kernel clock spread 1574-1650 MHz over its samples under the power cap (H200, 2026-11-26): its
+    value sits at theory for the median clock, its fastest sample at theory for the highest, which is no artifact.
+    Above theory at the highest clock seen, it is."""
+    ks = [1574.0 + i for i in range(0, 77, 4)]                      # 1574 .. 1650 MHz
+    m = _m(847.8 * T, {"kernel_sm_mhz": ks}, sm=1740.0, top=1755.0)
+    m.best = 882 * T
+    judge(m, _h200())
+    assert m.theory.clock_mhz == pytest.approx(1614.0) and m.best == 882 * T
+    assert not any(str(f).startswith("best_above_theory") for f in m.flags)
+    high = _m(847.8 * T, {"kernel_sm_mhz": ks}, sm=1740.0, top=1755.0)
+    high.best = 1.04 * 132 * 4096 * 1.755e9                          # above theory at NVML's highest reading too
+    judge(high, _h200())
+    assert high.best is None and any(str(f).startswith("best_above_theory") for f in high.flags)
