@@ -34,8 +34,15 @@ CLOCK_AGREEMENT = 0.03       # kernel (or sentinel) and NVML clocks further apar
 _LEVEL_ALIASES = {"hbm": "dram", "gmem": "dram", "global": "dram", "smem": "shared"}
 
 
-def _median(vals) -> float:
-    vals = sorted(vals if isinstance(vals, list) else [vals])
+def _clock_list(v) -> list[float]:
+    """A clock param as a list of MHz: params hold one reading or one per sample (none: empty)."""
+    if not v:
+        return []
+    return [float(x) for x in v] if isinstance(v, list) else [float(v)]
+
+
+def _median(vals: list[float]) -> float:
+    vals = sorted(vals)
     return float(vals[len(vals) // 2])
 
 
@@ -43,10 +50,9 @@ def own_clock(m: Measurement) -> tuple[float | None, float | None, str]:
     """(clock, highest clock, source) for the SM clock a compute or on-chip figure ran at."""
     c = m.clocks
     for key, source in ((K.KERNEL_SM_MHZ, "kernel"), (K.SENTINEL_SM_MHZ, "sentinel")):
-        v = m.params.get(key)
-        if v:
-            vals = v if isinstance(v, list) else [v]
-            return _median(vals), float(max(vals)), source
+        vals = _clock_list(m.params.get(key))
+        if vals:
+            return _median(vals), max(vals), source
     if c and c.sm_mhz:
         return c.sm_mhz, c.sm_mhz_max or c.sm_mhz, "nvml"
     return None, None, "max"
@@ -89,18 +95,12 @@ def best_bound(m: Measurement) -> float | None:
         return None
     if m.params.get(K.THEORY_CLOCK_SOURCE) not in ("kernel", "sentinel", "nvml") or not t.clock_mhz:
         return t.at_clock
-    seen = [v for key in (K.KERNEL_SM_MHZ, K.SENTINEL_SM_MHZ) for v in _as_list(m.params.get(key))]
+    seen = [v for key in (K.KERNEL_SM_MHZ, K.SENTINEL_SM_MHZ) for v in _clock_list(m.params.get(key))]
     if m.clocks and m.clocks.sm_mhz_max:
         seen.append(m.clocks.sm_mhz_max)
     top = max([t.clock_mhz, *seen])
     bound = t.at_clock * top / t.clock_mhz
     return min(bound, t.at_max_clock) if t.at_max_clock else bound
-
-
-def _as_list(v) -> list[float]:
-    if not v:
-        return []
-    return [float(x) for x in v] if isinstance(v, list) else [float(v)]
 
 
 def _judge_value(m: Measurement, theory) -> None:

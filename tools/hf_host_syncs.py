@@ -66,20 +66,19 @@ def summarize(events: list[dict], wall_s: float) -> dict:
                 and not (e["name"].startswith("cudaMemcpyAsync") and e["us"] < 20)]      # an async copy that queued;
     #                                                      outside every module: the harness's own synchronize
     by_op: dict[str, list[float]] = {}
+    launches: dict[tuple, dict] = {}             # (module, top op, op, shapes) -> calls, device work launched
     for e in events:
         if e["kind"] == "cpu_op" and e.get("depth", 0) == 0:
             by_op.setdefault(e["name"], []).append(e["us"])
-    launches: dict[tuple, dict] = {}             # (module, top op, op, shapes) -> calls, device work launched
-    for e in events:
         if e.get("launched"):
             r = launches.setdefault((e["module"], e["top"], e["name"], e.get("shapes", "")),
-                                    {"calls": 0, "launched": 0, "us": 0.0, "names": []})
+                                    {"calls": 0, "launched": 0, "us": 0.0, "names": set()})
             r["calls"] += 1
             r["launched"] += len(e["launched"])
             r["us"] += sum(us for _, us in e["launched"])
-            r["names"] = sorted(set(r["names"]) | {n for n, _ in e["launched"]})[:6]
+            r["names"] |= {n for n, _ in e["launched"]}
     return {"wall_us": wall_s * 1e6, "kernels": len(kernels), "kernel_us": sum(e["us"] for e in kernels),
-            "op_launches": [{"module": m, "top": t, "op": o, "shapes": sh, **r}
+            "op_launches": [{"module": m, "top": t, "op": o, "shapes": sh, **r, "names": sorted(r["names"])[:6]}
                             for (m, t, o, sh), r in launches.items()],
             "blocking": [{k: e.get(k) for k in ("name", "us", "top", "module")} for e in blocking],
             "blocking_us": sum(e["us"] for e in blocking),
