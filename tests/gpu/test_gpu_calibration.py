@@ -141,12 +141,12 @@ def test_torch_kernels_every_precision(gpu_ctx_factory):
 def test_torch_kernels_dilated_nonsquare_and_large_convolutions(gpu_ctx_factory):
     """The conv families of 2026-11-28 (dilated dense 3x3, 1x7 / 7x1 / 1x3 / 3x1 kernels, maps past the body grid,
     the 1024-channel depthwise and 72-channel odd-width grouped points) run and check on the GPU, with the NCHW pool
-    permute-copy, bilinear-resize, KV-cache cat (strided input) and repeat_kv curves."""
+    permute-copy, bilinear-resize, KV-cache cat (strided input), repeat_kv and router topk curves."""
     pytest.importorskip("torch")
     from hwprobe.probes.calibration import grids, torch_kernels
 
     fams = ["dense_large", "dilated", "nonsquare", "grouped_odd", "depthwise"]
-    kinds = ["pool_nchw", "permute", "resize_linear", "resize_linear_nchw", "cat_strided", "expand"]
+    kinds = ["pool_nchw", "permute", "resize_linear", "resize_linear_nchw", "cat_strided", "expand", "topk"]
     _, out = _run(gpu_ctx_factory, "gpu.torch_kernels", torch_kernels.run, kinds=kinds, precisions=["fp16"],
                   conv_families=fams, linears=False, sdpa=False)
     errors = [(m.metric, m.reason) for m in out if m.status == "error"]
@@ -179,32 +179,42 @@ def test_torch_bilinear_grid_loops_over_planes(gpu_ctx_factory):
     assert t[(196, 2048, 1)] > 4 * t[(196, 256, 1)]                              # from 1 x 1 too
 
 
-def test_conv_workers_time_the_points_one_process_times(gpu_ctx_factory):
-    """Convolution points measured by worker processes (cuDNN's searches in parallel, each point timed alone) come
-    back checked, one per case, and agree with the same points measured in this process: the median ratio within
-    10% (single points may differ: cudnn.benchmark's pick varies between searches). This process measures before
-    and after the workers and keeps each point's faster reading: in the gate's full run the one before read 10%
-    slow (median 0.896), where alone it agreed both times."""
+def test_library_workers_time_the_points_one_process_times(gpu_ctx_factory):
+    """Convolution and SDPA points measured by worker processes (first calls in parallel, each point timed alone)
+    come back checked, one per case, and agree with the same points measured in this process: the median ratio
+    within 10% (single conv points may differ: cudnn.benchmark's pick varies between searches). This process
+    measures before and after the workers and keeps each point's faster reading: in the gate's full run the one
+    before read 10% slow (median 0.896), where alone it agreed both times."""
     pytest.importorskip("cupy")
     torch = pytest.importorskip("torch")
     import numpy as np
 
-    from hwprobe.probes.calibration import conv_workers, grids
+    from hwprobe.probes.calibration import grids, library_workers
     from hwprobe.probes.calibration import torch_library as lib
 
     ctx = gpu_ctx_factory("gpu.torch_kernels", quick=True)
     fams = ["dense", "depthwise"]
+
+    def both(measured=None, workers=1):
+        return (list(lib.convs(ctx, torch, ["fp16"], True, fams, measured, workers)),
+                list(lib.sdpa(ctx, torch, ["bf16"], True, measured, workers)))
+
     with torch.inference_mode():
-        before = list(lib.convs(ctx, torch, ["fp16"], True, fams))
-        with conv_workers.measuring(torch, 4) as measured:
-            par = list(lib.convs(ctx, torch, ["fp16"], True, fams, measured, 4))
-        after = list(lib.convs(ctx, torch, ["fp16"], True, fams))
-    errors = [(m.metric, m.reason) for m in before + par + after if m.status == "error"]
+        before = both()
+        with library_workers.measuring(torch, 4) as measured:
+            par = both(measured, 4)
+        after = both()
+    errors = [(m.metric, m.reason) for m in before[0] + before[1] + par[0] + par[1] + after[0] + after[1]
+              if m.status == "error"]
     assert not errors, errors
-    a0, b, a1 = ({grids.shape_key(p): p["time_s"] for p in out[-1].params["points"]} for out in (before, par, after))
-    assert a0.keys() == b.keys() == a1.keys() and len(b) == len(grids.conv_cases("fp16", True, fams))
-    assert par[-1].params["search_workers"] == 4 and before[-1].params["search_workers"] == 1
-    assert 0.9 < float(np.median([b[k] / min(a0[k], a1[k]) for k in b])) < 1.1
+    for i, (key, n) in enumerate(((grids.shape_key, len(grids.conv_cases("fp16", True, fams))),
+                                  (lambda p: tuple(sorted((k, v) for k, v in p.items() if k != "time_s")),
+                                   len(grids.sdpa_cases("bf16", True))))):
+        a0, b, a1 = ({key(p): p["time_s"] for p in out[i][-1].params["points"]} for out in (before, par, after))
+        assert a0.keys() == b.keys() == a1.keys() and len(b) == n
+        assert par[i][-1].params["search_workers"] == 4 and before[i][-1].params["search_workers"] == 1
+        assert par[i][-1].params["pool_s"]["time_s"] > 0
+        assert 0.9 < float(np.median([b[k] / min(a0[k], a1[k]) for k in b])) < 1.1, i
 
 
 def test_transformers_host_per_kernel_of_an_eager_decode_step(gpu_ctx_factory):

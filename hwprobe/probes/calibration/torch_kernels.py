@@ -31,7 +31,7 @@ from hwprobe.vocab import Curve
 
 KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "pool", "pool_nchw", "cat", "copy",
          "permute", "batch_norm", "group_norm", "resize", "resize_linear", "resize_linear_nchw", "bias_nchw", "sort",
-         "cat_strided", "expand")
+         "cat_strided", "expand", "topk")
 MAP_KINDS = ("batch_norm", "group_norm", "resize", "resize_linear", "resize_linear_nchw", "bias_nchw")
 LINEAR_UP, LINEAR_C = 4, 32   # resize_linear(_nchw): bilinear 4x upsampling (half-pixel) of 32 channels, the way a
 #                              segmentation head or a U-Net's decoder scales its maps up; channels-last, and NCHW
@@ -60,6 +60,11 @@ SORT_KEY_BYTES, SORT_EXPERTS = 32, 128
 # from its own cache (read cold). Both with Llama-3-8B's heads: 8 kv heads of 128, 32 query heads.
 KV_HEADS, Q_HEADS, HEAD_DIM = 8, 32, 128
 SORT_MAX_BYTES, SORT_STEP_KEYS = 1 << 26, 4096
+# topk: an MoE router's torch.topk(scores, k, dim=-1) over FP32 softmax scores, Qwen3-MoE's 128 experts and top 8: a
+# radix select per row and a bitonic sort of the k picked, two launches timed as one call; bytes = the scores read
+# and the values and int64 indices written (608 a row). From one row (a decode step) up to SORT_MAX_BYTES.
+TOPK_EXPERTS, TOPK_K = 128, 8
+TOPK_ROW_BYTES = 4 * TOPK_EXPERTS + 12 * TOPK_K
 # resize_linear_nchw's grid: PyTorch's NCHW bilinear kernel runs a thread per output pixel, each looping over every
 # plane (image x channel), so its time is not a function of bytes alone: 8 x 256 planes upsampled 1 -> 14 x 14 (an
 # ASPP pooling branch) took 113 us on an H200 where the bytes curve reads 8.5 us. Output sides x planes, each from a
@@ -159,6 +164,18 @@ def _case(torch, kind: str, nbytes: int):
             return torch.stack((values, keys[order])).float(), torch.sort(keys.cpu()).values.float().cuda().expand(2, n)
 
         return (lambda: holder.__setitem__("y", torch.sort(keys))), SORT_KEY_BYTES * n, check, f"{n} int64 keys"
+    if kind == "topk":
+        rows = max(1, nbytes // TOPK_ROW_BYTES)
+        x = torch.rand(rows, TOPK_EXPERTS, device="cuda", generator=gen).softmax(dim=-1)
+        holder = {}
+
+        def check():        # the values and the scores at the indices, against a full sort's first k
+            values, idx = holder["y"]
+            want = torch.sort(x, dim=-1, descending=True).values[:, :TOPK_K]
+            return torch.stack((values, x.gather(-1, idx))), want.expand(2, rows, TOPK_K)
+
+        return ((lambda: holder.__setitem__("y", torch.topk(x, TOPK_K, dim=-1))), TOPK_ROW_BYTES * rows, check,
+                f"{rows} x {TOPK_EXPERTS} fp32, top {TOPK_K}")
     rows = max(1, nbytes // (2 * POOL))          # reduction: NHWC global average pooling, [rows/C, 7, 7, C]
     c = 256 if rows >= 256 else rows
     x = rnd(max(1, rows // c), POOL, c)
@@ -267,9 +284,12 @@ def _pack(chain, moved: int, shape: str):
 
 def _sizes_of(kind: str, sizes: list[int]) -> list[int]:
     """The bytes a kind's curve is measured at: the common sizes; sort's up to SORT_MAX_BYTES, with a point just past
-    PyTorch's one-CTA sort (SORT_STEP_KEYS + 1 keys)."""
+    PyTorch's one-CTA sort (SORT_STEP_KEYS + 1 keys); topk's up to SORT_MAX_BYTES, from one row and four (decode
+    steps)."""
     if kind == "sort":
         return sorted({n for n in sizes if n <= SORT_MAX_BYTES} | {SORT_KEY_BYTES * (SORT_STEP_KEYS + 1)})
+    if kind == "topk":
+        return sorted({n for n in sizes if n <= SORT_MAX_BYTES} | {TOPK_ROW_BYTES, 4 * TOPK_ROW_BYTES})
     return sizes
 
 
@@ -521,12 +541,12 @@ def _switch_library(ctx, torch):
 @probe(name="gpu.torch_kernels", target="gpu", family="calibration", precisions=grids.PRECISIONS,
        summary="Prediction calibration with PyTorch's own kernels (optional: skipped without torch): elementwise, "
                "bias (last-dim and NCHW per-channel), norm, softmax, reduction, pooling (both layouts), copy, "
-               "permuted copy, KV-cache cat and repeat_kv, BatchNorm, GroupNorm, resize, sort, and per precision "
+               "permuted copy, KV-cache cat and repeat_kv, BatchNorm, GroupNorm, resize, sort, topk, and per precision "
                "linear layers, cuDNN convolutions, SDPA attention and MoE grouped GEMMs, in CUDA graphs",
        choices={"kinds": KINDS, "conv_families": grids.CONV_FAMILIES})
 def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = True, linears: bool = True,
         max_bytes: int = 1 << 30, precisions: list[str] | None = None, conv_families: list[str] | None = None,
-        conv_workers: int | None = None, grouped: bool = True):
+        library_workers: int | None = None, grouped: bool = True):
     try:
         import torch
     except Exception as e:
@@ -542,22 +562,22 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = Tr
         yield from _switch(ctx, torch)
         yield from _replay(ctx, torch)
         from hwprobe.probes.calibration import hf_host
+        from hwprobe.probes.calibration import library_workers as pool
         from hwprobe.probes.calibration import torch_library as lib
 
         precs = list(precisions or ("fp16", "bf16"))
-        if convs:
-            from hwprobe.probes.calibration import conv_workers as pool
-
-            if conv_workers is None:        # worker processes where the grid is large enough to pay for them
-                conv_workers = pool.count(sum(len(grids.conv_cases(p, ctx.quick, conv_families)) for p in precs))
-            if conv_workers:                # this process waits on cuDNN's searches in the workers meanwhile
-                hf_host.import_ahead()
-            with pool.measuring(torch, conv_workers) as measured:
-                yield from lib.convs(ctx, torch, precs, ctx.quick, conv_families, measured, conv_workers)
+        if library_workers is None:        # worker processes where the grids are large enough to pay for them
+            library_workers = pool.count(sum(len(grids.conv_cases(p, ctx.quick, conv_families)) for p in precs if convs)
+                                         + sum(len(grids.sdpa_cases(p, ctx.quick)) for p in precs if sdpa))
+        if library_workers:                # this process waits on the first calls in the workers meanwhile
+            hf_host.import_ahead()
+        with pool.measuring(torch, library_workers) as measured:
+            if convs:
+                yield from lib.convs(ctx, torch, precs, ctx.quick, conv_families, measured, library_workers)
+            if sdpa:
+                yield from lib.sdpa(ctx, torch, precs, ctx.quick, measured, library_workers)
         yield from _eager(ctx, torch)
         if linears:
             yield from lib.linears(ctx, torch, precs, ctx.quick)
-        if sdpa:
-            yield from lib.sdpa(ctx, torch, precs, ctx.quick)
         if grouped:
             yield from lib.grouped(ctx, torch, precs, ctx.quick)

@@ -101,10 +101,10 @@ def conv_search(torch, case: dict):
     return call, check
 
 
-def conv_time(torch, precision: str, searched) -> float:
+def conv_time(torch, case: dict, searched) -> float:
     """Seconds per call of a searched case (conv_search), timed in a CUDA graph; its output checked in FP32."""
     call, check = searched
-    with math_mode(torch, precision):
+    with math_mode(torch, case["precision"]):
         t, _ = graph_time(torch, call)
         check()
     return t
@@ -114,26 +114,39 @@ def _conv_point(torch, **case) -> float:
     """F.conv2d of one case as cuDNN runs it for PyTorch (cudnn.benchmark picks the algorithm), timed in a CUDA
     graph, each launch on its own weight copy, in its layout (nchw: cuDNN's transforms included); the first image
     checked in FP32 on a corner away from the border (or whole, for stems)."""
-    return conv_time(torch, case["precision"], conv_search(torch, case))
+    return conv_time(torch, case, conv_search(torch, case))
+
+
+def _by_pool(measured, family: str, workers: int) -> tuple[object, dict]:
+    """(sweep's ``measured`` for ``family``, the record's params saying how its points were measured): by the
+    worker processes of library_workers.measuring, or in this process (``measured`` None)."""
+    if measured is None:
+        return None, {"search_workers": 1}
+
+    def run(cases):
+        return measured(cases, family)
+
+    run.params = lambda: {"search_workers": workers,
+                          "pool_s": {k: round(v, 2) for k, v in measured.phases.get(family, {}).items()}}
+    return run, {}
 
 
 def convs(ctx, torch, precisions, quick: bool, families: list[str] | None = None, measured=None, workers: int = 1):
     """Every convolution point of ``precisions``, in this process or, given ``measured``, by the ``workers`` worker
-    processes behind it (conv_workers.measuring: cuDNN's searches in parallel, each point timed alone)."""
+    processes behind it (library_workers.measuring: cuDNN's searches in parallel, each point timed alone)."""
     torch.backends.cudnn.benchmark = True
     rows: list[dict] = []
+    by_pool, how = _by_pool(measured, "conv", workers)
     for prec in precisions:
         with math_mode(torch, prec):
             yield from sweep(ctx, torch, grids.conv_cases(prec, quick, families), lambda **c: _conv_point(torch, **c),
-                              C.point_metric(C.metric(Curve.CONV), prec), f"torch conv2d {prec}", rows, measured)
+                              C.point_metric(C.metric(Curve.CONV), prec), f"torch conv2d {prec}", rows, by_pool)
     if rows:
         yield ctx.derived(C.metric(Curve.CONV), len(rows), unit="points", kind="info",
                           params={K.POINTS: rows, "framework": f"torch {torch.__version__}",
                                   "precisions": sorted({r["precision"] for r in rows}),
                                   "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True,
-                                  "search_workers": workers if measured else 1,
-                                  **({"pool_s": {k: round(v, 2) for k, v in measured.phases.items()}}
-                                     if getattr(measured, "phases", None) else {})},
+                                  **(by_pool.params() if by_pool else how)},
                           notes=["PyTorch conv2d (cuDNN) per precision: seconds per convolution over output pixels "
                                  "x C_in x C_out at kernels 1, 3, 5, 7 (3x3 also dilated by 2, 12, 36) and 1x7, "
                                  "7x1, 1x3, 3x1, strides 1 and 2, groups 1, 2, 4, 8, 32, "
@@ -220,13 +233,15 @@ _API = {"fp16": "torch.nn.functional.linear", "bf16": "torch.nn.functional.linea
 
 
 # --- attention --------------------------------------------------------------------------------------------------
-def _sdpa_point(torch, bh: int, seq: int, dim: int, causal: bool, precision: str, masked: bool = False,
-                batch: int = 1) -> float:
-    """One F.scaled_dot_product_attention call over (batch, bh / batch heads, seq, dim), checked on two heads in FP32.
-    ``masked``: as transformers calls it under a static cache, no ``is_causal`` but an additive causal mask of
-    (batch, 1, seq, seq) in the dtype (0 where a query may attend, the dtype's min elsewhere), so its output must
-    equal the causal call's."""
+def sdpa_search(torch, case: dict):
+    """One F.scaled_dot_product_attention case's operands and call, called once (PyTorch builds its cuDNN graph for
+    the shape then: host work, kept per process); returns ``(call, check)`` for sdpa_time. The case: (batch,
+    bh / batch heads, seq, dim); ``masked``: as transformers calls it under a static cache, no ``is_causal`` but an
+    additive causal mask of (batch, 1, seq, seq) in the dtype (0 where a query may attend, the dtype's min
+    elsewhere), so its output must equal the causal call's."""
     F = torch.nn.functional
+    precision, batch, masked = case["precision"], case.get("batch", 1), case.get("masked", False)
+    bh, seq, dim, causal = case["bh"], case["seq"], case["dim"], case["causal"]
     dtype = _dtype(torch, precision)
     q, k, v = (torch.randn(batch, bh // batch, seq, dim, device="cuda", dtype=dtype) for _ in range(3))
     mask = None
@@ -235,29 +250,55 @@ def _sdpa_point(torch, bh: int, seq: int, dim: int, causal: bool, precision: str
         mask = torch.zeros(batch, 1, seq, seq, device="cuda", dtype=dtype).masked_fill_(~allowed,
                                                                                        torch.finfo(dtype).min)
     holder = {}
-    t, _ = graph_time(torch, lambda: holder.__setitem__(
-        "o", F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)))
-    with reference_mode(torch):
-        ref = F.scaled_dot_product_attention(q[:, :2].float(), k[:, :2].float(), v[:, :2].float(),
-                                             is_causal=causal or masked)
-    what = f"{precision} sdpa {bh}x{seq}x{dim}" + (f" masked (batch {batch})" if masked else "")
-    check_close((holder["o"][:, :2].float(), ref), what, CHECK_TOL[precision])
+
+    def call() -> None:
+        holder["o"] = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+
+    def check() -> None:
+        with reference_mode(torch):
+            ref = F.scaled_dot_product_attention(q[:, :2].float(), k[:, :2].float(), v[:, :2].float(),
+                                                 is_causal=causal or masked)
+        what = f"{precision} sdpa {bh}x{seq}x{dim}" + (f" masked (batch {batch})" if masked else "")
+        check_close((holder["o"][:, :2].float(), ref), what, CHECK_TOL[precision])
+
+    call()
+    torch.cuda.synchronize()
+    return call, check
+
+
+def sdpa_time(torch, case: dict, searched) -> float:
+    """Seconds per call of a case made by sdpa_search, timed in a CUDA graph; two heads checked in FP32."""
+    call, check = searched
+    t, _ = graph_time(torch, call)
+    check()
     return t
 
 
-def sdpa(ctx, torch, precisions, quick: bool):
+def _sdpa_point(torch, **case) -> float:
+    return sdpa_time(torch, case, sdpa_search(torch, case))
+
+
+def sdpa(ctx, torch, precisions, quick: bool, measured=None, workers: int = 1):
+    """Every SDPA point of ``precisions``, in this process or by the worker processes behind ``measured`` (as
+    convs)."""
     cases = [c for p in precisions for c in grids.sdpa_cases(p, quick)]
     rows: list[dict] = []
+    by_pool, how = _by_pool(measured, "sdpa", workers)
     yield from sweep(ctx, torch, cases, lambda **c: _sdpa_point(torch, **c), C.metric(Curve.SDPA), "torch SDPA",
-                      rows)
+                      rows, by_pool)
     if rows:
         yield ctx.derived(C.metric(Curve.SDPA), len(rows), unit="points", kind="info",
                           params={K.POINTS: rows, "framework": f"torch {torch.__version__}",
-                                  "precisions": sorted({r["precision"] for r in rows})},
+                                  "precisions": sorted({r["precision"] for r in rows}),
+                                  **(by_pool.params() if by_pool else how)},
                           notes=["PyTorch scaled_dot_product_attention (its fused kernels), seconds per call over "
                                  "batch x heads, sequence (queries = keys) and head size per precision, replayed "
                                  "in a CUDA graph; the points marked masked with transformers' additive causal "
                                  "mask of (batch, 1, seq, seq) in place of is_causal (its masked kernel)"])
+
+
+# The library families whose first call of a shape is host work, for library_workers: (the first call, the timing).
+FIRST_CALLS = {"conv": (conv_search, conv_time), "sdpa": (sdpa_search, sdpa_time)}
 
 
 # --- grouped GEMM (MoE experts) ---------------------------------------------------------------------------------

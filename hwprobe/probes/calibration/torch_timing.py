@@ -130,7 +130,7 @@ def check_close(got_want, what: str, tol: float = 2e-2) -> None:
 def sweep(ctx, torch, cases: list[dict], measure, metric: str, what: str, rows: list[dict], measured=None):
     """Time every case (``measure(**case)``) into ``rows``; a case that fails is an error record, the rest go on.
     Cases interpolation predicts within 2% (hwprobe.predict.prune) are left out, not in quick runs. ``measured``:
-    a function of the cases giving (case, seconds or the exception it raised) in their place (conv_workers)."""
+    a function of the cases giving (case, seconds or the exception it raised) in their place (library_workers)."""
     from hwprobe.calibration import point_metric
     from hwprobe.probes.calibration.pruned import point_key, pruned
 

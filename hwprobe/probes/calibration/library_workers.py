@@ -1,4 +1,5 @@
-"""gpu.torch_kernels' convolution points measured by worker processes: cuDNN's search in parallel, the timing alone.
+"""gpu.torch_kernels' library points measured by worker processes: each shape's first call in parallel, the timing
+alone. Two families: cuDNN convolutions and scaled-dot-product attention (torch_library.FIRST_CALLS).
 
 A convolution shape's first call under cudnn.benchmark searches cuDNN's algorithms, and that search is host work:
 cuDNN builds a plan for every engine it lists, compiling runtime-compiled kernels with NVRTC. On an H100 (40
@@ -14,6 +15,10 @@ the worker builds the point's operands again (its first call finds the pick) and
 gpu.torch_kernels' own code (torch_library.conv_search, conv_time). No timed replay shares the GPU with other work.
 A worker that dies is replaced, the point it held reported as an error; a point whose searcher died is searched
 again by the one that times it.
+
+SDPA's first call of a shape is host work too: PyTorch builds and finalizes a cuDNN attention graph for it (on an
+H200, 46 ms of a point's ~65 in one process, torch 2.11, 158 points; the masked points' ~250 ms in a cold `full`),
+and keeps it per process. So its points go through the same two phases, searched and timed by the same workers.
 """
 
 from __future__ import annotations
@@ -35,16 +40,16 @@ CHUNK = 512            # points searched before they are timed (a Ctrl-C loses a
 
 
 def count(points: int) -> int:
-    """Worker processes for a sweep of ``points`` convolution points (0: measure them in this process)."""
+    """Worker processes for sweeps of ``points`` library points in all (0: measure them in this process)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     n = min(WORKERS, cpus - 2)
     return n if points >= MIN_POINTS and n >= 2 else 0
 
 
 def _serve(conn, device: int) -> None:
-    """A worker: ("search", case) builds the case and calls it once (cuDNN's search; PyTorch keeps the pick),
-    ("time", case) builds it again, times and checks it; each answered ("ok", seconds or None) or ("error", the
-    exception); None ends it."""
+    """A worker: ("search", family, case) builds the case and calls it once (cuDNN's search or graph build; PyTorch
+    keeps the result), ("time", family, case) builds it again, times and checks it; each answered ("ok", seconds or
+    None) or ("error", the exception); None ends it."""
     import signal
 
     import torch
@@ -56,10 +61,11 @@ def _serve(conn, device: int) -> None:
     torch.backends.cudnn.benchmark = True
     with torch.inference_mode():
         while (msg := conn.recv()) is not None:
-            op, case = msg
+            op, family, case = msg
+            first_call, timed = lib.FIRST_CALLS[family]
             try:
-                searched = lib.conv_search(torch, case)
-                conn.send(("ok", None if op == "search" else lib.conv_time(torch, case["precision"], searched)))
+                searched = first_call(torch, case)
+                conn.send(("ok", None if op == "search" else timed(torch, case, searched)))
             except Exception as e:
                 try:
                     conn.send(("error", e))
@@ -81,7 +87,7 @@ class Pool:
 
     def _start(self):
         here, there = self._mp.Pipe()
-        proc = self._mp.Process(target=self.serve, args=(there, self.device), daemon=True, name="hwprobe-conv")
+        proc = self._mp.Process(target=self.serve, args=(there, self.device), daemon=True, name="hwprobe-library")
         proc.start()
         there.close()
         return here, proc
@@ -97,9 +103,10 @@ class Pool:
         except (EOFError, OSError) as e:
             proc.join(timeout=5)
             self.slots[i] = self._start()
-            return "error", RuntimeError(f"conv worker exited ({proc.exitcode}): {type(e).__name__}")
+            return "error", RuntimeError(f"library worker exited ({proc.exitcode}): {type(e).__name__}")
 
-    def search(self, cases: list[dict], check=lambda: None) -> tuple[dict[int, int], dict[int, BaseException]]:
+    def search(self, family: str, cases: list[dict], check=lambda: None) -> tuple[dict[int, int],
+                                                                                   dict[int, BaseException]]:
         """Every case searched by whichever worker is free next: ({case index: its worker}, {case index: the
         exception its search raised})."""
         from multiprocessing.connection import wait
@@ -111,7 +118,7 @@ class Pool:
             check()
             while free and pending:
                 w, i = free.pop(), pending.popleft()
-                self.ask(w, ("search", cases[i]))
+                self.ask(w, ("search", family, cases[i]))
                 busy[w] = i
             ready = set(wait([self.slots[w][0] for w in busy]))
             for w in [w for w in busy if self.slots[w][0] in ready]:
@@ -140,42 +147,43 @@ class Pool:
 
 @contextmanager
 def measuring(torch, workers: int, serve=None):
-    """``sweep``'s ``measured`` for ``workers`` worker processes (None below two: measure in this process): the cases
-    in chunks of CHUNK, each chunk searched by all workers at once, then timed one point at a time; (case, seconds
-    or the exception) in the cases' order. ``measured.phases`` adds up the seconds spent searching and timing. The
-    workers start at the first sweep and end with the block. ``serve``: the workers' loop (_serve; a test's
-    stand-in)."""
+    """``sweep``'s ``measured`` for ``workers`` worker processes (None below two: measure in this process):
+    ``measured(cases, family)`` takes the cases in chunks of CHUNK, each chunk searched by all workers at once, then
+    timed one point at a time, and gives (case, seconds or the exception) in the cases' order.
+    ``measured.phases[family]`` adds up the seconds spent starting the workers, searching and timing. The workers
+    start at the first sweep and end with the block. ``serve``: the workers' loop (_serve; a test's stand-in)."""
     if workers < 2:
         yield None
         return
     pools: list[Pool] = []
 
-    def run(cases: list[dict]) -> Iterator[tuple[dict, object]]:
+    def run(cases: list[dict], family: str = "conv") -> Iterator[tuple[dict, object]]:
         from hwprobe.interrupt import check as check_interrupt
 
+        phases = run.phases.setdefault(family, {"start_s": 0.0, "search_s": 0.0, "time_s": 0.0})
         if not pools:
             t0 = time.perf_counter()
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
             pools.append(Pool(workers, torch.cuda.current_device(), serve))
-            run.phases["start_s"] += time.perf_counter() - t0
+            phases["start_s"] += time.perf_counter() - t0
         pool = pools[0]
         for start in range(0, len(cases), CHUNK):
             chunk = cases[start:start + CHUNK]
             t0 = time.perf_counter()
-            owner, failed = pool.search(chunk, check_interrupt)     # every search done: the GPU is quiet
+            owner, failed = pool.search(family, chunk, check_interrupt)     # every search done: the GPU is quiet
             t1 = time.perf_counter()
-            run.phases["search_s"] += t1 - t0
+            phases["search_s"] += t1 - t0
             for i, case in enumerate(chunk):
                 got = failed.get(i)
                 if got is None:
                     check_interrupt()
-                    pool.ask(owner[i], ("time", case))
+                    pool.ask(owner[i], ("time", family, case))
                     _, got = pool.answer(owner[i])
                 yield case, got
-            run.phases["time_s"] += time.perf_counter() - t1
+            phases["time_s"] += time.perf_counter() - t1
 
-    run.phases = {"start_s": 0.0, "search_s": 0.0, "time_s": 0.0}
+    run.phases = {}
     try:
         yield run
     finally:
