@@ -22,11 +22,13 @@ from dataclasses import dataclass
 # ``torch.sort`` of int64 keys with their positions (an MoE's token-expert pairs), ``bytes`` = 32 a key (the
 # calibration's sort curve counts the same); cat_strided: a ``torch.cat`` with an input that is not contiguous
 # (a DynamicCache update of a sliding window's held slice or of a fused projection's view), which PyTorch runs on
-# its non-vectorized 4-D cat kernel, about a sixth of a contiguous copy's speed; allreduce: ``bytes`` per rank.
+# its non-vectorized 4-D cat kernel, about a sixth of a contiguous copy's speed; topk: ``torch.topk`` along the last
+# dim of FP32 scores (an MoE router's), ``bytes`` = the scores read and the values and int64 indices written (the
+# calibration's topk curve counts the same); allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
                 "embedding", "batchnorm", "groupnorm", "resize", "resize_linear", "unary", "expand", "permute",
-                "relayout", "gather", "strided", "sort", "cat_strided")
+                "relayout", "gather", "strided", "sort", "cat_strided", "topk")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")

@@ -48,14 +48,14 @@ MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "s
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
                 "resize": "unary", "resize_linear": "unary", "unary": "unary", "expand": "transpose",
                 "permute": "transpose", "relayout": "transpose", "gather": "unary",
-                "strided": "bias", "sort": "reduction", "cat_strided": "transpose"}
+                "strided": "bias", "sort": "reduction", "cat_strided": "transpose", "topk": "reduction"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
                    "resize": "resize", "resize_linear": "resize_linear", "unary": "unary", "expand": "expand",
                    "permute": "permute", "relayout": "relayout", "gather": "unary",
-                   "strided": "bias", "sort": "sort", "cat_strided": "cat_strided"}
+                   "strided": "bias", "sort": "sort", "cat_strided": "cat_strided", "topk": "topk"}
 # gather: PyTorch's vectorized gather kernel reads and writes whole rows as the unary kernel does, on the SMs. Not the
 # copy curve (a contiguous clone): its 1-GiB point reads 2.8 TB/s on an H200 and 2.4 on an H100 where the unary
 # curve reads 4.1 and 3.0 there, and the tuned MoE's eager profile (qwen3-30b-a3b, H200, one token) has its expert
@@ -75,14 +75,17 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 # its own curve (permute: runs of 64 contiguous elements made contiguous); profiles before it: the cat curve.
 FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "unary": "copy", "batchnorm": "bias", "groupnorm": "norm",
                       "resize": "copy", "resize_linear": "resize", "expand": "cat", "permute": "cat",
-                      "relayout": "permute", "sort": "reduction", "cat_strided": "cat"}
+                      "relayout": "permute", "sort": "reduction", "cat_strided": "cat", "topk": "reduction"}
 STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "resize_linear", "expand", "permute", "relayout", "sort",
-                      "cat_strided")
+                      "cat_strided", "topk")
 STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectorized",
                 "permute": "a strided copy of its output's elements, not vectorized",
                 "resize_linear": "a bilinear resize, not the nearest-neighbour one",
                 "relayout": "a map transposed between NCHW and channels-last: no curve times that copy",
                 "sort": "a radix sort's passes, not one reduction (profiles before the sort curve)",
+                "topk": "a radix select per row and a sort of the k picked, not one reduction (profiles before the "
+                        "topk curve: a router's topk over 16384 x 128 took 120 us on an H200, the reduction curve "
+                        "priced 10)",
                 "cat_strided": "PyTorch's 4-D cat with a strided input, not the 2-D cat (profiles before its curve: "
                                "about 2.8x faster per byte at 1 GiB on an H200)"}
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels

@@ -32,7 +32,7 @@ is the check.
 from __future__ import annotations
 
 from hwprobe.lowering.llm.graph import Quant
-from hwprobe.lowering.llm.hf import F32, I64, A, Step, _check
+from hwprobe.lowering.llm.hf import F32, I64, A, Step, _check, topk_ops
 from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
 
@@ -119,7 +119,7 @@ def _moe(e: _Ind, p: str) -> None:
         e.gemm(p + "shared_down_proj", b, h, cfg.shared_ffn)
     e.gemm(p + "router", b, E, h)
     e.k(p + "router_softmax", "softmax", b * E * (A + F32), 5 * b * E)
-    e.k(p + "router_topk", "reduction", b * E * F32 + b * k * (F32 + I64), b * E)
+    e.ops += topk_ops(p + "router_topk", b, E, k, e.q.act)
     e.k(p + "router_renorm", "elementwise", 3 * b * k * F32, b * k)
     e.k(p + "experts_repeat", "gather", 2 * s * h * A)
     e.k(p + "experts_gather_gate_up", "gather", 2 * s * 2 * w * h * A)
