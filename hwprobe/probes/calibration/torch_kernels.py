@@ -154,6 +154,19 @@ def _case(torch, kind: str, nbytes: int):
         swap = lambda a: a.transpose(1, 2).contiguous().view(a.shape)  # noqa: E731
         return _pack(_chain(swap, rnd(rows, *PERMUTE_SHAPE), swap), 4 * rows * int(np.prod(PERMUTE_SHAPE)),
                      f"{rows} x {' x '.join(map(str, PERMUTE_SHAPE))} -> (0, 2, 1, 3)")
+    if kind in ("sort", "topk"):
+        return _moe_case(torch, kind, nbytes, gen)
+    rows = max(1, nbytes // (2 * POOL))          # reduction: NHWC global average pooling, [rows/C, 7, 7, C]
+    c = 256 if rows >= 256 else rows
+    x = rnd(max(1, rows // c), POOL, c)
+    holder = {}
+    return (lambda: holder.__setitem__("y", x.mean(dim=1))), 2 * x.numel() + 2 * x.shape[0] * c, lambda: (
+        holder["y"].float(), x.float().mean(dim=1)), f"{x.shape[0]} x {POOL} x {c}"
+
+
+def _moe_case(torch, kind: str, nbytes: int, gen):
+    """sort and topk (see SORT_KEY_BYTES, TOPK_EXPERTS): an MoE's routing, its expert ids sorted and its router's
+    top k."""
     if kind == "sort":
         n = max(256, nbytes // SORT_KEY_BYTES)
         keys = torch.randint(0, SORT_EXPERTS, (n,), device="cuda", generator=gen)
@@ -164,24 +177,17 @@ def _case(torch, kind: str, nbytes: int):
             return torch.stack((values, keys[order])).float(), torch.sort(keys.cpu()).values.float().cuda().expand(2, n)
 
         return (lambda: holder.__setitem__("y", torch.sort(keys))), SORT_KEY_BYTES * n, check, f"{n} int64 keys"
-    if kind == "topk":
-        rows = max(1, nbytes // TOPK_ROW_BYTES)
-        x = torch.rand(rows, TOPK_EXPERTS, device="cuda", generator=gen).softmax(dim=-1)
-        holder = {}
-
-        def check():        # the values and the scores at the indices, against a full sort's first k
-            values, idx = holder["y"]
-            want = torch.sort(x, dim=-1, descending=True).values[:, :TOPK_K]
-            return torch.stack((values, x.gather(-1, idx))), want.expand(2, rows, TOPK_K)
-
-        return ((lambda: holder.__setitem__("y", torch.topk(x, TOPK_K, dim=-1))), TOPK_ROW_BYTES * rows, check,
-                f"{rows} x {TOPK_EXPERTS} fp32, top {TOPK_K}")
-    rows = max(1, nbytes // (2 * POOL))          # reduction: NHWC global average pooling, [rows/C, 7, 7, C]
-    c = 256 if rows >= 256 else rows
-    x = rnd(max(1, rows // c), POOL, c)
+    rows = max(1, nbytes // TOPK_ROW_BYTES)         # topk
+    x = torch.rand(rows, TOPK_EXPERTS, device="cuda", generator=gen).softmax(dim=-1)
     holder = {}
-    return (lambda: holder.__setitem__("y", x.mean(dim=1))), 2 * x.numel() + 2 * x.shape[0] * c, lambda: (
-        holder["y"].float(), x.float().mean(dim=1)), f"{x.shape[0]} x {POOL} x {c}"
+
+    def check():        # the values and the scores at the indices, against a full sort's first k
+        values, idx = holder["y"]
+        want = torch.sort(x, dim=-1, descending=True).values[:, :TOPK_K]
+        return torch.stack((values, x.gather(-1, idx))), want.expand(2, rows, TOPK_K)
+
+    return ((lambda: holder.__setitem__("y", torch.topk(x, TOPK_K, dim=-1))), TOPK_ROW_BYTES * rows, check,
+            f"{rows} x {TOPK_EXPERTS} fp32, top {TOPK_K}")
 
 
 def _map_shape(elems: float, c: int) -> tuple[int, int]:
