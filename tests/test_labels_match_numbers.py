@@ -93,6 +93,21 @@ def test_cpu_max_clock_is_measured_once_per_boot(tmp_path, monkeypatch):
     assert cpu.boot_mhz("EPYC", f) == 2915.0                 # a new boot measures again
 
 
+def test_a_higher_clock_read_later_raises_the_boots_max(tmp_path, monkeypatch):
+    """The boot's max clock is an upper bound: a first reading taken on a busy machine (low) is raised by a later,
+    higher one, never lowered, and only for this boot's model."""
+    from hwprobe.device import cpu
+
+    monkeypatch.setattr(cpu, "measure_mhz", lambda seconds=0.03: 2474.0)
+    monkeypatch.setattr(cpu, "_read", lambda path: "boot-1\n" if path.endswith("boot_id") else None)
+    f = tmp_path / "cpu-clock.json"
+    assert cpu.boot_mhz("EPYC", f) == 2474.0
+    cpu.raise_boot_mhz("EPYC", 2971.0, f)
+    cpu.raise_boot_mhz("EPYC", 2600.0, f)                    # lower: kept as it was
+    cpu.raise_boot_mhz("Xeon", 3500.0, f)                    # another model's reading: not this cache's
+    assert cpu.boot_mhz("EPYC", f) == 2971.0
+
+
 def test_cpu_specs_show_the_same_clock_on_every_call(capsys):
     outs = []
     for _ in range(3):

@@ -255,6 +255,10 @@ def _measure(ctx, kern, prec: str, nthreads: int, bits: int, chains: int, use_fm
     around.append(measure_mhz())
     if all(around):
         m.params[K.CPU_MHZ_AROUND] = [round(x, 1) for x in around]
+        if getattr(ctx.device, "model", None):
+            from hwprobe.device.cpu import raise_boot_mhz
+
+            raise_boot_mhz(ctx.device.model, max(around))
     return m
 
 
