@@ -69,6 +69,11 @@ DICT_MASK_FAMILIES = ("qwen2", "qwen3", "qwen2_moe", "gemma2")   # configs with 
 TP_FAMILIES = ("llama", "qwen2", "qwen3", "gemma2", "phi3", "qwen3_moe")
 
 
+def tiny_op(name: str, act: str) -> KernelOp:
+    """A kernel on a handful of elements (an ``arange``, a counter's ``add_``, a 0-d fill, a sort's extra launch)."""
+    return KernelOp(name, "elementwise", precision=act, bytes=16.0)
+
+
 @dataclass(frozen=True)
 class Step:
     """One forward step as transformers runs it: ``cache_len`` is the StaticCache's ``max_cache_len`` (a dynamic
@@ -104,9 +109,8 @@ class _HF:
                                  flops=float(flops)))
 
     def tiny(self, name: str, n: int = 1) -> None:
-        """A kernel on a handful of elements (an ``arange``, a counter's ``add_``, a 0-d fill)."""
         for i in range(n):
-            self.k(name if n == 1 else f"{name}.{i}", "elementwise", 16)
+            self.ops.append(tiny_op(name if n == 1 else f"{name}.{i}", self.act))
 
     def gemm(self, name: str, m: int, n: int, k: int, batch: int = 1, precision: str | None = None,
              backend: str = "") -> None:
@@ -359,7 +363,7 @@ def topk_ops(name: str, rows: int, cols: int, k: int, act: str) -> list[KernelOp
     ops = [KernelOp(name, "topk", precision="fp32", bytes=float(rows * cols * F32 + rows * k * (F32 + I64)),
                     flops=float(rows * cols))]
     if k > 1:
-        ops.append(KernelOp(name + "_sort", "elementwise", precision=act, bytes=16.0))
+        ops.append(tiny_op(name + "_sort", act))
     return ops
 
 
