@@ -255,6 +255,27 @@ def test_cublas_gemm_check_catches_a_wrong_layout(key):
             _gemm(key, _mock_gemm(ignore_transa=True), m=32, n=32, k=32).check(rows=6)
 
 
+@pytest.mark.parametrize("key", ["fp16.f16acc", "int8.tn", "fp64"])
+def test_rotating_sets_are_one_fill_each_set_aligned_distinct_and_correct(key):
+    """Operand sets that rotate out of L2 come from one fill per operand (cublas.operand_sets): every set starts on
+    CuPy's 512-byte allocation boundary, holds its own data, and each set's GEMM passes the check."""
+    from hwprobe.probes.compute import cublas
+    from hwprobe.probes.compute.cublas import CublasEnv, CublasGemm
+
+    env = CublasEnv(cp=_FakeCp, cublas=SimpleNamespace(gemmEx=_mock_gemm()), handle=0, l2_bytes=80_000)
+    g = CublasGemm(env, gc.variant(key), 24, 40, 56)
+    assert g.sets > 4
+    for part in range(3):
+        ptrs = [op[part].ctypes.data for op in g.ops]
+        assert all((p - ptrs[0]) % cublas.POOL_ALIGN == 0 for p in ptrs) and len(set(ptrs)) == g.sets
+    assert not np.array_equal(np.asarray(g.ops[0][0]), np.asarray(g.ops[1][0]))
+    for i in range(g.sets):
+        g.call(i)
+        g.ops[0], g.ops[i] = g.ops[i], g.ops[0]          # check() reads set 0
+        assert g.check(rows=6) <= gc.tolerance(key, g.k)
+        g.ops[0], g.ops[i] = g.ops[i], g.ops[0]
+
+
 def test_operands_are_random_and_scaled():
     g = _gemm("fp16.f16acc", _mock_gemm(), k=4096)
     a = np.asarray(g.ops[0][0], dtype=np.float64)

@@ -19,6 +19,13 @@ again by the one that times it.
 SDPA's first call of a shape is host work too: PyTorch builds and finalizes a cuDNN attention graph for it (on an
 H200, 46 ms of a point's ~65 in one process, torch 2.11, 158 points; the masked points' ~250 ms in a cold `full`),
 and keeps it per process. So its points go through the same two phases, searched and timed by the same workers.
+
+The workers start before the parent's first sweep (``measuring``): importing PyTorch took each 3-4.5 s on an H200's
+host, about 5 s of a 120-point search phase's 11, and that host work can overlap the parent's GPU-timed points.
+A shared cap remains: on one 120-point sample (fresh driver JIT cache each), 1, 2, 4, 6, 8 and 12 workers searched
+in 18.3, 13.1, 11.2, 10.9, 9.8 and 10.0 s, each worker keeping one core busy, and a search took twice as long beside
+five others as alone (the workers' summed search seconds 37.5 against 21.4 for two). The driver's JIT cache is
+shared on disk and matters: without it the same searches took twice as long.
 """
 
 from __future__ import annotations
@@ -49,7 +56,8 @@ def count(points: int) -> int:
 def _serve(conn, device: int) -> None:
     """A worker: ("search", family, case) builds the case and calls it once (cuDNN's search or graph build; PyTorch
     keeps the result), ("time", family, case) builds it again, times and checks it; each answered ("ok", seconds or
-    None) or ("error", the exception); None ends it."""
+    None) or ("error", the exception); None ends it. It imports PyTorch and loads cuDNN's library at once, host
+    work only, and makes its CUDA context at its first message, so it can start while the parent still measures."""
     import signal
 
     import torch
@@ -57,10 +65,14 @@ def _serve(conn, device: int) -> None:
     from hwprobe.probes.calibration import torch_library as lib
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's: it ends the workers (Pool.close)
+    torch.backends.cudnn.version()
+    msg = conn.recv()
+    if msg is None:
+        return
     torch.cuda.set_device(device)
     torch.backends.cudnn.benchmark = True
     with torch.inference_mode():
-        while (msg := conn.recv()) is not None:
+        while msg is not None:
             op, family, case = msg
             first_call, timed = lib.FIRST_CALLS[family]
             try:
@@ -74,6 +86,7 @@ def _serve(conn, device: int) -> None:
             finally:
                 searched = None
                 torch.cuda.empty_cache()
+            msg = conn.recv()
 
 
 class Pool:
@@ -150,24 +163,28 @@ def measuring(torch, workers: int, serve=None):
     """``sweep``'s ``measured`` for ``workers`` worker processes (None below two: measure in this process):
     ``measured(cases, family)`` takes the cases in chunks of CHUNK, each chunk searched by all workers at once, then
     timed one point at a time, and gives (case, seconds or the exception) in the cases' order.
-    ``measured.phases[family]`` adds up the seconds spent starting the workers, searching and timing. The workers
-    start at the first sweep and end with the block. ``serve``: the workers' loop (_serve; a test's stand-in)."""
+    ``measured.phases[family]`` adds up the seconds spent starting the workers, searching and timing.
+
+    The workers are spawned as the block is entered and end with it. Each imports PyTorch first (3-4.5 s apiece on
+    an H200's host, 2026-11-28, most of a 120-point search phase's first 5 s), host work that overlaps whatever this
+    process measures before its first sweep; they touch the GPU only from their first point on, after this process
+    has freed its cached memory for them. ``serve``: the workers' loop (_serve; a test's stand-in)."""
     if workers < 2:
         yield None
         return
-    pools: list[Pool] = []
+    t0 = time.perf_counter()
+    pool = Pool(workers, torch.cuda.current_device(), serve)
+    spawned_s = time.perf_counter() - t0
 
     def run(cases: list[dict], family: str = "conv") -> Iterator[tuple[dict, object]]:
         from hwprobe.interrupt import check as check_interrupt
 
         phases = run.phases.setdefault(family, {"start_s": 0.0, "search_s": 0.0, "time_s": 0.0})
-        if not pools:
-            t0 = time.perf_counter()
+        if not run.freed:                  # the first sweep: the workers' contexts get this process's cached memory
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
-            pools.append(Pool(workers, torch.cuda.current_device(), serve))
-            phases["start_s"] += time.perf_counter() - t0
-        pool = pools[0]
+            phases["start_s"] += spawned_s
+            run.freed = True
         for start in range(0, len(cases), CHUNK):
             chunk = cases[start:start + CHUNK]
             t0 = time.perf_counter()
@@ -183,9 +200,8 @@ def measuring(torch, workers: int, serve=None):
                 yield case, got
             phases["time_s"] += time.perf_counter() - t1
 
-    run.phases = {}
+    run.phases, run.freed = {}, False
     try:
         yield run
     finally:
-        for pool in pools:
-            pool.close()
+        pool.close()

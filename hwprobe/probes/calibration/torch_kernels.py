@@ -563,21 +563,21 @@ def run(ctx, kinds: list[str] | None = None, sdpa: bool = True, convs: bool = Tr
         yield ctx.skip(C.family(Curve.FRAMEWORK), "torch sees no CUDA device")
         return
     sizes = [s for s in (QUICK_SIZES if ctx.quick else SIZES) if s <= max_bytes]
-    with torch.inference_mode():
-        yield from _curves(ctx, torch, kinds or KINDS, sizes)
-        yield from _switch(ctx, torch)
-        yield from _replay(ctx, torch)
-        from hwprobe.probes.calibration import hf_host
-        from hwprobe.probes.calibration import library_workers as pool
-        from hwprobe.probes.calibration import torch_library as lib
+    from hwprobe.probes.calibration import hf_host
+    from hwprobe.probes.calibration import library_workers as pool
+    from hwprobe.probes.calibration import torch_library as lib
 
-        precs = list(precisions or ("fp16", "bf16"))
-        if library_workers is None:        # worker processes where the grids are large enough to pay for them
-            library_workers = pool.count(sum(len(grids.conv_cases(p, ctx.quick, conv_families)) for p in precs if convs)
-                                         + sum(len(grids.sdpa_cases(p, ctx.quick)) for p in precs if sdpa))
-        if library_workers:                # this process waits on the first calls in the workers meanwhile
-            hf_host.import_ahead()
+    precs = list(precisions or ("fp16", "bf16"))
+    if library_workers is None:            # worker processes where the grids are large enough to pay for them
+        library_workers = pool.count(sum(len(grids.conv_cases(p, ctx.quick, conv_families)) for p in precs if convs)
+                                     + sum(len(grids.sdpa_cases(p, ctx.quick)) for p in precs if sdpa))
+    with torch.inference_mode():
+        yield from _switch(ctx, torch)     # the host-sensitive points first, on a quiet host
+        yield from _replay(ctx, torch)
         with pool.measuring(torch, library_workers) as measured:
+            yield from _curves(ctx, torch, kinds or KINDS, sizes)     # GPU-timed, while the workers import PyTorch
+            if library_workers:            # this process waits on the first calls in the workers meanwhile
+                hf_host.import_ahead()
             if convs:
                 yield from lib.convs(ctx, torch, precs, ctx.quick, conv_families, measured, library_workers)
             if sdpa:

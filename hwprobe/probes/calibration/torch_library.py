@@ -117,18 +117,18 @@ def _conv_point(torch, **case) -> float:
     return conv_time(torch, case, conv_search(torch, case))
 
 
-def _by_pool(measured, family: str, workers: int) -> tuple[object, dict]:
-    """(sweep's ``measured`` for ``family``, the record's params saying how its points were measured): by the
-    worker processes of library_workers.measuring, or in this process (``measured`` None)."""
+def _pooled(measured, family: str):
+    """sweep's ``measured`` for ``family``: library_workers.measuring's ``measured``, or None (this process)."""
+    return None if measured is None else (lambda cases: measured(cases, family))
+
+
+def _how(measured, family: str, workers: int) -> dict:
+    """The record's params saying how its points were measured: in this process, or by the worker processes (with
+    the seconds each phase of the pool took for this family)."""
     if measured is None:
-        return None, {"search_workers": 1}
-
-    def run(cases):
-        return measured(cases, family)
-
-    run.params = lambda: {"search_workers": workers,
-                          "pool_s": {k: round(v, 2) for k, v in measured.phases.get(family, {}).items()}}
-    return run, {}
+        return {"search_workers": 1}
+    return {"search_workers": workers,
+            "pool_s": {k: round(v, 2) for k, v in measured.phases.get(family, {}).items()}}
 
 
 def convs(ctx, torch, precisions, quick: bool, families: list[str] | None = None, measured=None, workers: int = 1):
@@ -136,17 +136,17 @@ def convs(ctx, torch, precisions, quick: bool, families: list[str] | None = None
     processes behind it (library_workers.measuring: cuDNN's searches in parallel, each point timed alone)."""
     torch.backends.cudnn.benchmark = True
     rows: list[dict] = []
-    by_pool, how = _by_pool(measured, "conv", workers)
     for prec in precisions:
         with math_mode(torch, prec):
             yield from sweep(ctx, torch, grids.conv_cases(prec, quick, families), lambda **c: _conv_point(torch, **c),
-                              C.point_metric(C.metric(Curve.CONV), prec), f"torch conv2d {prec}", rows, by_pool)
+                              C.point_metric(C.metric(Curve.CONV), prec), f"torch conv2d {prec}", rows,
+                              _pooled(measured, "conv"))
     if rows:
         yield ctx.derived(C.metric(Curve.CONV), len(rows), unit="points", kind="info",
                           params={K.POINTS: rows, "framework": f"torch {torch.__version__}",
                                   "precisions": sorted({r["precision"] for r in rows}),
                                   "layouts": sorted({r["layout"] for r in rows}), "cudnn_benchmark": True,
-                                  **(by_pool.params() if by_pool else how)},
+                                  **_how(measured, "conv", workers)},
                           notes=["PyTorch conv2d (cuDNN) per precision: seconds per convolution over output pixels "
                                  "x C_in x C_out at kernels 1, 3, 5, 7 (3x3 also dilated by 2, 12, 36) and 1x7, "
                                  "7x1, 1x3, 3x1, strides 1 and 2, groups 1, 2, 4, 8, 32, "
@@ -283,14 +283,13 @@ def sdpa(ctx, torch, precisions, quick: bool, measured=None, workers: int = 1):
     convs)."""
     cases = [c for p in precisions for c in grids.sdpa_cases(p, quick)]
     rows: list[dict] = []
-    by_pool, how = _by_pool(measured, "sdpa", workers)
     yield from sweep(ctx, torch, cases, lambda **c: _sdpa_point(torch, **c), C.metric(Curve.SDPA), "torch SDPA",
-                      rows, by_pool)
+                      rows, _pooled(measured, "sdpa"))
     if rows:
         yield ctx.derived(C.metric(Curve.SDPA), len(rows), unit="points", kind="info",
                           params={K.POINTS: rows, "framework": f"torch {torch.__version__}",
                                   "precisions": sorted({r["precision"] for r in rows}),
-                                  **(by_pool.params() if by_pool else how)},
+                                  **_how(measured, "sdpa", workers)},
                           notes=["PyTorch scaled_dot_product_attention (its fused kernels), seconds per call over "
                                  "batch x heads, sequence (queries = keys) and head size per precision, replayed "
                                  "in a CUDA graph; the points marked masked with transformers' additive causal "
