@@ -32,8 +32,11 @@ ts.sort(); print(f"cupy.matmul fp64 8192: median {2 * 8192 ** 3 / ts[10] / 1e12:
 PY
 }
 run() {   # run NAME TREE SUITE: one suite from one tree, its wall time beside it, with an empty CuPy kernel
-  local t0 rc; t0=$(date +%s.%N)   # cache each (every run compiles its kernels, as a first run on a new box does)
-  (cd "$2" && CUPY_CACHE_DIR=$(mktemp -d) python3 -m hwprobe run --device 0 --suite "$3" --out "$W/$1" -q) \
+  local t0 rc; t0=$(date +%s.%N)   # cache and an empty driver JIT cache each (every run compiles its kernels, and
+  # the driver cuDNN's runtime-compiled engines, as a first run on a new box does: the second run of a pair would
+  # otherwise find the first's engines in ~/.nv/ComputeCache; profiles/h200-sxm/2026-11-28-suite-s27)
+  (cd "$2" && CUPY_CACHE_DIR=$(mktemp -d) CUDA_CACHE_PATH=$(mktemp -d) python3 -m hwprobe run --device 0 \
+    --suite "$3" --out "$W/$1" -q) \
     > "$W/$1.log" 2>&1; rc=$?
   echo "$1: exit $rc wall $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s" >> "$W/walls.txt"
 }
