@@ -20,7 +20,7 @@ SDPA's first call of a shape is host work too: PyTorch builds and finalizes a cu
 H200, 46 ms of a point's ~65 in one process, torch 2.11, 158 points; the masked points' ~250 ms in a cold `full`),
 and keeps it per process. So its points go through the same two phases, searched and timed by the same workers.
 
-The workers start before the parent's first sweep (``measuring``): importing PyTorch took each 3-4.5 s on an H200's
+The workers start before the parent's first sweep (``measuring``): importing PyTorch took each 3.1-4.8 s on an H200's
 host, about 5 s of a 120-point search phase's 11, and that host work can overlap the parent's GPU-timed points.
 A shared cap remains: on one 120-point sample (fresh driver JIT cache each), 1, 2, 4, 6, 8 and 12 workers searched
 in 18.3, 13.1, 11.2, 10.9, 9.8 and 10.0 s, each worker keeping one core busy, and a search took twice as long beside
@@ -165,10 +165,10 @@ def measuring(torch, workers: int, serve=None):
     timed one point at a time, and gives (case, seconds or the exception) in the cases' order.
     ``measured.phases[family]`` adds up the seconds spent starting the workers, searching and timing.
 
-    The workers are spawned as the block is entered and end with it. Each imports PyTorch first (3-4.5 s apiece on
-    an H200's host, 2026-11-28, most of a 120-point search phase's first 5 s), host work that overlaps whatever this
-    process measures before its first sweep; they touch the GPU only from their first point on, after this process
-    has freed its cached memory for them. ``serve``: the workers' loop (_serve; a test's stand-in)."""
+    The workers are spawned as the block is entered and end with it: their PyTorch imports (the module docstring)
+    overlap whatever this process measures before its first sweep, and they touch the GPU only from their first
+    point on, after this process has freed its cached memory for them. ``serve``: the workers' loop (_serve; a
+    test's stand-in)."""
     if workers < 2:
         yield None
         return
