@@ -257,9 +257,8 @@ def test_cublas_gemm_check_catches_a_wrong_layout(key):
 
 @pytest.mark.parametrize("key", ["fp16.f16acc", "int8.tn", "fp64"])
 def test_rotating_sets_are_one_fill_each_set_aligned_distinct_and_correct(key):
-    """Operand sets that rotate out of L2 come from one fill per operand (cublas.operand_sets): every set starts on
-    CuPy's 512-byte allocation boundary, holds its own data, and each set's GEMM passes the check."""
-    from hwprobe.probes.compute import cublas
+    """Operand sets that rotate out of L2 come from one fill per operand (gemm_common.aligned_copies): every set
+    starts on CuPy's 512-byte allocation boundary, holds its own data, and each set's GEMM passes the check."""
     from hwprobe.probes.compute.cublas import CublasEnv, CublasGemm
 
     env = CublasEnv(cp=_FakeCp, cublas=SimpleNamespace(gemmEx=_mock_gemm()), handle=0, l2_bytes=80_000)
@@ -267,7 +266,7 @@ def test_rotating_sets_are_one_fill_each_set_aligned_distinct_and_correct(key):
     assert g.sets > 4
     for part in range(3):
         ptrs = [op[part].ctypes.data for op in g.ops]
-        assert all((p - ptrs[0]) % cublas.POOL_ALIGN == 0 for p in ptrs) and len(set(ptrs)) == g.sets
+        assert all((p - ptrs[0]) % gc.ALLOC_ALIGN == 0 for p in ptrs) and len(set(ptrs)) == g.sets
     assert not np.array_equal(np.asarray(g.ops[0][0]), np.asarray(g.ops[1][0]))
     for i in range(g.sets):
         g.call(i)

@@ -25,9 +25,6 @@ def _flush(torch) -> None:
     _FLUSH["buf"].fill_(1)
 
 
-COPY_ALIGN = 512   # bytes: where the caching allocator would start each copy (it rounds blocks to 512 B)
-
-
 def copy_count(torch, nbytes: int) -> int:
     """Copies of a layer's parameters so that one pass over them moves 3 x L2 (none L2-resident when it comes
     round again), at most one per launch of a replay."""
@@ -38,23 +35,21 @@ def copy_count(torch, nbytes: int) -> int:
 
 def param_copies(torch, shape: tuple, fill, channels_last: bool = False):
     """A callable giving a different copy of a layer's parameter (weights, bias, norm scale) of ``shape`` on each
-    call, as each layer of a model reads its own: copy_count copies, each starting 512-B aligned as its own
-    allocation would, cut from the one allocation ``fill((copies, stride))`` makes. One fill for them all: made
-    one by one, a small layer's 512 copies were 512 allocations and three launches each, at every point.
-    ``channels_last``: 4-D weights in PyTorch's channels-last strides."""
+    call, as each layer of a model reads its own: copy_count copies cut from one ``fill`` (gemm_common.
+    aligned_copies), each aligned as its own allocation would be. ``channels_last``: 4-D weights in PyTorch's
+    channels-last strides."""
     import itertools
     import math
 
-    numel = math.prod(shape)
-    probe = fill((1, 1))
-    esize = probe.element_size()
-    stride = -(-numel * esize // COPY_ALIGN) * COPY_ALIGN // esize
-    buf = fill((copy_count(torch, numel * esize), stride))
+    from hwprobe.probes.compute.gemm_common import aligned_copies
+
+    esize = fill((1, 1)).element_size()
+    count = copy_count(torch, math.prod(shape) * esize)
     if channels_last:
         o, i, kh, kw = shape
-        views = [buf[c, :numel].view(o, kh, kw, i).permute(0, 3, 1, 2) for c in range(buf.shape[0])]
+        views = [w.permute(0, 3, 1, 2) for w in aligned_copies(fill, (o, kh, kw, i), count, esize)]
     else:
-        views = [buf[c, :numel].view(*shape) for c in range(buf.shape[0])]
+        views = aligned_copies(fill, tuple(shape), count, esize)
     it = itertools.cycle(views)
     return lambda: next(it)
 

@@ -222,19 +222,6 @@ def random_operand(cp, kind: str, shape: tuple[int, ...], seed: int, scale: floa
     raise ValueError(f"unknown storage kind {kind!r}")
 
 
-POOL_ALIGN = 512    # bytes: CuPy's memory pool starts every allocation on this boundary
-
-
-def operand_sets(make, shape: tuple[int, ...], sets: int, itemsize: int) -> list:
-    """``sets`` operands of ``shape`` as views of one ``make((sets, row))`` fill, each starting on the POOL_ALIGN
-    boundary its own allocation would have (so cuBLAS sees the alignment it saw before). One fill per rotation:
-    a small GEMM point's 64 sets cost 128 fills, 1.5 s of gpu.gemm_shapes' 7.8 s of host time (H200, cProfile)."""
-    n = math.prod(shape)
-    row = -(-n * itemsize // POOL_ALIGN) * POOL_ALIGN // itemsize
-    flat = make((sets, row))
-    return [flat[i, :n].reshape(shape) for i in range(sets)]
-
-
 def empty_operand(cp, kind: str, shape: tuple[int, ...]):
     dtype = {"float64": cp.float64, "float32": cp.float32, "float16": cp.float16, "bf16": cp.uint16,
              "int32": cp.int32, "int8": cp.int8}[kind]
@@ -380,9 +367,9 @@ class CublasGemm:
         scale = k ** -0.25 if v.storage in ("float16", "bf16") else 1.0
         self.operands = operands_desc(v.storage, data, scale)
         rs = gc.operand_rng(cp, seed)
-        a, b = (operand_sets(lambda shape, role=role: random_operand(cp, v.storage, shape, seed, scale, data, role, rs),
-                             shape, self.sets, gc.ITEMSIZE[v.storage]) for role, shape in (("a", sa), ("b", sb)))
-        c = operand_sets(lambda shape: empty_operand(cp, v.out, shape), sc, self.sets, gc.ITEMSIZE[v.out])
+        a, b = (gc.aligned_copies(lambda s, role=role: random_operand(cp, v.storage, s, seed, scale, data, role, rs),
+                                  shape, self.sets, gc.ITEMSIZE[v.storage]) for role, shape in (("a", sa), ("b", sb)))
+        c = gc.aligned_copies(lambda s: empty_operand(cp, v.out, s), sc, self.sets, gc.ITEMSIZE[v.out])
         self.ops = list(zip(a, b, c, strict=True))
         self.alpha = np.ones((), dtype=v.scalar)
         self.beta = np.zeros((), dtype=v.scalar)
