@@ -179,6 +179,9 @@ def rank_device(device: str | None, env: Mapping[str, str] | None = None) -> str
     return str(found[gpu_for(world, len(found))].index)
 
 
+RANK_TMP = "hwprobe-rank{rank}-"     # the prefix of rank_out's temporary directory for a rank other than 0
+
+
 def rank_out(out, env: Mapping[str, str] | None = None):
     """Where this rank writes: ``out`` on rank 0 (or a plain run), a temporary directory elsewhere (removed by
     ``finish_run``: ranks other than 0 leave nothing behind)."""
@@ -187,7 +190,7 @@ def rank_out(out, env: Mapping[str, str] | None = None):
         return out
     import tempfile
 
-    return tempfile.mkdtemp(prefix=f"hwprobe-rank{world.rank}-")
+    return tempfile.mkdtemp(prefix=RANK_TMP.format(rank=world.rank))
 
 
 _FINISHED = False      # this rank has passed the run's last collective step (finish_run's gather)
@@ -229,8 +232,15 @@ def finish_run(run_dir, profile, measurements, device, comm=None, world: World |
     _FINISHED = True
     if got is None:
         import shutil
+        from pathlib import Path
 
+        run_dir = Path(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
+        if run_dir.parent.name.startswith(RANK_TMP.format(rank=world.rank)):
+            try:                          # rank_out's directory, which held the run's directory
+                run_dir.parent.rmdir()
+            except OSError:               # not empty: something else was written there
+                pass
         return profile
     return write_merged(run_dir, *got, world)
 

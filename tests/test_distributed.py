@@ -3,6 +3,7 @@ collective steps (id broadcast, agreement, gather, merge) over a fake communicat
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -205,6 +206,33 @@ def test_finish_run_rewrites_rank0_results_and_removes_the_others(tmp_path):
     env = json.loads((dirs[0] / "environment.json").read_text())
     assert env["world"]["size"] == 3 and [r["gpu"] for r in env["world"]["ranks"]] == [0, 1, 2]
     assert (dirs[0] / "profile.json").exists() and (dirs[0] / "measurements.csv").exists()
+
+
+def test_the_other_ranks_leave_no_directory_behind(tmp_path, monkeypatch):
+    """As hwprobe.api.run lays it out: each rank other than 0 writes its run's directory inside rank_out's temporary
+    directory; after finish_run neither is left (an empty hwprobe-rank1-* stayed in the temporary folder per run)."""
+    import json
+    import tempfile
+
+    from hwprobe.results import new_run_dir
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    bases = [D.rank_out(tmp_path / "out", env={"OMPI_COMM_WORLD_RANK": str(r), "OMPI_COMM_WORLD_SIZE": "3"})
+             for r in range(3)]
+    assert bases[0] == tmp_path / "out" and all(os.path.dirname(b) == str(tmp_path / "tmp") for b in bases[1:])
+    dirs = [new_run_dir(b, f"h-rank{r}") for r, b in enumerate(bases)]
+    for d in dirs:
+        (d / "environment.json").write_text(json.dumps({"suite": "multigpu", "finished": True}))
+
+    def fn(comm, r):
+        dev = {"index": r, "name": "H200", "kind": "gpu", "uuid": f"GPU-{r}"}
+        return D.finish_run(dirs[r], "own profile", _rank_records(r), dev, comm=comm,
+                            world=D.World(r, 3, r, 3, "h", "openmpi"))
+
+    run_ranks(3, fn)
+    assert os.listdir(tmp_path / "tmp") == []
+    assert (dirs[0] / "profile.json").exists()
 
 
 def test_plain_run_hooks_change_nothing(tmp_path):
