@@ -7,9 +7,13 @@ sampled FP16 grid points) it took 13.6 s of wall, 12 ms of it on the GPU; py-spy
 and 20% in the driver. In one process it does not parallelize (8 threads searched 48 shapes in 4.2 s, one thread
 4.9 s) and PyTorch keeps the plan it picks per thread, so the point must be timed where it was searched.
 
-So the points are measured in two phases per chunk of a sweep. First every worker process searches: each takes the
-next point as soon as it is free (a search takes 69 ms at the median and 0.3 s at the 90th percentile, so batches
-that wait for their slowest member leave most workers idle), calls it once and keeps only PyTorch's pick. Then the
+So the points are measured in two phases per chunk of a sweep. First every worker process searches: it calls each
+of its points once and keeps only PyTorch's pick. What a process compiles for one shape it reuses for the next of
+the same kind (torch_library.SEARCH_KINDS: precision, layout, kernel, stride, grouping): in one worker's timeline a
+kind's first search took 0.3-1.3 s and the later ones mostly 0.04-0.1 s, and with every worker taking the next free
+point every worker compiled nearly every kind. So each kind goes to one worker (plan_queues: the kinds end to end,
+cut into equal loads), and a worker whose queue is empty takes a point of a kind it has compiled, or one from the
+longest queue where that queue would outlast a compile (steal). Then the
 points are timed in the sweep's order, one at a time while the others wait, each by the worker that searched it:
 the worker builds the point's operands again (its first call finds the pick) and times and checks it with
 gpu.torch_kernels' own code (torch_library.conv_search, conv_time). No timed replay shares the GPU with other work.
@@ -44,6 +48,10 @@ from contextlib import contextmanager
 WORKERS = 6
 MIN_POINTS = 64        # fewer points: measured in this process (starting the workers, ~5 s, would cost more)
 CHUNK = 512            # points searched before they are timed (a Ctrl-C loses at most one chunk's searches)
+# A search kind's first search in a process costs about as much as this many later ones: in one worker's timeline
+# (profiles/h200-sxm/2026-11-28-suite-s27, search-trace) a kind's first took 0.3-1.3 s (median ~0.8), the next ones
+# 0.04-0.1 s (median ~0.06).
+FIRST_SEARCH = 12
 
 
 def count(points: int) -> int:
@@ -51,6 +59,66 @@ def count(points: int) -> int:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     n = min(WORKERS, cpus - 2)
     return n if points >= MIN_POINTS and n >= 2 else 0
+
+
+def search_kind(family: str, case: dict):
+    """torch_library.SEARCH_KINDS' kind of a case (None for a family without one)."""
+    from hwprobe.probes.calibration.torch_library import SEARCH_KINDS
+
+    kind = SEARCH_KINDS.get(family)
+    return kind(case) if kind else None
+
+
+def plan_queues(kinds: list, workers: int, home: dict | None = None) -> list[deque[int]]:
+    """Each worker's queue of case indices (None kinds left out: any worker takes those). A kind is what a process
+    compiles once for every shape of it (SEARCH_KINDS), so its cases stay together: the kinds are laid end to end,
+    those with a ``home`` (their searcher in an earlier chunk) in their home's order first, and the line is cut into
+    ``workers`` equal loads, each case weighing 1 and each kind a worker starts FIRST_SEARCH more. So a kind is split
+    only at a cut, and cases keep their order within a kind."""
+    groups: dict = {}
+    for i, k in enumerate(kinds):
+        if k is not None:
+            groups.setdefault(k, []).append(i)
+    queues = [deque() for _ in range(workers)]
+    home = home or {}
+    line = sorted(groups, key=lambda k: home.get(k, workers) if 0 <= home.get(k, workers) <= workers else workers)
+    target = (sum(map(len, groups.values())) + FIRST_SEARCH * (len(groups) + workers - 1)) / workers
+    w, load = 0, 0.0
+    for k in line:
+        if load >= target - FIRST_SEARCH and w < workers - 1:      # a cut between kinds, a little early, splits none
+            w, load = w + 1, 0.0
+        load += FIRST_SEARCH
+        for i in groups[k]:
+            if load >= target and w < workers - 1:                  # a cut inside a kind: the next worker compiles it
+                w, load = w + 1, float(FIRST_SEARCH)
+            queues[w].append(i)
+            load += 1
+    return _to_homes(queues, kinds, home)
+
+
+def _to_homes(segments: list[deque[int]], kinds: list, home: dict) -> list[deque[int]]:
+    """The segments given to the workers, largest first, each to the free worker most of its cases' kinds call home."""
+    queues: list = [None] * len(segments)
+    for seg in sorted(segments, key=len, reverse=True):
+        free = [w for w, q in enumerate(queues) if q is None]
+        queues[max(free, key=lambda w: (sum(home.get(kinds[i]) == w for i in seg), -w))] = seg
+    return queues
+
+
+def steal(queues: list[deque[int]], kinds: list, seen: set, force: bool = False) -> int | None:
+    """A case for a worker whose own queue is empty: the last queued case of a kind it has searched (no compile), else
+    the last of the longest queue where that queue holds more than FIRST_SEARCH cases (a compile then costs less than
+    waiting for its owner) or ``force`` (no worker is busy); None: stay idle."""
+    for q in sorted(queues, key=len, reverse=True):
+        for j in range(len(q) - 1, -1, -1):
+            if kinds[q[j]] in seen:
+                i = q[j]
+                del q[j]
+                return i
+    longest = max(queues, key=len, default=None)
+    if longest and (len(longest) > FIRST_SEARCH or force):
+        return longest.pop()
+    return None
 
 
 def _serve(conn, device: int) -> None:
@@ -97,6 +165,8 @@ class Pool:
 
         self._mp, self.device, self.serve = mp.get_context("spawn"), device, serve or _serve
         self.slots = [self._start() for _ in range(workers)]
+        self.seen: list[set] = [set() for _ in range(workers)]   # the search kinds each worker has searched
+        self.home: dict = {}                                      # a kind's first searcher: later chunks go there
 
     def _start(self):
         here, there = self._mp.Pipe()
@@ -116,29 +186,41 @@ class Pool:
         except (EOFError, OSError) as e:
             proc.join(timeout=5)
             self.slots[i] = self._start()
+            self.seen[i] = set()
+            self.home = {k: w for k, w in self.home.items() if w != i}
             return "error", RuntimeError(f"library worker exited ({proc.exitcode}): {type(e).__name__}")
 
-    def search(self, family: str, cases: list[dict], check=lambda: None) -> tuple[dict[int, int],
-                                                                                   dict[int, BaseException]]:
-        """Every case searched by whichever worker is free next: ({case index: its worker}, {case index: the
-        exception its search raised})."""
+    def search(self, family: str, cases: list[dict], check=lambda: None,
+               kinds: list | None = None) -> tuple[dict[int, int], dict[int, BaseException]]:
+        """Every case searched by a worker: ({case index: its worker}, {case index: the exception its search raised}).
+        ``kinds``: each case's search kind (SEARCH_KINDS; None: any worker). A kind's cases go to the worker that
+        plan_queues gives them; a free worker takes from its own queue, then the shared one, then steals (steal)."""
         from multiprocessing.connection import wait
 
-        pending, busy, free = deque(range(len(cases))), {}, list(range(len(self.slots)))
+        kinds = kinds or [None] * len(cases)
+        queues = plan_queues(kinds, len(self.slots), self.home)
+        shared = deque(i for i, k in enumerate(kinds) if k is None)
+        busy, free = {}, list(range(len(self.slots)))
         owner: dict[int, int] = {}
         failed: dict[int, BaseException] = {}
-        while pending or busy:
+        while any(queues) or shared or busy:
             check()
-            while free and pending:
-                w, i = free.pop(), pending.popleft()
-                self.ask(w, ("search", family, cases[i]))
-                busy[w] = i
+            for w in sorted(free, key=lambda w: not (queues[w] or shared)):    # own work first, then steals
+                i = queues[w].popleft() if queues[w] else shared.popleft() if shared else steal(
+                    queues, kinds, self.seen[w], force=not busy)
+                if i is not None:
+                    self.ask(w, ("search", family, cases[i]))
+                    busy[w] = i
+            free = [w for w in free if w not in busy]
             ready = set(wait([self.slots[w][0] for w in busy]))
             for w in [w for w in busy if self.slots[w][0] in ready]:
                 i = busy.pop(w)
                 status, got = self.answer(w)
                 if status == "ok":
                     owner[i] = w
+                    if kinds[i] is not None:
+                        self.seen[w].add(kinds[i])
+                        self.home.setdefault(kinds[i], w)
                 else:
                     failed[i] = got
                 free.append(w)
@@ -159,7 +241,7 @@ class Pool:
 
 
 @contextmanager
-def measuring(torch, workers: int, serve=None):
+def measuring(torch, workers: int, serve=None, kind=None):
     """``sweep``'s ``measured`` for ``workers`` worker processes (None below two: measure in this process):
     ``measured(cases, family)`` takes the cases in chunks of CHUNK, each chunk searched by all workers at once, then
     timed one point at a time, and gives (case, seconds or the exception) in the cases' order.
@@ -172,6 +254,7 @@ def measuring(torch, workers: int, serve=None):
     if workers < 2:
         yield None
         return
+    kind = kind or search_kind
     t0 = time.perf_counter()
     pool = Pool(workers, torch.cuda.current_device(), serve)
     spawned_s = time.perf_counter() - t0
@@ -188,7 +271,8 @@ def measuring(torch, workers: int, serve=None):
         for start in range(0, len(cases), CHUNK):
             chunk = cases[start:start + CHUNK]
             t0 = time.perf_counter()
-            owner, failed = pool.search(family, chunk, check_interrupt)     # every search done: the GPU is quiet
+            owner, failed = pool.search(family, chunk, check_interrupt,     # every search done: the GPU is quiet
+                                        [kind(family, c) for c in chunk])
             t1 = time.perf_counter()
             phases["search_s"] += t1 - t0
             for i, case in enumerate(chunk):

@@ -300,6 +300,25 @@ def sdpa(ctx, torch, precisions, quick: bool, measured=None, workers: int = 1):
 FIRST_CALLS = {"conv": (conv_search, conv_time), "sdpa": (sdpa_search, sdpa_time)}
 
 
+def conv_kind(case: dict) -> tuple:
+    """What a process compiles once for all the shapes of a convolution (library_workers.plan_queues keeps a kind on
+    one worker): its precision, layout, kernel, stride, grouping and whether it is dilated. In one worker's timeline
+    of an FP16 sample (profiles/h200-sxm/2026-11-28-suite-s27, search-trace) the first 1x1, 3x3, depthwise 3x3 or
+    5x5 search of a layout took 0.3-1.3 s, the next ones of that kind mostly 0.04-0.1 s."""
+    groups = case.get("groups", 1)
+    grouping = "stem" if case["cin"] < 8 else "depthwise" if case.get("dw") else "grouped" if groups > 1 else "dense"
+    return ("conv", case["precision"], case["layout"], case["k"], case.get("kw") or case["k"], case.get("stride", 1),
+            grouping, case.get("dilation", 1) > 1)
+
+
+def sdpa_kind(case: dict) -> tuple:
+    """An SDPA case's kind, as conv_kind's: precision, head size, causal and masked."""
+    return ("sdpa", case["precision"], case["dim"], case["causal"], bool(case.get("masked")))
+
+
+SEARCH_KINDS = {"conv": conv_kind, "sdpa": sdpa_kind}
+
+
 # --- grouped GEMM (MoE experts) ---------------------------------------------------------------------------------
 def _grouped_point(torch, experts: int, rows: int, n: int, k: int, precision: str) -> float:
     """torch._grouped_mm as transformers' ``_grouped_linear`` calls it: the tokens sorted by expert (``rows`` each),
