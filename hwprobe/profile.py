@@ -44,6 +44,22 @@ def window_power(c) -> float | None:
     return c.power_w if c and c.energy_j else None
 
 
+def window_edges(params: dict[str, Any] | None) -> tuple[float, float] | None:
+    """The SM clock a clock sentinel read at a library window's two edges, (before, after), where both were read
+    (hwprobe.timing.sentinel.record). The figure's clock is the higher edge, so a clock that fell inside the window
+    shows only here: an H200's TF32 GEMM at 8192 read 1971 MHz before its window and 1635 after, labelled 1980 MHz
+    with no throttle reason NVML saw (profiles/h200-sxm/2026-11-28-suite-s27)."""
+    got = [(params or {}).get(f"sentinel_sm_mhz_{k}") for k in ("before", "after")]
+    if not all(isinstance(g, dict) and g.get("mhz") for g in got):
+        return None
+    return float(got[0]["mhz"]), float(got[1]["mhz"])
+
+
+def window_fall(edges: tuple[float, float] | None) -> float | None:
+    """How far the SM clock fell inside a window of these edges (after / before - 1, below 0); None: it did not."""
+    return edges[1] / edges[0] - 1 if edges and edges[1] < edges[0] else None
+
+
 @dataclass
 class Ceiling:
     """One measured ceiling and the theory beside it (value in ``unit``)."""

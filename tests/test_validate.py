@@ -296,3 +296,46 @@ def test_a_rate_that_meets_the_reference_passes_whatever_the_clock_readings_say(
                             per_clock=1.476e15 / 1485e6)
     c = validate.check_one("k", m, r, 0.10)
     assert c.status == "pass" and c.compared == "rate" and c.ratio == pytest.approx(1.51 / 1.476)
+
+
+# ------------------------------------------------------------------------------------------------ window edges
+
+AB28 = ROOT / "profiles" / "h200-sxm" / "2026-11-29-suite-s28"
+
+
+def ab28(which: str) -> dict:
+    import gzip
+
+    return json.loads(gzip.decompress((AB28 / f"profile-{which}-full.json.gz").read_bytes()))
+
+
+def test_a_clock_that_fell_inside_the_window_is_named_from_its_sentinel_edges():
+    """The twenty-eighth session's same-lease A/B (two real H200 `full` profiles): the new run's FP64 library window
+    started at 1965 MHz and ended at 1797 (its record says 1965, the higher edge); the cause names both edges. The
+    same fall on both sides, or a rise, is no cause."""
+    new, old = record_of(ab28("new"), "new"), record_of(ab28("old"), "old")
+    key = "fp64.tensor_core.library"
+    assert new.ceilings[key].edges_mhz == (1964.6, 1797.0) and old.ceilings[key].window_fall is None
+    chk = next(c for c in validate.validate(new, old, validate.Tolerances(0.01)).checks if c.key == key)
+    assert chk.status == "fail"                                                      # -1.8% at 1%, as the A/B read
+    assert "the SM clock fell inside this window: 1965 -> 1797 MHz at its edges (-9%; the record's clock is the " \
+           "higher edge)" in chk.causes
+    assert any(c.startswith("power-limited here") for c in chk.causes)
+    from hwprobe.fleet.causes import clock_causes
+
+    m = new.ceilings[key]
+    assert not [c for c in clock_causes(m, m) if "fell" in c]                       # both fell alike: no cause
+    assert "the SM clock fell in the reference's window" in clock_causes(old.ceilings[key], m, high=True)[0]
+    rise = new.ceilings["fp16.tensor_core.library"]                                # 1710 -> 1830: it rose
+    assert rise.edges_mhz == (1710.1, 1830.1) and rise.window_fall is None
+
+
+def test_the_ceilings_table_shows_a_window_whose_clock_moved():
+    from hwprobe.profile import Profile, migrate
+    from hwprobe.report.tables import compute_table
+
+    rows = {(r["precision"], r["path"]): r for r in compute_table(Profile.from_dict(migrate(ab28("new")))).rows}
+    assert rows[("fp64", "library")]["edges"] == "1965 -> 1797" and rows[("fp64", "library")]["clock"] == 1964.6
+    assert rows[("fp16", "library")]["edges"] == "1710 -> 1830"
+    assert rows[("bf16", "library")]["edges"] is None                             # 1965 -> 1965: within 3%
+    assert rows[("fp64", "instr")]["edges"] is None                               # a kernel's own clock: no edges

@@ -98,8 +98,8 @@ def clock_causes(m: CeilingRec | None, r: CeilingRec | None, high: bool = False)
         if same and m.clock_mhz > r.clock_mhz * (1 + CLOCK_GAP):
             return [f"higher {clock_kind(m)} clock: {m.clock_mhz:.0f} vs {r.clock_mhz:.0f} MHz "
                     f"({m.clock_mhz / r.clock_mhz - 1:+.0%})"]
-        return []
-    out = []
+        return window_causes(r, m, "in the reference's window")
+    out = window_causes(m, r, "inside this window")
     if same and m.clock_mhz < r.clock_mhz * (1 - CLOCK_GAP):
         why = f" (throttle: {', '.join(m.throttle)})" if m.throttle else ""
         out.append(f"lower {clock_kind(m)} clock: {m.clock_mhz:.0f} vs {r.clock_mhz:.0f} MHz "
@@ -109,6 +109,17 @@ def clock_causes(m: CeilingRec | None, r: CeilingRec | None, high: bool = False)
     if m.thermal:
         out.append(f"thermal throttling during this ceiling: {', '.join(t for t in m.throttle if 'thermal' in t)}")
     return out
+
+
+def window_causes(fell: CeilingRec | None, other: CeilingRec | None, where: str) -> list[str]:
+    """The SM clock falling inside one side's window by more than CLOCK_GAP more than inside the other's: its clock
+    sentinel's two edges say so where the record's one clock (the higher edge) and NVML's median do not."""
+    drop = fell.window_fall if fell is not None else None
+    if drop is None or drop > -CLOCK_GAP or (other is not None and (other.window_fall or 0.0) <= drop + CLOCK_GAP):
+        return []
+    before, after = fell.edges_mhz
+    return [f"the SM clock fell {where}: {before:.0f} -> {after:.0f} MHz at its edges ({drop:+.0%}; the record's "
+            f"clock is the higher edge)"]
 
 
 def health_causes(run: RunRecord, ref: RunRecord) -> list[str]:

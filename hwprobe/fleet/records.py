@@ -36,6 +36,13 @@ class CeilingRec:
     per_clock: float | None = None            # as recorded (Ceiling.per_clock); None where the run did not
     flags: list[str] = field(default_factory=list)
     theory_at_max: float | None = None
+    edges_mhz: tuple[float, float] | None = None   # the SM clock at the window's edges, (before, after)
+
+    @property
+    def window_fall(self) -> float | None:
+        from hwprobe.profile import window_fall
+
+        return window_fall(self.edges_mhz)
 
     @property
     def power_limited(self) -> bool:
@@ -110,16 +117,16 @@ def _ceiling(key: str, c: dict[str, Any]) -> CeilingRec | None:
         value = float(c["value"])
     except (KeyError, TypeError, ValueError):
         return None
+    from hwprobe.profile import _legacy_memory_clock, window_edges
+
     clock = c.get("clock_mhz")
     if c.get("clock_source") == "memory":     # profiles before 2026-11-26 stored the SM clock here (as Ceiling reads)
-        from hwprobe.profile import _legacy_memory_clock
-
         clock = _legacy_memory_clock(c) or clock
     return CeilingRec(key=key, value=value, unit=str(c.get("unit") or ""), metric=str(c.get("metric") or ""),
                       clock_mhz=clock, clock_source=c.get("clock_source"),
                       throttle=list(c.get("throttle_reasons") or []), power_w=c.get("power_w"),
                       per_clock=c.get("per_clock"), flags=[str(f) for f in c.get("flags") or []],
-                      theory_at_max=c.get("theory_at_max_clock"))
+                      theory_at_max=c.get("theory_at_max_clock"), edges_mhz=window_edges(c.get("params")))
 
 
 def ceilings_of(d: dict[str, Any]) -> dict[str, CeilingRec]:

@@ -12,7 +12,7 @@ from typing import Any
 from hwprobe import keys as K
 from hwprobe.flags import Code, has
 from hwprobe.judge import ABOVE_THEORY, CLOCK_AGREEMENT
-from hwprobe.profile import Ceiling, Profile
+from hwprobe.profile import Ceiling, Profile, window_edges
 from hwprobe.report import text as tx
 from hwprobe.units import si
 from hwprobe.vocab import PROFILE_PRECISIONS, ExecUnit
@@ -86,7 +86,8 @@ COMPUTE_COLUMNS = [
     Column("pct_clock", "%", "pct"), Column("theory_max", "theory @max clock", "rate", True, "theory\n@max"),
     Column("pct_max", "% @max", "pct", True, "%\n@max"), Column("datasheet", "datasheet", "rate", True, "data-\nsheet"),
     Column("pct_sheet", "% datasheet", "pct", True, "%\nsheet"), Column("clock", "SM MHz", "mhz", short="SM\nMHz"),
-    Column("clock_from", "clock from", wide=True), Column("pct_nvml", "% @NVML clock", "pct", True, "%\n@NVML"),
+    Column("clock_from", "clock from", wide=True), Column("edges", "clock at edges", wide=True),
+    Column("pct_nvml", "% @NVML clock", "pct", True, "%\n@NVML"),
     Column("clock_check", "NVML vs kernel", wide=True),
     Column("power", "W", "watt", True), Column("energy", "pJ/op", "energy", True, "pJ/\nop"),
     Column("throttle", "throttle", wide=True),
@@ -132,9 +133,18 @@ def _compute_row(prec: str, unit: str, path: str, c: Ceiling) -> dict[str, Any]:
         "sustained": getattr(c, "sustained", None),
         # one clock source per column: the SM MHz column is the clock named in "clock from" (kernel, sentinel,
         # nvml, max); "% @NVML clock" is the same figure against NVML's reading; a disagreement over 3% is shown
-        "clock_from": c.clock_source, "pct_nvml": _pct_nvml(c),
+        "clock_from": c.clock_source, "edges": _edges(c), "pct_nvml": _pct_nvml(c),
         "clock_check": _disagreement(c),
     }
+
+
+def _edges(c: Ceiling) -> str | None:
+    """A sentinel-timed window's SM clock before and after it, where it moved by more than 3%: the SM MHz column
+    holds the higher edge, so a clock that fell inside the window shows here."""
+    edges = window_edges(c.params)
+    if not edges or abs(edges[1] / edges[0] - 1) <= CLOCK_AGREEMENT:
+        return None
+    return f"{edges[0]:.0f} -> {edges[1]:.0f}"
 
 
 def _pct_nvml(c: Ceiling) -> float | str | None:
