@@ -330,12 +330,25 @@ def test_a_clock_that_fell_inside_the_window_is_named_from_its_sentinel_edges():
     assert rise.edges_mhz == (1710.1, 1830.1) and rise.window_fall is None
 
 
-def test_the_ceilings_table_shows_a_window_whose_clock_moved():
-    from hwprobe.profile import Profile, migrate
-    from hwprobe.report.tables import compute_table
+def test_the_ceilings_table_names_the_windows_whose_clock_moved():
+    """Under the compute table (a line, not a column: the table stays within 160 terminal columns and 1400 px)."""
+    import io
 
-    rows = {(r["precision"], r["path"]): r for r in compute_table(Profile.from_dict(migrate(ab28("new")))).rows}
-    assert rows[("fp64", "library")]["edges"] == "1965 -> 1797" and rows[("fp64", "library")]["clock"] == 1964.6
-    assert rows[("fp16", "library")]["edges"] == "1710 -> 1830"
-    assert rows[("bf16", "library")]["edges"] is None                             # 1965 -> 1965: within 3%
-    assert rows[("fp64", "instr")]["edges"] is None                               # a kernel's own clock: no edges
+    from rich.console import Console
+
+    from hwprobe.profile import Profile, migrate
+    from hwprobe.report import terminal
+    from hwprobe.report.tables import compute_table, edges_line
+
+    p = Profile.from_dict(migrate(ab28("new")))
+    t = compute_table(p)
+    rows = {(r["precision"], r["path"]): r for r in t.rows}
+    assert rows[("fp64", "library")]["_edges"] == "1965 -> 1797" and rows[("fp64", "library")]["clock"] == 1964.6
+    assert rows[("fp16", "library")]["_edges"] == "1710 -> 1830"
+    assert rows[("bf16", "library")]["_edges"] is None                            # 1965 -> 1965: within 3%
+    assert rows[("fp64", "instr")]["_edges"] is None                              # a kernel's own clock: no edges
+    line = edges_line(t)
+    assert "fp64 tensor library 1965 -> 1797, " in line and line in t.note and line.endswith(" MHz")
+    buf = io.StringIO()
+    terminal.render(p, Console(file=buf, width=120, color_system=None))
+    assert "fp64 tensor library 1965 -> 1797" in " ".join(buf.getvalue().split())

@@ -86,8 +86,7 @@ COMPUTE_COLUMNS = [
     Column("pct_clock", "%", "pct"), Column("theory_max", "theory @max clock", "rate", True, "theory\n@max"),
     Column("pct_max", "% @max", "pct", True, "%\n@max"), Column("datasheet", "datasheet", "rate", True, "data-\nsheet"),
     Column("pct_sheet", "% datasheet", "pct", True, "%\nsheet"), Column("clock", "SM MHz", "mhz", short="SM\nMHz"),
-    Column("clock_from", "clock from", wide=True), Column("edges", "clock at edges", wide=True),
-    Column("pct_nvml", "% @NVML clock", "pct", True, "%\n@NVML"),
+    Column("clock_from", "clock from", wide=True), Column("pct_nvml", "% @NVML clock", "pct", True, "%\n@NVML"),
     Column("clock_check", "NVML vs kernel", wide=True),
     Column("power", "W", "watt", True), Column("energy", "pJ/op", "energy", True, "pJ/\nop"),
     Column("throttle", "throttle", wide=True),
@@ -115,7 +114,17 @@ def compute_table(p: Profile, kind: str = "gpu") -> Table:
             paths = p.compute[prec][unit]
             for path in tx.order(paths, tx.PATH_ORDER):
                 t.rows.append(_compute_row(prec, unit, path, paths[path]))
+    if edges_line(t):
+        t.note += "; " + edges_line(t)
     return t
+
+
+def edges_line(t: Table) -> str:
+    """The rows whose sentinel-timed window moved its SM clock by more than 3% (a line under the compute table, not
+    a column: the table is at the width a terminal and a 1400-px page hold)."""
+    got = [f"{r['precision']} {r['unit']} {r['path']} {r['_edges']}" for r in t.rows if r.get("_edges")]
+    return ("SM clock at a library window's edges, before -> after, where more than 3% apart (the SM MHz column "
+            "holds the higher edge): " + ", ".join(got) + " MHz") if got else ""
 
 
 def _compute_row(prec: str, unit: str, path: str, c: Ceiling) -> dict[str, Any]:
@@ -133,7 +142,7 @@ def _compute_row(prec: str, unit: str, path: str, c: Ceiling) -> dict[str, Any]:
         "sustained": getattr(c, "sustained", None),
         # one clock source per column: the SM MHz column is the clock named in "clock from" (kernel, sentinel,
         # nvml, max); "% @NVML clock" is the same figure against NVML's reading; a disagreement over 3% is shown
-        "clock_from": c.clock_source, "edges": _edges(c), "pct_nvml": _pct_nvml(c),
+        "clock_from": c.clock_source, "_edges": _edges(c), "pct_nvml": _pct_nvml(c),
         "clock_check": _disagreement(c),
     }
 
