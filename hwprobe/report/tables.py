@@ -114,8 +114,9 @@ def compute_table(p: Profile, kind: str = "gpu") -> Table:
             paths = p.compute[prec][unit]
             for path in tx.order(paths, tx.PATH_ORDER):
                 t.rows.append(_compute_row(prec, unit, path, paths[path]))
-    if edges_line(t):
-        t.note += "; " + edges_line(t)
+    line = edges_line(t)
+    if line:
+        t.note += "; " + line
     return t
 
 

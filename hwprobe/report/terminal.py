@@ -62,8 +62,8 @@ def render(p: Profile, console=None, wide: bool | None = None, kind: str | None 
     for t in (tb.compute_table(p, kind), tb.memory_table(p, kind), tb.links_table(p), tb.ridge_table(p)):
         if t.rows:
             left_out += print_fitted(con, t, asked)
-            if tb.edges_line(t):
-                con.print(f"[dim]{tb.edges_line(t)}[/dim]", highlight=False)
+            if line := tb.edges_line(t):
+                con.print(f"[dim]{line}[/dim]", highlight=False)
     if left_out:
         con.print(f"[dim]more columns ({', '.join(dict.fromkeys(left_out))}): --wide[/dim]", highlight=False)
     from hwprobe.report.gapview import chains, line
