@@ -35,6 +35,10 @@ KERNEL_SM_MHZ = Key("kernel_sm_mhz", float, "MHz",
                     "the SM clock the timed kernel ran at, its clock64 cycles over %globaltimer (scalar or per launch)")
 SENTINEL_SM_MHZ = Key("sentinel_sm_mhz", list, "MHz",
                       "the SM clock of a sentinel kernel run just before and after a library call, both edges")
+SENTINEL_BEFORE = Key("sentinel_sm_mhz_before", dict, "MHz",
+                      "the sentinel's reading just before the window: median mhz, with min/max over the SMs")
+SENTINEL_AFTER = Key("sentinel_sm_mhz_after", dict, "MHz",
+                     "the sentinel's reading just after the window: median mhz, with min/max over the SMs")
 CPU_MHZ_AROUND = Key("cpu_mhz_around", list, "MHz",
                      "a CPU core's clock timed on a dependent add chain just before and after the timed window")
 THEORY_CLOCK_SOURCE = Key("theory_clock_source", str, "",

@@ -49,7 +49,7 @@ def window_edges(params: dict[str, Any] | None) -> tuple[float, float] | None:
     (hwprobe.timing.sentinel.record). The figure's clock is the higher edge, so a clock that fell inside the window
     shows only here: an H200's TF32 GEMM at 8192 read 1971 MHz before its window and 1635 after, labelled 1980 MHz
     with no throttle reason NVML saw (profiles/h200-sxm/2026-11-28-suite-s27)."""
-    got = [(params or {}).get(f"sentinel_sm_mhz_{k}") for k in ("before", "after")]
+    got = [(params or {}).get(k) for k in (K.SENTINEL_BEFORE, K.SENTINEL_AFTER)]
     if not all(isinstance(g, dict) and g.get("mhz") for g in got):
         return None
     return float(got[0]["mhz"]), float(got[1]["mhz"])

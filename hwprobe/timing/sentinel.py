@@ -87,9 +87,9 @@ def record(params: dict, before: SentinelReading | None, after: SentinelReading 
     params[K.SENTINEL_SM_MHZ] = sorted(round(r.mhz, 1) for r in got)
     params["sentinel_sm_mhz_mean"] = round(statistics.fmean(r.mhz for r in got), 1)
     if before is not None:
-        params["sentinel_sm_mhz_before"] = before.to_dict()
+        params[K.SENTINEL_BEFORE] = before.to_dict()
     if after is not None:
-        params["sentinel_sm_mhz_after"] = after.to_dict()
+        params[K.SENTINEL_AFTER] = after.to_dict()
 
 
 def clock_of(params: dict) -> float | None:

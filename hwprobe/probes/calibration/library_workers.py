@@ -81,7 +81,7 @@ def plan_queues(kinds: list, workers: int, home: dict | None = None) -> list[deq
             groups.setdefault(k, []).append(i)
     queues = [deque() for _ in range(workers)]
     home = home or {}
-    line = sorted(groups, key=lambda k: home.get(k, workers) if 0 <= home.get(k, workers) <= workers else workers)
+    line = sorted(groups, key=lambda k: min(home.get(k, workers), workers))
     target = (sum(map(len, groups.values())) + FIRST_SEARCH * (len(groups) + workers - 1)) / workers
     w, load = 0, 0.0
     for k in line:

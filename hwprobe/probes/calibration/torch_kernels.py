@@ -113,7 +113,7 @@ def _case(torch, kind: str, nbytes: int):
         return _cache_case(torch, kind, nbytes, rnd)
     if kind == "bias":            # each launch adds its own bias vector (a layer's), read cold
         rows = max(1, nbytes // (4 * HIDDEN))
-        bias = param_copies(torch, (HIDDEN,), lambda s: rnd(*s))
+        bias = param_copies(torch, (HIDDEN,), lambda s: rnd(*s), half)
         last = {}
 
         def step(a):
@@ -125,7 +125,7 @@ def _case(torch, kind: str, nbytes: int):
     if kind in ("norm", "softmax"):
         rows = max(1, nbytes // (4 * HIDDEN))
         if kind == "norm":        # each launch with its own scale and shift (a layer's), read cold
-            scale, shift = (param_copies(torch, (HIDDEN,), lambda s: rnd(*s)) for _ in range(2))
+            scale, shift = (param_copies(torch, (HIDDEN,), lambda s: rnd(*s), half) for _ in range(2))
             wb = lambda: (scale(), shift())  # noqa: E731
             last = {}
 
@@ -227,7 +227,7 @@ def _map_case(torch, kind: str, nbytes: int, rnd):
     n, hw = _map_shape(nbytes / 4, c)
     x = rnd(n, c, hw, hw)
     if kind == "bias_nchw":       # an NCHW convolution's bias: x + b over (1, C, 1, 1), each launch its own b, cold
-        bias = param_copies(torch, (c, 1, 1), lambda s: rnd(*s))
+        bias = param_copies(torch, (c, 1, 1), lambda s: rnd(*s), torch.float16)
         last = {}
 
         def add(a):
@@ -264,7 +264,7 @@ def _cache_case(torch, kind: str, nbytes: int, rnd):
                      f"{b} x {kvh} x ({n} - 1 + 1) x {d}, new token strided")
     rep = Q_HEADS // kvh
     b, n = _batch_tokens(nbytes, Q_HEADS, Q_HEADS)     # b * heads * n output rows, each written and read once
-    cache = param_copies(torch, (b, kvh, n, d), lambda s: rnd(*s))
+    cache = param_copies(torch, (b, kvh, n, d), lambda s: rnd(*s), torch.float16)
     holder = {}
 
     def step():

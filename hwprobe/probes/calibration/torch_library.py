@@ -72,7 +72,7 @@ def conv_search(torch, case: dict):
     x = torch.randn(*x_shape, device="cuda", dtype=dtype).to(memory_format=fmt)
     fan_in = w_shape[1] * w_shape[2] * w_shape[3]
     weights = param_copies(torch, w_shape, lambda s: torch.randn(*s, device="cuda", dtype=dtype).mul_(fan_in ** -0.5),
-                           channels_last=case["layout"] == "nhwc")
+                           dtype, channels_last=case["layout"] == "nhwc")
     conv = {"stride": case.get("stride", 1), "padding": pad, "groups": case.get("groups", 1),
             "dilation": case.get("dilation", 1)}
     holder = {}
@@ -163,7 +163,8 @@ def _linear_call(torch, precision: str, m: int, n: int, k: int):
     holder = {}
     if precision == "int8":
         x = torch.randint(-4, 5, (m, k), device="cuda", dtype=torch.int8)
-        weights = param_copies(torch, (n, k), lambda s: torch.randint(-4, 5, s, device="cuda", dtype=torch.int8))
+        weights = param_copies(torch, (n, k), lambda s: torch.randint(-4, 5, s, device="cuda", dtype=torch.int8),
+                               torch.int8)
 
         def call() -> None:
             holder["w"] = weights()
@@ -172,7 +173,8 @@ def _linear_call(torch, precision: str, m: int, n: int, k: int):
         f8 = _dtype(torch, "fp8")
         x = (torch.rand(m, k, device="cuda") * 2 - 1).to(f8)
         one = torch.ones((), device="cuda")
-        weights = param_copies(torch, (n, k), lambda s: ((torch.rand(*s, device="cuda") * 2 - 1) / k ** 0.5).to(f8))
+        weights = param_copies(torch, (n, k), lambda s: ((torch.rand(*s, device="cuda") * 2 - 1) / k ** 0.5).to(f8),
+                               f8)
 
         def call() -> None:
             holder["w"] = weights()
@@ -180,7 +182,8 @@ def _linear_call(torch, precision: str, m: int, n: int, k: int):
     else:
         dtype = _dtype(torch, precision)
         x = torch.randn(m, k, device="cuda", dtype=dtype)
-        weights = param_copies(torch, (n, k), lambda s: torch.randn(*s, device="cuda", dtype=dtype).div_(k ** 0.5))
+        weights = param_copies(torch, (n, k), lambda s: torch.randn(*s, device="cuda", dtype=dtype).div_(k ** 0.5),
+                               dtype)
 
         def call() -> None:
             holder["w"] = weights()

@@ -33,17 +33,17 @@ def copy_count(torch, nbytes: int) -> int:
     return rotation_sets(max(int(nbytes), 1), _l2_bytes(torch), 3.0, cap=common.MAX_REPS)
 
 
-def param_copies(torch, shape: tuple, fill, channels_last: bool = False):
+def param_copies(torch, shape: tuple, fill, dtype, channels_last: bool = False):
     """A callable giving a different copy of a layer's parameter (weights, bias, norm scale) of ``shape`` on each
     call, as each layer of a model reads its own: copy_count copies cut from one ``fill`` (gemm_common.
-    aligned_copies), each aligned as its own allocation would be. ``channels_last``: 4-D weights in PyTorch's
-    channels-last strides."""
+    aligned_copies), each aligned as its own allocation would be. ``dtype``: what ``fill`` makes (its element size
+    sets the alignment). ``channels_last``: 4-D weights in PyTorch's channels-last strides."""
     import itertools
     import math
 
     from hwprobe.probes.compute.gemm_common import aligned_copies
 
-    esize = fill((1, 1)).element_size()
+    esize = dtype.itemsize
     count = copy_count(torch, math.prod(shape) * esize)
     if channels_last:
         o, i, kh, kw = shape
