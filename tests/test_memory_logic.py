@@ -350,6 +350,10 @@ def test_host_ceiling_is_measured_again_when_disturbed():
     assert short.value == 96e9 and short.params["attempts_gbps"] == [89.4, 93.0, 96.0]
     stuck = retried(runs(40.0, 45.0, 41.0, 56.0, 48.0, 99.0), 99e9)   # at most 4 retries, then the best of five
     assert stuck.value == 56e9 and stuck.params["attempts_gbps"] == [40.0, 45.0, 41.0, 56.0, 48.0]
+    from hwprobe.probes.interconnect.host import ceiling_retries
+    pageable = retried(runs(40.0, 99.0), 99e9, retries=ceiling_retries("pageable"))   # not the ceiling: once
+    assert pageable.value == 40e9 and "attempts_gbps" not in pageable.params
+    assert ceiling_retries("pinned") == 4
 
 
 @pytest.mark.parametrize("far_ns", [320.0, 262.0])
