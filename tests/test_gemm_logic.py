@@ -1166,3 +1166,100 @@ def test_sparse_algorithm_attributes_are_set_and_read_through_the_binding():
     assert g._alg_attr(attrs.SEARCH_ITERATIONS, 2) == 2 and store == {2: 2}
     store[attrs.CONFIG_ID] = 25
     assert g._alg_attr(attrs.CONFIG_ID) == 25 and g._alg_attr(attrs.SPLIT_K) == -1
+
+
+def test_sparse_sweep_keeps_the_fastest_config_that_runs_and_checks(monkeypatch):
+    """hwprobe's own config sweep: every id on a fresh selection and plan, timed in interleaved rounds; an id the
+    library rejects at its first launch and one whose output fails the check are dropped, the fastest of the rest
+    becomes the GEMM's plan (its old selection and plan destroyed), and every other plan made is destroyed."""
+    import itertools
+    import types
+
+    import hwprobe.timing
+    from hwprobe.errors import VerificationError
+    from hwprobe.probes.compute import sparse as gpu_sparse
+
+    attrs = types.SimpleNamespace(CONFIG_ID="id", CONFIG_MAX_ID="max", SPLIT_K="sk")
+    seconds = {0: 5e-3, 1: 2e-3, 2: 1e-3, 3: 0.5e-3, 4: 3e-3}    # 3 fails at launch, 2 computes wrong
+    new_id = itertools.count(100)
+    config, plan_of, destroyed, ran = {}, {}, [], []
+
+    def set_config(g, attr, value=None, alg=None):
+        alg = g.alg if alg is None else alg
+        if value is not None:
+            config[alg] = value
+        return len(seconds) if attr == "max" else config.get(alg, 0)
+
+    def plan_init(h, desc, alg):
+        plan = next(new_id)
+        plan_of[plan] = config.get(alg, 0)
+        return plan
+
+    def matmul(h, plan, *rest):
+        if plan_of[plan] == 3:
+            raise RuntimeError("CUSPARSE_STATUS_NOT_SUPPORTED")
+        ran.append(plan_of[plan])
+
+    lt = types.SimpleNamespace(
+        MatmulAlgAttribute=attrs, MatmulAlg=types.SimpleNamespace(DEFAULT=0), matmul=matmul,
+        matmul_alg_selection_init=lambda h, desc, how: next(new_id), matmul_plan_init=plan_init,
+        matmul_get_workspace=lambda h, plan: 0, matmul_plan_destroy=lambda p: destroyed.append(("plan", p)),
+        matmul_alg_selection_destroy=lambda a: destroyed.append(("alg", a)))
+    buf = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0), size=0)
+    cp = types.SimpleNamespace(cuda=types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0)))
+    g = object.__new__(gpu_sparse.SparseGemm)
+    g.lt, g.h, g.cp, g.desc, g.alg, g.plan, g.ws = lt, 7, cp, 9, 1, 2, buf
+    g._descs = [(lt.matmul_alg_selection_destroy, 1), (lt.matmul_plan_destroy, 2)]
+    g.ops, g.streams = [[buf, buf, buf, buf]], np.zeros(1, np.uint64)
+    g.alpha = g.beta = np.zeros((), np.float32)
+    g.rejected, g.timings = {}, {}
+    monkeypatch.setattr(gpu_sparse.SparseGemm, "_alg_attr", set_config)
+
+    def check(rows):
+        if ran[-1] == 2:
+            raise VerificationError("4 of 4 sampled rows wrong")
+    g.check = check
+
+    def once(fn, cp=None):
+        fn()
+        return seconds[ran[-1]]
+    monkeypatch.setattr(hwprobe.timing, "time_cuda_once", once)
+    g._sweep(rows=4)
+    assert plan_of[g.plan] == 1 and config[g.alg] == 1
+    assert set(g.timings) == {0, 1, 2, 4} and g.timings[1] == 2e-3
+    assert set(g.rejected) == {2, 3} and g.rejected[2].startswith("output:") and "NOT_SUPPORTED" in g.rejected[3]
+    assert g._descs == [(lt.matmul_alg_selection_destroy, g.alg), (lt.matmul_plan_destroy, g.plan)]
+    made = {p for p in plan_of} | {a for a in config}
+    assert {o for _, o in destroyed} == (made | {1, 2}) - {g.alg, g.plan}    # nothing leaks, the winner lives
+
+
+def test_sparse_sweep_ranks_close_configs_by_their_settled_rate(monkeypatch):
+    """Configs within REFINE_WITHIN of the fastest burst run again for REFINE_S each, back to back, in interleaved
+    rounds; their settled time per launch orders them (the power cap can reverse a burst ranking); the rest keep
+    their burst order after them."""
+    import types
+
+    import hwprobe.timing
+    from hwprobe.probes.compute import sparse as gpu_sparse
+
+    settled = {50: 1.2e-3, 60: 1.0e-3, 70: 1.1e-3}
+    calls = []
+
+    def time_cuda(fn, warmup, repeats, cp):
+        ran = []
+        g._matmul = lambda f, i, plan: ran.append(plan)
+        fn()
+        calls.append((ran[0], warmup, repeats))
+        return [settled[ran[0]]] * repeats
+
+    monkeypatch.setattr(hwprobe.timing, "time_cuda", time_cuda)
+    g = object.__new__(gpu_sparse.SparseGemm)
+    g.lt, g.cp = types.SimpleNamespace(matmul=None), None
+    g.timings = {5: 1.00e-3, 6: 1.02e-3, 7: 1.04e-3, 8: 1.5e-3, 9: 1.01e-3 * 2}
+    assert g._ranked({5: 50, 6: 60, 7: 70, 8: 80, 9: 90}) == [6, 7, 5, 8, 9]
+    assert {c: t for c, t in g.settled.items()} == {5: 1.2e-3, 6: 1.0e-3, 7: 1.1e-3}
+    assert len(calls) == gpu_sparse.REFINE_ROUNDS * 3
+    assert calls[0] == (50, 50, 50) and calls[:3] == [(50, 50, 50), (60, 49, 49), (70, 48, 48)]
+    g.timings = {5: 1.0e-3, 6: 1.2e-3}                     # nothing close: the burst order stands, no refine
+    calls.clear()
+    assert g._ranked({5: 50, 6: 60}) == [5, 6] and not calls

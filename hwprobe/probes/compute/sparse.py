@@ -72,11 +72,21 @@ SPECS = {
                       (("fp8.fast", "cublaslt"),)),
 }
 SETTLE_S, SUSTAIN_S = 0.25, 0.4         # per dense and sparse point (quick: a fifth)
-# cuSPARSELt's algorithm search times every candidate config over the library's SEARCH_ITERATIONS launches (5);
-# it takes 16.5 s of a full run on an H200, 7.0 s of it FP16 at 16384. Searching at 16384 over 2 launches was
-# tried (issue 33, 2026-11-27): the same config ids in FP16, INT8 and FP8, in half the time, but FP8 2:4 read
-# 1893 TFLOP/s in both runs that searched so against 1925-1941 in three that did not (per clock within 1%; the
-# power-capped clock differed), so the library's default stays and ``search_iterations`` is a probe parameter.
+# How the kernel config is chosen. cuSPARSELt's own search (cusparseLtMatmulSearch) took 16.5 s of a full run on
+# an H200, 7.6 s of it FP16 at 16384, and picked configs slower than others it had: on an H200 (2026-11-29,
+# profiles/h200-sxm/2026-11-29-sparse-sweep) FP16 at 16384 it kept config 0 where config 25 ran 1.13x faster over
+# two launches each, INT8 at 8192 config 4 where 25 ran 1.16x. Timing every config id ourselves, each on its own
+# algorithm selection, in interleaved rounds as LtGemm does (a clock falling under the power cap penalizes no
+# candidate more than another), took 0.6-1.4 s at 16384. Searching with 2 launches per candidate instead of the
+# library's 5 was tried first (2026-11-27): FP8 2:4 then read 1893 TFLOP/s against 1925-1941. Setting CONFIG_ID on
+# the selection the library had searched, then making a new plan, segfaulted (2026-11-29): each id gets a fresh
+# one. Burst timings miss what the power cap does: FP8 at 16384 ranked config 13 1% above config 20 in bursts, yet
+# settled under the cap config 20 ran 1942 TFLOP/s and config 13 1840-1850, all at 1290 MHz (the sentinel's upper
+# edge). So the configs within REFINE_WITHIN of the fastest burst (REFINE_TOP at most) run again for REFINE_S
+# each, back to back, in REFINE_ROUNDS interleaved rounds, timed over each window's second half (the limiter acts
+# within ~50 ms).
+SEARCHES = ("sweep", "library")
+REFINE_TOP, REFINE_WITHIN, REFINE_S, REFINE_ROUNDS = 3, 0.05, 0.1, 2
 
 
 def _libs(ctx):
@@ -113,11 +123,17 @@ class SparseGemm:
     """A cuSPARSELt plan for C (m x n) = A (m x k, 2:4, row-major) @ B^T (B stored n x k, row-major)."""
 
     def __init__(self, cp, lt, cs, handle, spec: SparseSpec, m: int, n: int, k: int, sets: int, seed: int = 7,
-                 search_iterations: int | None = None):
+                 search: str = "sweep", search_iterations: int | None = None):
+        if search not in SEARCHES:
+            raise ValueError(f"search must be one of {SEARCHES}, not {search!r}")
         self.cp, self.lt, self.h, self.spec = cp, lt, handle, spec
         self.m, self.n, self.k = m, n, k
-        self.search_iterations = search_iterations     # None: the library's default
-        self.chosen: dict[str, int] = {}
+        self.search = search
+        self.search_iterations = search_iterations     # the library search's launches per candidate; None: its own
+        self.chosen: dict[str, Any] = {}
+        self.timings: dict[int, float] = {}            # sweep: config id -> median seconds on operand set 0
+        self.rejected: dict[int, str] = {}
+        self.settled: dict[int, float] = {}            # sweep: the close ids' seconds per launch, settled (REFINE_*)
         self.search_s = 0.0
         self._descs: list[tuple[Any, int]] = []
         self.ops: list[list] = []
@@ -141,7 +157,7 @@ class SparseGemm:
             self.mat_c, getattr(lt.ComputeType, spec.compute)))
         self.alg = self._keep(lt.matmul_alg_selection_destroy,
                               lt.matmul_alg_selection_init(handle, self.desc, lt.MatmulAlg.DEFAULT))
-        if self.search_iterations is not None:
+        if self.search_iterations is not None and self.search == "library":
             self._alg_attr(lt.MatmulAlgAttribute.SEARCH_ITERATIONS, self.search_iterations)
         self.plan = self._keep(lt.matmul_plan_destroy, lt.matmul_plan_init(handle, self.desc, self.alg))
         self.alpha = np.ones((), dtype=np.float32)     # cuSPARSELt scalars are float for every compute type
@@ -171,23 +187,103 @@ class SparseGemm:
         self._check_pruned()
         self.ws = cp.empty(max(int(lt.matmul_get_workspace(handle, self.plan)), 1), dtype=cp.uint8)
         t0 = time.perf_counter()
-        self._matmul(lt.matmul_search, 0)      # picks the kernel (and split-k) for this plan; untimed
+        if self.search == "library":
+            self._matmul(lt.matmul_search, 0)      # picks the kernel (and split-k) for this plan; untimed
+        else:
+            self._sweep(rows=4)
         cp.cuda.get_current_stream().synchronize()
         self.search_s = time.perf_counter() - t0
-        self.chosen = {name.lower(): self._alg_attr(getattr(lt.MatmulAlgAttribute, name))
-                       for name in ("CONFIG_ID", "SPLIT_K", "SEARCH_ITERATIONS")}
-        ws = int(lt.matmul_get_workspace(handle, self.plan))
-        if ws > self.ws.size:
-            self.ws = cp.empty(ws, dtype=cp.uint8)
+        names = ("CONFIG_ID", "SPLIT_K") + (("SEARCH_ITERATIONS",) if self.search == "library" else ())
+        self.chosen = {"search": self.search,
+                       **{name.lower(): self._alg_attr(getattr(lt.MatmulAlgAttribute, name)) for name in names}}
+        self._fit_workspace(self.plan)
 
-    def _alg_attr(self, attr, value: int | None = None) -> int:
-        """Set (``value``) or read one attribute of the plan's algorithm selection."""
+    def _fit_workspace(self, plan) -> None:
+        ws = int(self.lt.matmul_get_workspace(self.h, plan))
+        if ws > self.ws.size:
+            self.ws = self.cp.empty(ws, dtype=self.cp.uint8)
+
+    def _sweep(self, rows: int) -> None:
+        """Every config id on its own selection and plan, timed in AUTOTUNE_ITERATIONS interleaved rounds on operand
+        set 0 (compressed once: the compressed layout does not depend on the config, and the winner's output is
+        checked); the fastest (``_ranked``) whose output checks becomes this GEMM's plan. Ids the library rejects at
+        their first launch are dropped."""
+        from hwprobe.probes.compute.cublaslt import AUTOTUNE_ITERATIONS
+        from hwprobe.timing import time_cuda_once
+
+        lt, A = self.lt, self.lt.MatmulAlgAttribute
+        plans: dict[int, tuple[int, int]] = {}
+        try:
+            for cid in range(self._alg_attr(A.CONFIG_MAX_ID)):
+                alg = lt.matmul_alg_selection_init(self.h, self.desc, lt.MatmulAlg.DEFAULT)
+                plan = None
+                try:
+                    self._alg_attr(A.CONFIG_ID, cid, alg)
+                    plan = lt.matmul_plan_init(self.h, self.desc, alg)
+                    self._fit_workspace(plan)
+                    self._matmul(lt.matmul, 0, plan)        # warm-up (and the error, if it has one)
+                    plans[cid] = (alg, plan)
+                except Exception as e:
+                    self.rejected[cid] = f"{type(e).__name__}: {e}"[:120]
+                    if plan is not None:
+                        lt.matmul_plan_destroy(plan)
+                    lt.matmul_alg_selection_destroy(alg)
+            times: dict[int, list[float]] = {cid: [] for cid in plans}
+            for _ in range(AUTOTUNE_ITERATIONS):
+                for cid, (_, plan) in plans.items():
+                    times[cid].append(time_cuda_once(lambda plan=plan: self._matmul(lt.matmul, 0, plan), self.cp))
+            self.timings = {cid: float(np.median(t)) for cid, t in times.items()}
+            for cid in self._ranked({cid: plan for cid, (_, plan) in plans.items()}):
+                self._matmul(lt.matmul, 0, plans[cid][1])
+                try:
+                    self.check(rows)
+                except VerificationError as e:
+                    self.rejected[cid] = f"output: {e}"[:120]
+                    continue
+                self.alg, self.plan = self._replace(self.alg, self.plan, *plans.pop(cid))
+                return
+            raise RuntimeError(f"cuSPARSELt: no config id of {len(plans) + len(self.rejected)} ran and checked: "
+                               f"{self.rejected}")
+        finally:
+            for alg, plan in plans.values():
+                lt.matmul_plan_destroy(plan)
+                lt.matmul_alg_selection_destroy(alg)
+
+    def _ranked(self, plans: dict[int, int]) -> list[int]:
+        """Config ids fastest first: by burst median, the close ones (REFINE_*) by their settled rate instead."""
+        from hwprobe.timing import time_cuda
+
+        lt, ranked = self.lt, sorted(self.timings, key=self.timings.get)
+        close = [c for c in ranked[:REFINE_TOP] if self.timings[c] <= self.timings[ranked[0]] * (1 + REFINE_WITHIN)]
+        if len(close) < 2:
+            return ranked
+        runs: dict[int, list[float]] = {c: [] for c in close}
+        for _ in range(REFINE_ROUNDS):
+            for c in close:
+                n = max(4, int(REFINE_S / self.timings[c]))
+                runs[c].append(float(np.median(time_cuda(lambda p=plans[c]: self._matmul(lt.matmul, 0, p),
+                                                         warmup=n // 2, repeats=n - n // 2, cp=self.cp))))
+        self.settled = {c: float(np.median(t)) for c, t in runs.items()}
+        return sorted(close, key=self.settled.get) + [c for c in ranked if c not in close]
+
+    def _replace(self, old_alg, old_plan, alg, plan) -> tuple[int, int]:
+        """(alg, plan) kept for close() in place of the ones they replace, which are destroyed now."""
+        for obj, new in ((old_plan, plan), (old_alg, alg)):
+            i = next(j for j, (_, o) in enumerate(self._descs) if o == obj)
+            destroy, _ = self._descs[i]
+            destroy(obj)
+            self._descs[i] = (destroy, new)
+        return alg, plan
+
+    def _alg_attr(self, attr, value: int | None = None, alg: int | None = None) -> int:
+        """Set (``value``) or read one attribute of an algorithm selection (``alg``; the plan's by default)."""
+        alg = self.alg if alg is None else alg
         buf = np.zeros(1, dtype=self.lt.get_matmul_alg_attribute_dtype(attr))
         if value is not None:
             buf[0] = value
-            self.lt.matmul_alg_set_attribute(self.h, self.alg, attr, buf.ctypes.data, buf.itemsize)
+            self.lt.matmul_alg_set_attribute(self.h, alg, attr, buf.ctypes.data, buf.itemsize)
         else:
-            self.lt.matmul_alg_get_attribute(self.h, self.alg, attr, buf.ctypes.data, buf.itemsize)
+            self.lt.matmul_alg_get_attribute(self.h, alg, attr, buf.ctypes.data, buf.itemsize)
         return int(buf[0])
 
     def _keep(self, destroy, obj):
@@ -214,11 +310,11 @@ class SparseGemm:
             if int(self.valid.get()[0]) != 0:
                 raise VerificationError(f"cuSPARSELt prune check failed on operand set {i}")
 
-    def _matmul(self, fn, i: int) -> None:
+    def _matmul(self, fn, i: int, plan: int | None = None) -> None:
         a, b, c, ac = self.ops[i]
         self.streams[0] = self._stream()
-        fn(self.h, self.plan, self.alpha.ctypes.data, ac.data.ptr, b.data.ptr, self.beta.ctypes.data,
-           c.data.ptr, c.data.ptr, self.ws.data.ptr, self.streams.ctypes.data, 1)
+        fn(self.h, self.plan if plan is None else plan, self.alpha.ctypes.data, ac.data.ptr, b.data.ptr,
+           self.beta.ctypes.data, c.data.ptr, c.data.ptr, self.ws.data.ptr, self.streams.ctypes.data, 1)
 
     def call(self, i: int) -> None:
         self._matmul(self.lt.matmul, i)
@@ -262,17 +358,18 @@ def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: tuple[f
 @probe(name="gpu.sparse", target="gpu", family="compute",
        summary="2:4 structured-sparse GEMM (cuSPARSELt) vs the best dense path, same clock and power conditions: "
                "speedup as measured and per clock, compression cost",
-       precisions=tuple(SPECS))
-def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_rows=16,
+       precisions=tuple(SPECS), choices={"search": SEARCHES})
+def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_rows=16, search: str = "sweep",
                search_iterations: int | None = None):
-    """``search_iterations``: launches per candidate in cuSPARSELt's algorithm search (None: the library's)."""
+    """``search``: how each size's kernel config is chosen, "sweep" (every config id timed by hwprobe) or "library"
+    (cusparseLtMatmulSearch); ``search_iterations``: the library search's launches per candidate (None: its own)."""
     lt, cs, handle = _libs(ctx)
     try:
         import cupy as cp
     except Exception as e:
         raise Skip(f"CuPy not importable: {e}") from None
     lib = _Lib(cp, lt, cs, handle, int(getattr(ctx.device, "l2_bytes", 0) or 50 << 20), lt.get_version(handle),
-               search_iterations)
+               search, search_iterations)
     plan = gc.plan_sizes(sizes, ctx.quick)
     try:
         for prec in precisions:
@@ -291,6 +388,7 @@ class _Lib:
     handle: int
     l2: int
     version: int
+    search: str
     search_iterations: int | None
 
 
@@ -299,7 +397,8 @@ def _sparse_point(ctx, lib: _Lib, spec, n, rows, sustain, metric) -> tuple[Measu
     cp, g = lib.cp, None
     try:
         sets = gc.rotation_sets(gc.gemm_bytes(n, n, n, gc.ITEMSIZE[spec.storage], gc.ITEMSIZE[spec.out]), lib.l2)
-        g = SparseGemm(cp, lib.lt, lib.cs, lib.handle, spec, n, n, n, sets, search_iterations=lib.search_iterations)
+        g = SparseGemm(cp, lib.lt, lib.cs, lib.handle, spec, n, n, n, sets, search=lib.search,
+                       search_iterations=lib.search_iterations)
         runner = build_runner(cp, g.call, sets)
         timing = settle_runner(cp, runner, sustain)
         err: dict = {}
@@ -315,6 +414,11 @@ def _sparse_point(ctx, lib: _Lib, spec, n, rows, sustain, metric) -> tuple[Measu
         params = {"m": n, "n": n, "k": n, K.SPARSE: True, K.SPARSITY: "2:4 (A)", "reps": runner.reps,
                   "operand_sets": sets, "cuda_graph": runner.graph, "cusparselt_version": lib.version,
                   "cusparselt_alg": g.chosen, "search_s": round(g.search_s, 3),
+                  **({"cusparselt_sweep_us": {c: round(t * 1e6, 1) for c, t in g.timings.items()}} if g.timings
+                     else {}),
+                  **({"cusparselt_settled_us": {c: round(t * 1e6, 1) for c, t in g.settled.items()}}
+                     if g.settled else {}),
+                  **({"cusparselt_rejected": g.rejected} if g.rejected else {}),
                   "compressed_bytes": g.compressed_bytes, "prune_s": prep["prune_s"], "compress_s": prep["compress_s"],
                   "flop_convention": CONVENTION, "operands": g.operands, "alpha": float(g.alpha),
                   "settle_s": sustain[0], "sustain_s": sustain[1], **timing}
