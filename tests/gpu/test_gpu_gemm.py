@@ -174,6 +174,15 @@ def test_sparse(gpu_ctx_factory):
         assert got[f"{prec}.tensor_core.sparse24"].params["speedup_best_vs_best_per_clock"] > 0
         assert got[f"sparse.{prec}.compress.n4096"].value > 0
         assert got[f"sparse.{prec}.speedup"].notes
+        alg, swept = point.params["cusparselt_alg"], point.params["cusparselt_sweep_us"]
+        assert alg["search"] == "sweep" and len(swept) >= 2, alg      # every config id timed, the pick among them
+        first = point.params.get("cusparselt_settled_us") or swept
+        kept = {c: t for c, t in first.items() if c not in point.params.get("cusparselt_rejected", {})}
+        assert first[alg["config_id"]] == min(kept.values()), (alg, first)     # the fastest that ran and checked
+    lib = _by_metric(run_sparse(gpu_ctx_factory("gpu.sparse"), precisions=("fp16",), sizes=(4096,),
+                                search="library"))["fp16.tensor_core.sparse24.n4096"]
+    assert lib.verified and lib.params["cusparselt_alg"]["search"] == "library"
+    assert "cusparselt_sweep_us" not in lib.params and lib.params["cusparselt_alg"]["search_iterations"] > 0
 
 
 def test_gemm_power_sustained_points(gpu_ctx_factory):
