@@ -1259,7 +1259,9 @@ def test_sparse_sweep_ranks_close_configs_by_their_settled_rate(monkeypatch):
     assert g._ranked({5: 50, 6: 60, 7: 70, 8: 80, 9: 90}) == [6, 7, 5, 8, 9]
     assert {c: t for c, t in g.settled.items()} == {5: 1.2e-3, 6: 1.0e-3, 7: 1.1e-3}
     assert len(calls) == gpu_sparse.REFINE_ROUNDS * 3
-    assert calls[0] == (50, 50, 50) and calls[:3] == [(50, 50, 50), (60, 49, 49), (70, 48, 48)]
+    n = [int(gpu_sparse.REFINE_S / t) for t in (1.00e-3, 1.02e-3, 1.04e-3)]
+    first = [(p, k // 2, k - k // 2) for p, k in zip((50, 60, 70), n, strict=True)]
+    assert calls[:6] == first + first[::-1]                  # the second round in reverse: each place in turn
     g.timings = {5: 1.0e-3, 6: 1.2e-3}                     # nothing close: the burst order stands, no refine
     calls.clear()
     assert g._ranked({5: 50, 6: 60}) == [5, 6] and not calls

@@ -180,8 +180,8 @@ def test_sparse(gpu_ctx_factory):
         kept = {c: t for c, t in first.items() if c not in point.params.get("cusparselt_rejected", {})}
         assert first[alg["config_id"]] == min(kept.values()), (alg, first)     # the fastest that ran and checked
     lib = _by_metric(run_sparse(gpu_ctx_factory("gpu.sparse"), precisions=("fp16",), sizes=(4096,),
-                                search="library"))["fp16.tensor_core.sparse24.n4096"]
-    assert lib.verified and lib.params["cusparselt_alg"]["search"] == "library"
+                                search="cusparselt"))["fp16.tensor_core.sparse24.n4096"]
+    assert lib.verified and lib.params["cusparselt_alg"]["search"] == "cusparselt"
     assert "cusparselt_sweep_us" not in lib.params and lib.params["cusparselt_alg"]["search_iterations"] > 0
 
 

@@ -83,10 +83,12 @@ SETTLE_S, SUSTAIN_S = 0.25, 0.4         # per dense and sparse point (quick: a f
 # one. Burst timings miss what the power cap does: FP8 at 16384 ranked config 13 1% above config 20 in bursts, yet
 # settled under the cap config 20 ran 1942 TFLOP/s and config 13 1840-1850, all at 1290 MHz (the sentinel's upper
 # edge). So the configs within REFINE_WITHIN of the fastest burst (REFINE_TOP at most) run again for REFINE_S
-# each, back to back, in REFINE_ROUNDS interleaved rounds, timed over each window's second half (the limiter acts
-# within ~50 ms).
-SEARCHES = ("sweep", "library")
-REFINE_TOP, REFINE_WITHIN, REFINE_S, REFINE_ROUNDS = 3, 0.05, 0.1, 2
+# each, back to back, in REFINE_ROUNDS rounds, timed over each window's second half (the limiter acts within
+# ~50 ms). The rounds alternate their order: with one order, 0.1-s windows and two rounds, the first window of a
+# round read low in 4 of the 6 refined points of a `full` (INT8 at 16384 then kept config 17, 1942 TOP/s settled,
+# where config 25 had given 2051 in the run before).
+SEARCHES = ("sweep", "cusparselt")
+REFINE_TOP, REFINE_WITHIN, REFINE_S, REFINE_ROUNDS = 3, 0.05, 0.15, 2
 
 
 def _libs(ctx):
@@ -157,7 +159,7 @@ class SparseGemm:
             self.mat_c, getattr(lt.ComputeType, spec.compute)))
         self.alg = self._keep(lt.matmul_alg_selection_destroy,
                               lt.matmul_alg_selection_init(handle, self.desc, lt.MatmulAlg.DEFAULT))
-        if self.search_iterations is not None and self.search == "library":
+        if self.search_iterations is not None and self.search == "cusparselt":
             self._alg_attr(lt.MatmulAlgAttribute.SEARCH_ITERATIONS, self.search_iterations)
         self.plan = self._keep(lt.matmul_plan_destroy, lt.matmul_plan_init(handle, self.desc, self.alg))
         self.alpha = np.ones((), dtype=np.float32)     # cuSPARSELt scalars are float for every compute type
@@ -187,13 +189,13 @@ class SparseGemm:
         self._check_pruned()
         self.ws = cp.empty(max(int(lt.matmul_get_workspace(handle, self.plan)), 1), dtype=cp.uint8)
         t0 = time.perf_counter()
-        if self.search == "library":
+        if self.search == "cusparselt":
             self._matmul(lt.matmul_search, 0)      # picks the kernel (and split-k) for this plan; untimed
         else:
             self._sweep(rows=4)
         cp.cuda.get_current_stream().synchronize()
         self.search_s = time.perf_counter() - t0
-        names = ("CONFIG_ID", "SPLIT_K") + (("SEARCH_ITERATIONS",) if self.search == "library" else ())
+        names = ("CONFIG_ID", "SPLIT_K") + (("SEARCH_ITERATIONS",) if self.search == "cusparselt" else ())
         self.chosen = {"search": self.search,
                        **{name.lower(): self._alg_attr(getattr(lt.MatmulAlgAttribute, name)) for name in names}}
         self._fit_workspace(self.plan)
@@ -258,8 +260,8 @@ class SparseGemm:
         if len(close) < 2:
             return ranked
         runs: dict[int, list[float]] = {c: [] for c in close}
-        for _ in range(REFINE_ROUNDS):
-            for c in close:
+        for r in range(REFINE_ROUNDS):
+            for c in (close if r % 2 == 0 else close[::-1]):      # each place in turn: a drifting clock cancels
                 n = max(4, int(REFINE_S / self.timings[c]))
                 runs[c].append(float(np.median(time_cuda(lambda p=plans[c]: self._matmul(lt.matmul, 0, p),
                                                          warmup=n // 2, repeats=n - n // 2, cp=self.cp))))
@@ -361,7 +363,7 @@ def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: tuple[f
        precisions=tuple(SPECS), choices={"search": SEARCHES})
 def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_rows=16, search: str = "sweep",
                search_iterations: int | None = None):
-    """``search``: how each size's kernel config is chosen, "sweep" (every config id timed by hwprobe) or "library"
+    """``search``: how each size's kernel config is chosen, "sweep" (every config id timed by hwprobe) or "cusparselt"
     (cusparseLtMatmulSearch); ``search_iterations``: the library search's launches per candidate (None: its own)."""
     lt, cs, handle = _libs(ctx)
     try:
