@@ -1235,8 +1235,8 @@ def test_sparse_sweep_keeps_the_fastest_config_that_runs_and_checks(monkeypatch)
 
 def test_sparse_sweep_ranks_close_configs_by_their_settled_rate(monkeypatch):
     """Configs within REFINE_WITHIN of the fastest burst run again for REFINE_S each, back to back, in interleaved
-    rounds; their settled time per launch orders them (the power cap can reverse a burst ranking); the rest keep
-    their burst order after them."""
+    rounds; their settled time per launch orders them where the burst winner's is more than REFINE_CLEAR slower (the
+    power cap can reverse a burst ranking), else the burst order stands; the rest keep their burst order after."""
     import types
 
     import hwprobe.timing
@@ -1265,3 +1265,6 @@ def test_sparse_sweep_ranks_close_configs_by_their_settled_rate(monkeypatch):
     g.timings = {5: 1.0e-3, 6: 1.2e-3}                     # nothing close: the burst order stands, no refine
     calls.clear()
     assert g._ranked({5: 50, 6: 60}) == [5, 6] and not calls
+    settled.update({50: 1.015e-3, 60: 1.0e-3})              # windows within REFINE_CLEAR: the bursts decide
+    g.timings = {5: 1.00e-3, 6: 1.02e-3}
+    assert g._ranked({5: 50, 6: 60}) == [5, 6] and calls
