@@ -1212,7 +1212,7 @@ def test_sparse_sweep_keeps_the_fastest_config_that_runs_and_checks(monkeypatch)
     g._descs = [(lt.matmul_alg_selection_destroy, 1), (lt.matmul_plan_destroy, 2)]
     g.ops, g.streams = [[buf, buf, buf, buf]], np.zeros(1, np.uint64)
     g.alpha = g.beta = np.zeros((), np.float32)
-    g.rejected, g.timings = {}, {}
+    g.rejected, g.timings, g.settled = {}, {}, {}
     monkeypatch.setattr(gpu_sparse.SparseGemm, "_alg_attr", set_config)
 
     def check(rows):
@@ -1228,6 +1228,8 @@ def test_sparse_sweep_keeps_the_fastest_config_that_runs_and_checks(monkeypatch)
     assert plan_of[g.plan] == 1 and config[g.alg] == 1
     assert set(g.timings) == {0, 1, 2, 4} and g.timings[1] == 2e-3
     assert set(g.rejected) == {2, 3} and g.rejected[2].startswith("output:") and "NOT_SUPPORTED" in g.rejected[3]
+    assert g.search_params() == {"cusparselt_sweep_us": {0: 5000.0, 1: 2000.0, 2: 1000.0, 4: 3000.0},
+                                 "cusparselt_rejected": g.rejected}       # no refine ran: no settled times
     assert g._descs == [(lt.matmul_alg_selection_destroy, g.alg), (lt.matmul_plan_destroy, g.plan)]
     made = {p for p in plan_of} | {a for a in config}
     assert {o for _, o in destroyed} == (made | {1, 2}) - {g.alg, g.plan}    # nothing leaks, the winner lives

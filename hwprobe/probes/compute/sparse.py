@@ -72,25 +72,15 @@ SPECS = {
                       (("fp8.fast", "cublaslt"),)),
 }
 SETTLE_S, SUSTAIN_S = 0.25, 0.4         # per dense and sparse point (quick: a fifth)
-# How the kernel config is chosen. cuSPARSELt's own search (cusparseLtMatmulSearch) took 16.5 s of a full run on
-# an H200, 7.6 s of it FP16 at 16384, and picked configs slower than others it had: on an H200 (2026-11-29,
-# profiles/h200-sxm/2026-11-29-sparse-sweep) FP16 at 16384 it kept config 0 where config 25 ran 1.13x faster over
-# two launches each, INT8 at 8192 config 4 where 25 ran 1.16x. Timing every config id ourselves, each on its own
-# algorithm selection, in interleaved rounds as LtGemm does (a clock falling under the power cap penalizes no
-# candidate more than another), took 0.6-1.4 s at 16384. Searching with 2 launches per candidate instead of the
-# library's 5 was tried first (2026-11-27): FP8 2:4 then read 1893 TFLOP/s against 1925-1941. Setting CONFIG_ID on
-# the selection the library had searched, then making a new plan, segfaulted (2026-11-29): each id gets a fresh
-# one. Burst timings miss what the power cap does: FP8 at 16384 ranked config 13 1% above config 20 in bursts, yet
-# settled under the cap config 20 ran 1942 TFLOP/s and config 13 1840-1850, all at 1290 MHz (the sentinel's upper
-# edge). So the configs within REFINE_WITHIN of the fastest burst (REFINE_TOP at most) run again for REFINE_S
-# each, back to back, in REFINE_ROUNDS rounds, timed over each window's second half (the limiter acts within
-# ~50 ms). The rounds alternate their order: with one order, 0.1-s windows and two rounds, the first window of a
-# round read low in 4 of the 6 refined points of a `full` (INT8 at 16384 then kept config 17, 1942 TOP/s settled,
-# where config 25 had given 2051 in the run before). With the order alternating the windows still put INT8's 17 and
-# 25 at 16384 within 1.2% of each other either way, while settled for 0.65 s each 25 ran 2046-2051 and 17 1942-1973:
-# so the windows overrule the bursts only where the burst winner's window is more than REFINE_CLEAR slower
-# (FP8 at 16384: config 20's window 5-9% ahead of 13's, which led the bursts by 0.3-4%). REFINE_CLEAR was set on
-# these same runs (profiles/h200-sxm/2026-11-29-sparse-sweep): in-sample.
+# How the kernel config is chosen (issue 33; the runs behind each number: profiles/h200-sxm/2026-11-29-sparse-sweep).
+# cuSPARSELt's own search took 16.5 s of an H200 `full` and kept FP16's config 0, 5-6% slower settled than config
+# 25. So by default every config id is timed here, each on its own algorithm selection (reusing the searched one
+# segfaulted), in interleaved rounds as LtGemm autotunes: 0.6-1.4 s at 16384. Bursts miss the power cap (FP8 at
+# 16384: config 13 1-2% ahead in bursts, 5% behind settled), so the ids within REFINE_WITHIN of the fastest burst
+# (REFINE_TOP at most) run again for REFINE_S each, timed over each window's second half (the limiter acts within
+# ~50 ms), in REFINE_ROUNDS rounds of alternating order (with one order the first window of a round read low). The
+# windows overrule the bursts only where the burst winner's is more than REFINE_CLEAR slower: they put INT8's
+# configs 17 and 25 within 1.2% either way, where settled 25 runs 4-5% faster. REFINE_CLEAR was set on those runs.
 SEARCHES = ("sweep", "cusparselt")
 REFINE_TOP, REFINE_WITHIN, REFINE_S, REFINE_ROUNDS, REFINE_CLEAR = 3, 0.05, 0.15, 2, 0.02
 
@@ -275,6 +265,13 @@ class SparseGemm:
             return ranked                                  # the windows cannot tell them apart: the bursts decide
         return sorted(close, key=self.settled.get) + [c for c in ranked if c not in close]
 
+    def search_params(self) -> dict[str, dict]:
+        """What the sweep saw, for the record: each id's burst and settled microseconds per launch, the ids dropped."""
+        us = lambda d: {c: round(t * 1e6, 1) for c, t in d.items()}  # noqa: E731
+        got = {"cusparselt_sweep_us": us(self.timings), "cusparselt_settled_us": us(self.settled),
+               "cusparselt_rejected": self.rejected}
+        return {k: v for k, v in got.items() if v}
+
     def _replace(self, old_alg, old_plan, alg, plan) -> tuple[int, int]:
         """(alg, plan) kept for close() in place of the ones they replace, which are destroyed now."""
         for obj, new in ((old_plan, plan), (old_alg, alg)):
@@ -423,11 +420,7 @@ def _sparse_point(ctx, lib: _Lib, spec, n, rows, sustain, metric) -> tuple[Measu
         params = {"m": n, "n": n, "k": n, K.SPARSE: True, K.SPARSITY: "2:4 (A)", "reps": runner.reps,
                   "operand_sets": sets, "cuda_graph": runner.graph, "cusparselt_version": lib.version,
                   "cusparselt_alg": g.chosen, "search_s": round(g.search_s, 3),
-                  **({"cusparselt_sweep_us": {c: round(t * 1e6, 1) for c, t in g.timings.items()}} if g.timings
-                     else {}),
-                  **({"cusparselt_settled_us": {c: round(t * 1e6, 1) for c, t in g.settled.items()}}
-                     if g.settled else {}),
-                  **({"cusparselt_rejected": g.rejected} if g.rejected else {}),
+                  **g.search_params(),
                   "compressed_bytes": g.compressed_bytes, "prune_s": prep["prune_s"], "compress_s": prep["compress_s"],
                   "flop_convention": CONVENTION, "operands": g.operands, "alpha": float(g.alpha),
                   "settle_s": sustain[0], "sustain_s": sustain[1], **timing}
