@@ -1166,6 +1166,7 @@ def test_sparse_algorithm_attributes_are_set_and_read_through_the_binding():
     assert g._alg_attr(attrs.SEARCH_ITERATIONS, 2) == 2 and store == {2: 2}
     store[attrs.CONFIG_ID] = 25
     assert g._alg_attr(attrs.CONFIG_ID) == 25 and g._alg_attr(attrs.SPLIT_K) == -1
+    assert g._read_attr("CONFIG_ID") == 25 and g._read_attr("SPLIT_K_MODE") is None    # not in this binding
 
 
 def test_sparse_sweep_keeps_the_fastest_config_that_runs_and_checks(monkeypatch):

@@ -189,10 +189,18 @@ class SparseGemm:
             self._sweep(rows=4)
         cp.cuda.get_current_stream().synchronize()
         self.search_s = time.perf_counter() - t0
-        names = ("CONFIG_ID", "SPLIT_K") + (("SEARCH_ITERATIONS",) if self.search == "cusparselt" else ())
-        self.chosen = {"search": self.search,
-                       **{name.lower(): self._alg_attr(getattr(lt.MatmulAlgAttribute, name)) for name in names}}
+        names = ("CONFIG_ID", "SPLIT_K", "SPLIT_K_MODE", "SPLIT_K_BUFFERS") + (
+            ("SEARCH_ITERATIONS",) if self.search == "cusparselt" else ())
+        self.chosen = {"search": self.search, **{name.lower(): self._read_attr(name) for name in names}}
         self._fit_workspace(self.plan)
+
+    def _read_attr(self, name: str) -> int | None:
+        """One attribute of the plan's selection, for the record; None where this cuSPARSELt cannot read it (the
+        split-k mode and buffers are read so that a library search's choice beside the config id shows)."""
+        try:
+            return self._alg_attr(getattr(self.lt.MatmulAlgAttribute, name))
+        except Exception:           # noqa: BLE001 - a record field, never a failed point
+            return None
 
     def _fit_workspace(self, plan) -> None:
         ws = int(self.lt.matmul_get_workspace(self.h, plan))
