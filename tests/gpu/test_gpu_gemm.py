@@ -176,6 +176,7 @@ def test_sparse(gpu_ctx_factory):
         assert got[f"sparse.{prec}.speedup"].notes
         alg, swept = point.params["cusparselt_alg"], point.params["cusparselt_sweep_us"]
         assert alg["search"] == "sweep" and len(swept) >= 2, alg      # every config id timed, the pick among them
+        assert {"config_id", "split_k", "split_k_mode", "split_k_buffers"} <= set(alg), alg
         first = point.params.get("cusparselt_settled_us") or swept
         kept = {c: t for c, t in first.items() if c not in point.params.get("cusparselt_rejected", {})}
         assert first[alg["config_id"]] == min(kept.values()), (alg, first)     # the fastest that ran and checked
