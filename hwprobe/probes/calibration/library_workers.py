@@ -1,5 +1,5 @@
 """gpu.torch_kernels' library points measured by worker processes: each shape's first call in parallel, the timing
-alone. Two families: cuDNN convolutions and scaled-dot-product attention (torch_library.FIRST_CALLS).
+alone. Two families: cuDNN convolutions and scaled-dot-product attention (torch_library.SEARCH_FAMILIES).
 
 A convolution shape's first call under cudnn.benchmark searches cuDNN's algorithms, and that search is host work:
 cuDNN builds a plan for every engine it lists, compiling runtime-compiled kernels with NVRTC. On an H100 (40
@@ -9,8 +9,8 @@ and 20% in the driver. In one process it does not parallelize (8 threads searche
 
 So the points are measured in two phases per chunk of a sweep. First every worker process searches: it calls each
 of its points once and keeps only PyTorch's pick. What a process compiles for one shape it reuses for the next of
-the same kind (torch_library.SEARCH_KINDS: precision, layout, kernel, stride, grouping): in one worker's timeline a
-kind's first search took 0.3-1.3 s and the later ones mostly 0.04-0.1 s, and with every worker taking the next free
+the same kind (torch_library.SEARCH_FAMILIES: precision, layout, kernel, stride, grouping): in one worker's timeline
+a kind's first search took 0.3-1.3 s and the later ones mostly 0.04-0.1 s, and with every worker taking the next free
 point every worker compiled nearly every kind. So each kind goes to one worker (plan_queues: the kinds end to end,
 cut into equal loads), and a worker whose queue is empty takes a point of a kind it has compiled, or one from the
 longest queue where that queue would outlast a compile (steal). Then the
@@ -62,16 +62,16 @@ def count(points: int) -> int:
 
 
 def search_kind(family: str, case: dict):
-    """torch_library.SEARCH_KINDS' kind of a case (None for a family without one)."""
-    from hwprobe.probes.calibration.torch_library import SEARCH_KINDS
+    """torch_library.SEARCH_FAMILIES' kind of a case (None for a family without one)."""
+    from hwprobe.probes.calibration.torch_library import SEARCH_FAMILIES
 
-    kind = SEARCH_KINDS.get(family)
-    return kind(case) if kind else None
+    fam = SEARCH_FAMILIES.get(family)
+    return fam.kind(case) if fam else None
 
 
 def plan_queues(kinds: list, workers: int, home: dict | None = None) -> list[deque[int]]:
     """Each worker's queue of case indices (None kinds left out: any worker takes those). A kind is what a process
-    compiles once for every shape of it (SEARCH_KINDS), so its cases stay together: the kinds are laid end to end,
+    compiles once for every shape of it (SEARCH_FAMILIES), so its cases stay together: the kinds are laid end to end,
     those with a ``home`` (their searcher in an earlier chunk) in their home's order first, and the line is cut into
     ``workers`` equal loads, each case weighing 1 and each kind a worker starts FIRST_SEARCH more. So a kind is split
     only at a cut, and cases keep their order within a kind."""
@@ -142,10 +142,10 @@ def _serve(conn, device: int) -> None:
     with torch.inference_mode():
         while msg is not None:
             op, family, case = msg
-            first_call, timed = lib.FIRST_CALLS[family]
+            fam = lib.SEARCH_FAMILIES[family]
             try:
-                searched = first_call(torch, case)
-                conn.send(("ok", None if op == "search" else timed(torch, case, searched)))
+                searched = fam.search(torch, case)
+                conn.send(("ok", None if op == "search" else fam.time(torch, case, searched)))
             except Exception as e:
                 try:
                     conn.send(("error", e))
@@ -193,7 +193,7 @@ class Pool:
     def search(self, family: str, cases: list[dict], check=lambda: None,
                kinds: list | None = None) -> tuple[dict[int, int], dict[int, BaseException]]:
         """Every case searched by a worker: ({case index: its worker}, {case index: the exception its search raised}).
-        ``kinds``: each case's search kind (SEARCH_KINDS; None: any worker). A kind's cases go to the worker that
+        ``kinds``: each case's search kind (search_kind; None: any worker). A kind's cases go to the worker that
         plan_queues gives them; a free worker takes from its own queue, then the shared one, then steals (steal)."""
         from multiprocessing.connection import wait
 

@@ -14,7 +14,9 @@ kernel, stride, groups, layout and images), ``framework_linear`` (a rows x N x K
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from hwprobe import calibration as C
 from hwprobe import keys as K
@@ -299,10 +301,6 @@ def sdpa(ctx, torch, precisions, quick: bool, measured=None, workers: int = 1):
                                  "mask of (batch, 1, seq, seq) in place of is_causal (its masked kernel)"])
 
 
-# The library families whose first call of a shape is host work, for library_workers: (the first call, the timing).
-FIRST_CALLS = {"conv": (conv_search, conv_time), "sdpa": (sdpa_search, sdpa_time)}
-
-
 def conv_kind(case: dict) -> tuple:
     """What a process compiles once for all the shapes of a convolution (library_workers.plan_queues keeps a kind on
     one worker): its precision, layout, kernel, stride, grouping and whether it is dilated. In one worker's timeline
@@ -319,7 +317,18 @@ def sdpa_kind(case: dict) -> tuple:
     return ("sdpa", case["precision"], case["dim"], case["causal"], bool(case.get("masked")))
 
 
-SEARCH_KINDS = {"conv": conv_kind, "sdpa": sdpa_kind}
+@dataclass(frozen=True)
+class SearchFamily:
+    """A library family whose first call of a shape is host work (a cuDNN or SDPA search), for library_workers:
+    ``search`` makes that first call, ``time`` times the searched call, ``kind`` names what a process compiles once
+    for all the shapes of it."""
+    search: Callable
+    time: Callable
+    kind: Callable
+
+
+SEARCH_FAMILIES = {"conv": SearchFamily(conv_search, conv_time, conv_kind),
+                   "sdpa": SearchFamily(sdpa_search, sdpa_time, sdpa_kind)}
 
 
 # --- grouped GEMM (MoE experts) ---------------------------------------------------------------------------------
