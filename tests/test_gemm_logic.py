@@ -583,6 +583,7 @@ def test_build_runner_sizes_samples_and_captures_graphs():
 
 
 def test_sparse_specs_and_fp8_operands():
+    from hwprobe.probes.compute import f64_copy
     from hwprobe.probes.compute import sparse as gpu_sparse
 
     for prec, spec in gpu_sparse.SPECS.items():
@@ -595,7 +596,7 @@ def test_sparse_specs_and_fp8_operands():
         assert (spec.unit == "OP/s") == (prec == "int8")
     codes = gpu_sparse._sparse_operand(_FakeCp, "fp8", (64, 64), seed=2)
     assert codes.dtype == np.uint8
-    vals = np.asarray(gpu_sparse._to_f64(_FakeCp, codes, "fp8"))
+    vals = f64_copy.host_f64(np.asarray(codes), "fp8")
     # full-range random codes, not the nine values the issue found: finite, many distinct, up to +-448
     assert np.isfinite(vals).all() and len(np.unique(vals)) > 150 and np.abs(vals).max() > 256
 
@@ -1271,3 +1272,23 @@ def test_sparse_sweep_ranks_close_configs_by_their_settled_rate(monkeypatch):
     settled.update({50: 1.015e-3, 60: 1.0e-3})              # windows within REFINE_CLEAR: the bursts decide
     g.timings = {5: 1.00e-3, 6: 1.02e-3}
     assert g._ranked({5: 50, 6: 60}) == [5, 6] and calls
+
+
+def test_f64_copy_host_reference_and_input_errors():
+    """host_f64, the GPU copy's reference, decodes every storage kind; to_f64 refuses a wrong kind or element size
+    before it touches the GPU."""
+    from hwprobe.probes.compute import f64_copy
+
+    bits = gc.bf16_bits_from_f32(np.array([[1.5, -2.0], [0.0, 2.0 ** 100]], dtype=np.float32))
+    assert f64_copy.host_f64(bits, "bf16").tolist() == [[1.5, -2.0], [0.0, 2.0 ** 100]]
+    codes = np.array([[0x38, 0xB8], [0x7E, 0x00]], dtype=np.uint8)          # E4M3: 1, -1, 448, 0
+    assert f64_copy.host_f64(codes, "fp8").tolist() == [[1.0, -1.0], [448.0, 0.0]]
+    assert f64_copy.host_f64(np.array([[-127, 127]], dtype=np.int8), "int8").dtype == np.float64
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    assert f64_copy.to_f64(np, x.T, "int32", [3, 0]).tolist() == [[3, 7, 11], [0, 4, 8]]
+    with pytest.raises(ValueError, match="unknown storage kind"):
+        f64_copy.to_f64(None, np.zeros((2, 2), np.float16), "half")
+    with pytest.raises(ValueError, match="2-D array of bf16"):
+        f64_copy.to_f64(None, np.zeros((2, 2), np.float32), "bf16")
+    with pytest.raises(ValueError, match="2-D array of int8"):
+        f64_copy.to_f64(None, np.zeros(4, np.int8), "int8")

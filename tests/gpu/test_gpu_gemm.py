@@ -239,3 +239,30 @@ def test_fp8_sustained_on_full_range_codes(gpu_ctx_factory):
     for m in pts.values():
         assert m.verified and m.value > 0 and m.precision == "fp8_e4m3" and m.params["operands"]
     assert pts["uniform"].params["operands"].startswith("fp8 e4m3 uniform over its 254 finite codes")
+
+
+@pytest.mark.parametrize("kind", ["float64", "float32", "float16", "bf16", "int32", "int8", "fp8"])
+def test_f64_copy_kernel_matches_numpy_on_every_layout(kind):
+    """The checks' float64 copy (kernels/f64_copy.cu) equals numpy's decode of the same bits, for a contiguous
+    array, a transposed view and an offset slice, all rows or chosen rows in any order, repeated."""
+    import cupy as cp
+    import numpy as np
+
+    from hwprobe.probes.compute import gemm_common as gc
+    from hwprobe.probes.compute.f64_copy import host_f64, to_f64
+
+    size = gc.ITEMSIZE[kind]
+    dtype = {"float64": np.float64, "float32": np.float32, "float16": np.float16, "bf16": np.uint16,
+             "int32": np.int32, "int8": np.int8, "fp8": np.uint8}[kind]
+    raw = np.random.default_rng(3).integers(0, 256, size=37 * 53 * size, dtype=np.uint8)
+    host = raw.view(dtype).reshape(37, 53)
+    dev = cp.asarray(host)
+    for view in (lambda x: x, lambda x: x.T, lambda x: x[3:, 5:]):
+        want_all = host_f64(view(host), kind)
+        got = to_f64(cp, view(dev), kind)
+        assert got.flags.c_contiguous and got.dtype == cp.float64
+        assert np.array_equal(cp.asnumpy(got), want_all, equal_nan=True)
+        rows = [want_all.shape[0] - 1, 0, 2, 2]
+        assert np.array_equal(cp.asnumpy(to_f64(cp, view(dev), kind, rows)), want_all[rows], equal_nan=True)
+    with pytest.raises(IndexError):
+        to_f64(cp, dev, kind, [37])

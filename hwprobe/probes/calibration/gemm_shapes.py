@@ -28,6 +28,7 @@ from hwprobe import calibration as C
 from hwprobe import keys as K
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration import common
+from hwprobe.probes.compute import f64_copy
 from hwprobe.vocab import Curve
 
 PRECISIONS = ("fp16", "bf16", "tf32", "fp32", "int8")
@@ -132,7 +133,7 @@ def _align(ctx, env, v, prec: str):
 
 @probe(name="gpu.gemm_shapes", target="gpu", family="calibration", precisions=PRECISIONS,
        summary="Prediction calibration: cuBLAS GEMM time over model shapes (M 1..64k x N x K) and the alignment "
-               "price, in CUDA graphs")
+               "price, in CUDA graphs", ahead=f64_copy.ahead)
 def run(ctx, precisions: list[str] | None = None, align: bool = True):
     from hwprobe.errors import Skip
     from hwprobe.probes.compute import gemm_common as gc

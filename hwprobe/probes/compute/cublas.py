@@ -21,6 +21,7 @@ from hwprobe import keys as K
 from hwprobe.errors import Skip, is_library_refusal
 from hwprobe.measurement import Measurement
 from hwprobe.probes.compute import gemm_common as gc
+from hwprobe.probes.compute.f64_copy import to_f64
 from hwprobe.timing import policy, time_cuda_issue, time_cuda_once
 from hwprobe.vocab import Kind, Path, Precision
 
@@ -228,15 +229,6 @@ def empty_operand(cp, kind: str, shape: tuple[int, ...]):
     return cp.zeros(shape, dtype=dtype)
 
 
-def to_f64(cp, x, kind: str):
-    """float64 copy of an operand of a storage kind (bf16 stored as uint16 bits, fp8 as uint8 E4M3 codes)."""
-    if kind == "bf16":
-        return gc.bf16_bits_to_f32(x, cp).astype(cp.float64)
-    if kind == "fp8":
-        return cp.asarray(gc.fp8_decode_table("e4m3"))[cp.ascontiguousarray(x).astype(cp.int32)]
-    return cp.ascontiguousarray(x).astype(cp.float64)
-
-
 def check_rows(cp, a_rows, b, c_rows, tol: float, what: str, epilogue: Callable | None = None) -> float:
     """Compare c_rows with the float64 product a_rows @ b (all float64 cupy arrays) on the host; ``epilogue``
     maps the product to what the library writes (INT8 output: scaled and saturated)."""
@@ -389,9 +381,9 @@ class CublasGemm:
         cp, v = self.env.cp, self.v
         a, b, c = self.ops[0]
         op_a, op_b, cm = gc.colmajor_views(a, b, c, v.transa, v.transb)
-        idx = cp.asarray(gc.sample_rows(self.m, rows))
-        return check_rows(cp, to_f64(cp, op_a[idx], v.storage), to_f64(cp, op_b, v.storage),
-                          to_f64(cp, cm[idx], v.out), gc.tolerance(v.key, self.k),
+        idx = gc.sample_rows(self.m, rows)
+        return check_rows(cp, to_f64(cp, op_a, v.storage, idx), to_f64(cp, op_b, v.storage),
+                          to_f64(cp, cm, v.out, idx), gc.tolerance(v.key, self.k),
                           f"cuBLAS {v.key} {self.m}x{self.n}x{self.k}", self.epilogue)
 
     epilogue: Callable | None = None    # product -> output (subclasses whose output is not the product)
@@ -411,8 +403,8 @@ class CublasGemm:
         self.call(0)
         cp.cuda.get_current_stream().synchronize()
         op_a, op_b, cm = gc.colmajor_views(a, b, c, v.transa, v.transb)
-        idx = cp.asarray(gc.sample_rows(self.m, rows))
-        check_rows(cp, to_f64(cp, op_a[idx], v.storage), to_f64(cp, op_b, v.storage), to_f64(cp, cm[idx], v.out),
+        idx = gc.sample_rows(self.m, rows)
+        check_rows(cp, to_f64(cp, op_a, v.storage, idx), to_f64(cp, op_b, v.storage), to_f64(cp, cm, v.out, idx),
                    0.0, f"cuBLAS {v.key} {self.m}x{self.n}x{self.k} precision check ({gc.PRECISION_CHECKS[v.key]})")
         self.precision_result = {"operands": gc.PRECISION_CHECKS[v.key], "rows": rows, "exact": True}
         return self.precision_result

@@ -22,6 +22,7 @@ from __future__ import annotations
 from hwprobe import keys as K
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
+from hwprobe.probes.compute import f64_copy
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.probes.compute.cublas import (
     FP32_UNIT_NOTE,
@@ -34,6 +35,7 @@ from hwprobe.probes.compute.cublas import (
     measure_gemm,
     random_operand,
 )
+from hwprobe.probes.compute.f64_copy import to_f64
 from hwprobe.vocab import ExecUnit, Kind, Path, Precision
 
 
@@ -49,8 +51,8 @@ def _framework_points(ctx, env: CublasEnv, n: int, rows: int, frameworks: tuple[
             runner = build_runner(cp, lambda i: cp.matmul(a, b, out=c), graph=False)
 
             def check() -> None:
-                idx = cp.asarray(gc.sample_rows(n, rows))
-                check_rows(cp, a[idx].astype(cp.float64), b.astype(cp.float64), c[idx].astype(cp.float64),
+                idx = gc.sample_rows(n, rows)
+                check_rows(cp, to_f64(cp, a, "float16", idx), to_f64(cp, b, "float16"), to_f64(cp, c, "float16", idx),
                            gc.tolerance("fp16.f32acc"), f"cupy.matmul fp16 {n}^3")
 
             m = ctx.measure("fp16.tensor_core.cupy_matmul", runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps,
@@ -115,8 +117,9 @@ def _cupy_fp64(ctx, env: CublasEnv, n: int, rows: int):
         runner = build_runner(cp, lambda i: cp.matmul(a, b, out=c), graph=False)
 
         def check() -> None:
-            idx = cp.asarray(gc.sample_rows(n, rows))
-            check_rows(cp, a[idx], b, c[idx], gc.tolerance("fp64"), f"cupy.matmul fp64 {n}^3")
+            idx = gc.sample_rows(n, rows)
+            check_rows(cp, to_f64(cp, a, "float64", idx), b, to_f64(cp, c, "float64", idx), gc.tolerance("fp64"),
+                       f"cupy.matmul fp64 {n}^3")
 
         m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit="FLOP/s", kind=Kind.SWEEP,
                         check=check, precision="fp64", exec_unit=ExecUnit.TENSOR_CORE, path=Path.LIBRARY,
@@ -203,7 +206,7 @@ ALIGN_PRECISIONS = (Precision.FP16, Precision.BF16, Precision.INT8, Precision.TF
 @probe(name="gpu.gemm", target="gpu", family="compute",
        summary="cuBLAS gemmEx and cuBLASLt ceilings per precision (best over sizes, layouts, algos), size sweep, "
                "INT8 NN/TN pitfall, cupy/torch matmul beside",
-       precisions=GEMM_PRECISIONS)
+       precisions=GEMM_PRECISIONS, ahead=f64_copy.ahead)
 def run_gemm(ctx, precisions=GEMM_PRECISIONS, sizes=(1024, 2048, 4096, 8192),
              check_rows=16, frameworks=("cupy", "torch"), layouts=("NN", "TN"), tensor_op=True, big_sizes=(16384,),
              lt_sizes=(8192, 16384), int8_sizes=(6144, 12288)):
@@ -361,7 +364,7 @@ ALIGN_VARIANTS = {"fp16": "fp16.f32acc", "bf16": "bf16", "int8": "int8.tn", "tf3
 
 @probe(name="gpu.gemm_align", target="gpu", family="compute",
        summary="GEMM throughput at sizes aligned to 8/16/32/64 vs the same size + 1 (tensor-core alignment rule)",
-       precisions=ALIGN_PRECISIONS)
+       precisions=ALIGN_PRECISIONS, ahead=f64_copy.ahead)
 def run_align(ctx, precisions=ALIGN_PRECISIONS, base=4096, aligns=(8, 16, 32, 64), check_rows=8):
     env = cublas_env(ctx)
     plan = gc.alignment_sizes(base, aligns[:1] if ctx.quick else aligns)

@@ -29,6 +29,7 @@ from hwprobe import keys as K
 from hwprobe.errors import Skip
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
+from hwprobe.probes.compute import f64_copy
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.timing import policy
 from hwprobe.timing.sentinel import clock_of
@@ -108,7 +109,7 @@ def summarize(precision: str, size: int, points: list[Measurement], power_limit_
 
 @probe(name="gpu.gemm_power", target="gpu", family="compute", cool_start=False,
        summary="Library GEMM sustained at the power cap: rate, clock, power and J/op against operand data",
-       precisions=tuple(PATHS))
+       precisions=tuple(PATHS), ahead=f64_copy.ahead)
 def run(ctx, precisions=(Precision.INT8, Precision.FP16, Precision.FP8), size=8192,
         data=("uniform", "normal", "relu", "zeros"), settle_s=0.5, sustain_s=policy.SUSTAINED.min_total_s,
         check_rows=8):

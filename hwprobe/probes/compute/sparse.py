@@ -28,6 +28,7 @@ from hwprobe import keys as K
 from hwprobe.errors import Skip, VerificationError
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
+from hwprobe.probes.compute import f64_copy
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.probes.compute.cublas import (
     build_runner,
@@ -43,6 +44,7 @@ from hwprobe.probes.compute.cublas import (
     sentinel,
     settle_runner,
 )
+from hwprobe.probes.compute.f64_copy import to_f64
 from hwprobe.timing import time_cuda
 from hwprobe.timing.sentinel import clock_of
 from hwprobe.vocab import ExecUnit, Kind, Path
@@ -106,13 +108,6 @@ def _sparse_operand(cp, kind: str, shape, seed: int, scale: float = 1.0):
     if kind == "fp8":   # E4M3 codes, uniform over the finite ones (CuPy has no FP8 dtype)
         return fp8_operand(cp, shape, seed)
     return random_operand(cp, kind, shape, seed, scale)
-
-
-def _to_f64(cp, x, kind: str):
-    if kind == "fp8":
-        table = cp.asarray(gc.fp8_decode_table("e4m3"))
-        return table[x.astype(cp.int32)]
-    return cp.ascontiguousarray(x).astype(cp.float64)
 
 
 class SparseGemm:
@@ -336,12 +331,12 @@ class SparseGemm:
     def check(self, rows: int) -> float:
         cp, spec = self.cp, self.spec
         a, b, c, _ = self.ops[0]
-        idx = cp.asarray(gc.sample_rows(self.m, rows))
-        a_rows = _to_f64(cp, a[idx], spec.storage)
+        idx = gc.sample_rows(self.m, rows)
+        a_rows = to_f64(cp, a, spec.storage, idx)
         if not gc.is_2to4(cp.asnumpy(a_rows)):
             raise VerificationError("pruned A is not 2:4 along K")
         alpha = float(self.alpha)
-        return check_rows(cp, a_rows, _to_f64(cp, b, spec.storage).T, _to_f64(cp, c[idx], spec.out),
+        return check_rows(cp, a_rows, to_f64(cp, b, spec.storage).T, to_f64(cp, c, spec.out, idx),
                           gc.tolerance(spec.tol_key), f"cuSPARSELt {spec.precision} {self.m}x{self.n}x{self.k}",
                           (lambda ref: ref * alpha) if alpha != 1.0 else None)
 
@@ -372,7 +367,7 @@ def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: tuple[f
 @probe(name="gpu.sparse", target="gpu", family="compute",
        summary="2:4 structured-sparse GEMM (cuSPARSELt) vs the best dense path, same clock and power conditions: "
                "speedup as measured and per clock, compression cost",
-       precisions=tuple(SPECS), choices={"search": SEARCHES})
+       precisions=tuple(SPECS), choices={"search": SEARCHES}, ahead=f64_copy.ahead)
 def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_rows=16, search: str = "sweep",
                search_iterations: int | None = None):
     """``search``: how each size's kernel config is chosen, "sweep" (every config id timed by hwprobe) or "cusparselt"
