@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hwprobe import kernels
 from hwprobe import keys as K
 from hwprobe.errors import InputError, ProbeTimeout, ResultsWriteError, Skip
 from hwprobe.measurement import Measurement
@@ -63,6 +64,7 @@ class Runner:
         self.failed: list[str] = []
         self.probe_seconds: dict[str, float] = {}
         self.settle_seconds: dict[str, float] = {}     # waited before each compute probe (not in probe_seconds)
+        self.compile_wait_seconds: dict[str, float] = {}    # of probe_seconds, waiting for kernel compiles
         self.settle_states: dict[str, dict] = {}       # the state each probe's last settle ended in, and its rule
         self.interrupted = False
         self.guard: Any = None
@@ -178,6 +180,7 @@ class Runner:
                 self.settle_seconds[probe.name] = round(self.settle_seconds.get(probe.name, 0.0)
                                                         + float(self._settle["waited_s"]), 2)
         t0 = last = time.perf_counter()
+        stalled = kernels.waited_seconds()
         try:
             with Watchdog(probe.name, timeout_s, on_stuck=self._stuck):
                 for m in probe.func(ctx, **params):
@@ -200,6 +203,10 @@ class Runner:
         finally:
             self.probe_seconds[probe.name] = round(self.probe_seconds.get(probe.name, 0.0)
                                                    + time.perf_counter() - t0, 2)
+            waited = kernels.waited_seconds() - stalled
+            if waited >= 0.01:
+                self.compile_wait_seconds[probe.name] = round(self.compile_wait_seconds.get(probe.name, 0.0)
+                                                              + waited, 2)
 
     def _let_settle(self) -> dict[str, Any] | None:
         from hwprobe.timing.settle import settle
@@ -240,6 +247,8 @@ class Runner:
         self.env["probe_seconds"] = self.probe_seconds
         if self.settle_seconds:
             self.env["settle_seconds"] = self.settle_seconds
+        if self.compile_wait_seconds:
+            self.env["compile_wait_seconds"] = self.compile_wait_seconds
         if self.settle_states:
             self.env["settle_states"] = self.settle_states
         self.env["wall_s"] = round(time.monotonic() - self.t_start, 1)

@@ -101,7 +101,8 @@ def test_the_heavy_compilers_register_a_hook():
 
     reg = probes.registry()
     for name in ("gpu.fma", "gpu.mma_sync", "gpu.wgmma", "gpu.dram", "gpu.cache", "gpu.latency", "gpu.roofline",
-                 "gpu.mem_kernels", "gpu.launch"):
+                 "gpu.mem_kernels", "gpu.launch", "gpu.gemm", "gpu.gemm_align", "gpu.gemm_power", "gpu.sparse",
+                 "gpu.gemm_shapes"):
         assert reg[name].ahead is not None, name
 
 
@@ -151,3 +152,56 @@ def test_a_compile_ahead_hook_prefetches_its_modules_resolving_callables_when_th
     assert calls == []                                       # nothing resolved when the probe registers
     hook(object())
     assert got == [("a.cu",), ("b.cu", (), ("k",))] and calls == [1]
+
+
+def test_waited_seconds_counts_a_callers_compile_and_wait_but_not_a_finished_module():
+    """The stall a probe sees: compiling itself or waiting for a compile ahead counts, a module already compiled
+    does not, and a compile a worker thread makes ahead unseen counts nothing."""
+    t = time.monotonic()
+    w0 = kernels.waited_seconds()
+    kernels.once(("test", "stall-self", t), _slow_counter(delay=0.1)[0])
+    w1 = kernels.waited_seconds()
+    assert 0.09 < w1 - w0 < 1.0
+    kernels.once(("test", "stall-self", t), _slow_counter(delay=0.1)[0])
+    assert kernels.waited_seconds() == w1
+    kernels.ahead(("test", "stall-ahead", t), _slow_counter(delay=0.3)[0])
+    time.sleep(0.1)
+    kernels.once(("test", "stall-ahead", t), lambda: "not used")
+    w2 = kernels.waited_seconds()
+    assert 0.1 < w2 - w1 < 0.3
+    done = threading.Event()
+    kernels.ahead(("test", "unseen", t), lambda: done.set())
+    assert done.wait(5)
+    time.sleep(0.05)
+    assert kernels.waited_seconds() == w2
+
+
+def test_the_runner_records_each_probes_compile_wait(tmp_path):
+    """A probe that loads a module still compiling has that wait in the environment's compile_wait_seconds (and the
+    report's probe time table); a probe that waits for none has no entry."""
+    import json
+
+    from hwprobe import api
+    from hwprobe.probes.base import _REGISTRY, probe
+
+    key = ("test", "runner-stall", time.monotonic())
+
+    @probe(name="test.stalls", target="cpu", family="health", summary="test")
+    def _stalls(ctx):
+        kernels.once(key, _slow_counter(delay=0.15)[0])
+        yield ctx.derived("test.stalls", 1.0, unit="", kind="info")
+
+    @probe(name="test.free", target="cpu", family="health", summary="test")
+    def _free(ctx):
+        yield ctx.derived("test.free", 1.0, unit="", kind="info")
+
+    try:
+        suite = tmp_path / "w.toml"
+        suite.write_text('target = "cpu"\n[[probes]]\nprobe = "test.stalls"\n[[probes]]\nprobe = "test.free"\n')
+        res = api.run("cpu", str(suite), tmp_path / "out", quick=True)
+    finally:
+        _REGISTRY.pop("test.stalls", None)
+        _REGISTRY.pop("test.free", None)
+    env = json.loads((res.results_dir / "environment.json").read_text())
+    assert set(env["compile_wait_seconds"]) == {"test.stalls"}
+    assert 0.14 < env["compile_wait_seconds"]["test.stalls"] <= env["probe_seconds"]["test.stalls"]

@@ -243,3 +243,7 @@ def test_the_probe_time_table_shows_the_settle_before_each_probe():
     table = out[out.index("Probe wall time"):].splitlines()
     assert max(len(x.rstrip()) for x in table) <= 80 and "settle" in out
     assert "settle before it not counted" in probe_time_table({"probe_seconds": {"gpu.dram": 2.7}}).note
+    waited = probe_time_table({"probe_seconds": {"gpu.dram": 10.5, "gpu.fma": 5.8},
+                               "compile_wait_seconds": {"gpu.dram": 8.2}})
+    assert [c.key for c in waited.columns] == ["probe", "seconds", "compile_wait", "share"]
+    assert waited.rows[0]["compile_wait"] == 8.2 and waited.rows[1]["compile_wait"] is None

@@ -84,6 +84,9 @@ def test_costs_show_the_settles_and_the_runs_wall_beside_the_probes(tmp_path):
     got = mod.outside_probes(mod.environment(tmp_path))
     assert got["settles"] == pytest.approx(20.02) and got["run wall"] == pytest.approx(311.1)
     assert mod.outside_probes(mod.environment(RUNS[0]))["settles"] == 0.0     # a run from before settles were kept
+    assert got["compile waits"] == 0.0                                            # and from before compile waits
+    env = {**mod.environment(tmp_path), "compile_wait_seconds": {"gpu.dram": 8.25, "gpu.fma": 0.5}}
+    assert mod.outside_probes(env)["compile waits"] == pytest.approx(8.75)
 
 
 

@@ -9,9 +9,10 @@ raw samples, and the calibration points interpolation makes redundant.
         profiles/h100-sxm/2026-11-26-predict-conv \\
         [--write hwprobe/probes/calibration/pruned_grid.json [--only conv]] [--profile-out DIR]
 
-costs: per probe, its wall time (environment probe_seconds), the seconds its records' samples add up to, and the
-rest (setup, allocation, graph capture, warm-up, checks, a probe's own settles); then the runner's settles before
-compute probes and the run's wall time, which no probe's seconds hold; then the records that took longest to make
+costs: per probe, its wall time (environment probe_seconds), the seconds its records' samples add up to, the seconds
+it waited for kernel compiles (compile_wait_seconds, runs since 2026-11-29) and the rest (setup, allocation, graph
+capture, warm-up, checks, CuPy's own compiles, a probe's own settles); then the runner's settles before compute probes
+and the run's wall time, which no probe's seconds hold; then the records that took longest to make
 (params wall_s, recorded since issue 33).
 
 replay: only records that took exactly ``--count`` samples (the old fixed count) are replayed, in the order they
@@ -50,6 +51,7 @@ class ProbeCost:
     wall_s: float             # the probe's wall time in the run
     samples_s: float          # its records' timed samples, added up
     records: int
+    compile_wait_s: float = 0.0   # of wall_s, waiting for kernel compiles (runs since 2026-11-29)
 
 
 def costs(run_dir: Path, env: dict | None = None) -> tuple[list[ProbeCost], list[tuple[float, str]]]:
@@ -58,22 +60,24 @@ def costs(run_dir: Path, env: dict | None = None) -> tuple[list[ProbeCost], list
     from hwprobe import keys as K
     from hwprobe.results import read_measurements
 
-    secs = (env if env is not None else environment(run_dir)).get("probe_seconds") or {}
+    env = env if env is not None else environment(run_dir)
+    secs, waits = env.get("probe_seconds") or {}, env.get("compile_wait_seconds") or {}
     ms = read_measurements(run_dir)
     timed: dict[str, dict[tuple, float]] = {}     # a ceiling record repeats its best point's samples: count once
     for m in ms:
         timed.setdefault(m.probe, {})[tuple(m.samples_s)] = sum(m.samples_s)
-    out = [ProbeCost(p, float(w), sum(timed.get(p, {}).values()), sum(m.probe == p for m in ms))
-           for p, w in secs.items()]
+    out = [ProbeCost(p, float(w), sum(timed.get(p, {}).values()), sum(m.probe == p for m in ms),
+                     float(waits.get(p, 0.0))) for p, w in secs.items()]
     slow = sorted(((float(m.params[K.WALL_S]), m.metric) for m in ms if K.WALL_S in m.params), reverse=True)
     return sorted(out, key=lambda c: -c.wall_s), slow
 
 
 def outside_probes(env: dict) -> dict[str, float]:
-    """What a run's wall time holds besides its probes (``env``: its environment.json): the settles before compute
-    probes (the runner's ``settle_seconds``, not in ``probe_seconds``) and the run's whole wall time (0 where the run
-    did not record it)."""
+    """The run-level lines under the probe rows (``env``: its environment.json): the settles before compute probes
+    (the runner's ``settle_seconds``, not in ``probe_seconds``), the probes' waits for kernel compiles (within their
+    seconds) and the run's whole wall time (0 where the run did not record it)."""
     return {"settles": float(sum((env.get("settle_seconds") or {}).values())),
+            "compile waits": float(sum((env.get("compile_wait_seconds") or {}).values())),
             "run wall": float(env.get("wall_s") or 0)}
 
 
@@ -118,9 +122,10 @@ def run_costs(a) -> int:
         for k in o:
             print(f"{k:<20} {o[k]:8.1f} {n[k]:8.1f} {n[k] - o[k]:+8.1f}")
         return 0
-    print(f"{'probe':<20} {'wall s':>8} {'samples s':>10} {'rest s':>8} {'records':>8}")
+    print(f"{'probe':<20} {'wall s':>8} {'samples s':>10} {'compile s':>10} {'rest s':>8} {'records':>8}")
     for c in probes:
-        print(f"{c.probe:<20} {c.wall_s:8.1f} {c.samples_s:10.1f} {c.wall_s - c.samples_s:8.1f} {c.records:8d}")
+        rest = c.wall_s - c.samples_s - c.compile_wait_s
+        print(f"{c.probe:<20} {c.wall_s:8.1f} {c.samples_s:10.1f} {c.compile_wait_s:10.1f} {rest:8.1f} {c.records:8d}")
     print(f"{'total':<20} {sum(c.wall_s for c in probes):8.1f} {sum(c.samples_s for c in probes):10.1f}")
     print("; ".join(f"{k} {v:.1f} s" for k, v in outside_probes(env).items()))
     for line in settle_lines(env):

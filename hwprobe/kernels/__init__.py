@@ -8,6 +8,7 @@ from __future__ import annotations
 import queue
 import re
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from importlib import resources
@@ -38,6 +39,7 @@ _DONE: dict[Key, Future] = {}
 _QUEUE: queue.Queue = queue.Queue()
 _WORKERS: list[threading.Thread] = []
 WORKERS = 4
+_STALLED = [0.0]     # seconds callers of ``once`` spent compiling or waiting for a compile (waited_seconds)
 
 
 def _claim(fut: Future) -> bool:
@@ -64,9 +66,24 @@ def once(key: Key, make: Callable[[], Any]) -> Any:
         if fut is None:
             fut = _DONE[key] = Future()
         mine = _claim(fut)
-    if mine:
-        _run(key, fut, make)
-    return fut.result()
+    if fut.done():
+        return fut.result()
+    t0 = time.perf_counter()
+    try:
+        if mine:
+            _run(key, fut, make)
+        return fut.result()
+    finally:
+        with _LOCK:
+            _STALLED[0] += time.perf_counter() - t0
+
+
+def waited_seconds() -> float:
+    """Seconds the callers of ``once`` (the probes' ``load``) have spent so far compiling, or waiting for a compile
+    under way ahead: the runner records each probe's share (environment ``compile_wait_seconds``), the part of its
+    wall time no measurement used."""
+    with _LOCK:
+        return _STALLED[0]
 
 
 def ahead(key: Key, make: Callable[[], Any]) -> None:

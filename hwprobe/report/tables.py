@@ -277,11 +277,15 @@ def unit_layout(cols: list[Column], rows: list[dict[str, Any]], digits: int = 3)
 
 
 def probe_time_table(env: dict[str, Any]) -> Table:
-    """Each probe's wall time in the run (environment ``probe_seconds``), slowest first, with its share, and the
-    seconds the GPU was let settle before it (``settle_seconds``: outside its wall time) where the run waited."""
+    """Each probe's wall time in the run (environment ``probe_seconds``), slowest first, with its share, the part
+    of it spent waiting for kernel compiles (``compile_wait_seconds``) and the seconds the GPU was let settle before
+    it (``settle_seconds``: outside its wall time) where the run waited."""
     secs = {k: float(v) for k, v in (env.get("probe_seconds") or {}).items()}
     settle = {k: float(v) for k, v in (env.get("settle_seconds") or {}).items()}
+    waits = {k: float(v) for k, v in (env.get("compile_wait_seconds") or {}).items()}
     cols = [Column("probe", "probe"), Column("seconds", "wall time", "time"), Column("share", "share", "pct")]
+    if waits:
+        cols.insert(2, Column("compile_wait", "of it compiling", "time"))
     if settle:
         cols.insert(2, Column("settle", "settle before", "time"))
     total = sum(secs.values())
@@ -292,5 +296,6 @@ def probe_time_table(env: dict[str, Any]) -> Table:
     t = Table("Probe wall time", cols, note=note)
     for name, s in sorted(secs.items(), key=lambda kv: -kv[1]):
         t.rows.append({"probe": name, "seconds": s, "share": s / total if total > 0 else None,
-                       **({"settle": settle.get(name)} if settle else {})})
+                       **({"settle": settle.get(name)} if settle else {}),
+                       **({"compile_wait": waits.get(name)} if waits else {})})
     return t
