@@ -10,6 +10,7 @@
 #             was `pack fadb379`, then SUITES=predict ORDER=new-first)
 #   device:  MODE=wait bash tools/device_suite_ab.sh           # waits again, then copies the results under $OUT
 # (carry [".whl", ".ab"]; the machine must stay warm between the two commands: call again within its idle time).
+# SPY=new-default (any run's name) records that run with py-spy where it is on PATH (for a wall time to explain).
 set -uo pipefail
 MODE=${MODE:-${1:-wait}}; OUT=${OUT:-/tmp/hwprobe-out}; WORK=/tmp/ab; WAIT_S=${WAIT_S:-570}
 if [[ "$MODE" == pack ]]; then
@@ -35,7 +36,10 @@ run() {   # run NAME TREE SUITE: one suite from one tree, its wall time beside i
   local t0 rc; t0=$(date +%s.%N)   # cache and an empty driver JIT cache each (every run compiles its kernels, and
   # the driver cuDNN's runtime-compiled engines, as a first run on a new box does: the second run of a pair would
   # otherwise find the first's engines in ~/.nv/ComputeCache; profiles/h200-sxm/2026-11-28-suite-s27)
-  (cd "$2" && CUPY_CACHE_DIR=$(mktemp -d) CUDA_CACHE_PATH=$(mktemp -d) python3 -m hwprobe run --device 0 \
+  local spy=()   # SPY=NAME: that run under py-spy (on PATH), sampled without pausing it, into $W/NAME.spy.raw
+  [[ "${SPY:-}" == "$1" ]] && command -v py-spy > /dev/null && \
+    spy=(py-spy record --nonblocking --idle --threads -r 100 -f raw -o "$W/$1.spy.raw" --)
+  (cd "$2" && CUPY_CACHE_DIR=$(mktemp -d) CUDA_CACHE_PATH=$(mktemp -d) "${spy[@]}" python3 -m hwprobe run --device 0 \
     --suite "$3" --out "$W/$1" -q) \
     > "$W/$1.log" 2>&1; rc=$?
   echo "$1: exit $rc wall $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s" >> "$W/walls.txt"
@@ -56,7 +60,7 @@ if [[ " ${SUITES:-default full} " == *" full "* ]]; then
 fi
 touch "$W/DONE"
 EOF
-  ORDER=${ORDER:-old-first} SUITES=${SUITES:-default full} setsid nohup bash "$WORK/job.sh" "$PWD" \
+  ORDER=${ORDER:-old-first} SUITES=${SUITES:-default full} SPY=${SPY:-} setsid nohup bash "$WORK/job.sh" "$PWD" \
     > "$WORK/job.log" 2>&1 < /dev/null &
 fi
 for _ in $(seq "$WAIT_S"); do [[ -f "$WORK/DONE" ]] && break; sleep 1; done
