@@ -21,10 +21,11 @@ def test_every_device_script_parses(script):
 def test_the_suite_ab_packs_the_old_methods_package_and_suites(tmp_path):
     if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", "9fd4823^{commit}"], capture_output=True).returncode:
         pytest.skip("a shallow clone: commit 9fd4823 is not here")
-    r = subprocess.run(["bash", str(ROOT / "tools/device_suite_ab.sh"), "pack", "9fd4823"], cwd=ROOT,
+    out = tmp_path / "old.tar"       # never the checkout's .ab/old.tar: a session's packed A/B baseline
+    r = subprocess.run(["bash", str(ROOT / "tools/device_suite_ab.sh"), "pack", "9fd4823", str(out)], cwd=ROOT,
                        capture_output=True, text=True)
-    assert r.returncode == 0 and "wrote .ab/old.tar (9fd4823)" in r.stdout, r.stderr
-    with tarfile.open(ROOT / ".ab/old.tar") as tar:
+    assert r.returncode == 0 and f"wrote {out} (9fd4823)" in r.stdout, r.stderr
+    with tarfile.open(out) as tar:
         names = set(tar.getnames())
     assert {"hwprobe/suites.py", "suites/full.toml", "suites/default.toml"} <= names
     assert not any(n.startswith(("profiles/", "tests/")) for n in names)

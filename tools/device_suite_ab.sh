@@ -3,7 +3,7 @@
 # method's, in one lease, with cupy.matmul's FP64 rate before and after; then `hwprobe validate` of the new `full`
 # against the old one at 1% (every ceiling within 1%, or higher). The two `full` runs together outlast one device
 # command, so the session runs detached and a second command waits for it:
-#   here:    bash tools/device_suite_ab.sh pack [COMMIT]       # .ab/old.tar: the old method's package (default 9fd4823)
+#   here:    bash tools/device_suite_ab.sh pack [COMMIT [TAR]] # .ab/old.tar: the old method's package (default 9fd4823)
 #   device:  MODE=start bash tools/device_suite_ab.sh          # starts the session, waits up to WAIT_S (570 s)
 #            (ORDER=new-first runs the new full before the old one: the second run meets a warmer GPU;
 #             SUITES="predict" pairs other suites than the default "default full": the 2026-11-27 predict A/B
@@ -14,7 +14,8 @@
 set -uo pipefail
 MODE=${MODE:-${1:-wait}}; OUT=${OUT:-/tmp/hwprobe-out}; WORK=/tmp/ab; WAIT_S=${WAIT_S:-570}
 if [[ "$MODE" == pack ]]; then
-  mkdir -p .ab && git archive -o .ab/old.tar "${2:-9fd4823}" hwprobe suites && echo "wrote .ab/old.tar (${2:-9fd4823})"
+  tar=${3:-.ab/old.tar}; mkdir -p "$(dirname "$tar")"
+  git archive -o "$tar" "${2:-9fd4823}" hwprobe suites && echo "wrote $tar (${2:-9fd4823})"
   exit 0
 fi
 if [[ "$MODE" == start ]]; then
