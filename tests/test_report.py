@@ -247,3 +247,4 @@ def test_the_probe_time_table_shows_the_settle_before_each_probe():
                                "compile_wait_seconds": {"gpu.dram": 8.2}})
     assert [c.key for c in waited.columns] == ["probe", "seconds", "compile_wait", "share"]
     assert waited.rows[0]["compile_wait"] == 8.2 and waited.rows[1]["compile_wait"] is None
+    assert "8.2 s of the probes' time waiting for kernel compiles" in waited.note

@@ -285,7 +285,7 @@ def probe_time_table(env: dict[str, Any]) -> Table:
     waits = {k: float(v) for k, v in (env.get("compile_wait_seconds") or {}).items()}
     cols = [Column("probe", "probe"), Column("seconds", "wall time", "time"), Column("share", "share", "pct")]
     if waits:
-        cols.insert(2, Column("compile_wait", "of it compiling", "time"))
+        cols.insert(2, Column("compile_wait", "compile wait", "time"))
     if settle:
         cols.insert(2, Column("settle", "settle before", "time"))
     total = sum(secs.values())
@@ -293,6 +293,8 @@ def probe_time_table(env: dict[str, Any]) -> Table:
     if secs:
         note += (f"; {sum(settle.values()):.1f} s more letting the GPU settle before them" if settle
                  else " (a probe's settle before it not counted)")
+    if waits:
+        note += f"; {sum(waits.values()):.1f} s of the probes' time waiting for kernel compiles"
     t = Table("Probe wall time", cols, note=note)
     for name, s in sorted(secs.items(), key=lambda kv: -kv[1]):
         t.rows.append({"probe": name, "seconds": s, "share": s / total if total > 0 else None,
