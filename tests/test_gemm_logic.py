@@ -1286,6 +1286,9 @@ def test_f64_copy_host_reference_and_input_errors():
     assert f64_copy.host_f64(np.array([[-127, 127]], dtype=np.int8), "int8").dtype == np.float64
     x = np.arange(12, dtype=np.int32).reshape(3, 4)
     assert f64_copy.to_f64(np, x.T, "int32", [3, 0]).tolist() == [[3, 7, 11], [0, 4, 8]]
+    for bad in ([4], [-1]):                                  # numpy would wrap -1: refused on both paths
+        with pytest.raises(IndexError, match="out of range for 4 rows"):
+            f64_copy.to_f64(np, x.T, "int32", bad)
     with pytest.raises(ValueError, match="unknown storage kind"):
         f64_copy.to_f64(None, np.zeros((2, 2), np.float16), "half")
     with pytest.raises(ValueError, match="2-D array of bf16"):

@@ -264,5 +264,6 @@ def test_f64_copy_kernel_matches_numpy_on_every_layout(kind):
         assert np.array_equal(cp.asnumpy(got), want_all, equal_nan=True)
         rows = [want_all.shape[0] - 1, 0, 2, 2]
         assert np.array_equal(cp.asnumpy(to_f64(cp, view(dev), kind, rows)), want_all[rows], equal_nan=True)
-    with pytest.raises(IndexError):
-        to_f64(cp, dev, kind, [37])
+    for bad in ([37], [-1]):
+        with pytest.raises(IndexError):
+            to_f64(cp, dev, kind, bad)

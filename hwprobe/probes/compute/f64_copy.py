@@ -27,12 +27,14 @@ def to_f64(cp, x, kind: str, rows=None):
     if x.ndim != 2 or x.itemsize != gc.ITEMSIZE[kind]:
         raise ValueError(f"to_f64 takes a 2-D array of {kind} ({gc.ITEMSIZE[kind]} B elements), "
                          f"not {x.ndim}-D of {x.dtype}")
+    if rows is not None:
+        rows = np.asarray(rows, dtype=np.int64)          # checked on the host: a CuPy min/max compiles reductions
+        if rows.size and (rows.min() < 0 or rows.max() >= x.shape[0]):
+            raise IndexError(f"row index out of range for {x.shape[0]} rows")
     if isinstance(x, np.ndarray):       # a host array (the CPU tests' fake CuPy): numpy does it
-        return cp.asarray(host_f64(x if rows is None else x[np.asarray(rows, dtype=np.int64)], kind))
+        return cp.asarray(host_f64(x if rows is None else x[rows], kind))
     s0, s1 = (s // x.itemsize for s in x.strides)
-    idx = None if rows is None else cp.asarray(np.asarray(rows, dtype=np.int64))
-    if idx is not None and idx.size and (int(idx.min()) < 0 or int(idx.max()) >= x.shape[0]):
-        raise IndexError(f"row index out of range for {x.shape[0]} rows")
+    idx = None if rows is None else cp.asarray(rows)
     nr = x.shape[0] if idx is None else idx.size
     out = cp.empty((nr, x.shape[1]), dtype=cp.float64)
     if out.size:
