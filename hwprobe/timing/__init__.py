@@ -14,7 +14,8 @@ from hwprobe.timing.sampler import ClockSampler, CpuClockSampler, NullSampler
 
 __all__ = [
     "clock_mhz", "sampler_for",
-    "time_host", "time_cuda", "time_cuda_once", "time_cuda_issue", "iterations_for", "launches_for", "repeat",
+    "time_host", "time_cuda", "time_cuda_once", "time_cuda_issue", "interleaved_medians", "iterations_for",
+    "launches_for", "repeat",
     "ClockSampler", "CpuClockSampler", "NullSampler",
 ]
 
@@ -60,6 +61,19 @@ def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10, c
 def time_cuda_once(fn: Callable[[], object], cp=None) -> float:
     """Seconds of one call of ``fn`` on the current stream (CUDA events, no warm-up): calibration and search."""
     return time_cuda(fn, warmup=0, repeats=1, cp=cp)[0]
+
+
+def interleaved_medians(calls: dict, rounds: int, cp=None) -> dict:
+    """{key: median seconds of one call} of the candidates ``calls`` ({key: fn}, already warmed up), timed in
+    ``rounds`` interleaved rounds, one call of each per round: a clock that drops during a library search weighs on
+    every candidate alike (cuBLASLt's algorithms, cuSPARSELt's config ids)."""
+    import statistics
+
+    times: dict = {k: [] for k in calls}
+    for _ in range(rounds):
+        for k, fn in calls.items():
+            times[k].append(time_cuda_once(fn, cp))
+    return {k: float(statistics.median(t)) for k, t in times.items()}
 
 
 def time_cuda_issue(fn: Callable[[], object], cp=None) -> tuple[float, float]:

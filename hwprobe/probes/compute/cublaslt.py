@@ -27,7 +27,7 @@ from hwprobe.probes.compute.cublas import (
     measure_gemm,
     sentinel,
 )
-from hwprobe.timing import time_cuda_once
+from hwprobe.timing import interleaved_medians
 from hwprobe.vocab import ExecUnit, Kind, Path
 
 VARIANTS = {  # name -> (A format, B format, precision, ceiling metric)
@@ -311,12 +311,9 @@ class LtGemm(CublasGemm):
             except Exception as e:
                 rejected[str(i)] = f"{type(e).__name__}: {e}"
         self.env.cp.cuda.get_current_stream().synchronize()
-        times: dict[int, list[float]] = {i: [] for i in ok}
-        for _ in range(AUTOTUNE_ITERATIONS):
-            for i in ok:
-                ptr = self._algo_ptr(i)
-                times[i].append(time_cuda_once(lambda ptr=ptr: self._matmul(ptr, 0), self.env.cp))
-        return {i: float(np.median(t)) for i, t in times.items()}, rejected
+        ptrs = {i: self._algo_ptr(i) for i in ok}
+        calls = {i: (lambda ptr=ptr: self._matmul(ptr, 0)) for i, ptr in ptrs.items()}
+        return interleaved_medians(calls, AUTOTUNE_ITERATIONS, self.env.cp), rejected
 
     def _matmul(self, algo_ptr: int, i: int) -> None:
         a, b, c = self.ops[i]

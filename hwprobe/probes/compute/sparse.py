@@ -208,7 +208,7 @@ class SparseGemm:
         checked); the fastest (``_ranked``) whose output checks becomes this GEMM's plan. Ids the library rejects at
         their first launch are dropped."""
         from hwprobe.probes.compute.cublaslt import AUTOTUNE_ITERATIONS
-        from hwprobe.timing import time_cuda_once
+        from hwprobe.timing import interleaved_medians
 
         lt, A = self.lt, self.lt.MatmulAlgAttribute
         plans: dict[int, tuple[int, int]] = {}
@@ -227,11 +227,9 @@ class SparseGemm:
                     if plan is not None:
                         lt.matmul_plan_destroy(plan)
                     lt.matmul_alg_selection_destroy(alg)
-            times: dict[int, list[float]] = {cid: [] for cid in plans}
-            for _ in range(AUTOTUNE_ITERATIONS):
-                for cid, (_, plan) in plans.items():
-                    times[cid].append(time_cuda_once(lambda plan=plan: self._matmul(lt.matmul, 0, plan), self.cp))
-            self.timings = {cid: float(np.median(t)) for cid, t in times.items()}
+            self.timings = interleaved_medians(
+                {cid: (lambda plan=plan: self._matmul(lt.matmul, 0, plan)) for cid, (_, plan) in plans.items()},
+                AUTOTUNE_ITERATIONS, self.cp)
             for cid in self._ranked({cid: plan for cid, (_, plan) in plans.items()}):
                 self._matmul(lt.matmul, 0, plans[cid][1])
                 try:
