@@ -1214,7 +1214,7 @@ def test_sparse_sweep_keeps_the_fastest_config_that_runs_and_checks(monkeypatch)
     g._descs = [(lt.matmul_alg_selection_destroy, 1), (lt.matmul_plan_destroy, 2)]
     g.ops, g.streams = [[buf, buf, buf, buf]], np.zeros(1, np.uint64)
     g.alpha = g.beta = np.zeros((), np.float32)
-    g.rejected, g.timings, g.settled = {}, {}, {}
+    g.rejected, g.timings, g.settled, g.tied, g.finalist = {}, {}, {}, [], None
     monkeypatch.setattr(gpu_sparse.SparseGemm, "_alg_attr", set_config)
 
     def check(rows):
@@ -1235,6 +1235,31 @@ def test_sparse_sweep_keeps_the_fastest_config_that_runs_and_checks(monkeypatch)
     assert g._descs == [(lt.matmul_alg_selection_destroy, g.alg), (lt.matmul_plan_destroy, g.plan)]
     made = {p for p in plan_of} | {a for a in config}
     assert {o for _, o in destroyed} == (made | {1, 2}) - {g.alg, g.plan}    # nothing leaks, the winner lives
+    assert g.finalist is None                                # no tie: nothing measured beside the pick
+
+    # the settled windows could not order 1, 2 and 4: the pick is 1, 2 computes wrong, so 4 is the finalist, kept
+    # alive (owned by close()) and swappable with the pick
+    ran.clear(), destroyed.clear(), config.clear(), plan_of.clear()
+    g.alg, g.plan, g.rejected = 1, 2, {}
+    g._descs = [(lt.matmul_alg_selection_destroy, 1), (lt.matmul_plan_destroy, 2)]
+    ranked = [1, 2, 4, 0]
+
+    def tie(self, plans):
+        self.tied = [1, 2, 4]
+        return ranked
+    monkeypatch.setattr(gpu_sparse.SparseGemm, "_ranked", tie)
+    g._sweep(rows=4)
+    cid, f_alg, f_plan = g.finalist
+    assert plan_of[g.plan] == 1 and cid == 4 and plan_of[f_plan] == 4 and config[f_alg] == 4
+    assert set(g.rejected) == {2, 3}
+    assert {o for _, o in g._descs} == {g.alg, g.plan, f_alg, f_plan}
+    assert {o for _, o in destroyed}.isdisjoint({g.alg, g.plan, f_alg, f_plan})
+    pick_alg, pick_plan = g.alg, g.plan
+    g.ws = types.SimpleNamespace(size=0)
+    g._read_attr = lambda name: config.get(g.alg) if name == "CONFIG_ID" else None
+    g.search = "sweep"
+    assert g.take_finalist() == 4 and (g.alg, g.plan) == (f_alg, f_plan) and g.chosen["config_id"] == 4
+    assert g.finalist == (1, pick_alg, pick_plan)
 
 
 def test_sparse_sweep_ranks_close_configs_by_their_settled_rate(monkeypatch):
@@ -1258,7 +1283,7 @@ def test_sparse_sweep_ranks_close_configs_by_their_settled_rate(monkeypatch):
 
     monkeypatch.setattr(hwprobe.timing, "time_cuda", time_cuda)
     g = object.__new__(gpu_sparse.SparseGemm)
-    g.lt, g.cp = types.SimpleNamespace(matmul=None), None
+    g.lt, g.cp, g.tied = types.SimpleNamespace(matmul=None), None, []
     g.timings = {5: 1.00e-3, 6: 1.02e-3, 7: 1.04e-3, 8: 1.5e-3, 9: 1.01e-3 * 2}
     assert g._ranked({5: 50, 6: 60, 7: 70, 8: 80, 9: 90}) == [6, 7, 5, 8, 9]
     assert {c: t for c, t in g.settled.items()} == {5: 1.2e-3, 6: 1.0e-3, 7: 1.1e-3}
@@ -1269,9 +1294,63 @@ def test_sparse_sweep_ranks_close_configs_by_their_settled_rate(monkeypatch):
     g.timings = {5: 1.0e-3, 6: 1.2e-3}                     # nothing close: the burst order stands, no refine
     calls.clear()
     assert g._ranked({5: 50, 6: 60}) == [5, 6] and not calls
+    assert g.tied == []                                     # the windows ordered them: no finalist
     settled.update({50: 1.015e-3, 60: 1.0e-3})              # windows within REFINE_CLEAR: the bursts decide
     g.timings = {5: 1.00e-3, 6: 1.02e-3}
     assert g._ranked({5: 50, 6: 60}) == [5, 6] and calls
+    assert g.tied == [5, 6]                                 # ... and both are measured as the point is
+
+
+def test_sparse_point_measures_the_finalist_and_keeps_the_faster_verified(monkeypatch):
+    """A point whose sweep left a finalist is measured twice, as the point is (pick, then finalist), and the faster
+    verified measurement is returned, each carrying both rates; without a finalist it is measured once."""
+    import types
+
+    from hwprobe.probes.compute import sparse as gpu_sparse
+
+    rate = {25: 2000.0, 17: 1950.0}
+    valid = {25: True, 17: True}
+    closed, measured = [], []
+
+    class Fake:
+        def __init__(self, *a, **k):
+            self.chosen, self.finalist = {"config_id": 17}, (25, 1, 2)
+            self.prune_s = self.compress_s = [1e-3]
+            self.compressed_bytes = 8
+
+        def take_finalist(self):
+            cid = self.finalist[0]
+            self.finalist, self.chosen = (self.chosen["config_id"], 3, 4), {"config_id": cid}
+            return cid
+
+        def close(self):
+            closed.append(self)
+
+    def settled(ctx, lib, g, spec, n, sets, rows, sustain, metric, prep):
+        cid = g.chosen["config_id"]
+        measured.append(cid)
+        return types.SimpleNamespace(value=rate[cid], valid=valid[cid], notes=[],
+                                     params={"cusparselt_alg": dict(g.chosen)})
+
+    monkeypatch.setattr(gpu_sparse, "SparseGemm", Fake)
+    monkeypatch.setattr(gpu_sparse, "_settled", settled)
+    lib = types.SimpleNamespace(cp=None, lt=None, cs=None, handle=0, l2=50 << 20, search="sweep",
+                                search_iterations=None)
+    spec = gpu_sparse.SPECS["int8"]
+    m, prep = gpu_sparse._sparse_point(None, lib, spec, 4096, 4, (0.1, 0.1), "x")
+    assert measured == [17, 25] and m.value == 2000.0 and m.params["finalist_rates"] == {17: 1950.0, 25: 2000.0}
+    assert "config ids 17 and 25" in m.notes[0] and prep["prune_s"] == 1e-3 and len(closed) == 1
+    valid[25] = False                                        # a faster output that fails its check is never kept
+    measured.clear()
+    assert gpu_sparse._sparse_point(None, lib, spec, 4096, 4, (0.1, 0.1), "x")[0].value == 1950.0
+    class Single(Fake):                                      # no tie in the sweep: one measurement
+        def __init__(self, *a, **k):
+            super().__init__()
+            self.finalist = None
+    monkeypatch.setattr(gpu_sparse, "SparseGemm", Single)
+    measured.clear()
+    m, _ = gpu_sparse._sparse_point(None, lib, spec, 4096, 4, (0.1, 0.1), "x")
+    assert measured == [17] and "finalist_rates" not in m.params
 
 
 def test_f64_copy_host_reference_and_input_errors():
