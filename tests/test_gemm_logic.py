@@ -1214,7 +1214,7 @@ def test_sparse_sweep_keeps_the_fastest_config_that_runs_and_checks(monkeypatch)
     g._descs = [(lt.matmul_alg_selection_destroy, 1), (lt.matmul_plan_destroy, 2)]
     g.ops, g.streams = [[buf, buf, buf, buf]], np.zeros(1, np.uint64)
     g.alpha = g.beta = np.zeros((), np.float32)
-    g.rejected, g.timings, g.settled, g.tied, g.finalist = {}, {}, {}, [], None
+    g.rejected, g.timings, g.settled, g.contenders, g.finalist = {}, {}, {}, [], None
     monkeypatch.setattr(gpu_sparse.SparseGemm, "_alg_attr", set_config)
 
     def check(rows):
@@ -1237,7 +1237,7 @@ def test_sparse_sweep_keeps_the_fastest_config_that_runs_and_checks(monkeypatch)
     assert {o for _, o in destroyed} == (made | {1, 2}) - {g.alg, g.plan}    # nothing leaks, the winner lives
     assert g.finalist is None                                # no tie: nothing measured beside the pick
 
-    # the settled windows could not order 1, 2 and 4: the pick is 1, 2 computes wrong, so 4 is the finalist, kept
+    # the refine timed 1, 2 and 4: the pick is 1, 2 computes wrong, so 4 is the finalist, kept
     # alive (owned by close()) and swappable with the pick
     ran.clear(), destroyed.clear(), config.clear(), plan_of.clear()
     g.alg, g.plan, g.rejected = 1, 2, {}
@@ -1245,7 +1245,7 @@ def test_sparse_sweep_keeps_the_fastest_config_that_runs_and_checks(monkeypatch)
     ranked = [1, 2, 4, 0]
 
     def tie(self, plans):
-        self.tied = [1, 2, 4]
+        self.contenders = [1, 2, 4]
         return ranked
     monkeypatch.setattr(gpu_sparse.SparseGemm, "_ranked", tie)
     g._sweep(rows=4)
@@ -1283,9 +1283,10 @@ def test_sparse_sweep_ranks_close_configs_by_their_settled_rate(monkeypatch):
 
     monkeypatch.setattr(hwprobe.timing, "time_cuda", time_cuda)
     g = object.__new__(gpu_sparse.SparseGemm)
-    g.lt, g.cp, g.tied = types.SimpleNamespace(matmul=None), None, []
+    g.lt, g.cp, g.contenders = types.SimpleNamespace(matmul=None), None, []
     g.timings = {5: 1.00e-3, 6: 1.02e-3, 7: 1.04e-3, 8: 1.5e-3, 9: 1.01e-3 * 2}
     assert g._ranked({5: 50, 6: 60, 7: 70, 8: 80, 9: 90}) == [6, 7, 5, 8, 9]
+    assert g.contenders == [5, 6, 7]                         # the pool the point's finalist comes from
     assert {c: t for c, t in g.settled.items()} == {5: 1.2e-3, 6: 1.0e-3, 7: 1.1e-3}
     assert len(calls) == gpu_sparse.REFINE_ROUNDS * 3
     n = [int(gpu_sparse.REFINE_S / t) for t in (1.00e-3, 1.02e-3, 1.04e-3)]
@@ -1294,11 +1295,11 @@ def test_sparse_sweep_ranks_close_configs_by_their_settled_rate(monkeypatch):
     g.timings = {5: 1.0e-3, 6: 1.2e-3}                     # nothing close: the burst order stands, no refine
     calls.clear()
     assert g._ranked({5: 50, 6: 60}) == [5, 6] and not calls
-    assert g.tied == []                                     # the windows ordered them: no finalist
+    assert g.contenders == []
     settled.update({50: 1.015e-3, 60: 1.0e-3})              # windows within REFINE_CLEAR: the bursts decide
     g.timings = {5: 1.00e-3, 6: 1.02e-3}
     assert g._ranked({5: 50, 6: 60}) == [5, 6] and calls
-    assert g.tied == [5, 6]                                 # ... and both are measured as the point is
+    assert g.contenders == [5, 6]
 
 
 def test_sparse_point_measures_the_finalist_and_keeps_the_faster_verified(monkeypatch):

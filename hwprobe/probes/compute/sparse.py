@@ -83,9 +83,10 @@ SETTLE_S, SUSTAIN_S = 0.25, 0.4         # per dense and sparse point (quick: a f
 # ~50 ms), in REFINE_ROUNDS rounds of alternating order (with one order the first window of a round read low). The
 # windows overrule the bursts only where the burst winner's is more than REFINE_CLEAR slower: they put INT8's
 # configs 17 and 25 within 1.2% either way, where settled 25 runs 4-5% faster. REFINE_CLEAR was set on those runs.
-# Where the windows cannot order them, the burst winner and the next close id that checks (the "finalist") are both
-# measured as the point is (settled, sustained), and the faster kept: in one process (h200-sxm/2026-11-29-sparse-s31)
-# the bursts picked INT8 16384's config 17 in one run of six, 2.8% under config 25 in the same settled measurement.
+# Windows this short still misorder ids under the cap, so wherever the refine ran, its pick and the next close id that
+# checks (the "finalist") are both measured as the point is (settled, sustained), and the faster kept. Before, in one
+# lease (h200-sxm/2026-11-29-sparse-s31), the sweep kept INT8 16384's config 17 in two runs of nine, 2.8-4% under
+# config 25, and FP8 16384's config 13 in two of seventeen, 2.5-4% under config 20.
 SEARCHES = ("sweep", "cusparselt")
 REFINE_TOP, REFINE_WITHIN, REFINE_S, REFINE_ROUNDS, REFINE_CLEAR = 3, 0.05, 0.15, 2, 0.02
 
@@ -128,7 +129,7 @@ class SparseGemm:
         self.timings: dict[int, float] = {}            # sweep: config id -> median seconds on operand set 0
         self.rejected: dict[int, str] = {}
         self.settled: dict[int, float] = {}            # sweep: the close ids' seconds per launch, settled (REFINE_*)
-        self.tied: list[int] = []                      # sweep: close ids the settled windows could not order
+        self.contenders: list[int] = []                # sweep: the close ids the refine timed (finalists' pool)
         self.finalist: tuple[int, int, int] | None = None   # sweep: (config id, alg, plan) to measure beside the pick
         self.search_s = 0.0
         self._descs: list[tuple[Any, int]] = []
@@ -223,8 +224,9 @@ class SparseGemm:
     def _sweep(self, rows: int) -> None:
         """Every config id on its own selection and plan, timed in AUTOTUNE_ITERATIONS interleaved rounds on operand
         set 0 (compressed once: the compressed layout does not depend on the config, and the winner's output is
-        checked); the fastest (``_ranked``) whose output checks becomes this GEMM's plan, and the next tied one that
-        checks is kept as the finalist. Ids the library rejects at their first launch are dropped."""
+        checked); the fastest (``_ranked``) whose output checks becomes this GEMM's plan, and the next contender (the
+        close ids the refine timed) that checks is kept as the finalist. Ids the library rejects at their first
+        launch are dropped."""
         from hwprobe.probes.compute.cublaslt import AUTOTUNE_ITERATIONS
         from hwprobe.timing import interleaved_medians
 
@@ -250,7 +252,7 @@ class SparseGemm:
                 AUTOTUNE_ITERATIONS, self.cp)
             picked = False
             for cid in self._ranked({cid: plan for cid, (_, plan) in plans.items()}):
-                if picked and cid not in self.tied:
+                if picked and cid not in self.contenders:
                     continue
                 self._matmul(lt.matmul, 0, plans[cid][1])
                 try:
@@ -279,7 +281,8 @@ class SparseGemm:
 
         lt, ranked = self.lt, sorted(self.timings, key=self.timings.get)
         close = [c for c in ranked[:REFINE_TOP] if self.timings[c] <= self.timings[ranked[0]] * (1 + REFINE_WITHIN)]
-        if len(close) < 2:
+        self.contenders = close if len(close) > 1 else []
+        if not self.contenders:
             return ranked
         runs: dict[int, list[float]] = {c: [] for c in close}
         for r in range(REFINE_ROUNDS):
@@ -290,9 +293,7 @@ class SparseGemm:
         self.settled = {c: float(np.median(t)) for c, t in runs.items()}
         best = min(close, key=self.settled.get)
         if self.settled[close[0]] <= self.settled[best] * (1 + REFINE_CLEAR):
-            # the windows cannot tell them apart: the bursts decide, and the point measures a finalist beside
-            self.tied = [c for c in close if self.settled[c] <= self.settled[best] * (1 + REFINE_CLEAR)]
-            return ranked
+            return ranked                                  # the windows cannot tell them apart: the bursts decide
         return sorted(close, key=self.settled.get) + [c for c in ranked if c not in close]
 
     def search_params(self) -> dict[str, dict]:
