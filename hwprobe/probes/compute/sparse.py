@@ -447,8 +447,8 @@ def _sparse_point(ctx, lib: _Lib, spec, n, rows, sustain, metric) -> tuple[Measu
             rates = {t.params["cusparselt_alg"]["config_id"]: t.value for t in tried}
             for t in tried:
                 t.params["finalist_rates"] = rates
-                t.notes.append(f"config ids {' and '.join(map(str, rates))} were within {REFINE_CLEAR:.0%} in the "
-                               "sweep's settled windows: each was measured as this point is, the faster kept")
+                t.notes.append(f"config ids {' and '.join(map(str, rates))} led the sweep (bursts, then short "
+                               "settled windows): each was measured as this point is, in that order, the faster kept")
         return max(tried, key=lambda t: (t.valid is True, t.value)), prep
     finally:
         if g is not None:
