@@ -1258,6 +1258,7 @@ def test_sparse_sweep_keeps_the_fastest_config_that_runs_and_checks(monkeypatch)
     g.ws = types.SimpleNamespace(size=0)
     g._read_attr = lambda name: config.get(g.alg) if name == "CONFIG_ID" else None
     g.search = "sweep"
+    g._read_chosen()                                         # as _setup does after the sweep
     assert g.take_finalist() == 4 and (g.alg, g.plan) == (f_alg, f_plan) and g.chosen["config_id"] == 4
     assert g.finalist == (1, pick_alg, pick_plan)
 

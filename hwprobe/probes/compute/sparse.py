@@ -36,11 +36,11 @@ from hwprobe.probes.compute.cublas import (
     check_rows,
     cublas_env,
     failure,
+    finish_record,
     fp8_operand,
     measure_gemm,
     operands_desc,
     random_operand,
-    record_sentinel,
     sentinel,
     settle_runner,
 )
@@ -202,7 +202,7 @@ class SparseGemm:
         """Make the finalist the plan (the pick becomes the finalist, so the two can be swapped back); its config
         id. Both stay owned by close()."""
         cid, alg, plan = self.finalist
-        self.finalist = (self._alg_attr(self.lt.MatmulAlgAttribute.CONFIG_ID), self.alg, self.plan)
+        self.finalist = (self.chosen["config_id"], self.alg, self.plan)
         self.alg, self.plan = alg, plan
         self._read_chosen()
         self._fit_workspace(plan)
@@ -477,12 +477,7 @@ def _settled(ctx, lib: _Lib, g: SparseGemm, spec, n, sets, rows, sustain, metric
     m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit=spec.unit,
                     kind=Kind.SWEEP, check=check, precision=spec.precision, exec_unit=ExecUnit.TENSOR_CORE,
                     path=Path.LIBRARY, params=params, notes=[CONVENTION, *runner.notes], **timing)
-    if "rel" in err:
-        m.params["rel_error"] = err["rel"]
-    record_sentinel(m, clocks[0], clocks[1] if len(clocks) > 1 else None)
-    if runner.launch_bound:
-        m.flags.append("launch_bound")
-    return m
+    return finish_record(m, err, None, clocks, runner)
 
 
 def _clock(m: Measurement) -> float | None:
