@@ -118,3 +118,11 @@ class StopReason(_Words):
     MAX_SAMPLES = "max_samples"    # the sample cap, noise target not met
     MAX_TIME = "max_time"          # the cap on timed seconds, noise target not met
     TIMEOUT = "timeout"            # the wall-clock limit, whatever else was met
+
+
+class SettleStop(_Words):
+    """Why a sustained point's settle (hwprobe.timing.steady) ended: recorded with the point."""
+
+    FIXED = "fixed"                # a fixed settle, no chunks timed
+    STEADY = "steady"              # the last chunks' times per call agreed within the rule's tolerance
+    CAP = "cap"                    # the cap on settling seconds, not steady

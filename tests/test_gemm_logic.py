@@ -14,6 +14,7 @@ import pytest
 from hwprobe.errors import VerificationError
 from hwprobe.measurement import Measurement, Stats
 from hwprobe.probes.compute import gemm_common as gc
+from hwprobe.timing.steady import Sustain
 
 # --- work and tolerances ---------------------------------------------------------------------------------
 
@@ -580,6 +581,30 @@ def test_build_runner_sizes_samples_and_captures_graphs():
     t0 = bad.t
     r.fn()
     assert bad.t - t0 == pytest.approx(r.reps * 2e-6)
+
+
+def test_settle_runner_settles_until_the_launch_time_stops_moving():
+    from hwprobe.probes.compute.cublas import Runner, settle_runner
+    from hwprobe.timing.steady import Sustain
+
+    sim = _SimGpu(0.005)
+
+    def fn():       # 5 ms per call, slowing by 10% over the first 0.4 s of device time, then flat
+        sim.per_call = 0.005 * (1 + 0.1 * min(sim.t, 0.4) / 0.4)
+        sim.call(0)
+
+    runner = Runner(fn=fn, reps=1, graph=False, per_call_s=0.005, host_per_call_s=0.0, notes=[])
+    timing, settled = settle_runner(sim, runner, Sustain(0.25, 0.4, 1.0))
+    assert timing == {"warmup": 1, "repeats": 80}
+    assert settled["settle_stop"] == "steady" and settled["settle_ran_s"] == pytest.approx(sim.t, abs=1e-3)
+    assert 0.45 <= sim.t <= 0.7                 # to near the ramp's end: the last four chunks within 2%
+    chunks = settled["settle_chunks_us"]
+    assert chunks[0] == pytest.approx(5000, rel=0.02) and chunks[-1] == pytest.approx(5500, rel=0.005)
+
+    fixed = _SimGpu(0.005)
+    runner = Runner(fn=lambda: fixed.call(0), reps=1, graph=False, per_call_s=0.005, host_per_call_s=0.0, notes=[])
+    timing, settled = settle_runner(fixed, runner, Sustain(0.25, 0.4))
+    assert timing["repeats"] == 80 and settled["settle_stop"] == "fixed" and fixed.t == pytest.approx(0.25)
 
 
 def test_sparse_specs_and_fp8_operands():
@@ -1339,19 +1364,19 @@ def test_sparse_point_measures_the_finalist_and_keeps_the_faster_verified(monkey
     lib = types.SimpleNamespace(cp=None, lt=None, cs=None, handle=0, l2=50 << 20, search="sweep",
                                 search_iterations=None)
     spec = gpu_sparse.SPECS["int8"]
-    m, prep = gpu_sparse._sparse_point(None, lib, spec, 4096, 4, (0.1, 0.1), "x")
+    m, prep = gpu_sparse._sparse_point(None, lib, spec, 4096, 4, Sustain(0.1, 0.1), "x")
     assert measured == [17, 25] and m.value == 2000.0 and m.params["finalist_rates"] == {17: 1950.0, 25: 2000.0}
     assert "config ids 17 and 25" in m.notes[0] and prep["prune_s"] == 1e-3 and len(closed) == 1
     valid[25] = False                                        # a faster output that fails its check is never kept
     measured.clear()
-    assert gpu_sparse._sparse_point(None, lib, spec, 4096, 4, (0.1, 0.1), "x")[0].value == 1950.0
+    assert gpu_sparse._sparse_point(None, lib, spec, 4096, 4, Sustain(0.1, 0.1), "x")[0].value == 1950.0
     class Single(Fake):                                      # no tie in the sweep: one measurement
         def __init__(self, *a, **k):
             super().__init__()
             self.finalist = None
     monkeypatch.setattr(gpu_sparse, "SparseGemm", Single)
     measured.clear()
-    m, _ = gpu_sparse._sparse_point(None, lib, spec, 4096, 4, (0.1, 0.1), "x")
+    m, _ = gpu_sparse._sparse_point(None, lib, spec, 4096, 4, Sustain(0.1, 0.1), "x")
     assert measured == [17] and "finalist_rates" not in m.params
 
 

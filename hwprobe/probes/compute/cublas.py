@@ -23,6 +23,7 @@ from hwprobe.measurement import Measurement
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.probes.compute.f64_copy import to_f64
 from hwprobe.timing import policy, time_cuda_issue, time_cuda_once
+from hwprobe.timing.steady import Sustain
 from hwprobe.vocab import Kind, Path, Precision
 
 MAX_REPS = 4096         # GEMMs in one graph at most
@@ -422,14 +423,25 @@ class CublasGemm:
 NAMED_KERNELS = (Precision.FP64, Precision.INT8)      # precisions whose points record the library's kernel names
 
 
-def settle_runner(cp, runner: Runner, sustain: tuple[float, float]) -> dict:
-    """Run ``runner`` untimed for sustain[0] s (the power limiter settles), then return the timing (warmup,
-    repeats) whose samples add up to sustain[1] s."""
+def settle_runner(cp, runner: Runner, sustain: Sustain) -> tuple[dict, dict]:
+    """Run ``runner`` untimed until the power limiter has settled (hwprobe.timing.steady's rule), then return
+    (the timing, warmup and repeats, whose samples add up to sustain_s; what the settle did, for the params)."""
+    from hwprobe.timing.steady import settle
+
     sample_s = runner.per_call_s * runner.reps
-    for _ in range(math.ceil(sustain[0] / sample_s)):
-        runner.fn()
-    cp.cuda.get_current_stream().synchronize()
-    return {"warmup": 1, "repeats": max(3, math.ceil(sustain[1] / sample_s))}
+    per_chunk = max(1, math.ceil(sustain.chunk_s / sample_s))
+
+    def chunk() -> tuple[float, float]:
+        t = time_cuda_once(lambda: [runner.fn() for _ in range(per_chunk)], cp)
+        return t, t / (per_chunk * runner.reps)
+
+    def fixed() -> None:
+        for _ in range(math.ceil(sustain.settle_s / sample_s)):
+            runner.fn()
+        cp.cuda.get_current_stream().synchronize()
+
+    done = settle(chunk, fixed, sustain)
+    return {"warmup": 1, "repeats": max(3, math.ceil(sustain.sustain_s / sample_s))}, done.params()
 
 
 def sentinel(ctx):
@@ -451,13 +463,13 @@ def record_sentinel(m: Measurement, before, after) -> None:
 def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int, *, metric: str, kind: str,
                  rows: int, exec_unit: str | None = None, notes: tuple[str, ...] = (),
                  extra: dict | None = None, gemm_cls: type | None = None, data: str = "uniform",
-                 sustain: tuple[float, float] | None = None) -> Measurement:
+                 sustain: Sustain | None = None) -> Measurement:
     """Time and check one cuBLAS GEMM; raises on library errors (the caller reports them).
 
     ``gemm_cls`` replaces CublasGemm by a class with the same operands and check but another call
-    (gpu_fp8.LtGemm: cuBLASLt). ``data`` picks the operands (a key of DATA). ``sustain`` = (settle_s,
-    sustain_s): untimed warm-up of settle_s, then samples adding up to sustain_s, in one sampler window
-    (the power limiter has settled, and the energy counter steps often enough in the window for its power).
+    (gpu_fp8.LtGemm: cuBLASLt). ``data`` picks the operands (a key of DATA). ``sustain``
+    (hwprobe.timing.steady.Sustain): an untimed settle, then samples adding up to its sustain_s, in one sampler
+    window (the power limiter has settled, and the energy counter steps often enough in the window for its power).
     """
     env.cp.get_default_memory_pool().free_all_blocks()     # the previous point's operands are gone by now
     with cublas_mode(env, v.math):
@@ -467,7 +479,7 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
                                   target_s=(policy.SUSTAINED if sustain else policy.LIBRARY).sample_s,
                                   graph_unavailable=getattr(g, "graph_unavailable", env.graph_unavailable))
             # settle outside the sampler window, so its clock and power are the settled ones
-            timing = settle_runner(env.cp, runner, sustain) if sustain else {}
+            timing, settled = settle_runner(env.cp, runner, sustain) if sustain else ({}, {})
             err: dict = {}
             clocks = [sentinel(ctx)]            # right before the timed window, and right after it (in check)
 
@@ -478,7 +490,7 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
 
             meas = ctx.measure(metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit=v.unit,
                                kind=kind, check=check, precision=v.precision, exec_unit=exec_unit or v.exec_unit,
-                               path=Path.LIBRARY, params={**g.params(runner), **timing, **(extra or {})},
+                               path=Path.LIBRARY, params={**g.params(runner), **timing, **settled, **(extra or {})},
                                notes=[*notes, *runner.notes], **timing)
             if v.precision in NAMED_KERNELS:       # which kernel ran: the unit's evidence (kernel_names)
                 from hwprobe.probes.compute.kernel_names import captured_kernel_names, tensor_evidence

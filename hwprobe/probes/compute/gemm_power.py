@@ -151,6 +151,7 @@ def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, sett
     """One path's sustained points (one per operand distribution), then their finding."""
     from hwprobe.probes.compute.cublas import DATA, failure, measure_gemm
     from hwprobe.probes.compute.cublaslt import LtGemm, LtGemmI8Out
+    from hwprobe.timing.steady import Sustain
 
     v = gc.variant(path.variant)
     cls = None if path.api == "cublas" else (LtGemmI8Out if v.out == "int8" else LtGemm)
@@ -160,7 +161,7 @@ def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, sett
         ctx.log(f"{path.variant} ({path.api}) {size}^3, {d} operands, sustained {sustain_s:g} s")
         try:
             m = measure_gemm(ctx, env, v, size, size, size, metric=metric, kind=Kind.SWEEP, rows=check_rows,
-                             gemm_cls=cls, data=d, sustain=(settle_s, sustain_s),
+                             gemm_cls=cls, data=d, sustain=Sustain(settle_s, sustain_s),
                              extra={"data_desc": DATA[d], "settle_s": settle_s, "sustain_s": sustain_s},
                              notes=(f"operands: {DATA[d]}", *notes))
         except Exception as e:

@@ -4,9 +4,10 @@ Sparse tensor cores promise 2x the dense rate; the seeds add that compression co
 measures both: the sparse/dense speedup at each size, and the prune + compress time of A on its own.
 
 Dense and sparse run under the same conditions: the same operand distribution (uniform, full range), each
-settled for ``settle_s`` of its own work before ``sustain_s`` of samples, so both sit at the clock the power
-limiter gives them. The baseline is the best dense path at that size (cuBLAS gemmEx and cuBLASLt with its
-fastest heuristic algorithm). A sparse GEMM draws less power, so at the cap it may clock higher: the speed-up
+settled on its own work (at least ``settle_s``, until its launch time stops moving, at most ``settle_max_s``:
+hwprobe.timing.steady) before ``sustain_s`` of samples, so both sit at the clock the power limiter gives them.
+The baseline is the best dense path at that size (cuBLAS gemmEx and cuBLASLt with its fastest heuristic
+algorithm). A sparse GEMM draws less power, so at the cap it may clock higher: the speed-up
 is given as measured and per clock (each rate over its own settled SM clock, NVML's median and the
 sentinel's), and the per-clock one is what the sparse tensor cores give.
 
@@ -47,6 +48,7 @@ from hwprobe.probes.compute.cublas import (
 from hwprobe.probes.compute.f64_copy import to_f64
 from hwprobe.timing import time_cuda
 from hwprobe.timing.sentinel import clock_of
+from hwprobe.timing.steady import Sustain
 from hwprobe.vocab import ExecUnit, Kind, Path
 
 CONVENTION = "effective FLOPs = 2*M*N*K of the dense problem (the pruned half of A is credited as work done)"
@@ -73,7 +75,9 @@ SPECS = {
     "fp8": SparseSpec("fp8_e4m3", "fp8", gc.R_8F_E4M3, gc.R_16F, "float16", "COMPUTE_32F", "fp8",
                       (("fp8.fast", "cublaslt"),)),
 }
-SETTLE_S, SUSTAIN_S = 0.25, 0.4         # per dense and sparse point (quick: a fifth)
+# Per dense and sparse point (quick: a fifth): settled at least SETTLE_S, until its launch time is steady
+# (hwprobe.timing.steady), at most SETTLE_MAX_S; then SUSTAIN_S of samples. settle_max_s = settle_s: a fixed settle.
+SETTLE_S, SETTLE_MAX_S, SUSTAIN_S = 0.25, 1.0, 0.4
 # How the kernel config is chosen (issue 33; the runs behind each number: profiles/h200-sxm/2026-11-29-sparse-sweep).
 # cuSPARSELt's own search took 16.5 s of an H200 `full` and kept FP16's config 0, 5-6% slower settled than config
 # 25. So by default every config id is timed here, each on its own algorithm selection (reusing the searched one
@@ -373,7 +377,7 @@ class SparseGemm:
         self.ops.clear()
 
 
-def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: tuple[float, float]) -> list[Measurement]:
+def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: Sustain) -> list[Measurement]:
     """Every dense baseline of ``spec`` at n^3, settled like the sparse point; failures come back as records."""
     from hwprobe.probes.compute.cublaslt import LtGemm
 
@@ -397,9 +401,17 @@ def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: tuple[f
                "speedup as measured and per clock, compression cost",
        precisions=tuple(SPECS), choices={"search": SEARCHES}, ahead=f64_copy.ahead)
 def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_rows=16, search: str = "sweep",
-               search_iterations: int | None = None):
+               search_iterations: int | None = None, settle_s: float = SETTLE_S, settle_max_s: float = SETTLE_MAX_S,
+               sustain_s: float = SUSTAIN_S):
     """``search``: how each size's kernel config is chosen, "sweep" (every config id timed by hwprobe) or "cusparselt"
-    (cusparseLtMatmulSearch); ``search_iterations``: the library search's launches per candidate (None: its own)."""
+    (cusparseLtMatmulSearch); ``search_iterations``: the library search's launches per candidate (None: its own).
+    ``settle_s``, ``settle_max_s``, ``sustain_s``: each point's settle (at least, at most: until steady) and its
+    window of samples; settle_max_s = settle_s settles for a fixed time."""
+    try:
+        sustain = Sustain(settle_s, sustain_s, settle_max_s)
+    except ValueError as e:
+        raise Skip(str(e)) from None
+    sustain = sustain.scaled(1 / 5) if ctx.quick else sustain
     lt, cs, handle = _libs(ctx)
     try:
         import cupy as cp
@@ -410,7 +422,7 @@ def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_ro
     plan = gc.plan_sizes(sizes, ctx.quick)
     try:
         for prec in precisions:
-            yield from _one_precision(ctx, lib, prec, SPECS[prec], plan, check_rows)
+            yield from _one_precision(ctx, lib, prec, SPECS[prec], plan, check_rows, sustain)
     finally:
         lt.destroy(handle)
 
@@ -459,7 +471,7 @@ def _settled(ctx, lib: _Lib, g: SparseGemm, spec, n, sets, rows, sustain, metric
     """``g``'s plan over its operand sets: a CUDA graph, settled, then sustained samples with the output checked."""
     cp = lib.cp
     runner = build_runner(cp, g.call, sets)
-    timing = settle_runner(cp, runner, sustain)
+    timing, settled = settle_runner(cp, runner, sustain)
     err: dict = {}
     clocks = [sentinel(ctx)]
 
@@ -473,7 +485,8 @@ def _settled(ctx, lib: _Lib, g: SparseGemm, spec, n, sets, rows, sustain, metric
               **g.search_params(),
               "compressed_bytes": g.compressed_bytes, "prune_s": prep["prune_s"], "compress_s": prep["compress_s"],
               "flop_convention": CONVENTION, "operands": g.operands, "alpha": float(g.alpha),
-              "settle_s": sustain[0], "sustain_s": sustain[1], **timing}
+              "settle_s": sustain.settle_s, "settle_max_s": sustain.settle_max_s, "sustain_s": sustain.sustain_s,
+              **settled, **timing}
     m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit=spec.unit,
                     kind=Kind.SWEEP, check=check, precision=spec.precision, exec_unit=ExecUnit.TENSOR_CORE,
                     path=Path.LIBRARY, params=params, notes=[CONVENTION, *runner.notes], **timing)
@@ -484,10 +497,9 @@ def _clock(m: Measurement) -> float | None:
     return m.clocks.sm_mhz if m.clocks and m.clocks.sm_mhz else None
 
 
-def _one_precision(ctx, lib: _Lib, prec, spec, plan, rows):
+def _one_precision(ctx, lib: _Lib, prec, spec, plan, rows, sustain: Sustain):
     cp = lib.cp
     base = f"{spec.precision}.tensor_core.sparse24"
-    sustain = (SETTLE_S / 5, SUSTAIN_S / 5) if ctx.quick else (SETTLE_S, SUSTAIN_S)
     points, summary = [], []
     for n in plan:
         metric = f"{base}.n{n}"

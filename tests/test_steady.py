@@ -1,0 +1,83 @@
+"""The sustained points' settle (hwprobe.timing.steady): fixed, until steady, or to its cap."""
+
+import pytest
+
+from hwprobe.timing import steady
+from hwprobe.timing.steady import Sustain
+from hwprobe.vocab import SettleStop
+
+
+class _Chunks:
+    """A fake device: each chunk returns the next time per call and advances a clock by chunk_s."""
+
+    def __init__(self, times, chunk_s=0.05):
+        self.times, self.chunk_s, self.t, self.ran, self.fixed = list(times), chunk_s, 0.0, 0, 0
+
+    def chunk(self) -> tuple[float, float]:
+        self.t += self.chunk_s
+        x = self.times[min(self.ran, len(self.times) - 1)]
+        self.ran += 1
+        return self.chunk_s, x
+
+    def run_fixed(self) -> None:
+        self.fixed += 1
+        self.t += 0.25
+
+    def clock(self) -> float:
+        return self.t
+
+
+def _settle(times, rule):
+    dev = _Chunks(times, rule.chunk_s)
+    return steady.settle(dev.chunk, dev.run_fixed, rule, clock=dev.clock), dev
+
+
+def test_fixed_settle_runs_once_untimed():
+    got, dev = _settle([1.0], Sustain(0.25, 0.4))
+    assert (got.stop, dev.fixed, dev.ran, got.chunks) == (SettleStop.FIXED, 1, 0, [])
+    assert got.params() == {"settle_ran_s": 0.25, "settle_stop": "fixed"}
+    # settle_max_s equal to settle_s is the fixed settle too
+    assert _settle([1.0], Sustain(0.25, 0.4, 0.25))[0].stop == SettleStop.FIXED
+
+
+def test_a_ramp_keeps_settling_until_the_last_four_chunks_agree():
+    # 4.50 -> 5.03 ms as in the H200 FP8 window, then flat at 5.0 (within 2%) from chunk 8 on
+    ramp = [4.50, 4.60, 4.70, 4.80, 4.90, 5.03, 4.98, 5.00, 5.01, 4.99, 5.00, 5.00]
+    got, dev = _settle(ramp, Sustain(0.25, 0.4, 1.0))
+    assert got.stop == SettleStop.STEADY
+    # chunks 5..8 (4.90, 5.03, 4.98, 5.00) spread 2.65%; 6..9 (5.03, 4.98, 5.00, 5.01) spread 1.0%
+    assert dev.ran == 9 and got.chunks == ramp[:9]
+    assert got.seconds == pytest.approx(0.45)
+    p = got.params()
+    assert p["settle_stop"] == "steady" and p["settle_chunks_us"][0] == 4.5e6 and p["settle_last_spread"] <= 0.02
+
+
+def test_steady_from_the_start_still_settles_the_minimum():
+    got, dev = _settle([1.0] * 50, Sustain(0.4, 0.4, 1.0))
+    assert got.stop == SettleStop.STEADY and dev.ran == 8 and got.seconds == pytest.approx(0.4)
+
+
+def test_a_swing_that_never_settles_stops_at_the_cap():
+    swing = [1.0, 1.06, 1.0, 1.06] * 20
+    got, dev = _settle(swing, Sustain(0.25, 0.4, 1.0))
+    assert got.stop == SettleStop.CAP and dev.ran == 20 and got.seconds == pytest.approx(1.0)
+    assert got.params()["settle_last_spread"] == pytest.approx(0.06)
+
+
+def test_steady_needs_the_whole_span():
+    rule = Sustain(0.0, 0.4, 1.0)
+    assert not steady.steady([1.0, 1.0, 1.0], rule)          # three chunks are 0.15 s, under the 0.2-s span
+    assert steady.steady([9.0, 1.0, 1.0, 1.01, 1.0], rule)  # only the last four count
+    assert not steady.steady([1.0, 1.0, 1.03, 1.0], rule)
+
+
+@pytest.mark.parametrize("args", [(-0.1, 0.4), (0.25, 0.0), (0.5, 0.4, 0.25)])
+def test_bad_sustain_is_refused(args):
+    with pytest.raises(ValueError, match="sustain"):
+        Sustain(*args)
+
+
+def test_scaled_scales_every_duration_but_the_chunking():
+    q = Sustain(0.25, 0.4, 1.0).scaled(0.2)
+    assert (q.settle_s, q.sustain_s, q.settle_max_s, q.chunk_s) == pytest.approx((0.05, 0.08, 0.2, 0.05))
+    assert Sustain(0.25, 0.4).scaled(0.2).settle_max_s is None
