@@ -1,15 +1,17 @@
 """Settling a sustained load until its launch time stops moving, with a cap.
 
-A sustained point (gpu.sparse, gpu.gemm_power) runs its own work untimed before its samples, so that they sit at
-the clock the power limiter gives that work. A fixed settle ends wherever the limiter happens to be. On an H200
-(issue 33, profiles/h200-sxm/2026-11-29-sparse-s31), after 0.25 s the FP8 2:4 launches at 16384 went on slowing by
-7-12% in the middle of the 0.4-s window and then recovered, after one search; after another they drifted 3-6%. So
-what ran before the point moved the figure.
+A sustained point (gpu.sparse's dense and sparse points; gpu.gemm_power keeps a fixed settle) runs its own work
+untimed before its samples, so that they sit at the clock the power limiter gives that work. A fixed settle ends
+wherever the limiter happens to be. On an H200 (issue 33, profiles/h200-sxm/2026-11-29-sparse-s31), after 0.25 s
+the FP8 2:4 launches at 16384 went on slowing by 7-12% in the middle of the 0.4-s window and then recovered, after
+one search; after another they drifted 3-6%. So what ran before the point moved the figure.
 
 The rule here: run the work in timed chunks of ``chunk_s``; stop once ``settle_s`` has passed and the chunks of
 the last ``span_s`` agree (slowest over fastest, minus one, at most ``tol``), or at ``settle_max_s`` whatever
 they do. The record keeps why it stopped and every chunk's time per call, so a window that starts mid-swing says
-so. ``settle_max_s`` None is the fixed settle (no chunks timed).
+so. ``settle_max_s`` None is the fixed settle (no chunks timed). In one H200 lease it raised gpu.sparse's FP16 and
+FP8 2:4 figures by 0.1-1.8% over the fixed 0.25 s, and the sweep's FP8 then read as the library search's
+(profiles/h200-sxm/2026-11-29-suite-s33).
 """
 
 from __future__ import annotations

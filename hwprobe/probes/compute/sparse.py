@@ -77,10 +77,10 @@ SPECS = {
 }
 # Per dense and sparse point (quick: a fifth): settled at least SETTLE_S, until its launch time is steady
 # (hwprobe.timing.steady), at most SETTLE_MAX_S; then SUSTAIN_S of samples. settle_max_s = settle_s: a fixed settle.
-# Against the fixed 0.25 s, in one H200 lease, two rounds each (h200-sxm/2026-11-29-sparse-s33): FP16 2:4 at 16384
+# Against the fixed 0.25 s, in one H200 lease, two rounds each (h200-sxm/2026-11-29-suite-s33): FP16 2:4 at 16384
 # 1015-1016 against 1005-1006; FP8 1892-1913 against 1879-1890, and the sweep's FP8 now reads as the library
-# search's (1909-1913 steady); INT8 2023-2028 against 2023-2044 (noise). The settles ran 0.26-0.69 s (one cap), and
-# gpu.sparse took 2-4 s more.
+# search's (1909-1913 steady); INT8 2023-2028 against 2023-2044 (noise). The settles ran 0.25-1.0 s (one of 96 points
+# at the cap), and gpu.sparse took 2-4 s more.
 SETTLE_S, SETTLE_MAX_S, SUSTAIN_S = 0.25, 1.0, 0.4
 # How the kernel config is chosen (issue 33; the runs behind each number: profiles/h200-sxm/2026-11-29-sparse-sweep).
 # cuSPARSELt's own search took 16.5 s of an H200 `full` and kept FP16's config 0, 5-6% slower settled than config
