@@ -49,6 +49,11 @@ class Sustain:
             raise ValueError(f"sustain: settle_max_s {self.settle_max_s} is under settle_s {self.settle_s}")
 
     @property
+    def span_chunks(self) -> int:
+        """How many of the last chunks must agree: those of ``span_s``, at least two."""
+        return max(2, math.ceil(self.span_s / self.chunk_s - 1e-9))
+
+    @property
     def adaptive(self) -> bool:
         return self.settle_max_s is not None and self.settle_max_s > self.settle_s
 
@@ -60,17 +65,19 @@ class Sustain:
 
 @dataclass
 class Settled:
-    """What a settle did: wall seconds, why it stopped, each timed chunk's seconds per call (in order)."""
+    """What a settle did: wall seconds, why it stopped, each timed chunk's seconds per call (in order), and how
+    many of the last chunks the rule compared (Sustain.span_chunks)."""
 
     seconds: float
     stop: SettleStop
     chunks: list[float] = field(default_factory=list)
+    span: int = 0
 
     def params(self) -> dict:
         out = {"settle_ran_s": round(self.seconds, 3), "settle_stop": str(self.stop)}
         if self.chunks:
             out["settle_chunks_us"] = [round(c * 1e6, 2) for c in self.chunks]
-            out["settle_last_spread"] = round(spread(self.chunks[-4:]), 4)
+            out["settle_last_spread"] = round(spread(self.chunks[-self.span:]), 4)
         return out
 
 
@@ -81,7 +88,7 @@ def spread(xs: list[float]) -> float:
 
 def steady(chunks: list[float], rule: Sustain) -> bool:
     """Whether the chunks of the last ``span_s`` agree within ``tol``."""
-    k = max(2, math.ceil(rule.span_s / rule.chunk_s - 1e-9))
+    k = rule.span_chunks
     return len(chunks) >= k and spread(chunks[-k:]) <= rule.tol
 
 
@@ -102,6 +109,6 @@ def settle(run_chunk: Callable[[], tuple[float, float]], run_fixed: Callable[[],
         ran += seconds
         chunks.append(per_call)
         if ran >= rule.settle_s - EPS and steady(chunks, rule):
-            return Settled(ran, SettleStop.STEADY, chunks)
+            return Settled(ran, SettleStop.STEADY, chunks, rule.span_chunks)
         if ran >= rule.settle_max_s - EPS:
-            return Settled(ran, SettleStop.CAP, chunks)
+            return Settled(ran, SettleStop.CAP, chunks, rule.span_chunks)

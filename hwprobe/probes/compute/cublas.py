@@ -23,7 +23,7 @@ from hwprobe.measurement import Measurement
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.probes.compute.f64_copy import to_f64
 from hwprobe.timing import policy, time_cuda_issue, time_cuda_once
-from hwprobe.timing.steady import Sustain
+from hwprobe.timing.steady import Sustain, settle
 from hwprobe.vocab import Kind, Path, Precision
 
 MAX_REPS = 4096         # GEMMs in one graph at most
@@ -426,8 +426,6 @@ NAMED_KERNELS = (Precision.FP64, Precision.INT8)      # precisions whose points 
 def settle_runner(cp, runner: Runner, sustain: Sustain) -> tuple[dict, dict]:
     """Run ``runner`` untimed until the power limiter has settled (hwprobe.timing.steady's rule), then return
     (the timing, warmup and repeats, whose samples add up to sustain_s; what the settle did, for the params)."""
-    from hwprobe.timing.steady import settle
-
     sample_s = runner.per_call_s * runner.reps
     per_chunk = max(1, math.ceil(sustain.chunk_s / sample_s))
 
