@@ -474,6 +474,20 @@ def test_search_picks_the_fastest_and_keeps_errors():
         g.search([(1, 1)], lambda cfg: 1 / 0)
 
 
+def test_a_form_tied_per_clock_gives_way_to_the_preferred_one():
+    per_clk = {("ss_nosw", 1): 8191.0, ("ss_nosw", 2): 8192.2, ("ss_sw128", 1): 8191.3, ("ss_sw128", 2): 8191.9,
+               ("rs_sw128", 1): 8191.1, ("rs_sw128", 2): 8191.5}
+    results = {c: (r, 1e-6) for c, r in per_clk.items()}
+    assert g.prefer_form(("ss_nosw", 2), results) == ("rs_sw128", 2)       # tied: registers first, same blocks/SM
+    results[("rs_sw128", 2)] = (8100.0, 1e-6)                              # 1.1% slower per clock: not tied
+    assert g.prefer_form(("ss_nosw", 2), results) == ("ss_sw128", 2)
+    results[("ss_sw128", 2)] = (8000.0, 1e-6)
+    assert g.prefer_form(("ss_nosw", 2), results) == ("ss_nosw", 2)        # nothing tied: the best stays
+    del results[("rs_sw128", 1)]                                           # a form that could not run is no candidate
+    assert g.prefer_form(("ss_sw128", 1), results) == ("ss_sw128", 1)
+    assert set(g.FORM_PREFERENCE) == set(g.WGMMA_FORMS)
+
+
 # ---------------------------------------------------------------- sources and SASS evidence
 
 
