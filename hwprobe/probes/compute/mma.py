@@ -1,17 +1,18 @@
 """Tensor Core peak at the instruction level: PTX ``mma.sync`` (sm_80+) and Hopper ``wgmma`` (sm_90a).
 
-Both kernels keep their operands on chip (registers for mma.sync, shared memory for wgmma) and loop on
-the same tiles, so the rate is the tensor pipe's, with no DRAM traffic. A few launch configurations are
-timed briefly and the best is measured. The host packs every operand itself (per-lane register fragments
-for mma.sync, the K-major shared-memory image for wgmma) and unpacks the accumulators with the PTX
-fragment layouts; the check compares every output element with ``count x A @ B`` in exact integer math,
-so a wrong layout fails it. The timed launches' own output is checked the same way: the kernels keep every
+Both kernels keep their operands on chip (registers for mma.sync; shared memory for wgmma, A in registers in its
+rs form) and loop on the same tiles, so the rate is the tensor pipe's, with no DRAM traffic. A few launch
+configurations are timed briefly and the best is measured (wgmma: the best per SM clock, and among forms tied
+there the one the GPU clocks highest, FORM_PREFERENCE). The host packs every operand itself (per-lane register
+fragments for mma.sync, the K-major shared-memory image for wgmma) and unpacks the accumulators with the PTX
+fragment layouts; the check compares every output element with ``count x A @ B`` in exact integer math, so a
+wrong layout fails it. The timed launches' own output is checked the same way: the kernels keep every
 accumulator bounded and exact for any launch length (mma.sync alternates B and -B, wgmma resets through its
-scale-d operand every ``reset`` iterations), so FP16 accumulation never overflows and the count is known.
-The SASS of each kernel is read back to show the intended tensor instruction (HMMA/IMMA/QMMA/DMMA,
-HGMMA/QGMMA/IGMMA) really runs (ptxas emulates some PTX on some archs): a mismatch invalidates the figure.
-Every CTA stamps its clock64 cycles and globaltimer nanoseconds; mma_clock turns them into the kernel's
-clock, the rate over the launch's span and the clocks' agreement.
+scale-d operand every ``reset`` iterations), so FP16 accumulation never overflows and the count is known. The
+SASS of each kernel is read back to show the intended tensor instruction (HMMA/IMMA/QMMA/DMMA,
+HGMMA/QGMMA/IGMMA) really runs (ptxas emulates some PTX on some archs): a mismatch invalidates the figure. Every
+CTA stamps its clock64 cycles and globaltimer nanoseconds; mma_clock turns them into the kernel's clock, the
+rate over the launch's span and the clocks' agreement.
 """
 
 from __future__ import annotations
