@@ -81,3 +81,8 @@ def test_scaled_scales_every_duration_but_the_chunking():
     q = Sustain(0.25, 0.4, 1.0).scaled(0.2)
     assert (q.settle_s, q.sustain_s, q.settle_max_s, q.chunk_s) == pytest.approx((0.05, 0.08, 0.2, 0.05))
     assert Sustain(0.25, 0.4).scaled(0.2).settle_max_s is None
+
+
+def test_the_rule_records_itself():
+    assert Sustain(0.25, 0.4, 1.0).params() == {"settle_s": 0.25, "sustain_s": 0.4, "settle_max_s": 1.0}
+    assert Sustain(0.5, 1.5).params() == {"settle_s": 0.5, "sustain_s": 1.5}      # fixed: no cap to name

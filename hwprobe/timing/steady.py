@@ -53,6 +53,11 @@ class Sustain:
         """How many of the last chunks must agree: those of ``span_s``, at least two."""
         return max(2, math.ceil(self.span_s / self.chunk_s - 1e-9))
 
+    def params(self) -> dict:
+        """The rule, for a record's params (settle_max_s only where the settle is adaptive or capped)."""
+        out = {"settle_s": self.settle_s, "sustain_s": self.sustain_s}
+        return out if self.settle_max_s is None else {**out, "settle_max_s": self.settle_max_s}
+
     @property
     def adaptive(self) -> bool:
         return self.settle_max_s is not None and self.settle_max_s > self.settle_s

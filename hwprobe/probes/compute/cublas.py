@@ -425,7 +425,8 @@ NAMED_KERNELS = (Precision.FP64, Precision.INT8)      # precisions whose points 
 
 def settle_runner(cp, runner: Runner, sustain: Sustain) -> tuple[dict, dict]:
     """Run ``runner`` untimed until the power limiter has settled (hwprobe.timing.steady's rule), then return
-    (the timing, warmup and repeats, whose samples add up to sustain_s; what the settle did, for the params)."""
+    (the timing, warmup and repeats, whose samples add up to sustain_s; the rule and what the settle did, for the
+    params)."""
     sample_s = runner.per_call_s * runner.reps
     per_chunk = max(1, math.ceil(sustain.chunk_s / sample_s))
 
@@ -439,7 +440,8 @@ def settle_runner(cp, runner: Runner, sustain: Sustain) -> tuple[dict, dict]:
         cp.cuda.get_current_stream().synchronize()
 
     done = settle(chunk, fixed, sustain)
-    return {"warmup": 1, "repeats": max(3, math.ceil(sustain.sustain_s / sample_s))}, done.params()
+    timing = {"warmup": 1, "repeats": max(3, math.ceil(sustain.sustain_s / sample_s))}
+    return timing, {**sustain.params(), **done.params()}
 
 
 def sentinel(ctx):

@@ -162,7 +162,7 @@ def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, sett
         try:
             m = measure_gemm(ctx, env, v, size, size, size, metric=metric, kind=Kind.SWEEP, rows=check_rows,
                              gemm_cls=cls, data=d, sustain=Sustain(settle_s, sustain_s),
-                             extra={"data_desc": DATA[d], "settle_s": settle_s, "sustain_s": sustain_s},
+                             extra={"data_desc": DATA[d]},
                              notes=(f"operands: {DATA[d]}", *notes))
         except Exception as e:
             yield failure(ctx, metric, f"{path.variant} with {d} operands", e, precision=prec, path=Path.LIBRARY)

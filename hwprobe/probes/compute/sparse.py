@@ -488,9 +488,7 @@ def _settled(ctx, lib: _Lib, g: SparseGemm, spec, n, sets, rows, sustain, metric
               "cusparselt_alg": dict(g.chosen), "search_s": round(g.search_s, 3),
               **g.search_params(),
               "compressed_bytes": g.compressed_bytes, "prune_s": prep["prune_s"], "compress_s": prep["compress_s"],
-              "flop_convention": CONVENTION, "operands": g.operands, "alpha": float(g.alpha),
-              "settle_s": sustain.settle_s, "settle_max_s": sustain.settle_max_s, "sustain_s": sustain.sustain_s,
-              **settled, **timing}
+              "flop_convention": CONVENTION, "operands": g.operands, "alpha": float(g.alpha), **settled, **timing}
     m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit=spec.unit,
                     kind=Kind.SWEEP, check=check, precision=spec.precision, exec_unit=ExecUnit.TENSOR_CORE,
                     path=Path.LIBRARY, params=params, notes=[CONVENTION, *runner.notes], **timing)
