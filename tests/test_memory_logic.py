@@ -356,6 +356,29 @@ def test_host_ceiling_is_measured_again_when_disturbed():
     assert ceiling_retries("pinned") == 4
 
 
+def test_host_ceiling_is_the_better_of_the_sweeps_best_sizes():
+    from hwprobe.measurement import Measurement
+    from hwprobe.probes.interconnect.host import CEILING_SIZES, best_of_sizes, best_sizes
+
+    rates = {1 << 20: 80e9, 256 << 20: 101.6e9, 512 << 20: 99.7e9, 1 << 30: 99.9e9}
+    assert CEILING_SIZES == 2 and best_sizes(rates, CEILING_SIZES) == [256 << 20, 1 << 30]
+    assert best_sizes(rates, 1) == [256 << 20] and best_sizes({}, 2) == []
+
+    def at(size, gbps, verified=True):
+        m = Measurement(probe="gpu.host", metric="host.bidir.pinned", kind="memory", unit="B/s", value=gbps * 1e9,
+                        params={"bytes": size})
+        m.verified = verified
+        return m
+
+    # the sweep's best size read low in its longer window; the second-best size's window is the ceiling
+    m = best_of_sizes([at(256 << 20, 96.0), at(1 << 30, 98.9)])
+    assert m.value == 98.9e9 and m.params["bytes"] == 1 << 30
+    assert m.params["sizes_gbps"] == {str(256 << 20): 96.0, str(1 << 30): 98.9}
+    assert best_of_sizes([at(256 << 20, 96.0), at(1 << 30, 120.0, verified=False)]).value == 96.0e9
+    one = best_of_sizes([at(256 << 20, 96.0)])
+    assert "sizes_gbps" not in one.params
+
+
 @pytest.mark.parametrize("far_ns", [320.0, 262.0])
 def test_l2_latency_sweep_reports_a_far_partition_only_where_a_step_shows(monkeypatch, far_ns):
     from types import SimpleNamespace
