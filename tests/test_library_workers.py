@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from hwprobe.probes.calibration import library_workers
 
 
@@ -183,3 +185,34 @@ def test_search_kinds_separate_what_a_process_compiles_apart():
     masked = {**plain, "causal": False, "masked": True, "batch": 2}
     assert kind("sdpa", plain) == kind("sdpa", {**plain, "seq": 2048}) != kind("sdpa", masked)
     assert kind("sdpa", plain) == torch_library.sdpa_kind(plain) and kind("linear", plain) is None
+
+
+def test_a_search_checks_its_output_and_a_timing_leaves_the_check_to_the_family():
+    """library_workers.answer with torch_library's SearchFamily: the search's first call is checked there (the
+    reference's first use falls in the parallel phase), a wrong output fails the search, and "time" does not check
+    twice (the family's time checks after its timed replays)."""
+    from hwprobe.probes.calibration.torch_library import SearchFamily
+
+    log = []
+
+    def search(torch, case):
+        log.append(("call", case["m"]))
+
+        def check():
+            log.append(("check", case["m"]))
+            if case["m"] == 17:
+                raise AssertionError("max relative error 0.5 > 0.02")
+        return (lambda: None), check
+
+    def time_(torch, case, searched):
+        log.append(("time", case["m"]))
+        return case["m"] * 1e-6
+
+    fam = SearchFamily(search, time_, lambda case: None)
+    assert library_workers.answer(None, fam, "search", {"m": 4}) is None
+    assert log == [("call", 4), ("check", 4)]
+    log.clear()
+    assert library_workers.answer(None, fam, "time", {"m": 4}) == 4e-6
+    assert log == [("call", 4), ("time", 4)]
+    with pytest.raises(AssertionError, match="relative error"):
+        library_workers.answer(None, fam, "search", {"m": 17})

@@ -326,6 +326,11 @@ class SearchFamily:
     time: Callable
     kind: Callable
 
+    @staticmethod
+    def check(searched) -> None:
+        """Check the output of a searched case's first call (``search`` returns ``(call, check)``)."""
+        searched[1]()
+
 
 SEARCH_FAMILIES = {"conv": SearchFamily(conv_search, conv_time, conv_kind),
                    "sdpa": SearchFamily(sdpa_search, sdpa_time, sdpa_kind)}
