@@ -1167,6 +1167,35 @@ def test_fp64_runs_first_after_the_tighter_settle(monkeypatch):
     assert gpu_gemm.COOL_SETTLE["power_factor"] == st.POWER_IDLE_FACTOR
 
 
+def test_a_capped_precision_settles_once_before_its_smaller_sizes(monkeypatch):
+    """Issue 33: below the top size, each power-capped precision's sizes run from the largest down after one settle
+    (its next size may give the ceiling); the smaller ones follow at once, each recording the state it started
+    from, read without waiting. An uncapped precision does not settle."""
+    from hwprobe.probes.compute import gemm as gpu_gemm
+    from hwprobe.timing import settle as st
+
+    order, settles = [], []
+
+    def run_point(v, n, metric, sweep):
+        order.append((v.precision, n, start["state"]))
+        return SimpleNamespace(metric=metric), v
+
+    def fake_settle(sampler, **rule):
+        settles.append(rule)
+        return {"settled": rule.get("max_wait_s") != 0.0, "n": len(settles)}
+
+    monkeypatch.setattr(st, "settle", fake_settle)
+    ctx = SimpleNamespace(quick=False, sampler=None)
+    start: dict = {}
+    list(gpu_gemm._phase2(ctx, (1024, 2048, 4096, 8192), ["fp64", "fp16"], {"fp64"}, start, run_point))
+    fp64 = [(n, state) for prec, n, state in order if prec == "fp64"]
+    assert [n for n, _ in fp64] == [4096, 2048, 1024]
+    assert order.index(("fp16", 4096, None)) > max(i for i, o in enumerate(order) if o[0] == "fp64")
+    assert settles == [{"max_wait_s": gpu_gemm.SETTLE_MAX_S}, {"max_wait_s": 0.0}, {"max_wait_s": 0.0}]
+    assert [state["settled"] for _, state in fp64] == [True, False, False]
+    assert all(state is None for prec, _, state in order if prec == "fp16")
+
+
 def test_sparse_algorithm_attributes_are_set_and_read_through_the_binding():
     """cuSPARSELt's search iterations go in before the plan, and the chosen config comes back, each in the dtype
     the binding names for the attribute (a fake binding that keeps what it is given)."""

@@ -358,11 +358,15 @@ def test_host_ceiling_is_measured_again_when_disturbed():
 
 def test_host_ceiling_is_the_better_of_the_sweeps_best_sizes():
     from hwprobe.measurement import Measurement
-    from hwprobe.probes.interconnect.host import CEILING_SIZES, best_of_sizes, best_sizes
+    from hwprobe.probes.interconnect.host import CEILING_SIZES, best_of_sizes, ceiling_sizes
 
     rates = {1 << 20: 80e9, 256 << 20: 101.6e9, 512 << 20: 99.7e9, 1 << 30: 99.9e9}
-    assert CEILING_SIZES == 2 and best_sizes(rates, CEILING_SIZES) == [256 << 20, 1 << 30]
-    assert best_sizes(rates, 1) == [256 << 20] and best_sizes({}, 2) == []
+    assert CEILING_SIZES == 2 and ceiling_sizes(rates, "pinned") == [256 << 20, 1 << 30]
+    assert ceiling_sizes({}, "pinned") == [] and ceiling_sizes({}, "pageable") == []
+    # pageable: a comparison figure, at its best size up to 64 MiB (one H200 run's bidirectional rates)
+    pageable = {4 << 20: 10.1e9, 16 << 20: 10.4e9, 64 << 20: 8.5e9, 512 << 20: 8.5e9, 1 << 30: 11.4e9}
+    assert ceiling_sizes(pageable, "pageable") == [16 << 20]
+    assert ceiling_sizes({1 << 30: 9e9, 512 << 20: 8e9}, "pageable") == [1 << 30]      # none small: the best
 
     def at(size, gbps, verified=True):
         m = Measurement(probe="gpu.host", metric="host.bidir.pinned", kind="memory", unit="B/s", value=gbps * 1e9,

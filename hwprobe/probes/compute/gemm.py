@@ -132,15 +132,18 @@ def _cupy_fp64(ctx, env: CublasEnv, n: int, rows: int):
         return failure(ctx, metric, "cupy.matmul fp64", e, precision="fp64", path=Path.LIBRARY)
 
 
-def _settle(ctx, cool: bool = False) -> dict | None:
+def _settle(ctx, cool: bool = False, wait: bool = True) -> dict | None:
     """Let the GPU cool towards where the run found it before a precision's ceiling points (the runner does the
     same before each probe): hwprobe.timing.settle's rule, at most SETTLE_MAX_S here; ``cool``: the tighter rule
-    of COOL_SETTLE (FP64's top size, whose peer is a plain cupy.matmul on a cool GPU)."""
+    of COOL_SETTLE (FP64's top size, whose peer is a plain cupy.matmul on a cool GPU); not ``wait``: the state now,
+    judged by the rule, without waiting."""
     try:
         from hwprobe.timing.settle import settle
     except ImportError:
         return None
     try:
+        if not wait:
+            return settle(ctx.sampler, max_wait_s=0.0)
         if ctx.quick:
             return settle(ctx.sampler, max_wait_s=0.5)
         return settle(ctx.sampler, **COOL_SETTLE) if cool else settle(ctx.sampler, max_wait_s=SETTLE_MAX_S)
@@ -287,12 +290,16 @@ def run_gemm(ctx, precisions=GEMM_PRECISIONS, sizes=(1024, 2048, 4096, 8192),
 
 
 def _phase2(ctx, plan, order, capped: set[str], start: dict, run_point):
-    """The efficiency curve below the top size. A power-capped precision's smaller sizes may give its ceiling:
-    the GPU cools first, and each point records the state it really started from (issue 23: an FP64 ceiling
-    taken from a hot GPU carried the precision's first, cool, start state)."""
-    for n in sorted(plan, reverse=True)[1:]:
-        for prec in order:
-            start["state"] = _settle(ctx) if prec in capped else None
+    """The efficiency curve below the top size, each precision's sizes from the largest down. A power-capped
+    precision's next size may give its ceiling (FP64's n4096 has, 61.6 against 57.7 TFLOP/s at n8192 on an H200),
+    so the GPU cools before it. Its smaller sizes follow at once: their samples last tens of milliseconds, and on an
+    H200 (2026-11-29) every capped precision's points at n2048 and n1024 ran 6-81% below its best larger size,
+    where a settle before each size had cost 11.8 s of a `full` (eleven of ~1.1 s). Each point records the state
+    it really started from, read without waiting after the first (issue 23: an FP64 ceiling taken from a hot GPU
+    carried the precision's first, cool, start state)."""
+    for prec in order:
+        for i, n in enumerate(sorted(plan, reverse=True)[1:]):
+            start["state"] = (_settle(ctx) if i == 0 else _settle(ctx, wait=False)) if prec in capped else None
             for v in gc.GEMM_VARIANTS[prec]:
                 yield run_point(v, n, f"{v.metric}.n{n}", sweep=True)[0]
 

@@ -33,6 +33,10 @@ RETRY_BELOW = 0.95
 # sweep had read 99.7 and 101.6 there (two H200 `full` runs of one lease, 2026-11-29): run-to-run noise of the host
 # side, not the size. The second-best size gives the ceiling a second window (~0.2 s more).
 CEILING_SIZES = 2
+# Pageable copies are a comparison figure (staged by the driver), measured again at their best size up to this one:
+# their rates peak at 1-16 MiB and wander above it (one H200 `full`: bidirectional 8.4-10.4 GB/s from 32 MiB to
+# 512 MiB and 11.4 at 1 GiB), where ten samples of 1 GiB each took 2.2 s of the run.
+PAGEABLE_MAX_BYTES = 64 << 20
 DIRECTIONS = ("h2d", "d2h", "bidir")
 SENTINEL = 0xDEADBEEF
 CHECKED_WORDS = 64      # words of each copy checked (spread over it), not timing samples
@@ -140,7 +144,7 @@ def _measure(ctx, max_mib: int | None, pageable: bool) -> Iterator[Measurement]:
                 continue
             try:
                 tries = []
-                for size in best_sizes(rates, CEILING_SIZES if kind == "pinned" else 1):
+                for size in ceiling_sizes(rates, kind):
                     fn, work, check = _transfer(direction, size, h_src, h_dst, dev_in, dev_out,
                                                 policy.rule("stream").sample_s)
                     tries.append(retried(functools.partial(
@@ -177,9 +181,13 @@ def retried(measure: Callable[[], Measurement], sweep_rate: float, retries: int 
     return m
 
 
-def best_sizes(rates: dict[int, float], n: int) -> list[int]:
-    """The ``n`` sizes of the sweep's highest rates, best first."""
-    return sorted(rates, key=lambda s: -rates[s])[:n]
+def ceiling_sizes(rates: dict[int, float], host_memory: str) -> list[int]:
+    """The sizes a direction's figure is measured again at, from the sweep's verified ``rates`` per size: pinned,
+    the CEILING_SIZES best, best first; pageable, the best up to PAGEABLE_MAX_BYTES (the best of all without one)."""
+    best = sorted(rates, key=lambda s: -rates[s])
+    if host_memory == "pinned":
+        return best[:CEILING_SIZES]
+    return ([s for s in best if s <= PAGEABLE_MAX_BYTES] or best)[:1]
 
 
 def best_of_sizes(tries: list[Measurement]) -> Measurement:
