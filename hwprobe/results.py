@@ -269,7 +269,7 @@ def environment(device: Any, suite_name: str, argv: list[str] | None = None, dev
         "hwprobe_version": version(), "suite": suite_name, "argv": argv or sys.argv,
         "host": socket.gethostname(), "platform": platform.platform(), "python": sys.version.split()[0],
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "libraries": libs,
-        "device": device.to_dict(), "rounds": rounds,
+        "device": device.to_dict(), "rounds": rounds, "host_cpu": _host_cpu(),
     }
     if devices and len(devices) > 1:
         env["devices"] = [d.to_dict() for d in devices]
@@ -278,6 +278,15 @@ def environment(device: Any, suite_name: str, argv: list[str] | None = None, dev
         env["gpu_sharing"] = _sharing(devices or [device])      # per GPU index
         env["processes"] = env["gpu_sharing"].get(str(getattr(device, "index", 0)), {})   # the primary GPU
     return env
+
+
+def _host_cpu() -> dict[str, Any]:
+    from hwprobe.device.cpu import host_summary
+
+    try:
+        return host_summary()
+    except Exception as e:  # never fail a run on this
+        return {"error": f"{type(e).__name__}: {e}"}
 
 
 def _sharing(devices: list) -> dict[str, Any]:

@@ -108,6 +108,17 @@ def test_parse_jetson_cpuinfo_without_model_name():
     assert flops_per_clk(info["flags"], arch="aarch64", arm_part=info["arm_part"]) == (8, 16, "neon")
 
 
+def test_host_summary_names_the_cpu_a_gpu_run_issued_from(monkeypatch):
+    """A GPU run's environment names its host CPU: model, processors, those this process may use."""
+    from hwprobe.device import cpu as cpumod
+
+    monkeypatch.setattr(cpumod, "_allowed_cpus", lambda: [1])
+    assert cpumod.host_summary(X86_CPUINFO) == {"model": "Intel(R) Xeon(R) Processor", "processors": 2, "usable": 1}
+    assert cpumod.host_summary(JETSON_CPUINFO)["model"] == "Cortex-A78AE"
+    empty = cpumod.host_summary("")                       # no /proc/cpuinfo (macOS): the platform's names
+    assert empty["model"] and empty["processors"] >= 1 and empty["usable"] == 1
+
+
 def test_parse_empty_cpuinfo_degrades():
     info = parse_cpuinfo("")
     assert info["model"] is None and info["flags"] == set() and info["processors"] == 0

@@ -158,6 +158,7 @@ def test_a_cpu_run_says_the_max_clock_its_cores_reached_and_that_it_overran_its_
     assert env["cpu_max_mhz"]["measured"] == 99500.0 and env["cpu_max_mhz"]["discovered"] < 99500.0
     rows = dict(tx.provenance(env, prof))
     assert rows["CPU max clock"].startswith("99500 MHz, timed around a window")
+    assert env["host_cpu"]["usable"] >= 1 and rows["host CPU"].startswith(env["host_cpu"]["model"])
     assert rows["suite budget"].startswith("took ")
     c = prof.compute["fp64"]["cpu"]["instruction"]
     assert c.theory_at_max_clock == pytest.approx(c.theory_at_clock)

@@ -122,8 +122,8 @@ def build(run: Run, figure: Callable[[str], Any]) -> list[Section]:
 
 def _environment(run: Run) -> list[tuple[str, str]]:
     env = run.environment
-    rows = [(k, v) for k, v in tx.provenance(env, run.profile) if k in ("host", "platform", "CUDA runtime / driver",
-                                                                         "cuBLAS")]
+    keep = ("host", "host CPU", "platform", "CUDA runtime / driver", "cuBLAS")
+    rows = [(k, v) for k, v in tx.provenance(env, run.profile) if k in keep]
     return rows or [("environment", "not recorded")]
 
 

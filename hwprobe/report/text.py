@@ -236,6 +236,9 @@ def provenance(env: dict[str, Any], p: Profile) -> list[tuple[str, str]]:
     for key, name in (("host", "host"), ("platform", "platform"), ("python", "Python")):
         if env.get(key):
             rows.append((name, str(env[key])))
+    cpu = env.get("host_cpu") or {}
+    if cpu.get("model"):
+        rows.append(("host CPU", f"{cpu['model']}, {cpu.get('usable')} of {cpu.get('processors')} processors usable"))
     cuda = env.get("cuda") or {}
     if cuda.get("runtime"):
         rows.append(("CUDA runtime / driver", f"{_cuda_ver(cuda.get('runtime'))} / {_cuda_ver(cuda.get('driver'))}"))
