@@ -103,3 +103,25 @@ def test_costs_show_each_settle_and_the_rule_it_ended_on():
     gemm = next(line for line in lines if line.startswith("gpu.gemm "))
     assert "0.90 s" in gemm and "162.7 W" in gemm and "power <= 1.5x 140 W" in gemm
     assert mod.settle_lines({}) == []                                      # a run from before they were kept
+
+
+def test_costs_show_each_probes_own_settles(capsys):
+    """A probe's own settles (the waits before its points, the steady settles of gpu.sparse and gpu.gemm_power) are
+    their own column: in a committed H200 `full` (2026-11-29, d720609) gpu.gemm's held 17.3 of its 43.0 s, eleven
+    of them before sizes under the top one. The runner's settle before a probe, which its first records carry as
+    their start state, is not the probe's (gpu.mma_sync: none of its own)."""
+    mod = load_tool("suite_speed")
+    run = ROOT / "profiles/h200-sxm/2026-11-29-suite-s35/run-d720609"
+    probes = {c.probe: c for c in mod.costs(run)[0]}
+    assert probes["gpu.gemm"].settle_s == pytest.approx(17.3, abs=0.05)
+    assert probes["gpu.mma_sync"].settle_s == 0.0 and probes["gpu.wgmma"].settle_s == 0.0
+    assert probes["gpu.sparse"].settle_s > 5 and probes["gpu.gemm_power"].settle_s > 5
+    assert probes["gpu.torch_kernels"].settle_s == 0.0
+    assert mod.main(["costs", str(run)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["probe", "wall", "s", "samples", "s", "compile", "s", "settle", "s", "rest", "s",
+                              "records"]
+    gemm = next(line.split() for line in out if line.startswith("gpu.gemm "))
+    assert gemm[1:6] == ["43.0", "7.7", "0.0", "17.3", "18.0"]
+    after = {c.probe: c for c in mod.costs(run.with_name("run-4df8e74"))[0]}     # one settle per capped precision
+    assert after["gpu.gemm"].settle_s < probes["gpu.gemm"].settle_s - 6

@@ -10,9 +10,9 @@ raw samples, and the calibration points interpolation makes redundant.
         [--write hwprobe/probes/calibration/pruned_grid.json [--only conv]] [--profile-out DIR]
 
 costs: per probe, its wall time (environment probe_seconds), the seconds its records' samples add up to, the seconds
-it waited for kernel compiles (compile_wait_seconds, runs since 2026-11-29) and the rest (setup, allocation, graph
-capture, warm-up, checks, CuPy's own compiles, a probe's own settles); then the runner's settles before compute probes
-and the run's wall time, which no probe's seconds hold; then the records that took longest to make
+it waited for kernel compiles (compile_wait_seconds, runs since 2026-11-29), its own settles (own_settles) and the
+rest (setup, allocation, graph capture, warm-up, checks, CuPy's own compiles); then the runner's settles before
+compute probes and the run's wall time, which no probe's seconds hold; then the records that took longest to make
 (params wall_s, recorded since issue 33).
 
 replay: only records that took exactly ``--count`` samples (the old fixed count) are replayed, in the order they
@@ -52,6 +52,7 @@ class ProbeCost:
     samples_s: float          # its records' timed samples, added up
     records: int
     compile_wait_s: float = 0.0   # of wall_s, waiting for kernel compiles (runs since 2026-11-29)
+    settle_s: float = 0.0         # of wall_s, the probe's own settles (its records' start states and steady settles)
 
 
 def costs(run_dir: Path, env: dict | None = None) -> tuple[list[ProbeCost], list[tuple[float, str]]]:
@@ -66,10 +67,30 @@ def costs(run_dir: Path, env: dict | None = None) -> tuple[list[ProbeCost], list
     timed: dict[str, dict[tuple, float]] = {}     # a ceiling record repeats its best point's samples: count once
     for m in ms:
         timed.setdefault(m.probe, {})[tuple(m.samples_s)] = sum(m.samples_s)
+    settled = own_settles(ms, env.get("settle_states") or {})
     out = [ProbeCost(p, float(w), sum(timed.get(p, {}).values()), sum(m.probe == p for m in ms),
-                     float(waits.get(p, 0.0))) for p, w in secs.items()]
+                     float(waits.get(p, 0.0)), settled.get(p, 0.0)) for p, w in secs.items()]
     slow = sorted(((float(m.params[K.WALL_S]), m.metric) for m in ms if K.WALL_S in m.params), reverse=True)
     return sorted(out, key=lambda c: -c.wall_s), slow
+
+
+def own_settles(ms, runner_states: dict | None = None) -> dict[str, float]:
+    """Per probe, the seconds its own settles took: the waits before its points (``start_state``'s waited_s, each
+    state once: the points after one settle carry the same; not the runner's settle before the probe, which
+    ``runner_states``, environment.json's settle_states, names and no probe's seconds hold) and the settles that
+    run a point until its launch time is steady (``settle_ran_s``, each point once: a ceiling repeats its best
+    point's). On one H200 `full` (2026-11-29, d720609) gpu.gemm's own settles held 17.3 s of its 43.0."""
+    from hwprobe import keys as K
+
+    runner = {p: json.dumps(st, sort_keys=True) for p, st in (runner_states or {}).items()}
+    seen: dict[str, dict] = {}
+    for m in ms:
+        st, ran = m.params.get(K.START_STATE), m.params.get("settle_ran_s")
+        if isinstance(st, dict) and st.get("waited_s") and json.dumps(st, sort_keys=True) != runner.get(m.probe):
+            seen.setdefault(m.probe, {})[json.dumps(st, sort_keys=True)] = float(st["waited_s"])
+        if ran:
+            seen.setdefault(m.probe, {})[("ran", float(ran), tuple(m.samples_s))] = float(ran)
+    return {p: sum(v.values()) for p, v in seen.items()}
 
 
 def outside_probes(env: dict) -> dict[str, float]:
@@ -122,10 +143,12 @@ def run_costs(a) -> int:
         for k in o:
             print(f"{k:<20} {o[k]:8.1f} {n[k]:8.1f} {n[k] - o[k]:+8.1f}")
         return 0
-    print(f"{'probe':<20} {'wall s':>8} {'samples s':>10} {'compile s':>10} {'rest s':>8} {'records':>8}")
+    print(f"{'probe':<20} {'wall s':>8} {'samples s':>10} {'compile s':>10} {'settle s':>9} {'rest s':>8} "
+          f"{'records':>8}")
     for c in probes:
-        rest = c.wall_s - c.samples_s - c.compile_wait_s
-        print(f"{c.probe:<20} {c.wall_s:8.1f} {c.samples_s:10.1f} {c.compile_wait_s:10.1f} {rest:8.1f} {c.records:8d}")
+        rest = c.wall_s - c.samples_s - c.compile_wait_s - c.settle_s
+        print(f"{c.probe:<20} {c.wall_s:8.1f} {c.samples_s:10.1f} {c.compile_wait_s:10.1f} {c.settle_s:9.1f} "
+              f"{rest:8.1f} {c.records:8d}")
     print(f"{'total':<20} {sum(c.wall_s for c in probes):8.1f} {sum(c.samples_s for c in probes):10.1f}")
     print("; ".join(f"{k} {v:.1f} s" for k, v in outside_probes(env).items()))
     for line in settle_lines(env):
