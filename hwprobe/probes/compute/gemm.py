@@ -284,24 +284,47 @@ def run_gemm(ctx, precisions=GEMM_PRECISIONS, sizes=(1024, 2048, 4096, 8192),
         if prec in fw_after and frameworks:
             yield from _framework_points(ctx, env, top, check_rows, tuple(frameworks))
 
-    yield from _phase2(ctx, plan, order, power_capped(sweeps), start, run_point)
+    yield from _phase2(ctx, plan, order, power_capped(sweeps), start, run_point, points)
     yield from _ceilings(order, points, sweeps, lt, comparisons)
     yield from _pitfall(ctx, rates)
 
 
-def _phase2(ctx, plan, order, capped: set[str], start: dict, run_point):
+def _phase2(ctx, plan, order, capped: set[str], start: dict, run_point, points: dict[str, list[Measurement]]):
     """The efficiency curve below the top size, each precision's sizes from the largest down. A power-capped
-    precision's next size may give its ceiling (FP64's n4096 has, 61.6 against 57.7 TFLOP/s at n8192 on an H200),
-    so the GPU cools before it. Its smaller sizes follow at once: their samples last tens of milliseconds, and on an
-    H200 (2026-11-29) every capped precision's points at n2048 and n1024 ran 6-81% below its best larger size,
-    where a settle before each size had cost 11.8 s of a `full` (eleven of ~1.1 s). Each point records the state
-    it really started from, read without waiting after the first (issue 23: an FP64 ceiling taken from a hot GPU
-    carried the precision's first, cool, start state)."""
+    precision's next size may give its ceiling (on an H200 FP64's n4096 read 61.6 TFLOP/s against 57.7 at n8192,
+    and its n2048 60.25 in another run), so the GPU cools before it. A smaller size settles again only where the
+    size above could have beaten the precision's best had its window kept the full clock (cool_potential): a
+    smaller GEMM runs no faster from the same start. On an H200 (2026-11-29) a settle before every size cost 11.8 s
+    of a `full` (eleven of ~1.1 s), for points at n2048 and n1024 mostly 6-81% below the best; settling only before
+    the first size below the top (4df8e74) cost FP64 its n2048 chance where n4096's window lost its clock
+    (57.86 TFLOP/s, 1980 -> 1785 MHz). ``points``: every point so far per variant (run_point adds to it).
+    Each point records the state it started from, read without waiting where it did not settle (issue 23: an FP64
+    ceiling taken from a hot GPU carried the precision's first, cool, start state)."""
+    max_mhz = getattr(ctx.device, "sm_clock_max_mhz", None)
     for prec in order:
-        for i, n in enumerate(sorted(plan, reverse=True)[1:]):
-            start["state"] = (_settle(ctx) if i == 0 else _settle(ctx, wait=False)) if prec in capped else None
+        settle = True
+        for n in sorted(plan, reverse=True)[1:]:
+            start["state"] = (_settle(ctx) if settle else _settle(ctx, wait=False)) if prec in capped else None
+            ran = []
             for v in gc.GEMM_VARIANTS[prec]:
-                yield run_point(v, n, f"{v.metric}.n{n}", sweep=True)[0]
+                ran.append(run_point(v, n, f"{v.metric}.n{n}", sweep=True)[0])
+                yield ran[-1]
+            best = max((m.value for v in gc.GEMM_VARIANTS[prec] for m in points.get(v.key, []) if m.valid),
+                       default=0.0)
+            settle = any(m.valid and cool_potential(m, max_mhz) > best for m in ran)
+
+
+def cool_potential(m: Measurement, max_mhz: float | None) -> float:
+    """The rate a point's size could reach at the full clock: its rate scaled by its window's clock where that sat
+    under ``max_mhz``, the lower of the clock sentinel's mean over the window's edges and NVML's median in it. The
+    H200's limiter acts within ~50 ms, where NVML may see nothing: FP64 at n4096 read 1980 -> 1785 MHz by the
+    sentinel, 57.86 TFLOP/s, with no throttle reason."""
+    from hwprobe.profile import window_edges
+
+    edges = window_edges(m.params)
+    seen = [c for c in ((sum(edges) / 2 if edges else None), (m.clocks.sm_mhz if m.clocks else None)) if c]
+    low = min(seen, default=None)
+    return m.value * max_mhz / low if low and max_mhz and low < max_mhz else m.value
 
 
 def power_capped(sweeps: dict[str, list[Measurement]]) -> set[str]:
