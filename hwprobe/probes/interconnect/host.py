@@ -173,12 +173,17 @@ def retried(measure: Callable[[], Measurement], sweep_rate: float, retries: int 
     tries = [measure()]
     while len(tries) <= retries and tries[-1].value < below * sweep_rate:
         tries.append(measure())
-    m = max(tries, key=lambda t: (t.verified is True, t.value))
+    m = best_verified(tries)
     if len(tries) > 1:
         m.params["attempts_gbps"] = [round(t.value / 1e9, 2) for t in tries]
         m.notes.append(f"measured {len(tries)} times: the first ran below {below:.0%} of the sweep's "
                        f"{sweep_rate / 1e9:.1f} GB/s at this size (a disturbed host); the best kept")
     return m
+
+
+def best_verified(tries: list[Measurement]) -> Measurement:
+    """The fastest of several measurements of one figure, a verified one before any that is not."""
+    return max(tries, key=lambda t: (t.verified is True, t.value))
 
 
 def ceiling_sizes(rates: dict[int, float], host_memory: str) -> list[int]:
@@ -192,7 +197,7 @@ def ceiling_sizes(rates: dict[int, float], host_memory: str) -> list[int]:
 
 def best_of_sizes(tries: list[Measurement]) -> Measurement:
     """The ceiling measured at several sizes: the best verified one, each size's rate in its params."""
-    m = max(tries, key=lambda t: (t.verified is True, t.value))
+    m = best_verified(tries)
     if len(tries) > 1:
         m.params["sizes_gbps"] = {str(t.params[K.BYTES]): round(t.value / 1e9, 2) for t in tries}
     return m
