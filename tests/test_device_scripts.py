@@ -1,8 +1,10 @@
-"""The device-side shell scripts in tools/: each one parses (bash -n), and the suite A/B's pack step, which runs
-here, archives the old method's package and suites (issue 33)."""
+"""The device-side shell scripts in tools/: each one parses (bash -n); the suite A/B's pack step, which runs here,
+archives the old method's package and suites (issue 33); and the detached job that carries a session over several
+device commands runs here too, the A/B's with its GPU tools stubbed."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tarfile
 from pathlib import Path
@@ -51,3 +53,55 @@ def test_calib_point_cost_refuses_in_one_line_without_cuda_torch_or_a_bad_step(c
     assert err == ["calib_point_cost: needs PyTorch with CUDA (No module named 'torch')"]
     assert tool.main(["--every", "0"]) == 2
     assert capsys.readouterr().err.strip() == "calib_point_cost: --every must be 1 or more"
+
+
+def _sh(args, cwd, **env):
+    return subprocess.run(["bash", *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **{k: str(v) for k, v in env.items()}}, timeout=60)
+
+
+def test_a_detached_job_outlives_its_call_and_is_waited_for(tmp_path):
+    """A device job longer than one command: started detached, refused a second start while it runs, then waited
+    for; its output, exit status and DONE mark land in its folder."""
+    helper, w = ROOT / "tools/device_detached.sh", tmp_path / "w"
+    job = tmp_path / "job.sh"
+    job.write_text('sleep 1; echo "ran with $1"; exit 7\n')
+    r = _sh([helper, "start", w, job, "ARG"], tmp_path, WAIT_S=0)
+    assert r.returncode == 3 and "still running" in r.stdout, r.stderr
+    again = _sh([helper, "start", w, job], tmp_path, WAIT_S=0)
+    assert again.returncode == 2 and "still runs" in again.stderr
+    r = _sh([helper, "wait", w], tmp_path, WAIT_S=20)
+    assert r.returncode == 0 and "done, exit 7" in r.stdout
+    assert (w / "job.log").read_text() == "ran with ARG\n" and (w / "rc").read_text().strip() == "7"
+
+
+@pytest.mark.parametrize("args", [[], ["wait"], ["stop", "W"], ["wait", "NOWHERE"], ["start", "W", "NO_JOB.sh"]])
+def test_a_detached_job_refuses_bad_use_with_exit_2(tmp_path, args):
+    r = _sh([ROOT / "tools/device_detached.sh", *[tmp_path / a if a.isupper() else a for a in args]], tmp_path,
+            WAIT_S=0)
+    assert r.returncode == 2 and r.stderr.startswith(("usage:", "device_detached:")), (r.stdout, r.stderr)
+
+
+def test_the_suite_ab_session_runs_detached_and_copies_its_results(tmp_path):
+    """The A/B's plumbing without a GPU: python3 and nvidia-smi stubbed, one suite pair; the start call waits,
+    sees the session end and packs its folder (not the old tree) under $OUT."""
+    repo, stubs = tmp_path / "repo", tmp_path / "bin"
+    (repo / "tools").mkdir(parents=True)
+    for name in ("device_suite_ab.sh", "device_detached.sh", "device_install.sh"):
+        (repo / "tools" / name).write_text((ROOT / "tools" / name).read_text())
+    (repo / ".ab").mkdir()
+    (repo / "marker").write_text("old method\n")
+    with tarfile.open(repo / ".ab/old.tar", "w") as tar:
+        tar.add(repo / "marker", arcname="hwprobe/marker")
+    stubs.mkdir()
+    for tool in ("python3", "nvidia-smi"):
+        (stubs / tool).write_text("#!/bin/sh\nexit 0\n")
+        (stubs / tool).chmod(0o755)
+    r = _sh([repo / "tools/device_suite_ab.sh"], repo, MODE="start", SUITES="default", WAIT_S=30,
+            AB_WORK=tmp_path / "ab", OUT=tmp_path / "out", TMPDIR=tmp_path, PATH=f"{stubs}:{os.environ['PATH']}")
+    assert r.returncode == 0 and "ab: done" in r.stdout, (r.stdout, r.stderr)
+    assert "new-default: exit 0" in r.stdout and "old-default: exit 0" in r.stdout
+    with tarfile.open(tmp_path / "out/ab.tgz") as tar:
+        names = set(tar.getnames())
+    assert {"./walls.txt", "./DONE", "./job.log", "./old-default.log"} <= names
+    assert not any(n == "./old" or n.startswith("./old/") for n in names)     # the old tree stays behind

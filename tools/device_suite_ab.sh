@@ -9,10 +9,10 @@
 #             SUITES="predict" pairs other suites than the default "default full": the 2026-11-27 predict A/B
 #             was `pack fadb379`, then SUITES=predict ORDER=new-first)
 #   device:  MODE=wait bash tools/device_suite_ab.sh           # waits again, then copies the results under $OUT
-# (carry [".whl", ".ab"]; the machine must stay warm between the two commands: call again within its idle time).
+# (carry [".whl", ".ab/old.tar"]; tools/device_detached.sh runs it in AB_WORK (/tmp/ab): AB_WORK/DONE at its end).
 # SPY=new-default (any run's name) records that run with py-spy where it is on PATH (for a wall time to explain).
 set -uo pipefail
-MODE=${MODE:-${1:-wait}}; OUT=${OUT:-/tmp/hwprobe-out}; WORK=/tmp/ab; WAIT_S=${WAIT_S:-570}
+MODE=${MODE:-${1:-wait}}; OUT=${OUT:-/tmp/hwprobe-out}; WORK=${AB_WORK:-/tmp/ab}; export AB_WORK=$WORK; WAIT_S=${WAIT_S:-570}
 if [[ "$MODE" == pack ]]; then
   tar=${3:-.ab/old.tar}; mkdir -p "$(dirname "$tar")"
   git archive -o "$tar" "${2:-9fd4823}" hwprobe suites && echo "wrote $tar (${2:-9fd4823})"
@@ -21,7 +21,7 @@ fi
 if [[ "$MODE" == start ]]; then
   rm -rf "$WORK"; mkdir -p "$WORK/old"; tar xf .ab/old.tar -C "$WORK/old" || exit 2
   cat > "$WORK/job.sh" <<'EOF'
-set -u; cd "$1"; W=/tmp/ab; export PYTHONUNBUFFERED=1
+set -u; cd "$1"; W=$AB_WORK; export PYTHONUNBUFFERED=1
 source tools/device_install.sh; device_install "$W/install.log"
 fp64() { python3 - <<'PY' >> "$W/cupy_fp64.txt"
 import cupy as cp
@@ -59,12 +59,12 @@ if [[ " ${SUITES:-default full} " == *" full "* ]]; then
   python3 -m hwprobe validate "$(ls -d $W/new-full/*/ | head -1)" --against "$(ls -d $W/old-full/*/ | head -1)" \
     --tolerance 1% --json > "$W/validate.json" 2> "$W/validate.err"; echo "validate: exit $?" >> "$W/walls.txt"
 fi
-touch "$W/DONE"
 EOF
-  ORDER=${ORDER:-old-first} SUITES=${SUITES:-default full} SPY=${SPY:-} setsid nohup bash "$WORK/job.sh" "$PWD" \
-    > "$WORK/job.log" 2>&1 < /dev/null &
+  ORDER=${ORDER:-old-first} SUITES=${SUITES:-default full} SPY=${SPY:-} WAIT_S=0 \
+    bash tools/device_detached.sh start "$WORK" "$WORK/job.sh" "$PWD" > /dev/null
+  [[ -f "$WORK/PID" ]] || exit 2
 fi
-for _ in $(seq "$WAIT_S"); do [[ -f "$WORK/DONE" ]] && break; sleep 1; done
+WAIT_S=$WAIT_S bash tools/device_detached.sh wait "$WORK" > /dev/null
 cat "$WORK/walls.txt" "$WORK/cupy_fp64.txt" 2>/dev/null
 if [[ -f "$WORK/DONE" ]]; then
   mkdir -p "$OUT" && tar czf "$OUT/ab.tgz" -C "$WORK" --exclude=old . && echo "ab: done, $OUT/ab.tgz"
