@@ -12,7 +12,8 @@
 # (carry [".whl", ".ab/old.tar"]; tools/device_detached.sh runs it in AB_WORK (/tmp/ab): AB_WORK/DONE at its end).
 # SPY=new-default (any run's name) records that run with py-spy where it is on PATH (for a wall time to explain).
 set -uo pipefail
-MODE=${MODE:-${1:-wait}}; OUT=${OUT:-/tmp/hwprobe-out}; WORK=${AB_WORK:-/tmp/ab}; export AB_WORK=$WORK; WAIT_S=${WAIT_S:-570}
+MODE=${MODE:-${1:-wait}}; OUT=${OUT:-/tmp/hwprobe-out}; WAIT_S=${WAIT_S:-570}
+WORK=${AB_WORK:-/tmp/ab}; export AB_WORK=$WORK      # the session's folder, the job's too
 if [[ "$MODE" == pack ]]; then
   tar=${3:-.ab/old.tar}; mkdir -p "$(dirname "$tar")"
   git archive -o "$tar" "${2:-9fd4823}" hwprobe suites && echo "wrote $tar (${2:-9fd4823})"
