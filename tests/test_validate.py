@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -329,6 +330,31 @@ def test_a_clock_that_fell_inside_the_window_is_named_from_its_sentinel_edges():
     rise = new.ceilings["fp16.tensor_core.library"]                                # 1710 -> 1830: it rose
     assert rise.edges_mhz == (1710.1, 1830.1) and rise.window_fall is None
 
+
+
+AB36 = ROOT / "profiles" / "h200-sxm" / "2026-11-29-ab-s36"
+
+
+def test_a_power_capped_clock_a_little_lower_is_named_with_the_figure_per_clock():
+    """The thirty-fifth session's same-lease A/B (two real H200 `full` profiles): FP8 2:4 read -2.0% at 1290 MHz
+    against 1305, both at the power limit, clocks under the 3% that makes a lower clock a cause of its own. Per clock
+    it is -0.9%: the limiter's clock is half the gap, and the cause says so. BF16's miss (its best path changed, at
+    no power limit here) gets no such line, and a clock higher here explains no shortfall."""
+    import gzip
+
+    from hwprobe.fleet.causes import capped_clock_causes
+
+    new, old = (record_of(json.loads(gzip.decompress((AB36 / f"profile-{w}-full.json.gz").read_bytes())), w)
+                for w in ("new", "old"))
+    fails = {c.key: c for c in validate.validate(new, old, validate.Tolerances(0.01)).checks if c.status == "fail"}
+    assert set(fails) == {"fp8.tensor_core.library_sparse24", "bf16.tensor_core.library"}    # as the A/B read
+    assert fails["fp8.tensor_core.library_sparse24"].causes == [
+        "power-limited on both sides, at a lower SM clock here: 1290 vs 1305 MHz (-1.1%); per clock cycle -0.9%, "
+        "by rate -2.0%"]
+    assert not any("power-limited" in c for c in fails["bf16.tensor_core.library"].causes)
+    m, r = new.ceilings["fp8.tensor_core.library_sparse24"], old.ceilings["fp8.tensor_core.library_sparse24"]
+    assert capped_clock_causes(r, m) == []                   # the reference side: higher clock, higher rate
+    assert capped_clock_causes(m, replace(r, throttle=[])) == []          # the reference not at the limit
 
 def test_the_ceilings_table_names_the_windows_whose_clock_moved():
     """Under the compute table (a line, not a column: the table stays within 160 terminal columns and 1400 px)."""
