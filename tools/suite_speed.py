@@ -86,8 +86,9 @@ def own_settles(ms, runner_states: dict | None = None) -> dict[str, float]:
     seen: dict[str, dict] = {}
     for m in ms:
         st, ran = m.params.get(K.START_STATE), m.params.get("settle_ran_s")
-        if isinstance(st, dict) and st.get("waited_s") and json.dumps(st, sort_keys=True) != runner.get(m.probe):
-            seen.setdefault(m.probe, {})[json.dumps(st, sort_keys=True)] = float(st["waited_s"])
+        key = json.dumps(st, sort_keys=True) if isinstance(st, dict) and st.get("waited_s") else None
+        if key and key != runner.get(m.probe):
+            seen.setdefault(m.probe, {})[key] = float(st["waited_s"])
         if ran:
             seen.setdefault(m.probe, {})[("ran", float(ran), tuple(m.samples_s))] = float(ran)
     return {p: sum(v.values()) for p, v in seen.items()}

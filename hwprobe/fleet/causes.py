@@ -115,16 +115,14 @@ def clock_causes(m: CeilingRec | None, r: CeilingRec | None, high: bool = False)
 
 def capped_clock_causes(m: CeilingRec, r: CeilingRec) -> list[str]:
     """Both sides held at the power limit, this one at a clock lower by less than CLOCK_GAP: the clock the limiter
-    granted is then part of a shortfall, by as much as the figure per clock cycle sits closer to the reference's than
-    the rate does (FP8 2:4 in the thirty-fifth session's A/B: -2.0% by rate at 1290 against 1305 MHz, -0.9% per
-    clock). No cause where the clock does not explain any of it."""
+    granted is then part of a shortfall, by as much as the figure per clock cycle (CeilingRec.per_cycle, as validate
+    compares it) sits closer to the reference's than the rate does (FP8 2:4 in the thirty-fifth session's A/B: -2.0%
+    by rate at 1290 against 1305 MHz, -0.9% per clock)."""
     if not (m.power_limited and r.power_limited and m.clock_mhz and r.clock_mhz and m.clock_mhz < r.clock_mhz
             and m.value < r.value):
         return []
     rate = m.value / r.value
-    per_clock = rate * r.clock_mhz / m.clock_mhz
-    if per_clock <= rate:
-        return []
+    per_clock = m.per_cycle()[0] / r.per_cycle()[0]
     return [f"power-limited on both sides, at a lower {clock_kind(m)} clock here: {m.clock_mhz:.0f} vs "
             f"{r.clock_mhz:.0f} MHz ({m.clock_mhz / r.clock_mhz - 1:+.1%}); per clock cycle {per_clock - 1:+.1%}, "
             f"by rate {rate - 1:+.1%}"]

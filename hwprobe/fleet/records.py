@@ -38,6 +38,15 @@ class CeilingRec:
     theory_at_max: float | None = None
     edges_mhz: tuple[float, float] | None = None   # the SM clock at the window's edges, (before, after)
 
+    def per_cycle(self) -> tuple[float | None, str]:
+        """The figure per clock cycle and where it comes from: "recorded" (the profile's per_clock), "derived"
+        (value / clock_mhz) or "absent" (no clock)."""
+        if self.per_clock:
+            return self.per_clock, "recorded"
+        if self.clock_mhz:
+            return self.value / (self.clock_mhz * 1e6), "derived"
+        return None, "absent"
+
     @property
     def window_fall(self) -> float | None:
         from hwprobe.profile import window_fall

@@ -105,14 +105,6 @@ class Check:
     notes: list[str] = field(default_factory=list)
 
 
-def _per_clock(c: CeilingRec) -> tuple[float | None, str]:
-    if c.per_clock:
-        return c.per_clock, "recorded"
-    if c.clock_mhz:
-        return c.value / (c.clock_mhz * 1e6), "derived"
-    return None, "absent"
-
-
 def check_one(key: str, m: CeilingRec, r: CeilingRec, tol: float) -> Check:
     """Compare one ceiling: the rate; where the rate falls short, the clocks differ and either side was
     power-limited, per clock instead (the power cap's clock is then the cause). A rate that meets the reference
@@ -121,7 +113,7 @@ def check_one(key: str, m: CeilingRec, r: CeilingRec, tol: float) -> Check:
     differ = bool(m.clock_mhz and r.clock_mhz and abs(m.clock_mhz / r.clock_mhz - 1) > CLOCK_DIFF)
     a, b = m.value, r.value
     if differ and (m.power_limited or r.power_limited) and a < b * (1 - tol):
-        (pa, how_a), (pb, how_b) = _per_clock(m), _per_clock(r)
+        (pa, how_a), (pb, how_b) = m.per_cycle(), r.per_cycle()
         if pa and pb:
             a, b, chk.compared = pa, pb, "per clock"
             how = ("per_clock as recorded" if how_a == how_b == "recorded" else
