@@ -126,3 +126,11 @@ class SettleStop(_Words):
     FIXED = "fixed"                # a fixed settle, no chunks timed
     STEADY = "steady"              # the last chunks' times per call agreed within the rule's tolerance
     CAP = "cap"                    # the cap on settling seconds, not steady
+
+
+class WindowStop(_Words):
+    """Why a sustained point's timed windows (hwprobe.timing.steady.best_window) ended: recorded with the point."""
+
+    ONE = "one"                    # one window: a fixed settle (no level to compare) or no more allowed
+    LEVEL = "level"                # the last window ran at the settle's level, within the rule's tolerance
+    CAP = "cap"                    # the cap on windows; the fastest was kept

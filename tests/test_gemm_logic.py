@@ -594,17 +594,20 @@ def test_settle_runner_settles_until_the_launch_time_stops_moving():
         sim.call(0)
 
     runner = Runner(fn=fn, reps=1, graph=False, per_call_s=0.005, host_per_call_s=0.0, notes=[])
-    timing, settled = settle_runner(sim, runner, Sustain(0.25, 0.4, 1.0))
+    timing, done = settle_runner(sim, runner, Sustain(0.25, 0.4, 1.0))
+    settled = done.params()
     assert timing == {"warmup": 1, "repeats": 80}
     assert settled["settle_stop"] == "steady" and settled["settle_ran_s"] == pytest.approx(sim.t, abs=1e-3)
     assert 0.45 <= sim.t <= 0.7                 # to near the ramp's end: the last four chunks within 2%
     chunks = settled["settle_chunks_us"]
     assert chunks[0] == pytest.approx(5000, rel=0.02) and chunks[-1] == pytest.approx(5500, rel=0.005)
+    assert done.level == pytest.approx(0.0055, rel=0.01)    # the level the windows are held to
 
     fixed = _SimGpu(0.005)
     runner = Runner(fn=lambda: fixed.call(0), reps=1, graph=False, per_call_s=0.005, host_per_call_s=0.0, notes=[])
-    timing, settled = settle_runner(fixed, runner, Sustain(0.25, 0.4))
-    assert timing["repeats"] == 80 and settled["settle_stop"] == "fixed" and fixed.t == pytest.approx(0.25)
+    timing, done = settle_runner(fixed, runner, Sustain(0.25, 0.4))
+    assert timing["repeats"] == 80 and done.params()["settle_stop"] == "fixed" and fixed.t == pytest.approx(0.25)
+    assert done.level is None
 
 
 def test_sparse_specs_and_fp8_operands():
@@ -1459,3 +1462,30 @@ def test_f64_copy_host_reference_and_input_errors():
         f64_copy.to_f64(None, np.zeros((2, 2), np.float32), "bf16")
     with pytest.raises(ValueError, match="2-D array of int8"):
         f64_copy.to_f64(None, np.zeros(4, np.int8), "int8")
+
+
+def test_measure_sustained_checks_only_the_kept_window_and_records_every_window():
+    from types import SimpleNamespace
+
+    from hwprobe.probes.compute.cublas import measure_sustained
+    from hwprobe.timing.steady import Settled, Sustain
+    from hwprobe.vocab import SettleStop
+
+    per_call = iter([4.78e-3, 4.60e-3, 4.50e-3])     # two calls per sample: the window's median is twice that
+    windows, checked = [], []
+
+    def window():
+        windows.append(SimpleNamespace(stats=SimpleNamespace(median_s=2 * next(per_call)), params={}, notes=[]))
+        return windows[-1]
+
+    ctx = SimpleNamespace(verify=lambda m, check: checked.append((m, check)))
+    done = Settled(0.3, SettleStop.STEADY, [4.6e-3, 4.55e-3, 4.55e-3, 4.56e-3, 4.55e-3], 4)
+    check, bridged = object(), []
+    runner = SimpleNamespace(fn=lambda: bridged.append(len(windows)), reps=2, per_call_s=4.5e-3)
+    m = measure_sustained(ctx, window, runner, Sustain(0.25, 0.4, 1.0, sustain_max_s=2.0), done, check)
+    assert len(windows) == 2 and m is windows[1] and checked == [(windows[1], check)]
+    # 50 ms of the work queued before each window: ceil(0.05 / (2 x 4.5 ms)) = 6 calls, then the window
+    assert bridged == [0] * 6 + [1] * 6 and m.params["bridge_calls"] == 6
+    assert m.params["sustain_windows_us"] == [4780.0, 4600.0] and m.params["sustain_window_stop"] == "level"
+    assert m.params["settle_stop"] == "steady" and m.params["sustain_max_s"] == 2.0
+    assert "fastest of 2" in m.notes[0]

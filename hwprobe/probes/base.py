@@ -151,17 +151,24 @@ class ProbeContext:
             value=work / st.median_s, best=work / st.best_s, work=work,
             samples_s=samples, stats=st, clocks=win.summary, **meta,
         )
-        if check is not None:
-            try:
-                check()
-                m.verified = True
-            except (VerificationError, AssertionError) as e:
-                m.verified = False
-                m.valid = False
-                m.flags.append(Flag(Code.VERIFICATION_FAILED, str(e)))
+        self.verify(m, check)
         if st.cv > 0.05:
             m.notes.append(f"samples vary: cv {st.cv:.1%}")
         return m
+
+    @staticmethod
+    def verify(m: Measurement, check: Callable[[], None] | None) -> None:
+        """Run ``check`` (after ``m``'s timing): it raises VerificationError/AssertionError on a wrong result,
+        which keeps ``m`` but marks it invalid. For callers that time several windows and check the one kept."""
+        if check is None:
+            return
+        try:
+            check()
+            m.verified = True
+        except (VerificationError, AssertionError) as e:
+            m.verified = False
+            m.valid = False
+            m.flags.append(Flag(Code.VERIFICATION_FAILED, str(e)))
 
     def _rule_name(self, rule: str | None) -> str:
         if rule is not None:

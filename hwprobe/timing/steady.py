@@ -12,6 +12,13 @@ they do. The record keeps why it stopped and every chunk's time per call, so a w
 so. ``settle_max_s`` None is the fixed settle (no chunks timed). In one H200 lease it raised gpu.sparse's FP16 and
 FP8 2:4 figures by 0.1-1.8% over the fixed 0.25 s, and the sweep's FP8 then read as the library search's
 (profiles/h200-sxm/2026-11-29-suite-s33).
+
+Settled is not the end of it. Under the power cap an H200's limiter then moves the clock between two levels about
+4% apart, staying 0.3-0.5 s on each (gpu.sparse FP8 2:4 at 16384: 4.58 and 4.78 ms a launch over 2-s windows,
+profiles/h200-sxm/2026-11-29-sparse-s37), so one 0.4-s window reads either level by chance: 1841-1943 TFLOP/s
+across leases for one method. ``best_window`` times windows of ``sustain_s`` back to back until one runs at the
+settle's level (within ``tol``), at most ``sustain_max_s`` in all, and keeps the fastest; the record keeps every
+window's time per call and why it stopped.
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from statistics import median
+from typing import Generic, TypeVar
 
 from hwprobe.interrupt import check as check_interrupt
-from hwprobe.vocab import SettleStop
+from hwprobe.vocab import SettleStop, WindowStop
 
 CHUNK_S = 0.05      # the limiter acts within ~50 ms; one chunk is also far over a sync's cost
 SPAN_S = 0.2        # the chunks that must agree: four, so one lucky pair cannot end the settle
@@ -33,7 +42,8 @@ TOL = 0.02          # the swings seen were 7-12% over ~0.2 s; chunk-to-chunk noi
 @dataclass(frozen=True)
 class Sustain:
     """How a sustained point runs: settled (fixed ``settle_s``, or ``settle_s`` to ``settle_max_s`` until steady),
-    then timed samples adding up to ``sustain_s``."""
+    then timed samples adding up to ``sustain_s``: one window, or (``sustain_max_s``, after a settle until steady)
+    windows back to back until one runs at the settle's level, ``sustain_max_s`` of them in all at most."""
 
     settle_s: float
     sustain_s: float
@@ -41,12 +51,20 @@ class Sustain:
     chunk_s: float = CHUNK_S
     span_s: float = SPAN_S
     tol: float = TOL
+    sustain_max_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.settle_s < 0 or self.sustain_s <= 0:
             raise ValueError(f"sustain: need settle_s >= 0 and sustain_s > 0, got {self.settle_s}, {self.sustain_s}")
         if self.settle_max_s is not None and self.settle_max_s < self.settle_s:
             raise ValueError(f"sustain: settle_max_s {self.settle_max_s} is under settle_s {self.settle_s}")
+        if self.sustain_max_s is not None and self.sustain_max_s < self.sustain_s:
+            raise ValueError(f"sustain: sustain_max_s {self.sustain_max_s} is under sustain_s {self.sustain_s}")
+
+    @property
+    def max_windows(self) -> int:
+        """How many windows of sustain_s a point may take (1 without sustain_max_s)."""
+        return 1 if self.sustain_max_s is None else max(1, math.floor(self.sustain_max_s / self.sustain_s + 1e-9))
 
     @property
     def span_chunks(self) -> int:
@@ -56,7 +74,11 @@ class Sustain:
     def params(self) -> dict:
         """The rule, for a record's params (settle_max_s only where the settle is adaptive or capped)."""
         out = {"settle_s": self.settle_s, "sustain_s": self.sustain_s}
-        return out if self.settle_max_s is None else {**out, "settle_max_s": self.settle_max_s}
+        if self.settle_max_s is not None:
+            out["settle_max_s"] = self.settle_max_s
+        if self.sustain_max_s is not None:
+            out["sustain_max_s"] = self.sustain_max_s
+        return out
 
     @property
     def adaptive(self) -> bool:
@@ -65,18 +87,28 @@ class Sustain:
     def scaled(self, factor: float) -> Sustain:
         """The same rule with every duration times ``factor`` (quick runs)."""
         mx = None if self.settle_max_s is None else self.settle_max_s * factor
-        return Sustain(self.settle_s * factor, self.sustain_s * factor, mx, self.chunk_s, self.span_s, self.tol)
+        smx = None if self.sustain_max_s is None else self.sustain_max_s * factor
+        return Sustain(self.settle_s * factor, self.sustain_s * factor, mx, self.chunk_s, self.span_s, self.tol, smx)
 
 
 @dataclass
 class Settled:
     """What a settle did: wall seconds, why it stopped, each timed chunk's seconds per call (in order), and how
-    many of the last chunks the rule compared (Sustain.span_chunks)."""
+    many of the last chunks the rule compared (Sustain.span_chunks; timed chunks need at least two)."""
 
     seconds: float
     stop: SettleStop
     chunks: list[float] = field(default_factory=list)
     span: int = 0
+
+    def __post_init__(self) -> None:
+        if self.chunks and self.span < 2:
+            raise ValueError(f"settled: {len(self.chunks)} timed chunks need a span of at least 2, got {self.span}")
+
+    @property
+    def level(self) -> float | None:
+        """Seconds per call the settle ended on (the median of its last span of chunks); None for a fixed settle."""
+        return median(self.chunks[-self.span:]) if self.chunks else None
 
     def params(self) -> dict:
         out = {"settle_ran_s": round(self.seconds, 3), "settle_stop": str(self.stop)}
@@ -117,3 +149,48 @@ def settle(run_chunk: Callable[[], tuple[float, float]], run_fixed: Callable[[],
             return Settled(ran, SettleStop.STEADY, chunks, rule.span_chunks)
         if ran >= rule.settle_max_s - EPS:
             return Settled(ran, SettleStop.CAP, chunks, rule.span_chunks)
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Windows(Generic[T]):
+    """What ``best_window`` did: the fastest window's result, every window's seconds per call (in order), which was
+    kept, and why it stopped."""
+
+    kept: T
+    per_call_s: list[float]
+    kept_index: int
+    stop: WindowStop
+
+    def params(self) -> dict:
+        return {"sustain_windows_us": [round(t * 1e6, 2) for t in self.per_call_s],
+                "sustain_window_kept": self.kept_index, "sustain_window_stop": str(self.stop)}
+
+    def note(self, window_s: float) -> str | None:
+        if len(self.per_call_s) < 2:
+            return None
+        return (f"fastest of {len(self.per_call_s)} back-to-back windows of {window_s:g} s (window "
+                f"{self.kept_index + 1} kept): under the power cap the clock moved between levels "
+                f"(hwprobe.timing.steady)")
+
+
+def best_window(measure: Callable[[], tuple[T, float]], level: float | None, rule: Sustain) -> Windows[T]:
+    """Time windows back to back (``measure()`` times one of ``rule.sustain_s`` and returns (its result, seconds
+    per call)) until one runs within ``rule.tol`` of ``level`` (the settle's seconds per call) or
+    ``rule.max_windows`` have run; keep the fastest. Without a level (a fixed settle) one window."""
+    got: list[tuple[T, float]] = []
+    while True:
+        check_interrupt()
+        got.append(measure())
+        if level is None or rule.max_windows == 1:
+            stop = WindowStop.ONE
+        elif got[-1][1] <= level * (1 + rule.tol):
+            stop = WindowStop.LEVEL
+        elif len(got) >= rule.max_windows:
+            stop = WindowStop.CAP
+        else:
+            continue
+        i = min(range(len(got)), key=lambda j: got[j][1])
+        return Windows(got[i][0], [t for _, t in got], i, stop)

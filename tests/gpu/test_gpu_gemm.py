@@ -180,6 +180,13 @@ def test_sparse(gpu_ctx_factory):
         first = point.params.get("cusparselt_settled_us") or swept
         kept = {c: t for c, t in first.items() if c not in point.params.get("cusparselt_rejected", {})}
         assert first[alg["config_id"]] == min(kept.values()), (alg, first)     # the fastest that ran and checked
+        # settled windows: each one's time per call, the kept one the fastest, its samples the record's median
+        for m in (point, *dense):
+            win = m.params["sustain_windows_us"]
+            assert 1 <= len(win) <= 5 and m.params["sustain_window_stop"] in ("level", "cap")
+            assert m.params["bridge_calls"] >= 1
+            assert win[m.params["sustain_window_kept"]] == min(win)
+            assert min(win) == pytest.approx(m.stats.median_s / m.params["reps"] * 1e6, rel=1e-3)
     lib = _by_metric(run_sparse(gpu_ctx_factory("gpu.sparse"), precisions=("fp16",), sizes=(4096,),
                                 search="cusparselt"))["fp16.tensor_core.sparse24.n4096"]
     assert lib.verified and lib.params["cusparselt_alg"]["search"] == "cusparselt"

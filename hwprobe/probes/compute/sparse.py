@@ -5,7 +5,9 @@ measures both: the sparse/dense speedup at each size, and the prune + compress t
 
 Dense and sparse run under the same conditions: the same operand distribution (uniform, full range), each
 settled on its own work (at least ``settle_s``, until its launch time stops moving, at most ``settle_max_s``:
-hwprobe.timing.steady) before ``sustain_s`` of samples, so both sit at the clock the power limiter gives them.
+hwprobe.timing.steady) before ``sustain_s`` of samples, so both sit at the clock the power limiter gives them;
+where the limiter then drops a level, windows of ``sustain_s`` follow back to back (``sustain_max_s`` in all) until
+one runs at the settle's level, and the fastest is kept.
 The baseline is the best dense path at that size (cuBLAS gemmEx and cuBLASLt with its fastest heuristic
 algorithm). A sparse GEMM draws less power, so at the cap it may clock higher: the speed-up
 is given as measured and per clock (each rate over its own settled SM clock, NVML's median and the
@@ -40,6 +42,7 @@ from hwprobe.probes.compute.cublas import (
     finish_record,
     fp8_operand,
     measure_gemm,
+    measure_sustained,
     operands_desc,
     random_operand,
     sentinel,
@@ -82,6 +85,10 @@ SPECS = {
 # search's (1909-1913 steady); INT8 2023-2028 against 2023-2044 (noise). The settles ran 0.25-1.0 s (one of 96 points
 # at the cap), and gpu.sparse took 2-4 s more.
 SETTLE_S, SETTLE_MAX_S, SUSTAIN_S = 0.25, 1.0, 0.4
+# Settled, the limiter still moves the clock between two levels ~4% apart, 0.3-0.5 s on each (H200 FP8 2:4 at 16384:
+# 4.58 and 4.78 ms a launch; h200-sxm/2026-11-29-sparse-s37), so a point times 0.4-s windows back to back until one
+# runs at the settle's level, SUSTAIN_MAX_S in all at most, and keeps the fastest (hwprobe.timing.steady.best_window).
+SUSTAIN_MAX_S = 2.0
 # How the kernel config is chosen (issue 33; the runs behind each number: profiles/h200-sxm/2026-11-29-sparse-sweep).
 # cuSPARSELt's own search took 16.5 s of an H200 `full` and kept FP16's config 0, 5-6% slower settled than config
 # 25. So by default every config id is timed here, each on its own algorithm selection (reusing the searched one
@@ -406,13 +413,14 @@ def _dense(ctx, prec: str, spec: SparseSpec, n: int, rows: int, sustain: Sustain
        precisions=tuple(SPECS), choices={"search": SEARCHES}, ahead=f64_copy.ahead)
 def run_sparse(ctx, precisions=tuple(SPECS), sizes=(4096, 8192, 16384), check_rows=16, search: str = "sweep",
                search_iterations: int | None = None, settle_s: float = SETTLE_S, settle_max_s: float = SETTLE_MAX_S,
-               sustain_s: float = SUSTAIN_S):
+               sustain_s: float = SUSTAIN_S, sustain_max_s: float = SUSTAIN_MAX_S):
     """``search``: how each size's kernel config is chosen, "sweep" (every config id timed by hwprobe) or "cusparselt"
     (cusparseLtMatmulSearch); ``search_iterations``: the library search's launches per candidate (None: its own).
-    ``settle_s``, ``settle_max_s``, ``sustain_s``: each point's settle (at least, at most: until steady) and its
-    window of samples; settle_max_s = settle_s settles for a fixed time."""
+    ``settle_s``, ``settle_max_s``, ``sustain_s``, ``sustain_max_s``: each point's settle (at least, at most: until
+    steady), its window of samples, and its windows in all (until one runs at the settle's level); settle_max_s =
+    settle_s settles for a fixed time and takes one window, as does sustain_max_s = sustain_s."""
     try:
-        sustain = Sustain(settle_s, sustain_s, settle_max_s)
+        sustain = Sustain(settle_s, sustain_s, settle_max_s, sustain_max_s=sustain_max_s)
     except ValueError as e:
         raise Skip(str(e)) from None
     sustain = sustain.scaled(1 / 5) if ctx.quick else sustain
@@ -475,7 +483,7 @@ def _settled(ctx, lib: _Lib, g: SparseGemm, spec, n, sets, rows, sustain, metric
     """``g``'s plan over its operand sets: a CUDA graph, settled, then sustained samples with the output checked."""
     cp = lib.cp
     runner = build_runner(cp, g.call, sets)
-    timing, settled = settle_runner(cp, runner, sustain)
+    timing, done = settle_runner(cp, runner, sustain)
     err: dict = {}
     clocks = [sentinel(ctx)]
 
@@ -488,10 +496,14 @@ def _settled(ctx, lib: _Lib, g: SparseGemm, spec, n, sets, rows, sustain, metric
               "cusparselt_alg": dict(g.chosen), "search_s": round(g.search_s, 3),
               **g.search_params(),
               "compressed_bytes": g.compressed_bytes, "prune_s": prep["prune_s"], "compress_s": prep["compress_s"],
-              "flop_convention": CONVENTION, "operands": g.operands, "alpha": float(g.alpha), **settled, **timing}
-    m = ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit=spec.unit,
-                    kind=Kind.SWEEP, check=check, precision=spec.precision, exec_unit=ExecUnit.TENSOR_CORE,
-                    path=Path.LIBRARY, params=params, notes=[CONVENTION, *runner.notes], **timing)
+              "flop_convention": CONVENTION, "operands": g.operands, "alpha": float(g.alpha), **timing}
+
+    def window() -> Measurement:
+        return ctx.measure(metric, runner.fn, work=gc.gemm_flops(n, n, n) * runner.reps, unit=spec.unit,
+                           kind=Kind.SWEEP, precision=spec.precision, exec_unit=ExecUnit.TENSOR_CORE,
+                           path=Path.LIBRARY, params=dict(params), notes=[CONVENTION, *runner.notes], **timing)
+
+    m = measure_sustained(ctx, window, runner, sustain, done, check)
     return finish_record(m, err, None, clocks, runner)
 
 
