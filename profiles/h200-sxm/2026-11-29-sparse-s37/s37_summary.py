@@ -1,6 +1,6 @@
 """Summarise gpu.sparse runs kept as RUN.jsonl.gz: each 16384 sparse point's rate, config, clocks, settle and
 windows, its samples in sixths; with --plot PNG, each point's time per launch over its samples (settle chunks left
-of zero). python s37_summary.py DIR [--plot PNG]"""
+of zero). python s37_summary.py DIR [--runs GLOB (under DIR; default runs/*.jsonl.gz)] [--plot PNG]"""
 import glob
 import gzip
 import json
@@ -9,8 +9,12 @@ import sys
 import numpy as np
 
 
-def points(root):
-    for path in sorted(glob.glob(f"{root}/runs/*.jsonl.gz"), key=lambda p: int(p.split("/")[-1].split("-")[0])):
+def points(root, pattern):
+    def order(path):   # call 1's runs are "3-S04", call 3's "c3-N": by call, then run
+        head = path.split("/")[-1].split("-")[0]
+        return head.rstrip("0123456789"), int(head.lstrip("c"))
+
+    for path in sorted(glob.glob(f"{root}/{pattern}"), key=order):
         name = path.split("/")[-1].removesuffix(".jsonl.gz")
         for line in gzip.open(path, "rt"):
             r = json.loads(line)
@@ -20,7 +24,7 @@ def points(root):
 
 def main(argv):
     root, plot = argv[0], (argv[argv.index("--plot") + 1] if "--plot" in argv else None)
-    rows = list(points(root))
+    rows = list(points(root, argv[argv.index("--runs") + 1] if "--runs" in argv else "runs/*.jsonl.gz"))
     for name, r in rows:
         p, c = r["params"], r.get("clocks") or {}
         s = np.array(r["samples_s"]) / p.get("reps", 1)
