@@ -415,20 +415,24 @@ def loads_finite(text: str, where: str = "profile") -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def read_profile(path: Path | str) -> Profile:
-    """Read, migrate and validate a profile.json, or a results directory holding one: the file reader behind the
-    one ``load_profile`` (hwprobe.profile_build), which also rebuilds the profile of a run killed before it wrote
-    one. Call that one."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "profile.json"
-    where = f"profile {str(p)!r}"
+def read_json_object(p: Path, where: str) -> dict:
+    """The JSON object in file ``p`` (plain or gzipped, as the evidence folders keep their profiles), or one line
+    of InputError naming ``where``: missing, unreadable, damaged, not JSON, not an object. The one reader behind
+    read_profile and the fleet's load_run."""
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{where} does not exist") from None
     except OSError as e:
         raise InputError(f"cannot read {where}: {e.strerror or e}") from None
+    if raw[:2] == b"\x1f\x8b":
+        import gzip
+        import zlib
+
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise InputError(f"{where} is a damaged gzip file: {e}") from None
     try:
         d = loads_finite(raw.decode("utf-8"), where)
     except UnicodeDecodeError:
@@ -439,7 +443,18 @@ def read_profile(path: Path | str) -> Profile:
         raise InputError(f"{where} is nested too deeply to be an hwprobe profile") from None
     if not isinstance(d, dict):
         raise InputError(f"{where} is not a JSON object: not an hwprobe profile")
-    d = migrate(d, where)
+    return d
+
+
+def read_profile(path: Path | str) -> Profile:
+    """Read, migrate and validate a profile.json, or a results directory holding one: the file reader behind the
+    one ``load_profile`` (hwprobe.profile_build), which also rebuilds the profile of a run killed before it wrote
+    one. Call that one."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "profile.json"
+    where = f"profile {str(p)!r}"
+    d = migrate(read_json_object(p, where), where)
     validate_dict(d, where)
     try:
         prof = Profile.from_dict(d)

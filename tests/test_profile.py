@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -144,3 +145,18 @@ def test_a_gzipped_records_file_reads_as_the_plain_one(tmp_path):
     (packed / (MEASUREMENTS + ".gz")).write_bytes(b"\x1f\x8b not gzip")
     with pytest.raises(InputError, match="cannot read"):
         load_records(packed)
+
+
+def test_a_gzipped_profile_reads_as_the_plain_one(tmp_path):
+    """The evidence folders keep their profiles gzipped; report, compare and validate read them as they are."""
+    import gzip
+
+    kept = Path(__file__).resolve().parents[1] / "profiles/h200-sxm/2026-11-29-sparse-s37/profile-new-full.json.gz"
+    plain = tmp_path / "profile.json"
+    plain.write_bytes(gzip.decompress(kept.read_bytes()))
+    got, want = load_profile(kept), load_profile(plain)
+    assert got.to_dict() == want.to_dict() and got.bandwidth("dram") > 4e12
+    bad = tmp_path / "cut.json.gz"
+    bad.write_bytes(kept.read_bytes()[:200])
+    with pytest.raises(InputError, match="damaged gzip"):
+        load_profile(bad)

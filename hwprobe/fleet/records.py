@@ -8,7 +8,6 @@ A ceiling key names a slot the same way in every run: ``fp16.tensor_core.library
 from __future__ import annotations
 
 import glob
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -180,23 +179,13 @@ def _records_only(p: Path) -> bool:
 
 def load_run(path: str | Path, label: str | None = None, strict: bool = False) -> RunRecord:
     """Read one run (a results directory or a profile.json). ``strict`` checks the JSON Schema too."""
-    from hwprobe.profile import loads_finite, migrate, validate_dict
+    from hwprobe.profile import migrate, read_json_object, validate_dict
 
     if _records_only(Path(path)):
         return _rebuilt(Path(path), label)
     p = profile_path(Path(path))
     where = f"profile {str(p)!r}"
-    try:
-        d = loads_finite(p.read_text(encoding="utf-8"), where)
-    except FileNotFoundError:
-        raise InputError(f"{where} does not exist") from None
-    except OSError as e:
-        raise InputError(f"cannot read {where}: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"{where} is not valid JSON (truncated or damaged?): {e}") from None
-    if not isinstance(d, dict):
-        raise InputError(f"{where} is not a JSON object: not an hwprobe profile")
-    d = migrate(d, where)
+    d = migrate(read_json_object(p, where), where)
     if strict:
         validate_dict(d, where)
     elif not isinstance(d.get("device"), dict) or not isinstance(d.get("compute", {}), dict):
