@@ -156,6 +156,9 @@ def test_a_gzipped_profile_reads_as_the_plain_one(tmp_path):
     plain.write_bytes(gzip.decompress(kept.read_bytes()))
     got, want = load_profile(kept), load_profile(plain)
     assert got.to_dict() == want.to_dict() and got.bandwidth("dram") > 4e12
+    from hwprobe.fleet.records import load_run       # validate's and compare's reader
+
+    assert load_run(kept).ceilings == load_run(plain).ceilings != {}
     bad = tmp_path / "cut.json.gz"
     bad.write_bytes(kept.read_bytes()[:200])
     with pytest.raises(InputError, match="damaged gzip"):
