@@ -151,13 +151,14 @@ def test_a_gzipped_profile_reads_as_the_plain_one(tmp_path):
     """The evidence folders keep their profiles gzipped; report, compare and validate read them as they are."""
     import gzip
 
+    from hwprobe.fleet.records import load_run
+
     kept = Path(__file__).resolve().parents[1] / "profiles/h200-sxm/2026-11-29-sparse-s37/profile-new-full.json.gz"
     plain = tmp_path / "profile.json"
     plain.write_bytes(gzip.decompress(kept.read_bytes()))
     got, want = load_profile(kept), load_profile(plain)
     assert got.to_dict() == want.to_dict() and got.bandwidth("dram") > 4e12
-    from hwprobe.fleet.records import load_run       # validate's and compare's reader
-
+    # validate's and compare's reader too
     assert load_run(kept).ceilings == load_run(plain).ceilings != {}
     bad = tmp_path / "cut.json.gz"
     bad.write_bytes(kept.read_bytes()[:200])
