@@ -105,7 +105,7 @@ def test_a_window_at_the_settles_level_is_the_only_one():
     dev = _Windows([4.58, 4.40])
     got = steady.best_window(dev, 4.55, RULE)           # 0.7% over the level: within the 2% tolerance
     assert (dev.ran, got.kept, got.stop, got.kept_index) == (1, "w0", WindowStop.LEVEL, 0)
-    assert got.note(0.4) is None
+    assert got.note() is None
     assert got.params() == {"sustain_windows_us": [4580000.0], "sustain_window_kept": 0,
                             "sustain_window_stop": "level"}
 
@@ -115,7 +115,7 @@ def test_a_window_on_the_lower_clock_level_is_followed_by_more_and_the_fastest_k
     dev = _Windows([4.78, 4.80, 4.60, 4.0])
     got = steady.best_window(dev, 4.55, RULE)
     assert (dev.ran, got.kept, got.stop, got.kept_index) == (3, "w2", WindowStop.LEVEL, 2)
-    assert got.per_call_s == [4.78, 4.80, 4.60] and "fastest of 3" in got.note(0.4)
+    assert got.per_call_s == [4.78, 4.80, 4.60] and "fastest of 3" in got.note()
 
 
 def test_windows_stop_at_the_cap_keeping_the_fastest():
@@ -143,3 +143,10 @@ def test_the_rule_records_itself():
     assert Sustain(0.25, 0.4, 1.0).params() == {"settle_s": 0.25, "sustain_s": 0.4, "settle_max_s": 1.0}
     assert Sustain(0.5, 1.5).params() == {"settle_s": 0.5, "sustain_s": 1.5}      # fixed: no cap to name
     assert Sustain(0.25, 0.4, 1.0, sustain_max_s=2.0).params()["sustain_max_s"] == 2.0
+
+
+def test_calls_per_chunk_fill_a_chunk_and_never_fall_to_none():
+    rule = Sustain(0.25, 0.4, 1.0)                       # chunk_s 0.05 (CHUNK_S)
+    assert rule.calls_per_chunk(rule.chunk_s / 10) == 10
+    assert rule.calls_per_chunk(rule.chunk_s / 10 * 1.01) == 10     # 9.9 calls: rounded up
+    assert rule.calls_per_chunk(1.0) == 1                # a call longer than a chunk: one

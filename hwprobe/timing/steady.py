@@ -15,10 +15,10 @@ FP8 2:4 figures by 0.1-1.8% over the fixed 0.25 s, and the sweep's FP8 then read
 
 Settled is not the end of it. Under the power cap an H200's limiter then moves the clock between two levels about
 4% apart, staying 0.3-0.5 s on each (gpu.sparse FP8 2:4 at 16384: 4.58 and 4.78 ms a launch over 2-s windows,
-profiles/h200-sxm/2026-11-29-sparse-s37), so one 0.4-s window reads either level by chance: 1841-1943 TFLOP/s
-across leases for one method. ``best_window`` times windows of ``sustain_s`` back to back until one runs at the
-settle's level (within ``tol``), at most ``sustain_max_s`` in all, and keeps the fastest; the record keeps every
-window's time per call and why it stopped.
+profiles/h200-sxm/2026-11-29-sparse-s37), so one 0.4-s window reads either level by chance: across leases
+1841-1925 TFLOP/s for the default method of 2f75c75, 1884-1944 for 9fd4823's. ``best_window`` times windows of
+``sustain_s`` back to back until one runs at the settle's level (within ``tol``), at most ``sustain_max_s`` in all,
+and keeps the fastest; the record keeps every window's time per call and why it stopped.
 """
 
 from __future__ import annotations
@@ -65,6 +65,11 @@ class Sustain:
     def max_windows(self) -> int:
         """How many windows of sustain_s a point may take (1 without sustain_max_s)."""
         return 1 if self.sustain_max_s is None else max(1, math.floor(self.sustain_max_s / self.sustain_s + 1e-9))
+
+    def calls_per_chunk(self, per_call_s: float) -> int:
+        """Calls of ``per_call_s`` seconds that fill one chunk of ``chunk_s`` (at least one): a settle's timed
+        chunk, and the bridge queued before each window."""
+        return max(1, math.ceil(self.chunk_s / per_call_s))
 
     @property
     def span_chunks(self) -> int:
@@ -163,15 +168,16 @@ class Windows(Generic[T]):
     per_call_s: list[float]
     kept_index: int
     stop: WindowStop
+    window_s: float
 
     def params(self) -> dict:
         return {"sustain_windows_us": [round(t * 1e6, 2) for t in self.per_call_s],
                 "sustain_window_kept": self.kept_index, "sustain_window_stop": str(self.stop)}
 
-    def note(self, window_s: float) -> str | None:
+    def note(self) -> str | None:
         if len(self.per_call_s) < 2:
             return None
-        return (f"fastest of {len(self.per_call_s)} back-to-back windows of {window_s:g} s (window "
+        return (f"fastest of {len(self.per_call_s)} back-to-back windows of {self.window_s:g} s (window "
                 f"{self.kept_index + 1} kept): under the power cap the clock moved between levels "
                 f"(hwprobe.timing.steady)")
 
@@ -193,4 +199,4 @@ def best_window(measure: Callable[[], tuple[T, float]], level: float | None, rul
         else:
             continue
         i = min(range(len(got)), key=lambda j: got[j][1])
-        return Windows(got[i][0], [t for _, t in got], i, stop)
+        return Windows(got[i][0], [t for _, t in got], i, stop, rule.sustain_s)

@@ -427,7 +427,7 @@ def settle_runner(cp, runner: Runner, sustain: Sustain) -> tuple[dict, Settled]:
     """Run ``runner`` untimed until the power limiter has settled (hwprobe.timing.steady's rule), then return
     (the timing of one window, warmup and repeats, whose samples add up to sustain_s; what the settle did)."""
     sample_s = runner.per_call_s * runner.reps
-    per_chunk = max(1, math.ceil(sustain.chunk_s / sample_s))
+    per_chunk = sustain.calls_per_chunk(sample_s)
 
     def chunk() -> tuple[float, float]:
         t = time_cuda_once(lambda: [runner.fn() for _ in range(per_chunk)], cp)
@@ -452,7 +452,7 @@ def measure_sustained(ctx, window: Callable[[], Measurement], runner: Runner, su
     stays loaded while the host reads the sentinel clock and starts the window's NVML sampling. An idle gap of a
     few milliseconds there made the H200's limiter lift the clock and then overshoot: every FP8 2:4 window at 16384
     opened 5-10% fast for ~50 ms, then ran 5-10% slow for 0.1-0.3 s (profiles/h200-sxm/2026-11-29-sparse-s37)."""
-    bridge = max(1, math.ceil(sustain.chunk_s / (runner.per_call_s * runner.reps)))
+    bridge = sustain.calls_per_chunk(runner.per_call_s * runner.reps)
 
     def bridged() -> tuple[Measurement, float]:
         for _ in range(bridge):
@@ -463,7 +463,7 @@ def measure_sustained(ctx, window: Callable[[], Measurement], runner: Runner, su
     got = best_window(bridged, done.level, sustain)
     m = got.kept
     m.params.update({**sustain.params(), **done.params(), **got.params(), "bridge_calls": bridge})
-    if note := got.note(sustain.sustain_s):
+    if note := got.note():
         m.notes.append(note)
     ctx.verify(m, check)
     return m
@@ -513,9 +513,9 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
                 err["rel"] = g.check(rows)
                 g.precision_check(rows)
 
-            def window(check=None) -> Measurement:
+            def window(then_check=None) -> Measurement:
                 return ctx.measure(metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit=v.unit,
-                                   kind=kind, check=check, precision=v.precision,
+                                   kind=kind, check=then_check, precision=v.precision,
                                    exec_unit=exec_unit or v.exec_unit, path=Path.LIBRARY,
                                    params={**g.params(runner), **timing, **(extra or {})},
                                    notes=[*notes, *runner.notes], **timing)
