@@ -415,10 +415,10 @@ def loads_finite(text: str, where: str = "profile") -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def read_json_object(p: Path, where: str) -> dict:
+def read_json_object(p: Path, where: str, kind: str = "an hwprobe profile") -> dict:
     """The JSON object in file ``p`` (plain or gzipped, as the evidence folders keep their profiles), or one line
-    of InputError naming ``where``: missing, unreadable, damaged, not JSON, not an object. The one reader behind
-    read_profile and the fleet's load_run."""
+    of InputError naming ``where`` and what it should have been (``kind``): missing, unreadable, damaged, not JSON,
+    not an object. The one reader behind read_profile, the fleet's load_run and an LLM's --routing."""
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
@@ -436,13 +436,13 @@ def read_json_object(p: Path, where: str) -> dict:
     try:
         d = loads_finite(raw.decode("utf-8"), where)
     except UnicodeDecodeError:
-        raise InputError(f"{where} is not text (binary or damaged): not an hwprobe profile") from None
+        raise InputError(f"{where} is not text (binary or damaged): not {kind}") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{where} is not valid JSON (truncated or damaged?): {e.msg} at line {e.lineno}") from None
     except RecursionError:
-        raise InputError(f"{where} is nested too deeply to be an hwprobe profile") from None
+        raise InputError(f"{where} is nested too deeply to be {kind}") from None
     if not isinstance(d, dict):
-        raise InputError(f"{where} is not a JSON object: not an hwprobe profile")
+        raise InputError(f"{where} is not a JSON object: not {kind}")
     return d
 
 

@@ -127,11 +127,28 @@ def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | No
     return Predictor(prof, kind, cal, host="transformers")
 
 
+def case_routing(doc: dict, c: dict):
+    """The rows per expert an MoE prefill case ran (hwprobe.lowering.llm.routing.Routing), or None: the case's own
+    record (runs since 2026-11-29: counted on the case's own tokens), else the kernel list's of the same model,
+    phase, batch and length (earlier runs: counted once a case, on other random tokens of the same model)."""
+    from hwprobe.lowering.llm.routing import Routing
+
+    if c.get("phase") != "prefill":
+        return None
+    r = c.get("routing")
+    if not r:
+        r = next((k.get("routing") for k in doc.get("kernels") or [] if k.get("routing")
+                  and (k.get("model"), k.get("phase"), k.get("batch"), k.get("length"))
+                  == (c["model"], "prefill", c["batch"], c.get("prompt"))), None)
+    return Routing.of(r["counts"], f"{c['model']} routing") if r and r.get("counts") else None
+
+
 def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("llama",),
-            host: str = "run", comm: str | None = None) -> list[Row]:
+            host: str = "run", comm: str | None = None, routed: bool = True) -> list[Row]:
     """Every case priced. ``host``: "run" prices the eager runtime with the host time the validation measured in its
     own process (where it did), "case" with the reading taken around each case's rounds (``host_kernel_s``, runs
-    since 2026-11-28; the run's where a case has none), "profile" with the profile's."""
+    since 2026-11-28; the run's where a case has none), "profile" with the profile's. ``routed``: an MoE prefill is
+    priced at the routing the validation counted (case_routing), else under uniform routing."""
     from hwprobe.analysis.llm import LLMOptions, analyze
     from hwprobe.lowering.llm.runtimes import RUNTIMES
 
@@ -146,7 +163,8 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
                   c.get("cache_len") or length, c.get("median_s"), None, 0, c.get("skipped", ""))
         if not row.skipped:
             opts = LLMOptions(phase=c["phase"], prompt=length, context=length, batch=c["batch"], runtime=c["runtime"],
-                              cache_len=row.cache_len if c["runtime"] != "eager" else None, tp=doc.get("tp", 1))
+                              cache_len=row.cache_len if c["runtime"] != "eager" else None, tp=doc.get("tp", 1),
+                              routing=case_routing(doc, c) if routed else None)
             kind = RUNTIMES[c["runtime"]].pricing(c["phase"])
             by = pricers.get(kind)
             if host == "case" and kind == "eager" and c.get("host_kernel_s") and pricer is None and profile:
@@ -162,14 +180,19 @@ def _ms(x) -> str:
     return "-" if x is None else f"{x * 1e3:.3f}"
 
 
-def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str | None = None) -> str:
+def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str | None = None,
+          routed: bool = True) -> str:
     with_comm = f" with the collectives of `{comm}`" if comm else ""
     lines = [f"transformers {doc.get('transformers', '?')}, torch {doc.get('torch', '?')}, {doc.get('gpu', '?')}; "
              f"{doc.get('layers')} layers per model (the cut config priced); profile `{profile}`{with_comm}. "
              "Held-out families (not used to tune the lowering) are marked *.", ""]
     if doc.get("routing") == "balanced":
         lines += ["MoE routing: balanced (`--routing balanced`: each router's top-k ids replaced so that every expert "
-                  "gets tokens x k / E rows, as a trained router aims for; the lowering prices uniform routing).", ""]
+                  "gets tokens x k / E rows, as a trained router aims for).", ""]
+    if any(case_routing(doc, c) for c in doc.get("cases", [])):
+        lines += ["MoE prefills priced " + ("at the rows per expert the validation counted (hwprobe analyze "
+                                            "--routing)" if routed else "under uniform routing (--uniform-routing)")
+                  + ".", ""]
     got, hf = run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")
     per_case = [c["host_kernel_s"] for c in doc.get("cases", []) if c.get("host_kernel_s")]
     if per_case and host == "case":
@@ -303,12 +326,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", choices=("case", "run", "profile"), default="case",
                     help="the eager host time: read around each case's rounds (case, where the run has it), the "
                          "validation run's before-and-after reading (run), or the profile's")
+    ap.add_argument("--uniform-routing", action="store_true",
+                    help="price MoE prefills under uniform routing, not at the rows per expert the validation counted")
     args = ap.parse_args(argv)
     try:
         doc = load_measured(args.measured)
         rows = predict(doc, args.profile, tuned=tuple(x.strip() for x in args.tuned.split(",") if x.strip()),
-                       host=args.host, comm=args.comm_profile)
-        md = (table(rows, doc, args.profile, args.host, args.comm_profile) + "\n### kernels per step\n\n"
+                       host=args.host, comm=args.comm_profile, routed=not args.uniform_routing)
+        md = (table(rows, doc, args.profile, args.host, args.comm_profile, not args.uniform_routing)
+              + "\n### kernels per step\n\n"
               + kernel_lines(doc) + "\n" + routing_lines(doc))
     except InputError as e:
         print(f"compare_hf_llm: error: {e}", file=sys.stderr)

@@ -151,6 +151,12 @@ def topk_ids_at(torch, outs: list, k: int) -> int | None:
                  and t.dim() == 2 and t.shape[-1] == k), None)
 
 
+def case_seed(phase: str, batch: int, length: int) -> int:
+    """The random seed of one case's tokens: fixed per (phase, batch, length), so every input made for the case (each
+    runtime's, and the routing count's) holds the same tokens."""
+    return (1 if phase == "prefill" else 2) * 1_000_003 + batch * 100_003 + length
+
+
 def routing_summary(per_layer: list[list[int]], experts: int) -> dict:
     """Rows each expert got per MoE layer (a bincount of the router's top-k picks) -> what a grouped GEMM's speed
     follows: experts touched, rows per touched expert (min / median / max) and the spread over them."""
@@ -307,7 +313,10 @@ class Bench:
     def inputs(self, cache, batch: int, length: int, phase: str) -> dict:
         torch = self.torch
         t = length if phase == "prefill" else 1
-        ids = torch.randint(0, self.cfg.vocab_size, (batch, t), device="cuda")
+        # the same tokens whenever a case's inputs are made: an MoE's routing counted in its own forward (routing)
+        # is the routing its timed steps ran
+        gen = torch.Generator(device="cuda").manual_seed(case_seed(phase, batch, length))
+        ids = torch.randint(0, self.cfg.vocab_size, (batch, t), device="cuda", generator=gen)
         mask = torch.ones(batch, length, dtype=torch.long, device="cuda")
         pos = (torch.arange(length - t, length, device="cuda")).unsqueeze(0).expand(batch, -1).contiguous()
         return self.model.prepare_inputs_for_generation(
@@ -459,6 +468,14 @@ class Bench:
         return routing_summary(picks, experts)
 
 
+def case_routing(bench, batch: int, length: int) -> dict:
+    """A prefill case's routing (Bench.routing), or the error that stopped counting it: the case's time stands."""
+    try:
+        return bench.routing("prefill", batch, length)
+    except Exception as e:  # noqa: BLE001 - the count is evidence beside the time, not the time
+        return {"error": f"{type(e).__name__}: {e}"[:300]}
+
+
 def kernel_cases(name: str, args) -> list[tuple[str, str, int, int]]:
     """The (runtime, phase, batch, length) steps whose kernels torch.profiler lists: the first case of each runtime
     and phase, or every case for the models named in --kernels-every-case (a tuned family's batch effects)."""
@@ -485,6 +502,7 @@ def run_model(name: str, d: dict, args, out: dict, clock: HostClock | None = Non
     cases = plan(args.runtimes, parse_cases(args.prefill), parse_cases(args.decode),
                  parse_cases(args.compiled_decode))
     rows, times = [], []
+    routed: dict = {}                      # (batch, length) -> an MoE prefill's routing: every runtime routes alike
     host = HostRounds(clock.reading()) if clock else None
     for rnd in range(args.rounds):          # the cases in turn, round after round: a disturbance spreads over them
         for i, (rt, phase, b, n) in enumerate(cases):
@@ -501,6 +519,9 @@ def run_model(name: str, d: dict, args, out: dict, clock: HostClock | None = Non
                 got = bench.measure(rt, phase, b, n)
                 times[i].append(got.pop("times"))
                 rows[i].update(got)
+                if rnd == 0 and bench.moe and phase == "prefill":     # on the case's own tokens (case_seed)
+                    rows[i]["routing"] = routed.get((b, n)) or case_routing(bench, b, n)
+                    routed[(b, n)] = rows[i]["routing"]
             except Exception as e:  # noqa: BLE001 - out of memory, a capture transformers cannot do: said, skipped
                 rows[i]["skipped"] = f"{type(e).__name__}: {e}"[:300]
             torch.cuda.empty_cache()

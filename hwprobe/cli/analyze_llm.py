@@ -28,6 +28,9 @@ LLM_OPTIONS = {
                               "price the all-reduces where --profile has none."),
     "cache_len": dict(type=int, help="LLM, runtimes hf/hf-compiled: the StaticCache's max_cache_len (default: the "
                                      "step's own length; generate sizes it prompt + max_new_tokens - 1)."),
+    "routing": dict(type=str, metavar="FILE",
+                    help="LLM, an MoE under transformers' runtimes: JSON {\"counts\": [[rows per expert], ...]}, one "
+                         "list per MoE layer, for the prefill's grouped expert GEMMs (default: uniform routing)."),
 }
 ONNX_ONLY = ("precision", "convention", "path", "level", "times", "dims", "layout", "plot_path")
 FLAGS = {"plot_path": "--plot", "dims": "--dim"}
@@ -78,6 +81,10 @@ def run_llm(model, profile_path, spec, batch, runtime, as_json, csv_path, show_a
         raise InputError("an LLM is priced from a measured profile: give --profile, not --spec")
     given = {k.removeprefix("llm_"): v for k, v in llm.items() if v is not None}
     comm = given.pop("comm_profile", None)
+    if "routing" in given:
+        from hwprobe.lowering.llm.routing import Routing
+
+        given["routing"] = Routing.read(given["routing"])
     if comm and not profile_path:
         raise InputError("--comm-profile adds collectives to a --profile: give --profile too")
     opts = LLMOptions(batch=batch, **given, **({"runtime": runtime} if runtime else {}))

@@ -36,6 +36,8 @@ graph; the lowering folds pointwise ops into their producers).
 
 from __future__ import annotations
 
+import functools
+
 from hwprobe.errors import InputError
 from hwprobe.lowering.ops import COMM_KINDS, MEMORY_KINDS, RUNTIMES, KernelOp
 from hwprobe.models.conventions import ELEMENT_BYTES as ITEMSIZE
@@ -150,6 +152,22 @@ class Predictor:
         self.l2_bytes = float((getattr(profile, "device", None) or {}).get("l2_bytes") or 0.0)
         self.sms = int((getattr(profile, "device", None) or {}).get("sms") or 0)
         self._peaks: dict[str, float] = {}
+
+    @functools.cached_property
+    def l2_stream(self) -> tuple[float, str]:
+        """(B/s, note) at which a kernel's tiles stream their operands through L2: the profile's measured L2
+        bandwidth, else the device's L2 theory (said so; a profile without gpu.cache), else 0 (no L2 term)."""
+        if self.l2_bw:
+            return self.l2_bw, ""
+        from hwprobe import specs
+
+        dev = getattr(self.profile, "device", None) or {}
+        sku = specs.match(str(dev.get("name") or ""), dev.get("sms"), dev.get("mem_bytes"))
+        th = specs.sku_theory(sku).memory("l2") if sku else None
+        if th is None:
+            return 0.0, "no L2 bandwidth in the profile or the spec table: tiles priced at the MMA rate alone (low)"
+        return th.at_clock, (f"L2 not measured in this profile: its theory, {th.at_clock / 1e12:.1f} TB/s "
+                             f"({sku.name})")
 
     # --- ceilings for the plain roofline bound beside each kernel ----------------------------------------------
     def peak(self, precision: str) -> float:
@@ -339,13 +357,22 @@ class Predictor:
                             "; ".join(x for x in (note, why) if x), floor_s)
 
     def _grouped(self, op: KernelOp) -> OpTime | None:
-        """A grouped GEMM (torch._grouped_mm over ``op.batch`` experts of ``op.m`` rows each) from the framework's
-        grouped GEMM points where the profile has them (same datapath's points otherwise, said so); None without
-        them: then it is priced as the batched GEMM it also is."""
+        """A grouped GEMM (torch._grouped_mm over ``op.batch`` experts of ``op.m`` rows each, or at ``op.groups``'
+        rows per expert where the step has a routing) from the framework's grouped GEMM points where the profile has
+        them (same datapath's points otherwise, said so); None without them: then it is priced as the batched GEMM
+        it also is."""
         if self.cal.grouped is None:
             return None
         table, sibling = _own_or_sibling(self.cal.grouped, op.precision, "grouped GEMM")
-        got = table.time(op.batch, op.m, op.n, op.k, self.peak(op.precision), self.dram_bw) if table else None
+        peak = self.peak(op.precision)
+        if table is None:
+            got = None
+        elif op.groups:         # as routed (hwprobe.lowering.llm.routing)
+            l2_bw, l2_note = self.l2_stream
+            got = table.routed_time(op.groups, op.n, op.k, peak, self.dram_bw, l2_bw)
+            got = got and (got[0], got[1], "; ".join(x for x in (got[2], l2_note) if x))
+        else:
+            got = table.time(op.batch, op.m, op.n, op.k, peak, self.dram_bw)
         if got is None:
             return None
         t, covered, note = got

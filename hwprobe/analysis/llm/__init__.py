@@ -20,6 +20,7 @@ from hwprobe.analysis.llm.report import PhaseResult, Pricer, phase_dict, price
 from hwprobe.errors import InputError
 from hwprobe.lowering.llm import lower_runtime
 from hwprobe.lowering.llm.graph import KV, WEIGHTS, Case, Quant
+from hwprobe.lowering.llm.routing import Routing
 from hwprobe.lowering.llm.runtimes import DEFAULT, RUNTIMES
 from hwprobe.models.llm import builtin, is_llm
 from hwprobe.models.llm.config import LLMConfig, load
@@ -38,6 +39,7 @@ class LLMOptions:
     tp: int = 1
     runtime: str = DEFAULT
     cache_len: int | None = None     # transformers' StaticCache max_cache_len (None: the step's own length)
+    routing: Routing | None = None   # an MoE prefill's rows per expert per layer (None: uniform routing)
 
     def check(self) -> None:
         """Ranges and names, each refused in one line."""
@@ -59,6 +61,13 @@ class LLMOptions:
                                  f"{self.runtime!r}")
             if not 1 <= self.cache_len <= LIMIT:
                 raise InputError(f"--cache-len must be between 1 and {LIMIT}, got {self.cache_len}")
+        if self.routing is not None:
+            if not RUNTIMES[self.runtime].hf:
+                raise InputError(f"--routing prices transformers' grouped_mm experts (runtimes hf, hf-compiled, "
+                                 f"eager), not {self.runtime!r}")
+            if self.phase == "decode":
+                raise InputError("--routing prices the prefill's grouped expert GEMMs: give --phase prefill or both "
+                                 "(decode gathers each token's experts whatever the routing)")
 
 
 @dataclass
@@ -104,7 +113,7 @@ def listing() -> list[tuple[str, str, str, str]]:
 def cases(opts: LLMOptions) -> list[Case]:
     out = []
     if opts.phase in ("prefill", "both"):
-        out.append(Case.prefill(opts.batch, opts.prompt, opts.tp))
+        out.append(Case.prefill(opts.batch, opts.prompt, opts.tp, opts.routing))
     if opts.phase in ("decode", "both"):
         out.append(Case.decode(opts.batch, opts.context, opts.tp))
     return out
@@ -186,7 +195,10 @@ def notes(cfg: LLMConfig, opts: LLMOptions, device_bytes) -> list[str]:
         out.append("Gemma2 under sdpa: transformers drops the attention soft-cap (only eager attention applies it)")
     elif cfg.family == "gemma2":
         out.append("Gemma2's attention logit soft-capping is assumed fused in the attention kernel")
-    if cfg.experts and rt.hf:
+    if cfg.experts and rt.hf and opts.routing is not None:
+        out.append("experts as generate runs them: grouped_mm in the prefill at the routing given ("
+                   f"{opts.routing.summary()}), batched_mm (weights gathered per token) in decode")
+    elif cfg.experts and rt.hf:
         out.append("experts as generate runs them: grouped_mm in the prefill, batched_mm (weights gathered per "
                    "token) in decode, over the experts the batch touches under uniform routing")
     elif cfg.experts:
@@ -199,7 +211,8 @@ def to_dict(a: LLMAnalysis) -> dict[str, Any]:
     return {
         "model": cfg.name, "family": cfg.family, "source": cfg.source,
         "config": {k: v for k, v in asdict(cfg).items() if k not in ("name", "source", "moe_layers")},
-        "options": asdict(a.opts), "device": a.device, "profile": a.profile,
+        "options": {**asdict(a.opts), "routing": a.opts.routing and a.opts.routing.summary()},
+        "device": a.device, "profile": a.profile,
         "params": {"total": p.total, "active_per_token": p.active, "layer": p.layer, "embedding": p.embedding,
                    "lm_head": p.lm_head, "norms": p.norms},
         "kv_cache_bytes_per_token": a.kv_bytes_per_token,

@@ -38,6 +38,7 @@ import math
 from dataclasses import dataclass
 
 from hwprobe.errors import InputError
+from hwprobe.lowering.llm.routing import Routing
 from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
 from hwprobe.vocab import Precision
@@ -80,17 +81,19 @@ class Quant:
 @dataclass(frozen=True)
 class Case:
     """One forward pass: ``tokens`` new tokens per sequence (the prompt in prefill, 1 in decode) attending to
-    ``context`` keys (the prompt in prefill; the cached tokens plus the new one in decode)."""
+    ``context`` keys (the prompt in prefill; the cached tokens plus the new one in decode). ``routing``: an MoE
+    prefill's rows per expert per layer (None: uniform routing)."""
 
     phase: str
     batch: int
     tokens: int
     context: int
     tp: int = 1
+    routing: Routing | None = None
 
     @classmethod
-    def prefill(cls, batch: int, prompt: int, tp: int = 1) -> Case:
-        return cls("prefill", batch, prompt, prompt, tp)
+    def prefill(cls, batch: int, prompt: int, tp: int = 1, routing: Routing | None = None) -> Case:
+        return cls("prefill", batch, prompt, prompt, tp, routing)
 
     @classmethod
     def decode(cls, batch: int, context: int, tp: int = 1) -> Case:

@@ -113,9 +113,9 @@ class _HF:
             self.ops.append(tiny_op(name if n == 1 else f"{name}.{i}", self.act))
 
     def gemm(self, name: str, m: int, n: int, k: int, batch: int = 1, precision: str | None = None,
-             backend: str = "") -> None:
+             backend: str = "", groups: tuple[int, ...] = ()) -> None:
         self.ops.append(KernelOp(name, "gemm", precision=precision or self.act, m=m, n=n, k=k, batch=batch,
-                                 backend=backend))
+                                 backend=backend, groups=groups))
 
     def all_reduce(self, name: str, rows: int, width: int) -> None:
         """``RowwiseParallel``'s ``dist.all_reduce`` of a rank's partial sums, in place (eager c10d: one NCCL
@@ -214,6 +214,10 @@ def _check(cfg: LLMConfig, step: Step, q: Quant) -> None:
                          "rotary path): use --runtime graph or fused")
     if step.static and step.cache_len < case.context:
         raise InputError(f"--cache-len {step.cache_len} is shorter than the {case.context} tokens the step needs")
+    if case.routing is not None:
+        if not cfg.experts:
+            raise InputError(f"--routing gives an MoE's rows per expert; {cfg.name} has no experts")
+        case.routing.check(cfg.experts, len(cfg.moe_layers), cfg.experts_per_tok, case.batch * case.tokens)
 
 
 def _masked(e: _HF, i: int, keys: int) -> bool:
@@ -406,7 +410,7 @@ def _experts_batched(e: _HF, p: str) -> None:
         e.k(p + "experts_to_act", "copy", r * h * (out + A))
 
 
-def _experts_grouped(e: _HF, p: str) -> None:
+def _experts_grouped(e: _HF, p: str, i: int) -> None:
     """``moe.grouped_mm_experts_forward`` (the prefill): sort the pairs by expert, gather the tokens and weights,
     ``histc`` + ``cumsum`` for the offsets, the sentinel mask, two grouped GEMMs (over the experts the tokens touch)
     each followed by a ``masked_fill``, act, multiply, the routing weights, the inverse permutation, the sum. The
@@ -440,14 +444,15 @@ def _experts_grouped(e: _HF, p: str) -> None:
     e.tiny(p + "experts_cumsum", 2)
     e.tiny(p + "experts_sentinel", 2)
     e.k(p + "experts_mask_in", "bias", 2 * s * h * A + s)
-    used = experts_touched(cfg.experts, k, r)
+    routed = e.case.routing.layer(cfg.moe_layers.index(i)) if e.case.routing else ()
+    used = sum(1 for c in routed if c) if routed else experts_touched(cfg.experts, k, r)
     rows = math.ceil(s / used)
-    e.gemm(p + "experts_gate_up", rows, 2 * w, h, batch=used, backend="grouped_mm")
+    e.gemm(p + "experts_gate_up", rows, 2 * w, h, batch=used, backend="grouped_mm", groups=routed)
     e.k(p + "experts_mask_up_copy", "copy", 4 * s * w * A)
     e.k(p + "experts_mask_up", "bias", 4 * s * w * A + s)
     e.k(p + "experts_act", "strided", 2 * s * w * A, 8 * s * w)
     e.k(p + "experts_act_mul", "strided", 3 * s * w * A, s * w)
-    e.gemm(p + "experts_down", rows, h, w, batch=used, backend="grouped_mm")
+    e.gemm(p + "experts_down", rows, h, w, batch=used, backend="grouped_mm", groups=routed)
     e.k(p + "experts_mask_down_copy", "copy", 2 * s * h * A)
     e.k(p + "experts_mask_down", "bias", 2 * s * h * A + s)
     e.k(p + "experts_weight", "bias", 2 * s * h * A + s * F32, s * h)
@@ -456,12 +461,15 @@ def _experts_grouped(e: _HF, p: str) -> None:
     e.k(p + "experts_sum", "reduction", s * h * A + r * h * A, s * h)
 
 
-def _moe(e: _HF, p: str) -> None:
+def _moe(e: _HF, p: str, i: int) -> None:
     cfg, r, h = e.cfg, e.rows, e.cfg.hidden
     if cfg.shared_ffn:            # Qwen2MoeSparseMoeBlock: the shared expert first, then the router
         _dense_mlp(e, p, cfg.shared_ffn, tag="shared_")
     _router(e, p)                 # replicated under tp: every rank routes every token
-    (_experts_batched if e.case.phase == "decode" else _experts_grouped)(e, p)
+    if e.case.phase == "decode":
+        _experts_batched(e, p)
+    else:
+        _experts_grouped(e, p, i)
     e.all_reduce(p + "experts_allreduce", r, h)     # moe_tp_experts' post-hook: each rank's slice of every expert
     if cfg.shared_ffn:
         e.gemm(p + "shared_gate", r, 1, h)
@@ -474,7 +482,7 @@ def _mlp(e: _HF, i: int) -> None:
     cfg, p = e.cfg, f"layers.{i}."
     e.rms_norm(p + ("pre_ffn_norm" if cfg.sandwich else "post_attn_norm"), e.rows, cfg.hidden)
     if cfg.is_moe(i):
-        _moe(e, p)
+        _moe(e, p, i)
     else:
         _dense_mlp(e, p, e.ffn)
     if cfg.sandwich:
