@@ -196,3 +196,64 @@ def test_every_input_of_a_case_holds_the_same_tokens_and_cases_differ():
              for n in (512, 1024, 2048, 4096, 8192)}
     assert len(seeds) == 40 and val.case_seed("prefill", 1, 512) == val.case_seed("prefill", 1, 512)
     assert math.isfinite(float(val.case_seed("decode", 64, 8192)))
+
+
+# --- decode: the expert gathers read each expert once -----------------------------------------------------------
+def _decode_ops(batch: int):
+    from hwprobe.analysis.llm import LLMOptions, cases
+    from hwprobe.lowering.llm import lower_runtime
+    from hwprobe.lowering.llm.graph import Quant
+    from hwprobe.models.llm import load
+
+    cfg = load("qwen3-30b-a3b")
+    opts = LLMOptions(phase="decode", context=1024, batch=batch, runtime="hf")
+    return cfg, [o for o in lower_runtime(cfg, cases(opts)[0], Quant("bf16", "bf16"), "hf", 132)
+                 if o.name.endswith("experts_gather_gate_up")]
+
+
+def test_a_decode_gather_writes_every_copy_and_reads_each_expert_once():
+    from hwprobe.lowering.llm.graph import experts_touched
+
+    cfg, one = _decode_ops(1)
+    slab = 2 * cfg.expert_ffn * cfg.hidden * 2
+    assert one[0].bytes == 2 * 8 * slab and one[0].l2_bytes == 0          # 8 copies of 8 distinct experts
+    _, many = _decode_ops(64)
+    used = experts_touched(128, 8, 64)                                     # 127 of 128 under uniform routing
+    assert many[0].bytes == (used + 512) * slab and many[0].l2_bytes == (512 - used) * slab
+
+
+def test_the_l2_reads_are_priced_at_the_l2_slope_on_top():
+    from dataclasses import replace
+
+    from hwprobe.lowering.ops import KernelOp
+    from hwprobe.predict.calibration import Calibration
+    from hwprobe.predict.model import Predictor
+    from hwprobe.profile_build import load_profile
+
+    prof = load_profile(H200)
+    pred = Predictor(prof, "graph", Calibration.of(prof))
+    op = KernelOp("g", "gather", precision="bf16", bytes=1e9)
+    more = pred.time(replace(op, l2_bytes=2e9))
+    assert more.time_s - pred.time(op).time_s == pytest.approx(2e9 / pred.l2_stream[0], rel=1e-6)
+    assert "2e+03 MB more read from L2" in more.note
+
+
+def test_the_gathers_read_the_h200s_decode_kernel_lists():
+    """Seen data (the tuned qwen3-30b-a3b's hf decode kernel lists): the gather kernels' time at batch 1, 16 and 64,
+    where pricing every copy's bytes at DRAM speed read 1.27x the batch-64 lists."""
+    from hwprobe.analysis.llm import LLMOptions, analyze
+    from hwprobe.models.llm.config import parse
+
+    doc = json.load(gzip.open(HIST))
+    cfg = parse(doc["models"]["qwen3-30b-a3b"]["config"], "qwen3-30b-a3b")
+    checked = 0
+    for k in doc["kernels"]:
+        if (k["runtime"], k["phase"]) != ("hf", "decode"):
+            continue
+        measured = sum(x["us"] for x in k["by_name"] if "gather_kernel" in x["name"]) * 1e-6
+        a = analyze(cfg, H200, LLMOptions(phase="decode", context=k["length"], batch=k["batch"], runtime="hf",
+                                          cache_len=k["length"]))
+        priced = sum(r.time_s for r in a.phases["decode"].rows if r.kind == "gather")
+        assert priced == pytest.approx(measured, rel=0.06), (k["batch"], k["length"])
+        checked += 1
+    assert checked == 6

@@ -33,6 +33,14 @@ cmp $d comparison.md hf_compiled_measured.json.gz --profile $gen --tuned llama,q
 cmp $d comparison-2.md hf_compiled_measured-2.json.gz --profile $gen --tuned llama,qwen3_moe --host case
 cmp $d comparison-moe-balanced.md hf_moe_balanced.json.gz --profile $gen --tuned llama,qwen3_moe --host case
 cmp $d comparison-moe-balanced-decode.md hf_moe_balanced_decode.json --profile $gen --tuned llama,qwen3_moe --host case
+d=profiles/h200-sxm/2026-11-29-moe-routing-s38     # MoE prefills at the routing each case counted, and uniform
+full=profiles/h200-sxm/2026-11-29-sparse-s37/profile-new-full.json.gz
+for p in "generic $gen" "full $full"; do
+  set -- $p
+  cmp $d comparison-$1.md hf_moe_routed.json.gz --profile "$2" --tuned llama,qwen3_moe --host case
+  cmp $d comparison-$1-uniform.md hf_moe_routed.json.gz --profile "$2" --tuned llama,qwen3_moe --host case \
+    --uniform-routing
+done
 d=profiles/h200x2/2026-11-28-tp2-hf
 cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \
   --tuned llama,qwen3_moe,phi3,gemma2

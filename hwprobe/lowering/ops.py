@@ -67,6 +67,8 @@ class KernelOp:
     backend: str = ""                 # attention: "efficient" = SDPA's masked kernel (cuDNN's or the
     #                                   memory-efficient one) over K/V already expanded to every head; "" = flash.
     #                                   gemm: "grouped_mm" = torch._grouped_mm over ``batch`` experts of ``m`` rows
+    l2_bytes: float = 0.0             # memory kinds: bytes a kernel reads again from L2 within itself, on top of
+    #                                   ``bytes`` (a gather of rows that repeat, read by neighbouring blocks)
     groups: tuple[int, ...] = ()      # gemm "grouped_mm" as routed: rows per expert, every expert of the layer
     #                                   (hwprobe.lowering.llm.routing); () = ``batch`` experts of ``m`` rows each
 

@@ -547,6 +547,10 @@ class Predictor:
         if op.kind == "bias" and (bias := self._nchw_bias(op)) is not None:
             return bias
         t, covered, note, src, floor_s = self._mem_time(op.kind, op.bytes)
+        if op.l2_bytes:             # re-read within the kernel: at the L2 slope, on top of its DRAM bytes' price
+            l2_bw, l2_note = self.l2_stream
+            t += op.l2_bytes / l2_bw if l2_bw else 0.0
+            note = "; ".join(x for x in (note, f"{op.l2_bytes / 1e6:.3g} MB more read from L2", l2_note) if x)
         if op.kind == "conv_dw" and op.conv_kernel != 3:      # the copy curve stood in for 3x3 ones only (validated)
             covered, note = False, "; ".join(x for x in (note, f"no depthwise {op.conv_kernel}x{op.conv_kernel} "
                                                                "points: the copy curve at its bytes") if x)
