@@ -40,6 +40,9 @@ for p in "generic $gen" "full $full"; do
   cmp $d comparison-$1.md hf_moe_routed.json.gz --profile "$2" --tuned llama,qwen3_moe --host case
   cmp $d comparison-$1-uniform.md hf_moe_routed.json.gz --profile "$2" --tuned llama,qwen3_moe --host case \
     --uniform-routing
+  for rt in hf-compiled eager; do
+    cmp $d comparison-$rt-$1.md hf_moe_$rt.json.gz --profile "$2" --tuned llama,qwen3_moe --host case
+  done
 done
 d=profiles/h200x2/2026-11-28-tp2-hf
 cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \
