@@ -43,6 +43,7 @@ for p in "generic $gen" "full $full"; do
   for rt in hf-compiled eager; do
     cmp $d comparison-$rt-$1.md hf_moe_$rt.json.gz --profile "$2" --tuned llama,qwen3_moe --host case
   done
+  cmp $d comparison-hf-all-$1.md hf_all.json.gz --profile "$2" --tuned llama,qwen3_moe --host case
 done
 d=profiles/h200x2/2026-11-28-tp2-hf
 cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \
