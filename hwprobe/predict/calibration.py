@@ -607,7 +607,6 @@ class GroupedTable:
                          "nearest one's efficiency")
         return t, near == want and inside, "; ".join(notes)
 
-
     def routed_time(self, counts: tuple[int, ...], n: int, k: int, peak: float, dram_bw: float, l2_bw: float
                     ) -> tuple[float, bool, str] | None:
         """(seconds, covered, note) of one grouped GEMM at a routing: ``counts`` rows per expert, every expert of the

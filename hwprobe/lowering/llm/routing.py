@@ -2,7 +2,8 @@
 
 A grouped expert GEMM's time follows the routing, not only the rows in all: on an H200, torch._grouped_mm over
 qwen3-30b-a3b's 128 experts ran 0.42-1.44x its time at the same rows spread evenly, as random routers touched 34-128
-experts and sent up to 4086 of 4096 rows to one (profiles/h200-sxm/2026-11-28-suite-workers/moe_grouped.jsonl).
+experts and sent one expert up to 4086 of a prompt's 4096 tokens
+(profiles/h200-sxm/2026-11-28-suite-workers/moe_grouped.jsonl).
 Without a routing the lowering assumes uniform routing (a trained router is trained towards balance). With one
 (``hwprobe analyze --routing FILE``: a user's own trace, or tools/validate_hf_llm.py's record of the model it ran)
 each grouped GEMM is priced at that layer's rows per expert (hwprobe.predict.calibration.GroupedTable.routed_time).
@@ -80,4 +81,3 @@ class Routing:
         busiest = max(max(layer) for layer in self.counts)
         return (f"{len(self.counts)} MoE layers, {min(touched)}-{max(touched)} of {self.experts} experts touched, "
                 f"at most {busiest} rows on one")
-
