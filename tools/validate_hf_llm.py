@@ -33,6 +33,9 @@ towards balance and hwprobe's lowering assumes uniform routing. ``--routing bala
 expert ids (a forward hook on transformers' router modules, after the router's own kernels ran) with token t's
 experts (t k + j) mod E, j < k: every expert gets t k / E rows, +-1. The ids are made once per token count, outside
 the timed calls, so the step launches what it launched before; the output's ``routing`` says which was measured.
+Each case's tokens come from a seed of its own (case_seed), and each MoE prefill case records the rows per expert
+its routers chose on those tokens (``routing`` in the case, counted in one eager forward): tools/compare_hf_llm.py
+prices the prefill at that routing (hwprobe analyze --routing).
 
 For each model, runtime and phase, torch.profiler records the CUDA kernels of one step (smallest case), by name,
 count and time, so the lowering can be compared kernel by kernel (tools/compare_hf_llm.py --kernels).
