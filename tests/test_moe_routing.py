@@ -257,3 +257,19 @@ def test_the_gathers_read_the_h200s_decode_kernel_lists():
         assert priced == pytest.approx(measured, rel=0.06), (k["batch"], k["length"])
         checked += 1
     assert checked == 6
+
+
+def test_a_routing_without_grouped_points_says_what_it_was_priced_as():
+    from dataclasses import replace
+
+    from hwprobe.lowering.ops import KernelOp
+    from hwprobe.predict.calibration import Calibration
+    from hwprobe.predict.model import Predictor
+    from hwprobe.profile_build import load_profile
+
+    prof = load_profile(H200)
+    pred = Predictor(prof, "graph", replace(Calibration.of(prof), grouped=None))
+    op = KernelOp("experts_gate_up", "gemm", precision="bf16", m=64, n=1536, k=2048, batch=64, backend="grouped_mm",
+                  groups=tuple([64] * 64 + [0] * 64))
+    got = pred.time(op)
+    assert not got.covered and "no grouped GEMM points in this profile" in got.note

@@ -322,6 +322,9 @@ class Predictor:
         m = op.m * op.batch
         k_bytes = op.k * (op.weight_bits / 16 if op.weight_bits else 1.0)
         t, covered, note = self.gemm_s(op.precision, m, op.n, op.k)
+        if op.groups:               # a routing given, but no grouped GEMM points to price it with
+            covered, note = False, "; ".join(x for x in (note, "no grouped GEMM points in this profile: the routing's "
+                                                               "experts as one batched GEMM of their mean rows") if x)
         floor_s = self.gemm_floor_s(op.precision)
         if (op.conv_kernel or op.conv_images) and self.runtime != "fused" and self.cal.conv is not None:
             what = (f"no {op.precision} conv points" if self.cal.conv.only(op.precision) is None else
