@@ -63,10 +63,7 @@ def load_measured(path: str) -> dict:
 
     from hwprobe.errors import InputError
 
-    try:
-        doc = read_json(Path(path))
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read {path!r}: {e}") from None
+    doc = read_json(Path(path))          # one line of InputError on a missing, damaged or non-JSON file
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list) or not isinstance(doc.get("models"), dict):
         raise InputError(f"{path!r} is not tools/validate_hf_llm.py output (no 'cases' and 'models')")
     return doc

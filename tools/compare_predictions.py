@@ -30,11 +30,11 @@ RUNTIME = {"cuda_graph": "graph", "eager": "eager"}
 
 
 def read_json(path: Path) -> dict:
-    """A JSON file, gzipped or not (committed validation runs keep validate_models.json gzipped)."""
-    import gzip
+    """A JSON file, gzipped or not (committed validation runs keep validate_models.json gzipped), through hwprobe's
+    one reader of JSON objects (hwprobe.profile.read_json_object): bad input is one line of InputError."""
+    from hwprobe.profile import read_json_object
 
-    raw = Path(path).read_bytes()
-    return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    return read_json_object(Path(path), repr(str(path)), "a validation or summary JSON object")
 
 
 def onnx_for(onnx_dir: Path, model: str, batch: int) -> Path | None:
