@@ -83,9 +83,25 @@ def test_a_partly_filled_tile_costs_a_whole_one_and_untouched_experts_read_nothi
     even = [32] * 128                                     # one 64-row tile an expert: DRAM-bound on every weight
     few = [128] * 32 + [0] * 96                           # a quarter of the weights, two tiles each, the same tiles
     assert grouped_roof_s(few, n, k, peak, dram, l2) < grouped_roof_s(even, n, k, peak, dram, l2)
-    spread = [65] * 64 + [0] * 64                         # 65 rows: two tiles, the second one row full
-    assert grouped_roof_s(spread, n, k, peak, dram, l2) == pytest.approx(
-        grouped_roof_s([128] * 64 + [0] * 64, n, k, peak, dram, l2))
+    spread = [129] * 64 + [0] * 64                        # 129 rows: two tile pairs, the second one row full
+    assert grouped_roof_s(spread, n, k, peak, 1e18, l2) == pytest.approx(   # (DRAM out of it: the tiles alone)
+        grouped_roof_s([256] * 64 + [0] * 64, n, k, peak, 1e18, l2))
+
+
+def test_an_experts_rows_are_taken_in_tile_pairs_and_big_experts_reread_per_pair():
+    """GroupMM.cu's 2 x 1 clusters: two M tiles of an expert share its B slab, so 128 rows (the small tile's pair)
+    cost what 65 do, and the 129th row starts a pair; weights beyond L2 come from DRAM once per pair."""
+    n, k, peak, dram, l2 = 28672, 4096, 800e12, 4.4e12, 9.6e12          # Mixtral-8x7B's gate/up: 235 MB an expert
+    even = [128] * 8
+    one_more = [136] + [120] * 7                                       # the same rows, one expert past a pair
+    assert grouped_roof_s([65] * 8, n, k, peak, 1e18, l2) == pytest.approx(grouped_roof_s(even, n, k, peak, 1e18, l2))
+    assert grouped_roof_s(one_more, n, k, peak, 1e18, l2) == pytest.approx(
+        grouped_roof_s(even, n, k, peak, 1e18, l2) * 9 / 8)                  # 9 tile pairs a column for 8
+    big_l2, small_l2 = 1e12, 50e6
+    assert (grouped_roof_s(one_more, n, k, 1e18, dram, 1e18, small_l2)
+            == pytest.approx(grouped_roof_s(even, n, k, 1e18, dram, 1e18, small_l2) * 9 / 8, rel=0.01))
+    assert (grouped_roof_s(one_more, n, k, 1e18, dram, 1e18, big_l2)
+            == pytest.approx(grouped_roof_s(even, n, k, 1e18, dram, 1e18, big_l2), rel=0.01))
 
 
 def test_an_even_routing_prices_as_the_even_rows_table():
@@ -111,9 +127,10 @@ def _measured_routings():
 
 
 def test_the_routed_price_reads_the_h200s_grouped_gemms_at_real_routings():
-    """Seen data: these 40 GEMMs are what the routed price was built on. The even rows' price alone is 0.4-1.5x
-    off them; the routed one within 20%, median under 6%, on the H200 profile's own grouped GEMM points (a
-    'predict' profile: no L2 measured, so the L2 theory streams the tiles, as the predictor says)."""
+    """Seen data: these 40 GEMMs are what the routed price was first built on (single tiles: median 5.5%, worst
+    18.6%). The even rows' price alone is 0.4-1.5x off them; the routed one in tile pairs within 25%, median under
+    15%, on the H200 profile's own grouped GEMM points (a 'predict' profile: no L2 measured, so the L2 theory
+    streams the tiles, as the predictor says). test_the_routed_price_reads_516_more_routings holds the rest."""
     from hwprobe.predict.calibration import Calibration
     from hwprobe.predict.model import Predictor
     from hwprobe.profile_build import load_profile
@@ -125,13 +142,39 @@ def test_the_routed_price_reads_the_h200s_grouped_gemms_at_real_routings():
     routed, even = [], []
     for _, proj, counts, measured in _measured_routings():
         n, k = SHAPES[proj]
-        routed.append(table.routed_time(tuple(counts), n, k, peak, pred.dram_bw, pred.l2_stream[0])[0] / measured - 1)
+        routed.append(table.routed_time(tuple(counts), n, k, peak, pred.dram_bw, pred.l2_stream[0],
+                                        pred.l2_bytes)[0] / measured - 1)
         s, e = sum(counts), len(counts)
         even.append(table.time(e, s / e, n, k, peak, pred.dram_bw)[0] / measured - 1)
     assert len(routed) == 40
-    assert max(map(abs, routed)) < 0.20 and statistics.median(map(abs, routed)) < 0.06
+    assert max(map(abs, routed)) < 0.25 and statistics.median(map(abs, routed)) < 0.15
     assert max(map(abs, even)) > 1.0 and statistics.median(map(abs, even)) > 0.15
     assert pred.l2_bw == 0 and "L2 not measured in this profile: its theory, 10.3 TB/s" in pred.l2_stream[1]
+
+
+S39 = ROOT / "profiles/h200-sxm/2026-11-29-ab-s39"
+
+
+def test_the_routed_price_reads_516_more_routings():
+    """torch._grouped_mm on an H200 at 162 Dirichlet routings (grouped_random.jsonl: the calibration's six expert
+    shapes, 16-1024 rows an expert) and 354 shifted ones (grouped_shift.jsonl: rows moved between experts from
+    even), each against the profile's even-rows points: tile pairs read them better than single tiles did at the
+    90th percentile and at worst, and no worse at the median."""
+    from hwprobe.predict.calibration import Calibration
+    from hwprobe.predict.model import Predictor
+    from hwprobe.profile_build import load_profile
+
+    prof = load_profile(H200)
+    pred = Predictor(prof, "graph", Calibration.of(prof))
+    table, peak, l2 = pred.cal.grouped.only("bf16"), pred.peak("bf16"), pred.l2_stream[0]
+    recs = [json.loads(x) for f in ("grouped_random.jsonl", "grouped_shift.jsonl")
+            for x in (S39 / f).read_text().splitlines()]
+    cases = [r for r in recs if r.get("alpha") or r.get("shift") or r.get("pairs")]
+    assert len(cases) == 516
+    errs = sorted(abs(table.routed_time(tuple(r["counts"]), r["n"], r["k"], peak, pred.dram_bw, l2, pred.l2_bytes)[0]
+                      / r["time_s"] - 1) for r in cases)
+    median, p90, worst = errs[len(errs) // 2], errs[int(len(errs) * 0.9)], errs[-1]
+    assert median < 0.07 and p90 < 0.22 and worst < 0.45, (median, p90, worst)
 
 
 # --- lowering, CLI and tools ----------------------------------------------------------------------------------------

@@ -156,7 +156,8 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
     for c in doc["cases"]:
         cfg = cfgs[c["model"]]
         length = c.get("prompt") or c.get("context")
-        row = Row(c["model"], cfg.family, cfg.family not in tuned, c["runtime"], c["phase"], c["batch"], length,
+        held = cfg.family not in tuned and c["model"] not in tuned
+        row = Row(c["model"], cfg.family, held, c["runtime"], c["phase"], c["batch"], length,
                   c.get("cache_len") or length, c.get("median_s"), None, 0, c.get("skipped", ""))
         if not row.skipped:
             opts = LLMOptions(phase=c["phase"], prompt=length, context=length, batch=c["batch"], runtime=c["runtime"],
@@ -318,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", required=True)
     ap.add_argument("--comm-profile", default=None, help="a tensor-parallel run's collectives: a multigpu profile "
                     "of the node (the all-reduces are priced at zero without one)")
-    ap.add_argument("--tuned", default="llama", help="families used to tune the lowering (the rest: held out)")
+    ap.add_argument("--tuned", default="llama", help="families or models (config names) used to tune the lowering "
+                    "(the rest: held out)")
     ap.add_argument("--out", default=None, help="write the Markdown here (default: stdout)")
     ap.add_argument("--host", choices=("case", "run", "profile"), default="case",
                     help="the eager host time: read around each case's rounds (case, where the run has it), the "

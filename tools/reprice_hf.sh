@@ -35,15 +35,18 @@ cmp $d comparison-moe-balanced.md hf_moe_balanced.json.gz --profile $gen --tuned
 cmp $d comparison-moe-balanced-decode.md hf_moe_balanced_decode.json --profile $gen --tuned llama,qwen3_moe --host case
 d=profiles/h200-sxm/2026-11-29-moe-routing-s38     # MoE prefills at the routing each case counted, and uniform
 full=profiles/h200-sxm/2026-11-29-sparse-s37/profile-new-full.json.gz
+# mixtral-8x7b and qwen1.5-moe-a2.7b count as tuned since the 39th session: their errors were looked at under both
+# grouped GEMM prices before the tile-pair one was kept (profiles/h200-sxm/2026-11-29-ab-s39)
+moe=llama,qwen3_moe,mixtral-8x7b,qwen1.5-moe-a2.7b
 for p in "generic $gen" "full $full"; do
   set -- $p
-  cmp $d comparison-$1.md hf_moe_routed.json.gz --profile "$2" --tuned llama,qwen3_moe --host case
-  cmp $d comparison-$1-uniform.md hf_moe_routed.json.gz --profile "$2" --tuned llama,qwen3_moe --host case \
+  cmp $d comparison-$1.md hf_moe_routed.json.gz --profile "$2" --tuned $moe --host case
+  cmp $d comparison-$1-uniform.md hf_moe_routed.json.gz --profile "$2" --tuned $moe --host case \
     --uniform-routing
   for rt in hf-compiled eager; do
-    cmp $d comparison-$rt-$1.md hf_moe_$rt.json.gz --profile "$2" --tuned llama,qwen3_moe --host case
+    cmp $d comparison-$rt-$1.md hf_moe_$rt.json.gz --profile "$2" --tuned $moe --host case
   done
-  cmp $d comparison-hf-all-$1.md hf_all.json.gz --profile "$2" --tuned llama,qwen3_moe --host case
+  cmp $d comparison-hf-all-$1.md hf_all.json.gz --profile "$2" --tuned $moe --host case
 done
 d=profiles/h200x2/2026-11-28-tp2-hf
 cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \

@@ -607,20 +607,22 @@ class GroupedTable:
                          "nearest one's efficiency")
         return t, near == want and inside, "; ".join(notes)
 
-    def routed_time(self, counts: tuple[int, ...], n: int, k: int, peak: float, dram_bw: float, l2_bw: float
-                    ) -> tuple[float, bool, str] | None:
+    def routed_time(self, counts: tuple[int, ...], n: int, k: int, peak: float, dram_bw: float, l2_bw: float,
+                    l2_bytes: float = 0.0) -> tuple[float, bool, str] | None:
         """(seconds, covered, note) of one grouped GEMM at a routing: ``counts`` rows per expert, every expert of the
         layer. The calibration's even point (every expert the mean rows, ``time``) scaled by the kernel's roofline
         at the routing over the same at even rows (grouped_roof_s): the tile shape is the same (PyTorch picks it
-        from the mean), so what the routing moves is the tiles (a partly filled tile costs a whole one: the
-        busiest expert's rows) and the weights of the experts touched."""
+        from the mean), so what the routing moves is the tile pairs (a partly filled pair costs a whole one: the
+        busiest expert's rows), the weights of the experts touched, and their re-reads where they outgrow L2
+        (``l2_bytes``, 0: never)."""
         experts, rows = len(counts), sum(counts)
         got = self.time(experts, rows / experts, n, k, peak, dram_bw)
         if got is None or not rows:
             return got
         t, covered, note = got
         even = [rows // experts + (1 if e < rows % experts else 0) for e in range(experts)]
-        scale = grouped_roof_s(counts, n, k, peak, dram_bw, l2_bw) / grouped_roof_s(even, n, k, peak, dram_bw, l2_bw)
+        scale = (grouped_roof_s(counts, n, k, peak, dram_bw, l2_bw, l2_bytes)
+                 / grouped_roof_s(even, n, k, peak, dram_bw, l2_bw, l2_bytes))
         touched = sum(1 for c in counts if c)
         why = (f"routed: {touched} of {experts} experts touched, at most {max(counts)} rows on one: "
                f"{scale:.2f}x the even rows' time")
@@ -631,6 +633,11 @@ class GroupedTable:
 # steps of 128, ping-pong) where the mean rows per group (all rows over all groups, empty ones too) or N is 128 or
 # less, else 128 x 256 (K steps of 64, cooperative). The tile is chosen from the mean, never from the routing.
 GROUPED_SMALL_TILE, GROUPED_LARGE_TILE = (64, 128), (128, 256)
+# Both run in clusters of 2 x 1 CTAs (GroupMM.cu's ClusterShape): two M tiles of one expert share each B slab
+# (TMA multicast), so an expert's rows are taken 2 x the tile's rows at a time. On an H200 (torch 2.11,
+# profiles/h200-sxm/2026-11-29-ab-s39, shift.jsonl) moving 8 rows from one of Mixtral-8x7B's experts to another at
+# 128 rows each (the small tile) took 19-26% longer, and 64 rows at 160 each (the large tile) none.
+GROUPED_CLUSTER_M = 2
 
 
 def grouped_tile(mean_rows: float, n: int) -> tuple[int, int]:
@@ -638,20 +645,28 @@ def grouped_tile(mean_rows: float, n: int) -> tuple[int, int]:
     return GROUPED_SMALL_TILE if mean_rows <= 128 or n <= 128 else GROUPED_LARGE_TILE
 
 
-def grouped_roof_s(counts, n: int, k: int, peak: float, dram_bw: float, l2_bw: float, itemsize: int = 2) -> float:
+def grouped_roof_s(counts, n: int, k: int, peak: float, dram_bw: float, l2_bw: float, l2_bytes: float = 0.0,
+                   itemsize: int = 2) -> float:
     """A grouped GEMM's roofline at a routing, in the kernel's own terms: the larger of (a) the bytes from DRAM, the
-    touched experts' weights once and every row in and out, and (b) its output tiles, each streaming its A and B
-    slabs (tile rows + tile columns) x K through L2 and doing a whole tile's multiply-adds, whatever rows it holds.
-    On an H200 (qwen3-30b-a3b's random routers, 40 layer GEMMs) this over the even rows' roofline, times the even
-    rows' measured time, read the routed time with a median error of 5%, 18% at worst, where the even rows' time
-    alone was 0.42-1.44x it (profiles/h200-sxm/2026-11-28-suite-workers/moe_grouped.jsonl)."""
+    touched experts' weights and every row in and out, and (b) its tile pairs (GROUPED_CLUSTER_M tiles of one
+    expert sharing their B slab), each streaming (pair rows + tile columns) x K through L2 and doing a whole pair's
+    multiply-adds, whatever rows it holds. An expert whose weights outgrow L2 (``l2_bytes``; 0: never) reads them
+    from DRAM again for each further pair of tiles down its rows: the first pass over its columns has evicted them
+    (ncu on an H200, Mixtral-8x7B's gate/up at 128 rows an expert: 1.90 GB read at even rows, 2.37 GB where three of
+    the eight experts took a third 64-row tile).
+    Against the H200's torch._grouped_mm at 556 routings of six expert shapes (s39's random and shifted routings,
+    and the 40 seen qwen3-30b-a3b layer GEMMs), this over the even rows' roofline, times the even rows' time, read a
+    median error of 6.5%, 19.6% at the 90th percentile, 44% at worst (single tiles: 6.5%, 23.9%, 54%)."""
     experts, rows = len(counts), sum(counts)
     tm, tn = grouped_tile(rows / experts, n)
-    tiles = sum(math.ceil(c / tm) for c in counts) * math.ceil(n / tn)
-    touched = sum(1 for c in counts if c)
-    dram_s = itemsize * (touched * n * k + rows * (n + k)) / dram_bw if dram_bw else 0.0
-    per_tile = max(itemsize * (tm + tn) * k / l2_bw if l2_bw else 0.0, 2.0 * tm * tn * k / peak if peak else 0.0)
-    return max(dram_s, tiles * per_tile)
+    pair = GROUPED_CLUSTER_M * tm
+    pairs = [math.ceil(c / pair) for c in counts]
+    weights = itemsize * n * k
+    reread = bool(l2_bytes) and weights > l2_bytes
+    reads = sum(pairs) if reread else sum(1 for c in counts if c)
+    dram_s = (reads * weights + itemsize * rows * (n + k)) / dram_bw if dram_bw else 0.0
+    per_pair = max(itemsize * (pair + tn) * k / l2_bw if l2_bw else 0.0, 2.0 * pair * tn * k / peak if peak else 0.0)
+    return max(dram_s, sum(pairs) * math.ceil(n / tn) * per_pair)
 
 
 def _bracket(xs: list, x: float) -> tuple:

@@ -372,7 +372,7 @@ class Predictor:
             got = None
         elif op.groups:         # as routed (hwprobe.lowering.llm.routing)
             l2_bw, l2_note = self.l2_stream
-            got = table.routed_time(op.groups, op.n, op.k, peak, self.dram_bw, l2_bw)
+            got = table.routed_time(op.groups, op.n, op.k, peak, self.dram_bw, l2_bw, self.l2_bytes)
             got = got and (got[0], got[1], "; ".join(x for x in (got[2], l2_note) if x))
         else:
             got = table.time(op.batch, op.m, op.n, op.k, peak, self.dram_bw)
