@@ -84,12 +84,14 @@ def test_family_traits_from_the_real_files():
     ("gpt2", 124_439_808, None),
     ("mixtral-8x7b", 46_702_792_704, 12.9e9),     # Mixtral paper: 46.7B total, 12.9B active
     ("qwen3-30b-a3b", 30.5e9, 3.3e9),             # Qwen3 model card: 30.5B total, 3.3B activated
+    (str(DATA / "mixtral-8x22b.json"), 141e9, 39e9),            # Mistral's card: 141B total, 39B active
+    (str(DATA / "qwen3-coder-480b-a35b.json"), 480e9, 35e9),    # Qwen3-Coder's card: 480B total, 35B activated
 ])
 def test_parameter_counts(name, total, active):
     p = params(load(name))
-    assert p.total == pytest.approx(total, rel=2e-3)
-    if active:
-        assert p.active == pytest.approx(active, abs=0.055e9)    # the figures are given to 0.1 B
+    assert p.total == pytest.approx(total, rel=2e-3 if total < 100e9 else 5e-3)
+    if active:      # the figures are given to 0.1 B (to 1 B for the two largest)
+        assert p.active == pytest.approx(active, abs=0.055e9 if active < 30e9 else 0.55e9)
 
 
 def _gemm_weights(ops):
