@@ -48,6 +48,16 @@ for p in "generic $gen" "full $full"; do
   done
   cmp $d comparison-hf-all-$1.md hf_all.json.gz --profile "$2" --tuned $moe --host case
 done
+d=profiles/h200-sxm/2026-11-29-heldout-moe-s39   # two MoE models held out from the tile-pair grouped price
+for rt in hf hf-compiled; do
+  for p in "generic $gen" "full profiles/h200-sxm/2026-11-29-ab-s39/profile-new-full.json.gz"; do
+    set -- $p
+    cmp $d comparison-$rt-$1.md hf_heldout_$rt.json.gz --profile "$2" --host case \
+      --tuned llama,qwen3-30b-a3b,mixtral-8x7b,qwen1.5-moe-a2.7b
+  done
+done
+cmp $d comparison-gemma-phi-hf-compiled-generic.md hf_compiled_gemma_phi.json.gz --profile $gen --tuned llama,qwen3_moe \
+  --host case
 d=profiles/h200x2/2026-11-28-tp2-hf
 cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \
   --tuned llama,qwen3_moe,phi3,gemma2
