@@ -13,53 +13,56 @@ cmp() {   # cmp DIR OUT MEASURED ARGS...: DIR/OUT from DIR/MEASURED
   "$PY" tools/compare_hf_llm.py "$dir/$measured" "$@" --out "${OUT:-.}/$dir/$out" > /dev/null
   [[ $? -le 1 ]] || { echo "reprice_hf: $dir/$out failed" >&2; exit 2; }
 }
+# What the lowering and the predictor were tuned on (every comparison marks the rest held out). Since the 39th session
+# every family of the 7 default configs: the rope cats' rows of their `hf` prefill kernel lists were read before the
+# rope cats moved to the strided-cat curve; and mixtral-8x7b and qwen1.5-moe-a2.7b, whose errors were read under both
+# grouped GEMM prices before the tile-pair one was kept. Held out: Mixtral-8x22B and Qwen3-Coder-480B-A35B
+# (profiles/h200-sxm/2026-11-29-heldout-moe-s39).
+tuned=llama,qwen2,qwen3,gemma2,phi3,qwen3-30b-a3b,mixtral-8x7b,qwen1.5-moe-a2.7b
 for gpu in h200-sxm h100-sxm; do
   gen=profiles/$gpu/2026-11-27-predict-generic
-  cmp "profiles/$gpu/2026-11-27-hf-llm" comparison.md hf_llm_measured.json.gz --profile "$gen" --tuned llama,qwen3_moe
+  cmp "profiles/$gpu/2026-11-27-hf-llm" comparison.md hf_llm_measured.json.gz --profile "$gen" --tuned $tuned
   cmp "profiles/$gpu/2026-11-28-hf-eager" comparison.md hf_eager_measured.json.gz --profile "$gen" \
-    --tuned llama,qwen3_moe
+    --tuned $tuned
 done
 gen=profiles/h200-sxm/2026-11-27-predict-generic
 d=profiles/h200-sxm/2026-11-28-hf-eager-host
-cmp $d comparison.md hf_eager_measured.json.gz --profile $gen --tuned llama,qwen3_moe
-cmp $d comparison-kernels.md hf_eager_kernels.json.gz --profile $gen --tuned llama,qwen3_moe
+cmp $d comparison.md hf_eager_measured.json.gz --profile $gen --tuned $tuned
+cmp $d comparison-kernels.md hf_eager_kernels.json.gz --profile $gen --tuned $tuned
 d=profiles/h200-sxm/2026-11-28-hf-eager-kv          # (comparison-before.md is the old lowering's, kept as it was)
-cmp $d comparison.md hf_eager_measured.json.gz --profile $gen --tuned llama,qwen3_moe,phi3,gemma2 --host case
-cmp $d comparison-moe.md hf_moe_kernels.json.gz --profile $gen --tuned llama,qwen3_moe,phi3,gemma2 --host case
+cmp $d comparison.md hf_eager_measured.json.gz --profile $gen --tuned $tuned --host case
+cmp $d comparison-moe.md hf_moe_kernels.json.gz --profile $gen --tuned $tuned --host case
 cmp profiles/h200-sxm/2026-11-28-hf-moe-balanced comparison.md hf_moe_balanced.json.gz --profile $gen \
-  --tuned llama,qwen3_moe,phi3,gemma2 --host case
+  --tuned $tuned --host case
 d=profiles/h200-sxm/2026-11-28-hf-compiled-host
-cmp $d comparison.md hf_compiled_measured.json.gz --profile $gen --tuned llama,qwen3_moe --host case
-cmp $d comparison-2.md hf_compiled_measured-2.json.gz --profile $gen --tuned llama,qwen3_moe --host case
-cmp $d comparison-moe-balanced.md hf_moe_balanced.json.gz --profile $gen --tuned llama,qwen3_moe --host case
-cmp $d comparison-moe-balanced-decode.md hf_moe_balanced_decode.json --profile $gen --tuned llama,qwen3_moe --host case
+cmp $d comparison.md hf_compiled_measured.json.gz --profile $gen --tuned $tuned --host case
+cmp $d comparison-2.md hf_compiled_measured-2.json.gz --profile $gen --tuned $tuned --host case
+cmp $d comparison-moe-balanced.md hf_moe_balanced.json.gz --profile $gen --tuned $tuned --host case
+cmp $d comparison-moe-balanced-decode.md hf_moe_balanced_decode.json --profile $gen --tuned $tuned --host case
 d=profiles/h200-sxm/2026-11-29-moe-routing-s38     # MoE prefills at the routing each case counted, and uniform
 full=profiles/h200-sxm/2026-11-29-sparse-s37/profile-new-full.json.gz
-# mixtral-8x7b and qwen1.5-moe-a2.7b count as tuned since the 39th session: their errors were looked at under both
-# grouped GEMM prices before the tile-pair one was kept (profiles/h200-sxm/2026-11-29-ab-s39)
-moe=llama,qwen3_moe,mixtral-8x7b,qwen1.5-moe-a2.7b
 for p in "generic $gen" "full $full"; do
   set -- $p
-  cmp $d comparison-$1.md hf_moe_routed.json.gz --profile "$2" --tuned $moe --host case
-  cmp $d comparison-$1-uniform.md hf_moe_routed.json.gz --profile "$2" --tuned $moe --host case \
+  cmp $d comparison-$1.md hf_moe_routed.json.gz --profile "$2" --tuned $tuned --host case
+  cmp $d comparison-$1-uniform.md hf_moe_routed.json.gz --profile "$2" --tuned $tuned --host case \
     --uniform-routing
   for rt in hf-compiled eager; do
-    cmp $d comparison-$rt-$1.md hf_moe_$rt.json.gz --profile "$2" --tuned $moe --host case
+    cmp $d comparison-$rt-$1.md hf_moe_$rt.json.gz --profile "$2" --tuned $tuned --host case
   done
-  cmp $d comparison-hf-all-$1.md hf_all.json.gz --profile "$2" --tuned $moe --host case
+  cmp $d comparison-hf-all-$1.md hf_all.json.gz --profile "$2" --tuned $tuned --host case
 done
 d=profiles/h200-sxm/2026-11-29-heldout-moe-s39   # two MoE models held out from the tile-pair grouped price
 for rt in hf hf-compiled; do
   for p in "generic $gen" "full profiles/h200-sxm/2026-11-29-ab-s39/profile-new-full.json.gz"; do
     set -- $p
     cmp $d comparison-$rt-$1.md hf_heldout_$rt.json.gz --profile "$2" --host case \
-      --tuned llama,qwen3-30b-a3b,mixtral-8x7b,qwen1.5-moe-a2.7b
+      --tuned $tuned
   done
 done
-cmp $d comparison-gemma-phi-hf-compiled-generic.md hf_compiled_gemma_phi.json.gz --profile $gen --tuned llama,qwen3_moe \
+cmp $d comparison-gemma-phi-hf-compiled-generic.md hf_compiled_gemma_phi.json.gz --profile $gen --tuned $tuned \
   --host case
 d=profiles/h200x2/2026-11-28-tp2-hf
 cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \
-  --tuned llama,qwen3_moe,phi3,gemma2
-cmp $d comparison-no-collectives.md hf_tp2_measured.json.gz --profile $gen --tuned llama,qwen3_moe,phi3,gemma2
+  --tuned $tuned
+cmp $d comparison-no-collectives.md hf_tp2_measured.json.gz --profile $gen --tuned $tuned
 [[ -n "${OUT:-}" ]] || git status --short -- profiles | grep comparison || true
