@@ -24,6 +24,7 @@ from hwprobe.calibration import CalibrationSection, lift
 from hwprobe.errors import InputError
 from hwprobe.flags import Code, has
 from hwprobe.measurement import Measurement
+from hwprobe.results import profile_path
 from hwprobe.vocab import Kind
 
 SCHEMA_VERSION = 3
@@ -450,9 +451,7 @@ def read_profile(path: Path | str) -> Profile:
     """Read, migrate and validate a profile.json, or a results directory holding one: the file reader behind the
     one ``load_profile`` (hwprobe.profile_build), which also rebuilds the profile of a run killed before it wrote
     one. Call that one."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "profile.json"
+    p = profile_path(Path(path))
     where = f"profile {str(p)!r}"
     d = migrate(read_json_object(p, where), where)
     validate_dict(d, where)

@@ -34,6 +34,11 @@ RECORDS_FORMAT = "hwprobe-measurements"
 RECORDS_VERSION = 2
 
 
+def profile_path(p: Path) -> Path:
+    """A run directory's profile.json; a file path as given."""
+    return p / PROFILE if p.is_dir() else p
+
+
 def default_root() -> Path:
     return Path(os.environ.get("HWPROBE_RESULTS", "results"))
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hwprobe.fleet.records import CeilingRec, RunRecord
+from hwprobe.results import PROFILE
 from hwprobe.vocab import SPARSE_SUFFIX
 
 # (ceiling key pattern, fraction of theory, why): the first matching pattern wins. Assumptions, not measurements.
@@ -161,7 +162,7 @@ def write_jetson_references(root: Path | str) -> list[Path]:
     out = []
     for folder, name, jetpack, variant in JETSON_REFERENCES:
         d = expectation_profile(specs.find(name), jetpack=jetpack)
-        p = Path(root) / folder / variant / "profile.json"
+        p = Path(root) / folder / variant / PROFILE
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(d, indent=2) + "\n")
         out.append(p)

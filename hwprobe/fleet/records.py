@@ -16,9 +16,8 @@ from typing import Any
 from hwprobe import keys as K
 from hwprobe.errors import InputError
 from hwprobe.flags import Code, has
-from hwprobe.results import MEASUREMENTS, RECORD_FILES, records_file
+from hwprobe.results import MEASUREMENTS, PROFILE, RECORD_FILES, profile_path, records_file
 
-PROFILE = "profile.json"
 _GLOB_CHARS = set("*?[")
 
 
@@ -165,10 +164,6 @@ def record_of(d: dict[str, Any], path: str, label: str | None = None) -> RunReco
                      health=[f for f in d.get("findings") or [] if isinstance(f, dict)
                              and isinstance((f.get("params") or {}).get(K.HEALTH), dict)],
                      devices=[x for x in d.get("devices") or [] if isinstance(x, dict)])
-
-
-def profile_path(p: Path) -> Path:
-    return p / PROFILE if p.is_dir() else p
 
 
 def _records_only(p: Path) -> bool:

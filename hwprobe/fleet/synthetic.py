@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hwprobe.fleet.records import ceilings_of
+from hwprobe.results import PROFILE
 from hwprobe.vocab import Precision
 
 TENSOR_LIBRARY = (Precision.FP16, Precision.BF16, Precision.FP8, Precision.INT8, Precision.TF32)
@@ -77,7 +78,7 @@ def write_fleet(profiles: list[dict[str, Any]], out: Path | str) -> list[Path]:
     out = Path(out)
     paths = []
     for d in profiles:
-        p = out / d["environment"]["host"] / "profile.json"
+        p = out / d["environment"]["host"] / PROFILE
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(d))
         paths.append(p)
