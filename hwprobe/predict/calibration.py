@@ -635,8 +635,8 @@ class GroupedTable:
 GROUPED_SMALL_TILE, GROUPED_LARGE_TILE = (64, 128), (128, 256)
 # Both run in clusters of 2 x 1 CTAs (GroupMM.cu's ClusterShape): two M tiles of one expert share each B slab
 # (TMA multicast), so an expert's rows are taken 2 x the tile's rows at a time. On an H200 (torch 2.11,
-# profiles/h200-sxm/2026-11-29-ab-s39, shift.jsonl) moving 8 rows from one of Mixtral-8x7B's experts to another at
-# 128 rows each (the small tile) took 19-26% longer, and 64 rows at 160 each (the large tile) none.
+# profiles/h200-sxm/2026-11-29-ab-s39/grouped_shift.jsonl) moving 8 rows from one of Mixtral-8x7B's experts to
+# another at 128 rows each (the small tile) took 19-26% longer, and 64 rows at 160 each (the large tile) none.
 GROUPED_CLUSTER_M = 2
 
 
