@@ -102,6 +102,9 @@ class _HF:
         self.h, self.kvh = (cfg.heads, cfg.kv_heads) if full else (cfg.heads // n, cfg.kv_heads // n)
         self.ffn = cfg.ffn if full else cfg.ffn // n
         self.expert_ffn = cfg.expert_ffn // n        # qwen3_moe: every rank holds every expert, a slice of each
+        # q, k and v are ``view(b, t, heads, d).transpose(1, 2)``: not contiguous with more than one token, so a cat
+        # of them (RoPE's rotate_half, a DynamicCache update) runs PyTorch's generic 4-D cat
+        self.heads_strided = self.t > 1
 
     # --- primitives -----------------------------------------------------------------------------------------------
     def k(self, name: str, kind: str, nbytes: float, flops: float = 0.0, precision: str | None = None,
@@ -182,13 +185,13 @@ class _HF:
     def rope(self, p: str, which: str, heads: int) -> None:
         """``apply_rotary_pos_emb`` on q or k: ``q * cos`` (broadcast over the heads), ``-x2`` (half the head),
         ``cat((-x2, x1))``, ``rotate_half(q) * sin``, the add; Phi-3's version then ``cat``s the pass-through part.
-        With more than one token q and k are ``view(b, t, heads, d).transpose(1, 2)``, so the cats' inputs are not
-        contiguous and PyTorch runs its generic 4-D cat ('cat_strided'): in the H200's `hf` prefill kernel lists of
+        With more than one token the cats' inputs are not contiguous (``heads_strided``) and PyTorch runs its
+        generic 4-D cat ('cat_strided'): in the H200's `hf` prefill kernel lists of
         llama-3.2-1b and qwen3-30b-a3b (2026-11-27) the rope cats moved 0.52 and 0.68 TB/s, where the 'cat' curve
         (rows of 128, sliced) reads about 1.2."""
         x = self.rows * heads * self.cfg.head_dim
         cs = self.rows * self.cfg.head_dim * A
-        cat = "cat_strided" if self.t > 1 else "cat"
+        cat = "cat_strided" if self.heads_strided else "cat"
         self.k(f"{p}rope_{which}.mul_cos", "bias", 2 * x * A + cs, x)
         self.k(f"{p}rope_{which}.neg", "unary", x * A, x // 2)
         self.k(f"{p}rope_{which}.cat", cat, 2 * x * A)
@@ -285,7 +288,7 @@ def _strided_cat(e: _HF, i: int, kv: str) -> bool:
     cache cats generic; Phi-3 at 16 and 64 x 1024-8192 one generic cat a layer (the values); Gemma-2 at 1 and
     16 x 8192 two a sliding layer, and none at 64 x 4096 (the prefill held 4095 tokens, within its window)."""
     cfg, case = e.cfg, e.case
-    if e.t > 1:
+    if e.heads_strided:
         return True
     if cfg.slides(i) and case.context - e.t >= cfg.sliding_window and e.b * e.kvh > 1:
         return True
