@@ -106,7 +106,8 @@ def test_a_window_at_the_settles_level_is_the_only_one():
     got = steady.best_window(dev, 4.55, RULE)           # 0.7% over the level: within the 2% tolerance
     assert (dev.ran, got.kept, got.stop, got.kept_index) == (1, "w0", WindowStop.LEVEL, 0)
     assert got.note() is None
-    assert got.params() == {"sustain_windows_us": [4580000.0], "sustain_window_kept": 0,
+    assert got.params() == {"settle_s": 0.25, "sustain_s": 0.4, "settle_max_s": 1.0, "sustain_max_s": 2.0,
+                            "sustain_windows_us": [4580000.0], "sustain_window_kept": 0,
                             "sustain_window_stop": "level"}
 
 

@@ -161,23 +161,24 @@ T = TypeVar("T")
 
 @dataclass
 class Windows(Generic[T]):
-    """What ``best_window`` did: the fastest window's result, every window's seconds per call (in order), which was
-    kept, and why it stopped."""
+    """What ``best_window`` did under ``rule``: the fastest window's result, every window's seconds per call (in
+    order), which was kept, and why it stopped."""
 
     kept: T
     per_call_s: list[float]
     kept_index: int
     stop: WindowStop
-    window_s: float
+    rule: Sustain
 
     def params(self) -> dict:
-        return {"sustain_windows_us": [round(t * 1e6, 2) for t in self.per_call_s],
+        """The rule and the windows, for the kept record's params."""
+        return {**self.rule.params(), "sustain_windows_us": [round(t * 1e6, 2) for t in self.per_call_s],
                 "sustain_window_kept": self.kept_index, "sustain_window_stop": str(self.stop)}
 
     def note(self) -> str | None:
         if len(self.per_call_s) < 2:
             return None
-        return (f"fastest of {len(self.per_call_s)} back-to-back windows of {self.window_s:g} s (window "
+        return (f"fastest of {len(self.per_call_s)} back-to-back windows of {self.rule.sustain_s:g} s (window "
                 f"{self.kept_index + 1} kept): under the power cap the clock moved between levels "
                 f"(hwprobe.timing.steady)")
 
@@ -199,4 +200,4 @@ def best_window(measure: Callable[[], tuple[T, float]], level: float | None, rul
         else:
             continue
         i = min(range(len(got)), key=lambda j: got[j][1])
-        return Windows(got[i][0], [t for _, t in got], i, stop, rule.sustain_s)
+        return Windows(got[i][0], [t for _, t in got], i, stop, rule)

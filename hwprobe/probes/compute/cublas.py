@@ -462,7 +462,7 @@ def measure_sustained(ctx, window: Callable[[], Measurement], runner: Runner, su
 
     got = best_window(bridged, done.level, sustain)
     m = got.kept
-    m.params.update({**sustain.params(), **done.params(), **got.params(), "bridge_calls": bridge})
+    m.params.update({**got.params(), **done.params(), "bridge_calls": bridge})
     if note := got.note():
         m.notes.append(note)
     ctx.verify(m, check)
