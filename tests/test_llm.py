@@ -86,6 +86,9 @@ def test_family_traits_from_the_real_files():
     ("qwen3-30b-a3b", 30.5e9, 3.3e9),             # Qwen3 model card: 30.5B total, 3.3B activated
     (str(DATA / "mixtral-8x22b.json"), 141e9, 39e9),            # Mistral's card: 141B total, 39B active
     (str(DATA / "qwen3-coder-480b-a35b.json"), 480e9, 35e9),    # Qwen3-Coder's card: 480B total, 35B activated
+    (str(DATA / "gemma-7b.json"), 8_537_680_896, None),         # the hub's safetensors counts
+    (str(DATA / "llama-2-7b.json"), 6_738_415_616, None),
+    (str(DATA / "qwen2.5-0.5b.json"), 494_032_768, None),       # tied embeddings: counted once
 ])
 def test_parameter_counts(name, total, active):
     p = params(load(name))
