@@ -102,6 +102,19 @@ def test_dynamic_cache_cat_is_a_contiguous_copy():
     assert pricer.time(cat).source == "framework.copy"
 
 
+def test_ropes_cats_on_transposed_heads_are_rotate_cats():
+    """With more than one token q and k are held transposed ([b, heads, t, d] over the projection's [b, t, heads, d]),
+    so rotate_half's cat runs the generic 4-D cat (rotate_cat; Phi-3's pass-through cat too); one token's are
+    contiguous (cat)."""
+    phi = load(str(DATA / "phi-3-mini-4k-instruct.json"))
+    for cfg, per in ((LLAMA, 1), (phi, 2)):
+        for case, kind in ((Case.prefill(1, 512), "rotate_cat"), (Case.decode(8, 1024), "cat")):
+            ops = lower_hf(cfg, Step("captured", case, case.context))
+            cats = {o.name.split(".", 2)[2]: o.kind for o in ops
+                    if o.name.startswith("layers.0.rope_") and ".cat" in o.name}
+            assert set(cats.values()) == {kind} and len(cats) == 2 * per, cats
+
+
 def test_dynamic_cache_cat_with_a_strided_input_is_the_generic_cat():
     """The H200's eager kernel lists (2026-11-28): every prefill's cache cats, Phi-3's value cat at batch > 1 (a view
     of the fused qkv) and Gemma-2's sliding-window cats once a cat has dropped tokens ran PyTorch's generic 4-D cat

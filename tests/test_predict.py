@@ -505,6 +505,21 @@ def test_memory_kernels_on_stand_in_curves_say_which():
     assert (bn.source, bn.covered, bn.note) == ("framework.batch_norm", True, "")
 
 
+def test_ropes_cat_takes_its_own_curve_else_the_cache_cats_price():
+    """rotate_cat (RoPE's cat on transposed heads) on its own curve; a profile measured before it prices it exactly as
+    it priced it then, as a cache cat (cat_strided, else that kind's stand-in), outside the calibration, and says so."""
+    op = KernelOp("rope", "rotate_cat", bytes=1e6)
+    fw = {"cat_strided": _curve("cat_strided", 0.6e12), "cat": _curve("cat", 1.2e12)}
+    own = _hand(framework={**fw, "rotate_cat": _curve("rotate_cat", 0.5e12)}).time(op)
+    assert (own.source, own.covered, own.note) == ("framework.rotate_cat", True, "")
+    assert own.time_s > _hand(framework=fw).time(KernelOp("c", "cat_strided", bytes=1e6)).time_s
+    for curves, source in ((fw, "framework.cat_strided"), ({"cat": fw["cat"]}, "framework.cat")):
+        old, cache = (_hand(framework=curves).time(KernelOp(n, k, bytes=1e6))
+                      for n, k in (("rope", "rotate_cat"), ("c", "cat_strided")))
+        assert (old.time_s, old.source, old.covered) == (cache.time_s, source, False)
+        assert old.note.startswith("no rotate_cat curve: priced as cat_strided (RoPE's cat on heads held transposed")
+
+
 def test_the_fused_runtime_says_when_it_uses_the_frameworks_linear_table():
     pts = [{"dim": "n", "align": 4, "m": 1024, "factor": 1.5}]
     fused = _hand("fused", gemm={}, framework_gemm={"fp16": _hand_table("fp16")}, align={"fp16": pts})

@@ -24,11 +24,13 @@ from dataclasses import dataclass
 # (a DynamicCache update of a sliding window's held slice or of a fused projection's view), which PyTorch runs on
 # its non-vectorized 4-D cat kernel, about a sixth of a contiguous copy's speed; topk: ``torch.topk`` along the last
 # dim of FP32 scores (an MoE router's), ``bytes`` = the scores read and the values and int64 indices written (the
-# calibration's topk curve counts the same); allreduce: ``bytes`` per rank.
+# calibration's topk curve counts the same); rotate_cat: RoPE's ``rotate_half`` cat on q or k held transposed
+# ([batch, heads, tokens, head] over a [batch, tokens, heads, head] projection), the generic 4-D cat again but with
+# the other input a fresh tensor; allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
                 "embedding", "batchnorm", "groupnorm", "resize", "resize_linear", "unary", "expand", "permute",
-                "relayout", "gather", "strided", "sort", "cat_strided", "topk")
+                "relayout", "gather", "strided", "sort", "cat_strided", "topk", "rotate_cat")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")

@@ -50,14 +50,16 @@ MEMORY_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "s
                 "cat": "unary", "conv_dw": "unary", "embedding": "unary", "batchnorm": "bias", "groupnorm": "norm",
                 "resize": "unary", "resize_linear": "unary", "unary": "unary", "expand": "transpose",
                 "permute": "transpose", "relayout": "transpose", "gather": "unary",
-                "strided": "bias", "sort": "reduction", "cat_strided": "transpose", "topk": "reduction"}
+                "strided": "bias", "sort": "reduction", "cat_strided": "transpose", "topk": "reduction",
+                "rotate_cat": "transpose"}
 # The framework's own curves (gpu.torch_kernels) by kernel kind, preferred for the eager and graph runtimes.
 FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm", "softmax": "softmax",
                    "reduction": "reduction", "pool": "pool", "transpose": "copy", "copy": "copy", "cat": "cat",
                    "conv_dw": "copy", "embedding": "copy", "batchnorm": "batch_norm", "groupnorm": "group_norm",
                    "resize": "resize", "resize_linear": "resize_linear", "unary": "unary", "expand": "expand",
                    "permute": "permute", "relayout": "relayout", "gather": "unary",
-                   "strided": "bias", "sort": "sort", "cat_strided": "cat_strided", "topk": "topk"}
+                   "strided": "bias", "sort": "sort", "cat_strided": "cat_strided", "topk": "topk",
+                   "rotate_cat": "rotate_cat"}
 # gather: PyTorch's vectorized gather kernel reads and writes whole rows as the unary kernel does, on the SMs. Not the
 # copy curve (a contiguous clone): its 1-GiB point reads 2.8 TB/s on an H200 and 2.4 on an H100 where the unary
 # curve reads 4.1 and 3.0 there, and the tuned MoE's eager profile (qwen3-30b-a3b, H200, one token) has its expert
@@ -78,8 +80,11 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "unary": "copy", "batchnorm": "bias", "groupnorm": "norm",
                       "resize": "copy", "resize_linear": "resize", "expand": "cat", "permute": "cat",
                       "relayout": "permute", "sort": "reduction", "cat_strided": "cat", "topk": "reduction"}
+# A kind priced as another kind where the profile lacks its own curve: RoPE's cat runs the cache cats' generic 4-D cat
+# (profiles before the rotate_cat curve price it as they priced it then).
+STAND_IN_KIND = {"rotate_cat": "cat_strided"}
 STAND_IN_UNCOVERED = ("batchnorm", "groupnorm", "resize", "resize_linear", "expand", "permute", "relayout", "sort",
-                      "cat_strided", "topk")
+                      "cat_strided", "topk", "rotate_cat")
 STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectorized",
                 "permute": "a strided copy of its output's elements, not vectorized",
                 "resize_linear": "a bilinear resize, not the nearest-neighbour one",
@@ -88,6 +93,7 @@ STAND_IN_WHY = {"expand": "a strided copy of its output's elements, not vectoriz
                 "topk": "a radix select per row and a sort of the k picked, not one reduction (profiles before the "
                         "topk curve: a router's topk over 16384 x 128 took 120 us on an H200, the reduction curve "
                         "priced 10)",
+                "rotate_cat": "RoPE's cat on heads held transposed: the cache cats' generic 4-D cat, one input fresh",
                 "cat_strided": "PyTorch's 4-D cat with a strided input, not the 2-D cat (profiles before its curve: "
                                "about 2.8x faster per byte at 1 GiB on an H200)"}
 # A convolutional model's memory layout as the framework runs it: channels-last (converted, as fast FP16 kernels
@@ -442,6 +448,10 @@ class Predictor:
 
     def _mem_time(self, kind: str, nbytes: float) -> tuple[float, bool, str, str, float]:
         """(seconds, covered, note, source: the curve that priced it, that curve's floor: its fastest kernel)."""
+        if kind in STAND_IN_KIND and FRAMEWORK_CURVE[kind] not in self.cal.framework and self.runtime != "fused":
+            t, _, note, source, floor = self._mem_time(STAND_IN_KIND[kind], nbytes)
+            head = f"no {kind} curve: priced as {STAND_IN_KIND[kind]} ({STAND_IN_WHY[kind]})"
+            return t, False, "; ".join(x for x in (head, note) if x), source, floor
         fw_name = self._framework_curve(kind)
         fw = self.cal.framework.get(fw_name) if self.runtime != "fused" else None
         if fw is not None:

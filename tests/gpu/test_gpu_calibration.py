@@ -141,12 +141,13 @@ def test_torch_kernels_every_precision(gpu_ctx_factory):
 def test_torch_kernels_dilated_nonsquare_and_large_convolutions(gpu_ctx_factory):
     """The conv families of 2026-11-28 (dilated dense 3x3, 1x7 / 7x1 / 1x3 / 3x1 kernels, maps past the body grid,
     the 1024-channel depthwise and 72-channel odd-width grouped points) run and check on the GPU, with the NCHW pool
-    permute-copy, bilinear-resize, KV-cache cat (strided input), repeat_kv and router topk curves."""
+    permute-copy, bilinear-resize, KV-cache cat (strided input), repeat_kv, router topk and RoPE cat curves."""
     pytest.importorskip("torch")
     from hwprobe.probes.calibration import grids, torch_kernels
 
     fams = ["dense_large", "dilated", "nonsquare", "grouped_odd", "depthwise"]
-    kinds = ["pool_nchw", "permute", "resize_linear", "resize_linear_nchw", "cat_strided", "expand", "topk"]
+    kinds = ["pool_nchw", "permute", "resize_linear", "resize_linear_nchw", "cat_strided", "expand", "topk",
+             "rotate_cat"]
     _, out = _run(gpu_ctx_factory, "gpu.torch_kernels", torch_kernels.run, kinds=kinds, precisions=["fp16"],
                   conv_families=fams, linears=False, sdpa=False)
     errors = [(m.metric, m.reason) for m in out if m.status == "error"]

@@ -186,12 +186,12 @@ class _HF:
         """``apply_rotary_pos_emb`` on q or k: ``q * cos`` (broadcast over the heads), ``-x2`` (half the head),
         ``cat((-x2, x1))``, ``rotate_half(q) * sin``, the add; Phi-3's version then ``cat``s the pass-through part.
         With more than one token the cats' inputs are not contiguous (``heads_strided``) and PyTorch runs its
-        generic 4-D cat ('cat_strided'): in the H200's `hf` prefill kernel lists of
-        llama-3.2-1b and qwen3-30b-a3b (2026-11-27) the rope cats moved 0.52 and 0.68 TB/s, where the 'cat' curve
-        (rows of 128, sliced) reads about 1.2."""
+        generic 4-D cat ('rotate_cat', its own curve; profiles before it: the cache cats' 'cat_strided'): in the
+        H200's `hf` prefill kernel lists of llama-3.2-1b and qwen3-30b-a3b (2026-11-27) the rope cats moved 0.52 and
+        0.68 TB/s, where the 'cat' curve (rows of 128, sliced) reads about 1.2."""
         x = self.rows * heads * self.cfg.head_dim
         cs = self.rows * self.cfg.head_dim * A
-        cat = "cat_strided" if self.heads_strided else "cat"
+        cat = "rotate_cat" if self.heads_strided else "cat"
         self.k(f"{p}rope_{which}.mul_cos", "bias", 2 * x * A + cs, x)
         self.k(f"{p}rope_{which}.neg", "unary", x * A, x // 2)
         self.k(f"{p}rope_{which}.cat", cat, 2 * x * A)

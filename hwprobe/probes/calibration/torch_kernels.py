@@ -31,7 +31,7 @@ from hwprobe.vocab import Curve
 
 KINDS = ("elementwise", "unary", "bias", "norm", "softmax", "reduction", "pool", "pool_nchw", "cat", "copy",
          "permute", "batch_norm", "group_norm", "resize", "resize_linear", "resize_linear_nchw", "bias_nchw", "sort",
-         "cat_strided", "expand", "topk")
+         "cat_strided", "expand", "topk", "rotate_cat")
 MAP_KINDS = ("batch_norm", "group_norm", "resize", "resize_linear", "resize_linear_nchw", "bias_nchw")
 LINEAR_UP, LINEAR_C = 4, 32   # resize_linear(_nchw): bilinear 4x upsampling (half-pixel) of 32 channels, the way a
 #                              segmentation head or a U-Net's decoder scales its maps up; channels-last, and NCHW
@@ -58,6 +58,11 @@ SORT_KEY_BYTES, SORT_EXPERTS = 32, 128
 # read 3.5-3.9 (.ab/strided_cat.py, 2026-11-28). expand: transformers' repeat_kv, [b, kv heads, n, d] expanded to
 # a query-head count and made contiguous (PyTorch's non-vectorized copy through the broadcast view), each launch
 # from its own cache (read cold). Both with Llama-3-8B's heads: 8 kv heads of 128, 32 query heads.
+# rotate_cat: RoPE's rotate_half, torch.cat((-x2, x1), dim=-1), on q as transformers holds it with more than one
+# token: a [batch, tokens, heads, head] projection viewed [batch, heads, tokens, head] (transposed), so x1 is a strided
+# slice and -x2 a fresh tensor in the projection's order. PyTorch runs its generic 4-D cat on that too, but neither
+# cache curve prices it: in the H200's `hf` prefill kernel lists these cats moved 0.52-0.73 TB/s, where the
+# contiguous cat curve read ~1.2 and the cat_strided one 20-28% slower than measured (2026-11-29). 32 heads of 128.
 KV_HEADS, Q_HEADS, HEAD_DIM = 8, 32, 128
 SORT_MAX_BYTES, SORT_STEP_KEYS = 1 << 26, 4096
 # topk: an MoE router's torch.topk(scores, k, dim=-1) over FP32 softmax scores, Qwen3-MoE's 128 experts and top 8: a
@@ -111,6 +116,8 @@ def _case(torch, kind: str, nbytes: int):
                      f"{rows} x (64 + 64)")
     if kind in ("cat_strided", "expand"):
         return _cache_case(torch, kind, nbytes, rnd)
+    if kind == "rotate_cat":
+        return _rotate_case(torch, nbytes, rnd)
     if kind == "bias":            # each launch adds its own bias vector (a layer's), read cold
         rows = max(1, nbytes // (4 * HIDDEN))
         bias = param_copies(torch, (HIDDEN,), lambda s: rnd(*s), half)
@@ -273,6 +280,19 @@ def _cache_case(torch, kind: str, nbytes: int, rnd):
 
     return step, 4 * b * Q_HEADS * n * d, lambda: (holder["y"].float(), holder["x"].float().repeat_interleave(
         rep, dim=1)), f"{b} x {kvh} x {n} x {d} -> {Q_HEADS} heads"
+
+
+def _rotate_case(torch, nbytes: int, rnd):
+    """rotate_cat (see KV_HEADS): each step reads the previous output as a [b, n, heads, d] projection, transposes
+    it and cats the fixed -x2 (laid out as PyTorch's neg lays out a transposed slice) before its first half."""
+    d, h = HEAD_DIM, Q_HEADS
+    b, n = _batch_tokens(nbytes, h, h)                   # b * h * n rows of d: half read from each input, all written
+    neg = -(rnd(b, n, h, d).transpose(1, 2)[..., d // 2:])
+    heads = lambda a: a.view(b, n, h, d).transpose(1, 2)  # noqa: E731
+    step = lambda a: torch.cat((neg, heads(a)[..., :d // 2]), dim=-1)  # noqa: E731
+    ref = lambda a: torch.cat((neg.float(), heads(a)[..., :d // 2]), dim=-1)  # noqa: E731
+    return _pack(_chain(step, rnd(b, h, n, d), ref), 4 * b * h * n * d,
+                 f"{b} x {h} x {n} x ({d // 2} + {d // 2}), heads transposed")
 
 
 def _batch_tokens(nbytes: int, heads: int, min_rows: int) -> tuple[int, int]:
