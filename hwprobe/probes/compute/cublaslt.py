@@ -11,6 +11,7 @@ CuPy has no FP8 dtype and no cuBLASLt binding. Two routes, both autotuned untime
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -187,10 +188,15 @@ def typed_matmul(cp, nvmath, torch, prec: str, m: int, n: int, k: int, seed: int
 
 
 def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, rows: int, params: dict,
-                   notes: list[str]) -> Measurement:
-    """Time (Python loop of executes; calls here last >= ~10 us) and check one planned Matmul, then free it."""
+                   notes: list[str], rest_s: float = 0.0) -> Measurement:
+    """Time (Python loop of executes; calls here last >= ~10 us) and check one planned Matmul, then free it.
+    ``rest_s``: the GPU idles that long after the autotuning and the runner's pilot calls, before the window."""
     try:
         runner = build_runner(g.cp, g.call, graph=False)
+        if rest_s > 0:
+            g.cp.cuda.get_current_stream().synchronize()
+            time.sleep(rest_s)
+            params = {**params, "rest_s": rest_s}
         err: dict = {}
         clocks = [sentinel(ctx)]
 
@@ -215,14 +221,14 @@ def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, 
 
 def measure_fp8(ctx, env, m: int, n: int, k: int, a_fmt: str, b_fmt: str, *, metric: str, kind: str,
                 precision: str, rows: int, fast_accumulation: bool = True, out: str = "bf16",
-                autotune: bool = True, extra: dict | None = None) -> Measurement:
+                autotune: bool = True, extra: dict | None = None, rest_s: float = 0.0) -> Measurement:
     cp, nvmath, torch = env
     g = fp8_matmul(cp, nvmath, torch, m, n, k, a_fmt, b_fmt, fast_accumulation=fast_accumulation, out=out,
                    autotune=autotune)
     return measure_matmul(ctx, g, metric=metric, kind=kind, precision=precision, rows=rows,
                           params={"a": a_fmt, "b": b_fmt, "out": out, "fast_accumulation": fast_accumulation,
                                   **(extra or {})},
-                          notes=[CONVENTION.format(out=out, scale=fp8_scale(a_fmt, b_fmt, k))])
+                          notes=[CONVENTION.format(out=out, scale=fp8_scale(a_fmt, b_fmt, k))], rest_s=rest_s)
 
 
 # --- raw cuBLASLt (INT8) -------------------------------------------------------------------------------------
