@@ -190,3 +190,16 @@ def test_the_masked_sdpa_points_cover_the_hf_validation_prefills():
     assert not any(c.get("masked") for p in ("fp16", "fp32") for c in grids.sdpa_cases(p))
     quick = [c for c in grids.sdpa_cases("bf16", quick=True) if c.get("masked")]
     assert 0 < len(quick) < len(masked)
+
+
+def test_ropes_cat_points_start_at_two_tokens_and_never_repeat_a_size():
+    """rotate_cat's curve: one token's q is contiguous (priced as 'cat'), so its points run from two tokens of 32
+    heads of 128 up; below that every size would be the same one-token case (the H200 run of 2026-11-29 had two
+    points at 16384 B)."""
+    from hwprobe.probes.calibration import common
+    from hwprobe.probes.calibration import torch_kernels as tk
+
+    sizes = tk._sizes_of("rotate_cat", common.SIZES)
+    moved = [4 * b * tk.Q_HEADS * n * tk.HEAD_DIM for b, n in (tk._batch_tokens(s, tk.Q_HEADS, 2 * tk.Q_HEADS)
+                                                                for s in sizes)]
+    assert sizes[0] == 4 * tk.HEAD_DIM * 2 * tk.Q_HEADS and moved == sizes

@@ -286,7 +286,7 @@ def _rotate_case(torch, nbytes: int, rnd):
     """rotate_cat (see KV_HEADS): each step reads the previous output as a [b, n, heads, d] projection, transposes
     it and cats the fixed -x2 (laid out as PyTorch's neg lays out a transposed slice) before its first half."""
     d, h = HEAD_DIM, Q_HEADS
-    b, n = _batch_tokens(nbytes, h, h)                   # b * h * n rows of d: half read from each input, all written
+    b, n = _batch_tokens(nbytes, h, 2 * h)               # b * h * n rows of d, n >= 2 (one token's q is contiguous)
     neg = -(rnd(b, n, h, d).transpose(1, 2)[..., d // 2:])
     heads = lambda a: a.view(b, n, h, d).transpose(1, 2)  # noqa: E731
     step = lambda a: torch.cat((neg, heads(a)[..., :d // 2]), dim=-1)  # noqa: E731
@@ -311,11 +311,13 @@ def _pack(chain, moved: int, shape: str):
 def _sizes_of(kind: str, sizes: list[int]) -> list[int]:
     """The bytes a kind's curve is measured at: the common sizes; sort's up to SORT_MAX_BYTES, with a point just past
     PyTorch's one-CTA sort (SORT_STEP_KEYS + 1 keys); topk's up to SORT_MAX_BYTES, from one row and four (decode
-    steps)."""
+    steps); rotate_cat's from two tokens."""
     if kind == "sort":
         return sorted({n for n in sizes if n <= SORT_MAX_BYTES} | {SORT_KEY_BYTES * (SORT_STEP_KEYS + 1)})
     if kind == "topk":
         return sorted({n for n in sizes if n <= SORT_MAX_BYTES} | {TOPK_ROW_BYTES, 4 * TOPK_ROW_BYTES})
+    if kind == "rotate_cat":        # from two tokens' q (one token's is contiguous: the 'cat' kind)
+        return [n for n in sizes if n >= 4 * HEAD_DIM * 2 * Q_HEADS]
     return sizes
 
 
