@@ -26,11 +26,12 @@ from dataclasses import dataclass
 # dim of FP32 scores (an MoE router's), ``bytes`` = the scores read and the values and int64 indices written (the
 # calibration's topk curve counts the same); rotate_cat: RoPE's ``rotate_half`` cat on q or k held transposed
 # ([batch, heads, tokens, head] over a [batch, tokens, heads, head] projection), the generic 4-D cat again but with
-# the other input a fresh tensor; allreduce: ``bytes`` per rank.
+# the other input a fresh tensor; cat_cache: a ``torch.cat`` of contiguous inputs (a DynamicCache update), PyTorch's
+# vectorized cat, which reads and writes every element as its unary kernels do; allreduce: ``bytes`` per rank.
 GEMM_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("elementwise", "bias", "reduction", "norm", "softmax", "transpose", "copy", "cat", "pool", "conv_dw",
                 "embedding", "batchnorm", "groupnorm", "resize", "resize_linear", "unary", "expand", "permute",
-                "relayout", "gather", "strided", "sort", "cat_strided", "topk", "rotate_cat")
+                "relayout", "gather", "strided", "sort", "cat_strided", "topk", "rotate_cat", "cat_cache")
 COMM_KINDS = ("allreduce", "allgather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 KINDS = GEMM_KINDS + MEMORY_KINDS + COMM_KINDS
 RUNTIMES = ("eager", "graph", "fused")

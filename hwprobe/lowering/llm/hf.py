@@ -253,7 +253,7 @@ def _cache_write(e: _HF, p: str, i: int) -> int:
         keys = cfg.keys(i, case.context)
         held = keys - e.t if not cfg.slides(i) else min(case.context - e.t, cfg.sliding_window - 1)
         for kv in ("k", "v"):
-            kind = "cat_strided" if _strided_cat(e, i, kv) else "copy"
+            kind = "cat_strided" if _strided_cat(e, i, kv) else "cat_cache"
             e.k(f"{p}{kv}_cache_cat", kind, 2 * e.b * kvh * held * d * A + 2 * new)
         return keys if not cfg.slides(i) else held + e.t
     length = min(cfg.sliding_window, step.cache_len) if cfg.slides(i) else step.cache_len
