@@ -60,9 +60,10 @@ SORT_KEY_BYTES, SORT_EXPERTS = 32, 128
 # from its own cache (read cold). Both with Llama-3-8B's heads: 8 kv heads of 128, 32 query heads.
 # rotate_cat: RoPE's rotate_half, torch.cat((-x2, x1), dim=-1), on q as transformers holds it with more than one
 # token: a [batch, tokens, heads, head] projection viewed [batch, heads, tokens, head] (transposed), so x1 is a strided
-# slice and -x2 a fresh tensor in the projection's order. PyTorch runs its generic 4-D cat on that too, but neither
-# cache curve prices it: in the H200's `hf` prefill kernel lists these cats moved 0.52-0.73 TB/s, where the
-# contiguous cat curve read ~1.2 and the cat_strided one 20-28% slower than measured (2026-11-29). 32 heads of 128.
+# slice and -x2 a fresh tensor in the projection's order. PyTorch runs its generic 4-D cat on that too, faster than
+# on the cache's slice: on an H200 (2026-11-29) 0.8-1.0 TB/s from 8 MB up where cat_strided reads 0.6-0.7, and priced
+# on it the tuned families' `hf` prefill rope cats came within 4% of their profiler lists (on cat_strided 20-47% slow;
+# Phi-3's 96-wide heads 13% fast). 32 heads of 128.
 KV_HEADS, Q_HEADS, HEAD_DIM = 8, 32, 128
 SORT_MAX_BYTES, SORT_STEP_KEYS = 1 << 26, 4096
 # topk: an MoE router's torch.topk(scores, k, dim=-1) over FP32 softmax scores, Qwen3-MoE's 128 experts and top 8: a

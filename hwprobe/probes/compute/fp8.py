@@ -28,6 +28,7 @@ from hwprobe.vocab import Kind, Path, Precision
 # (profiles/h200-sxm/2026-11-29-s40: every call timed over 1.5 s, 18 records).
 REST_S = 0.3
 
+
 @probe(name="gpu.gemm_fp8", target="gpu", family="compute",
        summary="FP8 GEMM (E4M3, E4M3xE5M2) through cuBLASLt via nvmath-python: size sweep and ceilings",
        precisions=(Precision.FP8_E4M3, Precision.FP8))
