@@ -61,6 +61,14 @@ for rt in hf hf-compiled; do
 done
 cmp $d comparison-gemma-phi-hf-compiled-generic.md hf_compiled_gemma_phi.json.gz --profile $gen --tuned $tuned \
   --host case
+d=profiles/h200-sxm/2026-11-29-s40        # three dense models held out (by model) from every change before their run;
+tm=llama-3.2-1b,qwen2.5-7b,qwen3-8b,mistral-7b-v0.3,gemma-2-9b,phi-3-mini-4k-instruct,qwen3-30b-a3b,mixtral-8x7b
+tm=$tm,qwen1.5-moe-a2.7b                     # their eager errors drew the look at the cache cats (cat_cache): seen there
+for rt in hf hf-compiled; do
+  cmp $d comparison-$rt.md hf_dense_$rt.json.gz --profile $gen --tuned $tm --host case
+done
+cmp $d comparison-eager.md hf_dense_eager.json.gz --profile $gen --tuned $tm,gemma-7b,llama-2-7b,qwen2.5-0.5b \
+  --host case
 d=profiles/h200x2/2026-11-28-tp2-hf
 cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \
   --tuned $tuned
