@@ -154,7 +154,8 @@ def test_gemm_fp8(gpu_ctx_factory):
                    "fp8.tensor_core.cublaslt.e5m2xe4m3", "fp8_e4m3.tensor_core.cublaslt.promoted_acc"):
         assert got[metric].verified and got[metric].value > 0, metric
         assert "uniform over each format's finite codes" in got[metric].params["operands"]
-    assert got["fp8_e4m3.tensor_core.cublaslt.n4096"].params["rest_s"] == 0.3      # the window opens rested
+    rested = got["fp8_e4m3.tensor_core.cublaslt.n4096"]     # the window opens rested, its samples in one batch
+    assert rested.params["rest_s"] == 0.3 and len(rested.samples_s) == 5
 
 
 def test_sparse(gpu_ctx_factory):
