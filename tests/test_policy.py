@@ -176,3 +176,17 @@ def test_no_probe_keeps_its_own_sample_length():
             if isinstance(node, ast.Assign):
                 found += [f"{f.name}:{t.id}" for t in node.targets if isinstance(t, ast.Name) and pattern.search(t.id)]
     assert not found, found
+
+
+def test_the_rested_rule_takes_five_samples_in_one_batch():
+    """gpu.gemm_fp8's rested window: one batch of five, whatever their noise (a later batch would begin after a host
+    sync, whose first call runs slow under the power cap)."""
+    batches = []
+
+    def timed(k):
+        batches.append(k)
+        return [6e-3, 5.8e-3, 6.9e-3, 5.8e-3, 7.5e-3][:k]      # noisy: the ceiling rule would take more
+
+    got = policy.sample(timed, policy.rule("rested"))
+    assert batches == [5] and len(got.samples) == 5
+    assert policy.sample(lambda k: [6e-3, 5.8e-3, 6.9e-3, 5.8e-3, 7.5e-3, 6e-3][:k], policy.CEILING).samples != got.samples

@@ -28,7 +28,7 @@ from hwprobe.probes.compute.cublas import (
     measure_gemm,
     sentinel,
 )
-from hwprobe.timing import interleaved_medians
+from hwprobe.timing import interleaved_medians, policy
 from hwprobe.vocab import ExecUnit, Kind, Path
 
 VARIANTS = {  # name -> (A format, B format, precision, ceiling metric)
@@ -45,12 +45,6 @@ AUTOTUNE_ITERATIONS = 3
 LT_ALGOS = 8            # heuristic algorithms autotuned (nvmath's default plan limit)
 LT_GEMM_ALGOS = 32      # raw cuBLASLt (INT8): ask the heuristic for more; each runs a few times, interleaved
 LT_WORKSPACE = 32 << 20
-# A rested window (gpu.gemm_fp8's sizes) takes its samples in one batch: the first call after a host sync runs slow
-# under the power cap, and the ceiling rule's later batches of two (hwprobe.timing.policy.sample) each began with one.
-# On an H200 (profiles/h200-sxm/2026-11-29-s40) FP8 at 16384 read [1309, 1464, 1454, 1458, 1461 | 1337, 1461 | 1365,
-# 1462 | 1317] TFLOP/s: the 6th, 8th and 10th low; where the limiter dropped too, the median of ten fell 5% under the
-# first five's. Five is the ceiling rule's minimum: 30 ms at 16384, inside the 25-60 ms the rested level lasts.
-RESTED_SAMPLES = 5
 
 
 def lt_env(ctx, fp8: bool = True) -> tuple[Any, Any, Any]:
@@ -196,15 +190,15 @@ def typed_matmul(cp, nvmath, torch, prec: str, m: int, n: int, k: int, seed: int
 def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, rows: int, params: dict,
                    notes: list[str], rest_s: float = 0.0) -> Measurement:
     """Time (Python loop of executes; calls here last >= ~10 us) and check one planned Matmul, then free it.
-    ``rest_s``: the GPU idles that long after the autotuning and the runner's pilot calls, before a window of
-    RESTED_SAMPLES samples taken in one batch."""
+    ``rest_s``: the GPU idles that long after the autotuning and the runner's pilot calls, before a window under
+    the policy's rested rule (five samples in one batch)."""
     try:
         runner = build_runner(g.cp, g.call, graph=False)
         timing: dict = {}
         if rest_s > 0:
             g.cp.cuda.get_current_stream().synchronize()
             time.sleep(rest_s)
-            params, timing = {**params, "rest_s": rest_s}, {"repeats": RESTED_SAMPLES}
+            params, timing = {**params, "rest_s": rest_s}, {"rule": policy.RESTED.name}
         err: dict = {}
         clocks = [sentinel(ctx)]
 
