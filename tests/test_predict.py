@@ -520,6 +520,15 @@ def test_ropes_cat_takes_its_own_curve_else_the_cache_cats_price():
         assert old.note.startswith("no rotate_cat curve: priced as cat_strided (RoPE's cat on heads held transposed")
 
 
+def test_a_cache_cat_takes_the_unary_curve_else_the_copy_curve():
+    """cat_cache (a DynamicCache cat of contiguous inputs, PyTorch's vectorized cat) on the framework's unary curve;
+    a profile from before that curve prices it as it priced every cache cat then, on the copy curve."""
+    op = KernelOp("c", "cat_cache", bytes=1e6)
+    both = _hand(framework={"unary": _curve("unary", 4e12), "copy": _curve("copy", 2.7e12)}).time(op)
+    old = _hand(framework={"copy": _curve("copy", 2.7e12)}).time(op)
+    assert (both.source, old.source) == ("framework.unary", "framework.copy") and old.time_s > both.time_s
+
+
 def test_the_fused_runtime_says_when_it_uses_the_frameworks_linear_table():
     pts = [{"dim": "n", "align": 4, "m": 1024, "factor": 1.5}]
     fused = _hand("fused", gemm={}, framework_gemm={"fp16": _hand_table("fp16")}, align={"fp16": pts})

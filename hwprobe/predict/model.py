@@ -83,7 +83,8 @@ FRAMEWORK_CURVE = {"elementwise": "elementwise", "bias": "bias", "norm": "norm",
 # its own curve (permute: runs of 64 contiguous elements made contiguous); profiles before it: the cat curve.
 FRAMEWORK_STAND_IN = {"pool": "reduction", "cat": "copy", "unary": "copy", "batchnorm": "bias", "groupnorm": "norm",
                       "resize": "copy", "resize_linear": "resize", "expand": "cat", "permute": "cat",
-                      "relayout": "permute", "sort": "reduction", "cat_strided": "cat", "topk": "reduction"}
+                      "relayout": "permute", "sort": "reduction", "cat_strided": "cat", "topk": "reduction",
+                      "cat_cache": "copy"}
 # A kind priced as another kind where the profile lacks its own curve: RoPE's cat runs the cache cats' generic 4-D cat
 # (profiles before the rotate_cat curve price it as they priced it then).
 STAND_IN_KIND = {"rotate_cat": "cat_strided"}
