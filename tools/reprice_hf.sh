@@ -13,12 +13,13 @@ cmp() {   # cmp DIR OUT MEASURED ARGS...: DIR/OUT from DIR/MEASURED
   "$PY" tools/compare_hf_llm.py "$dir/$measured" "$@" --out "${OUT:-.}/$dir/$out" > /dev/null
   [[ $? -le 1 ]] || { echo "reprice_hf: $dir/$out failed" >&2; exit 2; }
 }
-# What the lowering and the predictor were tuned on (every comparison marks the rest held out). Since the 39th session
-# every family of the 7 default configs: the rope cats' rows of their `hf` prefill kernel lists were read before the
-# rope cats moved to the strided-cat curve; and mixtral-8x7b and qwen1.5-moe-a2.7b, whose errors were read under both
+# What the lowering and the predictor were tuned on, by model (every comparison marks the rest held out). Since the
+# 39th session the 7 default configs: the rope cats' rows of their `hf` prefill kernel lists were read before the rope
+# cats moved to the strided-cat curve; and mixtral-8x7b and qwen1.5-moe-a2.7b, whose errors were read under both
 # grouped GEMM prices before the tile-pair one was kept. Held out: Mixtral-8x22B and Qwen3-Coder-480B-A35B
-# (profiles/h200-sxm/2026-11-29-heldout-moe-s39).
-tuned=llama,qwen2,qwen3,gemma2,phi3,qwen3-30b-a3b,mixtral-8x7b,qwen1.5-moe-a2.7b
+# (profiles/h200-sxm/2026-11-29-heldout-moe-s39); Gemma-7B, Llama-2-7B and Qwen2.5-0.5B (2026-11-29-s40) but in eager.
+tuned=llama-3.2-1b,qwen2.5-7b,qwen3-8b,mistral-7b-v0.3,gemma-2-9b,phi-3-mini-4k-instruct,qwen3-30b-a3b
+tuned=$tuned,mixtral-8x7b,qwen1.5-moe-a2.7b
 for gpu in h200-sxm h100-sxm; do
   gen=profiles/$gpu/2026-11-27-predict-generic
   cmp "profiles/$gpu/2026-11-27-hf-llm" comparison.md hf_llm_measured.json.gz --profile "$gen" --tuned $tuned
@@ -61,13 +62,11 @@ for rt in hf hf-compiled; do
 done
 cmp $d comparison-gemma-phi-hf-compiled-generic.md hf_compiled_gemma_phi.json.gz --profile $gen --tuned $tuned \
   --host case
-d=profiles/h200-sxm/2026-11-29-s40        # three dense models held out (by model) from every change before their run;
-tm=llama-3.2-1b,qwen2.5-7b,qwen3-8b,mistral-7b-v0.3,gemma-2-9b,phi-3-mini-4k-instruct,qwen3-30b-a3b,mixtral-8x7b
-tm=$tm,qwen1.5-moe-a2.7b                     # their eager errors drew the look at the cache cats (cat_cache): seen there
-for rt in hf hf-compiled; do
-  cmp $d comparison-$rt.md hf_dense_$rt.json.gz --profile $gen --tuned $tm --host case
+d=profiles/h200-sxm/2026-11-29-s40        # three dense models held out from every change before their run; their
+for rt in hf hf-compiled; do               # eager errors drew the look at the cache cats (cat_cache): seen there
+  cmp $d comparison-$rt.md hf_dense_$rt.json.gz --profile $gen --tuned $tuned --host case
 done
-cmp $d comparison-eager.md hf_dense_eager.json.gz --profile $gen --tuned $tm,gemma-7b,llama-2-7b,qwen2.5-0.5b \
+cmp $d comparison-eager.md hf_dense_eager.json.gz --profile $gen --tuned $tuned,gemma-7b,llama-2-7b,qwen2.5-0.5b \
   --host case
 d=profiles/h200x2/2026-11-28-tp2-hf
 cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \
