@@ -62,6 +62,8 @@ def test_compute_measurements_stretch_to_the_energy_window():
     assert sum(m.samples_s) >= 0.2 and m.stats.n >= 18
     m = ctx.measure("y", slow, work=1.0, unit="B/s", kind="memory", warmup=0, repeats=3)
     assert m.stats.n == 3                            # only compute ceilings pay for energy
+    m = ctx.measure("z", slow, work=1.0, unit="FLOP/s", kind="compute", warmup=0, rule="rested")
+    assert m.stats.n == 5 and sum(m.samples_s) < 0.2  # a burst window is not stretched: it reads no energy
 
 
 def _streaming_ctx(monkeypatch, stream, **kw):
@@ -156,3 +158,17 @@ def test_fork_join_starts_every_stream_after_the_current_and_joins_them():
     assert ran == [("h2d", s1.ptr), ("d2h", s2.ptr)]
     assert g.log == [("record", "current"), ("wait", "s1"), ("wait", "s2"), ("record", "s1"), ("record", "s2"),
                      ("wait", "current"), ("wait", "current")]
+
+
+def test_a_rested_figures_joules_come_from_a_window_of_their_own():
+    """gpu.gemm_fp8's variants: the rested burst is the rate; the energy rule's window after it gives the joules."""
+    import time
+
+    from hwprobe.probes.base import ProbeContext
+    from hwprobe.probes.compute.cublaslt import sustained_window
+    from hwprobe.timing import NullSampler
+
+    ctx = ProbeContext(target="cpu", device=None, sampler=NullSampler(), energy_window_s=0.1)
+    got = sustained_window(ctx, "x", lambda: time.sleep(0.005), work=1e9, unit="FLOP/s")
+    assert got["samples"] >= 10 and 0 < got["rate"] < 1e9 / 0.005
+    assert got["j_per_op"] is None and got["power_w"] is None     # no energy counter here: none invented

@@ -124,7 +124,8 @@ class ProbeContext:
 
         Samples are taken under the stopping rule ``rule`` (hwprobe.timing.policy; default: the ceiling rule of
         the target, the quick one in quick runs), or exactly ``repeats`` of them where a caller fixes the count.
-        A compute figure samples for at least the energy window too. ``check`` runs after timing and raises
+        A compute figure samples for at least the energy window too, unless its rule reads no energy (a burst
+        window: the rested rule). ``check`` runs after timing and raises
         (VerificationError/AssertionError) on a wrong result; the measurement is then kept but marked invalid.
         ``meta`` fills the other Measurement fields.
         """
@@ -135,7 +136,7 @@ class ProbeContext:
         if repeats is not None:
             r = policy.rule(r.name, min_samples=repeats, max_samples=repeats, max_noise=0.0)
         batch = None
-        if kind == "compute" and self.energy_window_s > 0:
+        if kind == "compute" and self.energy_window_s > 0 and r.energy:
             # A compute ceiling also gets joules per operation: sample until the window is long enough for the
             # energy counter (it steps every ~0.1 s), and at least the rule's (or the caller's) count.
             r = policy.rule("energy", min_samples=r.min_samples, min_total_s=self.energy_window_s)

@@ -96,8 +96,11 @@ SEARCH = StoppingRule("search", sample_s=0.003, min_samples=1, max_samples=1)   
 # - a rested library window (gpu.gemm_fp8's sizes, after the GPU idled): five samples in one batch, no noise target.
 #   Under the power cap the first call after a host sync runs slow, so the ceiling rule's later batches of two each
 #   began with one (H200 FP8 at 16384: [1309, 1464, 1454, 1458, 1461 | 1337, 1461 | 1365, 1462 | 1317] TFLOP/s); five
-#   calls of 16384^3 last 30 ms, inside the 25-60 ms the rested level holds (profiles/h200-sxm/2026-11-29-s40)
-RESTED = StoppingRule("rested", sample_s=0.005, min_samples=5, max_samples=5)  # not vocab: the rule's name
+#   calls of 16384^3 last 30 ms, inside the 25-60 ms the rested level holds (profiles/h200-sxm/2026-11-29-s40).
+#   No energy read: a compute figure under it is not stretched into an energy window (ProbeContext.measure), whose
+#   1.2 s would run at the cap's level; its joules come from a window of their own (cublaslt.measure_matmul)
+RESTED = StoppingRule("rested", sample_s=0.005, min_samples=5, max_samples=5,  # not vocab: the rule's name
+                      energy=False)
 # mma.sync/wgmma: one launch long against launch overhead, short against power-cap throttling (lengths only)
 INSTRUCTION = StoppingRule("instruction", sample_s=0.010, min_samples=10, max_samples=10)  # not vocab: the rule's name
 INSTRUCTION_QUICK = StoppingRule("instruction_quick", sample_s=0.004, min_samples=10, max_samples=10)

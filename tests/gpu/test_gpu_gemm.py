@@ -146,7 +146,9 @@ def test_gemm_fp8(gpu_ctx_factory):
     pytest.importorskip("torch")
     from hwprobe.probes.compute.fp8 import run_fp8
 
-    ms = list(run_fp8(gpu_ctx_factory("gpu.gemm_fp8"), sizes=(4096,)))
+    ctx = gpu_ctx_factory("gpu.gemm_fp8")
+    ctx.energy_window_s = 1.2                               # as a run's: the variants' joules get their own window
+    ms = list(run_fp8(ctx, sizes=(4096,)))
     got = _by_metric(ms)
     failed = [m.metric + ": " + "; ".join(m.notes) for m in ms if m.kind == "info"]
     assert not failed, failed
@@ -156,6 +158,11 @@ def test_gemm_fp8(gpu_ctx_factory):
         assert "uniform over each format's finite codes" in got[metric].params["operands"]
     rested = got["fp8_e4m3.tensor_core.cublaslt.n4096"]     # the window opens rested, its samples in one batch
     assert rested.params["rest_s"] == 0.3 and len(rested.samples_s) == 5
+    for metric in ("fp8.tensor_core.cublaslt.e4m3xe5m2", "fp8_e4m3.tensor_core.cublaslt.promoted_acc"):
+        m = got[metric]                                     # a variant: rested too, its joules from 1.2 s after
+        assert m.params["rest_s"] == 0.3 and len(m.samples_s) == 5 and m.energy_per_op_j is None, metric
+        sus = m.params["sustained"]
+        assert sus["samples"] >= 10 and sus["rate"] > 0 and sus["power_w"] > 0 and sus["j_per_op"] > 0, sus
 
 
 def test_sparse(gpu_ctx_factory):

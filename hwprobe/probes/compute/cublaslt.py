@@ -191,7 +191,9 @@ def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, 
                    notes: list[str], rest_s: float = 0.0) -> Measurement:
     """Time (Python loop of executes; calls here last >= ~10 us) and check one planned Matmul, then free it.
     ``rest_s``: the GPU idles that long after the autotuning and the runner's pilot calls, before a window under
-    the policy's rested rule (five samples in one batch)."""
+    the policy's rested rule (five samples in one batch). A rested compute figure's joules per operation come from
+    a window of their own right after it (the energy rule's 1.2 s, at the power cap's level): ``params
+    ["sustained"]`` gives that window's rate, clock, power and joules, and the record's own rate stays the burst's."""
     try:
         runner = build_runner(g.cp, g.call, graph=False)
         timing: dict = {}
@@ -215,10 +217,22 @@ def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, 
                     "api": "nvmath.linalg.advanced.Matmul (cuBLASLt)", "autotune_iterations": AUTOTUNE_ITERATIONS,
                     "operands": g.operands, **g.chosen(), **params},
             notes=[*notes, *runner.notes], **timing)
+        if rest_s > 0 and kind == Kind.COMPUTE and ctx.energy_window_s > 0:
+            meas.params["sustained"] = sustained_window(ctx, metric, runner.fn, meas.work, meas.unit)
         return finish_record(meas, err, g.precision_result, clocks, runner)
     finally:
         g.close()
         g.torch.cuda.empty_cache()
+
+
+def sustained_window(ctx, metric: str, fn, work: float, unit: str) -> dict:
+    """A compute figure's energy window (the energy rule, unchecked: the burst window before it was checked) as
+    params: its rate, SM clock, power, joules per operation and throttle reasons."""
+    w = ctx.measure(metric, fn, work=work, unit=unit, kind=Kind.COMPUTE, warmup=0)
+    c = w.clocks
+    return {"rate": w.value, "samples": len(w.samples_s), "sm_mhz": c.sm_mhz if c else None,
+            "power_w": c.power_w if c else None, "j_per_op": w.energy_per_op_j,
+            "throttle_reasons": list(c.throttle_reasons) if c else []}
 
 
 def measure_fp8(ctx, env, m: int, n: int, k: int, a_fmt: str, b_fmt: str, *, metric: str, kind: str,
