@@ -24,16 +24,7 @@ if [[ "$MODE" == start ]]; then
   cat > "$WORK/job.sh" <<'EOF'
 set -u; cd "$1"; W=$AB_WORK; export PYTHONUNBUFFERED=1
 source tools/device_install.sh; device_install "$W/install.log"
-fp64() { python3 - <<'PY' >> "$W/cupy_fp64.txt"
-import cupy as cp
-a = cp.random.rand(8192, 8192); b = cp.random.rand(8192, 8192); s, e = cp.cuda.Event(), cp.cuda.Event()
-for _ in range(3): a @ b
-ts = []
-for _ in range(20):
-    s.record(); a @ b; e.record(); e.synchronize(); ts.append(cp.cuda.get_elapsed_time(s, e) / 1e3)
-ts.sort(); print(f"cupy.matmul fp64 8192: median {2 * 8192 ** 3 / ts[10] / 1e12:.2f} TFLOP/s")
-PY
-}
+fp64() { python3 tools/cupy_fp64.py >> "$W/cupy_fp64.txt"; }
 run() {   # run NAME TREE SUITE: one suite from one tree, its wall time beside it, with an empty CuPy kernel
   local t0 rc; t0=$(date +%s.%N)   # cache and an empty driver JIT cache each (every run compiles its kernels, and
   # the driver cuDNN's runtime-compiled engines, as a first run on a new box does: the second run of a pair would
