@@ -173,3 +173,10 @@ class Measurement:
         if not (self.clocks and self.clocks.energy_j and self.clocks.power_w and self.work and self.stats):
             return None
         return self.clocks.power_w * self.stats.median_s / self.work
+
+    def power_summary(self) -> dict[str, Any]:
+        """The rate beside the clock, power and joules per operation it ran at: what a sustained or power
+        window is cited by in another record's params."""
+        c = self.clocks
+        return {"rate": self.value, "sm_mhz": c.sm_mhz if c else None, "power_w": c.power_w if c else None,
+                "j_per_op": self.energy_per_op_j}

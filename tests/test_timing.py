@@ -172,3 +172,16 @@ def test_a_rested_figures_joules_come_from_a_window_of_their_own():
     got = sustained_window(ctx, "x", lambda: time.sleep(0.005), work=1e9, unit="FLOP/s")
     assert got["samples"] >= 10 and 0 < got["rate"] < 1e9 / 0.005
     assert got["j_per_op"] is None and got["power_w"] is None     # no energy counter here: none invented
+
+
+def test_power_summary_cites_rate_clock_power_and_joules_of_one_window():
+    """cuBLASLt's sustained window and gpu.gemm_power's points cite a window by the same four figures."""
+    from hwprobe.measurement import ClockSummary, Measurement, Stats
+
+    m = Measurement(probe="p", metric="x", kind="compute", value=2e15, unit="FLOP/s", work=2e12,
+                    stats=Stats.of([1e-3, 1e-3, 1e-3]),
+                    clocks=ClockSummary(sm_mhz=1400.0, power_w=700.0, energy_j=3.0))
+    assert m.power_summary() == {"rate": 2e15, "sm_mhz": 1400.0, "power_w": 700.0,
+                                 "j_per_op": pytest.approx(700.0 * 1e-3 / 2e12)}
+    bare = Measurement(probe="p", metric="y", kind="compute", value=1.0, unit="FLOP/s")
+    assert bare.power_summary() == {"rate": 1.0, "sm_mhz": None, "power_w": None, "j_per_op": None}

@@ -229,10 +229,8 @@ def sustained_window(ctx, metric: str, fn, work: float, unit: str) -> dict:
     """A compute figure's energy window (the energy rule, unchecked: the burst window before it was checked) as
     params: its rate, SM clock, power, joules per operation and throttle reasons."""
     w = ctx.measure(metric, fn, work=work, unit=unit, kind=Kind.COMPUTE, warmup=0)
-    c = w.clocks
-    return {"rate": w.value, "samples": len(w.samples_s), "sm_mhz": c.sm_mhz if c else None,
-            "power_w": c.power_w if c else None, "j_per_op": w.energy_per_op_j,
-            "throttle_reasons": list(c.throttle_reasons) if c else []}
+    return {**w.power_summary(), "samples": len(w.samples_s),
+            "throttle_reasons": list(w.clocks.throttle_reasons) if w.clocks else []}
 
 
 def measure_fp8(ctx, env, m: int, n: int, k: int, a_fmt: str, b_fmt: str, *, metric: str, kind: str,

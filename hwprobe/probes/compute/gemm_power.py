@@ -175,9 +175,6 @@ def _sustain(ctx, env, theory, prec: str, path: PowerPath, size: int, data, sett
         yield ctx.derived(f"{path.stem}.power_data", ratio, unit="x", kind=Kind.INFO, precision=prec,
                           exec_unit=ExecUnit.TENSOR_CORE, path=Path.LIBRARY, notes=[text],
                           params={"size": size, K.POWER_LIMIT_W: limit, K.VARIANT: path.variant,
-                                  K.POINTS: {p.params["data"]: {"rate": p.value,
-                                                                "sm_mhz": p.clocks.sm_mhz if p.clocks else None,
-                                                                "power_w": p.clocks.power_w if p.clocks else None,
-                                                                "j_per_op": p.energy_per_op_j,
+                                  K.POINTS: {p.params["data"]: {**p.power_summary(),
                                                                 "per_clock": p.params.get("per_clock")}
                                              for p in points}})
