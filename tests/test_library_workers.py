@@ -216,3 +216,21 @@ def test_a_search_checks_its_output_and_a_timing_leaves_the_check_to_the_family(
     assert log == [("call", 4), ("time", 4)]
     with pytest.raises(AssertionError, match="relative error"):
         library_workers.answer(None, fam, "search", {"m": 17})
+
+
+def test_a_worker_keeps_its_cache_until_it_holds_more_than_keep_bytes():
+    class Cuda:
+        held, freed = 0, []
+
+        @classmethod
+        def memory_reserved(cls):
+            return cls.held
+
+        @classmethod
+        def empty_cache(cls):
+            cls.freed.append(cls.held)
+
+    for held in (library_workers.KEEP_BYTES, library_workers.KEEP_BYTES + 1, 0):    # at the limit: kept
+        Cuda.held = held
+        library_workers.trim(type("Torch", (), {"cuda": Cuda}))
+    assert Cuda.freed == [library_workers.KEEP_BYTES + 1]
