@@ -156,9 +156,11 @@ def _serve(conn, device: int) -> None:
 
 
 def trim(torch) -> None:
-    """Give a worker's cached memory back to the driver once it holds more than KEEP_BYTES. Freeing after every
-    point (0.67 ms of cudaFree, and the next point's cudaMallocs) cost ~2 s of a `full` run's ~1640 conv points; six
-    workers holding KEEP_BYTES each leave most of the GPU to the one that searches or times."""
+    """Give a worker's cached memory back to the driver once it holds more than KEEP_BYTES; six workers holding
+    KEEP_BYTES each leave most of the GPU to the one that searches or times. Freeing after every point took 0.67 ms
+    a point in the forty-first session's step timing (~1.1 s over a `full` run's 1640 conv points), but the saving
+    did not show in `full`: the timing phase took 24.82 s with this rule (2026-11-29-ab-s42) against 24.82 and
+    25.17 s without it (2026-11-29-s41), on other leases."""
     if torch.cuda.memory_reserved() > KEEP_BYTES:
         torch.cuda.empty_cache()
 
