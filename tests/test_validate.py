@@ -356,6 +356,33 @@ def test_a_power_capped_clock_a_little_lower_is_named_with_the_figure_per_clock(
     assert capped_clock_causes(r, m) == []                   # the reference side: higher clock, higher rate
     assert capped_clock_causes(m, replace(r, throttle=[])) == []          # the reference not at the limit
 
+AB42 = ROOT / "profiles" / "h200-sxm" / "2026-11-29-ab-s42"
+
+
+def test_a_ceiling_taken_at_another_size_names_this_runs_point_at_the_references_size():
+    """The forty-second session's same-lease A/B (two real H200 `full` profiles): TF32's library ceiling read -3.2%
+    (n=4096 here, n=8192 in the reference). This run's n=8192 point read 0.911x the reference's, and the SM clock
+    moved inside both windows: the cause names the size, that point and both windows' clocks, where "nothing the two
+    runs recorded differs" stood before. A ceiling of the same size, or a point the run lacks, gets no such line."""
+    import gzip
+
+    from hwprobe.fleet.causes import size_causes
+
+    new, old = (record_of(json.loads(gzip.decompress((AB42 / f"profile-{w}-full.json.gz").read_bytes())), w)
+                for w in ("new", "old"))
+    fails = {c.key: c for c in validate.validate(new, old, validate.Tolerances(0.01)).checks if c.status == "fail"}
+    assert set(fails) == {"tf32.tensor_core.library"}                                 # as the A/B read
+    assert fails["tf32.tensor_core.library"].causes == [
+        "the best size differs: n=4096 here, n=8192 in the reference; this run's n=8192 point read 378 TFLOP/s "
+        "(0.911x), and the SM clock moved inside that window (1560 and 1977 MHz at its edges), as in the reference's "
+        "(1515 and 1980 MHz): a window's median depends on where in it the clock moved"]
+    m, r = new.ceilings["tf32.tensor_core.library"], old.ceilings["tf32.tensor_core.library"]
+    assert (m.size, r.size, r.source["metric"]) == (4096, 8192, "tf32.tensor_core.cublas.n8192")
+    assert size_causes(r, r) == []                                                    # same size: no line
+    assert size_causes(m, replace(r, candidates=[])) == ["the best size differs: n=4096 here, n=8192 in the "
+                                                         "reference"]                # the reference's point unknown
+
+
 def test_the_ceilings_table_names_the_windows_whose_clock_moved():
     """Under the compute table (a line, not a column: the table stays within 160 terminal columns and 1400 px)."""
     import io

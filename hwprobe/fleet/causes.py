@@ -8,6 +8,7 @@ CUDA, library and JetPack versions. Each cause is one line with both runs' value
 from __future__ import annotations
 
 from hwprobe.fleet.records import CeilingRec, RunRecord
+from hwprobe.units import si
 
 CLOCK_GAP = 0.03          # clocks more than 3% apart are a cause
 HOT_C = 85.0              # a Jetson thermal zone at or above this during the run: thermal throttling is likely
@@ -171,6 +172,39 @@ def path_causes(m: CeilingRec | None, r: CeilingRec | None) -> list[str]:
     return [f"the best path differs: {m.metric} here, {r.metric} in the reference"]
 
 
+def _edges(c: dict) -> str:
+    got = [x for x in c.get("sentinel_sm_mhz") or [] if isinstance(x, (int, float))]
+    return f"{min(got):.0f} and {max(got):.0f} MHz" if len(got) == 2 else ""
+
+
+def _fell(c: dict) -> bool:
+    got = [x for x in c.get("sentinel_sm_mhz") or [] if isinstance(x, (int, float))]
+    return len(got) == 2 and min(got) < max(got) * (1 - CLOCK_GAP)
+
+
+def size_causes(m: CeilingRec | None, r: CeilingRec | None) -> list[str]:
+    """A library GEMM ceiling taken at another size than the reference's: this run's own point at the reference's
+    size (same metric: size, layout, algo), and whether the SM clock moved inside that window. On an H200 at the
+    700 W cap, TF32 gemmEx at 8192 runs ~415 TFLOP/s until the power limiter acts, then 345-360; a window of ten
+    samples reads whichever share it caught (profiles/h200-sxm/2026-11-29-ab-s42: 378 against 415, the limiter at
+    the 3rd sample against the 9th), so the ceiling moved to another size. The sentinel's two readings per
+    window (clock at its edges, in either order in a candidate's row) show that the clock moved, not when."""
+    if m is None or r is None or not m.size or not r.size or m.size == r.size:
+        return []
+    text = f"the best size differs: n={m.size} here, n={r.size} in the reference"
+    src = r.source
+    mine = m.candidate(src["metric"]) if src else None
+    if mine is None or not isinstance(mine.get("rate"), (int, float)):
+        return [text]
+    text += f"; this run's n={r.size} point read {si(mine['rate'], m.unit)} ({mine['rate'] / r.value:.3f}x)"
+    if _fell(mine):
+        text += f", and the SM clock moved inside that window ({_edges(mine)} at its edges)"
+        if _fell(src):
+            text += (f", as in the reference's ({_edges(src)}): a window's median depends on where in it the clock "
+                     "moved")
+    return [text]
+
+
 def explain(run: RunRecord, ref: RunRecord, key: str | None = None, high: bool = False) -> list[str]:
     """Likely causes of ``run`` falling short of ``ref`` (``high``: rising above it) for ``key``, or the run as a
     whole, most telling first. Throttling, heat and other processes only ever lower a figure, so they explain a
@@ -178,7 +212,7 @@ def explain(run: RunRecord, ref: RunRecord, key: str | None = None, high: bool =
     m = run.ceilings.get(key) if key else None
     r = ref.ceilings.get(key) if key else None
     out = (device_causes(run, ref) + mode_causes(run, ref) + clock_causes(m, r, high)
-           + ([] if high else health_causes(run, ref))
+           + ([] if high else health_causes(run, ref) + size_causes(m, r))
            + (path_causes(m, r) if ref.measured else []) + version_causes(run, ref))
     if not ref.measured:
         out.append("the reference is spec-derived (fractions of theory), not measured")

@@ -35,6 +35,17 @@ class CeilingRec:
     flags: list[str] = field(default_factory=list)
     theory_at_max: float | None = None
     edges_mhz: tuple[float, float] | None = None   # the SM clock at the window's edges, (before, after)
+    size: int | None = None                   # a library GEMM ceiling's n (its point's size), where recorded
+    candidates: list[dict[str, Any]] = field(default_factory=list)   # the points it was the best of (ceiling_of)
+
+    def candidate(self, metric: str) -> dict[str, Any] | None:
+        """The point of ``metric`` this ceiling was chosen among, as its params list it."""
+        return next((c for c in self.candidates if c.get("metric") == metric), None)
+
+    @property
+    def source(self) -> dict[str, Any] | None:
+        """The candidate the ceiling is (the one at its value)."""
+        return next((c for c in self.candidates if c.get("rate") == self.value), None)
 
     def per_cycle(self) -> tuple[float | None, str]:
         """The figure per clock cycle and where it comes from: "recorded" (the profile's per_clock), "derived"
@@ -126,14 +137,16 @@ def _ceiling(key: str, c: dict[str, Any]) -> CeilingRec | None:
         return None
     from hwprobe.profile import _legacy_memory_clock, window_edges
 
-    clock = c.get("clock_mhz")
+    clock, params = c.get("clock_mhz"), c.get("params") or {}
     if c.get("clock_source") == "memory":     # profiles before 2026-11-26 stored the SM clock here (as Ceiling reads)
         clock = _legacy_memory_clock(c) or clock
     return CeilingRec(key=key, value=value, unit=str(c.get("unit") or ""), metric=str(c.get("metric") or ""),
                       clock_mhz=clock, clock_source=c.get("clock_source"),
                       throttle=list(c.get("throttle_reasons") or []), power_w=c.get("power_w"),
                       per_clock=c.get("per_clock"), flags=[str(f) for f in c.get("flags") or []],
-                      theory_at_max=c.get("theory_at_max_clock"), edges_mhz=window_edges(c.get("params")))
+                      theory_at_max=c.get("theory_at_max_clock"), edges_mhz=window_edges(params),
+                      size=params.get("n") if isinstance(params.get("n"), int) else None,
+                      candidates=[x for x in params.get("candidates") or [] if isinstance(x, dict)])
 
 
 def ceilings_of(d: dict[str, Any]) -> dict[str, CeilingRec]:
