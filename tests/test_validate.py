@@ -405,3 +405,29 @@ def test_the_ceilings_table_names_the_windows_whose_clock_moved():
     buf = io.StringIO()
     terminal.render(p, Console(file=buf, width=120, color_system=None))
     assert "fp64 tensor library 1965 -> 1797" in " ".join(buf.getvalue().split())
+
+
+def test_a_short_host_link_names_the_other_copies_and_the_pcie_link_it_ran_on(capsys):
+    """The forty-second session's one-H200 gate (a real acceptance run): both ways read 87.4 GB/s against the
+    reference's 102 with every host copy low and the link at Gen5 x16 of Gen5 x16; the acceptance view prints the
+    cause under the failure, where "nothing the two runs recorded differs: suspect cooling" stood. A link that
+    trained below its maximum, or differs from the reference's, is named as such."""
+    from hwprobe.fleet.causes import host_link_causes
+    from hwprobe.health import HealthVerdict
+
+    run = AB42 / "acceptance-fail"
+    code, out, _ = cli(capsys, "validate", run, "--against", H200)
+    text = " ".join(out.split())
+    assert code == 1 and "FAIL vm: rank0: host_bidir.bandwidth: fail: measured 87.4 GB/s vs expected 102 GB/s" in text
+    assert ("likely cause: PCIe link Gen5 x16 of Gen5 x16 (health): at its full width and speed the link is not the "
+            "limit; host memory, CPU load or where the host placed the copy is the likely one; this run's other host "
+            "copies against the reference: host to device 51.4 GB/s (0.93x), device to host 55 GB/s (0.99x)") in text
+    rec, ref = load_run(run), load_run(H200)
+    assert host_link_causes(rec, ref, "dram.bandwidth") == []                          # not a host link
+    slow = HealthVerdict("pcie", "warn", "Gen4 x16 of Gen5 x16",
+                         {"gen_now": 4, "width_now": 16, "gen_max": 5, "width_max": 16}, "GPU 0")
+    rec.health = [{"params": {"health": slow.to_dict()}}]
+    assert host_link_causes(rec, ref, "host_bidir.bandwidth")[0].startswith("PCIe link Gen4 x16 of Gen5 x16 (health); ")
+    ref.health = [{"params": {"health": {**slow.to_dict(), "reason": "Gen5 x16 of Gen5 x16"}}}]
+    assert host_link_causes(rec, ref, "host_bidir.bandwidth")[0].startswith(
+        "PCIe link Gen4 x16 of Gen5 x16 here, Gen5 x16 of Gen5 x16 in the reference; ")

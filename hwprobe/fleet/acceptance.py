@@ -61,13 +61,18 @@ class NodeResult:
     warnings: list[str] = field(default_factory=list)
 
     @property
-    def failures(self) -> list[str]:
-        out = []
+    def failed(self) -> list[tuple[str, list[str]]]:
+        """Each failure's line and its likely causes (a ceiling's, from validate; none for errors and health)."""
+        out: list[tuple[str, list[str]]] = []
         for p in self.parts:
-            out += [f"{p.who}: {c.key}: {_check_text(c)}" for c in p.failed_checks]
-            out += [f"{p.who}: probe error: {e}" for e in p.errors]
-        out += [f"{who}: health {v.check}: {v.reason}" for who, v in self.health if v.verdict == Verdict.FAIL]
+            out += [(f"{p.who}: {c.key}: {_check_text(c)}", list(c.causes)) for c in p.failed_checks]
+            out += [(f"{p.who}: probe error: {e}", []) for e in p.errors]
+        out += [(f"{who}: health {v.check}: {v.reason}", []) for who, v in self.health if v.verdict == Verdict.FAIL]
         return out
+
+    @property
+    def failures(self) -> list[str]:
+        return [line for line, _ in self.failed]
 
     @property
     def passed(self) -> bool:

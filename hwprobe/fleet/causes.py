@@ -205,6 +205,43 @@ def size_causes(m: CeilingRec | None, r: CeilingRec | None) -> list[str]:
     return [text]
 
 
+HOST_LINKS = ("host_h2d.bandwidth", "host_d2h.bandwidth", "host_bidir.bandwidth")
+HOST_WORDS = {"host_h2d.bandwidth": "host to device", "host_d2h.bandwidth": "device to host",
+              "host_bidir.bandwidth": "both ways"}
+
+
+def pcie_link(rec: RunRecord):
+    """The PCIe verdict the run's health check gave (gpu.health), its first GPU's, or None."""
+    from hwprobe.health import from_measurement
+
+    return next((v for v in map(from_measurement, rec.health) if v is not None and v.check == "pcie"), None)
+
+
+def host_link_causes(run: RunRecord, ref: RunRecord, key: str | None) -> list[str]:
+    """A host-link figure short: the run's other host copies against the reference's, and the PCIe link its health
+    check read. In the forty-second session's acceptance run on an H200 every host copy read low at once (both
+    ways -14%, H2D -7%) with the link at Gen5 x16 of Gen5 x16, and a fresh machine read the reference's figures:
+    the link was not the limit, the host side was (profiles/h200-sxm/2026-11-29-ab-s42). Where both runs name
+    their link, a different one is the cause; a link at its full width and speed points at the host."""
+    if key not in HOST_LINKS:
+        return []
+    others = [f"{HOST_WORDS[k]} {si(run.ceilings[k].value, run.ceilings[k].unit)} "
+              f"({run.ceilings[k].value / ref.ceilings[k].value:.2f}x)"
+              for k in HOST_LINKS if k != key and k in run.ceilings and k in ref.ceilings and ref.ceilings[k].value]
+    tail = [f"this run's other host copies against the reference: {', '.join(others)}"] if others else []
+    a, b = pcie_link(run), pcie_link(ref)
+    if a is None:
+        return tail
+    if b is not None and a.reason != b.reason:
+        return ["; ".join([f"PCIe link {a.reason} here, {b.reason} in the reference", *tail])]
+    v = a.values
+    full = v.get("gen_now") and v.get("gen_now") == v.get("gen_max") and v.get("width_now") == v.get("width_max")
+    head = f"PCIe link {a.reason} (health)" + (": at its full width and speed the link is not the limit; host "
+                                               "memory, CPU load or where the host placed the copy is the likely one"
+                                               if full else "")
+    return ["; ".join([head, *tail])]
+
+
 def explain(run: RunRecord, ref: RunRecord, key: str | None = None, high: bool = False) -> list[str]:
     """Likely causes of ``run`` falling short of ``ref`` (``high``: rising above it) for ``key``, or the run as a
     whole, most telling first. Throttling, heat and other processes only ever lower a figure, so they explain a
@@ -212,7 +249,7 @@ def explain(run: RunRecord, ref: RunRecord, key: str | None = None, high: bool =
     m = run.ceilings.get(key) if key else None
     r = ref.ceilings.get(key) if key else None
     out = (device_causes(run, ref) + mode_causes(run, ref) + clock_causes(m, r, high)
-           + ([] if high else health_causes(run, ref) + size_causes(m, r))
+           + ([] if high else health_causes(run, ref) + size_causes(m, r) + host_link_causes(run, ref, key))
            + (path_causes(m, r) if ref.measured else []) + version_causes(run, ref))
     if not ref.measured:
         out.append("the reference is spec-derived (fractions of theory), not measured")

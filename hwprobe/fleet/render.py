@@ -266,8 +266,10 @@ def render_acceptance(a, console, wide: bool = False) -> None:
                   "[bold green]PASS[/]" if n.passed else "[bold red]FAIL[/]")
     print_table(console, t, ("device", "ranks"), wide)
     for n in a.nodes:
-        for f in n.failures:
+        for f, causes in n.failed:
             console.print(f"[bold red]FAIL[/] {n.node}: {f}")
+            for cause in causes:
+                console.print(f"     likely cause: {cause}")
     for n in a.nodes:
         for w in n.warnings:
             console.print(f"[yellow]warn[/] {n.node}: {w}")
