@@ -71,6 +71,8 @@ POINTS = Key("points", list, "", "the points a summary record was made from (per
 BYTES = Key("bytes", int, "B", "a point's size: a message, a buffer or an array moved")
 VARIANT = Key("variant", str, "", "which variant of the measurement: in_place or out_of_place, a cache's path, ...")
 CURVE = Key("curve", list, "", "a sweep's points: [size, rate] pairs, or {bytes, ns|bps} dicts (latency, cache)")
+CANDIDATES = Key("candidates", list, "", "the points a library ceiling was the best of (cublas.candidate_row: metric, "
+                 "n, layout, algo, api, rate, valid, sm_mhz, sentinel_sm_mhz); validate's causes read them")
 INTENSITY = Key("intensity", float, "FLOP/B", "a roofline point's arithmetic intensity")
 ROOF = Key("roof", float, "FLOP/s", "the compute roof the roofline fit found")
 FLOP_PER_S = Key("flop_per_s", dict, "FLOP/s", "a pipe experiment's rate per instruction: {instr: FLOP/s}")

@@ -35,7 +35,6 @@ class CeilingRec:
     flags: list[str] = field(default_factory=list)
     theory_at_max: float | None = None
     edges_mhz: tuple[float, float] | None = None   # the SM clock at the window's edges, (before, after)
-    size: int | None = None                   # a library GEMM ceiling's n (its point's size), where recorded
     candidates: list[dict[str, Any]] = field(default_factory=list)   # the points it was the best of (ceiling_of)
 
     def candidate(self, metric: str) -> dict[str, Any] | None:
@@ -46,6 +45,12 @@ class CeilingRec:
     def source(self) -> dict[str, Any] | None:
         """The candidate the ceiling is (the one at its value)."""
         return next((c for c in self.candidates if c.get("rate") == self.value), None)
+
+    @property
+    def size(self) -> int | None:
+        """A library GEMM ceiling's n: its source candidate's."""
+        n = (self.source or {}).get("n")
+        return n if isinstance(n, int) else None
 
     def per_cycle(self) -> tuple[float | None, str]:
         """The figure per clock cycle and where it comes from: "recorded" (the profile's per_clock), "derived"
@@ -145,8 +150,7 @@ def _ceiling(key: str, c: dict[str, Any]) -> CeilingRec | None:
                       throttle=list(c.get("throttle_reasons") or []), power_w=c.get("power_w"),
                       per_clock=c.get("per_clock"), flags=[str(f) for f in c.get("flags") or []],
                       theory_at_max=c.get("theory_at_max_clock"), edges_mhz=window_edges(params),
-                      size=params.get("n") if isinstance(params.get("n"), int) else None,
-                      candidates=[x for x in params.get("candidates") or [] if isinstance(x, dict)])
+                      candidates=[x for x in params.get(K.CANDIDATES) or [] if isinstance(x, dict)])
 
 
 def ceilings_of(d: dict[str, Any]) -> dict[str, CeilingRec]:

@@ -581,7 +581,7 @@ def ceiling_of(points: list[Measurement], metric: str, curve_points: list[Measur
         what += f", {best.params['algo']}"
     return dataclasses.replace(
         best, metric=metric, kind=Kind.COMPUTE, samples_s=list(best.samples_s), flags=list(best.flags),
-        params={**best.params, K.CURVE: curve, "candidates": [candidate_row(p) for p in points],
+        params={**best.params, K.CURVE: curve, K.CANDIDATES: [candidate_row(p) for p in points],
                 "ceiling_of": f"best of {len(points)} points ({what}) at {sm_mhz(best) or '?'} MHz"},
         notes=[*best.notes, "efficiency vs size: " + ", ".join(f"{c['n']}: {c['of_best']:.0%}" for c in curve)],
     )
