@@ -172,14 +172,16 @@ def path_causes(m: CeilingRec | None, r: CeilingRec | None) -> list[str]:
     return [f"the best path differs: {m.metric} here, {r.metric} in the reference"]
 
 
-def _edges(c: dict) -> str:
+def _sentinel(c: dict) -> tuple[float, float] | None:
+    """A candidate row's two sentinel clocks (its window's edges, either order) as (low, high), or None."""
     got = [x for x in c.get("sentinel_sm_mhz") or [] if isinstance(x, (int, float))]
-    return f"{min(got):.0f} and {max(got):.0f} MHz" if len(got) == 2 else ""
+    return (min(got), max(got)) if len(got) == 2 else None
 
 
-def _fell(c: dict) -> bool:
-    got = [x for x in c.get("sentinel_sm_mhz") or [] if isinstance(x, (int, float))]
-    return len(got) == 2 and min(got) < max(got) * (1 - CLOCK_GAP)
+def _moved(c: dict) -> str:
+    """"LOW and HIGH MHz" where a candidate's clock moved by more than CLOCK_GAP inside its window, else ""."""
+    e = _sentinel(c)
+    return f"{e[0]:.0f} and {e[1]:.0f} MHz" if e and e[0] < e[1] * (1 - CLOCK_GAP) else ""
 
 
 def size_causes(m: CeilingRec | None, r: CeilingRec | None) -> list[str]:
@@ -197,17 +199,15 @@ def size_causes(m: CeilingRec | None, r: CeilingRec | None) -> list[str]:
     if mine is None or not isinstance(mine.get("rate"), (int, float)):
         return [text]
     text += f"; this run's n={r.size} point read {si(mine['rate'], m.unit)} ({mine['rate'] / r.value:.3f}x)"
-    if _fell(mine):
-        text += f", and the SM clock moved inside that window ({_edges(mine)} at its edges)"
-        if _fell(src):
-            text += (f", as in the reference's ({_edges(src)}): a window's median depends on where in it the clock "
+    if mine_moved := _moved(mine):
+        text += f", and the SM clock moved inside that window ({mine_moved} at its edges)"
+        if src_moved := _moved(src):
+            text += (f", as in the reference's ({src_moved}): a window's median depends on where in it the clock "
                      "moved")
     return [text]
 
 
 HOST_LINKS = ("host_h2d.bandwidth", "host_d2h.bandwidth", "host_bidir.bandwidth")
-HOST_WORDS = {"host_h2d.bandwidth": "host to device", "host_d2h.bandwidth": "device to host",
-              "host_bidir.bandwidth": "both ways"}
 
 
 def pcie_link(rec: RunRecord):
@@ -225,7 +225,9 @@ def host_link_causes(run: RunRecord, ref: RunRecord, key: str | None) -> list[st
     their link, a different one is the cause; a link at its full width and speed points at the host."""
     if key not in HOST_LINKS:
         return []
-    others = [f"{HOST_WORDS[k]} {si(run.ceilings[k].value, run.ceilings[k].unit)} "
+    from hwprobe.report.text import LEVEL_NAMES
+
+    others = [f"{LEVEL_NAMES[k.split('.')[0]]} {si(run.ceilings[k].value, run.ceilings[k].unit)} "
               f"({run.ceilings[k].value / ref.ceilings[k].value:.2f}x)"
               for k in HOST_LINKS if k != key and k in run.ceilings and k in ref.ceilings and ref.ceilings[k].value]
     tail = [f"this run's other host copies against the reference: {', '.join(others)}"] if others else []
