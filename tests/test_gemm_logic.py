@@ -914,26 +914,36 @@ def test_run_gemm_runs_ceilings_first_then_the_sweep(monkeypatch):
     order = []
 
     def fake_measure(ctx, env, v, m, n, k, *, metric, kind, rows, exec_unit=None, notes=(), extra=None,
-                     gemm_cls=None):
+                     gemm_cls=None, rest_s=0.0):
         order.append(metric)
         rate = n * (2.0 if v.layout == "TN" else 1.0) * (1.1 if v.algo == gc.GEMM_DEFAULT_TENSOR_OP else 1.0)
-        return Measurement(probe="gpu.gemm", metric=metric, kind=kind, value=rate, unit=v.unit,
-                           precision=v.precision, params={"n": n, "layout": v.layout,
-                                                           "algo": gc.ALGO_NAMES[v.algo]})
+        best = rate
+        if metric.startswith("fp16.tensor_core.cublas.f32acc.tn.tensor_op.") and n == 16384:   # the limiter acts
+            best, rate = 1.2 * rate, 1.15 * rate if rest_s else rate
+        return Measurement(probe="gpu.gemm", metric=metric, kind=kind, value=rate, best=best, unit=v.unit,
+                           precision=v.precision, params={"n": n, "layout": v.layout, "algo": gc.ALGO_NAMES[v.algo],
+                                                           **({"rest_s": rest_s} if rest_s else {})})
 
     def fake_lt(ctx, env, prec, sizes, rows):
         for n in sizes:
             order.append(f"lt.{prec}.{n}")
             yield Measurement(probe="gpu.gemm", metric=f"{prec}.tensor_core.cublaslt.n{n}", kind="sweep",
-                              value=float(n), unit="FLOP/s", params={"n": n})
+                              value=float(n), best=float(n) * (1.5 if (prec, n) == ("int8", 16384) else 1.0),
+                              unit="FLOP/s", params={"n": n})
             if prec == "int8":      # the INT8-output configuration has a ceiling of its own
                 yield Measurement(probe="gpu.gemm", metric=f"int8.tensor_core.cublaslt.i8out.n{n}", kind="sweep",
-                                  value=2.0 * n, unit="OP/s", params={"n": n})
+                                  value=2.0 * n, best=2.0 * n, unit="OP/s", params={"n": n})
+
+    def fake_lt_point(ctx, env, stem, n, rows, *, metric, rest_s):
+        order.append(metric)
+        return Measurement(probe="gpu.gemm", metric=metric, kind="sweep", value=1.4 * n, best=1.4 * n,
+                           unit="OP/s", params={"n": n, "rest_s": rest_s})
 
     monkeypatch.setattr(gpu_gemm, "cublas_env", lambda ctx: None)
     monkeypatch.setattr(gpu_gemm, "measure_gemm", fake_measure)
     monkeypatch.setattr(gpu_gemm, "_framework_points", lambda *a: iter([order.append("frameworks")] and []))
     monkeypatch.setattr(gpu_fp8, "lt_points", fake_lt)
+    monkeypatch.setattr(gpu_fp8, "lt_point", fake_lt_point)
     ctx = SimpleNamespace(quick=False, log=lambda msg: None, device=SimpleNamespace(cc_major=9, cc_minor=0),
                           derived=lambda metric, value, **kw: Measurement(probe="gpu.gemm", metric=metric,
                                                                           value=value, **kw))
@@ -953,10 +963,20 @@ def test_run_gemm_runs_ceilings_first_then_the_sweep(monkeypatch):
     assert [p["n"] for p in got["int8.tensor_core.cublas.tn"].params["curve"]] == [1024, 6144, 8192, 12288, 16384]
     assert "int8.cublas.nn.n16384" not in order and "fp32.cuda_core.cublas.nn.n16384" not in order
     assert order.index("fp32.cuda_core.cublas.n8192") < order.index("fp16.tensor_core.cublas.f32acc.n1024")
+    # after the sweep, the two configurations whose windows lost the clock run again, rested; nothing else does
+    rested = [o for o in order if ".rested." in o]
+    assert rested == ["fp16.tensor_core.cublas.f32acc.tn.tensor_op.rested.n16384",
+                      "int8.tensor_core.cublaslt.rested.n16384"]
+    assert order.index(rested[0]) > order.index("fp16.tensor_core.cublas.f32acc.n1024")
     ceil = got["fp16.tensor_core.cublas.f32acc"]
     assert ceil.kind == "compute" and ceil.params["n"] == 16384 and ceil.params["layout"] == "TN"
+    assert ceil.value == pytest.approx(1.15 * 2.2 * 16384) and ceil.params["rest_s"] == gpu_gemm.REST_S
+    assert "rested 0.3 s" in ceil.params["ceiling_of"]
+    assert "measured again after a 0.3-s rest" in got[rested[0]].notes[-1]
     assert [p["n"] for p in ceil.params["curve"]] == [1024, 8192]
-    assert got["int8.tensor_core.cublaslt"].value == 16384.0 and got["fp16.tensor_core.cublaslt"].kind == "compute"
+    lt8 = got["int8.tensor_core.cublaslt"]      # 16384's rested window over its first one's median
+    assert lt8.value == pytest.approx(1.4 * 16384) and len(lt8.params["candidates"]) == 5
+    assert got["fp16.tensor_core.cublaslt"].kind == "compute"
     i8 = got["int8.tensor_core.cublaslt.i8out"]
     assert i8.kind == "compute" and i8.value == 32768.0 and len(i8.params["candidates"]) == 4
     assert got["pitfall.int8_vs_fp16"].params["size"] == 8192
@@ -1131,7 +1151,7 @@ def test_fp64_runs_first_after_the_tighter_settle(monkeypatch):
 
     order, settles = [], []
 
-    def fake_measure(ctx, env, v, m, n, k, *, metric, kind, rows, exec_unit=None, notes=(), extra=None):
+    def fake_measure(ctx, env, v, m, n, k, *, metric, kind, rows, exec_unit=None, notes=(), extra=None, rest_s=0.0):
         order.append(metric)
         return Measurement(probe="gpu.gemm", metric=metric, kind=kind, value=float(n), unit=v.unit,
                            precision=v.precision, params={"n": n, "layout": v.layout, "algo": gc.ALGO_NAMES[v.algo],
@@ -1489,3 +1509,28 @@ def test_measure_sustained_checks_only_the_kept_window_and_records_every_window(
     assert m.params["sustain_windows_us"] == [4780.0, 4600.0] and m.params["sustain_window_stop"] == "level"
     assert m.params["settle_stop"] == "steady" and m.params["sustain_max_s"] == 2.0
     assert "fastest of 2" in m.notes[0]
+
+
+def test_clock_lost_picks_the_windows_the_power_limiter_cut_in_a_real_full_run():
+    """The H200 `full` of profiles/h200-sxm/2026-11-29-ab-s42 (3e45c72): each ceiling's candidates as gpu.gemm
+    grouped them. The limiter cut gemmEx TF32 at 8192 (samples 406, 415, 401, 386, ... 348: median 378) and both
+    cuBLASLt TF32 and FP16 at 8192 (408 and 785 at first, medians 381 and 739); every other ceiling's best median
+    already holds its fastest sample within 1% (BF16 cuBLASLt: 817 against 823), so three points rest, not 38."""
+    from pathlib import Path
+
+    from hwprobe.probes.compute.gemm import clock_lost
+    from hwprobe.results import read_measurements
+
+    run = Path(__file__).resolve().parents[1] / "profiles/h200-sxm/2026-11-29-ab-s42/run-new-full"
+    ms = [m for m in read_measurements(run) if m.probe == "gpu.gemm"]
+    by_metric = {m.metric: m for m in ms if m.kind == "sweep"}
+    ceilings = [m for m in ms if m.kind == "compute" and "candidates" in m.params]
+    assert len(ceilings) == 12
+    lost = {}
+    for c in ceilings:
+        pts = [by_metric[row["metric"]] for row in c.params["candidates"]]
+        if (m := clock_lost(pts)) is not None:
+            lost[c.metric] = (m.metric, round(m.best / 1e12), round(m.value / 1e12))
+    assert lost == {"fp16.tensor_core.cublaslt": ("fp16.tensor_core.cublaslt.n8192", 785, 739),
+                    "tf32.tensor_core.cublas": ("tf32.tensor_core.cublas.n8192", 415, 378),
+                    "tf32.tensor_core.cublaslt": ("tf32.tensor_core.cublaslt.n8192", 408, 381)}

@@ -230,6 +230,33 @@ def test_gemm_power_sustained_points(gpu_ctx_factory):
         assert "uniform" in m.notes[0] and "zeros" in m.notes[0]
 
 
+def test_rested_points_open_after_a_rest_and_are_checked(gpu_ctx_factory):
+    """gpu.gemm's rested re-measure (issue 33): a gemmEx point and a cuBLASLt point (raw INT8, nvmath TF32) each
+    open one window of five samples after the GPU idled, and are checked like every other point."""
+    from hwprobe.probes.compute import gemm_common as gc
+    from hwprobe.probes.compute.cublas import cublas_env, measure_gemm
+    from hwprobe.probes.compute.cublaslt import lt_point
+    from hwprobe.probes.compute.gemm import REST_S
+
+    ctx = gpu_ctx_factory("gpu.gemm")
+    env = cublas_env(ctx)
+    ms = [measure_gemm(ctx, env, gc.variant("tf32"), 2048, 2048, 2048, metric="tf32.tensor_core.cublas.rested.n2048",
+                       kind="sweep", rows=8, rest_s=REST_S),
+          lt_point(ctx, env, "int8.tensor_core.cublaslt", 2048, 8, metric="int8.tensor_core.cublaslt.rested.n2048",
+                   rest_s=REST_S)]
+    try:
+        import nvmath  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        ms.append(lt_point(ctx, env, "tf32.tensor_core.cublaslt", 2048, 8, rest_s=REST_S))
+    for m in ms:
+        assert m.verified and m.value > 0 and m.params["rest_s"] == REST_S, m.metric
+        assert len(m.samples_s) == 5 and m.stats.stop, (m.metric, m.stats)
+        assert m.energy_per_op_j is None and "sustained" not in m.params, m.metric     # a burst: no energy window
+
+
 def test_fp64_library_ceiling_against_cupy_matmul(gpu_ctx_factory):
     """Issue 10: the FP64 library ceiling is at least cupy.matmul's at the same size in the same run, and its
     tensor-core unit is confirmed by the rate where it exceeds the DFMA peak."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -469,6 +470,13 @@ def measure_sustained(ctx, window: Callable[[], Measurement], runner: Runner, su
     return m
 
 
+def rest(cp, rest_s: float) -> dict:
+    """Let the GPU idle ``rest_s`` once its queue is done; the timing of the rested window that follows."""
+    cp.cuda.get_current_stream().synchronize()
+    time.sleep(rest_s)
+    return {"rule": policy.RESTED.name}
+
+
 def sentinel(ctx):
     """The SM clock right now, by the sentinel kernel (hwprobe.timing.sentinel); None where it cannot run."""
     from hwprobe.timing.sentinel import sentinel_clock
@@ -488,13 +496,15 @@ def record_sentinel(m: Measurement, before, after) -> None:
 def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int, *, metric: str, kind: str,
                  rows: int, exec_unit: str | None = None, notes: tuple[str, ...] = (),
                  extra: dict | None = None, gemm_cls: type | None = None, data: str = "uniform",
-                 sustain: Sustain | None = None) -> Measurement:
+                 sustain: Sustain | None = None, rest_s: float = 0.0) -> Measurement:
     """Time and check one cuBLAS GEMM; raises on library errors (the caller reports them).
 
     ``gemm_cls`` replaces CublasGemm by a class with the same operands and check but another call
     (gpu_fp8.LtGemm: cuBLASLt). ``data`` picks the operands (a key of DATA). ``sustain``
     (hwprobe.timing.steady.Sustain): an untimed settle, then samples adding up to its sustain_s, in one sampler
     window (the power limiter has settled, and the energy counter steps often enough in the window for its power).
+    ``rest_s``: the GPU idles that long after the runner's pilot calls, then one window under the rested rule (the
+    library's burst before the power limiter acts, as cublaslt.measure_matmul's rested windows).
     """
     env.cp.get_default_memory_pool().free_all_blocks()     # the previous point's operands are gone by now
     with cublas_mode(env, v.math):
@@ -505,6 +515,8 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
                                   graph_unavailable=getattr(g, "graph_unavailable", env.graph_unavailable))
             # settle outside the sampler window, so its clock and power are the settled ones
             timing, done = settle_runner(env.cp, runner, sustain) if sustain else ({}, None)
+            if rest_s > 0 and not sustain:
+                timing = rest(env.cp, rest_s)
             err: dict = {}
             clocks = [sentinel(ctx)]            # right before the timed window, and right after it (in check)
 
@@ -517,7 +529,8 @@ def measure_gemm(ctx, env: CublasEnv, v: gc.GemmVariant, m: int, n: int, k: int,
                 return ctx.measure(metric, runner.fn, work=gc.gemm_flops(m, n, k) * runner.reps, unit=v.unit,
                                    kind=kind, check=then_check, precision=v.precision,
                                    exec_unit=exec_unit or v.exec_unit, path=Path.LIBRARY,
-                                   params={**g.params(runner), **timing, **(extra or {})},
+                                   params={**g.params(runner), **timing, **(extra or {}),
+                                           **({"rest_s": rest_s} if rest_s > 0 else {})},
                                    notes=[*notes, *runner.notes], **timing)
 
             meas = measure_sustained(ctx, window, runner, sustain, done, check) if done else window(check)
@@ -579,6 +592,8 @@ def ceiling_of(points: list[Measurement], metric: str, curve_points: list[Measur
     what = f"n={best.params.get('n')}" + (f", layout {best.params['layout']}" if best.params.get("layout") else "")
     if best.params.get("algo") not in (None, gc.ALGO_NAMES[gc.GEMM_DEFAULT]):
         what += f", {best.params['algo']}"
+    if best.params.get("rest_s"):
+        what += f", rested {best.params['rest_s']:g} s"
     return dataclasses.replace(
         best, metric=metric, kind=Kind.COMPUTE, samples_s=list(best.samples_s), flags=list(best.flags),
         params={**best.params, K.CURVE: curve, K.CANDIDATES: [candidate_row(p) for p in points],

@@ -11,7 +11,6 @@ CuPy has no FP8 dtype and no cuBLASLt binding. Two routes, both autotuned untime
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numpy as np
@@ -26,9 +25,10 @@ from hwprobe.probes.compute.cublas import (
     finish_record,
     fp8_finite_values,
     measure_gemm,
+    rest,
     sentinel,
 )
-from hwprobe.timing import interleaved_medians, policy
+from hwprobe.timing import interleaved_medians
 from hwprobe.vocab import ExecUnit, Kind, Path
 
 VARIANTS = {  # name -> (A format, B format, precision, ceiling metric)
@@ -45,6 +45,16 @@ AUTOTUNE_ITERATIONS = 3
 LT_ALGOS = 8            # heuristic algorithms autotuned (nvmath's default plan limit)
 LT_GEMM_ALGOS = 32      # raw cuBLASLt (INT8): ask the heuristic for more; each runs a few times, interleaved
 LT_WORKSPACE = 32 << 20
+# A rested window (gpu.gemm_fp8's every size, gpu.gemm's clock-lost points) opens after the GPU rested REST_S.
+# Under the 700 W cap an H200 runs e4m3 at 16384 at ~1520 TFLOP/s for 25-60 ms after a rest of 0.3 s or 1 s, then at
+# the cap's ~1330; right after 150 ms of the same GEMM (the autotuning and the runner's pilot calls) the window opened
+# at ~1340 (8192: ~1500 against 1260-1280). Without the rest the window opened wherever the host's gaps had left the
+# limiter: 1383-1516 across one lease's runs of the same code. Rested, the ceiling is the library's burst, as
+# gpu.gemm's ceilings are after their settles (profiles/h200-sxm/2026-11-29-s40: every call timed over 1.5 s, 18
+# records). The FP8 variants (E5M2 pairs, promoted accumulation) rest too: in 1.2-s energy windows at the cap's level
+# they read 9-12% under the rested E4M3 ceiling for the window, not the format; their joules come from a window of
+# their own (measure_matmul).
+REST_S = 0.3
 
 
 def lt_env(ctx, fp8: bool = True) -> tuple[Any, Any, Any]:
@@ -198,9 +208,7 @@ def measure_matmul(ctx, g: LtMatmul, *, metric: str, kind: str, precision: str, 
         runner = build_runner(g.cp, g.call, graph=False)
         timing: dict = {}
         if rest_s > 0:
-            g.cp.cuda.get_current_stream().synchronize()
-            time.sleep(rest_s)
-            params, timing = {**params, "rest_s": rest_s}, {"rule": policy.RESTED.name}
+            params, timing = {**params, "rest_s": rest_s}, rest(g.cp, rest_s)
         err: dict = {}
         clocks = [sentinel(ctx)]
 
@@ -392,32 +400,38 @@ INT8_LT = (  # (variant key, class, metric stem, note) of gpu.gemm's INT8 cuBLAS
 
 def lt_points(ctx, env, prec: str, sizes: list[int], rows: int):
     """gpu.gemm's cuBLASLt points for one precision (largest size first); failures come back as info records."""
-    metric = f"{prec}.tensor_core.cublaslt"
-    if prec == "int8":
-        for n in sizes:
-            for key, cls, stem, note in INT8_LT:
-                ctx.log(f"cuBLASLt {key} {n}^3")
-                try:
-                    yield measure_gemm(ctx, env, gc.variant(key), n, n, n, metric=f"{stem}.n{n}", kind=Kind.SWEEP,
-                                       rows=rows, gemm_cls=cls, notes=(note,))
-                except Exception as e:
-                    yield failure(ctx, f"{stem}.n{n}", f"cuBLASLt {key} {n}^3", e, precision="int8", path=Path.LIBRARY)
-        return
-    try:
-        cp, nvmath, torch = lt_env(ctx, fp8=False)
-    except Skip as e:
-        yield failure(ctx, metric, "cuBLASLt (nvmath Matmul)", e, precision=prec, path=Path.LIBRARY)
-        return
-    for n in sizes:
-        ctx.log(f"cuBLASLt {prec} {n}^3 (nvmath Matmul, autotuned)")
+    stems = [stem for _, _, stem, _ in INT8_LT] if prec == "int8" else [f"{prec}.tensor_core.cublaslt"]
+    if prec != "int8":
         try:
-            g = typed_matmul(cp, nvmath, torch, prec, n, n, n)
-            yield measure_matmul(ctx, g, metric=f"{metric}.n{n}", kind=Kind.SWEEP, precision=prec, rows=rows,
-                                 params={"dtype": MATMUL_TYPES[prec][0],
-                                         "compute_type": "COMPUTE_32F_FAST_TF32" if prec == "tf32" else "default"},
-                                 notes=["A row-major, B column-major (TN), result in the input type"])
-        except Exception as e:
-            yield failure(ctx, f"{metric}.n{n}", f"cuBLASLt {prec} {n}^3", e, precision=prec, path=Path.LIBRARY)
+            lt_env(ctx, fp8=False)
+        except Skip as e:
+            yield failure(ctx, stems[0], "cuBLASLt (nvmath Matmul)", e, precision=prec, path=Path.LIBRARY)
+            return
+    for n in sizes:
+        for stem in stems:
+            try:
+                yield lt_point(ctx, env, stem, n, rows)
+            except Exception as e:
+                yield failure(ctx, f"{stem}.n{n}", f"cuBLASLt {stem} {n}^3", e, precision=prec, path=Path.LIBRARY)
+
+
+def lt_point(ctx, env, stem: str, n: int, rows: int, *, metric: str | None = None, rest_s: float = 0.0):
+    """One of gpu.gemm's cuBLASLt points: configuration ``stem`` (a ceiling metric) at n^3, named ``metric``
+    (default ``stem.n<n>``); ``rest_s``: a rested window (measure_gemm, measure_matmul). Raises on failure."""
+    metric = metric or f"{stem}.n{n}"
+    prec = stem.split(".", 1)[0]
+    for key, cls, int8_stem, note in INT8_LT:
+        if stem == int8_stem:
+            ctx.log(f"cuBLASLt {key} {n}^3")
+            return measure_gemm(ctx, env, gc.variant(key), n, n, n, metric=metric, kind=Kind.SWEEP, rows=rows,
+                                gemm_cls=cls, notes=(note,), rest_s=rest_s)
+    cp, nvmath, torch = lt_env(ctx, fp8=False)
+    ctx.log(f"cuBLASLt {prec} {n}^3 (nvmath Matmul, autotuned)")
+    g = typed_matmul(cp, nvmath, torch, prec, n, n, n)
+    return measure_matmul(ctx, g, metric=metric, kind=Kind.SWEEP, precision=prec, rows=rows,
+                          params={"dtype": MATMUL_TYPES[prec][0],
+                                  "compute_type": "COMPUTE_32F_FAST_TF32" if prec == "tf32" else "default"},
+                          notes=["A row-major, B column-major (TN), result in the input type"], rest_s=rest_s)
 
 
 def fp8_align_points(ctx, plan, rows: int):

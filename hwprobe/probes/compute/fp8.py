@@ -17,18 +17,8 @@ from hwprobe.errors import InputError
 from hwprobe.probes.base import probe
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.probes.compute.cublas import ceiling_of, failure
-from hwprobe.probes.compute.cublaslt import OUT_TYPES, VARIANTS, fp8_env, measure_fp8
+from hwprobe.probes.compute.cublaslt import OUT_TYPES, REST_S, VARIANTS, fp8_env, measure_fp8
 from hwprobe.vocab import Kind, Path, Precision
-
-# Each size's window opens after the GPU rested REST_S. Under the 700 W cap an H200 runs e4m3 at 16384 at ~1520
-# TFLOP/s for 25-60 ms after a rest of 0.3 s or 1 s, then at the cap's ~1330; right after 150 ms of the same GEMM (the
-# autotuning and the runner's pilot calls) the window opened at ~1340 (8192: ~1500 against 1260-1280). Without the
-# rest the window opened wherever the host's gaps had left the limiter: 1383-1516 across one lease's runs of the
-# same code. Rested, the ceiling is the library's burst, as gpu.gemm's ceilings are after their settles
-# (profiles/h200-sxm/2026-11-29-s40: every call timed over 1.5 s, 18 records). The variants (E5M2 pairs, promoted
-# accumulation) rest too: in 1.2-s energy windows at the cap's level they read 9-12% under the rested E4M3 ceiling
-# for the window, not the format; their joules come from a window of their own (cublaslt.measure_matmul).
-REST_S = 0.3
 
 
 @probe(name="gpu.gemm_fp8", target="gpu", family="compute",
