@@ -1511,26 +1511,67 @@ def test_measure_sustained_checks_only_the_kept_window_and_records_every_window(
     assert "fastest of 2" in m.notes[0]
 
 
-def test_clock_lost_picks_the_windows_the_power_limiter_cut_in_a_real_full_run():
-    """The H200 `full` of profiles/h200-sxm/2026-11-29-ab-s42 (3e45c72): each ceiling's candidates as gpu.gemm
-    grouped them. The limiter cut gemmEx TF32 at 8192 (samples 406, 415, 401, 386, ... 348: median 378) and both
-    cuBLASLt TF32 and FP16 at 8192 (408 and 785 at first, medians 381 and 739); every other ceiling's best median
-    already holds its fastest sample within 1% (BF16 cuBLASLt: 817 against 823), so three points rest, not 38."""
+def _ceiling_groups(run: str) -> dict:
+    """A committed run's gpu.gemm ceilings, each with its candidates as gpu.gemm grouped them (rested ones left out)."""
     from pathlib import Path
 
-    from hwprobe.probes.compute.gemm import clock_lost
     from hwprobe.results import read_measurements
 
-    run = Path(__file__).resolve().parents[1] / "profiles/h200-sxm/2026-11-29-ab-s42/run-new-full"
-    ms = [m for m in read_measurements(run) if m.probe == "gpu.gemm"]
+    ms = [m for m in read_measurements(Path(__file__).resolve().parents[1] / run) if m.probe == "gpu.gemm"]
     by_metric = {m.metric: m for m in ms if m.kind == "sweep"}
-    ceilings = [m for m in ms if m.kind == "compute" and "candidates" in m.params]
-    assert len(ceilings) == 12
-    lost = {}
-    for c in ceilings:
-        pts = [by_metric[row["metric"]] for row in c.params["candidates"]]
-        if (m := clock_lost(pts)) is not None:
-            lost[c.metric] = (m.metric, round(m.best / 1e12), round(m.value / 1e12))
+    return {c.metric: [by_metric[row["metric"]] for row in c.params["candidates"] if ".rested." not in row["metric"]]
+            for c in ms if c.kind == "compute" and "candidates" in c.params}
+
+
+def test_to_rest_picks_each_ceiling_the_power_limiter_touched_in_real_full_runs():
+    """The H200 `full` runs of profiles/h200-sxm/2026-11-29-ab-s42 (3e45c72) and -ab-s43 (978fdd5). The limiter cut
+    gemmEx TF32 at 8192 in s42 (samples 406, 415, 401, 386, ... 348: median 378) and both cuBLASLt TF32 and FP16 at
+    8192 (408 and 785 at first, medians 381 and 739): their fastest samples beat every median by over 1%. Where NVML
+    named the power cap or the sentinel clock fell by over 3% in the best window, the ceiling rests too (BF16
+    cuBLASLt's window ran flat at 824.5 in a round where rested it read 832.5 before and 832.8 after). FP32's best
+    window ran at 1980 MHz throughout: no rest. Nine ceilings rest in s42, ten in s43 (~0.4 s each)."""
+    from hwprobe.probes.compute.gemm import limited, to_rest
+
+    s42 = _ceiling_groups("profiles/h200-sxm/2026-11-29-ab-s42/run-new-full")
+    assert len(s42) == 12
+    picked = {c: to_rest(pts) for c, pts in s42.items()}
+    assert {c for c, m in picked.items() if m is not None} == {
+        f"{p}.tensor_core.{v}" for p, v in (("fp64", "cublas"), ("int8", "cublaslt"), ("int8", "cublaslt.i8out"),
+                                            ("fp16", "cublas.f16acc"), ("fp16", "cublaslt"), ("bf16", "cublas"),
+                                            ("bf16", "cublaslt"), ("tf32", "cublas"), ("tf32", "cublaslt"))}
+    lost = {c: (m.metric, round(m.best / 1e12), round(m.value / 1e12)) for c, m in picked.items()
+            if m is not None and m.best > 1.01 * max(p.value for p in s42[c])}
     assert lost == {"fp16.tensor_core.cublaslt": ("fp16.tensor_core.cublaslt.n8192", 785, 739),
                     "tf32.tensor_core.cublas": ("tf32.tensor_core.cublas.n8192", 415, 378),
                     "tf32.tensor_core.cublaslt": ("tf32.tensor_core.cublaslt.n8192", 408, 381)}
+    fp32 = max(s42["fp32.cuda_core.cublas"], key=lambda p: p.best)
+    assert fp32.metric == "fp32.cuda_core.cublas.n8192" and not limited(fp32)
+    s43 = _ceiling_groups("profiles/h200-sxm/2026-11-29-ab-s43/run-new-full")
+    assert sum(to_rest(pts) is not None for pts in s43.values()) == 10
+    assert to_rest(s43["fp32.cuda_core.cublas"]) is None
+
+
+def test_limited_reads_the_power_cap_from_nvml_or_the_sentinel():
+    from hwprobe import keys as K
+    from hwprobe.measurement import ClockSummary
+    from hwprobe.probes.compute.gemm import limited
+
+    def m(reasons=(), before=1980.0, after=1980.0):
+        return Measurement(probe="gpu.gemm", metric="x", kind="sweep", value=1.0, unit="FLOP/s",
+                           clocks=ClockSummary(sm_mhz=1980.0, throttle_reasons=list(reasons)),
+                           params={K.SENTINEL_BEFORE: {"mhz": before}, K.SENTINEL_AFTER: {"mhz": after}})
+
+    assert not limited(m()) and not limited(m(after=1925.0))             # 2.8% lower: within the sentinel's rule
+    assert limited(m(reasons=["sw_power_cap"])) and limited(m(after=1635.0))   # NVML saw it; the sentinel saw it
+    assert not limited(m(reasons=["sw_thermal_slowdown"], before=1700.0))      # the clock rose inside the window
+    assert not limited(Measurement(probe="gpu.gemm", metric="x", kind="sweep", value=1.0, unit="FLOP/s"))
+
+
+def test_a_rested_window_opens_without_a_warm_up_after_the_rest():
+    from hwprobe.probes.compute.cublas import rest
+    from hwprobe.timing import policy
+
+    synced = []
+    cp = SimpleNamespace(cuda=SimpleNamespace(get_current_stream=lambda: SimpleNamespace(
+        synchronize=lambda: synced.append(True))))
+    assert rest(cp, 0.001) == {"rule": policy.RESTED.name, "warmup": 0} and synced == [True]

@@ -93,7 +93,7 @@ L2_SCREEN = StoppingRule("l2_screen", sample_s=0.001, min_samples=2, max_samples
 TRACE = StoppingRule("trace", sample_s=0.003, min_samples=3, max_samples=3)          # the roofline trace's points
 LATENCY = StoppingRule("latency", sample_s=0.0, min_samples=5, max_samples=5)        # chases: fixed steps, 5 times
 SEARCH = StoppingRule("search", sample_s=0.003, min_samples=1, max_samples=1)   # one launch per configuration tried
-# - a rested library window (gpu.gemm_fp8's sizes and gpu.gemm's clock-lost ceilings, after the GPU idled:
+# - a rested library window (gpu.gemm_fp8's sizes and gpu.gemm's limited ceilings, after the GPU idled; no warm-up:
 #   cublas.rest): five samples in one batch, no noise target.
 #   Under the power cap the first call after a host sync runs slow, so the ceiling rule's later batches of two each
 #   began with one (H200 FP8 at 16384: [1309, 1464, 1454, 1458, 1461 | 1337, 1461 | 1365, 1462 | 1317] TFLOP/s); five

@@ -471,10 +471,14 @@ def measure_sustained(ctx, window: Callable[[], Measurement], runner: Runner, su
 
 
 def rest(cp, rest_s: float) -> dict:
-    """Let the GPU idle ``rest_s`` once its queue is done; the timing of the rested window that follows."""
+    """Let the GPU idle ``rest_s`` once its queue is done; the timing of the rested window that follows: the rested
+    rule, no warm-up. The burst after a rest lasts ~25 ms on an H200 under its cap; two warm-up samples spent 10 ms
+    of it and left the first timed sample (after their sync) the slowest anyway, in 13 of 17 rested windows, while
+    4 of 17 met the limiter at their fourth or fifth sample (profiles/h200-sxm/2026-11-29-ab-s43). The median of the
+    five drops a slow first one."""
     cp.cuda.get_current_stream().synchronize()
     time.sleep(rest_s)
-    return {"rule": policy.RESTED.name}
+    return {"rule": policy.RESTED.name, "warmup": 0}
 
 
 def sentinel(ctx):

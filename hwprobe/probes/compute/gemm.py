@@ -210,9 +210,10 @@ LT_PRECISIONS = (Precision.FP16, Precision.BF16, Precision.INT8, Precision.TF32)
 GEMM_PRECISIONS = (Precision.FP64, Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16, Precision.INT8)
 ALIGN_PRECISIONS = (Precision.FP16, Precision.BF16, Precision.INT8, Precision.TF32, Precision.FP8)
 NOT_CEILINGS = ("int8.nn",)     # variant keys whose points give no ceiling (the pitfall's layout): never rested
-# A group's fastest sample over its best median by more than this: its window lost the clock (clock_lost). Ten
+# A group's fastest sample over its best median by more than this: its window lost the clock (to_rest). Ten
 # clean samples of one window spread under 0.5% (the ceiling rule's 0.3% noise target); a limiter's drop, 3-17%
 CLOCK_LOST_MARGIN = 0.01
+EDGE_FALL = 0.03    # a window whose sentinel clock fell by more than this met the limiter (the report's 3% rule)
 
 
 @probe(name="gpu.gemm", target="gpu", family="compute",
@@ -341,14 +342,15 @@ def _phase2(ctx, plan, order, capped: set[str], start: dict, run_point, points: 
 
 
 def _rested(ctx, groups: dict[str, list[Measurement]], again: dict[str, Callable[[str], Measurement]]):
-    """Each ceiling's configuration whose window lost the clock (clock_lost), measured once more after a rest of
-    REST_S under the rested rule, as gpu.gemm_fp8 measures every size: the library's burst. Under the 700 W cap a
-    window of ten samples catches the power limiter wherever it acts: an H200's gemmEx TF32 at 8192 ran ~415
-    TFLOP/s, then 345-360, and its windows' medians read 378-415 across runs (profiles/h200-sxm/2026-11-29-ab-s42).
-    The rested point joins its group as a candidate (its metric ``.rested.n<size>``); resting every top-size point
-    would cost ~0.4 s each, so only a point that ran faster than its group's best median rests."""
+    """Each ceiling's best configuration where the power limiter acted on its candidates (to_rest), measured once
+    more after a rest of REST_S under the rested rule, as gpu.gemm_fp8 measures every size: the library's burst.
+    Under the 700 W cap a window of ten samples catches the limiter wherever it acts: an H200's gemmEx TF32 at 8192
+    ran ~415 TFLOP/s, then 345-360, and its windows' medians read 378-415 across runs
+    (profiles/h200-sxm/2026-11-29-ab-s42); a window that ran flat a level lower reads under the burst too (BF16
+    cuBLASLt 824.5 where rested it read 832.5 and 832.8; profiles/h200-sxm/2026-11-29-ab-s43). The rested point joins
+    its group as a candidate (its metric ``.rested.n<size>``), ~0.4 s each."""
     for key, pts in groups.items():
-        m = clock_lost(pts)
+        m = to_rest(pts)
         if m is None or m.metric not in again:
             continue
         stem, _, size = m.metric.rpartition(".n")
@@ -364,15 +366,27 @@ def _rested(ctx, groups: dict[str, list[Measurement]], again: dict[str, Callable
         yield r
 
 
-def clock_lost(pts: list[Measurement], margin: float = CLOCK_LOST_MARGIN) -> Measurement | None:
-    """The point whose fastest sample is the group's fastest, where that beats every valid point's median by over
-    ``margin``: its window ran at that rate before the power limiter acted, so the group's ceiling is a window's
-    luck until it is measured rested. None where the medians already hold the best any sample ran at."""
+def to_rest(pts: list[Measurement], margin: float = CLOCK_LOST_MARGIN) -> Measurement | None:
+    """The point whose fastest sample is the group's fastest, where the power limiter acted on its window (limited)
+    or that sample beats every valid point's median by over ``margin`` (the window lost the clock where neither NVML
+    nor the sentinel saw it): the group's ceiling is a window's luck until it is measured rested. None where the
+    best window ran clear of the limiter (on an H200, FP32's CUDA-core GEMM at 8192: 1980 MHz throughout)."""
     valid = [p for p in pts if p.valid and p.best]
     if not valid:
         return None
     top = max(valid, key=lambda p: p.best)
-    return top if top.best > (1 + margin) * max(p.value for p in valid) else None
+    lost = top.best > (1 + margin) * max(p.value for p in valid)
+    return top if lost or limited(top) else None
+
+
+def limited(m: Measurement) -> bool:
+    """Whether the power limiter acted on a point's window: NVML named the power cap, or the sentinel clock fell by
+    more than EDGE_FALL inside it (the limiter acts within ~50 ms, where NVML's samples may see nothing)."""
+    from hwprobe.profile import window_edges, window_fall
+
+    fall = window_fall(window_edges(m.params))
+    capped = bool(m.clocks and "sw_power_cap" in (m.clocks.throttle_reasons or []))
+    return capped or (fall is not None and fall < -EDGE_FALL)
 
 
 def cool_potential(m: Measurement, max_mhz: float | None) -> float:
