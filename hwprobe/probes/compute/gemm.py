@@ -137,21 +137,21 @@ def _cupy_fp64(ctx, env: CublasEnv, n: int, rows: int):
         return failure(ctx, metric, "cupy.matmul fp64", e, precision="fp64", path=Path.LIBRARY)
 
 
-def _settle(ctx, cool: bool = False, wait: bool = True) -> dict | None:
-    """Let the GPU cool towards where the run found it before a precision's ceiling points (the runner does the
-    same before each probe): hwprobe.timing.settle's rule, at most SETTLE_MAX_S here; ``cool``: the tighter rule
-    of COOL_SETTLE (FP64's top size, whose peer is a plain cupy.matmul on a cool GPU); not ``wait``: the state now,
-    judged by the rule, without waiting."""
+def _settle(ctx, cool: bool = False) -> dict | None:
+    """The GPU's state before a precision's points, as hwprobe.timing.settle's rule judges it, read without waiting;
+    ``cool``: first wait by the tighter rule of COOL_SETTLE (FP64's top size, whose peer is a plain cupy.matmul on a
+    cool GPU). The other precisions do not wait: where the power limiter touched a ceiling, its best configuration is
+    measured again after a rest (_rested), and that burst does not depend on how warm the sweep ran. The ~1-s
+    settles before each precision and size (NVML's averaged power is what they wait on) took 10.9 s of gpu.gemm's
+    33.7 in an H200 `full` (profiles/h200-sxm/2026-11-29-ab-s43)."""
     try:
         from hwprobe.timing.settle import settle
     except ImportError:
         return None
     try:
-        if not wait:
+        if not cool:
             return settle(ctx.sampler, max_wait_s=0.0)
-        if ctx.quick:
-            return settle(ctx.sampler, max_wait_s=0.5)
-        return settle(ctx.sampler, **COOL_SETTLE) if cool else settle(ctx.sampler, max_wait_s=SETTLE_MAX_S)
+        return settle(ctx.sampler, max_wait_s=0.5) if ctx.quick else settle(ctx.sampler, **COOL_SETTLE)
     except Exception:
         return None
 
@@ -188,7 +188,6 @@ def _unit_for(ctx, v: gc.GemmVariant) -> tuple[str, str]:
     return v.exec_unit, ""
 
 
-SETTLE_MAX_S = 3.0       # the most gpu.gemm waits for the GPU to cool before a precision's ceiling points
 # Before FP64's top size: within 2 C of the run's coolest reading (the usual rule: 5 C) and back at idle power, for
 # at most 8 s. Its peer, cupy.matmul at 8192^3 run alone on a cool H200, read 62.2 TFLOP/s where the FP64 ceiling,
 # taken after the tensor-core GEMMs behind the usual rule, read 60.1 (issue 33); 8192^3 DGEMM meets the 700 W cap
@@ -202,7 +201,7 @@ COOL_SETTLE = {"max_wait_s": 8.0, "temp_margin_c": 2.0, "power_factor": 1.5}
 # ceiling must be at least what a plain cupy.matmul reads on a cool GPU, and its top size runs into the cap
 # within its warm-up; its top-size phase is short (gemmEx, cupy.matmul, gemmEx: ~1 s). Then INT8: it draws the
 # most power per clock, so it loses the most to a hot card (run 2: 1440 MHz when it ran after FP16/BF16); each
-# precision starts after a settle.
+# precision records the state it starts from (only FP64 waits for it: _settle).
 PRIORITY = (Precision.FP64, Precision.INT8, Precision.FP16, Precision.BF16, Precision.TF32, Precision.FP32)
 # variants also tried above the sweep (their keys, not precisions)
 BIG_SIZE_KEYS = ("fp16.f32acc", "fp16.f16acc", "bf16", "int8.tn", "tf32")   # not vocab
@@ -273,7 +272,7 @@ def run_gemm(ctx, precisions=GEMM_PRECISIONS, sizes=(1024, 2048, 4096, 8192),
         return m, v
 
     for prec in order:
-        start["state"] = _settle(ctx, cool=prec == "fp64")
+        start["state"] = _settle(ctx, cool=prec == Precision.FP64)
         for v in gc.GEMM_VARIANTS[prec]:
             tried = [run_point(v, top, f"{v.metric}.n{top}", sweep=True)]
             tried += [run_point(c, top, c.candidate_metric(top), sweep=False)
@@ -295,7 +294,7 @@ def run_gemm(ctx, precisions=GEMM_PRECISIONS, sizes=(1024, 2048, 4096, 8192),
         if prec in fw_after and frameworks:
             yield from _framework_points(ctx, env, top, check_rows, tuple(frameworks))
 
-    yield from _phase2(ctx, plan, order, power_capped(sweeps), start, run_point, points)
+    yield from _phase2(ctx, plan, order, power_capped(sweeps), start, run_point)
     yield from _rested(ctx, {**{k: pts for k, pts in points.items() if k not in NOT_CEILINGS}, **lt}, again)
     yield from _ceilings(order, points, sweeps, lt, comparisons)
     yield from _pitfall(ctx, rates)
@@ -316,29 +315,17 @@ def _lt(ctx, env: CublasEnv, prec: str, sizes: list[int], rows: int, lt: dict[st
         yield m
 
 
-def _phase2(ctx, plan, order, capped: set[str], start: dict, run_point, points: dict[str, list[Measurement]]):
-    """The efficiency curve below the top size, each precision's sizes from the largest down. A power-capped
-    precision's next size may give its ceiling (on an H200 FP64's n4096 read 61.6 TFLOP/s against 57.7 at n8192,
-    and its n2048 60.25 in another run), so the GPU cools before it. A smaller size settles again only where the
-    size above could have beaten the precision's best had its window kept the full clock (cool_potential): a
-    smaller GEMM runs no faster from the same start. On an H200 (2026-11-29) a settle before every size cost 11.8 s
-    of a `full` (eleven of ~1.1 s), for points at n2048 and n1024 mostly 6-81% below the best; settling only before
-    the first size below the top (4df8e74) cost FP64 its n2048 chance where n4096's window lost its clock
-    (57.86 TFLOP/s, 1980 -> 1785 MHz). ``points``: every point so far per variant (run_point adds to it).
-    Each point records the state it started from, read without waiting where it did not settle (issue 23: an FP64
-    ceiling taken from a hot GPU carried the precision's first, cool, start state)."""
-    max_mhz = getattr(ctx.device, "sm_clock_max_mhz", None)
+def _phase2(ctx, plan, order, capped: set[str], start: dict, run_point):
+    """The efficiency curve below the top size, each precision's sizes from the largest down, with no settles: a
+    power-capped precision's smaller size may give its ceiling (on an H200 FP64's n4096 read 61.6 TFLOP/s against
+    57.7 at n8192), and where its window met the limiter it is measured again rested (_rested). Each point of a
+    power-capped precision records the state it started from (issue 23: an FP64 ceiling taken from a hot GPU
+    carried the precision's first, cool, start state)."""
     for prec in order:
-        settle = True
         for n in sorted(plan, reverse=True)[1:]:
-            start["state"] = (_settle(ctx) if settle else _settle(ctx, wait=False)) if prec in capped else None
-            ran = []
+            start["state"] = _settle(ctx) if prec in capped else None
             for v in gc.GEMM_VARIANTS[prec]:
-                ran.append(run_point(v, n, f"{v.metric}.n{n}", sweep=True)[0])
-                yield ran[-1]
-            best = max((m.value for v in gc.GEMM_VARIANTS[prec] for m in points.get(v.key, []) if m.valid),
-                       default=0.0)
-            settle = any(m.valid and cool_potential(m, max_mhz) > best for m in ran)
+                yield run_point(v, n, f"{v.metric}.n{n}", sweep=True)[0]
 
 
 def _rested(ctx, groups: dict[str, list[Measurement]], again: dict[str, Callable[[str], Measurement]]):
@@ -387,19 +374,6 @@ def limited(m: Measurement) -> bool:
     fall = window_fall(window_edges(m.params))
     capped = bool(m.clocks and "sw_power_cap" in (m.clocks.throttle_reasons or []))
     return capped or (fall is not None and fall < -EDGE_FALL)
-
-
-def cool_potential(m: Measurement, max_mhz: float | None) -> float:
-    """The rate a point's size could reach at the full clock: its rate scaled by its window's clock where that sat
-    under ``max_mhz``, the lower of the clock sentinel's mean over the window's edges and NVML's median in it. The
-    H200's limiter acts within ~50 ms, where NVML may see nothing: FP64 at n4096 read 1980 -> 1785 MHz by the
-    sentinel, 57.86 TFLOP/s, with no throttle reason."""
-    from hwprobe.profile import window_edges
-
-    edges = window_edges(m.params)
-    seen = [c for c in ((sum(edges) / 2 if edges else None), (m.clocks.sm_mhz if m.clocks else None)) if c]
-    low = min(seen, default=None)
-    return m.value * max_mhz / low if low and max_mhz and low < max_mhz else m.value
 
 
 def power_capped(sweeps: dict[str, list[Measurement]]) -> set[str]:
