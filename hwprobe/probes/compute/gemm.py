@@ -372,14 +372,17 @@ def limited(m: Measurement) -> bool:
     from hwprobe.profile import window_edges, window_fall
 
     fall = window_fall(window_edges(m.params))
-    capped = bool(m.clocks and "sw_power_cap" in (m.clocks.throttle_reasons or []))
-    return capped or (fall is not None and fall < -EDGE_FALL)
+    return nvml_capped(m) or (fall is not None and fall < -EDGE_FALL)
 
 
 def power_capped(sweeps: dict[str, list[Measurement]]) -> set[str]:
     """Precisions whose top-size points ran against the power cap (sw_power_cap among their throttle reasons)."""
-    return {m.precision for pts in sweeps.values() for m in pts
-            if m.clocks and "sw_power_cap" in (m.clocks.throttle_reasons or [])}
+    return {m.precision for pts in sweeps.values() for m in pts if nvml_capped(m)}
+
+
+def nvml_capped(m: Measurement) -> bool:
+    """Whether NVML named the power cap among a point's throttle reasons over its window."""
+    return bool(m.clocks and "sw_power_cap" in (m.clocks.throttle_reasons or []))
 
 
 def start_note(m: Measurement) -> str | None:
@@ -410,7 +413,7 @@ def _ceiling(points: list[Measurement], v: gc.GemmVariant, sweep, comparison: Me
     """The best point of a variant as its ceiling; INT8 NN, whose unit is inferred from its rate, stays a sweep
     record (never the profile's int8/cuda_core slot); FP64 says how it compares with cupy.matmul."""
     c = ceiling_of(points, v.metric, curve_points=sweep)
-    if c.clocks and "sw_power_cap" in (c.clocks.throttle_reasons or []) and (note := start_note(c)):
+    if nvml_capped(c) and (note := start_note(c)):
         again = [p for p in points if ".again." in p.metric and p.valid]
         c.notes.append(f"power-capped ceiling: {note}" + (
             f"; the same point run again right after (a warmer GPU): {again[0].value / 1e12:.1f} TFLOP/s at "
