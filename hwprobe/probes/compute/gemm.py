@@ -141,9 +141,10 @@ def _settle(ctx, cool: bool = False) -> dict | None:
     """The GPU's state before a precision's points, as hwprobe.timing.settle's rule judges it, read without waiting;
     ``cool``: first wait by the tighter rule of COOL_SETTLE (FP64's top size, whose peer is a plain cupy.matmul on a
     cool GPU). The other precisions do not wait: where the power limiter touched a ceiling, its best configuration is
-    measured again after a rest (_rested), and that burst does not depend on how warm the sweep ran. The ~1-s
-    settles before each precision and size (NVML's averaged power is what they wait on) took 10.9 s of gpu.gemm's
-    33.7 in an H200 `full` (profiles/h200-sxm/2026-11-29-ab-s43)."""
+    measured again after a rest (_rested). The ~1-s settles before each precision and size (NVML's averaged power is
+    what they wait on) took 10.9 s of gpu.gemm's 33.7 in an H200 `full` (profiles/h200-sxm/2026-11-29-ab-s43). The
+    rest does not make the burst independent of how warm the sweep ran: without the settles the limited ceilings of
+    the next `full` read 1-2.6% lower, and one rested window opened 14% under the clock (2026-11-29-ab-s44)."""
     try:
         from hwprobe.timing.settle import settle
     except ImportError:
