@@ -133,3 +133,53 @@ def test_acceptance_fails_past_its_time_or_a_failed_validate(tmp_path, monkeypat
     monkeypatch.setattr(gate, "run", lambda cmd, log, timeout: (1, 1.0))
     row = gate.step_acceptance(tmp_path, 2)
     assert row.ok is False and "exit 1" in row.result
+
+
+def test_failed_cases_become_node_ids_of_their_files(tmp_path):
+    f = tmp_path / "j.xml"
+    name = "test_coll_check_kernel_agrees_with_numpy[2]"
+    f.write_text(JUNIT.replace('name="test_p2p_loopback_self_test"', f'name="{name}"'))
+    assert gate.failed_ids(f) == ["tests/gpu/test_gpu_interconnect.py::test_coll_check_kernel_agrees_with_numpy[2]"]
+
+
+def _junit(failed: list[tuple[str, str]], passed: int) -> str:
+    cases = "".join(f'<testcase classname="{c}" name="{n}"><failure message="x">x</failure></testcase>'
+                    for c, n in failed)
+    return (f'<?xml version="1.0"?><testsuites><testsuite name="pytest" errors="0" failures="{len(failed)}" '
+            f'skipped="0" tests="{len(failed) + passed}">{cases}</testsuite></testsuites>')
+
+
+@pytest.mark.parametrize("again_ok", [True, False])
+def test_a_few_failed_tests_run_again_alone_and_decide_the_step(tmp_path, monkeypatch, again_ok):
+    calls = []
+
+    def fake(cmd, log, timeout):
+        calls.append(cmd)
+        xml = tmp_path / ("pytest-gpu-rerun.xml" if "pytest-gpu-rerun" in str(log) else "pytest-gpu.xml")
+        if len(calls) == 1:
+            xml.write_text(_junit([("tests.gpu.test_gpu_memory", "test_host")], 53))
+            return 1, 200.0
+        xml.write_text(_junit([] if again_ok else [("tests.gpu.test_gpu_memory", "test_host")], 1 if again_ok else 0))
+        return (0 if again_ok else 1), 3.0
+
+    monkeypatch.setattr(gate, "run", fake)
+    row = gate.step_tests(tmp_path)
+    assert calls[1][-2] == "tests/gpu/test_gpu_memory.py::test_host"
+    assert row.ok is again_ok and row.exit == (0 if again_ok else 1) and row.wall_s == 203.0
+    assert row.result.startswith("53 passed, 1 failed, 0 skipped: test_gpu_memory::test_host; re-run alone: ")
+    assert row.result.endswith("(first run exit 1)")
+    assert ("1 passed, 0 failed" in row.result) is again_ok
+
+
+def test_many_failed_tests_are_not_run_again(tmp_path, monkeypatch):
+    calls = []
+
+    def fake(cmd, log, timeout):
+        calls.append(cmd)
+        failed = [("tests.gpu.test_gpu_memory", f"test_{i}") for i in range(gate.RERUN_MAX + 1)]
+        (tmp_path / "pytest-gpu.xml").write_text(_junit(failed, 10))
+        return 1, 100.0
+
+    monkeypatch.setattr(gate, "run", fake)
+    row = gate.step_tests(tmp_path)
+    assert len(calls) == 1 and row.ok is False and "re-run" not in row.result

@@ -4,7 +4,10 @@ distributed runs), on one GPU and on a 2-GPU machine. Every step runs to its end
     bash tools/gpu_gate.sh                  # on the device machine, from the repository root (installs first)
     python3 tools/gpu_gate.py [--out DIR] [--steps tests,default,multigpu,p2p,mpi,acceptance]
 
-- tests:    ``pytest -m gpu`` over the whole list (no stop at the first failure), its JUnit counts;
+- tests:    ``pytest -m gpu`` over the whole list (no stop at the first failure), its JUnit counts; where at most
+            RERUN_MAX tests failed, those run once more alone, and the step passes only if they all pass then (the
+            table names them: a hardware state of the moment, such as a host link that read 38.6 GB/s in one
+            test and 55.3 two minutes later, fails a test without any code at fault);
 - default:  ``hwprobe run --device 0 --suite default``: exit 0, a profile without errors;
 - multigpu: ``hwprobe run --device all --suite multigpu``: exit 0, a profile without errors, P2P links measured;
 - p2p:      ``cudaMemcpyPeerAsync`` (tools/p2p_reference.py) against multigpu's copy-engine ceilings (>= 0.98);
@@ -40,6 +43,7 @@ GOLDEN = {("H200", 1): "profiles/h200-sxm/2026-11-26-full", ("H100", 1): "profil
           ("H200", 2): "profiles/h200x2/2026-11-28-acceptance"}
 MULTI = {"multigpu", "p2p", "mpi"}
 P2P_NEED = 0.98
+RERUN_MAX = 3     # failed GPU tests re-run once, alone, where no more failed than this (more: a code fault)
 
 
 @dataclass
@@ -75,6 +79,20 @@ def failed_tests(path: Path) -> list[str]:
     for case in ET.parse(path).getroot().iter("testcase"):
         if case.find("failure") is not None or case.find("error") is not None:
             out.append(f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}")
+    return out
+
+
+def failed_ids(path: Path) -> list[str]:
+    """pytest node ids (tests/gpu/test_x.py::test_y[param]) of a JUnit file's failed or erred cases."""
+    out = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        if case.find("failure") is None and case.find("error") is None:
+            continue
+        parts = case.get("classname", "").split(".")
+        for i in range(len(parts), 0, -1):       # the module is the longest prefix that is a file; classes follow
+            if (ROOT / Path(*parts[:i])).with_suffix(".py").is_file():
+                out.append("::".join(["/".join(parts[:i]) + ".py", *parts[i:], case.get("name", "")]))
+                break
     return out
 
 
@@ -120,19 +138,31 @@ def gpu_count() -> int:
 
 
 def step_tests(out: Path) -> Row:
-    xml = out / "pytest-gpu.xml"
-    cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-q", "-rs", "tests",
+    rc, wall, text, ok = _pytest(out, "pytest-gpu", ["tests"], 560)
+    ids = failed_ids(out / "pytest-gpu.xml") if (out / "pytest-gpu.xml").exists() else []
+    if ids and len(ids) <= RERUN_MAX:
+        first = rc
+        rc, again, rerun, ok = _pytest(out, "pytest-gpu-rerun", ids, 300)
+        wall += again
+        text += f"; re-run alone: {rerun} (first run exit {first})"
+    return Row("tests", "pytest -m gpu", rc, wall, ok, text)
+
+
+def _pytest(out: Path, name: str, targets: list[str], timeout: int) -> tuple[int, float, str, bool]:
+    """``pytest -m gpu`` of ``targets`` into out/NAME.log and out/NAME.xml: (exit, wall s, counts, passed)."""
+    xml = out / f"{name}.xml"
+    cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-q", "-rs", *targets,
            f"--junitxml={xml}"]
-    rc, wall = run(cmd, out / "pytest-gpu.log", 560)
+    rc, wall = run(cmd, out / f"{name}.log", timeout)
     if not xml.exists():
-        return Row("tests", "pytest -m gpu", rc, wall, False, "no JUnit file (see pytest-gpu.log)")
+        return rc, wall, f"no JUnit file (see {name}.log)", False
     c = junit_counts(xml)
     bad = failed_tests(xml)
     passed = c["tests"] - c["failures"] - c["errors"] - c["skipped"]
     text = f"{passed} passed, {c['failures'] + c['errors']} failed, {c['skipped']} skipped"
     if bad:
         text += ": " + ", ".join(bad)
-    return Row("tests", "pytest -m gpu", rc, wall, rc == 0 and not bad and passed > 0, text)
+    return rc, wall, text, rc == 0 and not bad and passed > 0
 
 
 def step_hwprobe(out: Path, name: str, args: list[str], *, prefix: list[str] = (), ranks: int | None = None,
