@@ -105,3 +105,31 @@ def test_the_suite_ab_session_runs_detached_and_copies_its_results(tmp_path):
         names = set(tar.getnames())
     assert {"./walls.txt", "./DONE", "./job.log", "./old-default.log"} <= names
     assert not any(n == "./old" or n.startswith("./old/") for n in names)     # the old tree stays behind
+
+
+def test_the_h100_session_runs_its_steps_detached_and_copies_each_ones_archive(tmp_path):
+    """tools/device_h100.sh's plumbing without a GPU: the gate and validate_hf_llm.py stubbed (python3 writes the
+    file --out names), the gate and held-out steps; each step's archive lands under $OUT, its exit in steps.txt."""
+    repo, stubs = tmp_path / "repo", tmp_path / "bin"
+    (repo / "tools").mkdir(parents=True)
+    for name in ("device_h100.sh", "device_detached.sh", "device_install.sh"):
+        (repo / "tools" / name).write_text((ROOT / "tools" / name).read_text())
+    (repo / "tools/gpu_gate.sh").write_text('mkdir -p "$OUT"; echo "gate: PASS" > "$OUT/gate.md"\n')
+    stubs.mkdir()
+    (stubs / "python3").write_text('#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = --out ] && echo "{}" > "$2"; shift; '
+                                   'done\nexit 0\n')
+    (stubs / "nvidia-smi").write_text("#!/bin/sh\necho 'name, clocks.sm'\n")
+    for s in stubs.iterdir():
+        s.chmod(0o755)
+    r = _sh([repo / "tools/device_h100.sh"], repo, MODE="start", STEPS="gate,heldout", WAIT_S=30,
+            H100_WORK=tmp_path / "w", OUT=tmp_path / "out", PATH=f"{stubs}:{os.environ['PATH']}")
+    assert r.returncode == 0 and "h100: done" in r.stdout, (r.stdout, r.stderr)
+    for step in ("gate", "hf_heldout_moe", "hf_heldout_coder", "hf_heldout_dense"):
+        assert f"{step}: exit 0" in r.stdout
+    assert "hf_compiled" not in r.stdout and "ab:" not in r.stdout
+    out = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert out == ["gate.tgz", "hf_heldout_coder.tgz", "hf_heldout_dense.tgz", "hf_heldout_moe.tgz", "smi.txt"]
+    with tarfile.open(tmp_path / "out/hf_heldout_coder.tgz") as tar:
+        assert set(tar.getnames()) == {"hf_heldout_coder.json", "hf_heldout_coder.log"}
+    with tarfile.open(tmp_path / "out/gate.tgz") as tar:
+        assert "gate-out/gate.md" in tar.getnames()
