@@ -5,14 +5,17 @@
 #   gate      bash tools/gpu_gate.sh: the gate at this tree (~260 s on an H200)
 #   ab        issue 33's `full` A/B against the old method (.ab/old.tar, made here by `bash tools/device_suite_ab.sh
 #             pack`), tools/device_suite_ab.sh's job run to its end (~900 s on an H200)
-#   compiled  issue 32: the 7 default configs under hf-compiled, three rounds (the H100 has their hf and eager runs,
-#             profiles/h100-sxm/2026-11-27-hf-llm and 2026-11-28-hf-eager; ~400 s)
+#   compiled  issue 32: the 7 default configs under hf-compiled, three rounds, the host read around each case (the
+#             H100's hf-compiled of 2026-11-27 had no host readings: 18 of 42 host-bound prefills missed; ~400 s)
+#   eager     the same under eager (2026-11-28-hf-eager has no host readings of transformers' own, so it is priced
+#             from the bare ops' 12.6 us a kernel, where transformers' runs 1.3-1.6x that: phi-3's decodes read
+#             -41 to -58%; ~300 s)
 #   heldout   issue 32's held-out models, no kernel lists (they stay held out):
 #             - Mixtral-8x22B and Qwen3-Coder-480B-A35B under hf and hf-compiled. At 4 layers, Qwen3-Coder is 60 GB
 #               of an H100's 80, so it runs at 2.
 #             - Gemma-7B, Llama-2-7B and Qwen2.5-0.5B under hf, hf-compiled and eager, three rounds (~500 s).
-# The default STEPS (gate,compiled,heldout) fits one session's device time with the starts; `ab` takes a session
-# of its own with a gate.
+# The default STEPS (gate,compiled,eager,heldout) fits one session's device time with the starts (~1500 s); `ab`
+# takes a session of its own with a gate.
 #   device, first call:  MODE=start bash tools/device_h100.sh   (carry [".whl", ".ab/old.tar"]; waits WAIT_S, 560)
 #   device, later calls: MODE=wait bash tools/device_h100.sh    (within the machine's 30-s idle time)
 # Then here: tools/compare_hf_llm.py per measured file, against profiles/h100-sxm/2026-11-27-predict-generic
@@ -47,6 +50,9 @@ fi
 if want compiled; then
   hf hf_compiled --runtimes hf-compiled --rounds 3
 fi
+if want eager; then
+  hf hf_eager --runtimes eager --rounds 3 --no-kernels
+fi
 if want heldout; then
   hf hf_heldout_moe --configs "$D/mixtral-8x22b.json" --runtimes hf,hf-compiled --no-kernels
   hf hf_heldout_coder --configs "$D/qwen3-coder-480b-a35b.json" --layers 2 --runtimes hf,hf-compiled --no-kernels
@@ -54,7 +60,7 @@ if want heldout; then
     --runtimes hf,hf-compiled,eager --rounds 3 --no-kernels
 fi
 EOF
-  WAIT_S=0 bash tools/device_detached.sh start "$W" "$W/job.sh" "$PWD" "$W" "${STEPS:-gate,compiled,heldout}" \
+  WAIT_S=0 bash tools/device_detached.sh start "$W" "$W/job.sh" "$PWD" "$W" "${STEPS:-gate,compiled,eager,heldout}" \
     > /dev/null
   [[ -f "$W/PID" ]] || exit 2
 fi
