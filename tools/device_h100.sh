@@ -44,7 +44,7 @@ if want gate; then
   tar czf "$W/gate.tgz" -C "$W" gate-out gate.log 2>/dev/null
 fi
 if want ab; then
-  step ab env OUT="$W/ab-out" MODE=start WAIT_S=1500 bash tools/device_suite_ab.sh
+  step ab env OUT="$W/ab-out" MODE=start WAIT_S=3600 bash tools/device_suite_ab.sh   # to its end: no step overlaps it
   tar czf "$W/ab.tgz" -C "$W" ab-out ab.log 2>/dev/null
 fi
 if want compiled; then
