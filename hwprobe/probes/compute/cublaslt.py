@@ -45,15 +45,14 @@ AUTOTUNE_ITERATIONS = 3
 LT_ALGOS = 8            # heuristic algorithms autotuned (nvmath's default plan limit)
 LT_GEMM_ALGOS = 32      # raw cuBLASLt (INT8): ask the heuristic for more; each runs a few times, interleaved
 LT_WORKSPACE = 32 << 20
-# A rested window (gpu.gemm_fp8's every size, gpu.gemm's clock-lost points) opens after the GPU rested REST_S.
+# A rested window (gpu.gemm_fp8's every size, gpu.gemm's limited ceilings) opens after the GPU rested REST_S.
 # Under the 700 W cap an H200 runs e4m3 at 16384 at ~1520 TFLOP/s for 25-60 ms after a rest of 0.3 s or 1 s, then at
 # the cap's ~1330; right after 150 ms of the same GEMM (the autotuning and the runner's pilot calls) the window opened
 # at ~1340 (8192: ~1500 against 1260-1280). Without the rest the window opened wherever the host's gaps had left the
-# limiter: 1383-1516 across one lease's runs of the same code. Rested, the ceiling is the library's burst, as
-# gpu.gemm's ceilings are after their settles (profiles/h200-sxm/2026-11-29-s40: every call timed over 1.5 s, 18
-# records). The FP8 variants (E5M2 pairs, promoted accumulation) rest too: in 1.2-s energy windows at the cap's level
-# they read 9-12% under the rested E4M3 ceiling for the window, not the format; their joules come from a window of
-# their own (measure_matmul).
+# limiter: 1383-1516 across one lease's runs of the same code. Rested, the ceiling is the library's burst
+# (profiles/h200-sxm/2026-11-29-s40: every call timed over 1.5 s, 18 records). The FP8 variants (E5M2 pairs,
+# promoted accumulation) rest too: in 1.2-s energy windows at the cap's level they read 9-12% under the rested E4M3
+# ceiling for the window, not the format; their joules come from a window of their own (measure_matmul).
 REST_S = 0.3
 
 

@@ -213,7 +213,6 @@ NOT_CEILINGS = ("int8.nn",)     # variant keys whose points give no ceiling (the
 # A group's fastest sample over its best median by more than this: its window lost the clock (to_rest). Ten
 # clean samples of one window spread under 0.5% (the ceiling rule's 0.3% noise target); a limiter's drop, 3-17%
 CLOCK_LOST_MARGIN = 0.01
-EDGE_FALL = 0.03    # a window whose sentinel clock fell by more than this met the limiter (the report's 3% rule)
 
 
 @probe(name="gpu.gemm", target="gpu", family="compute",
@@ -369,11 +368,13 @@ def to_rest(pts: list[Measurement], margin: float = CLOCK_LOST_MARGIN) -> Measur
 
 def limited(m: Measurement) -> bool:
     """Whether the power limiter acted on a point's window: NVML named the power cap, or the sentinel clock fell by
-    more than EDGE_FALL inside it (the limiter acts within ~50 ms, where NVML's samples may see nothing)."""
+    more than the report's CLOCK_AGREEMENT (3%) inside it (the limiter acts within ~50 ms, where NVML's samples may
+    see nothing)."""
+    from hwprobe.judge import CLOCK_AGREEMENT
     from hwprobe.profile import window_edges, window_fall
 
     fall = window_fall(window_edges(m.params))
-    return nvml_capped(m) or (fall is not None and fall < -EDGE_FALL)
+    return nvml_capped(m) or (fall is not None and fall < -CLOCK_AGREEMENT)
 
 
 def power_capped(sweeps: dict[str, list[Measurement]]) -> set[str]:
