@@ -74,20 +74,21 @@ def junit_counts(path: Path) -> dict[str, int]:
     return {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
 
 
-def failed_tests(path: Path) -> list[str]:
-    out = []
+def _failed_cases(path: Path):
+    """The failed or erred test cases of a JUnit file."""
     for case in ET.parse(path).getroot().iter("testcase"):
         if case.find("failure") is not None or case.find("error") is not None:
-            out.append(f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}")
-    return out
+            yield case
+
+
+def failed_tests(path: Path) -> list[str]:
+    return [f"{c.get('classname', '').rsplit('.', 1)[-1]}::{c.get('name')}" for c in _failed_cases(path)]
 
 
 def failed_ids(path: Path) -> list[str]:
     """pytest node ids (tests/gpu/test_x.py::test_y[param]) of a JUnit file's failed or erred cases."""
     out = []
-    for case in ET.parse(path).getroot().iter("testcase"):
-        if case.find("failure") is None and case.find("error") is None:
-            continue
+    for case in _failed_cases(path):
         parts = case.get("classname", "").split(".")
         for i in range(len(parts), 0, -1):       # the module is the longest prefix that is a file; classes follow
             if (ROOT / Path(*parts[:i])).with_suffix(".py").is_file():
