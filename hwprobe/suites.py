@@ -2,7 +2,9 @@
 
 A suite may ``include = ["compute", "memory"]`` other suites (by name, or a .toml path beside it): their probes
 come first, in that order, then its own [[probes]]. The including suite's name, rounds and budget are its own;
-an include cycle, a suite of another target or a probe that comes twice is refused in one line.
+an include cycle, a suite of another target or a probe that comes twice is refused in one line. Its
+``[params."gpu.x"]`` tables set parameters of probes it runs, its included ones too, in their place (``full`` runs
+the power suite's gpu.gemm_power on fewer paths than ``power`` does).
 """
 
 from __future__ import annotations
@@ -119,18 +121,34 @@ def parse(data: dict[str, Any], path: str = "<suite>", _including: tuple[str, ..
     twice = sorted({e.probe for e in entries if [x.probe for x in entries].count(e.probe) > 1})
     if twice and "include" in data:      # a run keys its entries by probe name: one probe, one entry
         raise InputError(f"suite {path!r}: probe {twice[0]!r} comes twice through its includes and probes")
+    _set_params(data.get("params", {}), entries, path)
     rounds = data.get("rounds", 1)
     if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
         raise InputError(f"suite {path!r}: 'rounds' must be a whole number from 1 to 100, not {rounds!r}")
     budget = data.get("budget_s")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0):
         raise InputError(f"suite {path!r}: 'budget_s' must be a positive number of seconds, not {budget!r}")
-    known = {"name", "target", "description", "include", "probes", "rounds", "budget_s"}
+    known = {"name", "target", "description", "include", "probes", "params", "rounds", "budget_s"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise InputError(f"suite {path!r}: unknown key {', '.join(unknown)} (keys: {', '.join(sorted(known))})")
     return Suite(str(data.get("name", Path(path).stem)), target, str(data.get("description", "")), entries, path,
                  rounds, float(budget) if budget is not None else None)
+
+
+def _set_params(table: Any, entries: list[SuiteEntry], path: str) -> None:
+    """Merge ``[params."probe"]`` tables into the entries of the probes they name (one each: the same probe twice
+    is refused above where a suite includes others, and set in every entry where it does not)."""
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise InputError(f"suite {path!r}: 'params' must be tables of parameters per probe, "
+                         f'e.g. [params."gpu.gemm_power"]')
+    for name, params in table.items():
+        hits = [e for e in entries if e.probe == name]
+        if not hits:
+            raise InputError(f"suite {path!r}: [params.{name!r}] names a probe the suite does not run; "
+                             f"it runs {', '.join(dict.fromkeys(e.probe for e in entries))}")
+        for e in hits:
+            e.params = {**e.params, **{k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}}
 
 
 def validate(suite: Suite) -> None:

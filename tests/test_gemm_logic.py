@@ -1041,6 +1041,15 @@ def test_gemm_power_summary_states_measurements_and_labels_the_inference():
     assert summarize("int8", 8192, pts, None)[0] == 0.0
 
 
+def test_gemm_power_paths_select_per_precision_in_order():
+    from hwprobe.probes.compute.gemm_power import ALL_PATHS, paths_of
+
+    assert [p.variant for p in paths_of("int8", ALL_PATHS)] == ["int8.tn", "int8.tn.i8out"]
+    assert [p.variant for p in paths_of("int8", ("fp8.fast", "int8.tn.i8out"))] == ["int8.tn.i8out"]
+    assert paths_of("fp16", ("int8.tn",)) == ()
+    assert ALL_PATHS == ("int8.tn", "int8.tn.i8out", "fp16.f32acc", "bf16", "fp8.fast")
+
+
 def test_gemm_power_per_clock_uses_the_window_clock():
     from hwprobe import specs
     from hwprobe.measurement import ClockSummary, Measurement

@@ -26,7 +26,12 @@ def _one_line(e):
 def test_full_is_the_others_and_runs_what_it_ran_before():
     full = suites.load("full")
     assert [e.probe for e in full.entries] == FULL_BEFORE_INCLUDE
-    assert all(e.params == {} and e.timeout_s is None for e in full.entries)
+    assert all(e.timeout_s is None for e in full.entries)
+    set_ = {e.probe: e.params for e in full.entries if e.params}
+    # one override: gpu.gemm_power sustains INT8 on its INT8-output path alone, every other path as `power` does
+    from hwprobe.probes.compute.gemm_power import ALL_PATHS
+    assert set_ == {"gpu.gemm_power": {"paths": tuple(p for p in ALL_PATHS if p != "int8.tn")}}
+    assert [e.params for e in suites.load("power").entries] == [{}]
     assert (full.name, full.target, full.rounds, full.budget_s) == ("full", "gpu", 1, 300.0)
     parts = [e.probe for name in ("compute", "power", "memory") for e in suites.load(name).entries]
     assert [e.probe for e in full.entries][:len(parts)] == parts
@@ -43,6 +48,40 @@ def test_included_entries_come_first_with_their_parameters(tmp_path):
         ("cpu.fma", {"precisions": ("fp64",)}, 7.0), ("cpu.stream", {"ops": ("copy",)}, None)]
     assert (s.name, s.rounds, s.budget_s) == ("b", 1, None)      # the including suite's own, not a's
     suites.validate(s)
+
+
+def test_params_tables_set_an_included_probes_parameters_in_place(tmp_path):
+    _write(tmp_path, "a", 'target = "cpu"\n[[probes]]\nprobe = "cpu.fma"\nprecisions = ["fp64"]\n'
+                          '[[probes]]\nprobe = "cpu.stream"\n')
+    b = _write(tmp_path, "b", 'target = "cpu"\ninclude = ["a.toml"]\n[params."cpu.fma"]\nthreads = 2\n'
+                              'precisions = ["fp32"]\n')
+    s = suites.load(b)
+    assert [(e.probe, e.params) for e in s.entries] == [
+        ("cpu.fma", {"precisions": ("fp32",), "threads": 2}), ("cpu.stream", {})]
+    assert suites.load(str(tmp_path / "a.toml")).entries[0].params == {"precisions": ("fp64",)}   # a is unchanged
+
+
+@pytest.mark.parametrize("body, message", [
+    ('[params."cpu.stream"]\nops = ["copy"]\n', "[params.'cpu.stream'] names a probe the suite does not run; "
+                                                  "it runs cpu.fma"),
+    ('params = 3\n', "'params' must be tables of parameters per probe"),
+    ('[params]\nthreads = 2\n', "'params' must be tables of parameters per probe"),
+])
+def test_bad_params_tables_are_one_line(tmp_path, body, message):
+    _write(tmp_path, "a", 'target = "cpu"\n[[probes]]\nprobe = "cpu.fma"\n')
+    bad = _write(tmp_path, "bad", 'target = "cpu"\ninclude = ["a.toml"]\n' + body)
+    with pytest.raises(InputError) as e:
+        suites.load(bad)
+    assert message in _one_line(e) and "bad.toml" in str(e.value)
+
+
+def test_a_params_table_is_checked_like_the_probes_own_parameters(tmp_path):
+    _write(tmp_path, "a", 'target = "gpu"\n[[probes]]\nprobe = "gpu.gemm_power"\n')
+    bad = _write(tmp_path, "bad", 'target = "gpu"\ninclude = ["a.toml"]\n[params."gpu.gemm_power"]\n'
+                                  'paths = ["int8.nn"]\n')
+    with pytest.raises(InputError) as e:
+        suites.validate(suites.load(bad))
+    assert "'int8.nn' is not one of" in _one_line(e)
 
 
 def test_a_suite_of_includes_only(tmp_path):
