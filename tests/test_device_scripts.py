@@ -97,13 +97,18 @@ def test_the_suite_ab_session_runs_detached_and_copies_its_results(tmp_path):
     for tool in ("python3", "nvidia-smi"):
         (stubs / tool).write_text("#!/bin/sh\nexit 0\n")
         (stubs / tool).chmod(0o755)
+    (stubs / "python3").write_text('#!/bin/sh\necho "$CUPY_CACHE_DIR ${CUPY_CACHE_SAVE_CUDA_SOURCE:-no}"\nexit 0\n')
     r = _sh([repo / "tools/device_suite_ab.sh"], repo, MODE="start", SUITES="default", WAIT_S=30,
-            AB_WORK=tmp_path / "ab", OUT=tmp_path / "out", TMPDIR=tmp_path, PATH=f"{stubs}:{os.environ['PATH']}")
+            KEEP_CACHE="old-default", AB_WORK=tmp_path / "ab", OUT=tmp_path / "out", TMPDIR=tmp_path,
+            PATH=f"{stubs}:{os.environ['PATH']}")
     assert r.returncode == 0 and "ab: done" in r.stdout, (r.stdout, r.stderr)
     assert "new-default: exit 0" in r.stdout and "old-default: exit 0" in r.stdout
     with tarfile.open(tmp_path / "out/ab.tgz") as tar:
         names = set(tar.getnames())
-    assert {"./walls.txt", "./DONE", "./job.log", "./old-default.log"} <= names
+    assert {"./walls.txt", "./DONE", "./job.log", "./old-default.log", "./old-default.cupy-cache"} <= names
+    logs = {n: (tmp_path / "ab" / n).read_text().split() for n in ("old-default.log", "new-default.log")}
+    assert logs["old-default.log"] == [str(tmp_path / "ab/old-default.cupy-cache"), "1"]   # kept, with sources
+    assert logs["new-default.log"][1] == "no" and str(tmp_path) in logs["new-default.log"][0]
     assert not any(n == "./old" or n.startswith("./old/") for n in names)     # the old tree stays behind
 
 

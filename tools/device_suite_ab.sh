@@ -11,6 +11,8 @@
 #   device:  MODE=wait bash tools/device_suite_ab.sh           # waits again, then copies the results under $OUT
 # (carry [".whl", ".ab/old.tar"]; tools/device_detached.sh runs it in AB_WORK (/tmp/ab): AB_WORK/DONE at its end).
 # SPY=new-default (any run's name) records that run with py-spy where it is on PATH (for a wall time to explain).
+# KEEP_CACHE=new-full (any run's name) keeps that run's CuPy kernel cache, sources saved, as NAME.cupy-cache/ in the
+# results: each file's mtime says when its kernel compiled, against the records' times (which probe paid for it).
 set -uo pipefail
 MODE=${MODE:-${1:-wait}}; OUT=${OUT:-/tmp/hwprobe-out}; WAIT_S=${WAIT_S:-570}
 WORK=${AB_WORK:-/tmp/ab}; export AB_WORK=$WORK      # the session's folder, the job's too
@@ -32,8 +34,11 @@ run() {   # run NAME TREE SUITE: one suite from one tree, its wall time beside i
   local spy=()   # SPY=NAME: that run under py-spy (on PATH), sampled without pausing it, into $W/NAME.spy.raw
   [[ "${SPY:-}" == "$1" ]] && command -v py-spy > /dev/null && \
     spy=(py-spy record --nonblocking --idle --threads -r 100 -f raw -o "$W/$1.spy.raw" --)
-  (cd "$2" && CUPY_CACHE_DIR=$(mktemp -d) CUDA_CACHE_PATH=$(mktemp -d) "${spy[@]}" python3 -m hwprobe run --device 0 \
-    --suite "$3" --out "$W/$1" -q) \
+  local cache keep=()
+  cache=$(mktemp -d)
+  [[ "${KEEP_CACHE:-}" == "$1" ]] && cache="$W/$1.cupy-cache" && mkdir -p "$cache" && keep=(CUPY_CACHE_SAVE_CUDA_SOURCE=1)
+  (cd "$2" && env "${keep[@]}" CUPY_CACHE_DIR="$cache" CUDA_CACHE_PATH=$(mktemp -d) "${spy[@]}" python3 -m hwprobe \
+    run --device 0 --suite "$3" --out "$W/$1" -q) \
     > "$W/$1.log" 2>&1; rc=$?
   echo "$1: exit $rc wall $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s" >> "$W/walls.txt"
 }
@@ -52,7 +57,7 @@ if [[ " ${SUITES:-default full} " == *" full "* ]]; then
     --tolerance 1% --json > "$W/validate.json" 2> "$W/validate.err"; echo "validate: exit $?" >> "$W/walls.txt"
 fi
 EOF
-  ORDER=${ORDER:-old-first} SUITES=${SUITES:-default full} SPY=${SPY:-} WAIT_S=0 \
+  ORDER=${ORDER:-old-first} SUITES=${SUITES:-default full} SPY=${SPY:-} KEEP_CACHE=${KEEP_CACHE:-} WAIT_S=0 \
     bash tools/device_detached.sh start "$WORK" "$WORK/job.sh" "$PWD" > /dev/null
   [[ -f "$WORK/PID" ]] || exit 2
 fi
