@@ -145,7 +145,7 @@ def _set_params(table: Any, entries: list[SuiteEntry], path: str) -> None:
     for name, params in table.items():
         hits = [e for e in entries if e.probe == name]
         if not hits:
-            raise InputError(f"suite {path!r}: [params.{name!r}] names a probe the suite does not run; "
+            raise InputError(f'suite {path!r}: [params."{name}"] names a probe the suite does not run; '
                              f"it runs {', '.join(dict.fromkeys(e.probe for e in entries))}")
         for e in hits:
             e.params = {**e.params, **{k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}}

@@ -62,7 +62,7 @@ def test_params_tables_set_an_included_probes_parameters_in_place(tmp_path):
 
 
 @pytest.mark.parametrize("body, message", [
-    ('[params."cpu.stream"]\nops = ["copy"]\n', "[params.'cpu.stream'] names a probe the suite does not run; "
+    ('[params."cpu.stream"]\nops = ["copy"]\n', '[params."cpu.stream"] names a probe the suite does not run; '
                                                   "it runs cpu.fma"),
     ('params = 3\n', "'params' must be tables of parameters per probe"),
     ('[params]\nthreads = 2\n', "'params' must be tables of parameters per probe"),
