@@ -61,20 +61,6 @@ def test_params_tables_set_an_included_probes_parameters_in_place(tmp_path):
     assert suites.load(str(tmp_path / "a.toml")).entries[0].params == {"precisions": ("fp64",)}   # a is unchanged
 
 
-@pytest.mark.parametrize("body, message", [
-    ('[params."cpu.stream"]\nops = ["copy"]\n', '[params."cpu.stream"] names a probe the suite does not run; '
-                                                  "it runs cpu.fma"),
-    ('params = 3\n', "'params' must be tables of parameters per probe"),
-    ('[params]\nthreads = 2\n', "'params' must be tables of parameters per probe"),
-])
-def test_bad_params_tables_are_one_line(tmp_path, body, message):
-    _write(tmp_path, "a", 'target = "cpu"\n[[probes]]\nprobe = "cpu.fma"\n')
-    bad = _write(tmp_path, "bad", 'target = "cpu"\ninclude = ["a.toml"]\n' + body)
-    with pytest.raises(InputError) as e:
-        suites.load(bad)
-    assert message in _one_line(e) and "bad.toml" in str(e.value)
-
-
 def test_a_params_table_is_checked_like_the_probes_own_parameters(tmp_path):
     _write(tmp_path, "a", 'target = "gpu"\n[[probes]]\nprobe = "gpu.gemm_power"\n')
     bad = _write(tmp_path, "bad", 'target = "gpu"\ninclude = ["a.toml"]\n[params."gpu.gemm_power"]\n'
@@ -107,8 +93,12 @@ def test_an_include_cycle_is_named(tmp_path):
     ('include = ["no-such-suite"]\n', "unknown suite 'no-such-suite'; suites: "),
     ('include = "a"\n', "'include' must be a list of suite names"),
     ('include = []\n', "needs a non-empty [[probes]] list"),
+    ('include = ["a.toml"]\n[params."cpu.stream"]\nops = ["copy"]\n',
+     '[params."cpu.stream"] names a probe the suite does not run; it runs cpu.fma'),
+    ('include = ["a.toml"]\nparams = 3\n', "'params' must be tables of parameters per probe"),
+    ('include = ["a.toml"]\n[params]\nthreads = 2\n', "'params' must be tables of parameters per probe"),
 ])
-def test_bad_includes_are_one_line(tmp_path, body, message):
+def test_bad_includes_and_params_are_one_line(tmp_path, body, message):
     _write(tmp_path, "a", 'target = "cpu"\n[[probes]]\nprobe = "cpu.fma"\n')
     _write(tmp_path, "g", 'target = "gpu"\n[[probes]]\nprobe = "gpu.fma"\n')
     bad = _write(tmp_path, "bad", 'target = "cpu"\n' + body)
