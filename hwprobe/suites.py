@@ -112,7 +112,7 @@ def parse(data: dict[str, Any], path: str = "<suite>", _including: tuple[str, ..
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or not isinstance(item.get("probe"), str):
             raise InputError(f"suite {path!r}: [[probes]] entry {i + 1} needs a 'probe' name")
-        params = {k: tuple(v) if isinstance(v, list) else v for k, v in item.items() if k not in ("probe", "timeout_s")}
+        params = _tuples({k: v for k, v in item.items() if k not in ("probe", "timeout_s")})
         timeout = item.get("timeout_s")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             raise InputError(f"suite {path!r}: [[probes]] entry {i + 1}: 'timeout_s' must be a positive number "
@@ -136,6 +136,11 @@ def parse(data: dict[str, Any], path: str = "<suite>", _including: tuple[str, ..
                  rounds, float(budget) if budget is not None else None)
 
 
+def _tuples(params: dict[str, Any]) -> dict[str, Any]:
+    """A TOML table's parameters with its lists as tuples (a probe's list parameters default to tuples)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+
+
 def _set_params(table: Any, entries: list[SuiteEntry], path: str) -> None:
     """Merge ``[params."probe"]`` tables into the entries of the probes they name (one each: the same probe twice
     is refused above where a suite includes others, and set in every entry where it does not)."""
@@ -148,7 +153,7 @@ def _set_params(table: Any, entries: list[SuiteEntry], path: str) -> None:
             raise InputError(f'suite {path!r}: [params."{name}"] names a probe the suite does not run; '
                              f"it runs {', '.join(dict.fromkeys(e.probe for e in entries))}")
         for e in hits:
-            e.params = {**e.params, **{k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}}
+            e.params = {**e.params, **_tuples(params)}
 
 
 def validate(suite: Suite) -> None:
