@@ -58,8 +58,11 @@ def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10, c
     return [cp.cuda.get_elapsed_time(a, b) * 1e-3 for a, b in events]
 
 
-def time_cuda_once(fn: Callable[[], object], cp=None) -> float:
-    """Seconds of one call of ``fn`` on the current stream (CUDA events, no warm-up): calibration and search."""
+def time_cuda_once(fn: Callable[[], object], cp=None, hold=None) -> float:
+    """Seconds of one call of ``fn`` on the current stream (CUDA events, no warm-up): calibration and search.
+    ``hold`` (a hwprobe.timing.hold.StreamHold) keeps the host's stalls between the start event and the launch out."""
+    if hold is not None:
+        return hold.time(fn)
     return time_cuda(fn, warmup=0, repeats=1, cp=cp)[0]
 
 

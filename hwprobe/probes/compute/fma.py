@@ -27,7 +27,7 @@ from hwprobe.kernels import sass
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import ProbeContext, probe
 from hwprobe.probes.compute import launch_search as S
-from hwprobe.timing import time_cuda_once
+from hwprobe.timing import hold, time_cuda_once
 from hwprobe.vocab import ExecUnit, Kind, Path, Precision
 
 KERNEL_FILE = "cuda_core.cu"
@@ -383,23 +383,23 @@ def _resident(cp, kernel, threads: int, dev) -> int:
 
 
 
-def _calibrate(cp, launch_iters, min_s: float) -> tuple[int, float]:
+def _calibrate(cp, launch_iters, min_s: float, hold=None) -> tuple[int, float]:
     """Grow the trip count until one launch lasts ``min_s`` (the timing policy's calibrate, reach 1); returns
-    (iters, seconds) of that launch."""
+    (iters, seconds) of that launch. ``hold``: a StreamHold, so a host stall cannot shrink the trip count."""
     from hwprobe.timing import policy
 
-    cal = policy.calibrate(lambda n: time_cuda_once(lambda: launch_iters(n)), 1.5 * min_s, start=4, hi=MAX_ITERS,
-                           reach=1 / 1.5, max_steps=16)
+    cal = policy.calibrate(lambda n: time_cuda_once(lambda: launch_iters(n), hold=hold), 1.5 * min_s, start=4,
+                           hi=MAX_ITERS, reach=1 / 1.5, max_steps=16)
     return cal.timed_count, cal.timed_s
 
 
 class _Family:
     """One family on the device: its module, parameter arrays and a launcher."""
 
-    def __init__(self, cp, fam: Family, dev):
+    def __init__(self, cp, fam: Family, dev, hold=None):
         from hwprobe.kernels import load
 
-        self.cp, self.fam, self.dev = cp, fam, dev
+        self.cp, self.fam, self.dev, self.hold = cp, fam, dev, hold
         self.module = load(KERNEL_FILE, options=fam.options())
         self.sass_options = self.sass_options_for(fam, dev)
         self.kernels = {c: self.module.get_function(f"hwp_fma_c{c}") for c in fam.chains}
@@ -433,9 +433,9 @@ class _Family:
         from hwprobe.timing import iterations_for
 
         outs = self.outputs(cfg)
-        iters, t = _calibrate(self.cp, lambda n: self.launch(cfg, n, outs), min_s)
+        iters, t = _calibrate(self.cp, lambda n: self.launch(cfg, n, outs), min_s, self.hold)
         iters = iterations_for(t / iters, search_s, hi=MAX_ITERS)
-        t = time_cuda_once(lambda: self.launch(cfg, iters, outs))
+        t = time_cuda_once(lambda: self.launch(cfg, iters, outs), hold=self.hold)
         rate = work(self.fam, cfg.chains, cfg.grid(self.dev.sms) * cfg.threads, iters) / t
         return S.Trial(cfg, rate, t, iters)
 
@@ -465,7 +465,7 @@ def _ahead(dev) -> None:
     from hwprobe.kernels import ahead, prefetch
 
     fams = [f for f in (*FAMILIES, *EXPERIMENTS) if (dev.cc_major, dev.cc_minor) >= f.min_cc]
-    prefetch([(KERNEL_FILE, f.options(), None, False) for f in fams])
+    prefetch([(KERNEL_FILE, f.options(), None, False) for f in fams] + [(hold.MODULE,)])
     for f in fams:
         ahead(*sass.job(KERNEL_FILE, _Family.sass_options_for(f, dev)))
 
@@ -490,13 +490,14 @@ def run(ctx: ProbeContext, precisions: tuple[str, ...] = PRECISIONS, search: boo
         fams += [f for f in EXPERIMENTS if wanted & set(f.precisions)]
     target_s = (min(target_ms, 3.0) if ctx.quick else target_ms) * 1e-3
     warm_s = 0.03 if ctx.quick else 0.2            # the first family ramps the clock; later ones keep it up
+    held = _stream_hold(ctx, cp)
     for fam in fams:
         if cc < fam.min_cc:
             need = f"sm_{fam.min_cc[0]}{fam.min_cc[1]}"
             yield ctx.skip(fam.metric, f"needs {need}, device is {dev.arch}", **_meta(fam))
             continue
         try:
-            fd = _Family(cp, fam, dev)
+            fd = _Family(cp, fam, dev, held)
             yield from _measure_family(ctx, cp, fd, search=search, target_s=target_s, warm_s=warm_s,
                                        report_ipc=experiments)
             warm_s = 0.02
@@ -504,14 +505,24 @@ def run(ctx: ProbeContext, precisions: tuple[str, ...] = PRECISIONS, search: boo
             yield ctx.error(fam.metric, fam.metric, e, **_meta(fam))
 
 
+def _stream_hold(ctx: ProbeContext, cp):
+    """The search's StreamHold (hwprobe.timing.hold), or None where it cannot be made (the search then times as
+    before, host stalls included, and the record says so)."""
+    try:
+        return hold.StreamHold.make(cp)
+    except Exception as e:      # noqa: BLE001 - an unheld search still measures
+        ctx.log(f"gpu.fma: search timings not held ({type(e).__name__}: {e})")
+        return None
+
+
 def _warm_up(cp, fd: _Family, cfg: S.Config, seconds: float) -> None:
     """Run a kernel for a while so the SM clock is up (after compiling, or from idle) before configs compete."""
     from hwprobe.timing import iterations_for
 
     outs = fd.outputs(cfg)
-    iters, t = _calibrate(cp, lambda n: fd.launch(cfg, n, outs), 1e-3)
+    iters, t = _calibrate(cp, lambda n: fd.launch(cfg, n, outs), 1e-3, fd.hold)
     n = iterations_for(t / iters, seconds, hi=MAX_ITERS)
-    time_cuda_once(lambda: fd.launch(cfg, n, outs))
+    time_cuda_once(lambda: fd.launch(cfg, n, outs), hold=fd.hold)
 
 
 def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_s: float, warm_s: float,
@@ -527,8 +538,10 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
         raise RuntimeError(f"no configuration fits on an SM (resident blocks per chain count: {resident})")
     sass_text = sass.once_of(KERNEL_FILE, fd.sass_options)        # compile for SASS now: no idle gap after the search
     min_s, search_s = (0.3e-3, 1e-3) if ctx.quick else (0.5e-3, 2e-3)
+    timeouts = fd.hold.timeouts if fd.hold is not None else 0
     _warm_up(cp, fd, max(configs, key=lambda c: c.blocks_per_sm), warm_s)
     trials = [fd.trial(c, min_s, search_s) for c in configs]
+    timeouts = fd.hold.timeouts - timeouts if fd.hold is not None else 0
     top = S.best(trials)
     cfg = top.config
     iters = iterations_for(top.seconds / top.iterations, target_s, hi=MAX_ITERS)
@@ -558,7 +571,10 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
         "ops_per_instruction": {o.instr: o.ops_per_step for o in fam.ops},
         "sass_per_trip": {o.instr: n for o, n in (counts or expect).items()},
         "search": S.table(trials),
+        "search_timing": "held" if fd.hold is not None else "unheld",
     }
+    if timeouts:
+        p["search_hold_timeouts"] = timeouts     # the timings the hold gave up on may hold host time again
     if fam.experiment:
         m = ctx.measure(fam.metric, lambda: fd.launch(cfg, iters, outs), work=warp_instr, unit="warp-instr/s",
                         kind=Kind.SWEEP, check=check, exec_unit=ExecUnit.CUDA_CORE, path=Path.INSTRUCTION, params=p,

@@ -1,0 +1,63 @@
+"""A stream hold: one call timed by CUDA events without the host's stalls in it.
+
+``time_cuda_once`` records a start event, then calls ``fn``, which launches. Whatever the host does between the
+two (Python building the launch's arguments, a GIL switch to another thread, a garbage collection) is GPU idle time
+after the start event, and it is timed. In the forty-fifth session a PyTorch import on a daemon thread made gpu.fma's
+FP64 search read one trip at 7.4 ms and keep a config 8% slower (profiles/h200-sxm/2026-11-29-ab-s45).
+
+A hold launches one thread that spins on a flag in mapped pinned host memory (kernels/hold.cu) before the start
+event. The GPU reaches the start event only once the host has queued the timed work and set the flag. nvbench's
+blocking kernel does the same. This one gives up after ``timeout_s``, because a call that synchronizes the held
+stream would otherwise never return, and it counts those timeouts: a timing with one in it may hold host time again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+MODULE = "hold.cu"
+HOST_ALLOC_MAPPED = 2          # cudaHostAllocMapped: the device reads the flag through the host pointer (UVA)
+TIMEOUT_S = 1.0
+
+
+class StreamHold:
+    """Held single-call timings on the current stream. ``make`` builds one on the GPU; the parts are given here so
+    that the ordering is tested with a fake CuPy."""
+
+    def __init__(self, cp, kernel: Callable[..., Any], flag: np.ndarray, flag_ptr: int, timed_out, timeout_s: float):
+        self.cp, self.kernel, self.flag, self.flag_ptr = cp, kernel, flag, flag_ptr
+        self.timed_out, self.timeout_s = timed_out, timeout_s
+        self.timeouts = 0
+
+    @classmethod
+    def make(cls, cp, timeout_s: float = TIMEOUT_S) -> StreamHold:
+        from hwprobe.kernels import load
+
+        mem = cp.cuda.PinnedMemory(4, HOST_ALLOC_MAPPED)
+        ptr = cp.cuda.PinnedMemoryPointer(mem, 0)
+        flag = np.frombuffer(ptr, dtype=np.int32, count=1)
+        hold = cls(cp, load(MODULE).get_function("hwp_hold"), flag, ptr.ptr, cp.zeros(1, dtype=cp.int32), timeout_s)
+        hold._keep = (mem, ptr)        # the flag's memory lives as long as the hold
+        return hold
+
+    def time(self, fn: Callable[[], object]) -> float:
+        """Seconds of one call of ``fn`` on the current stream, from its first queued work to its last."""
+        cp = self.cp
+        stream = cp.cuda.get_current_stream()
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        self.flag[0] = 0
+        self.kernel((1,), (1,), (np.uint64(self.flag_ptr), np.int64(self.timeout_s * 1e9), self.timed_out))
+        try:
+            start.record(stream)
+            fn()
+            stop.record(stream)
+        finally:
+            self.flag[0] = 1               # released whatever happened: never a stream left spinning
+        stop.synchronize()
+        if int(self.timed_out.get()[0]):
+            self.timeouts += 1
+            self.timed_out.fill(0)
+        return cp.cuda.get_elapsed_time(start, stop) * 1e-3
