@@ -27,28 +27,13 @@ STEPS, ROUNDS, WARM = 30, 3, 5
 
 
 def import_ahead():
-    """Import transformers and its Llama modules in a daemon thread (None where transformers is not installed): the
+    """Import transformers and its Llama modules on a daemon thread (None where transformers is not installed): the
     import takes seconds of Python that the conv search's wait in this process can hide (gpu.torch_kernels starts it
     there). ``measure``'s own import then finds the modules loaded, or waits on the import lock for the rest."""
-    import importlib.util
-    import threading
+    from hwprobe.probes.imports import import_ahead as start
 
-    if importlib.util.find_spec("transformers") is None:
-        return None
-
-    def load() -> None:
-        try:
-            import transformers
-
-            for name in ("AutoConfig", "AutoModelForCausalLM", "DynamicCache"):     # transformers loads lazily
-                getattr(transformers, name)
-            importlib.import_module("transformers.models.llama.modeling_llama")
-        except Exception:               # measure() imports again and reports what failed
-            pass
-
-    thread = threading.Thread(target=load, name="hwprobe-import-transformers", daemon=True)
-    thread.start()
-    return thread
+    return start("transformers", "transformers.models.llama.modeling_llama",
+                 touch=("AutoConfig", "AutoModelForCausalLM", "DynamicCache"))
 
 
 def decoder(torch, transformers) -> tuple[Any, Any]:

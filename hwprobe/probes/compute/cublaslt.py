@@ -56,6 +56,14 @@ LT_WORKSPACE = 32 << 20
 REST_S = 0.3
 
 
+def ahead(dev) -> None:
+    """The run-start hook (``@probe(ahead=...)``) of the probes that plan nvmath Matmuls on PyTorch tensors: PyTorch
+    and nvmath's linalg imported on a daemon thread (hwprobe.probes.imports), for lt_env to find loaded."""
+    from hwprobe.probes.imports import import_ahead
+
+    import_ahead("torch", "nvmath.linalg.advanced")
+
+
 def lt_env(ctx, fp8: bool = True) -> tuple[Any, Any, Any]:
     """(cupy, nvmath, torch), or Skip with the reason."""
     dev = ctx.device

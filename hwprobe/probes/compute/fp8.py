@@ -17,13 +17,13 @@ from hwprobe.errors import InputError
 from hwprobe.probes.base import probe
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.probes.compute.cublas import ceiling_of, failure
-from hwprobe.probes.compute.cublaslt import OUT_TYPES, REST_S, VARIANTS, fp8_env, measure_fp8
+from hwprobe.probes.compute.cublaslt import OUT_TYPES, REST_S, VARIANTS, ahead, fp8_env, measure_fp8
 from hwprobe.vocab import Kind, Path, Precision
 
 
 @probe(name="gpu.gemm_fp8", target="gpu", family="compute",
        summary="FP8 GEMM (E4M3, E4M3xE5M2) through cuBLASLt via nvmath-python: size sweep and ceilings",
-       precisions=(Precision.FP8_E4M3, Precision.FP8))
+       precisions=(Precision.FP8_E4M3, Precision.FP8), ahead=ahead)
 def run_fp8(ctx, variants=("e4m3xe4m3", "e4m3xe5m2", "e5m2xe4m3"), sizes=(4096, 8192, 16384), check_rows=16,
             out="bf16", fast_accumulation=True):
     env = fp8_env(ctx)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from hwprobe import keys as K
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import probe
-from hwprobe.probes.compute import f64_copy
+from hwprobe.probes.compute import cublaslt, f64_copy
 from hwprobe.probes.compute import gemm_common as gc
 from hwprobe.probes.compute.cublas import (
     FP32_UNIT_NOTE,
@@ -215,10 +215,17 @@ NOT_CEILINGS = ("int8.nn",)     # variant keys whose points give no ceiling (the
 CLOCK_LOST_MARGIN = 0.01
 
 
+def _ahead(dev) -> None:
+    """gpu.gemm's run-start hook: PyTorch and nvmath's linalg imported for its cuBLASLt and torch.matmul points
+    (cublaslt.ahead, which never raises), and the checks' float64 module compiled (f64_copy)."""
+    cublaslt.ahead(dev)
+    f64_copy.ahead(dev)
+
+
 @probe(name="gpu.gemm", target="gpu", family="compute",
        summary="cuBLAS gemmEx and cuBLASLt ceilings per precision (best over sizes, layouts, algos), size sweep, "
                "INT8 NN/TN pitfall, cupy/torch matmul beside",
-       precisions=GEMM_PRECISIONS, ahead=f64_copy.ahead)
+       precisions=GEMM_PRECISIONS, ahead=_ahead)
 def run_gemm(ctx, precisions=GEMM_PRECISIONS, sizes=(1024, 2048, 4096, 8192),
              check_rows=16, frameworks=("cupy", "torch"), layouts=("NN", "TN"), tensor_op=True, big_sizes=(16384,),
              lt_sizes=(8192, 16384), int8_sizes=(6144, 12288)):
