@@ -20,6 +20,7 @@ import numpy as np
 
 MODULE = "hold.cu"
 HOST_ALLOC_MAPPED = 2          # cudaHostAllocMapped: the device reads the flag through the host pointer (UVA)
+UNIFIED_ADDRESSING, HOST_POINTER_USABLE = 41, 91   # cudaDevAttr*: both 1, or the host pointer is no device address
 TIMEOUT_S = 1.0
 
 
@@ -36,6 +37,9 @@ class StreamHold:
     def make(cls, cp, timeout_s: float = TIMEOUT_S) -> StreamHold:
         from hwprobe.kernels import load
 
+        dev = cp.cuda.Device().id
+        if not all(cp.cuda.runtime.deviceGetAttribute(a, dev) for a in (UNIFIED_ADDRESSING, HOST_POINTER_USABLE)):
+            raise RuntimeError("this GPU cannot read mapped host memory at its host address")
         mem = cp.cuda.PinnedMemory(4, HOST_ALLOC_MAPPED)
         ptr = cp.cuda.PinnedMemoryPointer(mem, 0)
         flag = np.frombuffer(ptr, dtype=np.int32, count=1)
