@@ -114,3 +114,43 @@ def test_the_hold_kernel_spins_on_the_flag_with_a_globaltimer_timeout():
     src = source("hold.cu")
     assert "hwp_hold(const volatile int* flag, long long timeout_ns, int* timed_out)" in src
     assert "while (*flag == 0)" in src and "*timed_out = 1" in src
+
+
+def test_held_samples_queue_in_batches_behind_one_hold_each():
+    """time_cuda(hold=): 150 samples behind holds of 64, 64 and 22; the host's stalls stay out of every one."""
+    from hwprobe.timing import time_cuda
+    from hwprobe.timing.hold import BATCH
+
+    gpu = _Gpu()
+    hold = _hold(gpu)
+
+    def call():
+        gpu.stall(0.005)           # a GIL switch between two launches
+        gpu.launch(0.002)
+
+    assert time_cuda(call, warmup=0, repeats=3, cp=gpu) == [pytest.approx(0.007)] * 3   # unheld: timed
+    gpu.log.clear()
+    samples = time_cuda(call, warmup=1, repeats=150, hold=hold)
+    assert samples == [pytest.approx(0.002)] * 150
+    batches = [BATCH, BATCH, 150 - 2 * BATCH]
+    want = ["launch"]                                     # the warm-up, unheld
+    for n in batches:
+        want += ["flag=0", "hold"] + ["record", "launch", "record"] * n + ["flag=1", "sync"]
+    assert gpu.log == want and not gpu.held and hold.timeouts == 0
+
+
+def test_a_probe_measurement_passes_its_hold_to_the_samples():
+    """ProbeContext.measure(hold=): every sample held (a GPU probe whose call only launches, gpu.fma)."""
+    from hwprobe.probes.base import ProbeContext
+    from hwprobe.timing import NullSampler
+
+    gpu = _Gpu()
+    hold = _hold(gpu)
+    ctx = ProbeContext(target="gpu", device=None, sampler=NullSampler(), probe_name="gpu.fma", warmup=0)
+
+    def call():
+        gpu.stall(0.003)
+        gpu.launch(0.001)
+
+    m = ctx.measure("fp64.cuda_core.dfma", call, work=1e9, unit="FLOP/s", kind="sweep", repeats=5, hold=hold)
+    assert m.samples_s == [pytest.approx(0.001)] * 5 and m.value == pytest.approx(1e12)

@@ -73,7 +73,7 @@ def _streaming_ctx(monkeypatch, stream, **kw):
 
     ctx = ProbeContext(target="gpu", device=None, sampler=NullSampler(), **kw)
     it = iter(stream)
-    monkeypatch.setattr(ctx, "_time", lambda fn, warmup, k: [next(it) for _ in range(k)])
+    monkeypatch.setattr(ctx, "_time", lambda fn, warmup, k, hold=None: [next(it) for _ in range(k)])
     return ctx
 
 

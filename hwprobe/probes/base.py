@@ -99,11 +99,11 @@ class ProbeContext:
     # run (a watch over the whole run, e.g. XID events; a plain run of the probe alone ends right after it).
     at_end: Callable[[Callable[[], Any]], None] = field(default=lambda fn: None)
 
-    def _time(self, fn: Callable[[], object], warmup: int, repeats: int) -> list[float]:
+    def _time(self, fn: Callable[[], object], warmup: int, repeats: int, hold=None) -> list[float]:
         from hwprobe.timing import time_cuda, time_host
 
         if self.target == "gpu":
-            return time_cuda(fn, warmup=warmup, repeats=repeats)
+            return time_cuda(fn, warmup=warmup, repeats=repeats, hold=hold)
         return time_host(fn, warmup=warmup, repeats=repeats)
 
     def measure(
@@ -118,6 +118,7 @@ class ProbeContext:
         warmup: int | None = None,
         repeats: int | None = None,
         rule: str | None = None,
+        hold: Any = None,
         **meta: Any,
     ) -> Measurement:
         """Time ``fn`` (one sample = one call doing ``work`` operations or bytes) and check its output.
@@ -127,7 +128,8 @@ class ProbeContext:
         A compute figure samples for at least the energy window too, unless its rule reads no energy (a burst
         window: the rested rule). ``check`` runs after timing and raises
         (VerificationError/AssertionError) on a wrong result; the measurement is then kept but marked invalid.
-        ``meta`` fills the other Measurement fields.
+        ``hold`` (a hwprobe.timing.hold.StreamHold, for an ``fn`` that only launches) keeps host stalls out of the
+        samples. ``meta`` fills the other Measurement fields.
         """
         from hwprobe.timing import policy
 
@@ -144,7 +146,7 @@ class ProbeContext:
         with self.sampler.window(energy=r.energy) as win:
             if warmup:
                 self._time(fn, warmup, 0)
-            taken = policy.sample(lambda k: self._time(fn, 0, k), r, batch=batch)
+            taken = policy.sample(lambda k: self._time(fn, 0, k, hold), r, batch=batch)
         samples = taken.samples
         st = Stats.of(samples, stop=taken.stop)
         m = Measurement(

@@ -506,12 +506,12 @@ def run(ctx: ProbeContext, precisions: tuple[str, ...] = PRECISIONS, search: boo
 
 
 def _stream_hold(ctx: ProbeContext, cp):
-    """The search's StreamHold (hwprobe.timing.hold), or None where it cannot be made (the search then times as
-    before, host stalls included, and the record says so)."""
+    """The StreamHold of the search and the samples (hwprobe.timing.hold), or None where it cannot be made (both
+    then time as before, host stalls included, and the record says so)."""
     try:
         return hold.StreamHold.make(cp)
     except Exception as e:      # noqa: BLE001 - an unheld search still measures
-        ctx.log(f"gpu.fma: search timings not held ({type(e).__name__}: {e})")
+        ctx.log(f"gpu.fma: timings not held ({type(e).__name__}: {e})")
         return None
 
 
@@ -541,7 +541,6 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
     timeouts = fd.hold.timeouts if fd.hold is not None else 0
     _warm_up(cp, fd, max(configs, key=lambda c: c.blocks_per_sm), warm_s)
     trials = [fd.trial(c, min_s, search_s) for c in configs]
-    timeouts = fd.hold.timeouts - timeouts if fd.hold is not None else 0
     top = S.best(trials)
     cfg = top.config
     iters = iterations_for(top.seconds / top.iterations, target_s, hi=MAX_ITERS)
@@ -571,22 +570,22 @@ def _measure_family(ctx: ProbeContext, cp, fd: _Family, *, search: bool, target_
         "ops_per_instruction": {o.instr: o.ops_per_step for o in fam.ops},
         "sass_per_trip": {o.instr: n for o, n in (counts or expect).items()},
         "search": S.table(trials),
-        "search_timing": "held" if fd.hold is not None else "unheld",
+        "timing": "held" if fd.hold is not None else "unheld",      # the search's and the samples'
     }
-    if timeouts:
-        p["search_hold_timeouts"] = timeouts     # the timings the hold gave up on may hold host time again
     if fam.experiment:
         m = ctx.measure(fam.metric, lambda: fd.launch(cfg, iters, outs), work=warp_instr, unit="warp-instr/s",
-                        kind=Kind.SWEEP, check=check, exec_unit=ExecUnit.CUDA_CORE, path=Path.INSTRUCTION, params=p,
-                        notes=notes, flags=flags)
+                        kind=Kind.SWEEP, check=check, hold=fd.hold, exec_unit=ExecUnit.CUDA_CORE,
+                        path=Path.INSTRUCTION, params=p, notes=notes, flags=flags)
         p[K.FLOP_PER_S] = {o.instr: m.value * n / sass_per_trip * 32 * (o.ops_per_step / o.sass_per_step)
                            for o, n in (counts or expect).items()}
     else:
         m = ctx.measure(fam.metric, lambda: fd.launch(cfg, iters, outs),
                         work=work(fam, cfg.chains, threads_total, iters), unit=fam.a.unit, kind=Kind.COMPUTE,
-                        check=check, precision=fam.a.precision, exec_unit=ExecUnit.CUDA_CORE, path=Path.INSTRUCTION,
-                        params=p, notes=notes, flags=flags)
+                        check=check, hold=fd.hold, precision=fam.a.precision, exec_unit=ExecUnit.CUDA_CORE,
+                        path=Path.INSTRUCTION, params=p, notes=notes, flags=flags)
     m.notes.extend(verify_notes)
+    if fd.hold is not None and fd.hold.timeouts > timeouts:
+        m.params["hold_timeouts"] = fd.hold.timeouts - timeouts   # timings the hold gave up on may hold host time
     if has(m.flags, Code.SASS_MISMATCH):
         from hwprobe.kernels.sass import invalidate
 
