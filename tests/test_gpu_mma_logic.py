@@ -650,7 +650,8 @@ def _simulated(monkeypatch, wrong_metric=None):
         fn()
         return 1e-5 + 1e-6 * fn.args[0]
 
-    def time_cuda(fn, warmup=2, repeats=10):
+    def time_cuda(fn, warmup=2, repeats=10, cp=None, hold=None):
+        assert hold is None                     # gpu.mma_sync and gpu.wgmma pass no hold
         for _ in range(warmup + repeats):
             fn()
         return [1e-3 * (1 + i % 2) for i in range(repeats)]
@@ -771,7 +772,8 @@ def test_a_sample_set_whose_timers_disagree_is_taken_again(monkeypatch):
         account(*a, **k)
         agree.append(True)
 
-    def time_cuda(fn, warmup=2, repeats=10):
+    def time_cuda(fn, warmup=2, repeats=10, cp=None, hold=None):
+        assert hold is None                     # gpu.mma_sync and gpu.wgmma pass no hold
         for _ in range(warmup + repeats):
             fn()
         span = (round(512 * fn.args[0] / 1.98) + 500) * 1e-9           # the simulated stamps' span
