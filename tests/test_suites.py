@@ -18,6 +18,12 @@ def _write(tmp_path, name, text):
     return str(f)
 
 
+def _including(tmp_path, a: str, b: str = "", target: str = "cpu") -> str:
+    """Suite a.toml (``a`` after its target) and the path of b.toml, which includes it, then ``b``."""
+    _write(tmp_path, "a", f'target = "{target}"\n' + a)
+    return _write(tmp_path, "b", f'target = "{target}"\ninclude = ["a.toml"]\n' + b)
+
+
 def _one_line(e):
     assert "\n" not in str(e.value)
     return str(e.value)
@@ -39,11 +45,9 @@ def test_full_is_the_others_and_runs_what_it_ran_before():
 
 
 def test_included_entries_come_first_with_their_parameters(tmp_path):
-    _write(tmp_path, "a", 'target = "cpu"\nrounds = 5\nbudget_s = 9\n'
-                          '[[probes]]\nprobe = "cpu.fma"\nprecisions = ["fp64"]\ntimeout_s = 7\n')
-    b = _write(tmp_path, "b", 'target = "cpu"\ninclude = ["a.toml"]\n'
-                              '[[probes]]\nprobe = "cpu.stream"\nops = ["copy"]\n')
-    s = suites.load(b)
+    s = suites.load(_including(tmp_path, 'rounds = 5\nbudget_s = 9\n[[probes]]\nprobe = "cpu.fma"\n'
+                                         'precisions = ["fp64"]\ntimeout_s = 7\n',
+                               '[[probes]]\nprobe = "cpu.stream"\nops = ["copy"]\n'))
     assert [(e.probe, e.params, e.timeout_s) for e in s.entries] == [
         ("cpu.fma", {"precisions": ("fp64",)}, 7.0), ("cpu.stream", {"ops": ("copy",)}, None)]
     assert (s.name, s.rounds, s.budget_s) == ("b", 1, None)      # the including suite's own, not a's
@@ -51,28 +55,24 @@ def test_included_entries_come_first_with_their_parameters(tmp_path):
 
 
 def test_params_tables_set_an_included_probes_parameters_in_place(tmp_path):
-    _write(tmp_path, "a", 'target = "cpu"\n[[probes]]\nprobe = "cpu.fma"\nprecisions = ["fp64"]\n'
-                          '[[probes]]\nprobe = "cpu.stream"\n')
-    b = _write(tmp_path, "b", 'target = "cpu"\ninclude = ["a.toml"]\n[params."cpu.fma"]\nthreads = 2\n'
-                              'precisions = ["fp32"]\n')
-    s = suites.load(b)
+    s = suites.load(_including(tmp_path, '[[probes]]\nprobe = "cpu.fma"\nprecisions = ["fp64"]\n'
+                                         '[[probes]]\nprobe = "cpu.stream"\n',
+                               '[params."cpu.fma"]\nthreads = 2\nprecisions = ["fp32"]\n'))
     assert [(e.probe, e.params) for e in s.entries] == [
         ("cpu.fma", {"precisions": ("fp32",), "threads": 2}), ("cpu.stream", {})]
     assert suites.load(str(tmp_path / "a.toml")).entries[0].params == {"precisions": ("fp64",)}   # a is unchanged
 
 
 def test_a_params_table_is_checked_like_the_probes_own_parameters(tmp_path):
-    _write(tmp_path, "a", 'target = "gpu"\n[[probes]]\nprobe = "gpu.gemm_power"\n')
-    bad = _write(tmp_path, "bad", 'target = "gpu"\ninclude = ["a.toml"]\n[params."gpu.gemm_power"]\n'
-                                  'paths = ["int8.nn"]\n')
+    bad = _including(tmp_path, '[[probes]]\nprobe = "gpu.gemm_power"\n',
+                     '[params."gpu.gemm_power"]\npaths = ["int8.nn"]\n', target="gpu")
     with pytest.raises(InputError) as e:
         suites.validate(suites.load(bad))
     assert "'int8.nn' is not one of" in _one_line(e)
 
 
 def test_a_suite_of_includes_only(tmp_path):
-    _write(tmp_path, "a", 'target = "cpu"\n[[probes]]\nprobe = "cpu.fma"\n')
-    c = _write(tmp_path, "c", 'target = "cpu"\ninclude = ["a.toml"]\n')
+    c = _including(tmp_path, '[[probes]]\nprobe = "cpu.fma"\n')
     assert [e.probe for e in suites.load(c).entries] == ["cpu.fma"]
 
 
