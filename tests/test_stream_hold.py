@@ -65,11 +65,11 @@ def _hold(gpu, timed_out=0):
 
     def kernel(grid, block, args):
         ptr, timeout_ns, out = args
-        assert (grid, block) == ((1,), (1,)) and ptr == np.uint64(0xABC) and timeout_ns == np.int64(1e9)
+        assert (grid, block) == ((1,), (1,)) and ptr == np.uint64(0xABC) and timeout_ns == np.int64(5e9)
         gpu.held = True
         gpu.log.append("hold")
 
-    return StreamHold(gpu, kernel, flag, 0xABC, _TimedOut(timed_out), 1.0)
+    return StreamHold(gpu, kernel, flag, 0xABC, _TimedOut(timed_out), 5.0)
 
 
 def test_a_held_timing_leaves_the_hosts_stall_out_and_an_unheld_one_keeps_it():

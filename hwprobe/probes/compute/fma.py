@@ -27,7 +27,9 @@ from hwprobe.kernels import sass
 from hwprobe.measurement import Measurement
 from hwprobe.probes.base import ProbeContext, probe
 from hwprobe.probes.compute import launch_search as S
-from hwprobe.timing import hold, time_cuda_once
+from hwprobe.timing import time_cuda_once
+from hwprobe.timing.hold import MODULE as HOLD_MODULE
+from hwprobe.timing.hold import StreamHold
 from hwprobe.vocab import ExecUnit, Kind, Path, Precision
 
 KERNEL_FILE = "cuda_core.cu"
@@ -465,7 +467,7 @@ def _ahead(dev) -> None:
     from hwprobe.kernels import ahead, prefetch
 
     fams = [f for f in (*FAMILIES, *EXPERIMENTS) if (dev.cc_major, dev.cc_minor) >= f.min_cc]
-    prefetch([(KERNEL_FILE, f.options(), None, False) for f in fams] + [(hold.MODULE,)])
+    prefetch([(KERNEL_FILE, f.options(), None, False) for f in fams] + [(HOLD_MODULE,)])
     for f in fams:
         ahead(*sass.job(KERNEL_FILE, _Family.sass_options_for(f, dev)))
 
@@ -509,7 +511,7 @@ def _stream_hold(ctx: ProbeContext, cp):
     """The StreamHold of the search and the samples (hwprobe.timing.hold), or None where it cannot be made (both
     then time as before, host stalls included, and the record says so)."""
     try:
-        return hold.StreamHold.make(cp)
+        return StreamHold.make(cp)
     except Exception as e:      # noqa: BLE001 - an unheld search still measures
         ctx.log(f"gpu.fma: timings not held ({type(e).__name__}: {e})")
         return None
