@@ -16,6 +16,7 @@ from hwprobe.errors import InputError
 from hwprobe.predict.calibration import Calibration
 from hwprobe.predict.model import Predictor
 from hwprobe.probes.calibration import hf_host
+from hwprobe.profile import validate_dict
 from hwprobe.profile_build import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,3 +123,97 @@ def test_the_import_ahead_loads_transformers_names_in_a_thread_and_nothing_witho
     assert asked == ["AutoConfig", "AutoModelForCausalLM", "DynamicCache"]
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     assert hf_host.import_ahead() is None
+
+
+FAMS = {"gemma2": {"kernel_s": 14e-6, "kernels_per_step": 291, "step_s": [4.1e-3, 4.0e-3, 4.2e-3], "vs_llama": 0.8,
+                   "model_type": "gemma2"},
+        "qwen3": {"kernel_s": 16e-6, "kernels_per_step": 248, "step_s": [4.0e-3, 3.9e-3, 4.1e-3], "vs_llama": 0.9,
+                  "model_type": "qwen3"}}
+
+
+def test_every_family_the_transformers_runtimes_lower_has_a_tiny_decoder_of_its_own_classes():
+    from hwprobe.models.llm.config import FAMILIES as LOWERED
+
+    assert set(hf_host.FAMILIES) == set(LOWERED.values()) - {"llama", "gpt2"}     # gpt2: not lowered for them
+    for fam in hf_host.FAMILIES:
+        cfg = hf_host.family_config(fam)
+        assert LOWERED[cfg["model_type"]] == fam
+        assert cfg["hidden_size"] == hf_host.CONFIG["hidden_size"] and cfg["num_hidden_layers"] == 4
+        assert cfg["pad_token_id"] is None and cfg["eos_token_id"] is None          # Phi-3's default pad id is 32000
+        assert cfg.get("head_dim", 16) == 16                                          # Gemma's and Qwen3's default: not
+        assert cfg.get("num_experts_per_tok", 2) == 2
+    assert "model_type" not in hf_host.CONFIG or hf_host.CONFIG["model_type"] == "llama"
+
+
+def test_a_familys_ratio_is_the_median_of_its_rounds_against_the_llamas_same_rounds():
+    # family 200 kernels, llama 100: per kernel 20/20, 22/20 (a slow round moved both? no: only the family), 18/20
+    got = hf_host.vs_llama([4.0e-3, 4.4e-3, 3.6e-3], 200, [2.0e-3, 2.0e-3, 2.0e-3], 100)
+    assert got == pytest.approx(1.0)
+    # a host twice as slow in round two moves both: the ratio stays
+    assert hf_host.vs_llama([3.0e-3, 6.0e-3], 200, [2.0e-3, 4.0e-3], 100) == pytest.approx(0.75)
+    with pytest.raises(ValueError):
+        hf_host.vs_llama([3.0e-3], 200, [2.0e-3, 4.0e-3], 100)
+    with pytest.raises(ValueError):
+        hf_host.vs_llama([3.0e-3], 0, [2.0e-3], 100)
+
+
+def test_the_profile_files_each_familys_ratio_and_the_predictor_scales_transformers_host_by_it(tmp_path):
+    prof = load_profile(H200)
+    prof.calibration.eager = replace(prof.calibration.eager, transformers={**HF, "families": FAMS})
+    prof.save(tmp_path / "profile.json")                               # the schema takes it
+    back = load_profile(tmp_path)
+    cal = Calibration.of(back)
+    assert cal.hf_family_ratio == {"gemma2": 0.8, "qwen3": 0.9}
+    assert Calibration.of(load_profile(H200)).hf_family_ratio == {}    # profiles before it: none
+    eager = Predictor(back, "eager", cal, host="transformers")
+    gemma2 = eager.for_family("gemma2")
+    assert gemma2.host_s == pytest.approx(0.8 * HF["kernel_s"]) and gemma2.host_source == "transformers_family"
+    assert eager.host_s == HF["kernel_s"] and eager.for_family("llama") is eager and eager.for_family("phi3") is eager
+    assert "(gemma2: 0.80x)" in gemma2.eager_note(1e-4, 100) and "lacks its figure" not in gemma2.eager_note(1e-4, 100)
+    cnn = Predictor(back, "eager", cal)                                 # the framework's host: no family scaling
+    assert cnn.for_family("gemma2") is cnn
+    bad = {**FAMS, "phi3": {"kernel_s": 1e-5, "kernels_per_step": 0, "vs_llama": 1.0}}
+    prof.calibration.eager = replace(prof.calibration.eager, transformers={**HF, "families": bad})
+    with pytest.raises(InputError, match="calibration/eager"):      # a family of no kernels: refused
+        validate_dict(prof.to_dict())
+
+
+def test_an_llm_step_of_a_measured_family_is_priced_with_its_own_host_and_a_graph_replay_is_not(tmp_path):
+    from hwprobe.analysis.llm import LLMOptions, analyze
+
+    prof = load_profile(H200)
+    prof.calibration.eager = replace(prof.calibration.eager, transformers={**HF, "families": FAMS})
+    prof.save(tmp_path / "profile.json")
+    plain = tmp_path / "plain"
+    prof.calibration.eager = replace(prof.calibration.eager, transformers=HF)
+    plain.mkdir()
+    prof.save(plain / "profile.json")
+    eager = LLMOptions(phase="decode", context=1024, batch=1, runtime="eager")
+    scaled = analyze("gemma2-9b", str(tmp_path), eager).phases["decode"]
+    base = analyze("gemma2-9b", str(plain), eager).phases["decode"]
+    assert 0.75 * base.time_s < scaled.time_s < 0.9 * base.time_s       # host-bound: 0.8x the host a kernel
+    llama = [analyze("llama-3.2-1b", str(p), eager).phases["decode"].time_s for p in (tmp_path, plain)]
+    assert llama[0] == llama[1]                                         # no ratio for the Llama's own family
+    graph = LLMOptions(phase="decode", context=1024, batch=1, runtime="hf")
+    assert (analyze("gemma2-9b", str(tmp_path), graph).phases["decode"].time_s
+            == analyze("gemma2-9b", str(plain), graph).phases["decode"].time_s)
+
+
+def test_the_comparison_takes_the_runs_own_family_ratios_before_the_profiles():
+    doc = {"host_before": {"hf_eager_kernel_s": 16e-6, "hf": {**HF, "families": FAMS}},
+           "host_after": {"hf_eager_kernel_s": 18e-6, "hf": {**HF, "families": {"gemma2": {**FAMS["gemma2"],
+                                                                                          "vs_llama": 0.7}}}}}
+    assert cmp.run_family_ratios(doc) == pytest.approx({"gemma2": 0.75, "qwen3": 0.9})
+    assert cmp.run_family_ratios({"host_before": {"hf_eager_kernel_s": 16e-6}}) == {}      # runs before it
+    pricers = cmp.run_pricers(H200, 11e-6, 17e-6, ratios=cmp.run_family_ratios(doc))
+    assert pricers["eager"].for_family("gemma2").host_s == pytest.approx(0.75 * 17e-6)
+    assert pricers["graph"].for_family("gemma2").host_s == pricers["graph"].host_s       # not eager: as it was
+
+
+def test_the_probes_note_lists_each_familys_ratio_and_the_ones_it_could_not_measure(monkeypatch):
+    from hwprobe.probes.calibration import torch_kernels
+
+    monkeypatch.setattr(hf_host, "measure", lambda torch: {**HF, "families": FAMS,
+                                                           "family_errors": {"phi3": "AssertionError: padding"}})
+    _, notes = torch_kernels.transformers_host(None)
+    assert "gemma2 0.80x, qwen3 0.90x" in notes[0] and notes[0].endswith("not measured: phi3")

@@ -90,6 +90,18 @@ def run_host_s(doc: dict, key: str = "eager_op_s") -> float | None:
     return sum(got) / len(got) if got else None
 
 
+def run_family_ratios(doc: dict) -> dict[str, float]:
+    """Each family's host per kernel over the tiny Llama's as the validation's own process measured them (hf_host's
+    FAMILIES, in its before and after readings: their mean per family); empty for runs before 2026-11-29."""
+    from hwprobe.predict.calibration import family_ratios
+
+    got: dict[str, list[float]] = {}
+    for k in ("host_before", "host_after"):
+        for fam, r in family_ratios((doc.get(k) or {}).get("hf") or {}).items():
+            got.setdefault(fam, []).append(r)
+    return {fam: sum(v) / len(v) for fam, v in got.items()}
+
+
 @functools.lru_cache(maxsize=4)
 def _loaded(profile: str, comm: str | None = None):
     """(profile, its calibration), read once however many pricers are made over it; with ``comm``'s collective
@@ -103,16 +115,19 @@ def _loaded(profile: str, comm: str | None = None):
     return prof, Calibration.of(prof)
 
 
-def run_pricers(profile, host_s: float | None, hf_s: float | None = None, comm: str | None = None) -> dict:
+def run_pricers(profile, host_s: float | None, hf_s: float | None = None, comm: str | None = None,
+                ratios: dict[str, float] | None = None) -> dict:
     """A predictor per pricing runtime over ``profile``; the eager one prices transformers' host (the transformers
     runtimes are all this compares), with the run's own readings where given: ``hf_s`` its transformers figure,
     ``host_s`` its bare-op one (used where neither the run nor the profile has transformers'). A lent machine's host
     is not the one the profile was measured on, and eager time is mostly host time."""
-    return {kind: run_pricer(profile, kind, host_s, hf_s, comm) for kind in ("graph", "eager", "fused")}
+    return {kind: run_pricer(profile, kind, host_s, hf_s, comm, ratios) for kind in ("graph", "eager", "fused")}
 
 
-def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | None = None, comm: str | None = None):
-    """One of run_pricers' predictors: ``kind`` "eager" with the run's host readings where given."""
+def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | None = None, comm: str | None = None,
+               ratios: dict[str, float] | None = None):
+    """One of run_pricers' predictors: ``kind`` "eager" with the run's host readings where given (``ratios``: its
+    families' host per kernel over the tiny Llama's, run_family_ratios)."""
     from dataclasses import replace
 
     from hwprobe.predict.model import Predictor
@@ -120,7 +135,8 @@ def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | No
     prof, cal = _loaded(str(profile), comm)
     if kind == "eager":
         cal = replace(cal, **({"eager_op_s": host_s} if host_s else {}),
-                      **({"hf_eager_kernel_s": hf_s} if hf_s else {}))
+                      **({"hf_eager_kernel_s": hf_s} if hf_s else {}),
+                      **({"hf_family_ratio": ratios} if ratios else {}))
     return Predictor(prof, kind, cal, host="transformers")
 
 
@@ -144,14 +160,17 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
             host: str = "run", comm: str | None = None, routed: bool = True) -> list[Row]:
     """Every case priced. ``host``: "run" prices the eager runtime with the host time the validation measured in its
     own process (where it did), "case" with the reading taken around each case's rounds (``host_kernel_s``, runs
-    since 2026-11-28; the run's where a case has none), "profile" with the profile's. ``routed``: an MoE prefill is
-    priced at the routing the validation counted (case_routing), else under uniform routing."""
+    since 2026-11-28; the run's where a case has none), "profile" with the profile's. Under "run" and "case" each
+    family's ratio to the tiny Llama is the run's own where it measured them (run_family_ratios), else the
+    profile's. ``routed``: an MoE prefill is priced at the routing the validation counted (case_routing), else under
+    uniform routing."""
     from hwprobe.analysis.llm import LLMOptions, analyze
     from hwprobe.lowering.llm.runtimes import RUNTIMES
 
     cfgs = configs(doc)
     own = (run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")) if host in ("run", "case") else (None, None)
-    pricers = run_pricers(profile, *own, comm) if pricer is None and profile is not None else {}
+    ratios = run_family_ratios(doc) if host in ("run", "case") else None
+    pricers = run_pricers(profile, *own, comm, ratios) if pricer is None and profile is not None else {}
     rows = []
     for c in doc["cases"]:
         cfg = cfgs[c["model"]]
@@ -166,7 +185,7 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
             kind = RUNTIMES[c["runtime"]].pricing(c["phase"])
             by = pricers.get(kind)
             if host == "case" and kind == "eager" and c.get("host_kernel_s") and pricer is None and profile:
-                by = run_pricer(profile, "eager", own[0], c["host_kernel_s"], comm)
+                by = run_pricer(profile, "eager", own[0], c["host_kernel_s"], comm, ratios)
             a = analyze(cfg, profile, opts, pricer=pricer or by, sms=doc.get("sms"))
             r = a.phases[c["phase"]]
             row.predicted_s, row.kernels = r.time_s, r.kernels

@@ -734,6 +734,12 @@ def _interp(log_t: np.ndarray, axes, xs) -> tuple[float, bool]:
     return float(np.exp(acc)) * scale, covered
 
 
+def family_ratios(hf: dict) -> dict[str, float]:
+    """family -> host per kernel over the tiny Llama's, from hf_host.measure's record (``families``; none before
+    2026-11-29, and none for a family it could not build)."""
+    return {f: float(v["vs_llama"]) for f, v in (hf.get("families") or {}).items() if (v or {}).get("vs_llama")}
+
+
 @dataclass
 class Calibration:
     """Every curve of one profile. ``missing`` lists what the profile lacks (the predictor says so per kernel)."""
@@ -748,6 +754,8 @@ class Calibration:
     switch_s: float = 0.0          # a framework kernel's cost beyond its back-to-back time among other kernels
     eager_op_s: float = 0.0        # the framework's host time per eagerly issued op (0: not measured)
     hf_eager_kernel_s: float = 0.0  # transformers' own host time per kernel of an eager decode step (0: not measured)
+    # family -> its host time per kernel over the tiny Llama's (hf_host's FAMILIES; profiles since 2026-11-29)
+    hf_family_ratio: dict[str, float] = field(default_factory=dict)
     switch_library_s: float = 0.0  # ... per kernel where library (cuBLAS/cuDNN) and framework kernels alternate
     framework_replay_s: float = 0.0  # the framework's fixed cost of one CUDA-graph replay (0: not measured)
     framework_gemm: dict[str, GemmTable] = field(default_factory=dict)   # the framework's linear layers
@@ -767,7 +775,9 @@ class Calibration:
         if sec.launch_replay is not None:
             cal.launch["graph_replay_s"] = float(sec.launch_replay.seconds or sec.launch_replay.median_s or 0.0)
         cal.eager_op_s = float(sec.eager.seconds or 0.0) if sec.eager else 0.0
-        cal.hf_eager_kernel_s = float((sec.eager.transformers or {}).get("kernel_s") or 0.0) if sec.eager else 0.0
+        hf = (sec.eager.transformers or {}) if sec.eager else {}
+        cal.hf_eager_kernel_s = float(hf.get("kernel_s") or 0.0)
+        cal.hf_family_ratio = family_ratios(hf)
         cal.switch_s = float(sec.switch.seconds or 0.0) if sec.switch else 0.0
         cal.switch_library_s = float(sec.switch_library.seconds or 0.0) if sec.switch_library else 0.0
         cal.framework_replay_s = float(sec.framework_replay.seconds or 0.0) if sec.framework_replay else 0.0

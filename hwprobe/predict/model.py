@@ -36,6 +36,7 @@ graph; the lowering folds pointwise ops into their producers).
 
 from __future__ import annotations
 
+import copy
 import functools
 
 from hwprobe.errors import InputError
@@ -110,6 +111,9 @@ LAYOUTS = ("nhwc", "nchw")
 HOSTS = ("framework", "transformers")
 HOST_WORDS = {"transformers": "transformers' own measured host time per kernel of an eager decode step "
                               "(gpu.torch_kernels)",
+              "transformers_family": "transformers' own measured host time per kernel of an eager decode step, "
+                                     "times this family's tiny decoder's per kernel over the tiny Llama's "
+                                     "(gpu.torch_kernels)",
               "framework": "the framework's measured host time per op (gpu.torch_kernels)",
               "cuda_launch": "a bare CUDA launch from Python (the framework's own per-op overhead comes on top: not "
                              "measured in this profile; run the calibration where the framework is installed)"}
@@ -158,11 +162,23 @@ class Predictor:
         else:
             self.host_s, self.host_source = self.cal.launch.get("host_issue_s", 0.0), "cuda_launch"
         self.host_code = host
+        self.family = ""
         self.dram_bw = profile.bandwidth("dram") or 0.0
         self.l2_bw = profile.bandwidth("l2") or 0.0
         self.l2_bytes = float((getattr(profile, "device", None) or {}).get("l2_bytes") or 0.0)
         self.sms = int((getattr(profile, "device", None) or {}).get("sms") or 0)
         self._peaks: dict[str, float] = {}
+
+    def for_family(self, family: str) -> Predictor:
+        """This predictor, its transformers host time per kernel scaled to ``family``'s code where the profile
+        measured that family against the tiny Llama (hf_host's FAMILIES: Gemma-2's modules issue more kernels a
+        call, so each costs the host less); itself otherwise (another host code, or no figure for the family)."""
+        ratio = self.cal.hf_family_ratio.get(family) if self.host_source == "transformers" else None
+        if not ratio:
+            return self
+        other = copy.copy(self)
+        other.host_s, other.host_source, other.family = self.host_s * ratio, "transformers_family", family
+        return other
 
     @functools.cached_property
     def l2_stream(self) -> tuple[float, str]:
@@ -663,7 +679,9 @@ class Predictor:
     def eager_note(self, host_wait_s: float, kernels: int) -> str:
         """What the eager runtime's host costs a pass, and where the host time per op comes from."""
         src = HOST_WORDS[self.host_source]
-        if self.host_code == "transformers" and self.host_source != "transformers":
+        if self.family:
+            src += f" ({self.family}: {self.cal.hf_family_ratio[self.family]:.2f}x)"
+        if self.host_code == "transformers" and not self.host_source.startswith("transformers"):
             src += ("; transformers' own code costs 1.3-1.6x the bare ops per kernel on the hosts measured, and this "
                     "profile lacks its figure (run the calibration where transformers is installed)")
         return (f"eager: the host issues each of the {kernels} kernels in {self.host_s * 1e6:.1f} us, {src}; the "

@@ -146,6 +146,13 @@ def predictor(profile, runtime: str, host: str = "framework", comm=None) -> tupl
     return Predictor(prof, runtime=runtime, host=host), prof
 
 
+def family_pricer(pricer: Pricer | None, family: str) -> Pricer | None:
+    """``pricer`` with transformers' host time of ``family``'s own code where it can say it (Predictor.for_family);
+    any other pricer as it is."""
+    scale = getattr(pricer, "for_family", None)
+    return scale(family) if scale is not None else pricer
+
+
 def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None,
             pricer: Pricer | None = None, sms: int | None = None, comm=None) -> LLMAnalysis:
     """Lower and price ``model``. ``pricer`` overrides the profile's predictor (tests use a fake one); with neither,
@@ -172,7 +179,7 @@ def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None
     for case in cases(opts):
         ops = lower_runtime(cfg, case, q, opts.runtime, sms, opts.cache_len)
         a.phases[case.phase] = price(case.phase, case.batch, case.tokens, case.context, ops,
-                                     pricer or pricers.get(rt.pricing(case.phase)))
+                                     family_pricer(pricer or pricers.get(rt.pricing(case.phase)), cfg.family))
         a.fits[case.phase] = fit(cfg, case, q, device_bytes)
     a.notes += notes(cfg, opts, device_bytes)
     return a

@@ -9,6 +9,13 @@ twenty decode steps of seven families (4 layers each, 2026-11-28) came to 14.6-1
 transformers is importable this times its own code: a tiny Llama (GQA, 4 layers, hidden 64: each kernel's GPU time
 a few microseconds, under the host's) decoding one token over a ``DynamicCache``, as tools/validate_hf_llm.py times
 the eager runtime. Its seconds per step over its kernels per step (torch.profiler's count) is the figure.
+
+Each family's modules cost the host differently per kernel: Gemma-2 issues more small kernels per module call than
+Llama, so each costs less. Host-bound 1 x 512 prefills of 4-layer models (2026-11-29, H200) read 0.78-0.92x the tiny
+Llama's figure per kernel for gemma-2-9b and 0.85-0.91x for qwen3-8b, where the Llama-family models read 0.95-1.10x;
+the same family's tiny decoder read 0.72-0.89x and 0.79-0.87x. So the same tiny decoder is also built in each other
+family's own classes (FAMILIES) and timed in turn with the Llama, round by round: its per-kernel time over the
+Llama's in the same round (``vs_llama``, the median over rounds) prices that family's steps.
 """
 
 from __future__ import annotations
@@ -24,6 +31,27 @@ CONFIG: dict[str, Any] = {"model_type": "llama", "hidden_size": 64, "intermediat
                           "vocab_size": 256, "max_position_embeddings": 1024}
 FILLED = 63                 # cached positions before the step (the step decodes position 63)
 STEPS, ROUNDS, WARM = 30, 3, 5
+FAMILY_STEPS, FAMILY_WARM = 15, 3     # per round of each other family: ~5 ms a step, ~2 s for the eight together
+# The families transformers' LLM runtimes lower (hwprobe.models.llm.config; Mistral's classes are Llama's), each as
+# CONFIG in its own classes: head_dim 16 where the family's default is another, 8 experts (2 per token) of width 32
+# for the MoEs. The special token ids are cleared (Phi-3's default pad id is beyond the tiny vocabulary).
+FAMILIES: dict[str, dict[str, Any]] = {
+    "qwen2": {"model_type": "qwen2"},
+    "qwen3": {"model_type": "qwen3", "head_dim": 16},
+    "phi3": {"model_type": "phi3"},
+    "gemma": {"model_type": "gemma", "head_dim": 16},
+    "gemma2": {"model_type": "gemma2", "head_dim": 16},
+    "mixtral": {"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2},
+    "qwen2_moe": {"model_type": "qwen2_moe", "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                  "shared_expert_intermediate_size": 32},
+    "qwen3_moe": {"model_type": "qwen3_moe", "head_dim": 16, "num_experts": 8, "num_experts_per_tok": 2,
+                  "moe_intermediate_size": 32},
+}
+
+
+def family_config(family: str) -> dict[str, Any]:
+    """CONFIG in ``family``'s own classes (FAMILIES)."""
+    return {**CONFIG, "bos_token_id": None, "eos_token_id": None, "pad_token_id": None, **FAMILIES[family]}
 
 
 def import_ahead():
@@ -36,19 +64,21 @@ def import_ahead():
                  touch=("AutoConfig", "AutoModelForCausalLM", "DynamicCache"))
 
 
-def decoder(torch, transformers) -> tuple[Any, Any]:
-    """(step, restore): one eager decode step of the tiny Llama over a DynamicCache of FILLED positions, with its
-    inputs as ``generate`` prepares them, and the cache put back as it was (DynamicCache grows by a cat)."""
-    cfg = transformers.AutoConfig.for_model(**CONFIG)
+def decoder(torch, transformers, config: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """(step, restore): one eager decode step of the tiny decoder (``config``, CONFIG's Llama by default) over a
+    DynamicCache of FILLED positions, with its inputs as ``generate`` prepares them, and the cache put back as it was
+    (DynamicCache grows by a cat)."""
+    config = config or CONFIG
+    cfg = transformers.AutoConfig.for_model(**config)
     with torch.inference_mode(False), torch.device("cuda"):    # parameters as a user's model has them, whoever calls
         model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa")
     model.eval()
     cache = transformers.DynamicCache(config=model.config)
-    head_dim = CONFIG["hidden_size"] // CONFIG["num_attention_heads"]
-    kv = torch.zeros(1, CONFIG["num_key_value_heads"], FILLED, head_dim, dtype=torch.bfloat16, device="cuda")
-    for layer in range(CONFIG["num_hidden_layers"]):
+    head_dim = getattr(model.config, "head_dim", None) or config["hidden_size"] // config["num_attention_heads"]
+    kv = torch.zeros(1, config["num_key_value_heads"], FILLED, head_dim, dtype=torch.bfloat16, device="cuda")
+    for layer in range(config["num_hidden_layers"]):
         cache.update(kv, kv, layer)
-    ids = torch.randint(0, CONFIG["vocab_size"], (1, 1), device="cuda")
+    ids = torch.randint(0, config["vocab_size"], (1, 1), device="cuda")
     mask = torch.ones(1, FILLED + 1, dtype=torch.long, device="cuda")
     pos = torch.arange(FILLED, FILLED + 1, device="cuda").unsqueeze(0)
     args = model.prepare_inputs_for_generation(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
@@ -118,15 +148,60 @@ def per_kernel(step_s: list[float], kernels: int) -> float:
     return float(np.median(step_s)) / kernels
 
 
-def measure(torch) -> dict[str, Any]:
-    """transformers' host seconds per kernel of an eager decode step on this machine, with what it came from;
-    raises ImportError where transformers is not installed."""
+def vs_llama(family_s: list[float], family_kernels: int, llama_s: list[float], llama_kernels: int) -> float:
+    """A family's host time per kernel over the Llama's: the median over rounds of the two rounds' ratio (timed in
+    turn, so a host that changes speed between rounds moves both)."""
+    if family_kernels <= 0 or llama_kernels <= 0 or not family_s or len(family_s) != len(llama_s):
+        raise ValueError(f"no ratio from {len(family_s)} and {len(llama_s)} rounds of {family_kernels} and "
+                         f"{llama_kernels} kernels")
+    pairs = zip(family_s, llama_s, strict=True)
+    return float(np.median([(f / family_kernels) / (llama / llama_kernels) for f, llama in pairs]))
+
+
+def measure(torch, families: tuple[str, ...] = tuple(FAMILIES)) -> dict[str, Any]:
+    """transformers' host seconds per kernel of an eager decode step on this machine, with what it came from, and
+    each of ``families``' per kernel against it (``families``; a family its transformers cannot build or run is
+    listed under ``family_errors``); raises ImportError where transformers is not installed."""
     import transformers
 
+    steps, errors = {}, {}
     with torch.inference_mode():
-        step, restore = decoder(torch, transformers)
-        rounds = step_seconds(torch, step, restore)
-        kernels = kernels_per_step(torch, step, restore)    # after the timing: the profiler's hooks stay out of it
-    return {"kernel_s": per_kernel(rounds, kernels), "kernels_per_step": kernels, "step_s": rounds,
-            "version": transformers.__version__, "model": "LlamaForCausalLM", "config": dict(CONFIG),
-            "filled": FILLED, "cache": "DynamicCache"}
+        steps["llama"] = decoder(torch, transformers)
+        for fam in families:
+            try:
+                steps[fam] = decoder(torch, transformers, family_config(fam))
+            except Exception as e:  # noqa: BLE001 - a family this transformers lacks: said, the others measured
+                errors[fam] = f"{type(e).__name__}: {e}"[:200]
+        rounds: dict[str, list[float]] = {name: [] for name in steps}
+        kernels: dict[str, int] = {}
+        for r in range(ROUNDS):             # every decoder in turn, round after round: a host's drift moves them alike
+            for name in list(rounds):
+                step, restore = steps[name]
+                llama = name == "llama"
+                try:
+                    rounds[name] += step_seconds(torch, step, restore, STEPS if llama else FAMILY_STEPS, 1,
+                                                 (WARM if llama else FAMILY_WARM) if r == 0 else 0)
+                except Exception as e:
+                    if llama:
+                        raise
+                    errors[name] = f"{type(e).__name__}: {e}"[:200]
+                    del rounds[name]
+        for name in list(rounds):           # after the timing: the profiler's hooks stay out of it
+            try:
+                kernels[name] = kernels_per_step(torch, *steps[name])
+            except Exception as e:
+                if name == "llama":
+                    raise
+                errors[name] = f"{type(e).__name__}: {e}"[:200]
+                del rounds[name]
+    llama_s, llama_k = rounds.pop("llama"), kernels["llama"]
+    fams = {name: {"kernel_s": per_kernel(got, kernels[name]), "kernels_per_step": kernels[name], "step_s": got,
+                   "vs_llama": vs_llama(got, kernels[name], llama_s, llama_k),
+                   "model_type": FAMILIES[name]["model_type"]}
+            for name, got in rounds.items()}
+    out = {"kernel_s": per_kernel(llama_s, llama_k), "kernels_per_step": llama_k, "step_s": llama_s,
+           "version": transformers.__version__, "model": "LlamaForCausalLM", "config": dict(CONFIG),
+           "filled": FILLED, "cache": "DynamicCache", "families": fams}
+    if errors:
+        out["family_errors"] = errors
+    return out

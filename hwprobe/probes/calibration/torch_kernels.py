@@ -451,8 +451,12 @@ def transformers_host(torch) -> tuple[dict | None, list[str]]:
         return None, [f"transformers' host time not measured: transformers is not installed ({e})"]
     except Exception as e:
         return None, [f"transformers' host time not measured: {type(e).__name__}: {e}"[:300]]
+    fams = ", ".join(f"{k} {v['vs_llama']:.2f}x" for k, v in sorted((got.get("families") or {}).items()))
+    lacking = ", ".join(sorted(got.get("family_errors") or {}))
     return got, [f"transformers {got['version']}: {got['kernel_s'] * 1e6:.1f} us of host per kernel of an eager "
-                 f"decode step ({got['kernels_per_step']} kernels, a 4-layer Llama of hidden 64 over a DynamicCache)"]
+                 f"decode step ({got['kernels_per_step']} kernels, a 4-layer Llama of hidden 64 over a DynamicCache)"
+                 + (f"; the same decoder in each family's classes, per kernel against it: {fams}" if fams else "")
+                 + (f"; not measured: {lacking}" if lacking else "")]
 
 
 def _replay(ctx, torch):
