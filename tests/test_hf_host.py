@@ -217,3 +217,17 @@ def test_the_probes_note_lists_each_familys_ratio_and_the_ones_it_could_not_meas
                                                            "family_errors": {"phi3": "AssertionError: padding"}})
     _, notes = torch_kernels.transformers_host(None)
     assert "gemma2 0.80x, qwen3 0.90x" in notes[0] and notes[0].endswith("not measured: phi3")
+
+
+def test_the_comparison_prices_a_family_with_its_ratio_and_without_it_on_request(tmp_path):
+    from hwprobe.models.llm import builtin
+
+    cfg = dict(builtin.CONFIGS["gemma2-9b"], num_hidden_layers=4)
+    host = {"eager_op_s": 10e-6, "hf_eager_kernel_s": 40e-6, "hf": {**HF, "kernel_s": 40e-6, "families": FAMS}}
+    doc = {"layers": 4, "models": {"g": {"config": cfg}}, "host_before": host, "host_after": host,
+           "cases": [{"model": "g", "runtime": "eager", "phase": "decode", "batch": 1, "context": 1024,
+                      "median_s": 10e-3}]}
+    on, off = (cmp.predict(doc, H200, host="run", families=f)[0].predicted_s for f in (True, False))
+    assert 0.75 * off < on < 0.9 * off                                  # host-bound at 40 us a kernel: 0.8x of it
+    assert "gemma2 0.80x, qwen3 0.90x" in cmp.table(cmp.predict(doc, H200, host="run"), doc, str(H200), "run")
+    assert "--no-family-host" in cmp.table([], doc, str(H200), "run", families=False)

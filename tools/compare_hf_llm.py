@@ -127,7 +127,8 @@ def run_pricers(profile, host_s: float | None, hf_s: float | None = None, comm: 
 def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | None = None, comm: str | None = None,
                ratios: dict[str, float] | None = None):
     """One of run_pricers' predictors: ``kind`` "eager" with the run's host readings where given (``ratios``: its
-    families' host per kernel over the tiny Llama's, run_family_ratios)."""
+    families' host per kernel over the tiny Llama's, run_family_ratios; None keeps the profile's, {} prices every
+    family at the Llama's)."""
     from dataclasses import replace
 
     from hwprobe.predict.model import Predictor
@@ -136,7 +137,7 @@ def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | No
     if kind == "eager":
         cal = replace(cal, **({"eager_op_s": host_s} if host_s else {}),
                       **({"hf_eager_kernel_s": hf_s} if hf_s else {}),
-                      **({"hf_family_ratio": ratios} if ratios else {}))
+                      **({"hf_family_ratio": ratios} if ratios is not None else {}))
     return Predictor(prof, kind, cal, host="transformers")
 
 
@@ -157,19 +158,20 @@ def case_routing(doc: dict, c: dict):
 
 
 def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("llama",),
-            host: str = "run", comm: str | None = None, routed: bool = True) -> list[Row]:
+            host: str = "run", comm: str | None = None, routed: bool = True, families: bool = True) -> list[Row]:
     """Every case priced. ``host``: "run" prices the eager runtime with the host time the validation measured in its
     own process (where it did), "case" with the reading taken around each case's rounds (``host_kernel_s``, runs
     since 2026-11-28; the run's where a case has none), "profile" with the profile's. Under "run" and "case" each
     family's ratio to the tiny Llama is the run's own where it measured them (run_family_ratios), else the
-    profile's. ``routed``: an MoE prefill is priced at the routing the validation counted (case_routing), else under
-    uniform routing."""
+    profile's; ``families`` False prices every family at the tiny Llama's host per kernel (as before 2026-11-29).
+    ``routed``: an MoE prefill is priced at the routing the validation counted (case_routing), else under uniform
+    routing."""
     from hwprobe.analysis.llm import LLMOptions, analyze
     from hwprobe.lowering.llm.runtimes import RUNTIMES
 
     cfgs = configs(doc)
     own = (run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")) if host in ("run", "case") else (None, None)
-    ratios = run_family_ratios(doc) if host in ("run", "case") else None
+    ratios = ((run_family_ratios(doc) or None) if host in ("run", "case") else None) if families else {}
     pricers = run_pricers(profile, *own, comm, ratios) if pricer is None and profile is not None else {}
     rows = []
     for c in doc["cases"]:
@@ -198,7 +200,7 @@ def _ms(x) -> str:
 
 
 def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str | None = None,
-          routed: bool = True) -> str:
+          routed: bool = True, families: bool = True) -> str:
     with_comm = f" with the collectives of `{comm}`" if comm else ""
     lines = [f"transformers {doc.get('transformers', '?')}, torch {doc.get('torch', '?')}, {doc.get('gpu', '?')}; "
              f"{doc.get('layers')} layers per model (the cut config priced); profile `{profile}`{with_comm}. "
@@ -227,6 +229,13 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str
         lines += [f"Eager-priced passes (eager; hf-compiled's prefill) use the host time per op hwprobe measured in "
                   f"the validation's own process, {got * 1e6:.1f} us (gpu.torch_kernels' eager calibration, before and "
                   "after the models), not the profile's: each lent machine's host differs.", ""]
+    ratios = run_family_ratios(doc)
+    if not families:
+        lines += ["Every family priced at the tiny Llama's host per kernel (--no-family-host).", ""]
+    elif ratios and host in ("run", "case"):
+        lines += ["Each other family's host per kernel is that times its own tiny decoder's per kernel over the tiny "
+                  "Llama's, as the validation's own process measured them (before and after the models): "
+                  + ", ".join(f"{f} {r:.2f}x" for f, r in sorted(ratios.items())) + ".", ""]
     for rt in dict.fromkeys(r.runtime for r in rows):
         lines += [f"### {rt}", "", "| model | phase | batch | length | cache | measured ms | predicted ms | error | "
                   "target |", "|---|---|---|---|---|---|---|---|---|"]
@@ -346,12 +355,15 @@ def main(argv: list[str] | None = None) -> int:
                          "validation run's before-and-after reading (run), or the profile's")
     ap.add_argument("--uniform-routing", action="store_true",
                     help="price MoE prefills under uniform routing, not at the rows per expert the validation counted")
+    ap.add_argument("--no-family-host", dest="families", action="store_false",
+                    help="price every family at the tiny Llama's host per kernel, not at its own tiny decoder's ratio "
+                         "to it (the pricing before 2026-11-29)")
     args = ap.parse_args(argv)
     try:
         doc = load_measured(args.measured)
         rows = predict(doc, args.profile, tuned=tuple(x.strip() for x in args.tuned.split(",") if x.strip()),
-                       host=args.host, comm=args.comm_profile, routed=not args.uniform_routing)
-        md = (table(rows, doc, args.profile, args.host, args.comm_profile, not args.uniform_routing)
+                       host=args.host, comm=args.comm_profile, routed=not args.uniform_routing, families=args.families)
+        md = (table(rows, doc, args.profile, args.host, args.comm_profile, not args.uniform_routing, args.families)
               + "\n### kernels per step\n\n"
               + kernel_lines(doc) + "\n" + routing_lines(doc))
     except InputError as e:
