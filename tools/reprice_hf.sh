@@ -68,6 +68,11 @@ for rt in hf hf-compiled; do               # eager errors drew the look at the c
 done
 cmp $d comparison-eager.md hf_dense_eager.json.gz --profile $gen --tuned $tuned,gemma-7b,llama-2-7b,qwen2.5-0.5b \
   --host case
+d=profiles/h200-sxm/2026-11-29-s47      # each family's host ratio (hf_host.FAMILIES), and without it; gemma-2b,
+for rt in hf_compiled hf_eager; do        # llama-3.2-3b, mixtral-8x22b and qwen3-coder held out from that change
+  cmp $d comparison-${rt//_/-}.md $rt.json.gz --profile $gen --tuned $tuned --host case
+  cmp $d comparison-${rt//_/-}-no-family.md $rt.json.gz --profile $gen --tuned $tuned --host case --no-family-host
+done
 d=profiles/h200x2/2026-11-28-tp2-hf
 cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \
   --tuned $tuned

@@ -11,9 +11,10 @@ a few microseconds, under the host's) decoding one token over a ``DynamicCache``
 the eager runtime. Its seconds per step over its kernels per step (torch.profiler's count) is the figure.
 
 Each family's modules cost the host differently per kernel: Gemma-2 issues more small kernels per module call than
-Llama, so each costs less. Host-bound 1 x 512 prefills of 4-layer models (2026-11-29, H200) read 0.78-0.92x the tiny
-Llama's figure per kernel for gemma-2-9b and 0.85-0.91x for qwen3-8b, where the Llama-family models read 0.95-1.10x;
-the same family's tiny decoder read 0.72-0.89x and 0.79-0.87x. So the same tiny decoder is also built in each other
+Llama, so each costs less. The fastest step of host-bound 1 x 512 prefills of 4-layer models (2026-11-29, H200), per
+kernel over the tiny Llama's figure, read 0.78-0.92x for gemma-2-9b and 0.85-0.91x for qwen3-8b, where the
+Llama-family models read 0.95-1.04x; the family's own tiny decode step read 0.74-0.85x and 0.79-0.86x
+(profiles/h200-sxm/2026-11-29-s47). So the same tiny decoder is also built in each other
 family's own classes (FAMILIES) and timed in turn with the Llama, round by round: its per-kernel time over the
 Llama's in the same round (``vs_llama``, the median over rounds) prices that family's steps.
 """
