@@ -231,3 +231,11 @@ def test_the_comparison_prices_a_family_with_its_ratio_and_without_it_on_request
     assert 0.75 * off < on < 0.9 * off                                  # host-bound at 40 us a kernel: 0.8x of it
     assert "gemma2 0.80x, qwen3 0.90x" in cmp.table(cmp.predict(doc, H200, host="run"), doc, str(H200), "run")
     assert "--no-family-host" in cmp.table([], doc, str(H200), "run", families=False)
+
+
+def test_the_moe_families_unsteady_ratios_are_measured_but_not_priced():
+    from hwprobe.predict.calibration import UNSTEADY_FAMILIES, family_ratios
+
+    moe = {f: {"kernel_s": 30e-6, "kernels_per_step": 320, "vs_llama": 1.5} for f in UNSTEADY_FAMILIES}
+    assert family_ratios({"families": {**FAMS, **moe}}) == {"gemma2": 0.8, "qwen3": 0.9}
+    assert set(UNSTEADY_FAMILIES) <= set(hf_host.FAMILIES)          # still measured: the record keeps the evidence
