@@ -239,3 +239,11 @@ def test_the_moe_families_unsteady_ratios_are_measured_but_not_priced():
     moe = {f: {"kernel_s": 30e-6, "kernels_per_step": 320, "vs_llama": 1.5} for f in UNSTEADY_FAMILIES}
     assert family_ratios({"families": {**FAMS, **moe}}) == {"gemma2": 0.8, "qwen3": 0.9}
     assert set(UNSTEADY_FAMILIES) <= set(hf_host.FAMILIES)          # still measured: the record keeps the evidence
+
+
+def test_which_family_ratios_a_comparison_prices_with():
+    doc = {"host_before": {"hf": {**HF, "families": FAMS}}}
+    assert cmp.family_host(doc, "case", True) == {"gemma2": 0.8, "qwen3": 0.9} == cmp.family_host(doc, "run", True)
+    assert cmp.family_host(doc, "profile", True) is None                    # the profile's own
+    assert cmp.family_host({"host_before": {"hf": HF}}, "case", True) is None  # a run before them: the profile's
+    assert cmp.family_host(doc, "case", False) == {}                        # --no-family-host: none anywhere

@@ -102,6 +102,14 @@ def run_family_ratios(doc: dict) -> dict[str, float]:
     return {fam: sum(v) / len(v) for fam, v in got.items()}
 
 
+def family_host(doc: dict, host: str, families: bool) -> dict[str, float] | None:
+    """The family ratios a comparison prices with (run_pricer's ``ratios``): none at all without ``families`` ({}),
+    the run's own under ``host`` "run" or "case" where it measured them, else the profile's (None)."""
+    if not families:
+        return {}
+    return (run_family_ratios(doc) or None) if host in ("run", "case") else None
+
+
 @functools.lru_cache(maxsize=4)
 def _loaded(profile: str, comm: str | None = None):
     """(profile, its calibration), read once however many pricers are made over it; with ``comm``'s collective
@@ -171,7 +179,7 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
 
     cfgs = configs(doc)
     own = (run_host_s(doc), run_host_s(doc, "hf_eager_kernel_s")) if host in ("run", "case") else (None, None)
-    ratios = ((run_family_ratios(doc) or None) if host in ("run", "case") else None) if families else {}
+    ratios = family_host(doc, host, families)
     pricers = run_pricers(profile, *own, comm, ratios) if pricer is None and profile is not None else {}
     rows = []
     for c in doc["cases"]:
