@@ -14,9 +14,10 @@ Each family's modules cost the host differently per kernel: Gemma-2 issues more 
 Llama, so each costs less. The fastest step of host-bound 1 x 512 prefills of 4-layer models (2026-11-29, H200), per
 kernel over the tiny Llama's figure, read 0.78-0.92x for gemma-2-9b and 0.85-0.91x for qwen3-8b, where the
 Llama-family models read 0.95-1.04x; the family's own tiny decode step read 0.74-0.85x and 0.79-0.86x
-(profiles/h200-sxm/2026-11-29-s47). So the same tiny decoder is also built in each other
-family's own classes (FAMILIES) and timed in turn with the Llama, round by round: its per-kernel time over the
-Llama's in the same round (``vs_llama``, the median over rounds) prices that family's steps.
+(profiles/h200-sxm/2026-11-29-s47). So the same tiny decoder is also built in each other family's own classes
+(FAMILIES) and timed in turn with the Llama, round by round: its per-kernel time over the Llama's in the same round
+(``vs_llama``, the median over rounds) prices that family's steps (not the MoE families': theirs did not repeat,
+hwprobe.predict.calibration.UNSTEADY_FAMILIES).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ CONFIG: dict[str, Any] = {"model_type": "llama", "hidden_size": 64, "intermediat
                           "vocab_size": 256, "max_position_embeddings": 1024}
 FILLED = 63                 # cached positions before the step (the step decodes position 63)
 STEPS, ROUNDS, WARM = 30, 3, 5
-FAMILY_STEPS, FAMILY_WARM = 15, 3     # per round of each other family: ~5 ms a step, ~2 s for the eight together
+FAMILY_STEPS, FAMILY_WARM = 15, 3     # per round of each other family: 3.7 s for the eight in an H200 `full`
 # The families transformers' LLM runtimes lower (hwprobe.models.llm.config; Mistral's classes are Llama's), each as
 # CONFIG in its own classes: head_dim 16 where the family's default is another, 8 experts (2 per token) of width 32
 # for the MoEs. The special token ids are cleared (Phi-3's default pad id is beyond the tiny vocabulary).
