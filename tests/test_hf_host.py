@@ -27,6 +27,15 @@ import compare_hf_llm as cmp  # noqa: E402
 HF = {"kernel_s": 17.0e-6, "kernels_per_step": 150, "step_s": [2.55e-3, 2.6e-3, 2.5e-3], "version": "5.17.0"}
 
 
+def with_transformers(folder: Path, hf: dict):
+    """The H200 profile with ``hf`` as its transformers record, saved in ``folder`` (made here) and returned."""
+    prof = load_profile(H200)
+    prof.calibration.eager = replace(prof.calibration.eager, transformers=hf)
+    folder.mkdir(parents=True, exist_ok=True)
+    prof.save(folder / "profile.json")
+    return prof
+
+
 def test_per_kernel_is_the_median_round_over_the_kernels_and_refuses_nothing_to_divide():
     assert hf_host.per_kernel([3.0e-3, 2.0e-3, 2.5e-3], 125) == pytest.approx(20e-6)
     with pytest.raises(ValueError):
@@ -40,9 +49,7 @@ def test_the_figure_rides_on_the_eager_curve_and_old_profiles_read_back_as_writt
     assert "transformers" not in plain.to_dict()                       # files written before it: unchanged
     got = EagerCost.from_params({"per_op_s": {"add": 11e-6}, "transformers": HF}, value=11e-6)
     assert got.transformers == HF and got.to_dict()["transformers"] == HF
-    prof = load_profile(H200)
-    prof.calibration.eager = replace(prof.calibration.eager, transformers=HF)
-    prof.save(tmp_path / "profile.json")                               # the schema takes it
+    prof = with_transformers(tmp_path, HF)                             # the schema takes it
     back = load_profile(tmp_path)
     assert back.calibration.eager.transformers == HF
     assert Calibration.of(back).hf_eager_kernel_s == HF["kernel_s"] and Calibration.of(prof).eager_op_s > 0
@@ -66,9 +73,7 @@ def test_the_transformers_runtimes_paytransformers_host_and_a_cnn_the_frameworks
 def test_an_eager_llm_step_is_priced_fromtransformers_host_where_the_profile_has_it(tmp_path):
     from hwprobe.analysis.llm import LLMOptions, analyze
 
-    prof = load_profile(H200)
-    prof.calibration.eager = replace(prof.calibration.eager, transformers={**HF, "kernel_s": 40e-6})
-    prof.save(tmp_path / "profile.json")
+    with_transformers(tmp_path, {**HF, "kernel_s": 40e-6})
     opts = LLMOptions(phase="decode", context=1024, batch=1, runtime="eager")
     slow = analyze("llama-3.2-1b", str(tmp_path), opts).phases["decode"]
     base = analyze("llama-3.2-1b", str(H200), opts).phases["decode"]
@@ -158,9 +163,7 @@ def test_a_familys_ratio_is_the_median_of_its_rounds_against_the_llamas_same_rou
 
 
 def test_the_profile_files_each_familys_ratio_and_the_predictor_scales_transformers_host_by_it(tmp_path):
-    prof = load_profile(H200)
-    prof.calibration.eager = replace(prof.calibration.eager, transformers={**HF, "families": FAMS})
-    prof.save(tmp_path / "profile.json")                               # the schema takes it
+    prof = with_transformers(tmp_path, {**HF, "families": FAMS})      # the schema takes it
     back = load_profile(tmp_path)
     cal = Calibration.of(back)
     assert cal.hf_family_ratio == {"gemma2": 0.8, "qwen3": 0.9}
@@ -181,13 +184,9 @@ def test_the_profile_files_each_familys_ratio_and_the_predictor_scales_transform
 def test_an_llm_step_of_a_measured_family_is_priced_with_its_own_host_and_a_graph_replay_is_not(tmp_path):
     from hwprobe.analysis.llm import LLMOptions, analyze
 
-    prof = load_profile(H200)
-    prof.calibration.eager = replace(prof.calibration.eager, transformers={**HF, "families": FAMS})
-    prof.save(tmp_path / "profile.json")
+    with_transformers(tmp_path, {**HF, "families": FAMS})
     plain = tmp_path / "plain"
-    prof.calibration.eager = replace(prof.calibration.eager, transformers=HF)
-    plain.mkdir()
-    prof.save(plain / "profile.json")
+    with_transformers(plain, HF)
     eager = LLMOptions(phase="decode", context=1024, batch=1, runtime="eager")
     scaled = analyze("gemma2-9b", str(tmp_path), eager).phases["decode"]
     base = analyze("gemma2-9b", str(plain), eager).phases["decode"]
