@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from hwprobe.interrupt import check as check_interrupt
 from hwprobe.timing.sampler import ClockSampler, CpuClockSampler, NullSampler
@@ -55,11 +56,21 @@ def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10, c
         return []
     if hold is not None:
         return hold.time_each(fn, repeats)
-    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
+    return elapsed_s(cp, queue_calls(cp, stream, fn, repeats))
+
+
+def queue_calls(cp, stream, fn: Callable[[], object], n: int) -> list[tuple[Any, Any]]:
+    """``n`` calls of ``fn`` queued on ``stream``, each between two recorded CUDA events: the (start, stop) pairs."""
+    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(n)]
     for start, stop in events:
         start.record(stream)
         fn()
         stop.record(stream)
+    return events
+
+
+def elapsed_s(cp, events: list[tuple[Any, Any]]) -> list[float]:
+    """Seconds between each (start, stop) pair, once the last stop is reached."""
     events[-1][1].synchronize()
     return [cp.cuda.get_elapsed_time(a, b) * 1e-3 for a, b in events]
 
@@ -67,9 +78,7 @@ def time_cuda(fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10, c
 def time_cuda_once(fn: Callable[[], object], cp=None, hold=None) -> float:
     """Seconds of one call of ``fn`` on the current stream (CUDA events, no warm-up): calibration and search.
     ``hold`` (a hwprobe.timing.hold.StreamHold) keeps the host's stalls between the start event and the launch out."""
-    if hold is not None:
-        return hold.time(fn)
-    return time_cuda(fn, warmup=0, repeats=1, cp=cp)[0]
+    return time_cuda(fn, warmup=0, repeats=1, cp=cp, hold=hold)[0]
 
 
 def interleaved_medians(calls: dict, rounds: int, cp=None) -> dict:

@@ -81,17 +81,13 @@ class StreamHold:
 
     def time_each(self, fn: Callable[[], object], repeats: int) -> list[float]:
         """Seconds of each of ``repeats`` calls of ``fn``, queued back to back behind holds of ``BATCH`` calls."""
-        cp = self.cp
-        stream = cp.cuda.get_current_stream()
+        from hwprobe.timing import elapsed_s, queue_calls
+
+        stream = self.cp.cuda.get_current_stream()
         out: list[float] = []
         while len(out) < repeats:
-            events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(min(BATCH, repeats - len(out)))]
             with self.queued():
-                for start, stop in events:
-                    start.record(stream)
-                    fn()
-                    stop.record(stream)
-            events[-1][1].synchronize()
+                events = queue_calls(self.cp, stream, fn, min(BATCH, repeats - len(out)))
+            out += elapsed_s(self.cp, events)
             self.settle()
-            out += [cp.cuda.get_elapsed_time(a, b) * 1e-3 for a, b in events]
         return out

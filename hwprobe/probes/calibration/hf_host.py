@@ -16,8 +16,8 @@ kernel over the tiny Llama's figure, read 0.78-0.92x for gemma-2-9b and 0.85-0.9
 Llama-family models read 0.95-1.04x; the family's own tiny decode step read 0.74-0.85x and 0.79-0.86x
 (profiles/h200-sxm/2026-11-29-s47). So the same tiny decoder is also built in each other family's own classes
 (FAMILIES) and timed in turn with the Llama, round by round: its per-kernel time over the Llama's in the same round
-(``vs_llama``, the median over rounds) prices that family's steps (not the MoE families': theirs did not repeat,
-hwprobe.predict.calibration.UNSTEADY_FAMILIES).
+(``vs_llama``, the median over rounds) prices that family's steps. The MoE families are not timed: their
+ratios did not repeat (hwprobe.predict.calibration.UNSTEADY_FAMILIES).
 """
 
 from __future__ import annotations
@@ -33,21 +33,18 @@ CONFIG: dict[str, Any] = {"model_type": "llama", "hidden_size": 64, "intermediat
                           "vocab_size": 256, "max_position_embeddings": 1024}
 FILLED = 63                 # cached positions before the step (the step decodes position 63)
 STEPS, ROUNDS, WARM = 30, 3, 5
-FAMILY_STEPS, FAMILY_WARM = 15, 3     # per round of each other family: 3.7 s for the eight in an H200 `full`
-# The families transformers' LLM runtimes lower (hwprobe.models.llm.config; Mistral's classes are Llama's), each as
-# CONFIG in its own classes: head_dim 16 where the family's default is another, 8 experts (2 per token) of width 32
-# for the MoEs. The special token ids are cleared (Phi-3's default pad id is beyond the tiny vocabulary).
+FAMILY_STEPS, FAMILY_WARM = 15, 3     # per round of each other family: ~2 s for the five in an H200 `full`
+# The dense families transformers' LLM runtimes lower (hwprobe.models.llm.config; Mistral's classes are Llama's),
+# each as CONFIG in its own classes: head_dim 16 where the family's default is another. The special token ids are
+# cleared (Phi-3's default pad id is beyond the tiny vocabulary). The MoE families' tiny decoders were timed too until
+# 2026-11-29: their ratios did not repeat (qwen3_moe 0.86-1.53 over five readings; the predictor never priced them,
+# hwprobe.predict.calibration.UNSTEADY_FAMILIES), and they cost `full` ~1.7 s of the families' 3.7.
 FAMILIES: dict[str, dict[str, Any]] = {
     "qwen2": {"model_type": "qwen2"},
     "qwen3": {"model_type": "qwen3", "head_dim": 16},
     "phi3": {"model_type": "phi3"},
     "gemma": {"model_type": "gemma", "head_dim": 16},
     "gemma2": {"model_type": "gemma2", "head_dim": 16},
-    "mixtral": {"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2},
-    "qwen2_moe": {"model_type": "qwen2_moe", "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-                  "shared_expert_intermediate_size": 32},
-    "qwen3_moe": {"model_type": "qwen3_moe", "head_dim": 16, "num_experts": 8, "num_experts_per_tok": 2,
-                  "moe_intermediate_size": 32},
 }
 
 
