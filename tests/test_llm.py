@@ -334,7 +334,7 @@ def test_cli_config_json_text():
     (["analyze", "llama-3-8b", "--prompt", "0"], "--prompt must be between 1 and"),
     (["analyze", "llama-3-8b", "--tp", "3", "--runtime", "graph"], "--tp 3 does not divide"),
     (["analyze", "mixtral-8x7b", "--tp", "2"], "tensor parallel under transformers is modelled for the tp plans"),
-    (["analyze", "llama-3-8b", "--tp", "2", "--runtime", "hf-compiled"], "tensor parallel with generate's compiled"),
+    (["analyze", "qwen3-8b", "--tp", "2", "--runtime", "hf-compiled"], "modelled for dense families without q/k"),
     (["analyze", "llama-3-8b", "--cache-len", "10", "--phase", "decode"], "--cache-len 10 is shorter than"),
     (["analyze", "llama-3-8b", "--cache-len", "2048", "--runtime", "fused"], "--cache-len applies to"),
     (["analyze", "llama-3-8b", "--weights", "int4"], "needs --runtime fused or graph"),

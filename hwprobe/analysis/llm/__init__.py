@@ -193,6 +193,12 @@ def notes(cfg: LLMConfig, opts: LLMOptions, device_bytes) -> list[str]:
                    "that the calibration (one GPU's eager step) does not measure; on an H200 x2 (2026-11-28) the "
                    "measured tp 2 steps took 0.96-3.1x this price (median 1.9x in decode, 1.4x in the prefill): "
                    "read it as a floor")
+    if opts.tp > 1 and opts.runtime == "hf-compiled":
+        out.append("hf-compiled with --tp: the decode figure is the GPU's step; issuing one compiled step under the "
+                   "tp plan took the host 0.65-1.6 ms on an H200 x2 (2026-11-29, 4-layer models), so generate's loop "
+                   "runs at the longer of the two (llama-3.2-1b 16 x 2048: GPU 0.87 ms, loop 1.52). The prefill is "
+                   "launched op by op under the tp hooks, whose host time the calibration does not measure (1 x 512 "
+                   "and 1 x 2048 ran 1.5-3.1x this price): read it as a floor")
     if not device_bytes:
         out.append("device memory unknown (no profile, or the profile's device lacks mem_bytes): fit not judged")
     if rt.hf and opts.runtime != "eager":

@@ -19,11 +19,6 @@ def lower_runtime(cfg: LLMConfig, case: Case, q: Quant, runtime: str, sms: int |
     from hwprobe.lowering.llm.hf import Step, lower_hf
 
     n = cache_len or case.context
-    if runtime == "hf-compiled" and case.tp > 1:
-        from hwprobe.errors import InputError
-
-        raise InputError("tensor parallel with generate's compiled step is not modelled (its tp hooks change what "
-                         "Inductor captures): use --runtime hf or eager")
     if runtime == "graph":
         return lower(cfg, case, q, sms)
     if runtime == "fused":

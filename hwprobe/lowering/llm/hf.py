@@ -69,6 +69,19 @@ DICT_MASK_FAMILIES = ("qwen2", "qwen3", "qwen2_moe", "gemma2")   # configs with 
 TP_FAMILIES = ("llama", "qwen2", "qwen3", "gemma2", "phi3", "qwen3_moe")
 
 
+def rank_dims(cfg: LLMConfig, tp: int) -> tuple[int, int, int]:
+    """One rank's (heads, kv heads, FFN width) under transformers' tp_plan: a 1/tp slice of each, but Phi-3 gathers
+    qkv and gate_up whole, so its attention and activation run on every head and column on each rank."""
+    if tp == 1 or cfg.family == "phi3":
+        return cfg.heads, cfg.kv_heads, cfg.ffn
+    return cfg.heads // tp, cfg.kv_heads // tp, cfg.ffn // tp
+
+
+def collective(name: str, kind: str, rows: int, width: int, tp: int, act: str) -> KernelOp:
+    """An all-reduce or all-gather of ``rows`` x ``width`` activations over ``tp`` ranks (one NCCL kernel)."""
+    return KernelOp(name, kind, precision=act, bytes=float(rows * width * A), ranks=tp)
+
+
 def tiny_op(name: str, act: str) -> KernelOp:
     """A kernel on a handful of elements (an ``arange``, a counter's ``add_``, a 0-d fill, a sort's extra launch)."""
     return KernelOp(name, "elementwise", precision=act, bytes=16.0)
@@ -98,9 +111,7 @@ class _HF:
         self.rows = self.b * self.t                  # token rows of this step
         self.act = q.act
         n = self.tp = step.case.tp                   # one rank's share under transformers' tp_plan (see _check)
-        full = n == 1 or cfg.family == "phi3"        # Phi-3 gathers qkv and gate_up: attention and act run whole
-        self.h, self.kvh = (cfg.heads, cfg.kv_heads) if full else (cfg.heads // n, cfg.kv_heads // n)
-        self.ffn = cfg.ffn if full else cfg.ffn // n
+        self.h, self.kvh, self.ffn = rank_dims(cfg, n)
         self.expert_ffn = cfg.expert_ffn // n        # qwen3_moe: every rank holds every expert, a slice of each
         # q, k and v are ``view(b, t, heads, d).transpose(1, 2)``: not contiguous with more than one token, so a cat
         # of them (RoPE's rotate_half, a DynamicCache update) runs PyTorch's generic 4-D cat
@@ -125,15 +136,13 @@ class _HF:
         """``RowwiseParallel``'s ``dist.all_reduce`` of a rank's partial sums, in place (eager c10d: one NCCL
         kernel)."""
         if self.tp > 1:
-            self.ops.append(KernelOp(name, "allreduce", precision=self.act, bytes=float(rows * width * A),
-                                     ranks=self.tp))
+            self.ops.append(collective(name, "allreduce", rows, width, self.tp, self.act))
 
     def all_gather(self, name: str, rows: int, width: int) -> None:
         """``colwise_gather_output``: the shards along the last dim all-gathered (funcol, gathered along dim 0), then
         ``cat(chunk(...), -1)`` back in place: a copy unless the leading dims are all 1."""
         if self.tp > 1:
-            self.ops.append(KernelOp(name, "allgather", precision=self.act, bytes=float(rows * width * A),
-                                     ranks=self.tp))
+            self.ops.append(collective(name, "allgather", rows, width, self.tp, self.act))
             if rows > 1:
                 self.k(f"{name}_cat", "cat", 2 * rows * width * A)
 

@@ -24,6 +24,19 @@ becomes one Triton kernel that reads its inputs once and writes its outputs once
   renormalisation (one kernel), the expanded tokens and the gathered gate_up weights (one kernel each), the batched
   GEMV, act x up, the gathered down weights, the batched GEMV, the weighted sum over k (one kernel).
 
+Under tensor parallel (``from_pretrained(distributed_config=DistributedConfig(tp_size=N))``, then generate's
+compiled step; hwprobe.lowering.llm.hf has the tp plans) the step is still one graph: Dynamo traces transformers'
+in-place ``dist.all_reduce`` and the gathers as functional collectives, one NCCL kernel each, and Inductor keeps its
+fusions around them. One rank's step: its heads and FFN slice; an all-reduce after o_proj and after down_proj; a
+tied embedding vocab-parallel (an ids mask, the lookup with the foreign rows zeroed, an all-reduce, then the first
+norm on its own); lm_head's vocabulary slice all-gathered, the shards' cat a kernel of its own when the batch is over
+one (Gemma2's soft-cap takes it in); Phi-3's qkv and gate_up all-gathered (the cats fuse into rope and act x up) and
+the inputs of o_proj and down_proj cut to the rank's columns (a copy each). Rank 0's kernel list of llama-3.2-1b, 16
+x 2048, on 2x H200 (profiles/h200x2/2026-11-29-tp2-compiled): 95 kernels, the one-GPU 81 plus 9 all-reduces, the
+all-gather, the logits' cat and the embedding's two. Not modelled (TP_REFUSED): families with q/k norms, where the
+tp plan's replicated norm weights split the compiled step into several CUDA graphs with the host between them, and
+MoE experts (not measured).
+
 Fusion choices here follow Inductor's scheduler rules (pointwise into their consumer reduction or producer, no
 fusion across extern kernels or with mutated buffers); the device run's kernel list (tools/validate_hf_llm.py)
 is the check.
@@ -31,17 +44,30 @@ is the check.
 
 from __future__ import annotations
 
+from hwprobe.errors import InputError
 from hwprobe.lowering.llm.graph import Quant
-from hwprobe.lowering.llm.hf import F32, I64, A, Step, _check, topk_ops
+from hwprobe.lowering.llm.hf import F32, I64, A, Step, _check, collective, rank_dims, topk_ops
 from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
+
+TP_REFUSED = ("hf-compiled under tensor parallel is modelled for dense families without q/k norms: transformers 5.17's "
+              "tp plan makes Qwen3's q/k norm weights replicated DTensors and generate's compiled step then runs as "
+              "several CUDA graphs with the host between them (qwen3-8b, 16 x 2048 on 2x H200: 5.4 ms, where "
+              "mistral-7b took 1.6), and MoE experts are not measured: use --runtime hf")
 
 
 class _Ind:
     def __init__(self, cfg: LLMConfig, step: Step, q: Quant):
         self.cfg, self.step, self.q = cfg, step, q
         self.b = step.case.batch
+        self.tp = step.case.tp
+        self.h, self.kvh, self.ffn = rank_dims(cfg, self.tp)
         self.ops: list[KernelOp] = []
+
+    def collective(self, name: str, kind: str, width: int) -> None:
+        """A functional collective in the graph (one NCCL kernel on one row per sequence); none on one GPU."""
+        if self.tp > 1:
+            self.ops.append(collective(name, kind, self.b, width, self.tp, self.q.act))
 
     def k(self, name: str, kind: str, nbytes: float, flops: float = 0.0) -> None:
         self.ops.append(KernelOp(name, kind, precision=self.q.act, bytes=float(nbytes), flops=float(flops)))
@@ -55,11 +81,12 @@ def _keys(cfg: LLMConfig, step: Step, i: int) -> int:
 
 
 def _layer(e: _Ind, i: int) -> None:
-    cfg, b = e.cfg, e.b
-    h, kvh, d, hid = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.hidden
+    cfg, b, tp = e.cfg, e.b, e.tp
+    h, kvh, d, hid = e.h, e.kvh, cfg.head_dim, cfg.hidden
     p = f"layers.{i}."
-    if cfg.qkv_fused:
-        e.gemm(p + "qkv_proj", b, (h + 2 * kvh) * d, hid)
+    if cfg.qkv_fused:                  # Phi-3 under tp: its slice of qkv, all-gathered (the cat fuses into rope)
+        e.gemm(p + "qkv_proj", b, (h + 2 * kvh) * d // tp, hid)
+        e.collective(p + "qkv_gather", "allgather", (h + 2 * kvh) * d)
     else:
         for name, n in (("q_proj", h * d), ("k_proj", kvh * d), ("v_proj", kvh * d)):
             e.gemm(p + name, b, n, hid)
@@ -85,7 +112,8 @@ def _layer(e: _Ind, i: int) -> None:
     e.ops.append(KernelOp(p + "attention", "attention", precision=e.q.act, batch=b * h, m=1, n=keys, k=d,
                           bytes=float(2 * b * h * d * A + 2 * b * h * keys * d * A + b * keys * A),
                           backend="efficient"))
-    e.gemm(p + "o_proj", b, hid, h * d)
+    e.gemm(p + "o_proj", b, hid, _split(e, p + "o_proj_split", h * d))
+    e.collective(p + "o_proj_allreduce", "allreduce", hid)
     x = b * hid
     if cfg.sandwich:
         e.k(p + "post_attn_norm_add_pre_ffn_norm", "norm", 4 * x * A + 2 * hid * A, 8 * x)
@@ -94,18 +122,29 @@ def _layer(e: _Ind, i: int) -> None:
     if cfg.is_moe(i):
         _moe(e, p)
     elif cfg.gate_up_fused:
-        e.gemm(p + "gate_up_proj", b, 2 * cfg.ffn, hid)
-        e.k(p + "act_mul", "elementwise", 3 * b * cfg.ffn * A, 9 * b * cfg.ffn)
-        e.gemm(p + "down_proj", b, hid, cfg.ffn)
+        e.gemm(p + "gate_up_proj", b, 2 * e.ffn // tp, hid)
+        e.collective(p + "gate_up_gather", "allgather", 2 * e.ffn)
+        e.k(p + "act_mul", "elementwise", 3 * b * e.ffn * A, 9 * b * e.ffn)
+        e.gemm(p + "down_proj", b, hid, _split(e, p + "down_split", e.ffn))
     else:
-        e.gemm(p + "gate_proj", b, cfg.ffn, hid)
-        e.gemm(p + "up_proj", b, cfg.ffn, hid)
-        e.k(p + "act_mul", "elementwise", 3 * b * cfg.ffn * A, 9 * b * cfg.ffn)
-        e.gemm(p + "down_proj", b, hid, cfg.ffn)
+        e.gemm(p + "gate_proj", b, e.ffn, hid)
+        e.gemm(p + "up_proj", b, e.ffn, hid)
+        e.k(p + "act_mul", "elementwise", 3 * b * e.ffn * A, 9 * b * e.ffn)
+        e.gemm(p + "down_proj", b, hid, e.ffn)
+    e.collective(p + "down_allreduce", "allreduce", hid)
     last = i == cfg.layers - 1
     name = "mlp_residual_final_norm" if last else f"mlp_residual_input_norm_{i + 1}"
     extra = 2 * x * A if cfg.sandwich else 0                  # Gemma2: the post-feed-forward norm in the same kernel
     e.k(p + name, "norm", 4 * x * A + hid * A + extra, 5 * x)
+
+
+def _split(e: _Ind, name: str, width: int) -> int:
+    """Phi-3's ``rowwise_split_input`` under tp: the rank's columns of a replicated input cloned for the GEMM (a copy
+    kernel; its consumer is a library call, so nothing fuses it); returns the columns the GEMM reads."""
+    if e.tp == 1 or not e.cfg.qkv_fused:
+        return width
+    e.k(name, "copy", 2 * e.b * (width // e.tp) * A)
+    return width // e.tp
 
 
 def _moe(e: _Ind, p: str) -> None:
@@ -137,13 +176,21 @@ def lower_compiled(cfg: LLMConfig, step: Step, quant: Quant | None = None) -> li
     """Every kernel of one compiled decode step, in launch order (see the module docstring)."""
     q = quant or Quant()
     _check(cfg, step, q)
+    if step.case.tp > 1 and (cfg.qk_norm or cfg.experts):
+        raise InputError(TP_REFUSED)
     e = _Ind(cfg, step, q)
     b, hid = e.b, cfg.hidden
     masks = ["full"] if not cfg.sliding_layers else ["sliding"] if len(cfg.sliding_layers) == cfg.layers else [
         "full", "sliding"]
     for name in ["input_ids", "position_ids"] + [f"mask_{m}" for m in masks]:
         e.k(f"cudagraph_input_copy.{name}", "copy", 2 * b * 8)
-    e.k("embed_input_norm_0", "norm", 4 * b * hid * A + b * I64 + hid * A, 5 * b * hid)
+    if e.tp > 1 and cfg.tied:     # vocab-parallel embedding: ids masked, the lookup with its rows zeroed, all-reduced
+        e.k("embed_ids_mask", "elementwise", 16)
+        e.k("embed_masked", "embedding", 2 * b * hid * A + b * I64)
+        e.collective("embed_allreduce", "allreduce", hid)
+        e.k("input_norm_0", "norm", 3 * b * hid * A + hid * A, 5 * b * hid)
+    else:
+        e.k("embed_input_norm_0", "norm", 4 * b * hid * A + b * I64 + hid * A, 5 * b * hid)
     e.k("rotary_emb.positions_fp32", "copy", b * (I64 + F32))
     e.gemm("rotary_emb.freqs", cfg.head_dim // 2, 1, 1, batch=b, precision="fp32")
     e.k("rotary_emb.cos_sin", "elementwise", b * cfg.head_dim * (F32 + 2 * A), 4 * b * cfg.head_dim)
@@ -153,8 +200,11 @@ def lower_compiled(cfg: LLMConfig, step: Step, quant: Quant | None = None) -> li
         e.k(f"mask_{m}_additive", "elementwise", b * keys * (1 + A), b * keys)
     for i in range(cfg.layers):
         _layer(e, i)
-    e.gemm("lm_head", b, cfg.vocab, hid)
-    if cfg.logit_softcap:
+    e.gemm("lm_head", b, cfg.vocab // e.tp, hid)
+    e.collective("logits_gather", "allgather", cfg.vocab)
+    if cfg.logit_softcap:         # the gathered shards' cat fuses into it
         e.k("logit_softcap", "elementwise", 2 * b * cfg.vocab * A, 3 * b * cfg.vocab)
+    elif e.tp > 1 and b > 1:      # the shards back along the vocabulary: the graph's output
+        e.k("logits_cat", "cat", 2 * b * cfg.vocab * A)
     return e.ops
 
