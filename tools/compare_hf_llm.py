@@ -42,6 +42,7 @@ class Row:
     predicted_s: float | None
     kernels: int
     skipped: str = ""
+    refused: str = ""       # the lowering's reason where it does not model the case (hwprobe analyze refuses it too)
 
     @property
     def error(self) -> float | None:
@@ -175,6 +176,7 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
     ``routed``: an MoE prefill is priced at the routing the validation counted (case_routing), else under uniform
     routing."""
     from hwprobe.analysis.llm import LLMOptions, analyze
+    from hwprobe.errors import InputError
     from hwprobe.lowering.llm.runtimes import RUNTIMES
 
     cfgs = configs(doc)
@@ -196,9 +198,15 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
             by = pricers.get(kind)
             if host == "case" and kind == "eager" and c.get("host_kernel_s") and pricer is None and profile:
                 by = run_pricer(profile, "eager", own[0], c["host_kernel_s"], comm, ratios)
-            a = analyze(cfg, profile, opts, pricer=pricer or by, sms=doc.get("sms"))
-            r = a.phases[c["phase"]]
-            row.predicted_s, row.kernels = r.time_s, r.kernels
+            try:
+                a = analyze(cfg, profile, opts, pricer=pricer or by, sms=doc.get("sms"))
+            except InputError as e:
+                if "not modelled" not in str(e) and "is modelled for" not in str(e):
+                    raise
+                row.refused = str(e)
+            else:
+                r = a.phases[c["phase"]]
+                row.predicted_s, row.kernels = r.time_s, r.kernels
         rows.append(row)
     return rows
 
@@ -253,6 +261,10 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str
                 lines.append(f"| {name} | {r.phase} | {r.batch} | {r.length} | {r.cache_len} | skipped: "
                              f"{r.skipped[:60]} | | | |")
                 continue
+            if r.refused:
+                lines.append(f"| {name} | {r.phase} | {r.batch} | {r.length} | {r.cache_len} | {_ms(r.measured_s)} | "
+                             f"not modelled | | |")
+                continue
             err = "-" if r.error is None else f"{100 * r.error:+.1f}%"
             verdict = "-" if r.target is None else ("ok" if r.ok else "MISS") + f" (±{100 * r.target:.0f}%)"
             lines.append(f"| {name} | {r.phase} | {r.batch} | {r.length} | {r.cache_len} | {_ms(r.measured_s)} | "
@@ -277,6 +289,8 @@ def summary(rows: list[Row]) -> str:
         missed = [r for r in targeted if not r.ok]
         out.append(f"- against the target: {len(targeted)} cases, median |error| {100 * statistics.median(errs):.1f}%, "
                    f"worst {100 * max(errs):.1f}%, {len(missed)} missed ({sum(r.held_out for r in missed)} held out)")
+    for reason in dict.fromkeys(r.refused for r in rows if r.refused):
+        out.append(f"- not modelled ({sum(r.refused == reason for r in rows)} cases, no prediction): {reason}")
     return "\n".join(out)
 
 
@@ -303,6 +317,7 @@ def lowered_classes(ops) -> dict[str, int]:
 
 def kernel_lines(doc: dict, sms: int | None = None) -> str:
     """Per model, runtime and phase: kernels lowered vs measured, in total and by class."""
+    from hwprobe.errors import InputError
     from hwprobe.lowering.llm import Case, Quant, lower_runtime
 
     cfgs = configs(doc)
@@ -314,8 +329,13 @@ def kernel_lines(doc: dict, sms: int | None = None) -> str:
                          f"{str(k.get('error'))[:60]} | | | |")
             continue
         case = (Case.prefill if k["phase"] == "prefill" else Case.decode)(k["batch"], k["length"], doc.get("tp", 1))
-        ops = lower_runtime(cfgs[k["model"]], case, Quant(), k["runtime"], sms or doc.get("sms"),
-                            k.get("cache_len") if k["runtime"] != "eager" else None)
+        try:
+            ops = lower_runtime(cfgs[k["model"]], case, Quant(), k["runtime"], sms or doc.get("sms"),
+                                k.get("cache_len") if k["runtime"] != "eager" else None)
+        except InputError:
+            lines.append(f"| {k['model']} | {k['runtime']} | {k['phase']} | {k['batch']} x {k['length']} | "
+                         f"not modelled / {k['total']} | | | |")
+            continue
         low = lowered_classes(ops)
         meas = {"gemm": 0, "attention": 0, "other": 0}
         for r in k["by_name"]:
