@@ -77,4 +77,7 @@ d=profiles/h200x2/2026-11-28-tp2-hf
 cmp $d comparison.md hf_tp2_measured.json.gz --profile $gen --comm-profile $d/multigpu \
   --tuned $tuned
 cmp $d comparison-no-collectives.md hf_tp2_measured.json.gz --profile $gen --tuned $tuned
+# generate's compiled decode under tp: its tp part written from llama-3.2-1b's and qwen3-8b's rank-0 kernel lists
+d=profiles/h200x2/2026-11-29-tp2-compiled
+cmp $d comparison.md tp2_compiled.json.gz --profile $gen --comm-profile $d/multigpu --tuned llama-3.2-1b,qwen3-8b
 [[ -n "${OUT:-}" ]] || git status --short -- profiles | grep comparison || true
