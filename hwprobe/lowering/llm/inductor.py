@@ -30,12 +30,13 @@ in-place ``dist.all_reduce`` and the gathers as functional collectives, one NCCL
 fusions around them. One rank's step: its heads and FFN slice; an all-reduce after o_proj and after down_proj; a
 tied embedding vocab-parallel (an ids mask, the lookup with the foreign rows zeroed, an all-reduce, then the first
 norm on its own); lm_head's vocabulary slice all-gathered, the shards' cat a kernel of its own when the batch is over
-one (Gemma2's soft-cap takes it in); Phi-3's qkv and gate_up all-gathered (the cats fuse into rope and act x up) and
-the inputs of o_proj and down_proj cut to the rank's columns (a copy each). Rank 0's kernel list of llama-3.2-1b, 16
-x 2048, on 2x H200 (profiles/h200x2/2026-11-29-tp2-compiled): 95 kernels, the one-GPU 81 plus 9 all-reduces, the
-all-gather, the logits' cat and the embedding's two. Not modelled (TP_REFUSED): families with q/k norms, where the
-tp plan's replicated norm weights split the compiled step into several CUDA graphs with the host between them, and
-MoE experts (not measured).
+one (Gemma2's soft-cap takes it in); Phi-3's qkv and gate_up all-gathered and the inputs of o_proj and down_proj cut
+to the rank's columns (a copy each). Phi-3 and Gemma2 are held out: their cats are taken to fuse into the pointwise
+kernel that reads them (rope, act x up, the soft-cap) by Inductor's rule, not read from their kernel lists. Rank 0's
+kernel list of llama-3.2-1b, 16 x 2048, on 2x H200 (profiles/h200x2/2026-11-29-tp2-compiled): 95 kernels, the
+one-GPU 81 plus 9 all-reduces, the all-gather, the logits' cat and the embedding's two. Not modelled (TP_REFUSED):
+families with q/k norms, where the tp plan's replicated norm weights split the compiled step into several CUDA graphs
+with the host between them, and MoE experts (not measured).
 
 Fusion choices here follow Inductor's scheduler rules (pointwise into their consumer reduction or producer, no
 fusion across extern kernels or with mutated buffers); the device run's kernel list (tools/validate_hf_llm.py)
@@ -112,7 +113,7 @@ def _layer(e: _Ind, i: int) -> None:
     e.ops.append(KernelOp(p + "attention", "attention", precision=e.q.act, batch=b * h, m=1, n=keys, k=d,
                           bytes=float(2 * b * h * d * A + 2 * b * h * keys * d * A + b * keys * A),
                           backend="efficient"))
-    e.gemm(p + "o_proj", b, hid, _split(e, p + "o_proj_split", h * d))
+    e.gemm(p + "o_proj", b, hid, _split(e, p + "o_proj_split", h * d, cfg.qkv_fused))
     e.collective(p + "o_proj_allreduce", "allreduce", hid)
     x = b * hid
     if cfg.sandwich:
@@ -125,7 +126,7 @@ def _layer(e: _Ind, i: int) -> None:
         e.gemm(p + "gate_up_proj", b, 2 * e.ffn // tp, hid)
         e.collective(p + "gate_up_gather", "allgather", 2 * e.ffn)
         e.k(p + "act_mul", "elementwise", 3 * b * e.ffn * A, 9 * b * e.ffn)
-        e.gemm(p + "down_proj", b, hid, _split(e, p + "down_split", e.ffn))
+        e.gemm(p + "down_proj", b, hid, _split(e, p + "down_split", e.ffn, fused=True))
     else:
         e.gemm(p + "gate_proj", b, e.ffn, hid)
         e.gemm(p + "up_proj", b, e.ffn, hid)
@@ -138,10 +139,11 @@ def _layer(e: _Ind, i: int) -> None:
     e.k(p + name, "norm", 4 * x * A + hid * A + extra, 5 * x)
 
 
-def _split(e: _Ind, name: str, width: int) -> int:
-    """Phi-3's ``rowwise_split_input`` under tp: the rank's columns of a replicated input cloned for the GEMM (a copy
-    kernel; its consumer is a library call, so nothing fuses it); returns the columns the GEMM reads."""
-    if e.tp == 1 or not e.cfg.qkv_fused:
+def _split(e: _Ind, name: str, width: int, fused: bool) -> int:
+    """Phi-3's ``rowwise_split_input`` under tp, after its gathered ``fused`` projection: the rank's columns of a
+    replicated input cloned for the GEMM (a copy kernel; its consumer is a library call, so nothing fuses it);
+    returns the columns the GEMM reads."""
+    if e.tp == 1 or not fused:
         return width
     e.k(name, "copy", 2 * e.b * (width // e.tp) * A)
     return width // e.tp
