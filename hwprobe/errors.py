@@ -5,6 +5,11 @@ class InputError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
 
 
+class NotModelled(InputError):
+    """A case the lowering does not model (a family's tp plan, a runtime under tp): one line, exit code 2, as any bad
+    input; a comparison against measured runs lists it as not modelled instead of pricing it."""
+
+
 # What a library says when it does not offer a case (an odd size for INT8, an FP8 size off a multiple of 16, a
 # layout): a skip, not a failure. Records an older hwprobe filed as errors are reported as skips by the same rule.
 LIBRARY_REFUSALS = ("NOT_SUPPORTED", "not supported", "No algorithm", "no algorithm", "ARCH_MISMATCH",

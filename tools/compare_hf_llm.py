@@ -42,7 +42,7 @@ class Row:
     predicted_s: float | None
     kernels: int
     skipped: str = ""
-    refused: str = ""       # the lowering's reason where it does not model the case (hwprobe analyze refuses it too)
+    refused: str = ""       # the lowering's NotModelled reason (hwprobe analyze refuses the case with it too)
 
     @property
     def error(self) -> float | None:
@@ -176,7 +176,7 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
     ``routed``: an MoE prefill is priced at the routing the validation counted (case_routing), else under uniform
     routing."""
     from hwprobe.analysis.llm import LLMOptions, analyze
-    from hwprobe.errors import InputError
+    from hwprobe.errors import NotModelled
     from hwprobe.lowering.llm.runtimes import RUNTIMES
 
     cfgs = configs(doc)
@@ -200,9 +200,7 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
                 by = run_pricer(profile, "eager", own[0], c["host_kernel_s"], comm, ratios)
             try:
                 a = analyze(cfg, profile, opts, pricer=pricer or by, sms=doc.get("sms"))
-            except InputError as e:
-                if "not modelled" not in str(e) and "is modelled for" not in str(e):
-                    raise
+            except NotModelled as e:
                 row.refused = str(e)
             else:
                 r = a.phases[c["phase"]]
@@ -317,7 +315,7 @@ def lowered_classes(ops) -> dict[str, int]:
 
 def kernel_lines(doc: dict, sms: int | None = None) -> str:
     """Per model, runtime and phase: kernels lowered vs measured, in total and by class."""
-    from hwprobe.errors import InputError
+    from hwprobe.errors import NotModelled
     from hwprobe.lowering.llm import Case, Quant, lower_runtime
 
     cfgs = configs(doc)
@@ -332,7 +330,7 @@ def kernel_lines(doc: dict, sms: int | None = None) -> str:
         try:
             ops = lower_runtime(cfgs[k["model"]], case, Quant(), k["runtime"], sms or doc.get("sms"),
                                 k.get("cache_len") if k["runtime"] != "eager" else None)
-        except InputError:
+        except NotModelled:
             lines.append(f"| {k['model']} | {k['runtime']} | {k['phase']} | {k['batch']} x {k['length']} | "
                          f"not modelled / {k['total']} | | | |")
             continue

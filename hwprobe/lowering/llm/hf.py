@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from hwprobe.errors import InputError
+from hwprobe.errors import InputError, NotModelled
 from hwprobe.lowering.llm.graph import Case, Quant, experts_touched, flash_splits
 from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
@@ -217,7 +217,7 @@ def _check(cfg: LLMConfig, step: Step, q: Quant) -> None:
                          f"{q.weights} --kv {q.kv} needs --runtime fused or graph")
     if case.tp > 1:
         if cfg.family not in TP_FAMILIES:
-            raise InputError(f"tensor parallel under transformers is modelled for the tp plans of "
+            raise NotModelled(f"tensor parallel under transformers is modelled for the tp plans of "
                              f"{', '.join(TP_FAMILIES)} (transformers 5.17), not {cfg.family}: use --runtime fused or "
                              "graph")
         n = case.tp

@@ -45,7 +45,7 @@ is the check.
 
 from __future__ import annotations
 
-from hwprobe.errors import InputError
+from hwprobe.errors import NotModelled
 from hwprobe.lowering.llm.graph import Quant
 from hwprobe.lowering.llm.hf import F32, I64, A, Step, _check, collective, rank_dims, topk_ops
 from hwprobe.lowering.ops import KernelOp
@@ -179,7 +179,7 @@ def lower_compiled(cfg: LLMConfig, step: Step, quant: Quant | None = None) -> li
     q = quant or Quant()
     _check(cfg, step, q)
     if step.case.tp > 1 and (cfg.qk_norm or cfg.experts):
-        raise InputError(TP_REFUSED)
+        raise NotModelled(TP_REFUSED)
     e = _Ind(cfg, step, q)
     b, hid = e.b, cfg.hidden
     masks = ["full"] if not cfg.sliding_layers else ["sliding"] if len(cfg.sliding_layers) == cfg.layers else [
