@@ -292,3 +292,25 @@ def test_a_grouped_gemms_prepare_kernel_is_not_counted_as_a_gemm():
     assert grouped and {cmp.kernel_class(n) for n in grouped} == {"gemm"}
     prefill = [line for line in cmp.kernel_lines(doc).splitlines() if "| hf | prefill |" in line]
     assert prefill and all("| 30 / 30 |" in line for line in prefill)
+
+
+def test_a_compiled_tp_decode_is_held_longer_and_its_loop_listed():
+    """Issuing generate's compiled step under tp took the host up to 1.6 ms on 2x H200: its GPU-only timing queues a
+    10M-cycle sleep (the others hf_host's 2M), and the loop time the validation kept is set against the price."""
+    from hwprobe.probes.calibration.hf_host import HOLD_CYCLES
+
+    assert val.hold_cycles("hf-compiled", "decode", 2) == val.TP_COMPILED_HOLD > HOLD_CYCLES
+    assert {val.hold_cycles(rt, ph, tp) for rt, ph, tp in (("hf-compiled", "decode", 1), ("hf", "decode", 2),
+                                                           ("hf-compiled", "prefill", 2))} == {HOLD_CYCLES}
+    doc = synthetic()
+    doc["tp"], doc["host_clock"] = 2, "tp"
+    case = next(c for c in doc["cases"] if c["model"] == "llama-3-8b" and c["runtime"] == "hf-compiled"
+                and c["phase"] == "decode")
+    case["loop_s_rounds"] = [2e-3, 1.9e-3, 2.2e-3]
+    rows = cmp.predict(doc, pricer=FakePricer())
+    md = cmp.table(rows, doc, "P")
+    row = next(r for r in rows if (r.model, r.runtime, r.phase) == ("llama-3-8b", "hf-compiled", "decode"))
+    assert "sharded by the tp plan" in md
+    assert (f"- llama-3-8b 16 x 2048: generate's loop 2.000 ms a step against the GPU's 1.000; the price "
+            f"{row.predicted_s * 1e3:.3f} is {100 * (row.predicted_s / 2e-3 - 1):+.1f}% off the loop") in md
+    assert md.count("generate's loop 2.000") == 1                      # the decode case only, once

@@ -243,6 +243,9 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str
         lines += [f"Eager-priced passes (eager; hf-compiled's prefill) use the host time per op hwprobe measured in "
                   f"the validation's own process, {got * 1e6:.1f} us (gpu.torch_kernels' eager calibration, before and "
                   "after the models), not the profile's: each lent machine's host differs.", ""]
+    if doc.get("host_clock") == "tp":
+        lines += [f"Under tp {doc.get('tp')} the tiny Llama of the host readings is sharded by the tp plan as the "
+                  "models are: its hooks' host time is in the price.", ""]
     ratios = run_family_ratios(doc)
     if not families:
         lines += ["Every family priced at the tiny Llama's host per kernel (--no-family-host).", ""]
@@ -268,7 +271,24 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str
             lines.append(f"| {name} | {r.phase} | {r.batch} | {r.length} | {r.cache_len} | {_ms(r.measured_s)} | "
                          f"{_ms(r.predicted_s)} | {err} | {verdict} |")
         lines += ["", summary([r for r in rows if r.runtime == rt]), ""]
+        lines += loop_lines(doc, [r for r in rows if r.runtime == rt])
     return "\n".join(lines)
+
+
+def loop_lines(doc: dict, rows: list[Row]) -> list[str]:
+    """The decode cases with generate's loop time beside their GPU-only one (validate_hf_llm's ``loop_s_rounds``:
+    hf-compiled under tp, whose host issue can outlast the GPU step): the loop against the price."""
+    loops = {(c["model"], c["batch"], c.get("context")): statistics.median(c["loop_s_rounds"])
+             for c in doc.get("cases", []) if c.get("loop_s_rounds")}
+    out = []
+    for r in rows:
+        loop = loops.get((r.model, r.batch, r.length)) if r.phase == "decode" else None
+        if loop and r.predicted_s:
+            out.append(f"- {r.model} {r.batch} x {r.length}: generate's loop {loop * 1e3:.3f} ms a step against "
+                       f"the GPU's {_ms(r.measured_s)}; the price {_ms(r.predicted_s)} is "
+                       f"{100 * (r.predicted_s / loop - 1):+.1f}% off the loop")
+    return ["Decode in generate's loop (20 steps without a sync; the price is the GPU's step):", "", *out, ""] if out \
+        else []
 
 
 def summary(rows: list[Row]) -> str:

@@ -26,6 +26,11 @@ Runtimes, as hwprobe.lowering.llm.runtimes defines them:
   median of its rounds' samples. A lent host's speed moved 1.8x between one model's rounds (2026-11-28), and 2x
   between two rounds of one case, with readings taken once per round of all cases missing it (2026-11-28, the
   hf-compiled run of ``profiles/h200-sxm/2026-11-28-hf-compiled-host``).
+Under ``--tp`` the tiny Llama of those readings is sharded by the tp plan as the models are (``host_clock``: "tp"),
+so eager and hf-compiled's prefill are priced with the tp hooks' host time; hf-compiled's decode is timed behind a
+10M-cycle sleep after a barrier (issuing a compiled step under tp took the host up to 1.6 ms), and the time a step
+takes in generate's loop (20 steps queued without a sync: the longer of host and GPU) is kept beside it
+(``loop_s_rounds``).
 MoE models decode with ``experts_implementation="batched_mm"`` and prefill with transformers' default, as
 ``generate`` switches them (``_optimize_model_for_decode``). Random weights route unevenly: qwen3-30b-a3b's routers
 sent up to 4086 of 4096 prefill tokens to one expert in a layer (2026-11-28), where a trained router is trained
@@ -71,6 +76,8 @@ DEFAULT_PREFILL = "1x512,1x2048,1x4096,8x512,8x2048"
 DEFAULT_DECODE = "1x1024,16x1024,64x1024,1x8192,16x8192,64x4096"
 DEFAULT_COMPILED_DECODE = "16x2048"
 RUNTIMES = ("hf", "hf-compiled", "eager")
+TP_COMPILED_HOLD = 10_000_000   # hold_cycles
+LOOP_STEPS = 20                 # Bench.loop_s
 
 
 # --- pure helpers (tests/test_hf_llm_tools.py) -------------------------------------------------------------------
@@ -185,6 +192,15 @@ def plan(runtimes: list[str], prefill: list[tuple[int, int]], decode: list[tuple
         out += [(rt, "prefill", b, n) for b, n in prefill]
         out += [(rt, "decode", b, n) for b, n in (compiled_decode if rt == "hf-compiled" else decode)]
     return out
+
+
+def hold_cycles(runtime: str, phase: str, tp: int) -> int:
+    """The sleep a GPU-only timing queues first: hf_host's (~1 ms on an H200) covers a graph replay's issue (20-46 us),
+    but not a compiled step's under tp, which took the host 0.65-1.6 ms on 2x H200 (2026-11-29; the step read up to
+    0.4 ms more behind 2M cycles than behind 10M): there, 10M cycles (~5 ms)."""
+    from hwprobe.probes.calibration.hf_host import HOLD_CYCLES
+
+    return TP_COMPILED_HOLD if tp > 1 and runtime == "hf-compiled" and phase == "decode" else HOLD_CYCLES
 
 
 def host_priced(runtimes: list[str]) -> bool:
@@ -362,11 +378,40 @@ class Bench:
                 cache.update(kv, kv, i)
         return cache
 
-    def _time(self, fn, before, gpu_only: bool) -> list[float]:
-        """Per-call CUDA-event times (hwprobe's hf_host.event_times, as its eager calibration times a step)."""
+    def _time(self, fn, before, gpu_only: bool, hold_cycles: int) -> list[float]:
+        """Per-call CUDA-event times (hwprobe's hf_host.event_times, as its eager calibration times a step). Under tp
+        a GPU-only call starts after a barrier: no rank's interval holds another rank's late start."""
         from hwprobe.probes.calibration.hf_host import event_times
 
-        return event_times(self.torch, fn, before, self.reps, self.warmup, gpu_only)
+        if gpu_only and self.tp > 1:
+            import torch.distributed as dist
+
+            def ready():
+                before()
+                dist.barrier()
+        else:
+            ready = before
+        return event_times(self.torch, fn, ready, self.reps, self.warmup, gpu_only, hold_cycles)
+
+    def loop_s(self, fn, before, steps: int = LOOP_STEPS) -> float:
+        """Seconds a step as generate's loop runs it: ``steps`` calls queued back to back behind one sleep, no sync
+        between them, so each step takes the longer of its host issue and its GPU work."""
+        torch = self.torch
+        before()
+        torch.cuda.synchronize()
+        if self.tp > 1:
+            import torch.distributed as dist
+
+            dist.barrier()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(2_000_000)
+        a.record()
+        for _ in range(steps):
+            before()
+            fn()
+        b.record()
+        torch.cuda.synchronize()
+        return a.elapsed_time(b) * 1e-3 / steps
 
     def experts_for(self, phase: str) -> None:
         """An MoE's experts as generate runs them: batched_mm in decode, the model's default (grouped_mm) in the
@@ -421,10 +466,13 @@ class Bench:
 
     def measure(self, runtime: str, phase: str, batch: int, length: int) -> dict:
         """One round of a case: its cache length, what the interval held, and its per-call times."""
+        compiled_tp = self.tp > 1 and runtime == "hf-compiled" and phase == "decode"
         with self.torch.inference_mode():
             call, reset, gpu_only, cache_len = self.step(runtime, phase, batch, length)
-            times = self._time(call, reset, gpu_only)
-        return {"cache_len": cache_len, "timing": "gpu" if gpu_only else "host", "times": times}
+            times = self._time(call, reset, gpu_only, hold_cycles(runtime, phase, self.tp))
+            loop = self.loop_s(call, reset) if compiled_tp else None
+        return {"cache_len": cache_len, "timing": "gpu" if gpu_only else "host", "times": times,
+                **({"loop_s": loop} if loop is not None else {})}
 
     def kernels(self, runtime: str, phase: str, batch: int, length: int) -> dict:
         from torch.profiler import ProfilerActivity, profile
@@ -521,6 +569,8 @@ def run_model(name: str, d: dict, args, out: dict, clock: HostClock | None = Non
             try:
                 got = bench.measure(rt, phase, b, n)
                 times[i].append(got.pop("times"))
+                if "loop_s" in got:
+                    rows[i].setdefault("loop_s_rounds", []).append(got.pop("loop_s"))
                 rows[i].update(got)
                 if rnd == 0 and bench.moe and phase == "prefill":     # on the case's own tokens (case_seed)
                     rows[i]["routing"] = routed.get((b, n)) or case_routing(bench, b, n)
@@ -601,16 +651,20 @@ def host_calibration(torch) -> dict:
 class HostClock:
     """transformers' host time per kernel now: hf_host's tiny Llama decode step (built and counted once), timed
     between the rounds of every model's cases, so that each case is priced with the host as it was around it (a lent
-    host ran at two speeds, 1.8x apart, within one model's rounds on 2026-11-28)."""
+    host ran at two speeds, 1.8x apart, within one model's rounds on 2026-11-28). Under ``tp`` the tiny Llama is
+    sharded by the tp plan as the models are, so the reading holds the tp hooks' host time: on 2x H200 (2026-11-29)
+    its eager step cost 57.6-61.0 us a kernel against 39.1-39.8 unsharded, and llama-3.2-1b's tp-2 eager steps
+    13.85-14.17 ms would have been priced -10 to -13% from it, -41% from the unsharded reading."""
 
-    def __init__(self, torch):
+    def __init__(self, torch, tp: int = 1):
         import transformers
 
         from hwprobe.probes.calibration import hf_host
 
         self.torch, self.hf_host = torch, hf_host
+        model = tp_model(torch, transformers.AutoConfig.for_model(**hf_host.CONFIG), tp) if tp > 1 else None
         with torch.inference_mode():
-            self.step, self.restore = hf_host.decoder(torch, transformers)
+            self.step, self.restore = hf_host.decoder(torch, transformers, model=model, tp=tp)
             self.kernels = hf_host.kernels_per_step(torch, self.step, self.restore)
 
     def reading(self) -> float:
@@ -694,7 +748,8 @@ def main(argv: list[str] | None = None) -> int:
            "models": {k: {kk: vv for kk, vv in v.items()} for k, v in configs.items()},
            "cases": [], "kernels": [], "errors": []}
     out["host_before"] = host_calibration(torch)
-    clock = HostClock(torch) if host_priced(args.runtimes) and "hf" in out["host_before"] else None
+    clock = HostClock(torch, args.tp) if host_priced(args.runtimes) and "hf" in out["host_before"] else None
+    out["host_clock"] = "tp" if clock and args.tp > 1 else "one GPU" if clock else None
     for name, c in configs.items():
         run_model(name, c["config"], args, out, clock)
     out["host_after"] = host_calibration(torch)

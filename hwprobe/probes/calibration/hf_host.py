@@ -63,18 +63,21 @@ def import_ahead():
                  touch=("AutoConfig", "AutoModelForCausalLM", "DynamicCache"))
 
 
-def decoder(torch, transformers, config: dict[str, Any] | None = None) -> tuple[Any, Any]:
+def decoder(torch, transformers, config: dict[str, Any] | None = None, model=None, tp: int = 1) -> tuple[Any, Any]:
     """(step, restore): one eager decode step of the tiny decoder (``config``, CONFIG's Llama by default) over a
     DynamicCache of FILLED positions, with its inputs as ``generate`` prepares them, and the cache put back as it was
-    (DynamicCache grows by a cat)."""
+    (DynamicCache grows by a cat). ``model``: that decoder already built (tools/validate_hf_llm.py loads it sharded by
+    transformers' tp plan over ``tp`` ranks: each rank caches its share of the K/V heads)."""
     config = config or CONFIG
-    cfg = transformers.AutoConfig.for_model(**config)
-    with torch.inference_mode(False), torch.device("cuda"):    # parameters as a user's model has them, whoever calls
-        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa")
+    if model is None:
+        cfg = transformers.AutoConfig.for_model(**config)
+        with torch.inference_mode(False), torch.device("cuda"):    # parameters as a user's model has them
+            model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16,
+                                                                  attn_implementation="sdpa")
     model.eval()
     cache = transformers.DynamicCache(config=model.config)
     head_dim = getattr(model.config, "head_dim", None) or config["hidden_size"] // config["num_attention_heads"]
-    kv = torch.zeros(1, config["num_key_value_heads"], FILLED, head_dim, dtype=torch.bfloat16, device="cuda")
+    kv = torch.zeros(1, config["num_key_value_heads"] // tp, FILLED, head_dim, dtype=torch.bfloat16, device="cuda")
     for layer in range(config["num_hidden_layers"]):
         cache.update(kv, kv, layer)
     ids = torch.randint(0, config["vocab_size"], (1, 1), device="cuda")
@@ -112,11 +115,15 @@ def kernels_per_step(torch, step, restore) -> int:
     return len(kernel_events(prof))
 
 
-def event_times(torch, fn, before, calls: int, warmup: int = 0, gpu_only: bool = False) -> list[float]:
+HOLD_CYCLES = 2_000_000     # gpu_only's sleep kernel, ~1 ms on an H200: longer than a graph replay's issue
+
+
+def event_times(torch, fn, before, calls: int, warmup: int = 0, gpu_only: bool = False,
+                hold_cycles: int = HOLD_CYCLES) -> list[float]:
     """Seconds of each of ``calls`` calls of ``fn`` between two CUDA events, after ``warmup`` untimed ones; ``before``
     (resetting a cache or counters) runs outside each timed pair. The host's issuing is in the interval unless
-    ``gpu_only`` queues a sleep kernel first (then the interval holds the GPU's work alone). This calibration and
-    tools/validate_hf_llm.py time a step alike."""
+    ``gpu_only`` queues a sleep kernel of ``hold_cycles`` first (then the interval holds the GPU's work alone, where
+    the host issues the call within the sleep). This calibration and tools/validate_hf_llm.py time a step alike."""
     for _ in range(warmup):
         before()
         fn()
@@ -126,7 +133,7 @@ def event_times(torch, fn, before, calls: int, warmup: int = 0, gpu_only: bool =
         before()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         if gpu_only:
-            torch.cuda._sleep(2_000_000)
+            torch.cuda._sleep(hold_cycles)
         a.record()
         fn()
         b.record()
