@@ -29,13 +29,13 @@ _METRIC: dict[Curve, str] = {
     Curve.CONV: "predict.torch.conv", Curve.SDPA: "predict.torch.sdpa",
     Curve.FRAMEWORK_REPLAY: "predict.torch.graph_replay_s", Curve.EAGER: "predict.torch.eager_op_s",
     Curve.SWITCH: "predict.torch.switch_s", Curve.SWITCH_LIBRARY: "predict.torch.switch_library_s",
-    Curve.GROUPED_GEMM: "predict.torch.grouped_mm",
+    Curve.GROUPED_GEMM: "predict.torch.grouped_mm", Curve.TP_HOST: "predict.torch.tp_host",
 }
 KEYED = frozenset({Curve.GEMM, Curve.GEMM_ALIGN, Curve.MEMORY, Curve.LAUNCH, Curve.FRAMEWORK,
                    Curve.FRAMEWORK_LINEAR})
 # Curves added after profile schema v3's first files: a section without one writes no key for it (not null), so
 # those files read back as written
-LATER = frozenset({Curve.GROUPED_GEMM})
+LATER = frozenset({Curve.GROUPED_GEMM, Curve.TP_HOST})
 
 # The launch floors (Curve.LAUNCH's keys)
 GRAPH_NODE_S, HOST_ISSUE_S, STREAM_S, ROUND_TRIP_S = "graph_node_s", "host_issue_s", "stream_s", "round_trip_s"
@@ -266,6 +266,25 @@ class SwitchCost(_Curve):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TpHostCost(_Curve):
+    """transformers' host seconds per kernel of an eager decode step under its tensor-parallel plan (the tiny Llama
+    sharded over ``tp`` GPUs), and ``vs_one_gpu``: that over the same step's on one GPU, timed in turn (the figure the
+    predictor scales a one-GPU profile's transformers host by; hwprobe.probes.calibration.tp_host)."""
+
+    seconds: float | None
+    tp: int | None = None
+    vs_one_gpu: float | None = None
+    kernels_per_step: int | None = None
+    one_gpu_kernel_s: float | None = None
+    one_gpu_kernels_per_step: int | None = None
+    step_s: list[float] | None = None
+    one_gpu_step_s: list[float] | None = None
+    version: str | None = None
+    # family -> the same figures of the tiny decoder in that family's classes (hf_host.FAMILIES), and its check
+    families: dict[str, dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class LibrarySwitchCost(_Curve):
     """Seconds per kernel where library (cuBLAS, cuDNN) and framework kernels alternate (the median over pairs)."""
 
@@ -278,6 +297,7 @@ CLASS: dict[Curve, type[_Curve]] = {
     Curve.LAUNCH_REPLAY: ReplayFit, Curve.FRAMEWORK: KernelCurve, Curve.FRAMEWORK_LINEAR: GemmGrid,
     Curve.CONV: ConvPoints, Curve.SDPA: SdpaPoints, Curve.FRAMEWORK_REPLAY: ReplayFit, Curve.EAGER: EagerCost,
     Curve.SWITCH: SwitchCost, Curve.SWITCH_LIBRARY: LibrarySwitchCost, Curve.GROUPED_GEMM: GroupedPoints,
+    Curve.TP_HOST: TpHostCost,
 }
 
 
@@ -299,6 +319,7 @@ class CalibrationSection:
     switch: SwitchCost | None = None
     switch_library: LibrarySwitchCost | None = None
     grouped_gemm: GroupedPoints | None = None
+    tp_host: TpHostCost | None = None
 
     def put(self, curve: Curve, key: str, c: _Curve) -> None:
         """File ``c`` as ``curve`` (of ``key``); a later one of the same replaces it (the last round's)."""
@@ -377,7 +398,8 @@ class CalibrationSection:
                 held = points_with_precision(pts.points, getattr(pts, "dtype", None))
                 parts.append(f"{len(pts.points)} {what} points ({precs(held)})")
         costs = [name for name, c in (("replay", self.framework_replay), ("eager", self.eager),
-                                      ("switch", self.switch), ("library switch", self.switch_library)) if c]
+                                      ("switch", self.switch), ("library switch", self.switch_library),
+                                      ("tensor-parallel host", self.tp_host)) if c]
         if costs:
             parts.append(f"framework {', '.join(costs)} costs")
         return "calibration: " + ", ".join(parts) if parts else ""

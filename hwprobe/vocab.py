@@ -108,6 +108,7 @@ class Curve(_Words):
     SWITCH = "switch"                      # a framework kernel's cost of following a different one
     SWITCH_LIBRARY = "switch_library"      # ... of alternating with a library (cuBLAS, cuDNN) kernel
     GROUPED_GEMM = "grouped_gemm"          # the framework's grouped GEMM (MoE experts; every point its precision)
+    TP_HOST = "tp_host"                    # transformers' host per kernel under its tp plan, over one GPU's
 
 
 class StopReason(_Words):

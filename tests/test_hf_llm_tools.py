@@ -308,9 +308,9 @@ def test_a_compiled_tp_decode_is_held_longer_and_its_loop_listed():
                 and c["phase"] == "decode")
     case["loop_s_rounds"] = [2e-3, 1.9e-3, 2.2e-3]
     rows = cmp.predict(doc, pricer=FakePricer())
-    md = cmp.table(rows, doc, "P")
+    md = cmp.table(rows, doc, "P", "case")
     row = next(r for r in rows if (r.model, r.runtime, r.phase) == ("llama-3-8b", "hf-compiled", "decode"))
-    assert "sharded by the tp plan" in md
+    assert "sharded by the tp plan" in md and "sharded by the tp plan" not in cmp.table(rows, doc, "P", "run")
     assert (f"- llama-3-8b 16 x 2048: generate's loop 2.000 ms a step against the GPU's 1.000; the price "
             f"{row.predicted_s * 1e3:.3f} is {100 * (row.predicted_s / 2e-3 - 1):+.1f}% off the loop") in md
     assert md.count("generate's loop 2.000") == 1                      # the decode case only, once

@@ -134,10 +134,11 @@ def run_pricers(profile, host_s: float | None, hf_s: float | None = None, comm: 
 
 
 def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | None = None, comm: str | None = None,
-               ratios: dict[str, float] | None = None):
+               ratios: dict[str, float] | None = None, sharded: bool = False):
     """One of run_pricers' predictors: ``kind`` "eager" with the run's host readings where given (``ratios``: its
     families' host per kernel over the tiny Llama's, run_family_ratios; None keeps the profile's, {} prices every
-    family at the Llama's)."""
+    family at the Llama's). ``sharded``: ``hf_s`` was read from the tiny Llama under the tp plan (a case's reading of
+    a ``host_clock`` "tp" run), so the profile's tp ratio (gpu.tp_host) is not applied on top."""
     from dataclasses import replace
 
     from hwprobe.predict.model import Predictor
@@ -146,7 +147,8 @@ def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | No
     if kind == "eager":
         cal = replace(cal, **({"eager_op_s": host_s} if host_s else {}),
                       **({"hf_eager_kernel_s": hf_s} if hf_s else {}),
-                      **({"hf_family_ratio": ratios} if ratios is not None else {}))
+                      **({"hf_family_ratio": ratios} if ratios is not None else {}),
+                      **({"hf_tp_ratio": 0.0} if sharded and hf_s else {}))
     return Predictor(prof, kind, cal, host="transformers")
 
 
@@ -197,7 +199,8 @@ def predict(doc: dict, profile=None, pricer=None, tuned: tuple[str, ...] = ("lla
             kind = RUNTIMES[c["runtime"]].pricing(c["phase"])
             by = pricers.get(kind)
             if host == "case" and kind == "eager" and c.get("host_kernel_s") and pricer is None and profile:
-                by = run_pricer(profile, "eager", own[0], c["host_kernel_s"], comm, ratios)
+                by = run_pricer(profile, "eager", own[0], c["host_kernel_s"], comm, ratios,
+                                sharded=doc.get("host_clock") == "tp")
             try:
                 a = analyze(cfg, profile, opts, pricer=pricer or by, sms=doc.get("sms"))
             except NotModelled as e:
@@ -243,9 +246,13 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str
         lines += [f"Eager-priced passes (eager; hf-compiled's prefill) use the host time per op hwprobe measured in "
                   f"the validation's own process, {got * 1e6:.1f} us (gpu.torch_kernels' eager calibration, before and "
                   "after the models), not the profile's: each lent machine's host differs.", ""]
-    if doc.get("host_clock") == "tp":
+    if doc.get("host_clock") == "tp" and host == "case":
         lines += [f"Under tp {doc.get('tp')} the tiny Llama of the host readings is sharded by the tp plan as the "
                   "models are: its hooks' host time is in the price.", ""]
+    elif (doc.get("tp") or 1) > 1 and comm and _loaded(str(profile), comm)[1].hf_tp_ratio:
+        r = _loaded(str(profile), comm)[1].hf_tp_ratio
+        lines += [f"Under tp {doc.get('tp')} transformers' host per kernel is scaled by {r:.2f}, the tp plan's over "
+                  f"one GPU's as `{comm}` measured it (gpu.tp_host).", ""]
     ratios = run_family_ratios(doc)
     if not families:
         lines += ["Every family priced at the tiny Llama's host per kernel (--no-family-host).", ""]

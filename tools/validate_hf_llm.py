@@ -223,29 +223,6 @@ def clocks() -> dict:
 
 
 # --- device side -------------------------------------------------------------------------------------------------
-def tp_model(torch, cfg, tp: int):
-    """The model sharded by transformers' own tp_plan, as a user loads it: random BF16 weights saved once by rank 0
-    (``from_config`` takes no distributed config), then ``from_pretrained(distributed_config=DistributedConfig(
-    tp_size=tp))`` on every rank of the torchrun job."""
-    import hashlib
-    import tempfile
-
-    import torch.distributed as dist
-    from transformers import AutoModelForCausalLM, DistributedConfig
-
-    key = hashlib.sha1(cfg.to_json_string().encode()).hexdigest()[:12]
-    where = Path(tempfile.gettempdir()) / "hwprobe-hf-tp" / key
-    if dist.get_rank() == 0 and not (where / "config.json").exists():
-        with torch.device("cuda"):
-            m = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
-        m.save_pretrained(where)
-        del m
-        torch.cuda.empty_cache()
-    dist.barrier()
-    return AutoModelForCausalLM.from_pretrained(where, dtype=torch.bfloat16, attn_implementation="sdpa",
-                                                distributed_config=DistributedConfig(tp_size=tp))
-
-
 def init_tp(torch, tp: int) -> int:
     """Under torchrun (WORLD_SIZE = ``tp``): this rank's GPU and the NCCL group; returns the rank. Before any model."""
     import torch.distributed as dist
@@ -283,6 +260,8 @@ class Bench:
         self.torch, self.reps, self.warmup, self.tp = torch, reps, warmup, tp
         cfg = AutoConfig.for_model(**d)
         if tp > 1:
+            from hwprobe.probes.calibration.hf_host import tp_model
+
             self.model = tp_model(torch, cfg, tp)
         else:
             with torch.device("cuda"):
@@ -354,8 +333,10 @@ class Bench:
 
     def kv_heads(self) -> int:
         """The K/V heads this rank's cache holds: a tp slice of them (Phi-3 gathers qkv whole: all of them)."""
-        n = self.cfg.num_key_value_heads
-        return n if self.tp == 1 or self.cfg.model_type == "phi3" else n // self.tp
+        from hwprobe.probes.calibration.hf_host import rank_kv_heads
+
+        return rank_kv_heads({"num_key_value_heads": self.cfg.num_key_value_heads,
+                              "model_type": self.cfg.model_type}, self.tp)
 
     @staticmethod
     def set_counters(cache, filled: int) -> None:
@@ -662,7 +643,7 @@ class HostClock:
         from hwprobe.probes.calibration import hf_host
 
         self.torch, self.hf_host = torch, hf_host
-        model = tp_model(torch, transformers.AutoConfig.for_model(**hf_host.CONFIG), tp) if tp > 1 else None
+        model = hf_host.tp_model(torch, transformers.AutoConfig.for_model(**hf_host.CONFIG), tp) if tp > 1 else None
         with torch.inference_mode():
             self.step, self.restore = hf_host.decoder(torch, transformers, model=model, tp=tp)
             self.kernels = hf_host.kernels_per_step(torch, self.step, self.restore)

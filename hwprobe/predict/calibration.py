@@ -763,6 +763,9 @@ class Calibration:
     hf_eager_kernel_s: float = 0.0  # transformers' own host time per kernel of an eager decode step (0: not measured)
     # family -> its host time per kernel over the tiny Llama's (hf_host's FAMILIES; profiles since 2026-11-29)
     hf_family_ratio: dict[str, float] = field(default_factory=dict)
+    # transformers' host per kernel under its tp plan over one GPU's (gpu.tp_host, a multigpu run), and its tp
+    hf_tp_ratio: float = 0.0
+    hf_tp: int = 0
     switch_library_s: float = 0.0  # ... per kernel where library (cuBLAS/cuDNN) and framework kernels alternate
     framework_replay_s: float = 0.0  # the framework's fixed cost of one CUDA-graph replay (0: not measured)
     framework_gemm: dict[str, GemmTable] = field(default_factory=dict)   # the framework's linear layers
@@ -785,6 +788,8 @@ class Calibration:
         hf = (sec.eager.transformers or {}) if sec.eager else {}
         cal.hf_eager_kernel_s = float(hf.get("kernel_s") or 0.0)
         cal.hf_family_ratio = family_ratios(hf)
+        if sec.tp_host is not None and sec.tp_host.vs_one_gpu:
+            cal.hf_tp_ratio, cal.hf_tp = float(sec.tp_host.vs_one_gpu), int(sec.tp_host.tp or 2)
         cal.switch_s = float(sec.switch.seconds or 0.0) if sec.switch else 0.0
         cal.switch_library_s = float(sec.switch_library.seconds or 0.0) if sec.switch_library else 0.0
         cal.framework_replay_s = float(sec.framework_replay.seconds or 0.0) if sec.framework_replay else 0.0

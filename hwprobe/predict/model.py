@@ -163,6 +163,7 @@ class Predictor:
             self.host_s, self.host_source = self.cal.launch.get("host_issue_s", 0.0), "cuda_launch"
         self.host_code = host
         self.family = ""
+        self.tp = 1                   # for_tp: the host time per kernel is transformers' under its tp plan
         self.dram_bw = profile.bandwidth("dram") or 0.0
         self.l2_bw = profile.bandwidth("l2") or 0.0
         self.l2_bytes = float((getattr(profile, "device", None) or {}).get("l2_bytes") or 0.0)
@@ -179,6 +180,23 @@ class Predictor:
         other = copy.copy(self)
         other.host_s, other.host_source, other.family = self.host_s * ratio, "transformers_family", family
         return other
+
+    def for_tp(self, tp: int) -> Predictor:
+        """This predictor, its transformers host time per kernel scaled by the profile's tensor-parallel ratio
+        (gpu.tp_host: the tiny Llama's step under transformers' tp plan, per kernel over one GPU's) for ``tp`` over 1;
+        itself otherwise (one GPU, another host code, or no figure: then the price under tp is a floor). Every family
+        takes the Llama's ratio: the other families' own tiny decoders under their plans (gpu.tp_host's
+        ``families``) priced the real models worse on 2x H200 (2026-11-30, profiles/h200x2/2026-11-30-tp-host)."""
+        if tp <= 1 or not self.tp_host_priced:
+            return self
+        other = copy.copy(self)
+        other.host_s, other.tp = self.host_s * self.cal.hf_tp_ratio, tp
+        return other
+
+    @property
+    def tp_host_priced(self) -> bool:
+        """Whether for_tp can price transformers' host under a tp plan (a transformers host and the ratio)."""
+        return self.host_source.startswith("transformers") and self.cal.hf_tp_ratio > 0
 
     @functools.cached_property
     def l2_stream(self) -> tuple[float, str]:
@@ -681,6 +699,9 @@ class Predictor:
         src = HOST_WORDS[self.host_source]
         if self.family:
             src += f" ({self.family}: {self.cal.hf_family_ratio[self.family]:.2f}x)"
+        if self.tp > 1:
+            src += (f", times {self.cal.hf_tp_ratio:.2f} under the tp plan (gpu.tp_host: the tiny Llama's step sharded "
+                    f"over {self.cal.hf_tp} GPUs, per kernel over one GPU's)")
         if self.host_code == "transformers" and not self.host_source.startswith("transformers"):
             src += ("; transformers' own code costs 1.3-1.6x the bare ops per kernel on the hosts measured, and this "
                     "profile lacks its figure (run the calibration where transformers is installed)")

@@ -36,6 +36,7 @@ MODULES = (
     "calibration.gemm_shapes",
     "calibration.memkernels",
     "calibration.torch_kernels",
+    "calibration.tp_host",
 )
 
 

@@ -121,16 +121,22 @@ def cases(opts: LLMOptions) -> list[Case]:
 
 def with_collectives(prof, comm):
     """``prof`` with ``comm``'s measured collective curves (NCCL all-reduce, all-gather, ...) where it has none of its
-    own: the kernel calibration is a one-GPU run, the collectives a multigpu run on the node (two suites, often two
-    leases). A profile without them prices a tensor-parallel step's all-reduces at zero, flagged missing."""
+    own, and its tensor-parallel host ratio (gpu.tp_host) likewise: the kernel calibration is a one-GPU run, these a
+    multigpu run on the node (two suites, often two leases). A profile without them prices a tensor-parallel step's
+    all-reduces at zero, flagged missing."""
     import dataclasses
 
     from hwprobe.profile_build import as_profile
 
-    links = {k: v for k, v in as_profile(comm).links.items() if v.kind == "collective"}
+    other = as_profile(comm)
+    links = {k: v for k, v in other.links.items() if v.kind == "collective"}
     if not links:
         raise InputError(f"{comm}: no measured collective curves (run --suite multigpu on two or more GPUs)")
-    return dataclasses.replace(prof, links={**links, **prof.links})
+    out = dataclasses.replace(prof, links={**links, **prof.links})
+    tp_host = getattr(other.calibration, "tp_host", None)
+    if tp_host is not None and getattr(prof.calibration, "tp_host", None) is None:
+        out = dataclasses.replace(out, calibration=dataclasses.replace(prof.calibration, tp_host=tp_host))
+    return out
 
 
 def predictor(profile, runtime: str, host: str = "framework", comm=None) -> tuple[Pricer, Any]:
@@ -146,11 +152,13 @@ def predictor(profile, runtime: str, host: str = "framework", comm=None) -> tupl
     return Predictor(prof, runtime=runtime, host=host), prof
 
 
-def family_pricer(pricer: Pricer | None, family: str) -> Pricer | None:
-    """``pricer`` with transformers' host time of ``family``'s own code where it can say it (Predictor.for_family);
-    any other pricer as it is."""
+def family_pricer(pricer: Pricer | None, family: str, tp: int = 1) -> Pricer | None:
+    """``pricer`` with transformers' host time of ``family``'s own code where it can say it (Predictor.for_family),
+    under transformers' tp plan over ``tp`` GPUs (Predictor.for_tp); any other pricer as it is."""
     scale = getattr(pricer, "for_family", None)
-    return scale(family) if scale is not None else pricer
+    pricer = scale(family) if scale is not None else pricer
+    sharded = getattr(pricer, "for_tp", None)
+    return sharded(tp) if sharded is not None else pricer
 
 
 def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None,
@@ -179,26 +187,36 @@ def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None
     for case in cases(opts):
         ops = lower_runtime(cfg, case, q, opts.runtime, sms, opts.cache_len)
         a.phases[case.phase] = price(case.phase, case.batch, case.tokens, case.context, ops,
-                                     family_pricer(pricer or pricers.get(rt.pricing(case.phase)), cfg.family))
+                                     family_pricer(pricer or pricers.get(rt.pricing(case.phase)), cfg.family,
+                                                   opts.tp))
         a.fits[case.phase] = fit(cfg, case, q, device_bytes)
-    a.notes += notes(cfg, opts, device_bytes)
+    eager = pricer or pricers.get("eager")
+    a.notes += notes(cfg, opts, device_bytes, bool(getattr(eager, "tp_host_priced", False)))
     return a
 
 
-def notes(cfg: LLMConfig, opts: LLMOptions, device_bytes) -> list[str]:
+TP_HOST_FLOOR = ("transformers' tensor-parallel hooks and c10d's collective calls add host time that this "
+                 "calibration (one GPU's eager step) does not measure: give --comm-profile a multigpu run with "
+                 "gpu.tp_host. Without it, on an H200 x2 (2026-11-28) the measured tp 2 eager steps took 0.96-3.1x "
+                 "this price (median 1.9x in decode, 1.4x in the prefill): read it as a floor")
+
+
+def notes(cfg: LLMConfig, opts: LLMOptions, device_bytes, tp_host: bool = False) -> list[str]:
+    """The analysis's caveats; ``tp_host``: the eager pricing has transformers' host under its tp plan (for_tp)."""
     rt = RUNTIMES[opts.runtime]
     out = [f"runtime {rt.name}: {rt.words}" + ("" if rt.validated else " (not yet validated on a device)")]
-    if opts.tp > 1 and opts.runtime == "eager":
-        out.append("eager with --tp: transformers' tensor-parallel hooks and c10d's all-reduce calls add host time "
-                   "that the calibration (one GPU's eager step) does not measure; on an H200 x2 (2026-11-28) the "
-                   "measured tp 2 steps took 0.96-3.1x this price (median 1.9x in decode, 1.4x in the prefill): "
-                   "read it as a floor")
+    if opts.tp > 1 and opts.runtime == "eager" and not tp_host:
+        out.append("eager with --tp: " + TP_HOST_FLOOR)
+    if opts.tp > 1 and rt.hf and opts.runtime != "hf" and tp_host:
+        out.append("transformers' host under the tp plan is one GPU's times gpu.tp_host's ratio, which read 1.20-2.17x "
+                   "over three 2x H200 leases (2026-11-30; the validation's own processes 1.8-2.4x): the host-bound "
+                   "steps carry that spread")
     if opts.tp > 1 and opts.runtime == "hf-compiled":
         out.append("hf-compiled with --tp: the decode figure is the GPU's step; issuing one compiled step under the "
                    "tp plan took the host 0.65-1.6 ms on an H200 x2 (2026-11-29, 4-layer models), so generate's loop "
                    "runs at the longer of the two (llama-3.2-1b 16 x 2048: GPU 0.87 ms, loop 1.52). The prefill is "
-                   "launched op by op under the tp hooks, whose host time the calibration does not measure (1 x 512 "
-                   "and 1 x 2048 ran 1.5-3.1x this price): read it as a floor")
+                   "launched op by op under the tp hooks"
+                   + (", priced with their host (gpu.tp_host)" if tp_host else ": " + TP_HOST_FLOOR))
     if not device_bytes:
         out.append("device memory unknown (no profile, or the profile's device lacks mem_bytes): fit not judged")
     if rt.hf and opts.runtime != "eager":

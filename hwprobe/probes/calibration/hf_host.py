@@ -63,6 +63,17 @@ def import_ahead():
                  touch=("AutoConfig", "AutoModelForCausalLM", "DynamicCache"))
 
 
+# Families whose tp plan gathers the attention's projections whole on every rank (Phi-3: qkv colwise_gather_output,
+# o rowwise_split_input), so each rank attends over every K/V head (hwprobe.lowering.llm.hf.rank_dims)
+GATHERED_TP = frozenset({"phi3"})
+
+
+def rank_kv_heads(config: dict[str, Any], tp: int) -> int:
+    """The K/V heads one rank caches under transformers' tp plan over ``tp`` GPUs."""
+    n = int(config["num_key_value_heads"])
+    return n if tp == 1 or config.get("model_type") in GATHERED_TP else n // tp
+
+
 def decoder(torch, transformers, config: dict[str, Any] | None = None, model=None, tp: int = 1) -> tuple[Any, Any]:
     """(step, restore): one eager decode step of the tiny decoder (``config``, CONFIG's Llama by default) over a
     DynamicCache of FILLED positions, with its inputs as ``generate`` prepares them, and the cache put back as it was
@@ -77,10 +88,10 @@ def decoder(torch, transformers, config: dict[str, Any] | None = None, model=Non
     model.eval()
     cache = transformers.DynamicCache(config=model.config)
     head_dim = getattr(model.config, "head_dim", None) or config["hidden_size"] // config["num_attention_heads"]
-    kv = torch.zeros(1, config["num_key_value_heads"] // tp, FILLED, head_dim, dtype=torch.bfloat16, device="cuda")
+    kv = torch.zeros(1, rank_kv_heads(config, tp), FILLED, head_dim, dtype=torch.bfloat16, device="cuda")
     for layer in range(config["num_hidden_layers"]):
         cache.update(kv, kv, layer)
-    ids = torch.randint(0, config["vocab_size"], (1, 1), device="cuda")
+    ids = torch.full((1, 1), 7, device="cuda")     # one token id on every rank of a tp group (its step is collective)
     mask = torch.ones(1, FILLED + 1, dtype=torch.long, device="cuda")
     pos = torch.arange(FILLED, FILLED + 1, device="cuda").unsqueeze(0)
     args = model.prepare_inputs_for_generation(ids, past_key_values=cache, attention_mask=mask, position_ids=pos,
@@ -93,6 +104,34 @@ def decoder(torch, transformers, config: dict[str, Any] | None = None, model=Non
             layer.__dict__.update(snap)
 
     return (lambda: model(**args)), restore
+
+
+def tp_model(torch, cfg, tp: int, where=None):
+    """``cfg``'s model sharded by transformers' own tp plan over the ``tp`` ranks of the torch.distributed group, as a
+    user loads it: random BF16 weights saved once by rank 0 (``from_config`` takes no distributed config; under
+    ``where``, else a folder of the temporary directory named by the config), then ``from_pretrained(
+    distributed_config=DistributedConfig(tp_size=tp))`` on every rank."""
+    import hashlib
+    import tempfile
+    from pathlib import Path
+
+    import torch.distributed as dist
+    from transformers import AutoModelForCausalLM, DistributedConfig
+
+    if where is None:
+        key = hashlib.sha1(cfg.to_json_string().encode()).hexdigest()[:12]
+        where = Path(tempfile.gettempdir()) / "hwprobe-hf-tp" / key
+    where = Path(where)
+    if dist.get_rank() == 0 and not (where / "config.json").exists():
+        with torch.inference_mode(False), torch.device("cuda"):
+            m = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+        m.save_pretrained(where)
+        del m
+        torch.cuda.empty_cache()
+    dist.barrier()
+    with torch.inference_mode(False):
+        return AutoModelForCausalLM.from_pretrained(where, dtype=torch.bfloat16, attn_implementation="sdpa",
+                                                    distributed_config=DistributedConfig(tp_size=tp))
 
 
 def kernel_events(prof) -> list[tuple[str, float]]:
