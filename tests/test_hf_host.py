@@ -248,3 +248,17 @@ def test_which_family_ratios_a_comparison_prices_with():
     assert cmp.family_host(doc, "profile", True) is None                    # the profile's own
     assert cmp.family_host({"host_before": {"hf": HF}}, "case", True) is None  # a run before them: the profile's
     assert cmp.family_host(doc, "case", False) == {}                        # --no-family-host: none anywhere
+
+
+def test_a_familys_failure_is_said_and_dropped_but_the_llamas_raises():
+    errors, rounds = {}, {"qwen3": [1.0], "llama": [1.0]}
+
+    def boom():
+        raise RuntimeError("no such module")
+
+    assert hf_host.attempt("qwen3", errors, boom, (rounds,)) is None
+    assert errors == {"qwen3": "RuntimeError: no such module"} and rounds == {"llama": [1.0]}
+    assert hf_host.attempt("qwen2", errors, lambda: 7) == 7 and "qwen2" not in errors
+    with pytest.raises(RuntimeError):
+        hf_host.attempt("llama", errors, boom, (rounds,))
+    assert rounds == {"llama": [1.0]}

@@ -203,6 +203,20 @@ def vs_llama(family_s: list[float], family_kernels: int, llama_s: list[float], l
     return float(np.median([(f / family_kernels) / (llama / llama_kernels) for f, llama in pairs]))
 
 
+def attempt(name: str, errors: dict[str, str], fn, drop: tuple[dict, ...] = ()) -> Any:
+    """``fn()`` for decoder ``name``. The Llama's failure raises (no figure without it); another family's is said in
+    ``errors``, drops ``name`` from each of ``drop`` and gives None, the others measured."""
+    try:
+        return fn()
+    except Exception as e:
+        if name == "llama":
+            raise
+        errors[name] = f"{type(e).__name__}: {e}"[:200]
+        for d in drop:
+            d.pop(name, None)
+        return None
+
+
 def measure(torch, families: tuple[str, ...] = tuple(FAMILIES)) -> dict[str, Any]:
     """transformers' host seconds per kernel of an eager decode step on this machine, with what it came from, and
     each of ``families``' per kernel against it (``families``; a family its transformers cannot build or run is
@@ -213,32 +227,23 @@ def measure(torch, families: tuple[str, ...] = tuple(FAMILIES)) -> dict[str, Any
     with torch.inference_mode():
         steps["llama"] = decoder(torch, transformers)
         for fam in families:
-            try:
-                steps[fam] = decoder(torch, transformers, family_config(fam))
-            except Exception as e:  # noqa: BLE001 - a family this transformers lacks: said, the others measured
-                errors[fam] = f"{type(e).__name__}: {e}"[:200]
+            built = attempt(fam, errors, lambda fam=fam: decoder(torch, transformers, family_config(fam)))
+            if built is not None:
+                steps[fam] = built
         rounds: dict[str, list[float]] = {name: [] for name in steps}
         kernels: dict[str, int] = {}
         for r in range(ROUNDS):             # every decoder in turn, round after round: a host's drift moves them alike
             for name in list(rounds):
                 step, restore = steps[name]
-                llama = name == "llama"
-                try:
-                    rounds[name] += step_seconds(torch, step, restore, STEPS if llama else FAMILY_STEPS, 1,
-                                                 (WARM if llama else FAMILY_WARM) if r == 0 else 0)
-                except Exception as e:
-                    if llama:
-                        raise
-                    errors[name] = f"{type(e).__name__}: {e}"[:200]
-                    del rounds[name]
+                n, warm = (STEPS, WARM) if name == "llama" else (FAMILY_STEPS, FAMILY_WARM)
+                got = attempt(name, errors, lambda s=step, z=restore, n=n, w=warm if r == 0 else 0:
+                              step_seconds(torch, s, z, n, 1, w), (rounds,))
+                if got is not None:
+                    rounds[name] += got
         for name in list(rounds):           # after the timing: the profiler's hooks stay out of it
-            try:
-                kernels[name] = kernels_per_step(torch, *steps[name])
-            except Exception as e:
-                if name == "llama":
-                    raise
-                errors[name] = f"{type(e).__name__}: {e}"[:200]
-                del rounds[name]
+            got = attempt(name, errors, lambda name=name: kernels_per_step(torch, *steps[name]), (rounds,))
+            if got is not None:
+                kernels[name] = got
     llama_s, llama_k = rounds.pop("llama"), kernels["llama"]
     fams = {name: {"kernel_s": per_kernel(got, kernels[name]), "kernels_per_step": kernels[name], "step_s": got,
                    "vs_llama": vs_llama(got, kernels[name], llama_s, llama_k),

@@ -105,12 +105,10 @@ def measure_rank(torch, tp: int, where: str, families: tuple[str, ...]) -> dict[
     configs = {"llama": hf_host.CONFIG, **{f: hf_host.family_config(f) for f in families}}
     steps, checks, errors = {}, {}, {}
     for name, config in configs.items():
-        try:
-            *steps[name], checks[name] = pair(torch, transformers, config, tp, Path(where) / name)
-        except Exception as e:
-            if name == "llama":
-                raise
-            errors[name] = f"{type(e).__name__}: {e}"[:200]
+        built = hf_host.attempt(name, errors,
+                                lambda c=config, n=name: pair(torch, transformers, c, tp, Path(where) / n))
+        if built is not None:
+            *steps[name], checks[name] = built
     got = {name: {"sharded": [], "one": []} for name in steps}
     with torch.inference_mode():
         for r in range(hf_host.ROUNDS):
@@ -178,40 +176,12 @@ def worker(rank: int, tp: int, device: int, addr: str, port: int, where: str, fa
 
 
 def spawn(devices: list[int], where: str, families: tuple[str, ...], timeout_s: float) -> list[dict]:
-    """One process per GPU; their reports in rank order. Past ``timeout_s``, or after a failure, the ranks still
-    running are stopped (a rank whose peer died waits in its collective)."""
-    import multiprocessing as mp
+    """One process per GPU; their reports in rank order (hwprobe.probes.ranks)."""
+    from hwprobe.probes import ranks
 
-    ctx = mp.get_context("spawn")
-    port, procs, conns = free_port(), [], []
-    for rank, dev in enumerate(devices):
-        parent, child = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=worker, args=(rank, len(devices), dev, "127.0.0.1", port, where, families, child),
-                        name=f"hwprobe-tp-host-rank{rank}", daemon=True)
-        p.start()
-        child.close()
-        procs.append(p)
-        conns.append(parent)
-    reports: dict[int, dict] = {}
-    deadline = time.monotonic() + timeout_s
-    try:
-        while len(reports) < len(procs) and time.monotonic() < deadline:
-            for rank, (p, c) in enumerate(zip(procs, conns, strict=True)):
-                if rank in reports:
-                    continue
-                if c.poll(0.2):
-                    reports[rank] = c.recv()
-                    if not reports[rank]["ok"]:
-                        deadline = min(deadline, time.monotonic() + 10)
-                elif not p.is_alive() and not c.poll(0):
-                    reports[rank] = {"rank": rank, "ok": False, "error": f"rank exited with code {p.exitcode}"}
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-            p.join(5)
-    return [reports.get(r) or {"rank": r, "ok": False, "error": f"no report within {timeout_s:.0f} s"}
-            for r in range(len(procs))]
+    port = free_port()
+    return ranks.spawn(devices, worker, lambda rank, dev: (rank, len(devices), dev, "127.0.0.1", port, where, families),
+                       "hwprobe-tp-host", timeout_s)
 
 
 def summary(reports: list[dict], tp: int) -> tuple[float, dict[str, Any]]:

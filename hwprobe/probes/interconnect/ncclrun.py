@@ -270,39 +270,9 @@ def worker(rank: int, n: int, device: int, uid, plan_d: dict, engine_name: str, 
 
 
 def spawn(devices: list[int], uid, plan: CollPlan, engine_name: str, timeout_s: float) -> list[dict]:
-    """Start one worker process per GPU (rank = position in ``devices``) and collect their reports; on the first
-    failure, or past ``timeout_s``, the workers still running are terminated (a rank stuck in a collective whose
-    peer died never returns by itself)."""
-    import multiprocessing as mp
+    """One worker process per GPU (rank = position in ``devices``), their reports collected (hwprobe.probes.ranks:
+    on the first failure, or past ``timeout_s``, the workers still running are terminated)."""
+    from hwprobe.probes import ranks
 
-    ctx = mp.get_context("spawn")
-    procs, conns = [], []
-    for rank, dev in enumerate(devices):
-        parent, child = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=worker, args=(rank, len(devices), dev, uid, plan.to_dict(), engine_name, child),
-                        name=f"hwprobe-nccl-rank{rank}", daemon=True)
-        p.start()
-        child.close()
-        procs.append(p)
-        conns.append(parent)
-    reports: dict[int, dict] = {}
-    deadline = time.monotonic() + timeout_s
-    try:
-        while len(reports) < len(procs) and time.monotonic() < deadline:
-            for rank, (p, c) in enumerate(zip(procs, conns, strict=True)):
-                if rank in reports:
-                    continue
-                if c.poll(0.2):
-                    reports[rank] = c.recv()
-                    if not reports[rank]["ok"]:
-                        deadline = min(deadline, time.monotonic() + 10)
-                elif not p.is_alive() and not c.poll(0):
-                    reports[rank] = {"rank": rank, "ok": False, "error": f"worker exited with code {p.exitcode}"}
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-            p.join(5)
-    for rank in range(len(procs)):
-        reports.setdefault(rank, {"rank": rank, "ok": False, "error": f"no report within {timeout_s:.0f} s"})
-    return [reports[r] for r in range(len(procs))]
+    return ranks.spawn(devices, worker, lambda rank, dev: (rank, len(devices), dev, uid, plan.to_dict(), engine_name),
+                       "hwprobe-nccl", timeout_s)
