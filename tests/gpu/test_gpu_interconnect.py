@@ -179,7 +179,7 @@ def _assert_all_checked(ms, n):
     assert not bad, [(m.metric, m.flags, m.reason) for m in bad]
     assert all(m.params["wrong"] == 0 and m.params["checked"] > 0 for m in sweeps if id(m) not in skip)
     assert all(m.params["timed_iters"] >= 20 and m.params["warmup"] >= 5 for m in sweeps)
-    assert all(m.params["per_rank"] == n for m in sweeps)
+    assert all(m.params["ranks"] == n for m in sweeps)
     assert any(m.metric.endswith("all_reduce.avg.check") or ".avg" in m.metric for m in ms)
 
 
@@ -228,7 +228,7 @@ def test_nccl_ranks(make_ctx):
 def test_tp_host_under_the_tp_plan(make_ctx):
     """gpu.tp_host: on one GPU it skips with the reason; on two, transformers' tiny Llama sharded by its tp plan
     computes the unsharded logits, launches more kernels a step (its collectives), and costs the host more per kernel
-    than one GPU's step (57.6-61.0 against 39.1-39.8 us on 2x H200, 2026-11-29)."""
+    than one GPU's step (1.20-2.17x over three 2x H200 leases, 2026-11-30)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from hwprobe.errors import Skip
