@@ -80,4 +80,13 @@ cmp $d comparison-no-collectives.md hf_tp2_measured.json.gz --profile $gen --tun
 # generate's compiled decode under tp: its tp part written from llama-3.2-1b's and qwen3-8b's rank-0 kernel lists
 d=profiles/h200x2/2026-11-29-tp2-compiled
 cmp $d comparison.md tp2_compiled.json.gz --profile $gen --comm-profile $d/multigpu --tuned llama-3.2-1b,qwen3-8b
+# tp 2 with the sharded host clock (case) and the profile's way (run: one GPU's reading times gpu.tp_host's ratio)
+d=profiles/h200x2/2026-11-30-tp-host
+for spec in 1:eager:2 1:compiled:2 2:eager:2 2:prefill:2 3:eager:3 3:prefill:3; do
+  IFS=: read -r n rt m <<< "$spec"
+  for host in case run; do
+    cmp $d comparison-call$n-$rt-$host.md call$n-tp2_$rt.json.gz --profile $gen --comm-profile $d/call$m-multigpu \
+      --tuned llama-3.2-1b,qwen3-8b --host $host
+  done
+done
 [[ -n "${OUT:-}" ]] || git status --short -- profiles | grep comparison || true
