@@ -249,8 +249,7 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str
     if doc.get("host_clock") == "tp" and host == "case":
         lines += [f"Under tp {doc.get('tp')} the tiny Llama of the host readings is sharded by the tp plan as the "
                   "models are: its hooks' host time is in the price.", ""]
-    elif (doc.get("tp") or 1) > 1 and comm and _loaded(str(profile), comm)[1].hf_tp_ratio:
-        r = _loaded(str(profile), comm)[1].hf_tp_ratio
+    elif (doc.get("tp") or 1) > 1 and comm and (r := _loaded(str(profile), comm)[1].hf_tp_ratio):
         lines += [f"Under tp {doc.get('tp')} transformers' host per kernel is scaled by {r:.2f}, the tp plan's over "
                   f"one GPU's as `{comm}` measured it (gpu.tp_host).", ""]
     ratios = run_family_ratios(doc)

@@ -133,9 +133,9 @@ def with_collectives(prof, comm):
     if not links:
         raise InputError(f"{comm}: no measured collective curves (run --suite multigpu on two or more GPUs)")
     out = dataclasses.replace(prof, links={**links, **prof.links})
-    tp_host = getattr(other.calibration, "tp_host", None)
-    if tp_host is not None and getattr(prof.calibration, "tp_host", None) is None:
-        out = dataclasses.replace(out, calibration=dataclasses.replace(prof.calibration, tp_host=tp_host))
+    if other.calibration.tp_host is not None and prof.calibration.tp_host is None:
+        out = dataclasses.replace(out, calibration=dataclasses.replace(prof.calibration,
+                                                                       tp_host=other.calibration.tp_host))
     return out
 
 
@@ -152,7 +152,7 @@ def predictor(profile, runtime: str, host: str = "framework", comm=None) -> tupl
     return Predictor(prof, runtime=runtime, host=host), prof
 
 
-def family_pricer(pricer: Pricer | None, family: str, tp: int = 1) -> Pricer | None:
+def host_pricer(pricer: Pricer | None, family: str, tp: int = 1) -> Pricer | None:
     """``pricer`` with transformers' host time of ``family``'s own code where it can say it (Predictor.for_family),
     under transformers' tp plan over ``tp`` GPUs (Predictor.for_tp); any other pricer as it is."""
     scale = getattr(pricer, "for_family", None)
@@ -187,8 +187,8 @@ def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None
     for case in cases(opts):
         ops = lower_runtime(cfg, case, q, opts.runtime, sms, opts.cache_len)
         a.phases[case.phase] = price(case.phase, case.batch, case.tokens, case.context, ops,
-                                     family_pricer(pricer or pricers.get(rt.pricing(case.phase)), cfg.family,
-                                                   opts.tp))
+                                     host_pricer(pricer or pricers.get(rt.pricing(case.phase)), cfg.family,
+                                                 opts.tp))
         a.fits[case.phase] = fit(cfg, case, q, device_bytes)
     eager = pricer or pricers.get("eager")
     a.notes += notes(cfg, opts, device_bytes, bool(getattr(eager, "tp_host_priced", False)))
