@@ -24,11 +24,14 @@ ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "profiles/h200-sxm/2026-11-26-predict-conv"
 X2 = ROOT / "profiles/h200x2/2026-11-28-tp2-hf/multigpu"
 HF = {"kernel_s": 17.0e-6, "kernels_per_step": 150, "step_s": [2.55e-3, 2.6e-3, 2.5e-3], "version": "5.17.0"}
-RANK = {"kernel_s": 25.5e-6, "vs_one_gpu": 1.5, "kernels_per_step": 170, "step_s": [4.3e-3, 4.4e-3, 4.3e-3],
+RANK = {"kernel_s": 25.5e-6, "vs_one_gpu": 1.5, "vs_one_gpu_rounds": [1.4, 1.5, 1.6],
+        "kernels_per_step": 170, "step_s": [4.3e-3, 4.4e-3, 4.3e-3],
         "one_gpu_kernel_s": 17e-6, "one_gpu_kernels_per_step": 150, "one_gpu_step_s": [2.55e-3] * 3,
         "version": "5.17.0", "check": "logits match one GPU's within 0.40% of their scale",
-        "families": {"phi3": {"kernel_s": 40e-6, "vs_one_gpu": 2.5, "kernels_per_step": 200, "check": "logits"},
-                     "gemma2": {"kernel_s": 20e-6, "vs_one_gpu": 1.25, "kernels_per_step": 300, "check": "logits"}},
+        "families": {"phi3": {"kernel_s": 40e-6, "vs_one_gpu": 2.5, "vs_llama": 1.6, "kernels_per_step": 200,
+                              "check": "logits"},
+                     "gemma2": {"kernel_s": 20e-6, "vs_one_gpu": 1.25, "vs_llama": 0.8, "kernels_per_step": 300,
+                                "check": "logits"}},
         "family_errors": {"qwen3": "ValueError: no plan"}}
 
 
@@ -52,7 +55,7 @@ def test_the_record_is_rank_zeros_figures_with_every_ranks_beside_them():
     assert [r["rank"] for r in params["per_rank"]] == [0, 1] and params["per_rank"][1]["kernel_s"] > value
     assert params["check"].startswith("logits match") and "ok" not in params
     note = tp_host._notes(params)[0]
-    assert "1.50x the same weights' step on one GPU" in note and "gemma2 1.25x" in note
+    assert "1.50x the same weights' step on one GPU" in note and "over the sharded Llama's: gemma2 0.80x" in note
     assert "not measured: qwen3" in note
     assert params["families"]["gemma2"]["vs_one_gpu"] == 1.25 and params["family_errors"] == RANK["family_errors"]
 
@@ -102,8 +105,20 @@ def test_the_predictor_scales_transformers_host_under_tp_and_nothing_else(tmp_pa
     sharded = eager.for_tp(2)
     assert sharded.host_s == pytest.approx(1.5 * HF["kernel_s"]) and eager.host_s == HF["kernel_s"]
     assert eager.for_tp(1) is eager and "times 1.50 under the tp plan" in sharded.eager_note(1e-4, 100)
-    # every family takes the Llama's ratio: the families' own (recorded) priced the real models worse
-    assert eager.for_family("phi3").for_tp(2).host_s == pytest.approx(1.5 * HF["kernel_s"])
+    # a family keeps its one-GPU ratio times the Llama's tp ratio (its own under its plan priced the real models
+    # worse), but a gathering plan's family takes its own ratio to the sharded Llama in place of its one-GPU one
+    assert cal.hf_tp_family_ratio == {"phi3": 1.6}
+    both.calibration.eager = replace(both.calibration.eager, transformers={
+        **HF, "families": {"phi3": {"vs_llama": 1.1}, "gemma2": {"vs_llama": 0.9}}})
+    cal = Calibration.of(both)
+    eager = Predictor(both, "eager", cal, host="transformers")
+    gemma2 = eager.for_family("gemma2")
+    assert gemma2.for_tp(2, "gemma2").host_s == pytest.approx(0.9 * 1.5 * HF["kernel_s"])
+    phi3 = eager.for_family("phi3").for_tp(2, "phi3")
+    assert phi3.host_s == pytest.approx(1.6 * 1.5 * HF["kernel_s"]) and phi3.family == ""
+    assert "times 1.60 for phi3's gathering plan" in phi3.eager_note(1e-4, 100)
+    assert "phi3: 1.10x" not in phi3.eager_note(1e-4, 100)
+    assert eager.for_tp(2, "phi3").host_s == phi3.host_s         # with or without its one-GPU ratio before
     cnn = Predictor(both, "eager", cal)                        # the framework's host: never scaled
     assert cnn.for_tp(2) is cnn and not cnn.tp_host_priced
     plain = Predictor(load_profile(kern), "eager", host="transformers")   # no multigpu run: no ratio
@@ -137,14 +152,14 @@ def test_the_probe_skips_where_it_cannot_run(monkeypatch):
     from hwprobe.probes import ProbeContext
 
     ctx = ProbeContext(target="gpu", device=None, sampler=None, probe_name="gpu.tp_host")
-    monkeypatch.setattr(tp_host, "_prereqs", lambda ctx: "needs PyTorch and transformers (ImportError: no torch)")
+    monkeypatch.setattr(tp_host, "_prereqs", lambda: "needs PyTorch and transformers (ImportError: no torch)")
     with pytest.raises(Skip, match="needs PyTorch and transformers"):
         list(tp_host.run(ctx))
 
     class Gpu:
         kind, index = "gpu", 0
 
-    monkeypatch.setattr(tp_host, "_prereqs", lambda ctx: "")
+    monkeypatch.setattr(tp_host, "_prereqs", lambda: "")
     monkeypatch.setattr("hwprobe.probes.interconnect.common.visible_gpus", lambda: [Gpu()])
     with pytest.raises(Skip, match="tensor parallel 2 needs 2"):
         list(tp_host.run(replace(ctx, devices=[Gpu()])))
@@ -160,10 +175,13 @@ def test_the_comparison_applies_the_ratio_to_one_gpu_readings_only(tmp_path):
     one = cmp.run_pricer(kern, "eager", None, 20e-6, comm)                     # a one-GPU reading: scaled under tp
     read_sharded = cmp.run_pricer(kern, "eager", None, 20e-6, comm, sharded=True)  # already the tp plan's: as read
     assert one.for_tp(2).host_s == pytest.approx(28e-6) and read_sharded.for_tp(2).host_s == pytest.approx(20e-6)
-    assert read_sharded.for_tp(2).host_s == pytest.approx(20e-6)
+    # a gathering plan's family: the sharded reading times its own ratio to the sharded Llama, scaled no further
+    assert read_sharded.for_tp(2, "phi3").host_s == pytest.approx(1.6 * 20e-6)
+    assert one.for_tp(2, "phi3").host_s == pytest.approx(1.6 * 28e-6)
     doc = {"tp": 2, "cases": [], "host_clock": "one GPU"}
     assert "scaled by 1.40" in cmp.table([], doc, kern, "run", comm)
     assert "scaled by" not in cmp.table([], {**doc, "host_clock": "tp"}, kern, "case", comm)
+    assert "over the sharded Llama's (gpu.tp_host): phi3 1.60x" in cmp.table([], doc, kern, "run", comm)
 
 
 def test_a_rank_caches_its_share_of_the_kv_heads_but_under_a_gathering_plan_all():
@@ -171,7 +189,24 @@ def test_a_rank_caches_its_share_of_the_kv_heads_but_under_a_gathering_plan_all(
 
     assert hf_host.rank_kv_heads(hf_host.CONFIG, 2) == 1 and hf_host.rank_kv_heads(hf_host.CONFIG, 1) == 2
     assert hf_host.rank_kv_heads(hf_host.family_config("phi3"), 2) == 2
-    assert sorted(hf_host.GATHERED_TP) == ["phi3"]
+    from hwprobe.lowering.llm.hf import rank_dims
+    from hwprobe.models.llm.config import load
+
+    assert hf_host.rank_kv_heads({"model_type": "llama", "num_key_value_heads": 8}, 2) == 4
+    phi3, llama = load("tests/data/llm_configs/phi-3-mini-4k-instruct.json"), load("llama-3.2-1b")
+    assert rank_dims(phi3, 2) == (phi3.heads, phi3.kv_heads, phi3.ffn)
+    assert rank_dims(llama, 2) == (llama.heads // 2, llama.kv_heads // 2, llama.ffn // 2)
+
+
+def test_a_gathering_familys_ratio_is_read_from_the_record_or_its_rounds():
+    from hwprobe.predict.calibration import tp_family_ratios
+
+    old = {"kernel_s": 40e-6, "kernels_per_step": 200, "step_s": [8e-3, 9e-3, 12e-3]}      # before vs_llama
+    rec = TpHostCost(seconds=25e-6, tp=2, vs_one_gpu=1.5, kernels_per_step=100, step_s=[2e-3, 3e-3, 2e-3],
+                     families={"phi3": old, "gemma2": {**old, "vs_llama": 0.8}})
+    assert tp_family_ratios(rec) == {"phi3": pytest.approx(2.0)}   # rounds 2.0, 1.5, 3.0; gemma2 does not gather
+    assert tp_family_ratios(replace(rec, families={"phi3": {**old, "vs_llama": 1.7}})) == {"phi3": 1.7}
+    assert tp_family_ratios(replace(rec, families={"phi3": {**old, "step_s": [1e-3]}})) == {}
 
 
 def test_torchruns_variables_are_set_for_the_rank_and_put_back(monkeypatch):

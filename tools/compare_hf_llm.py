@@ -138,7 +138,8 @@ def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | No
     """One of run_pricers' predictors: ``kind`` "eager" with the run's host readings where given (``ratios``: its
     families' host per kernel over the tiny Llama's, run_family_ratios; None keeps the profile's, {} prices every
     family at the Llama's). ``sharded``: ``hf_s`` was read from the tiny Llama under the tp plan (a case's reading of
-    a ``host_clock`` "tp" run), so the profile's tp ratio (gpu.tp_host) is not applied on top."""
+    a ``host_clock`` "tp" run), so the profile's tp ratio (gpu.tp_host) is 1 on top of it; a family whose plan
+    gathers still takes its own ratio to the sharded Llama (Predictor.for_tp)."""
     from dataclasses import replace
 
     from hwprobe.predict.model import Predictor
@@ -148,7 +149,7 @@ def run_pricer(profile, kind: str, host_s: float | None = None, hf_s: float | No
         cal = replace(cal, **({"eager_op_s": host_s} if host_s else {}),
                       **({"hf_eager_kernel_s": hf_s} if hf_s else {}),
                       **({"hf_family_ratio": ratios} if ratios is not None else {}),
-                      **({"hf_tp_ratio": 0.0} if sharded and hf_s else {}))
+                      **({"hf_tp_ratio": 1.0} if sharded and hf_s else {}))
     return Predictor(prof, kind, cal, host="transformers")
 
 
@@ -252,6 +253,10 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str
     elif (doc.get("tp") or 1) > 1 and comm and (r := _loaded(str(profile), comm)[1].hf_tp_ratio):
         lines += [f"Under tp {doc.get('tp')} transformers' host per kernel is scaled by {r:.2f}, the tp plan's over "
                   f"one GPU's as `{comm}` measured it (gpu.tp_host).", ""]
+    if (doc.get("tp") or 1) > 1 and comm and (own := _loaded(str(profile), comm)[1].hf_tp_family_ratio):
+        lines += ["A family whose tp plan gathers its fused projections is priced, in place of its one-GPU ratio "
+                  "below, at its own tiny decoder's per kernel under its plan over the sharded Llama's (gpu.tp_host): "
+                  + ", ".join(f"{f} {r:.2f}x" for f, r in sorted(own.items())) + ".", ""]
     ratios = run_family_ratios(doc)
     if not families:
         lines += ["Every family priced at the tiny Llama's host per kernel (--no-family-host).", ""]

@@ -740,6 +740,26 @@ def _interp(log_t: np.ndarray, axes, xs) -> tuple[float, bool]:
 UNSTEADY_FAMILIES = ("mixtral", "qwen2_moe", "qwen3_moe")
 
 
+def tp_family_ratios(tp_host) -> dict[str, float]:
+    """family -> its tiny decoder's host per kernel under its tp plan over the sharded Llama's, for the families whose
+    plan gathers (hwprobe.models.llm.config.GATHERED_TP), from gpu.tp_host's record (``tp_host``, a TpHostCost): its
+    ``vs_llama``, or for records before 2026-11-30 the median over rounds of the two sharded steps' ratio."""
+    from hwprobe.models.llm.config import GATHERED_TP
+
+    out = {}
+    llama_s, llama_k = (tp_host.step_s or []), tp_host.kernels_per_step or 0
+    for fam, v in (tp_host.families or {}).items():
+        if fam not in GATHERED_TP or not v:
+            continue
+        ratio = v.get("vs_llama")
+        if not ratio and llama_k and v.get("kernels_per_step") and len(v.get("step_s") or []) == len(llama_s) > 0:
+            ratio = float(np.median([(f / v["kernels_per_step"]) / (t / llama_k)
+                                     for f, t in zip(v["step_s"], llama_s, strict=True)]))
+        if ratio:
+            out[fam] = float(ratio)
+    return out
+
+
 def family_ratios(hf: dict) -> dict[str, float]:
     """family -> host per kernel over the tiny Llama's, from hf_host.measure's record (``families``; none before
     2026-11-29, none for a family it could not build, and none for UNSTEADY_FAMILIES)."""
@@ -766,6 +786,8 @@ class Calibration:
     # transformers' host per kernel under its tp plan over one GPU's (gpu.tp_host, a multigpu run), and its tp
     hf_tp_ratio: float = 0.0
     hf_tp: int = 0
+    # family -> its host per kernel under its tp plan over the sharded Llama's, for the plans that gather (gpu.tp_host)
+    hf_tp_family_ratio: dict[str, float] = field(default_factory=dict)
     switch_library_s: float = 0.0  # ... per kernel where library (cuBLAS/cuDNN) and framework kernels alternate
     framework_replay_s: float = 0.0  # the framework's fixed cost of one CUDA-graph replay (0: not measured)
     framework_gemm: dict[str, GemmTable] = field(default_factory=dict)   # the framework's linear layers
@@ -790,6 +812,7 @@ class Calibration:
         cal.hf_family_ratio = family_ratios(hf)
         if sec.tp_host is not None and sec.tp_host.vs_one_gpu:
             cal.hf_tp_ratio, cal.hf_tp = float(sec.tp_host.vs_one_gpu), int(sec.tp_host.tp or 2)
+            cal.hf_tp_family_ratio = tp_family_ratios(sec.tp_host)
         cal.switch_s = float(sec.switch.seconds or 0.0) if sec.switch else 0.0
         cal.switch_library_s = float(sec.switch_library.seconds or 0.0) if sec.switch_library else 0.0
         cal.framework_replay_s = float(sec.framework_replay.seconds or 0.0) if sec.framework_replay else 0.0

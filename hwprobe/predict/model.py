@@ -164,6 +164,7 @@ class Predictor:
         self.host_code = host
         self.family = ""
         self.tp = 1                   # for_tp: the host time per kernel is transformers' under its tp plan
+        self.tp_family = ""           # ... priced from that family's own tiny decoder under its (gathering) plan
         self.dram_bw = profile.bandwidth("dram") or 0.0
         self.l2_bw = profile.bandwidth("l2") or 0.0
         self.l2_bytes = float((getattr(profile, "device", None) or {}).get("l2_bytes") or 0.0)
@@ -181,16 +182,27 @@ class Predictor:
         other.host_s, other.host_source, other.family = self.host_s * ratio, "transformers_family", family
         return other
 
-    def for_tp(self, tp: int) -> Predictor:
+    def for_tp(self, tp: int, family: str = "") -> Predictor:
         """This predictor, its transformers host time per kernel scaled by the profile's tensor-parallel ratio
         (gpu.tp_host: the tiny Llama's step under transformers' tp plan, per kernel over one GPU's) for ``tp`` over 1;
-        itself otherwise (one GPU, another host code, or no figure: then the price under tp is a floor). Every family
-        takes the Llama's ratio: the other families' own tiny decoders under their plans (gpu.tp_host's
-        ``families``) priced the real models worse on 2x H200 (2026-11-30, profiles/h200x2/2026-11-30-tp-host)."""
+        itself otherwise (one GPU, another host code, or no figure: then the price under tp is a floor).
+
+        A family whose plan gathers (GATHERED_TP: Phi-3) takes, in place of its one-GPU family ratio, its own tiny
+        decoder's per kernel under its plan over the sharded Llama's (``hf_tp_family_ratio``): the gathers' and
+        splits' hooks cost the host more than a Llama's, which no one-GPU figure shows (phi-3-mini's tp-2 eager
+        steps on 2x H200 cost 1.5x llama-3.2-1b's per kernel, 2026-11-30). Every other family keeps its one-GPU
+        ratio times the Llama's tp ratio: their tiny decoders under their plans priced the real models worse
+        (profiles/h200x2/2026-11-30-tp-host)."""
         if tp <= 1 or not self.tp_host_priced:
             return self
         other = copy.copy(self)
-        other.host_s, other.tp = self.host_s * self.cal.hf_tp_ratio, tp
+        own = self.cal.hf_tp_family_ratio.get(family)
+        if own:
+            other.host_s, other.tp_family = self.cal.hf_eager_kernel_s * self.cal.hf_tp_ratio * own, family
+            other.host_source, other.family = "transformers", ""
+        else:
+            other.host_s = self.host_s * self.cal.hf_tp_ratio
+        other.tp = tp
         return other
 
     @property
@@ -702,6 +714,9 @@ class Predictor:
         if self.tp > 1:
             src += (f", times {self.cal.hf_tp_ratio:.2f} under the tp plan (gpu.tp_host: the tiny Llama's step sharded "
                     f"over {self.cal.hf_tp} GPUs, per kernel over one GPU's)")
+        if self.tp_family:
+            src += (f", times {self.cal.hf_tp_family_ratio[self.tp_family]:.2f} for {self.tp_family}'s gathering plan "
+                    "(its tiny decoder under its plan, per kernel over the sharded Llama's)")
         if self.host_code == "transformers" and not self.host_source.startswith("transformers"):
             src += ("; transformers' own code costs 1.3-1.6x the bare ops per kernel on the hosts measured, and this "
                     "profile lacks its figure (run the calibration where transformers is installed)")

@@ -158,7 +158,7 @@ def host_pricer(pricer: Pricer | None, family: str, tp: int = 1) -> Pricer | Non
     scale = getattr(pricer, "for_family", None)
     pricer = scale(family) if scale is not None else pricer
     sharded = getattr(pricer, "for_tp", None)
-    return sharded(tp) if sharded is not None else pricer
+    return sharded(tp, family) if sharded is not None else pricer
 
 
 def analyze(model: str | LLMConfig, profile=None, opts: LLMOptions | None = None,

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from hwprobe.errors import InputError, NotModelled
 from hwprobe.lowering.llm.graph import Case, Quant, experts_touched, flash_splits
 from hwprobe.lowering.ops import KernelOp
-from hwprobe.models.llm.config import LLMConfig
+from hwprobe.models.llm.config import GATHERED_TP, LLMConfig
 from hwprobe.vocab import Precision
 
 A, F32, I64 = 2, 4, 8        # bytes of a BF16/FP16, an FP32 and an int64 element
@@ -72,7 +72,7 @@ TP_FAMILIES = ("llama", "qwen2", "qwen3", "gemma2", "phi3", "qwen3_moe")
 def rank_dims(cfg: LLMConfig, tp: int) -> tuple[int, int, int]:
     """One rank's (heads, kv heads, FFN width) under transformers' tp_plan: a 1/tp slice of each, but Phi-3 gathers
     qkv and gate_up whole, so its attention and activation run on every head and column on each rank."""
-    if tp == 1 or cfg.family == "phi3":
+    if tp == 1 or cfg.family in GATHERED_TP:
         return cfg.heads, cfg.kv_heads, cfg.ffn
     return cfg.heads // tp, cfg.kv_heads // tp, cfg.ffn // tp
 

@@ -35,6 +35,12 @@ ARCHITECTURES = {
 }
 # Hugging Face's default for tie_word_embeddings where a config leaves it out.
 TIED_DEFAULT = {"gpt2": True, "gemma": True, "gemma2": True}
+# Families whose transformers tp plan gathers the fused projections whole on every rank (Phi-3: qkv and gate_up
+# colwise_gather_output, o and down rowwise_split_input, because the modules split the fused output by a chunk): each
+# rank attends over every head and runs the whole activation (hwprobe.lowering.llm.hf.rank_dims), its cache keeps
+# every K/V head (hwprobe.probes.calibration.hf_host), and its hooks cost the host more than a Llama's per kernel
+# (gpu.tp_host times them: hwprobe.predict.model.Predictor.for_tp).
+GATHERED_TP = frozenset({"phi3"})
 
 
 @dataclass(frozen=True)

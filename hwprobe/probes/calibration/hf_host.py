@@ -63,15 +63,34 @@ def import_ahead():
                  touch=("AutoConfig", "AutoModelForCausalLM", "DynamicCache"))
 
 
-# Families whose tp plan gathers the attention's projections whole on every rank (Phi-3: qkv colwise_gather_output,
-# o rowwise_split_input), so each rank attends over every K/V head (hwprobe.lowering.llm.hf.rank_dims)
-GATHERED_TP = frozenset({"phi3"})
-
-
 def rank_kv_heads(config: dict[str, Any], tp: int) -> int:
-    """The K/V heads one rank caches under transformers' tp plan over ``tp`` GPUs."""
+    """The K/V heads one rank caches under transformers' tp plan over ``tp`` GPUs (every one where the plan gathers
+    the fused qkv: hwprobe.models.llm.config.GATHERED_TP)."""
+    from hwprobe.models.llm.config import FAMILIES as MODEL_FAMILIES
+    from hwprobe.models.llm.config import GATHERED_TP
+
     n = int(config["num_key_value_heads"])
-    return n if tp == 1 or config.get("model_type") in GATHERED_TP else n // tp
+    return n if tp == 1 or MODEL_FAMILIES.get(str(config.get("model_type"))) in GATHERED_TP else n // tp
+
+
+def in_turn(fn, group) -> Any:
+    """``fn()`` on each rank of the torch.distributed group in turn, the others waiting on ``group``'s barrier (a gloo
+    group, whose wait sleeps on a socket where an NCCL barrier's synchronize spins a core): one process issues at a
+    time, as a one-GPU run's does. On 2x H200 (2026-11-30) the two ranks' one-GPU steps, timed at once, read 27.7 and
+    ~16 us a kernel in the same rounds. A rank's failure is raised after its turn's barrier (no rank left waiting)."""
+    import torch.distributed as dist
+
+    out, err = None, None
+    for r in range(dist.get_world_size()):
+        if dist.get_rank() == r:
+            try:
+                out = fn()
+            except Exception as e:  # noqa: BLE001 - raised below, once the others are released
+                err = e
+        dist.barrier(group=group)
+    if err is not None:
+        raise err
+    return out
 
 
 def decoder(torch, transformers, config: dict[str, Any] | None = None, model=None, tp: int = 1) -> tuple[Any, Any]:

@@ -1,20 +1,26 @@
 """gpu.tp_host: transformers' host time per kernel of an eager decode step under its tensor-parallel plan, over the
 same step's on one GPU (where torch, transformers and two GPUs are here; skipped with the reason otherwise).
 
-Under ``tp_plan`` transformers wraps every sharded module in hooks (DTensor-free local shards, then a c10d
-all-reduce or all-gather through torch.distributed), and that Python costs the host more per kernel than one GPU's
-modules: on 2x H200 (2026-11-29) hf_host's tiny Llama sharded by the plan cost 57.6-61.0 us a kernel where unsharded
-it cost 39.1-39.8, and llama-3.2-1b's tp-2 eager steps read -41% against a price from the unsharded figure, -10 to
--13% from the sharded one. The eager runtime and hf-compiled's prefill under ``--tp`` are host-bound where small, so
+Under ``tp_plan`` transformers wraps every sharded module in forward hooks that split, gather or all-reduce its
+tensors through torch.distributed, and that Python costs the host more per kernel than one GPU's modules: on 2x H200
+(2026-11-29) hf_host's tiny Llama sharded by the plan cost 57.6-61.0 us a kernel where unsharded it cost 39.1-39.8,
+and llama-3.2-1b's tp-2 eager steps read -41% against a price from the unsharded figure, -10 to -13% from the sharded
+one. The eager runtime and hf-compiled's prefill under ``--tp`` are host-bound where small, so
 their price needs this.
 
-Each rank (a spawned process per GPU, or the MPI ranks of one host) joins a torch.distributed NCCL group, loads the
-tiny Llama sharded by the plan (hf_host.tp_model: rank 0's random weights, ``from_pretrained`` with
-``DistributedConfig``) and the same weights unsharded, and times both decode steps in turn, round by round
-(hf_host.step_seconds), so a host that changes speed between rounds moves both alike. The figure the predictor
-reads is ``vs_one_gpu``: the median over rounds of the sharded step's host per kernel over the unsharded one's. A
-ratio, because the kernel calibration (one GPU) and this run are often two leases whose hosts differ
-(hwprobe.predict.model.Predictor.for_tp). The sharded step's logits are checked against the unsharded model's.
+Each rank (a spawned process per GPU with torchrun's one OpenMP thread, or the MPI ranks of one host) joins a
+torch.distributed NCCL group, loads the tiny Llama sharded by the plan (hf_host.tp_model: rank 0's random weights,
+``from_pretrained`` with ``DistributedConfig``) and the same weights unsharded, and times both decode steps in turn,
+in short rounds (hf_host.step_seconds), so a host that changes speed moves both alike: the sharded step on every rank
+at once, as tensor parallel runs, then the unsharded one on each rank in turn while the others sleep on a barrier
+(hf_host.in_turn), as a one-GPU run issues alone. The figure the predictor reads is ``vs_one_gpu``: the median over
+rounds of the sharded step's host per kernel over the unsharded one's. A ratio, because the kernel calibration (one
+GPU) and this run are often two leases whose hosts differ (hwprobe.predict.model.Predictor.for_tp). The sharded
+step's logits are checked against the unsharded model's.
+
+The families whose plan gathers the fused projections (hwprobe.models.llm.config.GATHERED_TP: Phi-3) are timed
+beside the Llama by default, their tiny decoder's sharded step per kernel over the Llama's in the same rounds
+(``vs_llama``): a gathering plan's hooks cost more than a Llama's, which one GPU's family ratio cannot show.
 """
 
 from __future__ import annotations
@@ -34,13 +40,16 @@ import numpy as np
 from hwprobe import calibration as C
 from hwprobe import keys as K
 from hwprobe.errors import Skip
+from hwprobe.models.llm.config import GATHERED_TP
 from hwprobe.probes.base import probe
 from hwprobe.probes.calibration.hf_host import FAMILIES
 from hwprobe.vocab import Curve
 
 METRIC = C.metric(Curve.TP_HOST)
-FAMILY_CHOICES = tuple(FAMILIES)
 TOLERANCE = 0.05            # the sharded step's logits against the unsharded ones: max |diff| over max |logit|
+# More, shorter rounds than hf_host's 3 x 30 steps: a round's sharded and unsharded steps lie within ~0.3 s, and the
+# median over seven rounds outlasts a host that switches speed within seconds
+ROUNDS, STEPS, WARM = 7, 12, 5
 
 
 def free_port() -> int:
@@ -82,26 +91,43 @@ def pair(torch, transformers, config: dict[str, Any], tp: int, where: Path) -> t
 
 
 def figures(got: dict[str, list[float]], kernels: dict[str, int]) -> dict[str, Any]:
-    """One decoder's figures from its rounds (``got``) and kernels per step, "sharded" and "one" (GPU) each."""
+    """One decoder's figures from its rounds (``got``) and kernels per step, "sharded" and "one" (GPU) each; each
+    round's ratio beside their median (its spread)."""
     from hwprobe.probes.calibration import hf_host
 
+    rounds = [(s / kernels["sharded"]) / (o / kernels["one"]) for s, o in zip(got["sharded"], got["one"], strict=True)]
     return {"kernel_s": hf_host.per_kernel(got["sharded"], kernels["sharded"]),
             "vs_one_gpu": hf_host.vs_llama(got["sharded"], kernels["sharded"], got["one"], kernels["one"]),
+            "vs_one_gpu_rounds": [round(r, 4) for r in rounds],
             "kernels_per_step": kernels["sharded"], "step_s": got["sharded"],
             "one_gpu_kernel_s": hf_host.per_kernel(got["one"], kernels["one"]),
             "one_gpu_kernels_per_step": kernels["one"], "one_gpu_step_s": got["one"]}
 
 
+def family_figures(got: dict[str, list[float]], kernels: dict[str, int], llama_got: dict[str, list[float]],
+                   llama_kernels: dict[str, int]) -> dict[str, Any]:
+    """A family's figures (``figures``) and ``vs_llama``: its sharded step per kernel over the Llama's, round by
+    round (the figure the predictor prices a gathering plan's family with)."""
+    from hwprobe.probes.calibration import hf_host
+
+    return {**figures(got, kernels), "vs_llama": hf_host.vs_llama(got["sharded"], kernels["sharded"],
+                                                                  llama_got["sharded"], llama_kernels["sharded"])}
+
+
 def measure_rank(torch, tp: int, where: str, families: tuple[str, ...]) -> dict[str, Any]:
     """On one rank of a torch.distributed group of ``tp``: the tiny Llama, and the same decoder in each of
     ``families``' classes (hf_host.FAMILIES), sharded and whole, every step timed in turn round by round (a host
-    that changes speed between rounds moves them alike), their kernels counted, the sharded logits checked. A
-    family that cannot be built, checked or timed is listed under ``family_errors`` (the same on every rank: the
-    ranks run the same code on the same weights)."""
+    that changes speed between rounds moves them alike; the whole model's on one rank at a time), their kernels
+    counted, the sharded logits checked. A family that cannot be built, checked or timed is listed under
+    ``family_errors`` (the same on every rank: the ranks run the same code on the same weights)."""
+    import datetime
+
+    import torch.distributed as dist
     import transformers
 
     from hwprobe.probes.calibration import hf_host
 
+    turns = dist.new_group(backend="gloo", timeout=datetime.timedelta(minutes=3))
     configs = {"llama": hf_host.CONFIG, **{f: hf_host.family_config(f) for f in families}}
     steps, checks, errors = {}, {}, {}
     for name, config in configs.items():
@@ -111,17 +137,18 @@ def measure_rank(torch, tp: int, where: str, families: tuple[str, ...]) -> dict[
             *steps[name], checks[name] = built
     got = {name: {"sharded": [], "one": []} for name in steps}
     with torch.inference_mode():
-        for r in range(hf_host.ROUNDS):
+        for r in range(ROUNDS):
+            warm = WARM if r == 0 else 0
             for name, (sharded, one) in steps.items():
-                llama = name == "llama"
-                n, warm = (hf_host.STEPS, hf_host.WARM) if llama else (hf_host.FAMILY_STEPS, hf_host.FAMILY_WARM)
-                for side, (step, restore) in (("sharded", sharded), ("one", one)):
-                    got[name][side] += hf_host.step_seconds(torch, step, restore, n, 1, warm if r == 0 else 0)
+                got[name]["sharded"] += hf_host.step_seconds(torch, *sharded, STEPS, 1, warm)
+                got[name]["one"] += hf_host.in_turn(lambda one=one, warm=warm:
+                                                    hf_host.step_seconds(torch, *one, STEPS, 1, warm), turns)
         kernels = {name: {side: hf_host.kernels_per_step(torch, *st)
                           for side, st in zip(("sharded", "one"), pairs, strict=True)} for name, pairs in steps.items()}
-    out = {**figures(got.pop("llama"), kernels["llama"]), "check": checks["llama"],
-           "version": transformers.__version__,
-           "families": {name: {**figures(g, kernels[name]), "check": checks[name]} for name, g in got.items()}}
+    llama = got.pop("llama")
+    out = {**figures(llama, kernels["llama"]), "check": checks["llama"], "version": transformers.__version__,
+           "families": {name: {**family_figures(g, kernels[name], llama, kernels["llama"]), "check": checks[name]}
+                        for name, g in got.items()}}
     if errors:
         out["family_errors"] = errors
     return out
@@ -130,9 +157,10 @@ def measure_rank(torch, tp: int, where: str, families: tuple[str, ...]) -> dict[
 @contextmanager
 def torchrun_env(rank: int, tp: int, device: int, addr: str, port: int) -> Iterator[None]:
     """The variables torchrun sets, as they were after: transformers' tp set-up reads LOCAL_RANK for the rank's GPU
-    (``initialize_tensor_parallelism``), whoever started the process."""
+    (``initialize_tensor_parallelism``), whoever started the process; and one OpenMP thread where none is set
+    (torchrun's default for more than one process a node; run_rank sets torch's threads from it)."""
     env = {"RANK": str(rank), "WORLD_SIZE": str(tp), "LOCAL_RANK": str(device), "LOCAL_WORLD_SIZE": str(tp),
-           "MASTER_ADDR": addr, "MASTER_PORT": str(port)}
+           "MASTER_ADDR": addr, "MASTER_PORT": str(port), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     before = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -153,7 +181,9 @@ def run_rank(rank: int, tp: int, device: int, addr: str, port: int, where: str,
     import torch
     import torch.distributed as dist
 
+    threads = torch.get_num_threads()
     with torchrun_env(rank, tp, device, addr, port):
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
         torch.cuda.set_device(device)
         dist.init_process_group("nccl", init_method=f"tcp://{addr}:{port}", rank=rank, world_size=tp,
                                 device_id=torch.device("cuda", device), timeout=datetime.timedelta(minutes=3))
@@ -161,6 +191,7 @@ def run_rank(rank: int, tp: int, device: int, addr: str, port: int, where: str,
             return {"rank": rank, "gpu": device, **measure_rank(torch, tp, where, families)}
         finally:
             dist.destroy_process_group()
+            torch.set_num_threads(threads)
 
 
 def worker(rank: int, tp: int, device: int, addr: str, port: int, where: str, families: tuple[str, ...],
@@ -188,27 +219,29 @@ def summary(reports: list[dict], tp: int) -> tuple[float, dict[str, Any]]:
     """(the record's value, its params) from every rank's report: rank 0's figures (the ranks step together), each
     rank's beside them."""
     r0 = reports[0]
-    keep = ("kernel_s", "vs_one_gpu", "kernels_per_step", "step_s", "one_gpu_kernel_s", "one_gpu_kernels_per_step",
-            "one_gpu_step_s", "version")
+    keep = ("kernel_s", "vs_one_gpu", "vs_one_gpu_rounds", "kernels_per_step", "step_s", "one_gpu_kernel_s",
+            "one_gpu_kernels_per_step", "one_gpu_step_s", "version")
     params = {"tp": tp, **{k: r0[k] for k in keep}, "check": r0["check"], "families": r0.get("families") or {},
               **({"family_errors": r0["family_errors"]} if r0.get("family_errors") else {}),
-              "per_rank": [{k: r.get(k) for k in ("rank", "gpu", "kernel_s", "vs_one_gpu", "host")} for r in reports]}
+              "per_rank": [{k: r.get(k) for k in ("rank", "gpu", "kernel_s", "vs_one_gpu", "one_gpu_kernel_s", "host")}
+                           for r in reports]}
     return float(r0["kernel_s"]), params
 
 
 def _notes(params: dict[str, Any]) -> list[str]:
-    fams = ", ".join(f"{k} {v['vs_one_gpu']:.2f}x" for k, v in sorted(params["families"].items()))
+    fams = ", ".join(f"{k} {v['vs_llama']:.2f}x" for k, v in sorted(params["families"].items()))
     lacking = ", ".join(sorted(params.get("family_errors") or {}))
     return [f"transformers {params['version']}: {params['kernel_s'] * 1e6:.1f} us of host per kernel of an eager "
             f"decode step under its tp plan over {params['tp']} GPUs ({params['kernels_per_step']} kernels, a 4-layer "
             f"Llama of hidden 64 over a DynamicCache), {params['vs_one_gpu']:.2f}x the same weights' step on one GPU "
             f"({params['one_gpu_kernel_s'] * 1e6:.1f} us, {params['one_gpu_kernels_per_step']} kernels), timed in "
             f"turn; {params['check']}"
-            + (f"; the same decoder in each family's classes, sharded over one GPU's: {fams}" if fams else "")
+            + (f"; the same decoder in each family's classes under its plan, per kernel over the sharded Llama's: "
+               f"{fams}" if fams else "")
             + (f"; not measured: {lacking}" if lacking else "")]
 
 
-def _prereqs(ctx) -> str:
+def _prereqs() -> str:
     """Why the probe cannot run here ("" where it can)."""
     try:
         import torch
@@ -217,25 +250,28 @@ def _prereqs(ctx) -> str:
         return f"needs PyTorch and transformers ({type(e).__name__}: {e})"[:300]
     if not torch.distributed.is_available() or not torch.distributed.is_nccl_available():
         return "this PyTorch has no NCCL backend for torch.distributed"
+    if not torch.distributed.is_gloo_available():
+        return "this PyTorch has no gloo backend for torch.distributed (the ranks take turns on its barrier)"
     return ""
 
 
 @probe(name="gpu.tp_host", target="gpu", family="calibration",
        summary="transformers' host time per kernel of an eager decode step under its tensor-parallel plan, over one "
                "GPU's (the tp prediction's host; optional: needs PyTorch, transformers and two GPUs)",
-       ranges={"tp": (2, None), "timeout_s": (30, None)}, choices={"families": FAMILY_CHOICES})
+       ranges={"tp": (2, None), "timeout_s": (30, None)}, choices={"families": tuple(FAMILIES)})
 def run(ctx, tp: int = 2, families: list[str] | None = None, timeout_s: float = 240.0) -> Iterator[Any]:
     """``tp``: the ranks (the first ``tp`` GPUs of the run's list, else of the visible ones). ``families``: other
-    decoder families timed beside the Llama under their own plans (hf_host.FAMILIES; none by default), recorded, not
-    priced (Predictor.for_tp says why). ``timeout_s``: ranks still running after this are stopped."""
-    families = list(families or ())
+    decoder families timed beside the Llama under their own plans (hf_host.FAMILIES; by default those whose plan
+    gathers, GATHERED_TP: the predictor prices only those, Predictor.for_tp says why). ``timeout_s``: ranks still
+    running after this are stopped."""
+    families = sorted(GATHERED_TP) if families is None else list(families)
     from hwprobe import distributed
 
     world = distributed.detect()
     if world.distributed:
         yield from _run_mpi(ctx, world, tp, families)
         return
-    why = _prereqs(ctx)
+    why = _prereqs()
     if why:
         raise Skip(why)
     from hwprobe.probes.interconnect.common import pick_gpus, visible_gpus
@@ -266,7 +302,7 @@ def _run_mpi(ctx, world, tp: int, families: list[str]):
     comm = distributed.comm_world(world, required=True)
     world = distributed.complete(world, comm)
     hosts = comm.allgather(world.host)
-    ok, why = distributed.agree(comm, not _prereqs(ctx), _prereqs(ctx))
+    ok, why = distributed.agree(comm, not _prereqs(), _prereqs())
     if not ok:
         raise Skip("; ".join(why))
     if len(set(hosts)) > 1 or world.size < tp:
