@@ -189,10 +189,11 @@ class Predictor:
 
         A family whose plan gathers (GATHERED_TP: Phi-3) takes, in place of its one-GPU family ratio, its own tiny
         decoder's per kernel under its plan over the sharded Llama's (``hf_tp_family_ratio``): the gathers' and
-        splits' hooks cost the host more than a Llama's, which no one-GPU figure shows (phi-3-mini's tp-2 eager
-        steps on 2x H200 cost 1.5x llama-3.2-1b's per kernel, 2026-11-30). Every other family keeps its one-GPU
-        ratio times the Llama's tp ratio: their tiny decoders under their plans priced the real models worse
-        (profiles/h200x2/2026-11-30-tp-host)."""
+        splits' hooks cost the host more than a Llama's, which no one-GPU figure shows. On 2x H200 (2026-11-30)
+        phi-3-mini's 4-layer decode step under the plan cost 1.87x the sharded tiny Llama's per kernel in the same
+        rounds (llama-3.2-1b's 1.05-1.16x), and Phi-3's tiny decoder 1.71-2.03x over five runs. Every other family
+        keeps its one-GPU ratio times the Llama's tp ratio: their tiny decoders under their plans priced the real
+        models worse (profiles/h200x2/2026-11-30-tp-host)."""
         if tp <= 1 or not self.tp_host_priced:
             return self
         other = copy.copy(self)
