@@ -89,4 +89,12 @@ for spec in 1:eager:2 1:compiled:2 2:eager:2 2:prefill:2 3:eager:3 3:prefill:3; 
       --tuned llama-3.2-1b,qwen3-8b --host $host
   done
 done
+# tp 2 with gpu.tp_host's one-GPU steps a rank at a time and Phi-3's gathering plan priced from its own tiny decoder
+d=profiles/h200x2/2026-11-30-tp-phi3
+for rt in eager prefill; do
+  for host in case run; do
+    cmp $d comparison-call1-$rt-$host.md call1-tp2_$rt.json.gz --profile $gen --comm-profile $d/call1-multigpu \
+      --tuned llama-3.2-1b,qwen3-8b --host $host
+  done
+done
 [[ -n "${OUT:-}" ]] || git status --short -- profiles | grep comparison || true
