@@ -209,8 +209,8 @@ def notes(cfg: LLMConfig, opts: LLMOptions, device_bytes, tp_host: bool = False)
         out.append("eager with --tp: " + TP_HOST_FLOOR)
     if opts.tp > 1 and rt.hf and opts.runtime != "hf" and tp_host:
         out.append("transformers' host under the tp plan is one GPU's times gpu.tp_host's ratio, which read 1.20-2.17x "
-                   "over five 2x H200 leases (2026-11-30). Round by round it was two-valued, ~1.6x or ~2.5x, as the "
-                   "lent hosts run at two speeds ~1.6x apart: the host-bound steps carry that spread")
+                   "over five 2x H200 leases (2026-11-30); held busy for 300 steps the same steps read 1.61x, while "
+                   "steps after a rank's idle wait ran up to 1.5x slower: the host-bound steps carry that spread")
     if opts.tp > 1 and opts.runtime == "hf-compiled":
         out.append("hf-compiled with --tp: the decode figure is the GPU's step; issuing one compiled step under the "
                    "tp plan took the host 0.65-1.6 ms on an H200 x2 (2026-11-29, 4-layer models), so generate's loop "
