@@ -247,13 +247,14 @@ def table(rows: list[Row], doc: dict, profile: str, host: str = "run", comm: str
         lines += [f"Eager-priced passes (eager; hf-compiled's prefill) use the host time per op hwprobe measured in "
                   f"the validation's own process, {got * 1e6:.1f} us (gpu.torch_kernels' eager calibration, before and "
                   "after the models), not the profile's: each lent machine's host differs.", ""]
+    tp_cal = _loaded(str(profile), comm)[1] if (doc.get("tp") or 1) > 1 and comm else None
     if doc.get("host_clock") == "tp" and host == "case":
         lines += [f"Under tp {doc.get('tp')} the tiny Llama of the host readings is sharded by the tp plan as the "
                   "models are: its hooks' host time is in the price.", ""]
-    elif (doc.get("tp") or 1) > 1 and comm and (r := _loaded(str(profile), comm)[1].hf_tp_ratio):
+    elif tp_cal and (r := tp_cal.hf_tp_ratio):
         lines += [f"Under tp {doc.get('tp')} transformers' host per kernel is scaled by {r:.2f}, the tp plan's over "
                   f"one GPU's as `{comm}` measured it (gpu.tp_host).", ""]
-    if (doc.get("tp") or 1) > 1 and comm and (own := _loaded(str(profile), comm)[1].hf_tp_family_ratio):
+    if tp_cal and (own := tp_cal.hf_tp_family_ratio):
         lines += ["A family whose tp plan gathers its fused projections is priced, in place of its one-GPU ratio "
                   "below, at its own tiny decoder's per kernel under its plan over the sharded Llama's (gpu.tp_host): "
                   + ", ".join(f"{f} {r:.2f}x" for f, r in sorted(own.items())) + ".", ""]

@@ -377,6 +377,8 @@ class Bench:
     def loop_s(self, fn, before, steps: int = LOOP_STEPS) -> float:
         """Seconds a step as generate's loop runs it: ``steps`` calls queued back to back behind one sleep, no sync
         between them, so each step takes the longer of its host issue and its GPU work."""
+        from hwprobe.probes.calibration.hf_host import HOLD_CYCLES
+
         torch = self.torch
         before()
         torch.cuda.synchronize()
@@ -385,7 +387,7 @@ class Bench:
 
             dist.barrier()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(2_000_000)
+        torch.cuda._sleep(HOLD_CYCLES)
         a.record()
         for _ in range(steps):
             before()
@@ -607,20 +609,27 @@ def load_configs(spec: str, layers: int) -> dict[str, dict]:
     return out
 
 
-def host_calibration(torch, tp: int = 1) -> dict:
+def turn_group(tp: int):
+    """The gloo group the ranks take turns on (host_calibration), made once a run; None on one GPU."""
+    if tp <= 1:
+        return None
+    import datetime
+
+    import torch.distributed as dist
+
+    return dist.new_group(backend="gloo", timeout=datetime.timedelta(minutes=5))
+
+
+def host_calibration(torch, turns=None) -> dict:
     """hwprobe's eager calibration on this machine, now: gpu.torch_kernels' bare-op host time per op and, beside it,
     transformers' own host time per kernel of a tiny Llama's eager decode step (hf_host). The eager runtime's
     predictions are priced with them (tools/compare_hf_llm.py), since a lent host's speed differs from the one the
-    committed profile was measured on. Under ``tp`` each rank reads it in turn, the others asleep on a barrier
-    (hf_host.in_turn), as a one-GPU run issues alone. An error entry where hwprobe is not importable."""
-    if tp > 1:
-        import datetime
-
-        import torch.distributed as dist
-
+    committed profile was measured on. Under tp (``turns``: the run's gloo group, turn_group) each rank reads it in
+    turn, the others asleep on a barrier (hf_host.in_turn), as a one-GPU run issues alone. An error entry where
+    hwprobe is not importable."""
+    if turns is not None:
         from hwprobe.probes.calibration.hf_host import in_turn
 
-        turns = dist.new_group(backend="gloo", timeout=datetime.timedelta(minutes=5))
         return in_turn(lambda: host_calibration(torch), turns)
     try:
         import numpy as np
@@ -738,12 +747,13 @@ def main(argv: list[str] | None = None) -> int:
            "clocks_before": clocks(),
            "models": {k: {kk: vv for kk, vv in v.items()} for k, v in configs.items()},
            "cases": [], "kernels": [], "errors": []}
-    out["host_before"] = host_calibration(torch, args.tp)
+    turns = turn_group(args.tp)
+    out["host_before"] = host_calibration(torch, turns)
     clock = HostClock(torch, args.tp) if host_priced(args.runtimes) and "hf" in out["host_before"] else None
     out["host_clock"] = "tp" if clock and args.tp > 1 else "one GPU" if clock else None
     for name, c in configs.items():
         run_model(name, c["config"], args, out, clock)
-    out["host_after"] = host_calibration(torch, args.tp)
+    out["host_after"] = host_calibration(torch, turns)
     out["clocks_after"] = clocks()
     out["wall_s"] = round(time.perf_counter() - t0, 1)
     if rank:                                 # every rank ran every step (their collectives pair up); rank 0 writes

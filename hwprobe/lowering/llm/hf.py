@@ -82,6 +82,15 @@ def collective(name: str, kind: str, rows: int, width: int, tp: int, act: str) -
     return KernelOp(name, kind, precision=act, bytes=float(rows * width * A), ranks=tp)
 
 
+def split_input(e, name: str, rows: int, width: int) -> int:
+    """``rowwise_split_input`` (Phi-3's o_proj and down_proj under tp): a replicated input chunked to this rank's
+    columns and cloned, one copy kernel through ``e.k`` (either lowering's emitter, whose ``tp`` it reads); returns
+    the columns this rank's GEMM reads."""
+    if e.tp > 1:
+        e.k(name, "copy", 2 * rows * (width // e.tp) * A)
+    return width // e.tp
+
+
 def tiny_op(name: str, act: str) -> KernelOp:
     """A kernel on a handful of elements (an ``arange``, a counter's ``add_``, a 0-d fill, a sort's extra launch)."""
     return KernelOp(name, "elementwise", precision=act, bytes=16.0)
@@ -145,13 +154,6 @@ class _HF:
             self.ops.append(collective(name, "allgather", rows, width, self.tp, self.act))
             if rows > 1:
                 self.k(f"{name}_cat", "cat", 2 * rows * width * A)
-
-    def split_input(self, name: str, rows: int, width: int) -> int:
-        """``rowwise_split_input``: a replicated input chunked to this rank's columns and cloned (one copy); returns
-        the columns this rank's GEMM reads."""
-        if self.tp > 1:
-            self.k(name, "copy", 2 * rows * (width // self.tp) * A)
-        return width // self.tp
 
     # --- recipes ----------------------------------------------------------------------------------------------------
     def rms_norm(self, name: str, rows: int, width: int) -> None:
@@ -350,7 +352,7 @@ def _attention(e: _HF, i: int) -> None:
     e.rope(p, "k", kvh)
     keys = _cache_write(e, p, i)
     _attention_kernels(e, p, i, keys)
-    k = e.split_input(p + "o_proj_split", e.rows, h * d) if cfg.qkv_fused else h * d
+    k = split_input(e, p + "o_proj_split", e.rows, h * d) if cfg.qkv_fused else h * d
     e.gemm(p + "o_proj", e.rows, hid, k)
     e.all_reduce(p + "o_proj_allreduce", e.rows, hid)
     if cfg.sandwich:
@@ -371,7 +373,7 @@ def _dense_mlp(e: _HF, p: str, width: int, tag: str = "") -> None:
     if not fused:
         e.gemm(f"{p}{tag}up_proj", r, width, cfg.hidden)
     e.k(f"{p}{tag}act_mul", "strided" if fused else "elementwise", 3 * r * width * A, r * width)
-    k = e.split_input(f"{p}{tag}down_split", r, width) if fused else width
+    k = split_input(e, f"{p}{tag}down_split", r, width) if fused else width
     e.gemm(f"{p}{tag}down_proj", r, cfg.hidden, k)
     e.all_reduce(f"{p}{tag}down_allreduce", r, cfg.hidden)
 

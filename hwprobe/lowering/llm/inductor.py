@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from hwprobe.errors import NotModelled
 from hwprobe.lowering.llm.graph import Quant
-from hwprobe.lowering.llm.hf import F32, I64, A, Step, _check, collective, rank_dims, topk_ops
+from hwprobe.lowering.llm.hf import F32, I64, A, Step, _check, collective, rank_dims, split_input, topk_ops
 from hwprobe.lowering.ops import KernelOp
 from hwprobe.models.llm.config import LLMConfig
 
@@ -113,7 +113,7 @@ def _layer(e: _Ind, i: int) -> None:
     e.ops.append(KernelOp(p + "attention", "attention", precision=e.q.act, batch=b * h, m=1, n=keys, k=d,
                           bytes=float(2 * b * h * d * A + 2 * b * h * keys * d * A + b * keys * A),
                           backend="efficient"))
-    e.gemm(p + "o_proj", b, hid, _split(e, p + "o_proj_split", h * d, cfg.qkv_fused))
+    e.gemm(p + "o_proj", b, hid, split_input(e, p + "o_proj_split", b, h * d) if cfg.qkv_fused else h * d)
     e.collective(p + "o_proj_allreduce", "allreduce", hid)
     x = b * hid
     if cfg.sandwich:
@@ -126,7 +126,7 @@ def _layer(e: _Ind, i: int) -> None:
         e.gemm(p + "gate_up_proj", b, 2 * e.ffn // tp, hid)
         e.collective(p + "gate_up_gather", "allgather", 2 * e.ffn)
         e.k(p + "act_mul", "elementwise", 3 * b * e.ffn * A, 9 * b * e.ffn)
-        e.gemm(p + "down_proj", b, hid, _split(e, p + "down_split", e.ffn, fused=True))
+        e.gemm(p + "down_proj", b, hid, split_input(e, p + "down_split", b, e.ffn))   # Phi-3's rowwise_split_input
     else:
         e.gemm(p + "gate_proj", b, e.ffn, hid)
         e.gemm(p + "up_proj", b, e.ffn, hid)
@@ -137,16 +137,6 @@ def _layer(e: _Ind, i: int) -> None:
     name = "mlp_residual_final_norm" if last else f"mlp_residual_input_norm_{i + 1}"
     extra = 2 * x * A if cfg.sandwich else 0                  # Gemma2: the post-feed-forward norm in the same kernel
     e.k(p + name, "norm", 4 * x * A + hid * A + extra, 5 * x)
-
-
-def _split(e: _Ind, name: str, width: int, fused: bool) -> int:
-    """Phi-3's ``rowwise_split_input`` under tp, after its gathered ``fused`` projection: the rank's columns of a
-    replicated input cloned for the GEMM (a copy kernel; its consumer is a library call, so nothing fuses it);
-    returns the columns the GEMM reads."""
-    if e.tp == 1 or not fused:
-        return width
-    e.k(name, "copy", 2 * e.b * (width // e.tp) * A)
-    return width // e.tp
 
 
 def _moe(e: _Ind, p: str) -> None:
